@@ -1,0 +1,194 @@
+#include <mixgraph/contexts/convert.hpp>
+
+// GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own
+// _mm512_undefined_* helpers (GCC bug 105593); the warning is not ours.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include <algorithm>
+#include <cstring>
+
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/contexts/dtype_dispatch.hpp>
+
+namespace mg {
+
+namespace {
+
+// Conversions are memory bound; only big ones are worth the threads.
+constexpr size_t kParallelMin = 1 << 16;
+
+template <class D, class S>
+D convert_one(S s) {
+  if constexpr (std::is_same_v<D, bool>) {
+    return static_cast<float>(s) != 0.0f;
+  } else if constexpr (std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>) {
+    return static_cast<D>(static_cast<float>(s));
+  } else if constexpr (std::is_same_v<D, Half> ||
+                       std::is_same_v<D, BFloat16>) {
+    // Goes through float: double -> float -> half can round twice, as in
+    // NNabla and PyTorch; every other source type is exact in float.
+    return D(static_cast<float>(s));
+  } else {
+    return static_cast<D>(s);
+  }
+}
+
+template <class S, class D>
+void convert_loop(const S* src, D* dst, size_t n) {
+#pragma omp parallel for if (n >= kParallelMin) schedule(static)
+  for (size_t i = 0; i < n; ++i) dst[i] = convert_one<D>(src[i]);
+}
+
+__attribute__((target("avx512f"))) void half_to_float_avx512(
+    const uint16_t* src, float* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(h));
+  }
+  for (; i < n; ++i) dst[i] = detail::half_bits_to_float(src[i]);
+}
+
+__attribute__((target("avx512f"))) void float_to_half_avx512(const float* src,
+                                                             uint16_t* dst,
+                                                             size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(src + i),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), h);
+  }
+  for (; i < n; ++i) dst[i] = detail::float_to_half_bits(src[i]);
+}
+
+__attribute__((target("avx2,f16c"))) void half_to_float_f16c(
+    const uint16_t* src, float* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) dst[i] = detail::half_bits_to_float(src[i]);
+}
+
+__attribute__((target("avx2,f16c"))) void float_to_half_f16c(const float* src,
+                                                             uint16_t* dst,
+                                                             size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+  }
+  for (; i < n; ++i) dst[i] = detail::float_to_half_bits(src[i]);
+}
+
+__attribute__((target("avx512f"))) void bf16_to_float_avx512(
+    const uint16_t* src, float* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    __m512i w = _mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16);
+    _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(w));
+  }
+  for (; i < n; ++i) dst[i] = detail::bf16_bits_to_float(src[i]);
+}
+
+// Round to nearest even with integer ops, nan kept quiet: the same rule as
+// detail::float_to_bf16_bits, sixteen at a time.
+__attribute__((target("avx512f,avx512bw"))) void float_to_bf16_avx512(
+    const float* src, uint16_t* dst, size_t n) {
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512i bias = _mm512_set1_epi32(0x7fff);
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+  const __m512i inf = _mm512_set1_epi32(0x7f800000);
+  const __m512i quiet = _mm512_set1_epi32(0x400000);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512i x = _mm512_castps_si512(_mm512_loadu_ps(src + i));
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), one);
+    __m512i rounded = _mm512_add_epi32(x, _mm512_add_epi32(bias, lsb));
+    __mmask16 is_nan =
+        _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, abs_mask), inf);
+    rounded = _mm512_mask_mov_epi32(rounded, is_nan, _mm512_or_si512(x, quiet));
+    __m256i out = _mm512_cvtepi32_epi16(_mm512_srli_epi32(rounded, 16));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), out);
+  }
+  for (; i < n; ++i) dst[i] = detail::float_to_bf16_bits(src[i]);
+}
+
+
+// Splits a vector conversion across the OpenMP pool in contiguous chunks.
+template <class S, class D>
+void run_chunked(void (*fn)(const S*, D*, size_t), const void* src, void* dst,
+                 size_t n) {
+  const S* s = static_cast<const S*>(src);
+  D* d = static_cast<D*>(dst);
+  if (n < kParallelMin) {
+    fn(s, d, n);
+    return;
+  }
+  constexpr size_t kChunk = 1 << 14;
+  const long chunks = static_cast<long>((n + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static)
+  for (long c = 0; c < chunks; ++c) {
+    const size_t begin = static_cast<size_t>(c) * kChunk;
+    fn(s + begin, d + begin, std::min(kChunk, n - begin));
+  }
+}
+
+// Returns true when a vector path handled the conversion.
+bool convert_vector(const void* src, Dtype st, void* dst, Dtype dt, size_t n) {
+  const auto& cpu = cpu::cpu_features();
+  if (st == Dtype::f16 && dt == Dtype::f32) {
+    if (cpu.avx512f) return run_chunked(half_to_float_avx512, src, dst, n), true;
+    if (cpu.f16c) return run_chunked(half_to_float_f16c, src, dst, n), true;
+  } else if (st == Dtype::f32 && dt == Dtype::f16) {
+    if (cpu.avx512f) return run_chunked(float_to_half_avx512, src, dst, n), true;
+    if (cpu.f16c) return run_chunked(float_to_half_f16c, src, dst, n), true;
+  } else if (st == Dtype::bf16 && dt == Dtype::f32) {
+    if (cpu.avx512f) return run_chunked(bf16_to_float_avx512, src, dst, n), true;
+  } else if (st == Dtype::f32 && dt == Dtype::bf16) {
+    if (cpu.avx512f) return run_chunked(float_to_bf16_avx512, src, dst, n), true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void convert_scalar(const void* src, Dtype st, void* dst, Dtype dt, size_t n) {
+  if (st == dt) {
+    std::memcpy(dst, src, n * dtype_size(st));
+    return;
+  }
+  dispatch_all_types(st, "convert", [&](auto stag) {
+    using S = typename decltype(stag)::type;
+    dispatch_all_types(dt, "convert", [&](auto dtag) {
+      using D = typename decltype(dtag)::type;
+      convert_loop(static_cast<const S*>(src), static_cast<D*>(dst), n);
+    });
+  });
+}
+
+void convert(const void* src, Dtype st, void* dst, Dtype dt, size_t n) {
+  if (n == 0) return;
+  if (st != dt && convert_vector(src, st, dst, dt, n)) return;
+  convert_scalar(src, st, dst, dt, n);
+}
+
+void fill(void* dst, Dtype dtype, double value, size_t n) {
+  if (value == 0.0) {
+    std::memset(dst, 0, n * dtype_size(dtype));
+    return;
+  }
+  dispatch_all_types(dtype, "fill", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T v = convert_one<T>(value);
+    std::fill_n(static_cast<T*>(dst), n, v);
+  });
+}
+
+}  // namespace mg

@@ -1,0 +1,57 @@
+// Host memory: a 64-byte aligned caching allocator with usage counters.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace mg {
+
+/// Usage counters of an allocator, in bytes.
+struct MemoryStats {
+  size_t in_use = 0;   // held by live arrays
+  size_t peak = 0;     // the most ever in use since the last reset_peak()
+  size_t cached = 0;   // freed by arrays, kept for reuse
+};
+
+/// A block of memory that returns itself to its allocator when destroyed.
+class Memory {
+ public:
+  Memory(void* ptr, size_t bytes) : ptr_(ptr), bytes_(bytes) {}
+  ~Memory();
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+  void* ptr() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_;
+  size_t bytes_;
+};
+
+/// The host allocator: 64-byte alignment, blocks cached by rounded size and
+/// reused, so a training loop that repeats the same shapes stops calling
+/// the system allocator after its first step. Thread safe.
+class CpuAllocator {
+ public:
+  static CpuAllocator& instance();
+
+  /// A block of at least `bytes` (0 gives a valid, empty block).
+  std::unique_ptr<Memory> allocate(size_t bytes);
+  MemoryStats stats() const;
+  void reset_peak();
+  /// Returns every cached block to the system.
+  void release_cache();
+
+ private:
+  friend class Memory;
+  void release(void* ptr, size_t bytes);
+  CpuAllocator() = default;
+  ~CpuAllocator();
+  struct Impl;
+  Impl& impl() const;
+};
+
+/// Shorthand for CpuAllocator::instance().stats().
+MemoryStats cpu_memory_stats();
+
+}  // namespace mg

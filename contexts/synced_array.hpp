@@ -1,0 +1,80 @@
+// SyncedArray: one logical buffer with physical copies keyed by
+// (device, dtype). See DESIGN.md, "The one mechanism".
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include <mixgraph/contexts/dtype.hpp>
+#include <mixgraph/contexts/memory.hpp>
+
+namespace mg {
+
+/// One physical copy of a SyncedArray.
+struct Array {
+  Dtype dtype;
+  std::string device;
+  std::unique_ptr<Memory> memory;
+  void* data() const { return memory->ptr(); }
+};
+
+/// A buffer of `size` elements whose dtype is decided by whoever touches it:
+/// - get(dtype) returns a readable copy, converting from the head once and
+///   caching the copy until the next write;
+/// - cast(dtype) makes that copy the head, for writing, and drops the others;
+/// - zero() and fill(v) are deferred to the next get or cast.
+/// A new array reads as zeros. Only the "cpu" device exists in this build.
+class SyncedArray {
+ public:
+  explicit SyncedArray(size_t size);
+  SyncedArray(const SyncedArray&) = delete;
+  SyncedArray& operator=(const SyncedArray&) = delete;
+
+  size_t size() const { return size_; }
+
+  /// A readable pointer to the data as `dtype` on `device`.
+  const void* get(Dtype dtype, const std::string& device = "cpu");
+  /// A writable pointer to the data as `dtype` on `device`; that copy becomes
+  /// the only one. With write_only the old contents are not converted (the
+  /// caller overwrites every element).
+  void* cast(Dtype dtype, const std::string& device = "cpu",
+             bool write_only = false);
+
+  /// Sets every element to zero at the next access.
+  void zero();
+  /// Sets every element to `value` at the next access.
+  void fill(double value);
+  /// True while a deferred zero is pending: nothing was written since zero()
+  /// (or since construction). Solvers skip such grads.
+  bool zeroing() const { return pending_fill_ && pending_value_ == 0.0; }
+  /// True while any deferred zero or fill is pending.
+  bool filling() const { return pending_fill_; }
+
+  /// Frees every copy; the array then reads as zeros.
+  void clear();
+
+  /// The dtype of the head copy; float while only a fill is pending.
+  Dtype dtype() const { return head_ ? head_->dtype : Dtype::f32; }
+  bool has_head() const { return head_ != nullptr; }
+  /// Number of physical copies currently held.
+  size_t num_copies() const { return copies_.size(); }
+  bool has_copy(Dtype dtype, const std::string& device = "cpu") const;
+  /// Bytes held by all copies.
+  size_t bytes() const;
+
+ private:
+  using Key = std::pair<std::string, Dtype>;
+  Array& make_copy(Dtype dtype, const std::string& device);
+  void check_device(const std::string& device, const char* where) const;
+
+  size_t size_;
+  std::map<Key, Array> copies_;
+  Array* head_ = nullptr;
+  bool pending_fill_ = true;
+  double pending_value_ = 0.0;
+};
+
+}  // namespace mg

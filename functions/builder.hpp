@@ -1,0 +1,30 @@
+// How a builder (F::relu, F::affine, ...) puts a function into the graph.
+#pragma once
+
+#include <mixgraph/functions/registry.hpp>
+#include <mixgraph/graph/function_node.hpp>
+
+namespace mg {
+
+/// Creates function `name` with `opts` in the default context, links it to
+/// `inputs` and returns its outputs (setup has run; in auto-forward mode,
+/// forward too).
+template <class Options>
+std::vector<VariablePtr> apply_function(const std::string& name,
+                                        const Options& opts,
+                                        std::vector<VariablePtr> inputs) {
+  auto fn = create_function(name, opts);
+  const int n = fn->num_outputs();
+  return connect(std::make_shared<FunctionNode>(std::move(fn),
+                                                std::move(inputs)),
+                 n);
+}
+
+/// The single-output form.
+template <class Options>
+VariablePtr apply_function1(const std::string& name, const Options& opts,
+                            std::vector<VariablePtr> inputs) {
+  return apply_function(name, opts, std::move(inputs)).front();
+}
+
+}  // namespace mg

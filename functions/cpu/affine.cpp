@@ -1,0 +1,56 @@
+// Affine on the CPU: the matrix products go through oneDNN (cpu::gemm).
+#include <mixgraph/functions/affine.hpp>
+
+#include <mixgraph/functions/cpu/cpu_functions.hpp>
+#include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/functions/cpu/gemm.hpp>
+#include <mixgraph/functions/registry.hpp>
+
+namespace mg::cpu {
+
+namespace {
+
+template <class T>
+class AffineCpu : public Affine {
+ public:
+  using Affine::Affine;
+
+ protected:
+  void forward_impl(const Variables& in, const Variables& out) override {
+    // The bias stays fp32: it is added to the fp32 accumulator.
+    const float* b = in.size() == 3 ? input<float>(in[2]) : nullptr;
+    gemm<T>(false, false, batch_, outputs_, features_, input<T>(in[0]),
+            input<T>(in[1]), output<T>(out[0]), b);
+  }
+
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    const T* dy = output_grad<T>(out[0]);
+    if (propagate_down[0]) {  // dx = dy W^T
+      gemm<T>(false, true, batch_, features_, outputs_, dy, input<T>(in[1]),
+              input_grad<T>(in[0], accum[0]), nullptr, accum[0]);
+    }
+    if (propagate_down[1]) {  // dW = x^T dy
+      gemm<T>(true, false, features_, outputs_, batch_, input<T>(in[0]), dy,
+              input_grad<T>(in[1], accum[1]), nullptr, accum[1]);
+    }
+    if (in.size() == 3 && propagate_down[2]) {  // db = sum over the batch
+      std::vector<float> db(outputs_, 0.0f);
+      std::vector<float> row(outputs_);
+      for (int64_t n = 0; n < batch_; ++n) {
+        const float* r = load(dy + n * outputs_, row.data(), outputs_);
+        for (int64_t m = 0; m < outputs_; ++m) db[m] += r[m];
+      }
+      store(db.data(), input_grad<T>(in[2], accum[2]), outputs_, accum[2]);
+    }
+  }
+};
+
+}  // namespace
+
+void register_affine(FunctionRegistry& r) {
+  register_float_types<AffineCpu, AffineOptions>(r, "Affine", "cpu");
+}
+
+}  // namespace mg::cpu

@@ -1,0 +1,16 @@
+// The list of CPU function groups. Each register_* lives in the .cpp of the
+// same name in this folder; register_cpu_functions calls them all.
+#pragma once
+
+namespace mg {
+class FunctionRegistry;
+}
+
+namespace mg::cpu {
+
+void register_cpu_functions(FunctionRegistry& r);
+
+void register_elementwise(FunctionRegistry& r);
+void register_affine(FunctionRegistry& r);
+
+}  // namespace mg::cpu

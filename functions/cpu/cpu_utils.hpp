@@ -1,0 +1,88 @@
+// Helpers every CPU function uses: typed access to variables, fp32 blocks
+// for the 16-bit types, and the OpenMP loop over blocks.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include <mixgraph/contexts/convert.hpp>
+#include <mixgraph/graph/variable.hpp>
+
+namespace mg::cpu {
+
+/// Elements per block: 4 KiB of floats stays in L1 while a 16-bit kernel
+/// converts, computes and converts back in one pass.
+constexpr int64_t kBlock = 1024;
+/// Below this many elements a loop runs on one thread.
+constexpr int64_t kParallelMin = 1 << 15;
+
+template <class T>
+const T* input(Variable* v) {
+  return v->data()->get<const T>();
+}
+/// The output's data, to be overwritten.
+template <class T>
+T* output(Variable* v) {
+  return v->data()->cast<T>(/*write_only=*/true);
+}
+template <class T>
+const T* output_grad(Variable* v) {
+  return v->grad()->get<const T>();
+}
+/// The input's grad; with accum its contents are kept for adding to.
+template <class T>
+T* input_grad(Variable* v, bool accum) {
+  return v->grad()->cast<T>(/*write_only=*/!accum);
+}
+
+/// Reads n elements as float: for float a pointer into src, else a
+/// conversion into buf.
+template <class T>
+const float* load(const T* src, float* buf, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    (void)buf, (void)n;
+    return src;
+  } else {
+    convert(src, dtype_of<T>, buf, Dtype::f32, static_cast<size_t>(n));
+    return buf;
+  }
+}
+
+/// Writes n floats to dst (adding to it with accum).
+template <class T>
+void store(const float* src, T* dst, int64_t n, bool accum = false) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (accum) {
+      for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+    } else if (src != dst) {
+      std::memcpy(dst, src, n * sizeof(float));
+    }
+  } else {
+    if (accum) {
+      float tmp[kBlock];
+      for (int64_t b = 0; b < n; b += kBlock) {
+        const int64_t len = std::min(kBlock, n - b);
+        convert(dst + b, dtype_of<T>, tmp, Dtype::f32, len);
+        for (int64_t i = 0; i < len; ++i) tmp[i] += src[b + i];
+        convert(tmp, Dtype::f32, dst + b, dtype_of<T>, len);
+      }
+    } else {
+      convert(src, Dtype::f32, dst, dtype_of<T>, static_cast<size_t>(n));
+    }
+  }
+}
+
+/// Calls fn(begin, length) for consecutive blocks of [0, n), in parallel
+/// when n is large.
+template <class Fn>
+void for_each_block(int64_t n, Fn&& fn) {
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t begin = b * kBlock;
+    fn(begin, std::min(kBlock, n - begin));
+  }
+}
+
+}  // namespace mg::cpu

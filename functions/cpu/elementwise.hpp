@@ -1,0 +1,175 @@
+// The CPU loop drivers for elementwise functions, and their registration.
+#pragma once
+
+#include <mixgraph/functions/elementwise.hpp>
+#include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/functions/registry.hpp>
+
+namespace mg::cpu {
+
+/// y = op(x), in fp32 blocks.
+template <class T, class Op>
+class UnaryCpu : public UnaryFunction<Op> {
+ public:
+  using UnaryFunction<Op>::UnaryFunction;
+
+ protected:
+  void forward_impl(const Variables& in, const Variables& out) override {
+    const T* x = input<T>(in[0]);
+    T* y = output<T>(out[0]);
+    const Op& op = this->op_;
+    for_each_block(in[0]->size(), [&](int64_t begin, int64_t len) {
+      float xb[kBlock], yb[kBlock];
+      const float* xf = load(x + begin, xb, len);
+      for (int64_t i = 0; i < len; ++i) yb[i] = op(xf[i]);
+      store(yb, y + begin, len);
+    });
+  }
+
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    if (!propagate_down[0]) return;
+    const T* x = Op::grad_uses_x ? input<T>(in[0]) : nullptr;
+    const T* y = Op::grad_uses_y ? input<T>(out[0]) : nullptr;
+    const T* dy = output_grad<T>(out[0]);
+    T* dx = input_grad<T>(in[0], accum[0]);
+    const Op& op = this->op_;
+    for_each_block(in[0]->size(), [&](int64_t begin, int64_t len) {
+      float xb[kBlock], yb[kBlock], dyb[kBlock], dxb[kBlock];
+      const float* xf = x ? load(x + begin, xb, len) : nullptr;
+      const float* yf = y ? load(y + begin, yb, len) : nullptr;
+      const float* dyf = load(dy + begin, dyb, len);
+      for (int64_t i = 0; i < len; ++i) {
+        dxb[i] = op.grad(xf ? xf[i] : 0.0f, yf ? yf[i] : 0.0f, dyf[i]);
+      }
+      store(dxb, dx + begin, len, accum[0]);
+    });
+  }
+};
+
+/// Visits the output in rows of its last axis, chunked to kBlock, calling
+/// fn(out_offset, offset0, step0, offset1, step1, len): step is 1 where the
+/// input runs along the row and 0 where it is broadcast. Rows run in
+/// parallel unless `serial` (when fn adds into shared sums).
+template <class Fn>
+void for_each_broadcast_row(const BroadcastPlan& p, Fn&& fn,
+                            bool serial = false) {
+  const int nd = static_cast<int>(p.out_shape.size());
+  const int64_t row = nd ? p.out_shape[nd - 1] : 1;
+  const int64_t rows = row ? shape_size(p.out_shape) / row : 0;
+  const int64_t step0 = nd ? p.stride0[nd - 1] : 0;
+  const int64_t step1 = nd ? p.stride1[nd - 1] : 0;
+#pragma omp parallel for schedule(static) if (!serial && rows * row >= kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rem = r, off0 = 0, off1 = 0;
+    for (int d = nd - 2; d >= 0; --d) {
+      const int64_t idx = rem % p.out_shape[d];
+      rem /= p.out_shape[d];
+      off0 += idx * p.stride0[d];
+      off1 += idx * p.stride1[d];
+    }
+    for (int64_t c = 0; c < row; c += kBlock) {
+      fn(r * row + c, off0 + c * step0, step0, off1 + c * step1, step1,
+         std::min(kBlock, row - c));
+    }
+  }
+}
+
+/// Reads len elements starting at src with step 1 (a run) or 0 (one value
+/// repeated) as floats.
+template <class T>
+const float* load_strided(const T* src, int64_t step, float* buf, int64_t len) {
+  if (step) return load(src, buf, len);
+  std::fill_n(buf, len, static_cast<float>(src[0]));
+  return buf;
+}
+
+/// y = op(x0, x1) with broadcasting.
+template <class T, class Op>
+class BinaryCpu : public BinaryFunction<Op> {
+ public:
+  using BinaryFunction<Op>::BinaryFunction;
+
+ protected:
+  void forward_impl(const Variables& in, const Variables& out) override {
+    const T* a = input<T>(in[0]);
+    const T* b = input<T>(in[1]);
+    T* y = output<T>(out[0]);
+    const Op& op = this->op_;
+    for_each_broadcast_row(this->plan_, [&](int64_t o, int64_t o0, int64_t s0,
+                                            int64_t o1, int64_t s1,
+                                            int64_t len) {
+      float ab[kBlock], bb[kBlock], yb[kBlock];
+      const float* af = load_strided(a + o0, s0, ab, len);
+      const float* bf = load_strided(b + o1, s1, bb, len);
+      for (int64_t i = 0; i < len; ++i) yb[i] = op(af[i], bf[i]);
+      store(yb, y + o, len);
+    });
+  }
+
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    for (int k = 0; k < 2; ++k) {
+      if (propagate_down[k]) backward_input(k, in, out, accum[k]);
+    }
+  }
+
+ private:
+  // dx_k = sum over the broadcast axes of op.grad_k(a, b, y, dy), in fp32.
+  void backward_input(int k, const Variables& in, const Variables& out,
+                      bool accum) {
+    const T* a = Op::grad_uses_x ? input<T>(in[0]) : nullptr;
+    const T* b = Op::grad_uses_x ? input<T>(in[1]) : nullptr;
+    const T* y = Op::grad_uses_y ? input<T>(out[0]) : nullptr;
+    const T* dy = output_grad<T>(out[0]);
+    const Op& op = this->op_;
+    const BroadcastPlan& p = this->plan_;
+    const bool same_shape = in[k]->size() == out[0]->size();
+    T* dx = input_grad<T>(in[k], accum);
+    // With broadcasting several outputs add into one input element: sum in
+    // an fp32 buffer of the input's size, serially, then store once.
+    std::vector<float> sum(same_shape ? 0 : in[k]->size(), 0.0f);
+    auto body = [&](int64_t o, int64_t o0, int64_t s0, int64_t o1, int64_t s1,
+                    int64_t len) {
+      float ab[kBlock], bb[kBlock], yb[kBlock], dyb[kBlock], g[kBlock];
+      const float* af = a ? load_strided(a + o0, s0, ab, len) : nullptr;
+      const float* bf = b ? load_strided(b + o1, s1, bb, len) : nullptr;
+      const float* yf = y ? load(y + o, yb, len) : nullptr;
+      const float* dyf = load(dy + o, dyb, len);
+      for (int64_t i = 0; i < len; ++i) {
+        const float av = af ? af[i] : 0.0f, bv = bf ? bf[i] : 0.0f;
+        const float yv = yf ? yf[i] : 0.0f;
+        g[i] = k == 0 ? op.grad0(av, bv, yv, dyf[i])
+                      : op.grad1(av, bv, yv, dyf[i]);
+      }
+      if (same_shape) {
+        store(g, dx + o, len, accum);
+        return;
+      }
+      const int64_t off = k == 0 ? o0 : o1, step = k == 0 ? s0 : s1;
+      for (int64_t i = 0; i < len; ++i) sum[off + i * step] += g[i];
+    };
+    for_each_broadcast_row(p, body, /*serial=*/!same_shape);
+    if (!same_shape) store(sum.data(), dx, in[k]->size(), accum);
+  }
+};
+
+/// Registers UnaryCpu<T, Op> for float, half and bfloat16.
+template <class Op>
+void register_unary(FunctionRegistry& r) {
+  register_one<UnaryCpu<float, Op>, Op>(r, Op::name, {"cpu", Dtype::f32});
+  register_one<UnaryCpu<Half, Op>, Op>(r, Op::name, {"cpu", Dtype::f16});
+  register_one<UnaryCpu<BFloat16, Op>, Op>(r, Op::name, {"cpu", Dtype::bf16});
+}
+
+/// Registers BinaryCpu<T, Op> for float, half and bfloat16.
+template <class Op>
+void register_binary(FunctionRegistry& r) {
+  register_one<BinaryCpu<float, Op>, Op>(r, Op::name, {"cpu", Dtype::f32});
+  register_one<BinaryCpu<Half, Op>, Op>(r, Op::name, {"cpu", Dtype::f16});
+  register_one<BinaryCpu<BFloat16, Op>, Op>(r, Op::name, {"cpu", Dtype::bf16});
+}
+
+}  // namespace mg::cpu

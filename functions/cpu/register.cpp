@@ -1,0 +1,11 @@
+// The one list of CPU functions.
+#include <mixgraph/functions/cpu/cpu_functions.hpp>
+
+namespace mg::cpu {
+
+void register_cpu_functions(FunctionRegistry& r) {
+  register_elementwise(r);
+  register_affine(r);
+}
+
+}  // namespace mg::cpu

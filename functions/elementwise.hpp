@@ -1,0 +1,63 @@
+// Elementwise functions: the shape rules shared by every backend.
+//
+// An elementwise function is a small functor (its math, host and device)
+// plus one of these classes. Op is also the function's options: it carries
+// its arguments (LeakyReLU's alpha) and its name (Op::name).
+#pragma once
+
+#include <mixgraph/graph/function.hpp>
+
+namespace mg {
+
+/// y = op(x). Op: operator()(float) and grad(x, y, dy), with the flags
+/// grad_uses_x / grad_uses_y saying what backward reads.
+template <class Op>
+class UnaryFunction : public Function {
+ public:
+  explicit UnaryFunction(const Op& op) : op_(op) {}
+  std::string name() const override { return Op::name; }
+  int min_inputs() const override { return 1; }
+  bool grad_depends_input_data(int) const override { return Op::grad_uses_x; }
+  bool grad_depends_output_data(int) const override { return Op::grad_uses_y; }
+  const Op& op() const { return op_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override {
+    out[0]->reshape(in[0]->shape());
+  }
+  const Op op_;
+};
+
+/// How two shapes broadcast (NumPy rules, aligned on the right).
+struct BroadcastPlan {
+  Shape out_shape;
+  std::vector<int64_t> stride0;  // per output axis; 0 where x0 broadcasts
+  std::vector<int64_t> stride1;
+};
+
+/// Throws std::invalid_argument "<tag>x0 with shape ... and x1 with shape
+/// ... cannot broadcast: ..." when they do not.
+BroadcastPlan broadcast_plan(const Shape& a, const Shape& b,
+                             const std::string& tag);
+
+/// y = op(x0, x1) with broadcasting. Op: operator()(a, b), grad0 and grad1
+/// (a, b, y, dy), and the flag grad_uses_y.
+template <class Op>
+class BinaryFunction : public Function {
+ public:
+  explicit BinaryFunction(const Op& op) : op_(op) {}
+  std::string name() const override { return Op::name; }
+  int min_inputs() const override { return 2; }
+  bool grad_depends_input_data(int) const override { return Op::grad_uses_x; }
+  bool grad_depends_output_data(int) const override { return Op::grad_uses_y; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override {
+    plan_ = broadcast_plan(in[0]->shape(), in[1]->shape(), tag());
+    out[0]->reshape(plan_.out_shape);
+  }
+  const Op op_;
+  BroadcastPlan plan_;
+};
+
+}  // namespace mg

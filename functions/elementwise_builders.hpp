@@ -1,0 +1,36 @@
+// Builders of the elementwise functions: activations and arithmetic.
+#pragma once
+
+#include <mixgraph/graph/variable.hpp>
+
+namespace mg::functions {
+
+/// max(x, 0).
+VariablePtr relu(const VariablePtr& x);
+/// x for x > 0, alpha x otherwise.
+VariablePtr leaky_relu(const VariablePtr& x, float alpha = 0.1f);
+/// 1 / (1 + exp(-x)).
+VariablePtr sigmoid(const VariablePtr& x);
+VariablePtr tanh(const VariablePtr& x);
+/// x for x >= 0, alpha (exp(x) - 1) otherwise.
+VariablePtr elu(const VariablePtr& x, float alpha = 1.0f);
+/// The tanh approximation of GELU, as NNabla computes it.
+VariablePtr gelu(const VariablePtr& x);
+VariablePtr exp(const VariablePtr& x);
+VariablePtr log(const VariablePtr& x);
+/// A copy of x.
+VariablePtr identity(const VariablePtr& x);
+/// x + val.
+VariablePtr add_scalar(const VariablePtr& x, float val = 1.0f);
+/// x * val.
+VariablePtr mul_scalar(const VariablePtr& x, float val = 1.0f);
+/// x ^ val.
+VariablePtr pow_scalar(const VariablePtr& x, float val = 1.0f);
+
+/// x0 + x1, x0 - x1, x0 * x1, x0 / x1, with NumPy broadcasting.
+VariablePtr add2(const VariablePtr& x0, const VariablePtr& x1);
+VariablePtr sub2(const VariablePtr& x0, const VariablePtr& x1);
+VariablePtr mul2(const VariablePtr& x0, const VariablePtr& x1);
+VariablePtr div2(const VariablePtr& x0, const VariablePtr& x1);
+
+}  // namespace mg::functions

@@ -1,0 +1,43 @@
+// The math of the binary elementwise functions, for host and device.
+// grad0 / grad1 (a, b, y, dy) return the grads of a and b.
+#pragma once
+
+#include <mixgraph/contexts/macros.hpp>
+
+namespace mg::ops {
+
+struct Add2 {
+  static constexpr const char* name = "Add2";
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const { return a + b; }
+  MG_HD float grad0(float, float, float, float dy) const { return dy; }
+  MG_HD float grad1(float, float, float, float dy) const { return dy; }
+};
+
+struct Sub2 {
+  static constexpr const char* name = "Sub2";
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const { return a - b; }
+  MG_HD float grad0(float, float, float, float dy) const { return dy; }
+  MG_HD float grad1(float, float, float, float dy) const { return -dy; }
+};
+
+struct Mul2 {
+  static constexpr const char* name = "Mul2";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const { return a * b; }
+  MG_HD float grad0(float, float b, float, float dy) const { return dy * b; }
+  MG_HD float grad1(float a, float, float, float dy) const { return dy * a; }
+};
+
+struct Div2 {
+  static constexpr const char* name = "Div2";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const { return a / b; }
+  MG_HD float grad0(float, float b, float, float dy) const { return dy / b; }
+  MG_HD float grad1(float a, float b, float, float dy) const {
+    return -dy * a / (b * b);
+  }
+};
+
+}  // namespace mg::ops

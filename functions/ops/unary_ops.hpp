@@ -1,0 +1,126 @@
+// The math of the unary elementwise functions, for host and device.
+//
+// Each functor is the function's options too: its fields are the function's
+// arguments. grad(x, y, dy) returns dx; grad_uses_x / grad_uses_y say which
+// of x and y backward reads, so clear_no_need_grad can free the others.
+#pragma once
+
+#include <cmath>
+
+#include <mixgraph/contexts/macros.hpp>
+
+namespace mg::ops {
+
+struct ReLU {
+  static constexpr const char* name = "ReLU";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return x > 0.0f ? x : 0.0f; }
+  MG_HD float grad(float x, float, float dy) const {
+    return x > 0.0f ? dy : 0.0f;
+  }
+};
+
+struct LeakyReLU {
+  static constexpr const char* name = "LeakyReLU";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  float alpha = 0.1f;
+  MG_HD float operator()(float x) const { return x > 0.0f ? x : alpha * x; }
+  MG_HD float grad(float x, float, float dy) const {
+    return x > 0.0f ? dy : alpha * dy;
+  }
+};
+
+struct Sigmoid {
+  static constexpr const char* name = "Sigmoid";
+  static constexpr bool grad_uses_x = false, grad_uses_y = true;
+  MG_HD float operator()(float x) const { return 1.0f / (1.0f + expf(-x)); }
+  MG_HD float grad(float, float y, float dy) const {
+    return dy * y * (1.0f - y);
+  }
+};
+
+struct Tanh {
+  static constexpr const char* name = "Tanh";
+  static constexpr bool grad_uses_x = false, grad_uses_y = true;
+  MG_HD float operator()(float x) const { return tanhf(x); }
+  MG_HD float grad(float, float y, float dy) const {
+    return dy * (1.0f - y * y);
+  }
+};
+
+struct ELU {
+  static constexpr const char* name = "ELU";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  float alpha = 1.0f;
+  MG_HD float operator()(float x) const {
+    return x >= 0.0f ? x : alpha * (expf(x) - 1.0f);
+  }
+  MG_HD float grad(float x, float, float dy) const {
+    return x >= 0.0f ? dy : dy * alpha * expf(x);
+  }
+};
+
+/// NNabla's GELU: the tanh approximation
+/// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+struct GELU {
+  static constexpr const char* name = "GELU";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  static constexpr float kC = 0.7978845608028654f;  // sqrt(2 / pi)
+  MG_HD float operator()(float x) const {
+    return 0.5f * x * (1.0f + tanhf(kC * (x + 0.044715f * x * x * x)));
+  }
+  MG_HD float grad(float x, float, float dy) const {
+    const float t = tanhf(kC * (x + 0.044715f * x * x * x));
+    const float dt = kC * (1.0f + 3.0f * 0.044715f * x * x) * (1.0f - t * t);
+    return dy * 0.5f * (1.0f + t + x * dt);
+  }
+};
+
+struct Exp {
+  static constexpr const char* name = "Exp";
+  static constexpr bool grad_uses_x = false, grad_uses_y = true;
+  MG_HD float operator()(float x) const { return expf(x); }
+  MG_HD float grad(float, float y, float dy) const { return dy * y; }
+};
+
+struct Log {
+  static constexpr const char* name = "Log";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return logf(x); }
+  MG_HD float grad(float x, float, float dy) const { return dy / x; }
+};
+
+struct Identity {
+  static constexpr const char* name = "Identity";
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return x; }
+  MG_HD float grad(float, float, float dy) const { return dy; }
+};
+
+struct AddScalar {
+  static constexpr const char* name = "AddScalar";
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  float val = 1.0f;
+  MG_HD float operator()(float x) const { return x + val; }
+  MG_HD float grad(float, float, float dy) const { return dy; }
+};
+
+struct MulScalar {
+  static constexpr const char* name = "MulScalar";
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  float val = 1.0f;
+  MG_HD float operator()(float x) const { return x * val; }
+  MG_HD float grad(float, float, float dy) const { return dy * val; }
+};
+
+struct PowScalar {
+  static constexpr const char* name = "PowScalar";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  float val = 1.0f;
+  MG_HD float operator()(float x) const { return powf(x, val); }
+  MG_HD float grad(float x, float, float dy) const {
+    return dy * val * powf(x, val - 1.0f);
+  }
+};
+
+}  // namespace mg::ops

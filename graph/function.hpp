@@ -1,0 +1,67 @@
+// The Function base: what every function implements, whatever its backend.
+//
+// It lives in graph/ because the graph engine calls it (arrows point down);
+// the registry, the precision policy and the functions are in functions/.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <mixgraph/contexts/context.hpp>
+#include <mixgraph/graph/variable.hpp>
+
+namespace mg {
+
+using Variables = std::vector<Variable*>;
+
+/// A function of the graph. setup() checks the inputs and sets the output
+/// shapes; forward() computes outputs; backward() computes the grads of the
+/// inputs with propagate_down[i] set, adding to them where accum[i] is set.
+class Function {
+ public:
+  virtual ~Function() = default;
+
+  /// The registered name, PascalCase: "Affine".
+  virtual std::string name() const = 0;
+  /// How many inputs it takes: [min_inputs, max_inputs].
+  virtual int min_inputs() const = 0;
+  virtual int max_inputs() const { return min_inputs(); }
+  virtual int num_outputs() const { return 1; }
+  /// Whether backward reads input i's data (else clear_no_need_grad frees it).
+  virtual bool grad_depends_input_data(int /*i*/) const { return true; }
+  /// Whether backward reads output o's data.
+  virtual bool grad_depends_output_data(int /*o*/) const { return false; }
+
+  void setup(const Variables& inputs, const Variables& outputs);
+  void forward(const Variables& inputs, const Variables& outputs);
+  void backward(const Variables& inputs, const Variables& outputs,
+                const std::vector<bool>& propagate_down,
+                const std::vector<bool>& accum);
+
+  /// The backend it was created for ("cpu:half"); set by the registry.
+  const Backend& backend() const { return backend_; }
+  void set_backend(const Backend& backend) { backend_ = backend; }
+  /// The type it computes and stores in.
+  Dtype dtype() const { return backend_.type; }
+  /// "[affine] ": the snake_case name, for error messages.
+  std::string tag() const;
+
+ protected:
+  virtual void setup_impl(const Variables& inputs, const Variables& outputs) = 0;
+  virtual void forward_impl(const Variables& inputs,
+                            const Variables& outputs) = 0;
+  virtual void backward_impl(const Variables& inputs, const Variables& outputs,
+                             const std::vector<bool>& propagate_down,
+                             const std::vector<bool>& accum) = 0;
+
+ private:
+  Backend backend_{"cpu", Dtype::f32};
+};
+
+/// "SoftmaxCrossEntropy" -> "softmax_cross_entropy".
+std::string snake_case(const std::string& pascal);
+
+/// "(64, 10), (20, 5)": the shapes of several variables, for messages.
+std::string shapes_str(const Variables& vars);
+
+}  // namespace mg

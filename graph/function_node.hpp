@@ -1,0 +1,73 @@
+// FunctionNode: a function with its inputs and outputs in the graph.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <mixgraph/graph/function.hpp>
+
+namespace mg {
+
+/// Owns its function and its inputs; holds its outputs weakly (an output owns
+/// its parent node, so the graph is kept alive from the outputs down).
+class FunctionNode {
+ public:
+  FunctionNode(std::shared_ptr<Function> function,
+               std::vector<VariablePtr> inputs);
+
+  Function& function() { return *function_; }
+  const std::shared_ptr<Function>& function_ptr() const { return function_; }
+  const std::vector<VariablePtr>& inputs() const { return inputs_; }
+  /// The outputs; one the user let go of is replaced by a fresh variable of
+  /// its shape, so the function can still run.
+  std::vector<VariablePtr> outputs();
+  /// False when built under NoGradGuard: backward stops here.
+  bool grad_enabled() const { return grad_enabled_; }
+
+ private:
+  friend std::vector<VariablePtr> connect(std::shared_ptr<FunctionNode> node,
+                                          int num_outputs);
+  std::shared_ptr<Function> function_;
+  std::vector<VariablePtr> inputs_;
+  std::vector<std::weak_ptr<Variable>> outputs_;
+  std::vector<Shape> output_shapes_;
+  bool grad_enabled_ = true;
+};
+
+/// Creates the node's outputs, links them to it and runs setup. In auto-
+/// forward mode it also runs forward. Used by the function builders.
+std::vector<VariablePtr> connect(std::shared_ptr<FunctionNode> node,
+                                 int num_outputs);
+
+/// Eager mode: every function runs forward as it is created.
+bool auto_forward();
+void set_auto_forward(bool enabled);
+
+/// Functions created while a NoGradGuard lives are cut from backward.
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+/// True while no NoGradGuard is alive on this thread.
+bool grad_mode_enabled();
+
+/// Sets auto_forward for the lifetime of the guard.
+class AutoForwardGuard {
+ public:
+  explicit AutoForwardGuard(bool enabled = true);
+  ~AutoForwardGuard();
+  AutoForwardGuard(const AutoForwardGuard&) = delete;
+  AutoForwardGuard& operator=(const AutoForwardGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+}  // namespace mg

@@ -1,0 +1,44 @@
+#include <mixgraph/graph/shape.hpp>
+
+#include <stdexcept>
+
+namespace mg {
+
+int64_t shape_size(const Shape& shape) {
+  return shape_size(shape, 0, static_cast<int>(shape.size()));
+}
+
+int64_t shape_size(const Shape& shape, int begin, int end) {
+  int64_t n = 1;
+  for (int i = begin; i < end; ++i) n *= shape[i];
+  return n;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) s += ",";
+  return s + ")";
+}
+
+std::vector<int64_t> shape_strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) {
+    strides[i] = strides[i + 1] * shape[i + 1];
+  }
+  return strides;
+}
+
+int normalize_axis(int axis, int ndim, const std::string& tag) {
+  if (axis < -ndim || axis >= ndim) {
+    throw std::invalid_argument(tag + "axis " + std::to_string(axis) +
+                                " is out of range for " +
+                                std::to_string(ndim) + " dimensions");
+  }
+  return axis < 0 ? axis + ndim : axis;
+}
+
+}  // namespace mg

@@ -1,0 +1,25 @@
+// Shapes and the helpers every layer above uses to check them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mg {
+
+using Shape = std::vector<int64_t>;
+
+/// Number of elements (1 for a scalar shape ()).
+int64_t shape_size(const Shape& shape);
+/// Product of shape[begin, end).
+int64_t shape_size(const Shape& shape, int begin, int end);
+/// "(64, 10)".
+std::string shape_str(const Shape& shape);
+/// Row-major strides in elements.
+std::vector<int64_t> shape_strides(const Shape& shape);
+
+/// Maps a possibly negative axis into [0, ndim); throws std::invalid_argument
+/// "<tag>axis A is out of range for N dimensions" otherwise.
+int normalize_axis(int axis, int ndim, const std::string& tag);
+
+}  // namespace mg

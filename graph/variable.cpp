@@ -1,0 +1,127 @@
+#include <mixgraph/graph/variable.hpp>
+
+#include <stdexcept>
+
+#include <mixgraph/graph/function_node.hpp>
+
+namespace mg {
+
+Variable::Variable(const Shape& shape, bool need_grad)
+    : data_(make_ndarray(shape)),
+      grad_(make_ndarray(shape)),
+      need_grad_(need_grad) {}
+
+void Variable::reshape(const Shape& shape) {
+  data_->reshape(shape);
+  grad_->reshape(shape);
+}
+
+void Variable::set_data(NdArrayPtr data) {
+  if (data->shape() != shape()) {
+    throw std::invalid_argument("[Variable::set_data] variable '" + name_ +
+                                "' has shape " + shape_str(shape()) +
+                                ", but the array has shape " +
+                                shape_str(data->shape()));
+  }
+  data_ = std::move(data);
+}
+
+void Variable::set_grad(NdArrayPtr grad) {
+  if (grad->shape() != shape()) {
+    throw std::invalid_argument("[Variable::set_grad] variable '" + name_ +
+                                "' has shape " + shape_str(shape()) +
+                                ", but the array has shape " +
+                                shape_str(grad->shape()));
+  }
+  grad_ = std::move(grad);
+}
+
+VariablePtr make_variable(const Shape& shape, bool need_grad) {
+  return std::make_shared<Variable>(shape, need_grad);
+}
+
+// ---- FunctionNode and the builder hook ----
+
+FunctionNode::FunctionNode(std::shared_ptr<Function> function,
+                           std::vector<VariablePtr> inputs)
+    : function_(std::move(function)),
+      inputs_(std::move(inputs)),
+      grad_enabled_(grad_mode_enabled()) {}
+
+std::vector<VariablePtr> FunctionNode::outputs() {
+  std::vector<VariablePtr> outs;
+  outs.reserve(outputs_.size());
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    VariablePtr v = outputs_[i].lock();
+    if (!v) {
+      v = make_variable(output_shapes_[i]);
+      outputs_[i] = v;  // lives as long as the caller holds it
+    }
+    outs.push_back(std::move(v));
+  }
+  return outs;
+}
+
+namespace {
+
+Variables raw(const std::vector<VariablePtr>& vars) {
+  Variables r;
+  r.reserve(vars.size());
+  for (const auto& v : vars) r.push_back(v.get());
+  return r;
+}
+
+bool& auto_forward_flag() {
+  static bool flag = false;
+  return flag;
+}
+
+bool& grad_mode_flag() {
+  thread_local bool flag = true;
+  return flag;
+}
+
+}  // namespace
+
+std::vector<VariablePtr> connect(std::shared_ptr<FunctionNode> node,
+                                 int num_outputs) {
+  for (size_t i = 0; i < node->inputs_.size(); ++i) {
+    if (!node->inputs_[i]) {
+      throw std::invalid_argument(node->function().tag() + "input " +
+                                  std::to_string(i) + " is a null variable");
+    }
+  }
+  std::vector<VariablePtr> outputs;
+  bool need_grad = false;
+  for (const auto& in : node->inputs_) need_grad = need_grad || in->need_grad();
+  need_grad = need_grad && node->grad_enabled();
+  for (int i = 0; i < num_outputs; ++i) {
+    outputs.push_back(make_variable({}, need_grad));
+  }
+  node->function().setup(raw(node->inputs_), raw(outputs));
+  for (auto& out : outputs) {
+    out->parent_ = node;
+    node->outputs_.push_back(out);
+    node->output_shapes_.push_back(out->shape());
+  }
+  if (auto_forward()) {
+    node->function().forward(raw(node->inputs_), raw(outputs));
+  }
+  return outputs;
+}
+
+bool auto_forward() { return auto_forward_flag(); }
+void set_auto_forward(bool enabled) { auto_forward_flag() = enabled; }
+
+NoGradGuard::NoGradGuard() : previous_(grad_mode_flag()) {
+  grad_mode_flag() = false;
+}
+NoGradGuard::~NoGradGuard() { grad_mode_flag() = previous_; }
+bool grad_mode_enabled() { return grad_mode_flag(); }
+
+AutoForwardGuard::AutoForwardGuard(bool enabled) : previous_(auto_forward()) {
+  set_auto_forward(enabled);
+}
+AutoForwardGuard::~AutoForwardGuard() { set_auto_forward(previous_); }
+
+}  // namespace mg

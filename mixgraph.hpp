@@ -1,0 +1,23 @@
+// mixgraph: the umbrella header. Include this and nothing else.
+#pragma once
+
+#include <mixgraph/contexts/context.hpp>
+#include <mixgraph/contexts/dtype.hpp>
+#include <mixgraph/contexts/half.hpp>
+#include <mixgraph/contexts/memory.hpp>
+#include <mixgraph/contexts/synced_array.hpp>
+#include <mixgraph/graph/function_node.hpp>
+#include <mixgraph/graph/initializer.hpp>
+#include <mixgraph/graph/ndarray.hpp>
+#include <mixgraph/graph/parameter_scope.hpp>
+#include <mixgraph/graph/random.hpp>
+#include <mixgraph/graph/variable.hpp>
+#include <mixgraph/functions/affine.hpp>
+#include <mixgraph/functions/elementwise_builders.hpp>
+#include <mixgraph/functions/precision_policy.hpp>
+#include <mixgraph/functions/registry.hpp>
+
+namespace mg {
+namespace F = functions;
+namespace PF = parametric_functions;
+}  // namespace mg

@@ -1,0 +1,115 @@
+#include <gtest/gtest.h>
+
+#include <mixgraph/functions/builder.hpp>
+
+#include "../support/function_tester.hpp"
+
+namespace mg::test {
+namespace {
+
+// y[n, m] = sum_k x[n, k] W[k, m] + b[m].
+Doubles affine_ref(const std::vector<Doubles>& in, int64_t n, int64_t k,
+                   int64_t m) {
+  Doubles y(n * m);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < m; ++j) {
+      double s = in.size() > 2 ? in[2][j] : 0.0;
+      for (int64_t l = 0; l < k; ++l) s += in[0][i * k + l] * in[1][l * m + j];
+      y[i * m + j] = s;
+    }
+  }
+  return y;
+}
+
+TEST(Affine, WithBias) {
+  FunctionCheck c;
+  c.inputs = {{{4, 2, 3}}, {{6, 5}}, {{5}}};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::affine(in[0], in[1], in[2]);
+  };
+  c.reference = [](const std::vector<Doubles>& in) {
+    return affine_ref(in, 4, 6, 5);
+  };
+  check_all(c);
+}
+
+TEST(Affine, WithoutBiasAndBaseAxis2) {
+  FunctionCheck c;
+  c.inputs = {{{2, 3, 4}}, {{4, 2, 3}}};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::affine(in[0], in[1], nullptr, AffineOptions{2});
+  };
+  c.reference = [](const std::vector<Doubles>& in) {
+    return affine_ref(in, 6, 4, 6);
+  };
+  check_all(c);
+}
+
+TEST(Affine, OutputShapeKeepsBatchAxesAndWeightOutputAxes) {
+  auto y = F::affine(make_variable({2, 3, 4}), make_variable({4, 2, 3}),
+                     nullptr, AffineOptions{2});
+  EXPECT_EQ(y->shape(), (Shape{2, 3, 2, 3}));
+}
+
+TEST(Affine, FeatureMismatchNamesShapes) {
+  try {
+    F::affine(make_variable({64, 10}), make_variable({20, 5}));
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "[affine] x with shape (64, 10) and base_axis 1 has 10 "
+                 "features, but W with shape (20, 5) expects 20");
+  }
+}
+
+TEST(Affine, BiasShapeMismatch) {
+  try {
+    F::affine(make_variable({2, 4}), make_variable({4, 5}), make_variable({4}));
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("b with shape (4,)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Affine, WrongNumberOfInputs) {
+  auto x = make_variable({2, 4});
+  try {
+    apply_function1("Affine", AffineOptions{}, {x});
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "[affine] takes 2 to 3 inputs, but got 1 with shapes (2, 4)");
+  }
+}
+
+TEST(ParametricAffine, CreatesGlorotWeightsOnceAndReusesThem) {
+  ParameterScope params;
+  auto x = make_variable({8, 12});
+  auto y1 = PF::affine(x, 7, params["fc"]);
+  auto y2 = PF::affine(x, 7, params["fc"]);
+  auto list = params.parameters();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].first, "fc/W");
+  EXPECT_EQ(list[1].first, "fc/b");
+  EXPECT_EQ(list[0].second->shape(), (Shape{12, 7}));
+  EXPECT_TRUE(list[0].second->need_grad());
+  EXPECT_TRUE(list[0].second->persistent());
+  const float limit = std::sqrt(6.0f / (12 + 7));
+  const float* w = list[0].second->data()->get<const float>();
+  for (int i = 0; i < 12 * 7; ++i) {
+    EXPECT_LE(std::fabs(w[i]), limit);
+  }
+  EXPECT_EQ(y1->shape(), y2->shape());
+}
+
+TEST(ParametricAffine, ExistingParameterWithOtherShapeIsAnError) {
+  ParameterScope params;
+  PF::affine(make_variable({8, 12}), 7, params["fc"]);
+  EXPECT_THROW(PF::affine(make_variable({8, 12}), 6, params["fc"]),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace mg::test

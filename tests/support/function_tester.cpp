@@ -1,0 +1,286 @@
+#include "function_tester.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace mg::test {
+
+namespace {
+
+std::vector<std::vector<float>> make_values(const FunctionCheck& c) {
+  std::mt19937 rng(c.seed);
+  std::vector<std::vector<float>> values;
+  for (const auto& in : c.inputs) {
+    if (!in.values.empty()) {
+      EXPECT_EQ(static_cast<int64_t>(in.values.size()), shape_size(in.shape));
+      values.push_back(in.values);
+      continue;
+    }
+    std::uniform_real_distribution<float> dist(in.low, in.high);
+    std::vector<float> v(shape_size(in.shape));
+    for (auto& e : v) e = dist(rng);
+    values.push_back(std::move(v));
+  }
+  return values;
+}
+
+std::vector<VariablePtr> make_inputs(const FunctionCheck& c,
+                                     const std::vector<std::vector<float>>& v) {
+  std::vector<VariablePtr> vars;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    vars.push_back(variable_from(c.inputs[i].shape, v[i], c.inputs[i].need_grad));
+  }
+  return vars;
+}
+
+// Random weights w for the scalar sum(w * y) whose gradient is checked.
+std::vector<float> output_weights(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed + 1000);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> w(n);
+  for (auto& e : w) e = dist(rng);
+  return w;
+}
+
+NdArrayPtr array_from(const Shape& shape, const std::vector<float>& values) {
+  auto a = make_ndarray(shape);
+  std::copy(values.begin(), values.end(), a->cast<float>(true));
+  return a;
+}
+
+// The function's output and the inputs' grads for output grad w.
+struct Run {
+  Doubles y;
+  std::vector<Doubles> grads;
+};
+
+Run run(const FunctionCheck& c, const std::vector<std::vector<float>>& values,
+        bool backward) {
+  auto inputs = make_inputs(c, values);
+  auto y = c.build(inputs);
+  y->forward();
+  Run r;
+  r.y = to_doubles(y);
+  if (backward) {
+    y->backward(array_from(y->shape(), output_weights(y->size(), c.seed)));
+    for (auto& x : inputs) r.grads.push_back(grad_doubles(x));
+  }
+  return r;
+}
+
+std::vector<Doubles> as_doubles(const std::vector<std::vector<float>>& v) {
+  std::vector<Doubles> d;
+  for (const auto& x : v) d.emplace_back(x.begin(), x.end());
+  return d;
+}
+
+double weighted_sum(const Doubles& y, const std::vector<float>& w) {
+  double s = 0;
+  for (size_t i = 0; i < y.size(); ++i) s += y[i] * w[i];
+  return s;
+}
+
+}  // namespace
+
+VariablePtr variable_from(const Shape& shape, const std::vector<float>& values,
+                          bool need_grad) {
+  auto v = make_variable(shape, need_grad);
+  EXPECT_EQ(static_cast<int64_t>(values.size()), v->size());
+  std::copy(values.begin(), values.end(), v->data()->cast<float>(true));
+  return v;
+}
+
+Doubles to_doubles(const VariablePtr& v) {
+  const double* p = static_cast<const double*>(v->data()->array().get(Dtype::f64));
+  return Doubles(p, p + v->size());
+}
+
+Doubles grad_doubles(const VariablePtr& v) {
+  const double* p = static_cast<const double*>(v->grad()->array().get(Dtype::f64));
+  return Doubles(p, p + v->size());
+}
+
+void expect_near(const Doubles& actual, const Doubles& expected, double atol,
+                 double rtol, const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  size_t worst = 0, bad = 0;
+  double worst_excess = -1;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const double tol = atol + rtol * std::fabs(expected[i]);
+    const double err = std::fabs(actual[i] - expected[i]);
+    const bool ok = err <= tol || (std::isnan(actual[i]) && std::isnan(expected[i]));
+    if (!ok) {
+      ++bad;
+      if (err - tol > worst_excess) worst_excess = err - tol, worst = i;
+    }
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << actual.size()
+                     << " elements out of tolerance; worst at " << worst
+                     << ": got " << actual[worst] << ", expected "
+                     << expected[worst] << " (atol " << atol << ", rtol "
+                     << rtol << ")";
+}
+
+void check_forward(const FunctionCheck& c) {
+  if (!c.reference) return;
+  ContextGuard guard(context("cpu", "float"));
+  auto values = make_values(c);
+  Run r = run(c, values, false);
+  expect_near(r.y, c.reference(as_doubles(values)), c.forward_atol,
+              c.forward_rtol, "forward against the double reference");
+}
+
+void check_numerical_grad(const FunctionCheck& c) {
+  if (!c.check_grad) return;
+  ContextGuard guard(context("cpu", "float"));
+  auto values = make_values(c);
+  Run r = run(c, values, true);
+  const auto w = output_weights(static_cast<int64_t>(r.y.size()), c.seed);
+  auto dvalues = as_doubles(values);
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    if (!c.inputs[i].need_grad) continue;
+    Doubles numeric(values[i].size());
+    for (size_t j = 0; j < values[i].size(); ++j) {
+      double plus, minus;
+      if (c.reference) {
+        // Central differences of the double reference: accurate to ~eps^2.
+        const double x = dvalues[i][j];
+        const double h = c.eps * std::max(1.0, std::fabs(x));
+        dvalues[i][j] = x + h;
+        plus = weighted_sum(c.reference(dvalues), w);
+        dvalues[i][j] = x - h;
+        minus = weighted_sum(c.reference(dvalues), w);
+        dvalues[i][j] = x;
+        numeric[j] = (plus - minus) / (2 * h);
+      } else {
+        const float x = values[i][j];
+        const float h = static_cast<float>(c.eps);
+        values[i][j] = x + h;
+        plus = weighted_sum(run(c, values, false).y, w);
+        values[i][j] = x - h;
+        minus = weighted_sum(run(c, values, false).y, w);
+        values[i][j] = x;
+        numeric[j] = (plus - minus) / (2.0 * h);
+      }
+    }
+    expect_near(r.grads[i], numeric, c.grad_atol, c.grad_rtol,
+                "analytic against numerical gradient of input " +
+                    std::to_string(i));
+  }
+}
+
+void check_accumulation(const FunctionCheck& c) {
+  if (!c.check_grad) return;
+  ContextGuard guard(context("cpu", "float"));
+  auto values = make_values(c);
+  Run fresh = run(c, values, true);
+  auto inputs = make_inputs(c, values);
+  std::vector<Doubles> before;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<float> g0(inputs[i]->size());
+    for (size_t j = 0; j < g0.size(); ++j) g0[j] = 0.5f + 0.25f * (j % 3);
+    std::copy(g0.begin(), g0.end(), inputs[i]->grad()->cast<float>(true));
+    before.emplace_back(g0.begin(), g0.end());
+  }
+  auto y = c.build(inputs);
+  y->forward();
+  y->backward(array_from(y->shape(), output_weights(y->size(), c.seed)));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!c.inputs[i].need_grad) continue;
+    Doubles expected = fresh.grads[i];
+    for (size_t j = 0; j < expected.size(); ++j) expected[j] += before[i][j];
+    expect_near(grad_doubles(inputs[i]), expected, 1e-5, 1e-5,
+                "accumulated grad of input " + std::to_string(i));
+  }
+}
+
+void check_clear_buffer(const FunctionCheck& c) {
+  if (!c.check_grad) return;
+  ContextGuard guard(context("cpu", "float"));
+  auto values = make_values(c);
+  Run fresh = run(c, values, true);
+  // identity -> f -> mul_scalar(2): the function's inputs and output are
+  // intermediates, freed as soon as the graph allows.
+  auto inputs = make_inputs(c, values);
+  std::vector<VariablePtr> mids;
+  for (auto& x : inputs) mids.push_back(x->need_grad() ? F::identity(x) : x);
+  auto y = c.build(mids);
+  auto z = F::mul_scalar(y, 2.0f);
+  z->forward(/*clear_buffer=*/false, /*clear_no_need_grad=*/true);
+  const auto w = output_weights(y->size(), c.seed);
+  std::vector<float> half_w(w.size());
+  for (size_t j = 0; j < w.size(); ++j) half_w[j] = 0.5f * w[j];
+  z->backward(array_from(z->shape(), half_w), /*clear_buffer=*/true);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!c.inputs[i].need_grad) continue;
+    expect_near(grad_doubles(inputs[i]), fresh.grads[i], 1e-5, 1e-5,
+                "grad of input " + std::to_string(i) + " under clear_buffer");
+  }
+  EXPECT_EQ(y->grad()->array().num_copies(), 0u)
+      << "clear_buffer left the output's grad allocated";
+  EXPECT_EQ(y->data()->array().num_copies(), 0u)
+      << "clear_buffer left the output's data allocated";
+}
+
+void check_reduced(const FunctionCheck& c, const std::string& type_config) {
+  auto values = make_values(c);
+  Run full;
+  {
+    ContextGuard guard(context("cpu", "float"));
+    full = run(c, values, c.check_grad);
+  }
+  ContextGuard guard(context("cpu", type_config));
+  auto inputs = make_inputs(c, values);
+  auto y = c.build(inputs);
+  Function& fn = y->parent()->function();
+  const Dtype reduced = context("cpu", type_config).type_config();
+  const bool keep_float =
+      PrecisionPolicy::instance().get(fn.name()) == Precision::float32;
+  EXPECT_EQ(fn.dtype(), keep_float ? Dtype::f32 : reduced)
+      << fn.name() << " did not run in " << type_config;
+  y->forward();
+  const bool is_half = type_config == "half";
+  const double atol = is_half ? c.half_atol : c.bf16_atol;
+  const double rtol = is_half ? c.half_rtol : c.bf16_rtol;
+  expect_near(to_doubles(y), full.y, atol, rtol,
+              type_config + " forward against float");
+  if (!c.check_grad) return;
+  y->backward(array_from(y->shape(), output_weights(y->size(), c.seed)));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!c.inputs[i].need_grad) continue;
+    expect_near(grad_doubles(inputs[i]), full.grads[i], atol, rtol,
+                type_config + " grad of input " + std::to_string(i) +
+                    " against float");
+  }
+}
+
+void check_all(const FunctionCheck& c) {
+  {
+    SCOPED_TRACE("forward");
+    check_forward(c);
+  }
+  {
+    SCOPED_TRACE("numerical gradient");
+    check_numerical_grad(c);
+  }
+  {
+    SCOPED_TRACE("accumulation");
+    check_accumulation(c);
+  }
+  {
+    SCOPED_TRACE("clear_buffer");
+    check_clear_buffer(c);
+  }
+  {
+    SCOPED_TRACE("half");
+    check_reduced(c, "half");
+  }
+  {
+    SCOPED_TRACE("bfloat16");
+    check_reduced(c, "bfloat16");
+  }
+}
+
+}  // namespace mg::test

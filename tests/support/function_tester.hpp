@@ -1,0 +1,76 @@
+// The shared checker every function test uses: forward against a double
+// reference, numerical gradients, accumulation, clear_buffer, and half and
+// bfloat16 against float.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <mixgraph/mixgraph.hpp>
+
+namespace mg::test {
+
+/// One input of the function under test.
+struct InputSpec {
+  InputSpec(Shape shape_, float low_ = -1.0f, float high_ = 1.0f,
+            bool need_grad_ = true)
+      : shape(std::move(shape_)), low(low_), high(high_),
+        need_grad(need_grad_) {}
+  /// An input with fixed values (labels, indices), no grad by default.
+  static InputSpec fixed(Shape shape, std::vector<float> values,
+                         bool need_grad = false) {
+    InputSpec s(std::move(shape), 0.0f, 1.0f, need_grad);
+    s.values = std::move(values);
+    return s;
+  }
+  Shape shape;
+  float low, high;  // uniform random values in [low, high)
+  bool need_grad;
+  std::vector<float> values;  // explicit values instead, when not empty
+};
+
+using Doubles = std::vector<double>;
+
+struct FunctionCheck {
+  std::vector<InputSpec> inputs;
+  /// Builds the function on the inputs (in the default context).
+  std::function<VariablePtr(const std::vector<VariablePtr>&)> build;
+  /// The output in double precision, flattened row-major; optional.
+  std::function<Doubles(const std::vector<Doubles>&)> reference;
+  double forward_atol = 1e-5, forward_rtol = 1e-4;
+  /// Analytic against numerical gradients.
+  double grad_atol = 1e-3, grad_rtol = 1e-2;
+  /// Finite-difference step: relative to the reference, absolute otherwise.
+  double eps = 1e-3;
+  /// half and bfloat16 against float.
+  double half_atol = 1e-2, half_rtol = 1e-2;
+  double bf16_atol = 5e-2, bf16_rtol = 5e-2;
+  /// Whether the function has a gradient to check.
+  bool check_grad = true;
+  uint32_t seed = 1;
+};
+
+/// Every check below, each under SCOPED_TRACE.
+void check_all(const FunctionCheck& c);
+
+void check_forward(const FunctionCheck& c);
+void check_numerical_grad(const FunctionCheck& c);
+void check_accumulation(const FunctionCheck& c);
+void check_clear_buffer(const FunctionCheck& c);
+/// Runs in `type_config` ("half" or "bfloat16") and compares with float; also
+/// checks the function ran in the reduced type unless the precision policy
+/// keeps it in float.
+void check_reduced(const FunctionCheck& c, const std::string& type_config);
+
+/// Reads any variable's data as doubles.
+Doubles to_doubles(const VariablePtr& v);
+Doubles grad_doubles(const VariablePtr& v);
+/// Element-wise |a - b| <= atol + rtol |b|, reporting the worst element.
+void expect_near(const Doubles& actual, const Doubles& expected, double atol,
+                 double rtol, const std::string& what);
+/// A variable holding the given values.
+VariablePtr variable_from(const Shape& shape, const std::vector<float>& values,
+                          bool need_grad = false);
+
+}  // namespace mg::test
