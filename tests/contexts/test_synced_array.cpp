@@ -1,0 +1,118 @@
+// SyncedArray: get caches, cast drops other copies, zero and fill are
+// deferred; and the allocator's alignment and counters.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include <mixgraph/contexts/memory.hpp>
+#include <mixgraph/contexts/synced_array.hpp>
+
+namespace mg {
+namespace {
+
+TEST(SyncedArray, NewArrayReadsAsZerosAndIsZeroing) {
+  SyncedArray a(5);
+  EXPECT_TRUE(a.zeroing());
+  EXPECT_EQ(a.num_copies(), 0u);
+  const float* p = static_cast<const float*>(a.get(Dtype::f32));
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(p[i], 0.0f);
+  EXPECT_FALSE(a.zeroing());
+}
+
+TEST(SyncedArray, GetConvertsOnceAndCaches) {
+  SyncedArray a(3);
+  float* w = static_cast<float*>(a.cast(Dtype::f32));
+  w[0] = 1.5f, w[1] = -2.0f, w[2] = 65504.0f;
+  const void* h1 = a.get(Dtype::f16);
+  EXPECT_EQ(a.num_copies(), 2u);
+  EXPECT_EQ(a.dtype(), Dtype::f32) << "get must not move the head";
+  const void* h2 = a.get(Dtype::f16);
+  EXPECT_EQ(h1, h2) << "a second get must reuse the cached copy";
+  const Half* h = static_cast<const Half*>(h1);
+  EXPECT_EQ(static_cast<float>(h[0]), 1.5f);
+  EXPECT_EQ(static_cast<float>(h[2]), 65504.0f);
+}
+
+TEST(SyncedArray, CastDropsOtherCopies) {
+  SyncedArray a(4);
+  static_cast<float*>(a.cast(Dtype::f32))[0] = 3.0f;
+  a.get(Dtype::f16);
+  a.get(Dtype::bf16);
+  EXPECT_EQ(a.num_copies(), 3u);
+  Half* h = static_cast<Half*>(a.cast(Dtype::f16));
+  EXPECT_EQ(a.num_copies(), 1u);
+  EXPECT_TRUE(a.has_copy(Dtype::f16));
+  EXPECT_EQ(a.dtype(), Dtype::f16);
+  EXPECT_EQ(static_cast<float>(h[0]), 3.0f) << "cast keeps the contents";
+  h[0] = Half(5.0f);
+  // The float copy is made again from the new head.
+  EXPECT_EQ(static_cast<const float*>(a.get(Dtype::f32))[0], 5.0f);
+}
+
+TEST(SyncedArray, WriteOnlyCastSkipsTheConversion) {
+  SyncedArray a(2);
+  static_cast<float*>(a.cast(Dtype::f32))[0] = 3.0f;
+  a.cast(Dtype::f16, "cpu", /*write_only=*/true);
+  EXPECT_EQ(a.num_copies(), 1u);
+  EXPECT_EQ(a.dtype(), Dtype::f16);
+}
+
+TEST(SyncedArray, ZeroAndFillAreDeferred) {
+  SyncedArray a(4);
+  static_cast<float*>(a.cast(Dtype::f32))[1] = 7.0f;
+  a.get(Dtype::f16);
+  a.zero();
+  EXPECT_TRUE(a.zeroing());
+  EXPECT_EQ(a.num_copies(), 0u) << "zero must not touch memory yet";
+  const Half* h = static_cast<const Half*>(a.get(Dtype::f16));
+  EXPECT_EQ(static_cast<float>(h[1]), 0.0f);
+  EXPECT_EQ(a.num_copies(), 1u) << "the fill is made in the requested type";
+  a.fill(2.5);
+  EXPECT_FALSE(a.zeroing());
+  EXPECT_TRUE(a.filling());
+  const double* d = static_cast<const double*>(a.get(Dtype::f64));
+  EXPECT_EQ(d[3], 2.5);
+}
+
+TEST(SyncedArray, OtherDevicesAreRejectedByName) {
+  SyncedArray a(1);
+  try {
+    a.get(Dtype::f32, "cuda:0");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda:0"), std::string::npos);
+  }
+}
+
+TEST(CpuAllocator, AlignsTo64BytesCountsAndReuses) {
+  auto& alloc = CpuAllocator::instance();
+  const MemoryStats before = alloc.stats();
+  void* first;
+  {
+    auto m = alloc.allocate(1000);
+    first = m->ptr();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(m->ptr()) % 64, 0u);
+    EXPECT_GE(m->bytes(), 1000u);
+    EXPECT_EQ(alloc.stats().in_use, before.in_use + m->bytes());
+    EXPECT_GE(alloc.stats().peak, alloc.stats().in_use);
+  }
+  EXPECT_EQ(alloc.stats().in_use, before.in_use);
+  auto again = alloc.allocate(1000);
+  EXPECT_EQ(again->ptr(), first) << "a freed block of the same size is reused";
+}
+
+TEST(CpuAllocator, PeakTracksTheHighWaterMark) {
+  auto& alloc = CpuAllocator::instance();
+  alloc.reset_peak();
+  const size_t base = alloc.stats().in_use;
+  {
+    auto a = alloc.allocate(1 << 20);
+    auto b = alloc.allocate(1 << 20);
+  }
+  EXPECT_GE(alloc.stats().peak, base + (2u << 20));
+  alloc.reset_peak();
+  EXPECT_EQ(alloc.stats().peak, alloc.stats().in_use);
+}
+
+}  // namespace
+}  // namespace mg

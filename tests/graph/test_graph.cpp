@@ -1,0 +1,193 @@
+// The graph engine: forward and backward order, accumulation, clear_buffer,
+// eager mode, no_grad, and errors.
+#include <gtest/gtest.h>
+
+#include "../support/function_tester.hpp"
+
+namespace mg::test {
+namespace {
+
+TEST(Graph, GradientsAddWhereAVariableFeedsSeveralFunctions) {
+  auto x = variable_from({3}, {1, 2, 3}, true);
+  // y = 2x + 3x + x*x: dy/dx = 5 + 2x
+  auto y = F::add2(F::add2(F::mul_scalar(x, 2), F::mul_scalar(x, 3)),
+                   F::mul2(x, x));
+  y->forward();
+  EXPECT_EQ(to_doubles(y), (Doubles{6, 14, 24}));
+  y->backward();
+  EXPECT_EQ(grad_doubles(x), (Doubles{7, 9, 11}));
+}
+
+TEST(Graph, LeafGradsAccumulateAcrossBackwardUntilZeroed) {
+  auto x = variable_from({2}, {1, 2}, true);
+  auto y = F::mul_scalar(x, 3);
+  y->forward();
+  y->backward();
+  y->backward();
+  EXPECT_EQ(grad_doubles(x), (Doubles{6, 6}));
+  x->grad()->zero();
+  y->backward();
+  EXPECT_EQ(grad_doubles(x), (Doubles{3, 3}));
+}
+
+TEST(Graph, BackwardSeedsTheLossScale) {
+  auto x = variable_from({2}, {1, 2}, true);
+  auto y = F::mul_scalar(x, 3);
+  y->forward();
+  y->backward(128.0f);
+  EXPECT_EQ(grad_doubles(x), (Doubles{384, 384}));
+}
+
+TEST(Graph, IntermediateGradsDoNotLeakBetweenPasses) {
+  auto x = variable_from({2}, {1, 2}, true);
+  auto h = F::mul_scalar(x, 2);
+  auto y = F::mul2(h, h);
+  y->forward();
+  y->backward();
+  x->grad()->zero();
+  y->backward();
+  // y = (2x)^2, dy/dx = 8x: the same as after one pass, not twice it.
+  EXPECT_EQ(grad_doubles(x), (Doubles{8, 16}));
+}
+
+TEST(Graph, ClearBufferFreesIntermediatesAndKeepsTheLoss) {
+  auto x = variable_from({4}, {1, 2, 3, 4}, true);
+  auto h1 = F::mul_scalar(x, 2);
+  auto h2 = F::add_scalar(h1, 1);
+  auto y = F::mul_scalar(h2, 3);
+  y->forward(/*clear_buffer=*/false, /*clear_no_need_grad=*/true);
+  EXPECT_EQ(h1->data()->array().num_copies(), 0u)
+      << "AddScalar's backward does not read h1, so it is freed";
+  y->backward(1.0f, /*clear_buffer=*/true);
+  EXPECT_EQ(grad_doubles(x), (Doubles{6, 6, 6, 6}));
+  EXPECT_EQ(h2->data()->array().num_copies(), 0u);
+  EXPECT_EQ(h2->grad()->array().num_copies(), 0u);
+  EXPECT_EQ(to_doubles(y), (Doubles{9, 15, 21, 27})) << "the root is kept";
+}
+
+TEST(Graph, ClearNoNeedGradKeepsWhatBackwardReads) {
+  auto x = variable_from({2}, {1, 2}, true);
+  auto h = F::mul_scalar(x, 1);
+  auto y = F::mul2(h, h);  // Mul2's backward reads h
+  y->forward(false, true);
+  EXPECT_GT(h->data()->array().num_copies(), 0u);
+  y->backward();
+  EXPECT_EQ(grad_doubles(x), (Doubles{2, 4}));
+}
+
+TEST(Graph, ForwardClearBufferFreesEverythingBehindIt) {
+  auto x = variable_from({2}, {1, 2});
+  auto h = F::mul_scalar(x, 2);
+  auto y = F::mul2(h, h);
+  y->forward(/*clear_buffer=*/true);
+  EXPECT_EQ(h->data()->array().num_copies(), 0u);
+  EXPECT_EQ(to_doubles(y), (Doubles{4, 16}));
+}
+
+TEST(Graph, PersistentIntermediatesSurviveClearBuffer) {
+  auto x = variable_from({2}, {1, 2}, true);
+  auto h = F::mul_scalar(x, 2);
+  h->set_persistent(true);
+  auto y = F::mul_scalar(h, 3);
+  y->forward(true);
+  y->backward(1.0f, true);
+  EXPECT_EQ(to_doubles(h), (Doubles{2, 4}));
+}
+
+TEST(Graph, AutoForwardComputesAsTheGraphIsBuilt) {
+  AutoForwardGuard eager(true);
+  auto x = variable_from({2}, {1, 4});
+  auto y = F::add_scalar(F::mul_scalar(x, 2), 1);
+  EXPECT_EQ(to_doubles(y), (Doubles{3, 9}));
+}
+
+TEST(Graph, NoGradCutsBackward) {
+  auto x = variable_from({2}, {1, 2}, true);
+  VariablePtr frozen;
+  {
+    NoGradGuard no_grad;
+    frozen = F::mul_scalar(x, 5);
+  }
+  EXPECT_FALSE(frozen->need_grad());
+  auto y = F::add2(F::mul_scalar(x, 2), frozen);
+  y->forward();
+  y->backward();
+  EXPECT_EQ(grad_doubles(x), (Doubles{2, 2}));
+}
+
+TEST(Graph, NeedGradPropagatesAndLeavesWithoutItGetNone) {
+  auto x = variable_from({2}, {1, 2}, false);
+  auto w = variable_from({2}, {3, 4}, true);
+  auto y = F::mul2(x, w);
+  EXPECT_TRUE(y->need_grad());
+  EXPECT_FALSE(F::mul_scalar(x, 2)->need_grad());
+  y->forward();
+  y->backward();
+  EXPECT_EQ(grad_doubles(w), (Doubles{1, 2}));
+  EXPECT_TRUE(x->grad()->array().zeroing()) << "x's grad was never written";
+}
+
+TEST(Graph, BranchesTheLossDoesNotReachGetNoGrad) {
+  auto x = variable_from({2}, {1, 2}, true);
+  auto h = F::mul_scalar(x, 2);
+  auto unused = F::mul_scalar(h, 10);  // a second consumer outside the loss
+  auto y = F::mul_scalar(h, 3);
+  y->forward();
+  y->backward();
+  EXPECT_EQ(grad_doubles(x), (Doubles{6, 6}));
+}
+
+TEST(Graph, DeepChainsDoNotOverflowTheStack) {
+  auto x = variable_from({1}, {1}, true);
+  VariablePtr h = x;
+  for (int i = 0; i < 20000; ++i) h = F::add_scalar(h, 1);
+  h->forward(true);
+  EXPECT_EQ(to_doubles(h)[0], 20001.0);
+  h->backward(1.0f, true);
+  EXPECT_EQ(grad_doubles(x)[0], 1.0);
+}
+
+TEST(Graph, BackwardWithAnArrayOfTheWrongShapeIsAnError) {
+  auto x = variable_from({2}, {1, 2}, true);
+  auto y = F::mul_scalar(x, 2);
+  y->set_name("y");
+  y->forward();
+  try {
+    y->backward(make_ndarray({3}));
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "[backward] the grad has shape (3,), but variable 'y' has "
+                 "shape (2,)");
+  }
+}
+
+TEST(Graph, SetDataChecksTheShape) {
+  auto x = make_variable({2, 3});
+  x->set_name("x");
+  EXPECT_THROW(x->set_data(make_ndarray({3, 2})), std::invalid_argument);
+  x->set_data(make_ndarray({2, 3}));
+}
+
+TEST(Graph, ADroppedOutputIsRecreatedForForward) {
+  auto x = variable_from({2}, {1, 2});
+  auto y = F::mul_scalar(F::add_scalar(x, 1), 2);  // the middle is dropped
+  y->forward();
+  EXPECT_EQ(to_doubles(y), (Doubles{4, 6}));
+}
+
+TEST(Graph, HalfContextStoresOutputsInHalf) {
+  ContextGuard g(context("cpu", "half"));
+  auto x = variable_from({2}, {1, 2});
+  auto y = F::relu(x);
+  y->forward();
+  EXPECT_EQ(y->data()->array().dtype(), Dtype::f16);
+  EXPECT_EQ(to_doubles(y), (Doubles{1, 2}));
+  EXPECT_TRUE(x->data()->array().has_copy(Dtype::f16))
+      << "the input was read through get(half)";
+  EXPECT_TRUE(x->data()->array().has_copy(Dtype::f32))
+      << "get keeps the fp32 master";
+}
+
+}  // namespace
+}  // namespace mg::test
