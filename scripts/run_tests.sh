@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs what the build needs, builds mixgraph and its tests, runs them all.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install_deps.sh
+build=${MIXGRAPH_TEST_BUILD_DIR:-build/tests-release}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j "$(nproc)"
+cd "$build"
+ctest --output-on-failure -j "$(nproc)" --timeout 600

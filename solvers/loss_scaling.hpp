@@ -1,0 +1,78 @@
+// Dynamic loss scaling: DynamicLossScalingUpdater wraps a solver.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include <mixgraph/solvers/solver.hpp>
+
+namespace mg {
+
+/// What happens when a step overflows while the scale is already min_scale.
+enum class MinScalePolicy { warn, error };
+
+/// The updater's options; the defaults are NNabla's.
+struct DynamicLossScalingOptions {
+  float scale = 8.0f;           // initial loss scale
+  float scaling_factor = 2.0f;  // back off by it on overflow, grow by it
+  int interval = 2000;          // grow after this many applied steps in a row
+  bool clear_buffer = true;     // free intermediates during forward/backward
+  int accum_grad = 1;           // batches whose grads add up to one step
+  std::optional<float> weight_decay;  // solver->weight_decay(rate) per step
+  float min_scale = 1.0f;       // never backs off below
+  float max_scale = 16777216.0f;  // never grows above (2^24)
+  MinScalePolicy at_min_scale = MinScalePolicy::warn;
+  /// Clips the unscaled grads to this global L2 norm before the step.
+  std::optional<float> clip_grad_by_global_norm;
+};
+
+/// The updater's counters, saved in checkpoints.
+struct LossScalerState {
+  float scale = 8.0f;
+  int counter = 0;            // applied steps since the scale last changed
+  int64_t applied_steps = 0;
+  int64_t skipped_steps = 0;
+};
+
+/// One training step with a dynamic loss scale:
+///   zero grads; accum_grad times: feeder(), forward, backward(scale);
+///   unscale and check every grad for inf/nan in one pass;
+///   on overflow: scale /= factor (not below min_scale), skip the step;
+///   else: clip, weight decay, update, and after `interval` applied steps in
+///   a row scale *= factor (not above max_scale).
+/// A skipped step changes nothing in the solver: no weight decay, no
+/// momentum, its step count t stays.
+class DynamicLossScalingUpdater {
+ public:
+  using Feeder = std::function<void()>;
+  DynamicLossScalingUpdater(SolverPtr solver, VariablePtr loss, Feeder feeder,
+                            const DynamicLossScalingOptions& options = {});
+
+  /// One step; returns false when it was skipped for an overflow.
+  bool update();
+
+  float scale() const { return state_.scale; }
+  int64_t applied_steps() const { return state_.applied_steps; }
+  int64_t skipped_steps() const { return state_.skipped_steps; }
+  /// The scale used by each update() so far, in order.
+  const std::vector<float>& scale_history() const { return history_; }
+  const DynamicLossScalingOptions& options() const { return options_; }
+  const SolverPtr& solver() const { return solver_; }
+
+  LossScalerState state() const { return state_; }
+  /// Restores counters and scale (from a checkpoint); checks the scale is in
+  /// [min_scale, max_scale].
+  void set_state(const LossScalerState& state);
+
+ private:
+  SolverPtr solver_;
+  VariablePtr loss_;
+  Feeder feeder_;
+  DynamicLossScalingOptions options_;
+  LossScalerState state_;
+  std::vector<float> history_;
+};
+
+}  // namespace mg

@@ -1,0 +1,31 @@
+#include <mixgraph/solvers/sgd.hpp>
+
+#include <mixgraph/solvers/update_rule.hpp>
+
+namespace mg {
+
+Sgd::Sgd(float lr) : Solver(lr) { check_hyper("Sgd", "learning rate", lr, 0); }
+
+void Sgd::update_impl(float* w, const float* g, SolverState&, int64_t n) {
+  apply_rule(SgdRule{learning_rate_}, n, w, g);
+}
+
+Momentum::Momentum(float lr, float momentum) : Solver(lr), momentum_(momentum) {
+  check_hyper("Momentum", "learning rate", lr, 0);
+  check_hyper("Momentum", "momentum", momentum, 0);
+}
+
+void Momentum::update_impl(float* w, const float* g, SolverState& state,
+                           int64_t n) {
+  apply_rule(MomentumRule{learning_rate_, momentum_}, n, w, g,
+             state_data(state, "m"));
+}
+
+namespace solvers {
+std::shared_ptr<mg::Sgd> Sgd(float lr) { return std::make_shared<mg::Sgd>(lr); }
+std::shared_ptr<mg::Momentum> Momentum(float lr, float momentum) {
+  return std::make_shared<mg::Momentum>(lr, momentum);
+}
+}  // namespace solvers
+
+}  // namespace mg

@@ -1,0 +1,54 @@
+// Sgd and Momentum.
+#pragma once
+
+#include <mixgraph/contexts/macros.hpp>
+#include <mixgraph/solvers/solver.hpp>
+
+namespace mg {
+
+/// w -= lr * g.
+struct SgdRule {
+  float lr;
+  MG_HD void operator()(float& w, float g) const { w -= lr * g; }
+};
+
+/// Stochastic gradient descent.
+class Sgd : public Solver {
+ public:
+  explicit Sgd(float lr = 1e-3f);
+  std::string name() const override { return "Sgd"; }
+  std::vector<std::string> state_names() const override { return {}; }
+
+ protected:
+  void update_impl(float* w, const float* g, SolverState& state,
+                   int64_t n) override;
+};
+
+/// m = momentum * m + lr * g; w -= m (NNabla's Momentum).
+struct MomentumRule {
+  float lr, momentum;
+  MG_HD void operator()(float& w, float g, float& m) const {
+    m = momentum * m + lr * g;
+    w -= m;
+  }
+};
+
+/// SGD with momentum; state "m".
+class Momentum : public Solver {
+ public:
+  explicit Momentum(float lr = 1e-3f, float momentum = 0.9f);
+  std::string name() const override { return "Momentum"; }
+  std::vector<std::string> state_names() const override { return {"m"}; }
+
+ protected:
+  void update_impl(float* w, const float* g, SolverState& state,
+                   int64_t n) override;
+  float momentum_;
+};
+
+namespace solvers {
+std::shared_ptr<Sgd> Sgd(float lr = 1e-3f);
+std::shared_ptr<Momentum> Momentum(float lr = 1e-3f, float momentum = 0.9f);
+}  // namespace solvers
+
+}  // namespace mg

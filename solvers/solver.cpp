@@ -1,0 +1,266 @@
+#include <mixgraph/solvers/solver.hpp>
+
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+namespace mg {
+
+namespace {
+
+constexpr int64_t kParallelMin = 1 << 15;
+
+float* grad_f32(const VariablePtr& v) { return v->grad()->cast<float>(); }
+const float* grad_f32_read(const VariablePtr& v) {
+  return v->grad()->get<const float>();
+}
+
+// A grad that nothing wrote since zero_grad (or ever) has no step.
+bool has_grad(const VariablePtr& v) { return !v->grad()->array().zeroing(); }
+
+double sum_squares(const float* g, int64_t n) {
+  double s = 0;
+#pragma omp parallel for reduction(+ : s) if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(g[i]) * g[i];
+  return s;
+}
+
+}  // namespace
+
+void check_hyper(const std::string& solver, const std::string& name, float v,
+                 float lo, bool lo_inclusive) {
+  const bool ok = lo_inclusive ? v >= lo : v > lo;
+  if (!ok || std::isnan(v)) {
+    throw std::invalid_argument("[" + solver + "] " + name + " must be " +
+                                (lo_inclusive ? ">= " : "> ") +
+                                std::to_string(lo) + ", got " +
+                                std::to_string(v));
+  }
+}
+
+Solver::Solver(float learning_rate) : learning_rate_(learning_rate) {}
+
+void Solver::set_learning_rate(float lr) {
+  check_hyper(name(), "learning rate", lr, 0.0f);
+  learning_rate_ = lr;
+}
+
+SolverState Solver::make_state(const Shape& shape) const {
+  SolverState s;
+  for (const auto& n : state_names()) {
+    auto a = make_ndarray(shape);
+    a->zero();
+    s.pstate[n] = a;
+  }
+  return s;
+}
+
+void Solver::set_parameters(const ParameterList& params, bool reset,
+                            bool retain_state) {
+  std::map<std::string, Entry> old;
+  if (reset) {
+    old.swap(entries_);
+    params_.clear();
+  }
+  for (const auto& [key, var] : params) {
+    if (!var) {
+      throw std::invalid_argument("[" + name() + "::set_parameters] parameter '" +
+                                  key + "' is a null variable");
+    }
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {  // already held: replace the variable
+      it->second.var = var;
+      for (auto& p : params_) {
+        if (p.first == key) p.second = var;
+      }
+      continue;
+    }
+    Entry e{var, {}};
+    auto prev = old.find(key);
+    if (retain_state && prev != old.end() &&
+        prev->second.var->shape() == var->shape()) {
+      e.state = prev->second.state;
+    } else {
+      e.state = make_state(var->shape());
+    }
+    entries_.emplace(key, std::move(e));
+    params_.emplace_back(key, var);
+  }
+}
+
+void Solver::remove_parameters(const std::vector<std::string>& names) {
+  for (const auto& n : names) {
+    if (!entries_.erase(n)) {
+      throw std::invalid_argument("[" + name() +
+                                  "::remove_parameters] no parameter named '" +
+                                  n + "'");
+    }
+  }
+  ParameterList kept;
+  for (auto& p : params_) {
+    if (entries_.count(p.first)) kept.push_back(p);
+  }
+  params_ = std::move(kept);
+}
+
+void Solver::clear_parameters() {
+  entries_.clear();
+  params_.clear();
+}
+
+void Solver::zero_grad() {
+  for (auto& p : params_) p.second->grad()->zero();
+}
+
+void Solver::update() {
+  for (auto& [key, var] : params_) {
+    if (!has_grad(var)) continue;
+    Entry& e = entries_.at(key);
+    // fp32 grads and fp32 master weights: cast(float) makes the fp32 data
+    // the head and drops the stale half copy, which the next pass remakes.
+    const float* g = grad_f32_read(var);
+    float* w = var->data()->cast<float>();
+    ++e.state.t;
+    update_impl(w, g, e.state, var->size());
+  }
+}
+
+void Solver::weight_decay(float rate) {
+  if (decoupled_decay_rate() >= 0.0f) {
+    if (rate != decoupled_decay_rate()) {
+      throw std::invalid_argument(
+          "[" + name() + "::weight_decay] " + name() +
+          " decays the weights inside update() at wd = " +
+          std::to_string(decoupled_decay_rate()) +
+          " given at construction; weight_decay(" + std::to_string(rate) +
+          ") asks for another rate");
+    }
+    return;
+  }
+  if (rate == 0.0f) return;
+  for (auto& [key, var] : params_) {
+    if (!has_grad(var)) continue;
+    const float* w = var->data()->get<const float>();
+    float* g = grad_f32(var);
+    const int64_t n = var->size();
+#pragma omp parallel for if (n >= kParallelMin)
+    for (int64_t i = 0; i < n; ++i) g[i] += rate * w[i];
+  }
+}
+
+void Solver::clip_grad_by_norm(float norm) {
+  check_hyper(name() + "::clip_grad_by_norm", "norm", norm, 0.0f, false);
+  for (auto& [key, var] : params_) {
+    if (!has_grad(var)) continue;
+    const double n2 = sum_squares(grad_f32_read(var), var->size());
+    if (n2 <= static_cast<double>(norm) * norm) continue;
+    const float s = static_cast<float>(norm / std::sqrt(n2));
+    float* g = grad_f32(var);
+    for (int64_t i = 0; i < var->size(); ++i) g[i] *= s;
+  }
+}
+
+double Solver::grad_norm_squared() const {
+  double total = 0;
+  for (auto& [key, var] : params_) {
+    if (has_grad(var)) total += sum_squares(grad_f32_read(var), var->size());
+  }
+  return total;
+}
+
+float Solver::clip_grad_by_global_norm(float norm) {
+  check_hyper(name() + "::clip_grad_by_global_norm", "norm", norm, 0.0f, false);
+  const double total = std::sqrt(grad_norm_squared());
+  if (total > norm) scale_grad(static_cast<float>(norm / total));
+  return static_cast<float>(total);
+}
+
+void Solver::scale_grad(float s) {
+  for (auto& [key, var] : params_) {
+    if (!has_grad(var)) continue;
+    float* g = grad_f32(var);
+    const int64_t n = var->size();
+#pragma omp parallel for if (n >= kParallelMin)
+    for (int64_t i = 0; i < n; ++i) g[i] *= s;
+  }
+}
+
+bool Solver::check_inf_or_nan_grad() const {
+  for (auto& [key, var] : params_) {
+    if (!has_grad(var)) continue;
+    const float* g = grad_f32_read(var);
+    const int64_t n = var->size();
+    int bad = 0;
+#pragma omp parallel for reduction(| : bad) if (n >= kParallelMin)
+    for (int64_t i = 0; i < n; ++i) bad |= !std::isfinite(g[i]);
+    if (bad) return true;
+  }
+  return false;
+}
+
+bool Solver::scale_grad_and_check_inf_or_nan(float s) {
+  int bad = 0;
+  for (auto& [key, var] : params_) {
+    if (!has_grad(var)) continue;
+    float* g = grad_f32(var);
+    const int64_t n = var->size();
+#pragma omp parallel for reduction(| : bad) if (n >= kParallelMin)
+    for (int64_t i = 0; i < n; ++i) {
+      g[i] *= s;
+      bad |= !std::isfinite(g[i]);
+    }
+  }
+  return bad != 0;
+}
+
+std::map<std::string, SolverState> Solver::states() const {
+  std::map<std::string, SolverState> out;
+  for (const auto& [key, e] : entries_) out[key] = e.state;
+  return out;
+}
+
+void Solver::set_states(const std::map<std::string, SolverState>& states) {
+  const auto names = state_names();
+  const std::set<std::string> expected(names.begin(), names.end());
+  // Validate everything first so a bad entry changes nothing.
+  for (const auto& [key, s] : states) {
+    auto it = entries_.find(key);
+    if (it == entries_.end()) {
+      throw std::invalid_argument("[" + name() +
+                                  "::set_states] no parameter named '" + key +
+                                  "'");
+    }
+    std::set<std::string> got;
+    for (const auto& [sname, arr] : s.pstate) {
+      got.insert(sname);
+      if (!expected.count(sname)) {
+        throw std::invalid_argument("[" + name() + "::set_states] parameter '" +
+                                    key + "' has unknown state '" + sname + "'");
+      }
+      if (!arr || arr->shape() != it->second.var->shape()) {
+        throw std::invalid_argument(
+            "[" + name() + "::set_states] state '" + sname + "' of '" + key +
+            "' has shape " + (arr ? shape_str(arr->shape()) : "null") +
+            ", but the parameter has shape " +
+            shape_str(it->second.var->shape()));
+      }
+    }
+    if (got != expected) {
+      std::string missing;
+      for (const auto& n : expected) {
+        if (!got.count(n)) missing += (missing.empty() ? "" : ", ") + n;
+      }
+      throw std::invalid_argument("[" + name() + "::set_states] parameter '" +
+                                  key + "' lacks state " + missing);
+    }
+  }
+  for (const auto& [key, s] : states) entries_.at(key).state = s;
+}
+
+uint32_t Solver::t() const {
+  uint32_t t = 0;
+  for (const auto& [key, e] : entries_) t = std::max(t, e.state.t);
+  return t;
+}
+
+}  // namespace mg

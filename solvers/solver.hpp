@@ -1,0 +1,109 @@
+// The Solver base: parameters by name, fp32 master weights, grad operations.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <mixgraph/graph/parameter_scope.hpp>
+
+namespace mg {
+
+/// One parameter's solver state: named fp32 arrays of its shape ("mean",
+/// "var", ...) and its step count t.
+struct SolverState {
+  std::map<std::string, NdArrayPtr> pstate;
+  uint32_t t = 0;
+};
+
+/// The base of every solver. It keeps parameters by name in insertion
+/// order. Grads are always read as fp32 and the fp32 data is updated
+/// (SyncedArray get / cast), whatever the type_config, so the weights a half
+/// pass reads are cast from fp32 masters once per pass.
+class Solver {
+ public:
+  virtual ~Solver() = default;
+  /// "Adam".
+  virtual std::string name() const = 0;
+
+  /// Sets the parameters to optimise. reset drops the ones held before;
+  /// retain_state keeps the state of a name seen before (else fresh).
+  void set_parameters(const ParameterList& params, bool reset = true,
+                      bool retain_state = false);
+  void remove_parameters(const std::vector<std::string>& names);
+  void clear_parameters();
+  const ParameterList& parameters() const { return params_; }
+
+  /// Deferred zero of every grad: a grad no backward writes stays "zeroing"
+  /// and update() skips its parameter.
+  void zero_grad();
+  /// One step for every parameter whose grad was written; the step count t
+  /// of those parameters moves by one.
+  void update();
+  /// L2 weight decay: grad += rate * w. Solvers with decoupled decay (SgdW,
+  /// AdamW, ...) decay inside update() at the rate given at construction,
+  /// as NNabla's do: for them `rate` must equal that rate (a no-op check).
+  void weight_decay(float rate);
+  /// Scales each parameter's grad so that its L2 norm is at most `norm`.
+  void clip_grad_by_norm(float norm);
+  /// Scales all grads by one factor so that their joint L2 norm is at most
+  /// `norm`. Returns the norm before clipping.
+  float clip_grad_by_global_norm(float norm);
+  /// grad *= s for every parameter.
+  void scale_grad(float s);
+  /// True if any grad holds an inf or nan: one pass, one answer.
+  bool check_inf_or_nan_grad() const;
+  /// Unscales every grad by `s` and reports whether any is inf or nan, in one
+  /// pass over the grads (the dynamic loss scaler's step).
+  bool scale_grad_and_check_inf_or_nan(float s);
+  /// The sum of squares of every grad (fp32 accumulation).
+  double grad_norm_squared() const;
+
+  float learning_rate() const { return learning_rate_; }
+  void set_learning_rate(float lr);
+
+  /// The state of every parameter, by name (arrays are shared, not copied).
+  std::map<std::string, SolverState> states() const;
+  /// Replaces states by name; every name must be a parameter of this solver
+  /// and every array must have the parameter's shape and the solver's state
+  /// names.
+  void set_states(const std::map<std::string, SolverState>& states);
+  /// The names of each parameter's state arrays.
+  virtual std::vector<std::string> state_names() const = 0;
+
+  /// The largest step count t over the parameters.
+  uint32_t t() const;
+
+ protected:
+  explicit Solver(float learning_rate);
+  /// The decoupled weight decay rate applied inside update_impl; negative
+  /// for solvers whose weight decay goes into the grad.
+  virtual float decoupled_decay_rate() const { return -1.0f; }
+  /// Updates n fp32 weights w from fp32 grads g with this parameter's state;
+  /// state.t is already the step count of this step (1 on the first).
+  virtual void update_impl(float* w, const float* g, SolverState& state,
+                           int64_t n) = 0;
+  /// Fresh state for a parameter of `shape` (zeros by default).
+  virtual SolverState make_state(const Shape& shape) const;
+
+  float learning_rate_;
+
+ private:
+  struct Entry {
+    VariablePtr var;
+    SolverState state;
+  };
+  ParameterList params_;
+  std::map<std::string, Entry> entries_;
+};
+
+using SolverPtr = std::shared_ptr<Solver>;
+
+/// Checks a hyper-parameter: throws std::invalid_argument "[<solver>] <name>
+/// must be ... , got v" unless lo <= v (and v < hi when hi is given).
+void check_hyper(const std::string& solver, const std::string& name, float v,
+                 float lo, bool lo_inclusive = true);
+
+}  // namespace mg

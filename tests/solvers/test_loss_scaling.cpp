@@ -1,0 +1,243 @@
+// DynamicLossScalingUpdater under scripted overflow sequences.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include <mixgraph/solvers/loss_scaling.hpp>
+#include <mixgraph/solvers/sgd.hpp>
+
+#include "../support/function_tester.hpp"
+
+namespace mg::test {
+namespace {
+
+// loss = x . W with x fed by a script: a step marked 'i' feeds an inf, 'n' a
+// nan, '.' a finite batch, so grads of W overflow exactly where scripted.
+struct Scripted {
+  explicit Scripted(const std::string& script, const std::string& type_config = "float")
+      : script(script), ctx(context("cpu", type_config)) {
+    ContextGuard g(ctx);
+    W = params.get_or_create("W", {3, 1}, constant_initializer(1.0f));
+    x = make_variable({1, 3});
+    loss = F::affine(x, W);
+  }
+  DynamicLossScalingUpdater::Feeder feeder() {
+    return [this] {
+      const char c = script.at(fed++);
+      float* p = x->data()->cast<float>(true);
+      for (int i = 0; i < 3; ++i) p[i] = 0.5f * (i + 1);
+      if (c == 'i') p[1] = std::numeric_limits<float>::infinity();
+      if (c == 'n') p[2] = std::nanf("");
+    };
+  }
+  std::string script;
+  size_t fed = 0;
+  Context ctx;
+  ParameterScope params;
+  VariablePtr W, x, loss;
+};
+
+TEST(DynamicLossScaling, DefaultsAreNNablas) {
+  DynamicLossScalingOptions o;
+  EXPECT_EQ(o.scale, 8.0f);
+  EXPECT_EQ(o.scaling_factor, 2.0f);
+  EXPECT_EQ(o.interval, 2000);
+  EXPECT_TRUE(o.clear_buffer);
+  EXPECT_EQ(o.accum_grad, 1);
+  EXPECT_FALSE(o.weight_decay.has_value());
+}
+
+TEST(DynamicLossScaling, ScriptedOverflowsBackOffSkipAndGrow) {
+  Scripted s("..i...n....");
+  auto solver = solvers::Momentum(0.1f, 0.9f);
+  solver->set_parameters(s.params.parameters());
+  DynamicLossScalingOptions o;
+  o.interval = 3;
+  DynamicLossScalingUpdater up(solver, s.loss, s.feeder(), o);
+  const std::vector<bool> expected_applied = {1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1};
+  // The scale each step runs with: 8, 8, back off to 4 at step 2, three
+  // clean steps (3, 4, 5) grow it to 8, back off to 4 at step 6, three clean
+  // steps (7, 8, 9) grow it to 8.
+  const std::vector<float> expected_scale = {8, 8, 8, 4, 4, 4, 8, 4, 4, 4, 8};
+  for (size_t k = 0; k < expected_applied.size(); ++k) {
+    ContextGuard g(s.ctx);
+    const auto w_before = to_doubles(s.W);
+    const auto m_before = solver->states().at("W").pstate.at("m")->get<const float>()[0];
+    const uint32_t t_before = solver->states().at("W").t;
+    const bool applied = up.update();
+    EXPECT_EQ(applied, expected_applied[k]) << "step " << k;
+    if (!applied) {
+      EXPECT_EQ(to_doubles(s.W), w_before) << "a skipped step moved W";
+      EXPECT_EQ(solver->states().at("W").pstate.at("m")->get<const float>()[0],
+                m_before)
+          << "a skipped step moved the momentum";
+      EXPECT_EQ(solver->states().at("W").t, t_before) << "t moved on a skip";
+    } else {
+      EXPECT_EQ(solver->states().at("W").t, t_before + 1);
+    }
+  }
+  EXPECT_EQ(up.scale_history(), expected_scale);
+  EXPECT_EQ(up.applied_steps(), 9);
+  EXPECT_EQ(up.skipped_steps(), 2);
+  EXPECT_EQ(up.scale(), 8.0f);
+  EXPECT_EQ(s.fed, 11u) << "no extra batches were pulled";
+}
+
+TEST(DynamicLossScaling, GrowsAfterExactlyIntervalSteps) {
+  Scripted s("....");
+  auto solver = solvers::Sgd(0.01f);
+  solver->set_parameters(s.params.parameters());
+  DynamicLossScalingOptions o;
+  o.interval = 2;
+  DynamicLossScalingUpdater up(solver, s.loss, s.feeder(), o);
+  up.update();
+  EXPECT_EQ(up.scale(), 8.0f);
+  up.update();
+  EXPECT_EQ(up.scale(), 16.0f) << "grows after N steps, not N + 1";
+  up.update();
+  up.update();
+  EXPECT_EQ(up.scale(), 32.0f);
+}
+
+TEST(DynamicLossScaling, AppliedStepSeesUnscaledGrads) {
+  Scripted s(".");
+  auto solver = solvers::Sgd(1.0f);
+  solver->set_parameters(s.params.parameters());
+  DynamicLossScalingOptions o;
+  o.scale = 1024;
+  DynamicLossScalingUpdater up(solver, s.loss, s.feeder(), o);
+  up.update();
+  // dloss/dW = x = (0.5, 1, 1.5): W = 1 - x whatever the scale.
+  expect_near(to_doubles(s.W), {0.5, 0, -0.5}, 1e-6, 0, "W after one step");
+}
+
+TEST(DynamicLossScaling, BoundsHoldAndTheFloorWarnsOrThrows) {
+  Scripted s("iiii....");
+  auto solver = solvers::Sgd(0.01f);
+  solver->set_parameters(s.params.parameters());
+  DynamicLossScalingOptions o;
+  o.scale = 4;
+  o.min_scale = 2;
+  o.max_scale = 4;
+  o.interval = 1;
+  DynamicLossScalingUpdater up(solver, s.loss, s.feeder(), o);
+  up.update();
+  EXPECT_EQ(up.scale(), 2.0f);
+  ::testing::internal::CaptureStderr();
+  up.update();  // overflow at the floor: warns, stays at 2
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("minimum loss scale"), std::string::npos) << err;
+  EXPECT_EQ(up.scale(), 2.0f);
+
+  DynamicLossScalingOptions strict = o;
+  strict.at_min_scale = MinScalePolicy::error;
+  strict.scale = 2;
+  DynamicLossScalingUpdater up2(solver, s.loss, s.feeder(), strict);
+  EXPECT_THROW(up2.update(), std::runtime_error);
+  EXPECT_THROW(up2.update(), std::runtime_error);
+  EXPECT_EQ(up2.skipped_steps(), 2) << "the error still counts the skip";
+  EXPECT_EQ(up2.scale(), 2.0f);
+  EXPECT_TRUE(up2.update()) << "a clean batch after the error trains";
+}
+
+TEST(DynamicLossScaling, NeverGrowsToInfinity) {
+  Scripted s(std::string(20, '.'));
+  auto solver = solvers::Sgd(0.0f);
+  solver->set_parameters(s.params.parameters());
+  DynamicLossScalingOptions o;
+  o.interval = 1;
+  o.scale = 1e6f;
+  o.max_scale = 4e6f;
+  DynamicLossScalingUpdater up(solver, s.loss, s.feeder(), o);
+  for (int i = 0; i < 20; ++i) up.update();
+  EXPECT_EQ(up.scale(), 4e6f);
+}
+
+TEST(DynamicLossScaling, AccumulationKeepsTheScaleAndSumsBatches) {
+  Scripted s("......");
+  auto solver = solvers::Sgd(1.0f);
+  solver->set_parameters(s.params.parameters());
+  DynamicLossScalingOptions o;
+  o.accum_grad = 3;
+  DynamicLossScalingUpdater up(solver, s.loss, s.feeder(), o);
+  up.update();
+  EXPECT_EQ(s.fed, 3u);
+  // Three identical batches: W = 1 - 3x.
+  expect_near(to_doubles(s.W), {-0.5, -2, -3.5}, 1e-5, 0, "accumulated step");
+  EXPECT_EQ(up.scale_history(), (std::vector<float>{8}));
+}
+
+TEST(DynamicLossScaling, ClippingSeesUnscaledGradsAndWeightDecayApplies) {
+  Scripted s("..");
+  auto solver = solvers::Sgd(1.0f);
+  solver->set_parameters(s.params.parameters());
+  DynamicLossScalingOptions o;
+  o.scale = 512;
+  o.clip_grad_by_global_norm = 0.5f;
+  DynamicLossScalingUpdater up(solver, s.loss, s.feeder(), o);
+  up.update();
+  // |x| = sqrt(0.25 + 1 + 2.25) = 1.8708: clipped to 0.5 whatever the scale.
+  const double k = 0.5 / std::sqrt(3.5);
+  expect_near(to_doubles(s.W), {1 - 0.5 * k, 1 - k, 1 - 1.5 * k}, 1e-5, 0,
+              "clipped step");
+}
+
+TEST(DynamicLossScaling, HalfTrainingOverflowIsCaughtInHalfGrads) {
+  Scripted s("...", "half");
+  auto solver = solvers::Sgd(0.01f);
+  solver->set_parameters(s.params.parameters());
+  DynamicLossScalingOptions o;
+  o.scale = 65536.0f;  // x * 65536 overflows half for x >= 1
+  DynamicLossScalingUpdater up(solver, s.loss, s.feeder(), o);
+  EXPECT_FALSE(up.update());
+  EXPECT_EQ(up.scale(), 32768.0f);
+  EXPECT_TRUE(up.update());
+}
+
+TEST(DynamicLossScaling, StateRoundTrip) {
+  Scripted s("..");
+  auto solver = solvers::Sgd(0.01f);
+  solver->set_parameters(s.params.parameters());
+  DynamicLossScalingUpdater up(solver, s.loss, s.feeder());
+  up.update();
+  LossScalerState st = up.state();
+  EXPECT_EQ(st.applied_steps, 1);
+  st.scale = 64;
+  up.set_state(st);
+  EXPECT_EQ(up.scale(), 64.0f);
+  st.scale = std::numeric_limits<float>::infinity();
+  EXPECT_THROW(up.set_state(st), std::invalid_argument);
+}
+
+void expect_bad_option(const std::function<void(DynamicLossScalingOptions&)>& set,
+                       const std::string& part) {
+  Scripted s(".");
+  auto solver = solvers::Sgd(0.01f);
+  DynamicLossScalingOptions o;
+  set(o);
+  try {
+    DynamicLossScalingUpdater up(solver, s.loss, s.feeder(), o);
+    FAIL() << "expected: " << part;
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+TEST(DynamicLossScaling, BadOptionsAreRejected) {
+  expect_bad_option([](auto& o) { o.scaling_factor = 1.0f; },
+                    "scaling_factor must be > 1, got 1");
+  expect_bad_option([](auto& o) { o.scaling_factor = 0.5f; },
+                    "scaling_factor must be > 1");
+  expect_bad_option([](auto& o) { o.min_scale = 8; o.max_scale = 4; },
+                    "min_scale 8.000000 is above max_scale 4.000000");
+  expect_bad_option([](auto& o) { o.interval = 0; }, "interval must be >= 1");
+  expect_bad_option([](auto& o) { o.accum_grad = 0; }, "accum_grad must be >= 1");
+  expect_bad_option([](auto& o) { o.scale = 1e9f; }, "scale 1000000000");
+  Scripted s(".");
+  EXPECT_THROW(DynamicLossScalingUpdater(nullptr, s.loss, s.feeder()),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace mg::test

@@ -1,0 +1,175 @@
+// The Solver base: parameters, grad operations, master weights, states.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include <mixgraph/solvers/adam.hpp>
+#include <mixgraph/solvers/sgd.hpp>
+
+#include "../support/function_tester.hpp"
+
+namespace mg::test {
+namespace {
+
+VariablePtr param(const std::vector<float>& w, const std::vector<float>& g) {
+  auto v = variable_from({static_cast<int64_t>(w.size())}, w, true);
+  std::copy(g.begin(), g.end(), v->grad()->cast<float>(true));
+  return v;
+}
+
+TEST(Solver, ParametersKeepInsertionOrderAndCanBeRemoved) {
+  auto s = solvers::Sgd(0.1f);
+  s->set_parameters({{"b", param({1}, {1})}, {"a", param({1}, {1})}});
+  ASSERT_EQ(s->parameters().size(), 2u);
+  EXPECT_EQ(s->parameters()[0].first, "b");
+  s->remove_parameters({"b"});
+  ASSERT_EQ(s->parameters().size(), 1u);
+  EXPECT_EQ(s->parameters()[0].first, "a");
+  EXPECT_THROW(s->remove_parameters({"zzz"}), std::invalid_argument);
+  s->clear_parameters();
+  EXPECT_TRUE(s->parameters().empty());
+}
+
+TEST(Solver, SetParametersCanRetainState) {
+  auto s = solvers::Momentum(0.1f, 0.9f);
+  auto w = param({1}, {1});
+  s->set_parameters({{"w", w}});
+  s->update();
+  EXPECT_FLOAT_EQ(s->states().at("w").pstate.at("m")->get<const float>()[0], 0.1f);
+  s->set_parameters({{"w", w}}, /*reset=*/true, /*retain_state=*/true);
+  EXPECT_EQ(s->states().at("w").t, 1u);
+  s->set_parameters({{"w", w}}, /*reset=*/true, /*retain_state=*/false);
+  EXPECT_EQ(s->states().at("w").t, 0u);
+}
+
+TEST(Solver, ParametersWhoseGradWasNeverWrittenAreSkipped) {
+  auto s = solvers::Sgd(0.5f);
+  auto a = param({1}, {2});
+  auto b = variable_from({1}, {1}, true);  // never written
+  s->set_parameters({{"a", a}, {"b", b}});
+  s->update();
+  EXPECT_EQ(to_doubles(a)[0], 0.0);
+  EXPECT_EQ(to_doubles(b)[0], 1.0);
+  EXPECT_EQ(s->states().at("b").t, 0u);
+  s->zero_grad();
+  s->update();  // everything is zeroing now: nothing moves
+  EXPECT_EQ(to_doubles(a)[0], 0.0);
+  EXPECT_EQ(s->states().at("a").t, 1u);
+}
+
+TEST(Solver, GradOperations) {
+  auto s = solvers::Sgd(1.0f);
+  auto a = param({1, 1}, {3, 4});   // norm 5
+  auto b = param({2}, {0});          // norm 0
+  s->set_parameters({{"a", a}, {"b", b}});
+  s->scale_grad(2.0f);
+  EXPECT_EQ(grad_doubles(a), (Doubles{6, 8}));
+  s->clip_grad_by_norm(5.0f);
+  expect_near(grad_doubles(a), {3, 4}, 1e-6, 0, "clip by norm");
+  EXPECT_FLOAT_EQ(s->clip_grad_by_global_norm(1.0f), 5.0f);
+  expect_near(grad_doubles(a), {0.6, 0.8}, 1e-6, 0, "clip by global norm");
+  s->weight_decay(0.5f);
+  expect_near(grad_doubles(a), {1.1, 1.3}, 1e-6, 0, "weight decay");
+  EXPECT_FALSE(s->check_inf_or_nan_grad());
+  a->grad()->cast<float>()[1] = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(s->check_inf_or_nan_grad());
+  a->grad()->cast<float>()[1] = std::nanf("");
+  EXPECT_TRUE(s->check_inf_or_nan_grad());
+  EXPECT_THROW(s->clip_grad_by_norm(0.0f), std::invalid_argument);
+}
+
+TEST(Solver, FusedUnscaleAndCheckReadsHalfGrads) {
+  auto s = solvers::Sgd(1.0f);
+  auto a = variable_from({2}, {0, 0}, true);
+  Half* g = a->grad()->cast<Half>(true);
+  g[0] = Half(1024.0f), g[1] = Half(-512.0f);
+  s->set_parameters({{"a", a}});
+  EXPECT_FALSE(s->scale_grad_and_check_inf_or_nan(1.0f / 1024));
+  EXPECT_EQ(grad_doubles(a), (Doubles{1, -0.5}));
+  a->grad()->cast<Half>()[0] = std::numeric_limits<Half>::infinity();
+  EXPECT_TRUE(s->scale_grad_and_check_inf_or_nan(0.5f));
+}
+
+// An update of 1e-4 on a weight of 1 is below half's resolution there
+// (spacing 2^-11 below 1): a pure fp16 update never moves the weight; the fp32
+// master moves it by 1e-4 every step.
+TEST(Solver, MasterWeightsKeepUpdatesBelowHalfResolution) {
+  ContextGuard g(context("cpu", "half"));
+  ParameterScope params;
+  auto x = variable_from({1, 1}, {1});
+  auto y = F::affine(x, params.get_or_create("W", {1, 1}, constant_initializer(1)));
+  auto s = solvers::Sgd(1e-4f);
+  s->set_parameters(params.parameters());
+  for (int i = 0; i < 100; ++i) {
+    s->zero_grad();
+    y->forward();
+    y->backward();
+    EXPECT_EQ(y->parent()->function().dtype(), Dtype::f16);
+    s->update();
+  }
+  auto W = params.get("W");
+  EXPECT_NEAR(W->data()->get<const float>()[0], 0.99, 1e-5);
+  EXPECT_EQ(W->data()->array().dtype(), Dtype::f32) << "fp32 is the master";
+  Half pure(1.0f);
+  for (int i = 0; i < 100; ++i) pure = Half(static_cast<float>(pure) - 1e-4f);
+  EXPECT_EQ(static_cast<float>(pure), 1.0f) << "fp16 alone cannot move it";
+  // The forward of the next pass reads the updated weight as half.
+  y->forward();
+  EXPECT_NEAR(to_doubles(y)[0], 0.99, 1e-3);
+}
+
+TEST(Solver, StatesRoundTripAndBadStatesAreRejected) {
+  auto s = solvers::Adam(0.01f);
+  auto w = param({1, 2, 3}, {1, 1, 1});
+  s->set_parameters({{"w", w}});
+  s->update();
+  auto states = s->states();
+  EXPECT_EQ(states.at("w").t, 1u);
+  auto other = solvers::Adam(0.01f);
+  other->set_parameters({{"w", param({1, 2, 3}, {1, 1, 1})}});
+  other->set_states(states);
+  EXPECT_EQ(other->states().at("w").t, 1u);
+
+  auto bad = states;
+  bad["nope"] = states.at("w");
+  EXPECT_THROW(other->set_states(bad), std::invalid_argument);
+  bad = states;
+  bad["w"].pstate["mean"] = make_ndarray({2});
+  try {
+    other->set_states(bad);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "[Adam::set_states] state 'mean' of 'w' has shape (2,), but "
+                 "the parameter has shape (3,)");
+  }
+  bad = states;
+  bad["w"].pstate["velocity"] = make_ndarray({3});
+  EXPECT_THROW(other->set_states(bad), std::invalid_argument);
+  bad = states;
+  bad["w"].pstate.erase("var");
+  EXPECT_THROW(other->set_states(bad), std::invalid_argument);
+}
+
+TEST(Solver, NegativeLearningRateIsRejected) {
+  EXPECT_THROW(solvers::Sgd(-1.0f), std::invalid_argument);
+  auto s = solvers::Adam();
+  try {
+    s->set_learning_rate(-0.1f);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("[Adam] learning rate must be >= 0"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Solver, DecoupledDecayRejectsAnotherRate) {
+  auto s = solvers::AdamW(1e-3f, 0.9f, 0.999f, 1e-8f, 1e-4f);
+  s->weight_decay(1e-4f);  // the same rate: accepted, applied in update()
+  EXPECT_THROW(s->weight_decay(1e-2f), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace mg::test
