@@ -3,7 +3,8 @@
 # through sudo). Skips apt entirely when everything is already there.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libdnnl-dev libhdf5-dev
-          libyaml-cpp-dev zlib1g-dev googletest libgtest-dev "$@")
+          libyaml-cpp-dev zlib1g-dev googletest libgtest-dev
+          "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \

@@ -1,0 +1,320 @@
+#include <mixgraph/utils/hdf5/hdf5_file.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace mg::h5 {
+
+namespace {
+
+// HDF5 prints its error stack to stderr by default; we report our own.
+void silence_hdf5() {
+  static const bool once = [] {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    return true;
+  }();
+  (void)once;
+}
+
+void fsync_path(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+std::string parent_dir(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+Handle& Handle::operator=(Handle&& o) noexcept {
+  if (this != &o) {
+    if (id_ >= 0 && close_) close_(id_);
+    id_ = o.id_;
+    close_ = o.close_;
+    o.id_ = -1;
+  }
+  return *this;
+}
+
+Handle::~Handle() {
+  if (id_ >= 0 && close_) close_(id_);
+}
+
+void fail(const std::string& tag, const std::string& file,
+          const std::string& entry, const std::string& what) {
+  std::string msg = "[" + tag + "] '" + file + "'";
+  if (!entry.empty()) msg += ", entry '" + entry + "'";
+  throw std::runtime_error(msg + ": " + what);
+}
+
+File open_for_read(const std::string& path, const std::string& tag) {
+  silence_hdf5();
+  if (::access(path.c_str(), R_OK) != 0) {
+    fail(tag, path, "", "cannot be read (missing or no permission)");
+  }
+  const htri_t is_h5 = H5Fis_hdf5(path.c_str());
+  if (is_h5 <= 0) {
+    fail(tag, path, "", "is not an HDF5 file, or it is truncated");
+  }
+  hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (id < 0) fail(tag, path, "", "cannot be opened as HDF5 (truncated?)");
+  return File{Handle(id, H5Fclose), path, tag};
+}
+
+void write_atomically(const std::string& path, const std::string& tag,
+                      const std::function<void(File&)>& write) {
+  silence_hdf5();
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    hid_t id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (id < 0) {
+      fail(tag, path, "", "cannot create the temporary file '" + tmp +
+                              "' beside it (does the directory exist?)");
+    }
+    File f{Handle(id, H5Fclose), path, tag};
+    try {
+      write(f);
+      if (H5Fflush(f.handle.get(), H5F_SCOPE_GLOBAL) < 0) {
+        fail(tag, path, "", "flushing the temporary file failed");
+      }
+    } catch (...) {
+      f.handle = Handle();
+      std::remove(tmp.c_str());
+      throw;
+    }
+  }  // closed here
+  fsync_path(tmp, O_RDONLY);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    fail(tag, path, "", "renaming the temporary file over it failed");
+  }
+  fsync_path(parent_dir(path), O_RDONLY | O_DIRECTORY);
+}
+
+Handle file_type(Dtype dtype) {
+  hid_t t = -1;
+  switch (dtype) {
+    case Dtype::f32: t = H5Tcopy(H5T_IEEE_F32LE); break;
+    case Dtype::f64: t = H5Tcopy(H5T_IEEE_F64LE); break;
+    case Dtype::i32: t = H5Tcopy(H5T_STD_I32LE); break;
+    case Dtype::i64: t = H5Tcopy(H5T_STD_I64LE); break;
+    case Dtype::u8: t = H5Tcopy(H5T_STD_U8LE); break;
+    case Dtype::b8: t = H5Tcopy(H5T_STD_U8LE); break;
+    case Dtype::f16:
+    case Dtype::bf16: {
+      // binary16: sign bit 15, exponent bits 10-14 (bias 15), mantissa 0-9.
+      // bfloat16: sign bit 15, exponent bits 7-14 (bias 127), mantissa 0-6.
+      const bool half = dtype == Dtype::f16;
+      t = H5Tcopy(H5T_IEEE_F32LE);
+      H5Tset_fields(t, 15, half ? 10 : 7, half ? 5 : 8, 0, half ? 10 : 7);
+      H5Tset_size(t, 2);
+      H5Tset_ebias(t, half ? 15 : 127);
+      break;
+    }
+  }
+  return Handle(t, H5Tclose);
+}
+
+Dtype dtype_of_type(hid_t type, const File& f, const std::string& entry) {
+  const H5T_class_t cls = H5Tget_class(type);
+  const size_t size = H5Tget_size(type);
+  if (cls == H5T_FLOAT) {
+    if (size == 4) return Dtype::f32;
+    if (size == 8) return Dtype::f64;
+    if (size == 2) {
+      size_t spos, epos, esize, mpos, msize;
+      H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize);
+      return esize == 8 ? Dtype::bf16 : Dtype::f16;
+    }
+  } else if (cls == H5T_INTEGER) {
+    const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
+    if (size == 4 && is_signed) return Dtype::i32;
+    if (size == 8 && is_signed) return Dtype::i64;
+    if (size == 1 && !is_signed) return Dtype::u8;
+  }
+  fail(f.tag, f.path, entry,
+       "has an element type mixgraph does not read (class " +
+           std::to_string(static_cast<int>(cls)) + ", " + std::to_string(size) +
+           " bytes)");
+}
+
+Handle create_group(hid_t parent, const std::string& name) {
+  if (H5Lexists(parent, name.c_str(), H5P_DEFAULT) > 0) {
+    return Handle(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), H5Gclose);
+  }
+  return Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT,
+                           H5P_DEFAULT),
+                H5Gclose);
+}
+
+Handle ensure_parent_groups(hid_t root, const std::string& name) {
+  Handle current(H5Gopen2(root, ".", H5P_DEFAULT), H5Gclose);
+  size_t start = 0;
+  for (size_t slash; (slash = name.find('/', start)) != std::string::npos;
+       start = slash + 1) {
+    current = create_group(current.get(), name.substr(start, slash - start));
+  }
+  return current;
+}
+
+void write_dataset(File& f, hid_t loc, const std::string& name,
+                   const Shape& shape, Dtype dtype, const void* data) {
+  std::vector<hsize_t> dims(shape.begin(), shape.end());
+  Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(),
+                                nullptr),
+               H5Sclose);
+  if (shape.empty()) space = Handle(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle type = file_type(dtype);
+  Handle ds(H5Dcreate2(loc, name.c_str(), type.get(), space.get(), H5P_DEFAULT,
+                       H5P_DEFAULT, H5P_DEFAULT),
+            H5Dclose);
+  if (!ds.valid()) fail(f.tag, f.path, name, "cannot create the dataset");
+  if (shape_size(shape) > 0 &&
+      H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
+    fail(f.tag, f.path, name, "writing the dataset failed (disk full?)");
+  }
+}
+
+namespace {
+
+template <class T>
+void write_attr(File& f, hid_t obj, const std::string& name, hid_t type, T v) {
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle a(H5Acreate2(obj, name.c_str(), type, space.get(), H5P_DEFAULT,
+                      H5P_DEFAULT),
+           H5Aclose);
+  if (!a.valid() || H5Awrite(a.get(), type, &v) < 0) {
+    fail(f.tag, f.path, name, "cannot write the attribute");
+  }
+}
+
+}  // namespace
+
+void write_int_attr(File& f, hid_t obj, const std::string& name, int64_t v) {
+  write_attr(f, obj, name, H5T_NATIVE_INT64, v);
+}
+
+void write_double_attr(File& f, hid_t obj, const std::string& name, double v) {
+  write_attr(f, obj, name, H5T_NATIVE_DOUBLE, v);
+}
+
+DatasetInfo dataset_info(const File& f, hid_t loc, const std::string& name) {
+  if (!exists(loc, name)) fail(f.tag, f.path, name, "is missing");
+  Handle ds(H5Dopen2(loc, name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!ds.valid()) fail(f.tag, f.path, name, "is not a dataset");
+  Handle type(H5Dget_type(ds.get()), H5Tclose);
+  Handle space(H5Dget_space(ds.get()), H5Sclose);
+  const int nd = H5Sget_simple_extent_ndims(space.get());
+  if (nd < 0) fail(f.tag, f.path, name, "has an unreadable shape");
+  std::vector<hsize_t> dims(nd);
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  DatasetInfo info;
+  info.shape.assign(dims.begin(), dims.end());
+  info.dtype = dtype_of_type(type.get(), f, name);
+  return info;
+}
+
+void read_dataset(const File& f, hid_t loc, const std::string& name,
+                  Dtype dtype, void* out, int64_t n) {
+  Handle ds(H5Dopen2(loc, name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!ds.valid()) fail(f.tag, f.path, name, "is missing or not a dataset");
+  if (n == 0) return;
+  Handle type = file_type(dtype);
+  if (H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
+    fail(f.tag, f.path, name, "reading the data failed (file truncated?)");
+  }
+}
+
+namespace {
+
+Handle open_attr(const File& f, hid_t obj, const std::string& entry,
+                 const std::string& name, H5T_class_t expected) {
+  if (H5Aexists(obj, name.c_str()) <= 0) {
+    fail(f.tag, f.path, entry, "lacks the attribute '" + name + "'");
+  }
+  Handle a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose);
+  Handle type(H5Aget_type(a.get()), H5Tclose);
+  if (H5Tget_class(type.get()) != expected) {
+    fail(f.tag, f.path, entry,
+         "attribute '" + name + "' must be " +
+             (expected == H5T_INTEGER ? "an integer" : "a number"));
+  }
+  return a;
+}
+
+}  // namespace
+
+int64_t read_int_attr(const File& f, hid_t obj, const std::string& entry,
+                      const std::string& name) {
+  Handle a = open_attr(f, obj, entry, name, H5T_INTEGER);
+  int64_t v = 0;
+  if (H5Aread(a.get(), H5T_NATIVE_INT64, &v) < 0) {
+    fail(f.tag, f.path, entry, "cannot read the attribute '" + name + "'");
+  }
+  return v;
+}
+
+double read_double_attr(const File& f, hid_t obj, const std::string& entry,
+                        const std::string& name) {
+  Handle a = open_attr(f, obj, entry, name, H5T_FLOAT);
+  double v = 0;
+  if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0) {
+    fail(f.tag, f.path, entry, "cannot read the attribute '" + name + "'");
+  }
+  return v;
+}
+
+bool has_attr(hid_t obj, const std::string& name) {
+  return H5Aexists(obj, name.c_str()) > 0;
+}
+
+bool exists(hid_t loc, const std::string& name) {
+  // H5Lexists needs every intermediate group to exist: walk them.
+  size_t start = 0;
+  while (true) {
+    const size_t slash = name.find('/', start);
+    const std::string prefix = name.substr(0, slash);
+    if (H5Lexists(loc, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    if (slash == std::string::npos) return true;
+    start = slash + 1;
+  }
+}
+
+Handle open_group(const File& f, hid_t loc, const std::string& name) {
+  if (!exists(loc, name)) fail(f.tag, f.path, name, "is missing");
+  Handle g(H5Gopen2(loc, name.c_str(), H5P_DEFAULT), H5Gclose);
+  if (!g.valid()) fail(f.tag, f.path, name, "is not a group");
+  return g;
+}
+
+namespace {
+
+herr_t collect_dataset(hid_t group, const char* name, const H5L_info_t*,
+                       void* data) {
+  H5O_info_t info;
+  if (H5Oget_info_by_name(group, name, &info, H5P_DEFAULT) >= 0 &&
+      info.type == H5O_TYPE_DATASET) {
+    static_cast<std::vector<std::string>*>(data)->push_back(name);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::string> list_datasets(const File& f, hid_t group) {
+  std::vector<std::string> names;
+  if (H5Lvisit(group, H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &names) < 0) {
+    fail(f.tag, f.path, "", "cannot list its contents (file truncated?)");
+  }
+  return names;
+}
+
+}  // namespace mg::h5

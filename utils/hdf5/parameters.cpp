@@ -1,0 +1,110 @@
+#include <mixgraph/utils/hdf5/parameters.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+#include <mixgraph/utils/hdf5/parameters_io.hpp>
+
+namespace mg {
+
+namespace h5 {
+
+void write_parameters(File& f, hid_t group, const ParameterList& params) {
+  int64_t index = 0;
+  for (const auto& [name, var] : params) {
+    Handle parent = ensure_parent_groups(group, name);
+    const std::string leaf = name.substr(name.find_last_of('/') + 1);
+    const Dtype dtype = var->data()->array().has_head()
+                            ? var->data()->array().dtype()
+                            : Dtype::f32;
+    write_dataset(f, parent.get(), leaf, var->shape(), dtype,
+                  var->data()->array().get(dtype));
+    Handle ds(H5Dopen2(parent.get(), leaf.c_str(), H5P_DEFAULT), H5Dclose);
+    write_int_attr(f, ds.get(), "need_grad", var->need_grad() ? 1 : 0);
+    write_int_attr(f, ds.get(), "index", index++);
+  }
+}
+
+void read_parameters(const File& f, hid_t group, ParameterScope& scope,
+                     const LoadParametersOptions& options) {
+  struct Entry {
+    std::string name;
+    DatasetInfo info;
+    int64_t index;
+    bool need_grad;
+    VariablePtr existing;
+  };
+  std::vector<Entry> entries;
+  std::string problems;
+  for (const auto& name : list_datasets(f, group)) {
+    Handle ds(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose);
+    Entry e{name, dataset_info(f, group, name),
+            read_int_attr(f, ds.get(), name, "index"),
+            read_int_attr(f, ds.get(), name, "need_grad") != 0,
+            scope.get(name)};
+    if (e.existing) {
+      const Dtype have = e.existing->data()->array().has_head()
+                             ? e.existing->data()->array().dtype()
+                             : Dtype::f32;
+      if (e.existing->shape() != e.info.shape) {
+        problems += "\n  '" + name + "' has shape " + shape_str(e.info.shape) +
+                    " in the file, but " + shape_str(e.existing->shape()) +
+                    " in the scope";
+      } else if (have != e.info.dtype && !options.convert_dtype) {
+        problems += "\n  '" + name + "' is " + dtype_name(e.info.dtype) +
+                    " in the file, but " + dtype_name(have) +
+                    " in the scope (set convert_dtype to convert)";
+      }
+    }
+    entries.push_back(std::move(e));
+  }
+  if (!problems.empty()) {
+    fail(f.tag, f.path, "", "does not match the parameters:" + problems);
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.index < b.index; });
+  // Read everything before touching the scope, so a failed read loses nothing.
+  std::vector<NdArrayPtr> arrays;
+  for (const auto& e : entries) {
+    auto a = make_ndarray(e.info.shape);
+    const Dtype target = e.existing && options.convert_dtype &&
+                                 e.existing->data()->array().has_head()
+                             ? e.existing->data()->array().dtype()
+                             : e.info.dtype;
+    void* out = a->array().cast(target, "cpu", /*write_only=*/true);
+    read_dataset(f, group, e.name, target, out, a->size());
+    arrays.push_back(a);
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto& e = entries[i];
+    if (e.existing) {
+      // Copy into the existing array: graphs built on it keep working.
+      SyncedArray& src = arrays[i]->array();
+      const Dtype dt = src.dtype();
+      std::memcpy(e.existing->data()->array().cast(dt, "cpu", true),
+                  src.get(dt), src.size() * dtype_size(dt));
+    } else {
+      auto v = make_variable(e.info.shape, e.need_grad);
+      v->set_persistent(true);
+      v->set_name(scope.prefix() + e.name);
+      v->set_data(arrays[i]);
+      scope.set(e.name, v);
+    }
+  }
+}
+
+}  // namespace h5
+
+void save_parameters(const std::string& path, const ParameterScope& scope) {
+  h5::write_atomically(path, "save_parameters", [&](h5::File& f) {
+    h5::write_parameters(f, f.handle.get(), scope.parameters());
+  });
+}
+
+void load_parameters(const std::string& path, ParameterScope& scope,
+                     const LoadParametersOptions& options) {
+  h5::File f = h5::open_for_read(path, "load_parameters");
+  h5::read_parameters(f, f.handle.get(), scope, options);
+}
+
+}  // namespace mg
