@@ -1,6 +1,5 @@
-#include <mixgraph/functions/cast.hpp>
-
 #include <mixgraph/functions/builder.hpp>
+#include <mixgraph/functions/cast.hpp>
 
 namespace mg {
 

@@ -1,10 +1,9 @@
-#include <mixgraph/functions/dropout.hpp>
-
 #include <cmath>
-#include <stdexcept>
-
 #include <mixgraph/functions/builder.hpp>
+#include <mixgraph/functions/dropout.hpp>
 #include <mixgraph/graph/random.hpp>
+#include <sstream>
+#include <stdexcept>
 
 namespace mg {
 
@@ -18,13 +17,16 @@ uint32_t dropout_seed(int seed) {
 }  // namespace
 
 Dropout::Dropout(const DropoutOptions& opts)
-    : opts_(opts), rng_(dropout_seed(opts.seed)), scale_(1.0f / (1.0f - opts.p)) {}
+    : opts_(opts),
+      rng_(dropout_seed(opts.seed)),
+      scale_(1.0f / (1.0f - opts.p)) {}
 
 void Dropout::setup_impl(const Variables& in, const Variables& out) {
   // Also rejects nan.
   if (!(opts_.p >= 0.0f && opts_.p < 1.0f)) {
-    throw std::invalid_argument(tag() + "p must be in [0, 1), got " +
-                                std::to_string(opts_.p));
+    std::ostringstream os;
+    os << tag() << "p must be in [0, 1), got " << opts_.p;
+    throw std::invalid_argument(os.str());
   }
   out[0]->reshape(in[0]->shape());
 }

@@ -2,10 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <mixgraph/graph/function.hpp>
 #include <random>
 #include <vector>
-
-#include <mixgraph/graph/function.hpp>
 
 namespace mg {
 

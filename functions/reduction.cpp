@@ -1,9 +1,7 @@
-#include <mixgraph/functions/reduction.hpp>
-
 #include <algorithm>
-#include <stdexcept>
-
 #include <mixgraph/functions/builder.hpp>
+#include <mixgraph/functions/reduction.hpp>
+#include <stdexcept>
 
 namespace mg {
 
@@ -30,9 +28,10 @@ void Reduction::setup_impl(const Variables& in, const Variables& out) {
   }
   for (int a : opts_.axes) {
     if (a < -nd || a >= nd) {
-      throw std::invalid_argument(
-          tag() + "axis " + std::to_string(a) + " is out of range for x with shape " +
-          shape_str(x) + " (" + std::to_string(nd) + " dimensions)");
+      throw std::invalid_argument(tag() + "axis " + std::to_string(a) +
+                                  " is out of range for x with shape " +
+                                  shape_str(x) + " (" + std::to_string(nd) +
+                                  " dimensions)");
     }
     const int n = a < 0 ? a + nd : a;
     if (std::find(axes_.begin(), axes_.end(), n) != axes_.end()) {
@@ -76,7 +75,8 @@ VariablePtr sum(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
 }
 
 VariablePtr mean(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
-  return apply_function1("Mean", ReduceOptions{std::move(axes), keep_dims}, {x});
+  return apply_function1("Mean", ReduceOptions{std::move(axes), keep_dims},
+                         {x});
 }
 
 VariablePtr max(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {

@@ -1,9 +1,8 @@
 // Sum, Mean and Max over a set of axes.
 #pragma once
 
-#include <vector>
-
 #include <mixgraph/graph/function.hpp>
+#include <vector>
 
 namespace mg {
 

@@ -1,9 +1,7 @@
-#include <mixgraph/functions/shape_ops.hpp>
-
 #include <algorithm>
-#include <stdexcept>
-
 #include <mixgraph/functions/builder.hpp>
+#include <mixgraph/functions/shape_ops.hpp>
+#include <stdexcept>
 
 namespace mg {
 
@@ -45,10 +43,9 @@ void Reshape::setup_impl(const Variables& in, const Variables& out) {
                                   " cannot be inferred next to a 0 dimension");
     }
     if (n % known != 0) {
-      throw std::invalid_argument(has + ", which is not a multiple of " +
-                                  std::to_string(known) +
-                                  ", the size of shape " + shape_str(s) +
-                                  " without its -1");
+      throw std::invalid_argument(
+          has + ", which is not a multiple of " + std::to_string(known) +
+          ", the size of shape " + shape_str(s) + " without its -1");
     }
     s[infer] = n / known;
   } else if (known != n) {
@@ -73,10 +70,9 @@ void Transpose::setup_impl(const Variables& in, const Variables& out) {
   for (int i = 0; i < nd; ++i) {
     const int a = axes[i] < 0 ? axes[i] + nd : axes[i];
     if (a < 0 || a >= nd || seen[a]) {
-      throw std::invalid_argument(tag() + "axes " + ints_str(axes) +
-                                  " is not a permutation of the " +
-                                  std::to_string(nd) + " axes of x with shape " +
-                                  shape_str(x));
+      throw std::invalid_argument(
+          tag() + "axes " + ints_str(axes) + " is not a permutation of the " +
+          std::to_string(nd) + " axes of x with shape " + shape_str(x));
     }
     seen[a] = true;
     perm_[i] = a;
@@ -99,7 +95,8 @@ void Concatenate::setup_impl(const Variables& in, const Variables& out) {
   Shape y = x0;
   for (size_t i = 1; i < in.size(); ++i) {
     const Shape& xi = in[i]->shape();
-    const std::string name = "x" + std::to_string(i) + " with shape " + shape_str(xi);
+    const std::string name =
+        "x" + std::to_string(i) + " with shape " + shape_str(xi);
     if (static_cast<int>(xi.size()) != nd) {
       throw std::invalid_argument(tag() + name + " has " +
                                   std::to_string(xi.size()) +
@@ -110,9 +107,9 @@ void Concatenate::setup_impl(const Variables& in, const Variables& out) {
       if (d != axis && xi[d] != x0[d]) {
         throw std::invalid_argument(
             tag() + name + " must match x0 with shape " + shape_str(x0) +
-            " on every axis but the concatenation axis " + std::to_string(axis) +
-            "; axis " + std::to_string(d) + " is " + std::to_string(xi[d]) +
-            " against " + std::to_string(x0[d]));
+            " on every axis but the concatenation axis " +
+            std::to_string(axis) + "; axis " + std::to_string(d) + " is " +
+            std::to_string(xi[d]) + " against " + std::to_string(x0[d]));
       }
     }
     y[axis] += xi[axis];
@@ -126,30 +123,31 @@ void Slice::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   const int nd = static_cast<int>(x.size());
   const size_t k = opts_.start.size();
-  if (opts_.stop.size() != k || (!opts_.step.empty() && opts_.step.size() != k)) {
+  if (opts_.stop.size() != k ||
+      (!opts_.step.empty() && opts_.step.size() != k)) {
     throw std::invalid_argument(
         tag() + "start, stop and step must have the same length, but have " +
         std::to_string(k) + ", " + std::to_string(opts_.stop.size()) + " and " +
         std::to_string(opts_.step.size()));
   }
   if (static_cast<int>(k) > nd) {
-    throw std::invalid_argument(tag() + "start, stop and step have " +
-                                std::to_string(k) +
-                                " entries, but x with shape " + shape_str(x) +
-                                " has only " + std::to_string(nd) +
-                                " dimensions");
+    throw std::invalid_argument(
+        tag() + "start, stop and step have " + std::to_string(k) +
+        " entries, but x with shape " + shape_str(x) + " has only " +
+        std::to_string(nd) + " dimensions");
   }
   start_.assign(nd, 0);
   step_.assign(nd, 1);
   Shape y = x;
-  const int first = nd - static_cast<int>(k);  // the vectors cover the last k axes
+  const int first =
+      nd - static_cast<int>(k);  // the vectors cover the last k axes
   for (int a = first; a < nd; ++a) {
     const size_t i = a - first;
     const int64_t n = x[a];
     const int64_t step = opts_.step.empty() ? 1 : opts_.step[i];
     int64_t s = opts_.start[i], e = opts_.stop[i];
-    const std::string where = " on axis " + std::to_string(a) +
-                              " of x with shape " + shape_str(x);
+    const std::string where =
+        " on axis " + std::to_string(a) + " of x with shape " + shape_str(x);
     if (step == 0) throw std::invalid_argument(tag() + "step is 0" + where);
     if (s < 0) s += n;
     if (e < 0) e += n;
@@ -158,16 +156,17 @@ void Slice::setup_impl(const Variables& in, const Variables& out) {
     const int64_t s_max = step > 0 ? n : n - 1;
     if (s < 0 || s > s_max) {
       throw std::invalid_argument(
-          tag() + "start " + std::to_string(opts_.start[i]) + " is out of range" +
-          where + "; expected [" + std::to_string(-n) + ", " +
-          std::to_string(s_max) + "] with step " + std::to_string(step));
+          tag() + "start " + std::to_string(opts_.start[i]) +
+          " is out of range" + where + "; expected [" + std::to_string(-n) +
+          ", " + std::to_string(s_max) + "] with step " + std::to_string(step));
     }
     e = std::min(e, s_max);
     if (e < (step > 0 ? 0 : -1)) {
       throw std::invalid_argument(
           tag() + "stop " + std::to_string(opts_.stop[i]) + " is out of range" +
-          where + "; expected at least " + std::to_string(step > 0 ? -n : -n - 1) +
-          " with step " + std::to_string(step));
+          where + "; expected at least " +
+          std::to_string(step > 0 ? -n : -n - 1) + " with step " +
+          std::to_string(step));
     }
     int64_t len = 0;
     if (step > 0 && s < e) len = (e - 1 - s) / step + 1;
@@ -191,7 +190,11 @@ VariablePtr transpose(const VariablePtr& x, std::vector<int> axes) {
 }
 
 VariablePtr concatenate(std::vector<VariablePtr> xs, int axis) {
-  return apply_function1("Concatenate", ConcatenateOptions{axis}, std::move(xs));
+  if (xs.empty()) {
+    throw std::invalid_argument("[concatenate] needs at least one input");
+  }
+  return apply_function1("Concatenate", ConcatenateOptions{axis},
+                         std::move(xs));
 }
 
 VariablePtr slice(const VariablePtr& x, std::vector<int64_t> start,

@@ -3,9 +3,8 @@
 #pragma once
 
 #include <climits>
-#include <vector>
-
 #include <mixgraph/graph/function.hpp>
+#include <vector>
 
 namespace mg {
 

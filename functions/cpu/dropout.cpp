@@ -1,9 +1,8 @@
 // Dropout on the CPU: the mask is drawn serially (one generator), applied in
 // fp32 blocks.
-#include <mixgraph/functions/dropout.hpp>
-
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/functions/dropout.hpp>
 #include <mixgraph/functions/registry.hpp>
 
 namespace mg::cpu {
@@ -26,8 +25,8 @@ class DropoutCpu : public Dropout {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
-    apply(output_grad<T>(out[0]), input_grad<T>(in[0], accum[0]),
-          in[0]->size(), accum[0]);
+    apply(output_grad<T>(out[0]), input_grad<T>(in[0], accum[0]), in[0]->size(),
+          accum[0]);
   }
 
   // dst (+)= src * mask * scale.

@@ -8,12 +8,13 @@
 // results of the earlier ones.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
-#include <vector>
-
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/graph/shape.hpp>
+#include <vector>
 
 namespace mg::cpu {
 

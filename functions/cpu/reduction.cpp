@@ -1,11 +1,9 @@
 // Sum, Mean and Max on the CPU, through the reduction driver (reduce.hpp).
-#include <mixgraph/functions/reduction.hpp>
-
 #include <algorithm>
-
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/cpu/reduce.hpp>
+#include <mixgraph/functions/reduction.hpp>
 #include <mixgraph/functions/registry.hpp>
 
 namespace mg::cpu {
@@ -20,8 +18,8 @@ class SumMeanCpu : public Base {
 
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
-    std::vector<float> y = reduce<reduce_ops::Sum>(
-        input<T>(in[0]), in[0]->shape(), this->axes_);
+    std::vector<float> y =
+        reduce<reduce_ops::Sum>(input<T>(in[0]), in[0]->shape(), this->axes_);
     if (Mean) {
       // Divide rather than multiply by 1/count: the mean of equal values is
       // then exact.
@@ -74,7 +72,7 @@ class MaxCpu : public Max {
     const float* g = load(output_grad<T>(out[0]), dy.data(), n);
     T* dx = input_grad<T>(in[0], accum[0]);
     if (!accum[0]) std::fill_n(dx, in[0]->size(), T(0.0f));
-    // Each input element is the argmax of at most one output: no races.
+      // Each input element is the argmax of at most one output: no races.
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
     for (int64_t o = 0; o < n; ++o) {
       T& d = dx[argmax_[o]];

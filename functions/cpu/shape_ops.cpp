@@ -1,14 +1,12 @@
 // Reshape, Transpose, Concatenate and Slice on the CPU. They move elements
 // without arithmetic, so forward copies T to T; only backward with accum adds
 // (in fp32).
-#include <mixgraph/functions/shape_ops.hpp>
-
 #include <algorithm>
 #include <cstring>
-
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/registry.hpp>
+#include <mixgraph/functions/shape_ops.hpp>
 
 namespace mg::cpu {
 
@@ -73,17 +71,63 @@ void for_each_view_row(const StridedView& v, Fn&& fn) {
   }
 }
 
-// y[i] = base[view(i)].
+// d = s, or d += s (in fp32) with add.
 template <class T>
-void gather(const T* base, const StridedView& view, T* y) {
+inline void put(T& d, const T& s, bool add) {
+  d = add ? T(static_cast<float>(d) + static_cast<float>(s)) : s;
+}
+
+// gather when the view's last axis is strided but axis k reads
+// contiguously (a transpose that moves the last axis): 32 x 32 tiles keep
+// the strided reads in cache while the writes stay contiguous.
+template <class T>
+void gather_tiled(const T* base, const StridedView& v, int k, T* y, bool add) {
+  constexpr int64_t kTile = 32;
+  const int nd = static_cast<int>(v.shape.size());
+  const auto ys = shape_strides(v.shape);
+  const int64_t n = shape_size(v.shape);
+  const int64_t nk = v.shape[k], nl = v.shape[nd - 1], sl = v.stride[nd - 1];
+  const int64_t tiles = (nk + kTile - 1) / kTile;
+  const int64_t outer = n / (nk * nl);
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t t = 0; t < outer * tiles; ++t) {
+    int64_t rem = t / tiles, src = v.offset, dst = 0;
+    for (int d = nd - 2; d >= 0; --d) {
+      if (d == k) continue;
+      const int64_t i = rem % v.shape[d];
+      rem /= v.shape[d];
+      src += i * v.stride[d];
+      dst += i * ys[d];
+    }
+    const int64_t a0 = (t % tiles) * kTile, a1 = std::min(nk, a0 + kTile);
+    for (int64_t b0 = 0; b0 < nl; b0 += kTile) {
+      const int64_t b1 = std::min(nl, b0 + kTile);
+      for (int64_t a = a0; a < a1; ++a) {
+        const T* sa = base + src + a;  // v.stride[k] == 1
+        T* ya = y + dst + a * ys[k];
+        for (int64_t b = b0; b < b1; ++b) put(ya[b], sa[b * sl], add);
+      }
+    }
+  }
+}
+
+// y[i] = base[view(i)], or y[i] += base[view(i)] with add.
+template <class T>
+void gather(const T* base, const StridedView& view, T* y, bool add = false) {
   const StridedView v = simplify(view);
+  const int nd = static_cast<int>(v.shape.size());
   const int64_t len = v.shape.back(), step = v.stride.back();
+  if (step != 1) {
+    for (int k = 0; k < nd - 1; ++k) {
+      if (v.stride[k] == 1) return gather_tiled(base, v, k, y, add);
+    }
+  }
   for_each_view_row(v, [&](int64_t r, int64_t off) {
     T* row = y + r * len;
-    if (step == 1) {
+    if (!add && step == 1) {
       std::memcpy(row, base + off, len * sizeof(T));
     } else {
-      for (int64_t j = 0; j < len; ++j) row[j] = base[off + j * step];
+      for (int64_t j = 0; j < len; ++j) put(row[j], base[off + j * step], add);
     }
   });
 }
@@ -98,13 +142,8 @@ void scatter(const T* dy, const StridedView& view, T* base, bool add) {
     const T* row = dy + r * len;
     if (!add && step == 1) {
       std::memcpy(base + off, row, len * sizeof(T));
-    } else if (!add) {
-      for (int64_t j = 0; j < len; ++j) base[off + j * step] = row[j];
     } else {
-      for (int64_t j = 0; j < len; ++j) {
-        T& d = base[off + j * step];
-        d = T(static_cast<float>(d) + static_cast<float>(row[j]));
-      }
+      for (int64_t j = 0; j < len; ++j) put(base[off + j * step], row[j], add);
     }
   });
 }
@@ -133,23 +172,23 @@ class TransposeCpu : public Transpose {
   using Transpose::Transpose;
 
  protected:
-  // y's axis i walks x's axis perm_[i].
-  StridedView view(const Variables& in, const Variables& out) const {
+  void forward_impl(const Variables& in, const Variables& out) override {
+    // y's axis i walks x's axis perm_[i].
     const auto xs = in[0]->data()->strides();
     StridedView v{out[0]->shape(), std::vector<int64_t>(perm_.size()), 0};
     for (size_t i = 0; i < perm_.size(); ++i) v.stride[i] = xs[perm_[i]];
-    return v;
-  }
-  void forward_impl(const Variables& in, const Variables& out) override {
-    gather(input<T>(in[0]), view(in, out), output<T>(out[0]));
+    gather(input<T>(in[0]), v, output<T>(out[0]));
   }
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
-    // A permutation covers every element of dx: no zeroing needed.
-    scatter(output_grad<T>(out[0]), view(in, out),
-            input_grad<T>(in[0], accum[0]), accum[0]);
+    // dx is dy transposed back: x's axis perm_[i] walks dy's axis i. A
+    // gather writes dx contiguously and covers all of it.
+    const auto ys = out[0]->data()->strides();
+    StridedView v{in[0]->shape(), std::vector<int64_t>(perm_.size()), 0};
+    for (size_t i = 0; i < perm_.size(); ++i) v.stride[perm_[i]] = ys[i];
+    gather(output_grad<T>(out[0]), v, input_grad<T>(in[0], accum[0]), accum[0]);
   }
 };
 
