@@ -1,5 +1,6 @@
-#include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/cast.hpp>
+
+#include <mixgraph/functions/builder.hpp>
 
 namespace mg {
 

@@ -1,9 +1,11 @@
-#include <cmath>
-#include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/dropout.hpp>
-#include <mixgraph/graph/random.hpp>
+
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
+
+#include <mixgraph/functions/builder.hpp>
+#include <mixgraph/graph/random.hpp>
 
 namespace mg {
 

@@ -2,9 +2,10 @@
 #pragma once
 
 #include <cstdint>
-#include <mixgraph/graph/function.hpp>
 #include <random>
 #include <vector>
+
+#include <mixgraph/graph/function.hpp>
 
 namespace mg {
 

@@ -1,8 +1,9 @@
 // Sum, Mean and Max over a set of axes.
 #pragma once
 
-#include <mixgraph/graph/function.hpp>
 #include <vector>
+
+#include <mixgraph/graph/function.hpp>
 
 namespace mg {
 

@@ -1,7 +1,9 @@
-#include <algorithm>
-#include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/shape_ops.hpp>
+
+#include <algorithm>
 #include <stdexcept>
+
+#include <mixgraph/functions/builder.hpp>
 
 namespace mg {
 

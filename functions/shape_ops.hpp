@@ -3,8 +3,9 @@
 #pragma once
 
 #include <climits>
-#include <mixgraph/graph/function.hpp>
 #include <vector>
+
+#include <mixgraph/graph/function.hpp>
 
 namespace mg {
 

@@ -1,8 +1,9 @@
 // Cast on the CPU: one conversion from x's dtype to the requested one,
 // through the SyncedArray (y's head becomes that dtype).
+#include <mixgraph/functions/cast.hpp>
+
 #include <mixgraph/contexts/convert.hpp>
 #include <mixgraph/contexts/dtype_dispatch.hpp>
-#include <mixgraph/functions/cast.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/registry.hpp>

@@ -1,8 +1,9 @@
 // Dropout on the CPU: the mask is drawn serially (one generator), applied in
 // fp32 blocks.
+#include <mixgraph/functions/dropout.hpp>
+
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
-#include <mixgraph/functions/dropout.hpp>
 #include <mixgraph/functions/registry.hpp>
 
 namespace mg::cpu {

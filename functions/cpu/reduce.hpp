@@ -12,9 +12,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
+
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/graph/shape.hpp>
-#include <vector>
 
 namespace mg::cpu {
 

@@ -1,9 +1,11 @@
 // Sum, Mean and Max on the CPU, through the reduction driver (reduce.hpp).
+#include <mixgraph/functions/reduction.hpp>
+
 #include <algorithm>
+
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/cpu/reduce.hpp>
-#include <mixgraph/functions/reduction.hpp>
 #include <mixgraph/functions/registry.hpp>
 
 namespace mg::cpu {

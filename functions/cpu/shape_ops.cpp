@@ -1,12 +1,14 @@
 // Reshape, Transpose, Concatenate and Slice on the CPU. They move elements
 // without arithmetic, so forward copies T to T; only backward with accum adds
 // (in fp32).
+#include <mixgraph/functions/shape_ops.hpp>
+
 #include <algorithm>
 #include <cstring>
+
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/registry.hpp>
-#include <mixgraph/functions/shape_ops.hpp>
 
 namespace mg::cpu {
 
