@@ -16,6 +16,10 @@
 #include <mixgraph/functions/elementwise_builders.hpp>
 #include <mixgraph/functions/precision_policy.hpp>
 #include <mixgraph/functions/registry.hpp>
+#include <mixgraph/functions/reduction.hpp>
+#include <mixgraph/functions/shape_ops.hpp>
+#include <mixgraph/functions/dropout.hpp>
+#include <mixgraph/functions/cast.hpp>
 
 namespace mg {
 namespace F = functions;

@@ -12,5 +12,9 @@ void register_cpu_functions(FunctionRegistry& r);
 
 void register_elementwise(FunctionRegistry& r);
 void register_affine(FunctionRegistry& r);
+void register_reduction(FunctionRegistry& r);
+void register_shape_ops(FunctionRegistry& r);
+void register_dropout(FunctionRegistry& r);
+void register_cast(FunctionRegistry& r);
 
 }  // namespace mg::cpu

@@ -6,6 +6,10 @@ namespace mg::cpu {
 void register_cpu_functions(FunctionRegistry& r) {
   register_elementwise(r);
   register_affine(r);
+  register_reduction(r);
+  register_shape_ops(r);
+  register_dropout(r);
+  register_cast(r);
 }
 
 }  // namespace mg::cpu

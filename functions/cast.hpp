@@ -1,0 +1,35 @@
+// Cast: converts a variable to another dtype.
+#pragma once
+
+#include <mixgraph/contexts/dtype.hpp>
+#include <mixgraph/graph/function.hpp>
+
+namespace mg {
+
+struct CastOptions {
+  /// The dtype y is stored in.
+  Dtype dtype = Dtype::f32;
+};
+
+/// y = x stored in `dtype` (whatever the context's type): x is read in the
+/// dtype it holds and converted once, rounding to nearest even. The grad
+/// goes back in x's dtype when that is float, half or bfloat16.
+class Cast : public Function {
+ public:
+  explicit Cast(const CastOptions& opts) : opts_(opts) {}
+  std::string name() const override { return "Cast"; }
+  int min_inputs() const override { return 1; }
+  bool grad_depends_input_data(int) const override { return false; }
+  const CastOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const CastOptions opts_;
+};
+
+namespace functions {
+/// x converted to `dtype`: y's data is held in that dtype.
+VariablePtr cast(const VariablePtr& x, Dtype dtype);
+}  // namespace functions
+
+}  // namespace mg

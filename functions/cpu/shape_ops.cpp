@@ -1,0 +1,278 @@
+// Reshape, Transpose, Concatenate and Slice on the CPU. They move elements
+// without arithmetic, so forward copies T to T; only backward with accum adds
+// (in fp32).
+#include <mixgraph/functions/shape_ops.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+#include <mixgraph/functions/cpu/cpu_functions.hpp>
+#include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/functions/registry.hpp>
+
+namespace mg::cpu {
+
+namespace {
+
+// dst = src, or dst += src with accum, for n elements.
+template <class T>
+void copy_add(const T* src, T* dst, int64_t n, bool accum) {
+  if (!accum) {
+    if (n > 0) std::memcpy(dst, src, n * sizeof(T));
+    return;
+  }
+  for_each_block(n, [&](int64_t begin, int64_t len) {
+    float buf[kBlock];
+    store(load(src + begin, buf, len), dst + begin, len, true);
+  });
+}
+
+// Element i (a multi-index over shape) of the view is base[offset + sum of
+// i[d] * stride[d]]: a transpose or a slice of a row-major array.
+struct StridedView {
+  Shape shape;
+  std::vector<int64_t> stride;
+  int64_t offset = 0;
+};
+
+// Drops size-1 axes and merges neighbours that are contiguous in the base,
+// so the inner loop runs as long as possible.
+StridedView simplify(const StridedView& v) {
+  StridedView s;
+  s.offset = v.offset;
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    if (v.shape[d] == 1) continue;
+    if (!s.shape.empty() && s.stride.back() == v.stride[d] * v.shape[d]) {
+      s.shape.back() *= v.shape[d];
+      s.stride.back() = v.stride[d];
+    } else {
+      s.shape.push_back(v.shape[d]);
+      s.stride.push_back(v.stride[d]);
+    }
+  }
+  if (s.shape.empty()) s.shape = {1}, s.stride = {1};
+  return s;
+}
+
+// Calls fn(row, base_offset) for each row (all axes but the last) of the
+// view, in parallel when the view is large.
+template <class Fn>
+void for_each_view_row(const StridedView& v, Fn&& fn) {
+  const int nd = static_cast<int>(v.shape.size());
+  const int64_t n = shape_size(v.shape);
+  if (n == 0) return;
+  const int64_t rows = n / v.shape[nd - 1];
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rem = r, off = v.offset;
+    for (int d = nd - 2; d >= 0; --d) {
+      off += (rem % v.shape[d]) * v.stride[d];
+      rem /= v.shape[d];
+    }
+    fn(r, off);
+  }
+}
+
+// d = s, or d += s (in fp32) with add.
+template <class T>
+inline void put(T& d, const T& s, bool add) {
+  d = add ? T(static_cast<float>(d) + static_cast<float>(s)) : s;
+}
+
+// gather when the view's last axis is strided but axis k reads
+// contiguously (a transpose that moves the last axis): 32 x 32 tiles keep
+// the strided reads in cache while the writes stay contiguous.
+template <class T>
+void gather_tiled(const T* base, const StridedView& v, int k, T* y, bool add) {
+  constexpr int64_t kTile = 32;
+  const int nd = static_cast<int>(v.shape.size());
+  const auto ys = shape_strides(v.shape);
+  const int64_t n = shape_size(v.shape);
+  const int64_t nk = v.shape[k], nl = v.shape[nd - 1], sl = v.stride[nd - 1];
+  const int64_t tiles = (nk + kTile - 1) / kTile;
+  const int64_t outer = n / (nk * nl);
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t t = 0; t < outer * tiles; ++t) {
+    int64_t rem = t / tiles, src = v.offset, dst = 0;
+    for (int d = nd - 2; d >= 0; --d) {
+      if (d == k) continue;
+      const int64_t i = rem % v.shape[d];
+      rem /= v.shape[d];
+      src += i * v.stride[d];
+      dst += i * ys[d];
+    }
+    const int64_t a0 = (t % tiles) * kTile, a1 = std::min(nk, a0 + kTile);
+    for (int64_t b0 = 0; b0 < nl; b0 += kTile) {
+      const int64_t b1 = std::min(nl, b0 + kTile);
+      for (int64_t a = a0; a < a1; ++a) {
+        const T* sa = base + src + a;  // v.stride[k] == 1
+        T* ya = y + dst + a * ys[k];
+        for (int64_t b = b0; b < b1; ++b) put(ya[b], sa[b * sl], add);
+      }
+    }
+  }
+}
+
+// y[i] = base[view(i)], or y[i] += base[view(i)] with add.
+template <class T>
+void gather(const T* base, const StridedView& view, T* y, bool add = false) {
+  const StridedView v = simplify(view);
+  const int nd = static_cast<int>(v.shape.size());
+  const int64_t len = v.shape.back(), step = v.stride.back();
+  if (step != 1) {
+    for (int k = 0; k < nd - 1; ++k) {
+      if (v.stride[k] == 1) return gather_tiled(base, v, k, y, add);
+    }
+  }
+  for_each_view_row(v, [&](int64_t r, int64_t off) {
+    T* row = y + r * len;
+    if (!add && step == 1) {
+      std::memcpy(row, base + off, len * sizeof(T));
+    } else {
+      for (int64_t j = 0; j < len; ++j) put(row[j], base[off + j * step], add);
+    }
+  });
+}
+
+// base[view(i)] = dy[i], or += with add. The view must not alias itself
+// (a transpose or a slice never does), so rows can run in parallel.
+template <class T>
+void scatter(const T* dy, const StridedView& view, T* base, bool add) {
+  const StridedView v = simplify(view);
+  const int64_t len = v.shape.back(), step = v.stride.back();
+  for_each_view_row(v, [&](int64_t r, int64_t off) {
+    const T* row = dy + r * len;
+    if (!add && step == 1) {
+      std::memcpy(base + off, row, len * sizeof(T));
+    } else {
+      for (int64_t j = 0; j < len; ++j) put(base[off + j * step], row[j], add);
+    }
+  });
+}
+
+template <class T>
+class ReshapeCpu : public Reshape {
+ public:
+  using Reshape::Reshape;
+
+ protected:
+  void forward_impl(const Variables& in, const Variables& out) override {
+    copy_add(input<T>(in[0]), output<T>(out[0]), in[0]->size(), false);
+  }
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    if (!propagate_down[0]) return;
+    copy_add(output_grad<T>(out[0]), input_grad<T>(in[0], accum[0]),
+             in[0]->size(), accum[0]);
+  }
+};
+
+template <class T>
+class TransposeCpu : public Transpose {
+ public:
+  using Transpose::Transpose;
+
+ protected:
+  void forward_impl(const Variables& in, const Variables& out) override {
+    // y's axis i walks x's axis perm_[i].
+    const auto xs = in[0]->data()->strides();
+    StridedView v{out[0]->shape(), std::vector<int64_t>(perm_.size()), 0};
+    for (size_t i = 0; i < perm_.size(); ++i) v.stride[i] = xs[perm_[i]];
+    gather(input<T>(in[0]), v, output<T>(out[0]));
+  }
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    if (!propagate_down[0]) return;
+    // dx is dy transposed back: x's axis perm_[i] walks dy's axis i. A
+    // gather writes dx contiguously and covers all of it.
+    const auto ys = out[0]->data()->strides();
+    StridedView v{in[0]->shape(), std::vector<int64_t>(perm_.size()), 0};
+    for (size_t i = 0; i < perm_.size(); ++i) v.stride[perm_[i]] = ys[i];
+    gather(output_grad<T>(out[0]), v, input_grad<T>(in[0], accum[0]), accum[0]);
+  }
+};
+
+template <class T>
+class ConcatenateCpu : public Concatenate {
+ public:
+  using Concatenate::Concatenate;
+
+ protected:
+  // Input k fills y[o, offset(k) : offset(k) + chunk(k)] for each outer o.
+  void forward_impl(const Variables& in, const Variables& out) override {
+    const int64_t row = out[0]->size() / std::max<int64_t>(outer_, 1);
+    T* y = output<T>(out[0]);
+    int64_t offset = 0;
+    for (Variable* x : in) {
+      const int64_t chunk = outer_ ? x->size() / outer_ : 0;
+      const T* src = input<T>(x);
+#pragma omp parallel for schedule(static) if (x->size() >= kParallelMin)
+      for (int64_t o = 0; o < outer_; ++o) {
+        copy_add(src + o * chunk, y + o * row + offset, chunk, false);
+      }
+      offset += chunk;
+    }
+  }
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    const int64_t row = out[0]->size() / std::max<int64_t>(outer_, 1);
+    const T* dy = output_grad<T>(out[0]);
+    int64_t offset = 0;
+    // In order: the same variable given twice is overwritten, then added to.
+    for (size_t k = 0; k < in.size(); ++k) {
+      const int64_t chunk = outer_ ? in[k]->size() / outer_ : 0;
+      if (propagate_down[k]) {
+        T* dx = input_grad<T>(in[k], accum[k]);
+#pragma omp parallel for schedule(static) if (in[k]->size() >= kParallelMin)
+        for (int64_t o = 0; o < outer_; ++o) {
+          copy_add(dy + o * row + offset, dx + o * chunk, chunk, accum[k]);
+        }
+      }
+      offset += chunk;
+    }
+  }
+};
+
+template <class T>
+class SliceCpu : public Slice {
+ public:
+  using Slice::Slice;
+
+ protected:
+  StridedView view(const Variables& in, const Variables& out) const {
+    const auto xs = in[0]->data()->strides();
+    StridedView v{out[0]->shape(), std::vector<int64_t>(xs.size()), 0};
+    for (size_t a = 0; a < xs.size(); ++a) {
+      v.stride[a] = xs[a] * step_[a];
+      v.offset += xs[a] * start_[a];
+    }
+    return v;
+  }
+  void forward_impl(const Variables& in, const Variables& out) override {
+    gather(input<T>(in[0]), view(in, out), output<T>(out[0]));
+  }
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    if (!propagate_down[0]) return;
+    T* dx = input_grad<T>(in[0], accum[0]);
+    // Elements outside the slice get no grad.
+    if (!accum[0]) std::fill_n(dx, in[0]->size(), T(0.0f));
+    scatter(output_grad<T>(out[0]), view(in, out), dx, accum[0]);
+  }
+};
+
+}  // namespace
+
+void register_shape_ops(FunctionRegistry& r) {
+  register_float_types<ReshapeCpu, ReshapeOptions>(r, "Reshape", "cpu");
+  register_float_types<TransposeCpu, TransposeOptions>(r, "Transpose", "cpu");
+  register_float_types<ConcatenateCpu, ConcatenateOptions>(r, "Concatenate",
+                                                           "cpu");
+  register_float_types<SliceCpu, SliceOptions>(r, "Slice", "cpu");
+}
+
+}  // namespace mg::cpu

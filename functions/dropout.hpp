@@ -1,0 +1,48 @@
+// Dropout: training-mode inverted dropout with its own generator.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include <mixgraph/graph/function.hpp>
+
+namespace mg {
+
+struct DropoutOptions {
+  /// The probability of dropping an element, in [0, 1).
+  float p = 0.5f;
+  /// Seeds the function's generator; -1 draws the seed from
+  /// mg::random_engine() when the function is created.
+  int seed = -1;
+};
+
+/// y = x * mask / (1 - p), the mask drawn in forward (each element kept with
+/// probability 1 - p) and kept for backward: dx = dy * mask / (1 - p). Two
+/// functions created with the same seed draw the same masks.
+class Dropout : public Function {
+ public:
+  explicit Dropout(const DropoutOptions& opts);
+  std::string name() const override { return "Dropout"; }
+  int min_inputs() const override { return 1; }
+  bool grad_depends_input_data(int) const override { return false; }
+  const DropoutOptions& options() const { return opts_; }
+  /// The mask of the last forward: 1 where x was kept.
+  const std::vector<uint8_t>& mask() const { return mask_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  /// Draws a new mask of n elements.
+  void draw_mask(int64_t n);
+  const DropoutOptions opts_;
+  std::mt19937 rng_;
+  std::vector<uint8_t> mask_;
+  float scale_;  // 1 / (1 - p)
+};
+
+namespace functions {
+/// Drops each element with probability p and scales the rest by 1 / (1 - p).
+VariablePtr dropout(const VariablePtr& x, float p = 0.5f, int seed = -1);
+}  // namespace functions
+
+}  // namespace mg

@@ -1,0 +1,90 @@
+#include <mixgraph/functions/reduction.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <mixgraph/functions/builder.hpp>
+
+namespace mg {
+
+namespace {
+
+std::string ints_str(const std::vector<int>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(v[i]);
+  }
+  if (v.size() == 1) s += ",";
+  return s + ")";
+}
+
+}  // namespace
+
+void Reduction::setup_impl(const Variables& in, const Variables& out) {
+  const Shape& x = in[0]->shape();
+  const int nd = static_cast<int>(x.size());
+  axes_.clear();
+  if (opts_.axes.empty()) {
+    for (int a = 0; a < nd; ++a) axes_.push_back(a);
+  }
+  for (int a : opts_.axes) {
+    if (a < -nd || a >= nd) {
+      throw std::invalid_argument(tag() + "axis " + std::to_string(a) +
+                                  " is out of range for x with shape " +
+                                  shape_str(x) + " (" + std::to_string(nd) +
+                                  " dimensions)");
+    }
+    const int n = a < 0 ? a + nd : a;
+    if (std::find(axes_.begin(), axes_.end(), n) != axes_.end()) {
+      throw std::invalid_argument(tag() + "axes " + ints_str(opts_.axes) +
+                                  " name axis " + std::to_string(n) +
+                                  " twice for x with shape " + shape_str(x));
+    }
+    axes_.push_back(n);
+  }
+  std::sort(axes_.begin(), axes_.end());
+  count_ = 1;
+  Shape y;
+  for (int a = 0; a < nd; ++a) {
+    const bool reduced = std::binary_search(axes_.begin(), axes_.end(), a);
+    if (reduced) count_ *= x[a];
+    if (!reduced) {
+      y.push_back(x[a]);
+    } else if (opts_.keep_dims) {
+      y.push_back(1);
+    }
+  }
+  out[0]->reshape(y);
+}
+
+void Max::setup_impl(const Variables& in, const Variables& out) {
+  Reduction::setup_impl(in, out);
+  for (int a : axes_) {
+    if (in[0]->shape()[a] == 0) {
+      throw std::invalid_argument(tag() + "x with shape " +
+                                  shape_str(in[0]->shape()) +
+                                  " has no elements on axis " +
+                                  std::to_string(a) + " to take the max of");
+    }
+  }
+}
+
+namespace functions {
+
+VariablePtr sum(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
+  return apply_function1("Sum", ReduceOptions{std::move(axes), keep_dims}, {x});
+}
+
+VariablePtr mean(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
+  return apply_function1("Mean", ReduceOptions{std::move(axes), keep_dims},
+                         {x});
+}
+
+VariablePtr max(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
+  return apply_function1("Max", ReduceOptions{std::move(axes), keep_dims}, {x});
+}
+
+}  // namespace functions
+
+}  // namespace mg

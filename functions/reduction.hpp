@@ -1,0 +1,72 @@
+// Sum, Mean and Max over a set of axes.
+#pragma once
+
+#include <vector>
+
+#include <mixgraph/graph/function.hpp>
+
+namespace mg {
+
+struct ReduceOptions {
+  /// The axes to reduce; empty reduces all of them. Negative axes count from
+  /// the end.
+  std::vector<int> axes;
+  /// Keep each reduced axis as size 1 instead of dropping it.
+  bool keep_dims = false;
+};
+
+/// The shape rule shared by Sum, Mean and Max: y drops (or keeps as 1) the
+/// reduced axes; with every axis reduced and keep_dims off, y has shape ().
+class Reduction : public Function {
+ public:
+  explicit Reduction(const ReduceOptions& opts) : opts_(opts) {}
+  int min_inputs() const override { return 1; }
+  bool grad_depends_input_data(int) const override { return false; }
+  const ReduceOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const ReduceOptions opts_;
+  std::vector<int> axes_;  // normalised and sorted
+  int64_t count_ = 1;      // elements reduced into each output
+};
+
+/// y = the sum of x over the axes.
+class Sum : public Reduction {
+ public:
+  using Reduction::Reduction;
+  std::string name() const override { return "Sum"; }
+};
+
+/// y = the mean of x over the axes.
+class Mean : public Reduction {
+ public:
+  using Reduction::Reduction;
+  std::string name() const override { return "Mean"; }
+};
+
+/// y = the max of x over the axes; backward routes the grad to the first
+/// maximum, whose index forward keeps.
+class Max : public Reduction {
+ public:
+  using Reduction::Reduction;
+  std::string name() const override { return "Max"; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  std::vector<int64_t> argmax_;  // flat index into x, per output
+};
+
+namespace functions {
+/// Sum over `axes` (all when empty); accumulates in fp32 for every type.
+VariablePtr sum(const VariablePtr& x, std::vector<int> axes = {},
+                bool keep_dims = false);
+/// Mean over `axes` (all when empty); accumulates in fp32 for every type.
+VariablePtr mean(const VariablePtr& x, std::vector<int> axes = {},
+                 bool keep_dims = false);
+/// Max over `axes` (all when empty).
+VariablePtr max(const VariablePtr& x, std::vector<int> axes = {},
+                bool keep_dims = false);
+}  // namespace functions
+
+}  // namespace mg

@@ -1,0 +1,111 @@
+// Functions that move data without arithmetic: Reshape, Transpose,
+// Concatenate and Slice.
+#pragma once
+
+#include <climits>
+#include <vector>
+
+#include <mixgraph/graph/function.hpp>
+
+namespace mg {
+
+struct ReshapeOptions {
+  /// The new shape; one entry may be -1, inferred from the size.
+  Shape shape;
+  /// NNabla's flag, accepted for compatibility; the data is always copied
+  /// (see Reshape).
+  bool inplace = true;
+};
+
+/// y = x with another shape of the same size. The data is copied: sharing
+/// x's buffer would let clear_buffer free y's data together with x's.
+class Reshape : public Function {
+ public:
+  explicit Reshape(const ReshapeOptions& opts) : opts_(opts) {}
+  std::string name() const override { return "Reshape"; }
+  int min_inputs() const override { return 1; }
+  bool grad_depends_input_data(int) const override { return false; }
+  const ReshapeOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const ReshapeOptions opts_;
+};
+
+struct TransposeOptions {
+  /// A permutation of x's axes: y's axis i is x's axis axes[i].
+  std::vector<int> axes;
+};
+
+/// y = x with its axes permuted.
+class Transpose : public Function {
+ public:
+  explicit Transpose(const TransposeOptions& opts) : opts_(opts) {}
+  std::string name() const override { return "Transpose"; }
+  int min_inputs() const override { return 1; }
+  bool grad_depends_input_data(int) const override { return false; }
+  const TransposeOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const TransposeOptions opts_;
+  std::vector<int> perm_;  // axes with negative entries normalised
+};
+
+struct ConcatenateOptions {
+  /// The axis to join along; -1 is the last, NNabla's default.
+  int axis = -1;
+};
+
+/// y = the inputs joined along axis; they must match on every other axis.
+class Concatenate : public Function {
+ public:
+  explicit Concatenate(const ConcatenateOptions& opts) : opts_(opts) {}
+  std::string name() const override { return "Concatenate"; }
+  int min_inputs() const override { return 1; }
+  int max_inputs() const override { return INT_MAX; }
+  bool grad_depends_input_data(int) const override { return false; }
+  const ConcatenateOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const ConcatenateOptions opts_;
+  int64_t outer_ = 1, inner_ = 1;  // sizes before and after the axis
+};
+
+struct SliceOptions {
+  /// Per axis, Python style: negative start and stop count from the end,
+  /// a stop past the end is clipped, and step may be negative (then stop
+  /// -size-1 reaches index 0). Shorter vectors apply to the last axes, as in
+  /// NNabla; an empty step means 1 on every sliced axis.
+  std::vector<int64_t> start, stop, step;
+};
+
+/// y = x[start:stop:step] on every axis.
+class Slice : public Function {
+ public:
+  explicit Slice(const SliceOptions& opts) : opts_(opts) {}
+  std::string name() const override { return "Slice"; }
+  int min_inputs() const override { return 1; }
+  bool grad_depends_input_data(int) const override { return false; }
+  const SliceOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const SliceOptions opts_;
+  std::vector<int64_t> start_, step_;  // resolved, one per axis of x
+};
+
+namespace functions {
+/// x with `shape` (one -1 is inferred). The data is copied.
+VariablePtr reshape(const VariablePtr& x, Shape shape, bool inplace = true);
+/// x with its axes permuted: y.shape[i] = x.shape[axes[i]].
+VariablePtr transpose(const VariablePtr& x, std::vector<int> axes);
+/// The xs joined along `axis` (the last by default).
+VariablePtr concatenate(std::vector<VariablePtr> xs, int axis = -1);
+/// x[start:stop:step] per axis (see SliceOptions).
+VariablePtr slice(const VariablePtr& x, std::vector<int64_t> start,
+                  std::vector<int64_t> stop, std::vector<int64_t> step = {});
+}  // namespace functions
+
+}  // namespace mg
