@@ -16,6 +16,9 @@
 #include <mixgraph/functions/elementwise_builders.hpp>
 #include <mixgraph/functions/precision_policy.hpp>
 #include <mixgraph/functions/registry.hpp>
+#include <mixgraph/functions/batch_normalization.hpp>
+#include <mixgraph/functions/softmax.hpp>
+#include <mixgraph/functions/loss.hpp>
 
 namespace mg {
 namespace F = functions;

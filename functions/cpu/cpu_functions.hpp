@@ -12,5 +12,8 @@ void register_cpu_functions(FunctionRegistry& r);
 
 void register_elementwise(FunctionRegistry& r);
 void register_affine(FunctionRegistry& r);
+void register_batch_normalization(FunctionRegistry& r);
+void register_softmax(FunctionRegistry& r);
+void register_loss(FunctionRegistry& r);
 
 }  // namespace mg::cpu

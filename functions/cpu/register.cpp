@@ -6,6 +6,9 @@ namespace mg::cpu {
 void register_cpu_functions(FunctionRegistry& r) {
   register_elementwise(r);
   register_affine(r);
+  register_batch_normalization(r);
+  register_softmax(r);
+  register_loss(r);
 }
 
 }  // namespace mg::cpu
