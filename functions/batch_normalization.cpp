@@ -1,9 +1,7 @@
-#include <mixgraph/functions/batch_normalization.hpp>
-
 #include <cmath>
-#include <stdexcept>
-
+#include <mixgraph/functions/batch_normalization.hpp>
 #include <mixgraph/functions/builder.hpp>
+#include <stdexcept>
 
 namespace mg {
 
@@ -29,19 +27,17 @@ std::vector<int> normalized_axes(const Shape& x, const std::vector<int>& axes,
   std::vector<int> a;
   for (int axis : axes) {
     if (axis < -nd || axis >= nd) {
-      throw std::invalid_argument(tag + "axis " + std::to_string(axis) +
-                                  " in axes " + axes_str(axes) +
-                                  " is out of range for x with shape " +
-                                  shape_str(x));
+      throw std::invalid_argument(
+          tag + "axis " + std::to_string(axis) + " in axes " + axes_str(axes) +
+          " is out of range for x with shape " + shape_str(x));
     }
     a.push_back(axis < 0 ? axis + nd : axis);
   }
   for (size_t i = 1; i < a.size(); ++i) {
     if (a[i] != a[i - 1] + 1) {
       throw std::invalid_argument(
-          tag + "axes " + axes_str(axes) + " for x with shape " +
-          shape_str(x) + " must be distinct consecutive axes in increasing " +
-          "order");
+          tag + "axes " + axes_str(axes) + " for x with shape " + shape_str(x) +
+          " must be distinct consecutive axes in increasing " + "order");
     }
   }
   return a;

@@ -1,8 +1,6 @@
-#include <mixgraph/functions/loss.hpp>
-
-#include <stdexcept>
-
 #include <mixgraph/functions/builder.hpp>
+#include <mixgraph/functions/loss.hpp>
+#include <stdexcept>
 
 namespace mg {
 

@@ -1,8 +1,6 @@
-#include <mixgraph/functions/softmax.hpp>
-
-#include <stdexcept>
-
 #include <mixgraph/functions/builder.hpp>
+#include <mixgraph/functions/softmax.hpp>
+#include <stdexcept>
 
 namespace mg {
 

@@ -2,9 +2,8 @@
 // losses over classes share with them.
 #pragma once
 
-#include <string>
-
 #include <mixgraph/graph/function.hpp>
+#include <string>
 
 namespace mg {
 

@@ -5,10 +5,9 @@
 
 #include <cmath>
 #include <limits>
-#include <vector>
-
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/softmax.hpp>
+#include <vector>
 
 namespace mg::cpu {
 

@@ -2,15 +2,14 @@
 // size1 channels by size2 values. Channel sums run over blocks of rows in
 // fp32, with one partial sum per block and per thread, added in a fixed
 // order so the result does not depend on thread timing.
-#include <cmath>
-#include <vector>
-
 #include <omp.h>
 
+#include <cmath>
 #include <mixgraph/functions/batch_normalization.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/registry.hpp>
+#include <vector>
 
 namespace mg::cpu {
 
@@ -20,7 +19,8 @@ namespace {
 struct RowBlocks {
   int64_t rows, row, per_block, count;
   RowBlocks(int64_t rows_, int64_t row_)
-      : rows(rows_), row(row_),
+      : rows(rows_),
+        row(row_),
         per_block(std::max<int64_t>(1, kBlock / std::max<int64_t>(1, row_))),
         count((rows_ + per_block - 1) / per_block) {}
   int64_t begin(int64_t b) const { return b * per_block; }
@@ -86,34 +86,33 @@ class BatchNormalizationCpu : public BatchNormalization {
       // Two passes (mean, then squared deviations): the one-pass
       // E[x^2] - E[x]^2 cancels badly when |mean| >> std.
       const float m = static_cast<float>(size0_ * S);
-      mean_ = reduce_row_blocks(
-          rb, C, rb.per_block * L,
-          [&](int64_t n0, int64_t nr, float* acc, float* buf) {
-            const float* xf = load(x + n0 * L, buf, nr * L);
-            for (int64_t n = 0; n < nr; ++n) {
-              for (int64_t c = 0; c < C; ++c) {
-                const float* r = xf + n * L + c * S;
-                float s = 0.0f;
-                for (int64_t j = 0; j < S; ++j) s += r[j];
-                acc[c] += s;
-              }
-            }
-          });
+      auto add_sums = [&](int64_t n0, int64_t nr, float* acc, float* buf) {
+        const float* xf = load(x + n0 * L, buf, nr * L);
+        for (int64_t n = 0; n < nr; ++n) {
+          for (int64_t c = 0; c < C; ++c) {
+            const float* r = xf + n * L + c * S;
+            float s = 0.0f;
+            for (int64_t j = 0; j < S; ++j) s += r[j];
+            acc[c] += s;
+          }
+        }
+      };
+      mean_ = reduce_row_blocks(rb, C, rb.per_block * L, add_sums);
       for (auto& v : mean_) v /= m;
-      std::vector<float> var = reduce_row_blocks(
-          rb, C, rb.per_block * L,
-          [&](int64_t n0, int64_t nr, float* acc, float* buf) {
-            const float* xf = load(x + n0 * L, buf, nr * L);
-            for (int64_t n = 0; n < nr; ++n) {
-              for (int64_t c = 0; c < C; ++c) {
-                const float* r = xf + n * L + c * S;
-                const float mu = mean_[c];
-                float s = 0.0f;
-                for (int64_t j = 0; j < S; ++j) s += (r[j] - mu) * (r[j] - mu);
-                acc[c] += s;
-              }
-            }
-          });
+      auto add_squares = [&](int64_t n0, int64_t nr, float* acc, float* buf) {
+        const float* xf = load(x + n0 * L, buf, nr * L);
+        for (int64_t n = 0; n < nr; ++n) {
+          for (int64_t c = 0; c < C; ++c) {
+            const float* r = xf + n * L + c * S;
+            const float mu = mean_[c];
+            float s = 0.0f;
+            for (int64_t j = 0; j < S; ++j) s += (r[j] - mu) * (r[j] - mu);
+            acc[c] += s;
+          }
+        }
+      };
+      std::vector<float> var =
+          reduce_row_blocks(rb, C, rb.per_block * L, add_squares);
       // The running statistics are fp32 whatever T is: cast<float> makes
       // the fp32 copy the head and drops any other.
       float* rm = in[3]->data()->cast<float>();
@@ -140,8 +139,7 @@ class BatchNormalizationCpu : public BatchNormalization {
     std::vector<float> scale(C);
     for (int64_t c = 0; c < C; ++c) scale[c] = gamma[c] * inv_std_[c];
     T* y = output<T>(out[0]);
-    for_each_row_block(rb, 2 * rb.per_block * L,
-                       [&](int64_t n0, int64_t nr, float* buf) {
+    auto normalise = [&](int64_t n0, int64_t nr, float* buf) {
       const float* xf = load(x + n0 * L, buf, nr * L);
       float* yb = buf + rb.per_block * L;
       for (int64_t n = 0; n < nr; ++n) {
@@ -153,7 +151,8 @@ class BatchNormalizationCpu : public BatchNormalization {
         }
       }
       store(yb, y + n0 * L, nr * L);
-    });
+    };
+    for_each_row_block(rb, 2 * rb.per_block * L, normalise);
   }
 
   // With batch statistics, xh = (x - mu) inv_std and
@@ -172,26 +171,24 @@ class BatchNormalizationCpu : public BatchNormalization {
         propagate_down[1] || propagate_down[2] || opts_.batch_stat;
     std::vector<float> sums;  // sum(dy) per channel, then sum(dy (x - mu))
     if (need_sums) {
-      sums = reduce_row_blocks(
-          rb, 2 * C, 2 * rb.per_block * L,
-          [&](int64_t n0, int64_t nr, float* acc, float* buf) {
-            const float* xf = load(x + n0 * L, buf, nr * L);
-            const float* df =
-                load(dy + n0 * L, buf + rb.per_block * L, nr * L);
-            for (int64_t n = 0; n < nr; ++n) {
-              for (int64_t c = 0; c < C; ++c) {
-                const int64_t off = n * L + c * S;
-                const float mu = mean_[c];
-                float s = 0.0f, sx = 0.0f;
-                for (int64_t j = 0; j < S; ++j) {
-                  s += df[off + j];
-                  sx += df[off + j] * (xf[off + j] - mu);
-                }
-                acc[c] += s;
-                acc[C + c] += sx;
-              }
+      auto add_grad_sums = [&](int64_t n0, int64_t nr, float* acc, float* buf) {
+        const float* xf = load(x + n0 * L, buf, nr * L);
+        const float* df = load(dy + n0 * L, buf + rb.per_block * L, nr * L);
+        for (int64_t n = 0; n < nr; ++n) {
+          for (int64_t c = 0; c < C; ++c) {
+            const int64_t off = n * L + c * S;
+            const float mu = mean_[c];
+            float s = 0.0f, sx = 0.0f;
+            for (int64_t j = 0; j < S; ++j) {
+              s += df[off + j];
+              sx += df[off + j] * (xf[off + j] - mu);
             }
-          });
+            acc[c] += s;
+            acc[C + c] += sx;
+          }
+        }
+      };
+      sums = reduce_row_blocks(rb, 2 * C, 2 * rb.per_block * L, add_grad_sums);
     }
     if (propagate_down[1]) {
       store(sums.data(), input_grad<T>(in[1], accum[1]), C, accum[1]);
@@ -214,8 +211,7 @@ class BatchNormalizationCpu : public BatchNormalization {
       }
     }
     T* dx = input_grad<T>(in[0], accum[0]);
-    for_each_row_block(rb, 3 * rb.per_block * L,
-                       [&](int64_t n0, int64_t nr, float* buf) {
+    auto grad_x = [&](int64_t n0, int64_t nr, float* buf) {
       const float* xf = load(x + n0 * L, buf, nr * L);
       const float* df = load(dy + n0 * L, buf + rb.per_block * L, nr * L);
       float* db = buf + 2 * rb.per_block * L;
@@ -229,7 +225,8 @@ class BatchNormalizationCpu : public BatchNormalization {
         }
       }
       store(db, dx + n0 * L, nr * L, accum[0]);
-    });
+    };
+    for_each_row_block(rb, 3 * rb.per_block * L, grad_x);
   }
 
  private:

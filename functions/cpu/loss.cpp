@@ -1,13 +1,12 @@
 // The losses on the CPU: the class-axis ones in fp32 tiles (axis_tile.hpp),
 // the elementwise ones in fp32 blocks.
 #include <cmath>
-#include <stdexcept>
-
 #include <mixgraph/functions/cpu/axis_tile.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/loss.hpp>
 #include <mixgraph/functions/ops/loss_ops.hpp>
 #include <mixgraph/functions/registry.hpp>
+#include <stdexcept>
 
 namespace mg::cpu {
 
@@ -46,8 +45,7 @@ class SoftmaxCrossEntropyCpu : public SoftmaxCrossEntropy {
     const T* x = input<T>(in[0]);
     T* y = output<T>(out[0]);
     const int64_t w_max = tile_width(s), tile = s.size * w_max;
-    for_each_tile(s, 2 * tile + 3 * w_max,
-                  [&](int64_t o, int64_t j0, int64_t w, float* scratch) {
+    auto tile_fn = [&](int64_t o, int64_t j0, int64_t w, float* scratch) {
       float* e = scratch + tile;
       float* mx = e + tile;
       float* sum = mx + w_max;
@@ -60,7 +58,8 @@ class SoftmaxCrossEntropyCpu : public SoftmaxCrossEntropy {
         yb[j] = mx[j] + std::log(sum[j]) - xf[lt[j] * ld + j];
       }
       store(yb, y + o * s.inner + j0, w);
-    });
+    };
+    for_each_tile(s, 2 * tile + 3 * w_max, tile_fn);
   }
 
   // dx = dy (softmax(x) - onehot(t)), softmax recomputed from x rather than
@@ -70,8 +69,9 @@ class SoftmaxCrossEntropyCpu : public SoftmaxCrossEntropy {
                      const std::vector<bool>& accum) override {
     if (propagate_down[1]) {
       throw std::invalid_argument(
-          tag() + "t holds class labels and has no gradient; make t "
-                  "need_grad = false");
+          tag() +
+          "t holds class labels and has no gradient; make t "
+          "need_grad = false");
     }
     if (!propagate_down[0]) return;
     const AxisSplit& s = split_;
@@ -80,8 +80,7 @@ class SoftmaxCrossEntropyCpu : public SoftmaxCrossEntropy {
     const T* dy = output_grad<T>(out[0]);
     T* dx = input_grad<T>(in[0], accum[0]);
     const int64_t w_max = tile_width(s), tile = s.size * w_max;
-    for_each_tile(s, 2 * tile + 3 * w_max,
-                  [&](int64_t o, int64_t j0, int64_t w, float* scratch) {
+    auto tile_fn = [&](int64_t o, int64_t j0, int64_t w, float* scratch) {
       float* e = scratch + tile;
       float* mx = e + tile;
       float* sum = mx + w_max;
@@ -97,7 +96,8 @@ class SoftmaxCrossEntropyCpu : public SoftmaxCrossEntropy {
       const int32_t* lt = l + o * s.inner + j0;
       for (int64_t j = 0; j < w; ++j) e[lt[j] * w + j] -= dyf[j];
       write_tile(e, dx, s, o, j0, w, accum[0]);
-    });
+    };
+    for_each_tile(s, 2 * tile + 3 * w_max, tile_fn);
   }
 };
 
@@ -113,8 +113,7 @@ class TopNErrorCpu : public TopNError {
     const T* x = input<T>(in[0]);
     T* y = output<T>(out[0]);
     const int64_t w_max = tile_width(s), tile = s.size * w_max;
-    for_each_tile(s, tile + w_max,
-                  [&](int64_t o, int64_t j0, int64_t w, float* scratch) {
+    auto tile_fn = [&](int64_t o, int64_t j0, int64_t w, float* scratch) {
       float* yb = scratch + tile;
       int64_t ld;
       const float* xf = read_tile(x, s, o, j0, w, scratch, &ld);
@@ -128,7 +127,8 @@ class TopNErrorCpu : public TopNError {
         yb[j] = count > opts_.n ? 1.0f : 0.0f;
       }
       store(yb, y + o * s.inner + j0, w);
-    });
+    };
+    for_each_tile(s, tile + w_max, tile_fn);
   }
 
   // A metric: nothing to propagate, whatever propagate_down says.
@@ -161,9 +161,9 @@ class SigmoidCrossEntropyCpu : public SigmoidCrossEntropy {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (propagate_down[1]) {
-      throw std::invalid_argument(
-          tag() + "t holds targets and has no gradient; make t "
-                  "need_grad = false");
+      throw std::invalid_argument(tag() +
+                                  "t holds targets and has no gradient; make t "
+                                  "need_grad = false");
     }
     if (!propagate_down[0]) return;
     const T* x = input<T>(in[0]);
@@ -234,8 +234,8 @@ void register_loss(FunctionRegistry& r) {
       r, "SoftmaxCrossEntropy", "cpu");
   register_float_types<SigmoidCrossEntropyCpu, SigmoidCrossEntropyOptions>(
       r, "SigmoidCrossEntropy", "cpu");
-  register_float_types<SquaredErrorCpu, SquaredErrorOptions>(
-      r, "SquaredError", "cpu");
+  register_float_types<SquaredErrorCpu, SquaredErrorOptions>(r, "SquaredError",
+                                                             "cpu");
   register_float_types<TopNErrorCpu, TopNErrorOptions>(r, "TopNError", "cpu");
 }
 

@@ -1,6 +1,5 @@
 // Softmax and LogSoftmax on the CPU: max-subtracted, in fp32 tiles.
 #include <cmath>
-
 #include <mixgraph/functions/cpu/axis_tile.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/registry.hpp>
@@ -23,8 +22,7 @@ class SoftmaxCpu : public std::conditional_t<Log, LogSoftmax, Softmax> {
     const T* x = input<T>(in[0]);
     T* y = output<T>(out[0]);
     const int64_t tile = s.size * tile_width(s);
-    for_each_tile(s, 2 * tile + 2 * tile_width(s),
-                  [&](int64_t o, int64_t j0, int64_t w, float* scratch) {
+    auto tile_fn = [&](int64_t o, int64_t j0, int64_t w, float* scratch) {
       float* yb = scratch + tile;
       float* mx = yb + tile;
       float* sum = mx + w;
@@ -36,11 +34,13 @@ class SoftmaxCpu : public std::conditional_t<Log, LogSoftmax, Softmax> {
       }
       for (int64_t a = 0; a < s.size; ++a) {
         for (int64_t j = 0; j < w; ++j) {
-          yb[a * w + j] = Log ? xf[a * ld + j] - sum[j] : yb[a * w + j] * sum[j];
+          yb[a * w + j] =
+              Log ? xf[a * ld + j] - sum[j] : yb[a * w + j] * sum[j];
         }
       }
       write_tile(yb, y, s, o, j0, w);
-    });
+    };
+    for_each_tile(s, 2 * tile + 2 * tile_width(s), tile_fn);
   }
 
   // Softmax: dx = y (dy - sum(dy y)); LogSoftmax: dx = dy - exp(y) sum(dy).
@@ -53,8 +53,7 @@ class SoftmaxCpu : public std::conditional_t<Log, LogSoftmax, Softmax> {
     const T* dy = output_grad<T>(out[0]);
     T* dx = input_grad<T>(in[0], accum[0]);
     const int64_t tile = s.size * tile_width(s);
-    for_each_tile(s, 3 * tile + tile_width(s),
-                  [&](int64_t o, int64_t j0, int64_t w, float* scratch) {
+    auto tile_fn = [&](int64_t o, int64_t j0, int64_t w, float* scratch) {
       float* dxb = scratch + 2 * tile;
       float* sum = dxb + tile;
       int64_t ld, ldd;
@@ -74,7 +73,8 @@ class SoftmaxCpu : public std::conditional_t<Log, LogSoftmax, Softmax> {
         }
       }
       write_tile(dxb, dx, s, o, j0, w, accum[0]);
-    });
+    };
+    for_each_tile(s, 3 * tile + tile_width(s), tile_fn);
   }
 };
 

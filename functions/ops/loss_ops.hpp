@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cmath>
-
 #include <mixgraph/contexts/macros.hpp>
 
 namespace mg::ops {
