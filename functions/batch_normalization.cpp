@@ -1,7 +1,9 @@
-#include <cmath>
 #include <mixgraph/functions/batch_normalization.hpp>
-#include <mixgraph/functions/builder.hpp>
+
+#include <cmath>
 #include <stdexcept>
+
+#include <mixgraph/functions/builder.hpp>
 
 namespace mg {
 

@@ -2,9 +2,10 @@
 // statistics kept in fp32 whatever the compute type.
 #pragma once
 
+#include <vector>
+
 #include <mixgraph/graph/function.hpp>
 #include <mixgraph/graph/parameter_scope.hpp>
-#include <vector>
 
 namespace mg {
 

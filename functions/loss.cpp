@@ -1,6 +1,8 @@
-#include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/loss.hpp>
+
 #include <stdexcept>
+
+#include <mixgraph/functions/builder.hpp>
 
 namespace mg {
 

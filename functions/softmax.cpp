@@ -1,6 +1,8 @@
-#include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/softmax.hpp>
+
 #include <stdexcept>
+
+#include <mixgraph/functions/builder.hpp>
 
 namespace mg {
 

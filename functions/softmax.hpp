@@ -2,8 +2,9 @@
 // losses over classes share with them.
 #pragma once
 
-#include <mixgraph/graph/function.hpp>
 #include <string>
+
+#include <mixgraph/graph/function.hpp>
 
 namespace mg {
 

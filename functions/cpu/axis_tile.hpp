@@ -5,9 +5,10 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
+
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/softmax.hpp>
-#include <vector>
 
 namespace mg::cpu {
 

@@ -2,14 +2,15 @@
 // size1 channels by size2 values. Channel sums run over blocks of rows in
 // fp32, with one partial sum per block and per thread, added in a fixed
 // order so the result does not depend on thread timing.
+#include <cmath>
+#include <vector>
+
 #include <omp.h>
 
-#include <cmath>
 #include <mixgraph/functions/batch_normalization.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/registry.hpp>
-#include <vector>
 
 namespace mg::cpu {
 

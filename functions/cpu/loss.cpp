@@ -1,12 +1,13 @@
 // The losses on the CPU: the class-axis ones in fp32 tiles (axis_tile.hpp),
 // the elementwise ones in fp32 blocks.
 #include <cmath>
+#include <stdexcept>
+
 #include <mixgraph/functions/cpu/axis_tile.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/loss.hpp>
 #include <mixgraph/functions/ops/loss_ops.hpp>
 #include <mixgraph/functions/registry.hpp>
-#include <stdexcept>
 
 namespace mg::cpu {
 

@@ -1,5 +1,6 @@
 // Softmax and LogSoftmax on the CPU: max-subtracted, in fp32 tiles.
 #include <cmath>
+
 #include <mixgraph/functions/cpu/axis_tile.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/registry.hpp>

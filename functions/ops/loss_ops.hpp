@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cmath>
+
 #include <mixgraph/contexts/macros.hpp>
 
 namespace mg::ops {

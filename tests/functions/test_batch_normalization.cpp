@@ -4,8 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <mixgraph/functions/builder.hpp>
 #include <random>
+
+#include <mixgraph/functions/builder.hpp>
 
 #include "../support/function_tester.hpp"
 

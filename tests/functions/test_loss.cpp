@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+
 #include <mixgraph/functions/builder.hpp>
 
 #include "../support/function_tester.hpp"

@@ -3,8 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <mixgraph/functions/builder.hpp>
 #include <random>
+
+#include <mixgraph/functions/builder.hpp>
 
 #include "../support/function_tester.hpp"
 
