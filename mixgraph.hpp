@@ -20,6 +20,14 @@
 #include <mixgraph/functions/shape_ops.hpp>
 #include <mixgraph/functions/dropout.hpp>
 #include <mixgraph/functions/cast.hpp>
+#include <mixgraph/functions/batch_normalization.hpp>
+#include <mixgraph/functions/softmax.hpp>
+#include <mixgraph/functions/loss.hpp>
+#include <mixgraph/solvers/adam.hpp>
+#include <mixgraph/solvers/loss_scaling.hpp>
+#include <mixgraph/solvers/sgd.hpp>
+#include <mixgraph/utils/hdf5/checkpoint.hpp>
+#include <mixgraph/utils/hdf5/parameters.hpp>
 
 namespace mg {
 namespace F = functions;

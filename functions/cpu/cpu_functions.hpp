@@ -16,5 +16,8 @@ void register_reduction(FunctionRegistry& r);
 void register_shape_ops(FunctionRegistry& r);
 void register_dropout(FunctionRegistry& r);
 void register_cast(FunctionRegistry& r);
+void register_batch_normalization(FunctionRegistry& r);
+void register_softmax(FunctionRegistry& r);
+void register_loss(FunctionRegistry& r);
 
 }  // namespace mg::cpu

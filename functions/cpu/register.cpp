@@ -10,6 +10,9 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_shape_ops(r);
   register_dropout(r);
   register_cast(r);
+  register_batch_normalization(r);
+  register_softmax(r);
+  register_loss(r);
 }
 
 }  // namespace mg::cpu

@@ -1,0 +1,132 @@
+#include <mixgraph/functions/batch_normalization.hpp>
+
+#include <cmath>
+#include <stdexcept>
+
+#include <mixgraph/functions/builder.hpp>
+
+namespace mg {
+
+namespace {
+
+std::string axes_str(const std::vector<int>& axes) {
+  std::string s = "{";
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(axes[i]);
+  }
+  return s + "}";
+}
+
+// The kept axes, normalised to [0, ndim); checked consecutive and ascending,
+// so x is (batch axes, channels, the rest) in memory.
+std::vector<int> normalized_axes(const Shape& x, const std::vector<int>& axes,
+                                 const std::string& tag) {
+  const int nd = static_cast<int>(x.size());
+  if (axes.empty()) {
+    throw std::invalid_argument(tag + "axes must name at least one axis");
+  }
+  std::vector<int> a;
+  for (int axis : axes) {
+    if (axis < -nd || axis >= nd) {
+      throw std::invalid_argument(
+          tag + "axis " + std::to_string(axis) + " in axes " + axes_str(axes) +
+          " is out of range for x with shape " + shape_str(x));
+    }
+    a.push_back(axis < 0 ? axis + nd : axis);
+  }
+  for (size_t i = 1; i < a.size(); ++i) {
+    if (a[i] != a[i - 1] + 1) {
+      throw std::invalid_argument(
+          tag + "axes " + axes_str(axes) + " for x with shape " + shape_str(x) +
+          " must be distinct consecutive axes in increasing " + "order");
+    }
+  }
+  return a;
+}
+
+}  // namespace
+
+Shape batch_normalization_param_shape(const Shape& x,
+                                      const std::vector<int>& axes,
+                                      const std::string& tag) {
+  Shape p(x.size(), 1);
+  for (int a : normalized_axes(x, axes, tag)) p[a] = x[a];
+  return p;
+}
+
+void BatchNormalization::setup_impl(const Variables& in, const Variables& out) {
+  const Shape& x = in[0]->shape();
+  const Shape p = batch_normalization_param_shape(x, opts_.axes, tag());
+  const char* names[] = {"x", "beta", "gamma", "mean", "variance"};
+  for (int i = 1; i < 5; ++i) {
+    if (in[i]->shape() != p) {
+      throw std::invalid_argument(
+          tag() + names[i] + " with shape " + shape_str(in[i]->shape()) +
+          " must have shape " + shape_str(p) + " (x's shape " + shape_str(x) +
+          " with 1 outside axes " + axes_str(opts_.axes) + ")");
+    }
+  }
+  if (!(opts_.decay_rate >= 0.0f && opts_.decay_rate <= 1.0f)) {
+    throw std::invalid_argument(tag() + "decay_rate must be in [0, 1], got " +
+                                std::to_string(opts_.decay_rate));
+  }
+  if (!(opts_.eps >= 0.0f) || !std::isfinite(opts_.eps)) {
+    throw std::invalid_argument(tag() +
+                                "eps must be finite and non-negative, got " +
+                                std::to_string(opts_.eps));
+  }
+  const auto axes = normalized_axes(x, opts_.axes, tag());
+  const int nd = static_cast<int>(x.size());
+  size0_ = shape_size(x, 0, axes.front());
+  size1_ = shape_size(x, axes.front(), axes.back() + 1);
+  size2_ = shape_size(x, axes.back() + 1, nd);
+  // The running variance uses n / (n - 1): a single value has none.
+  if (opts_.batch_stat && size0_ * size2_ < 2) {
+    throw std::invalid_argument(
+        tag() + "x with shape " + shape_str(x) + " and axes " +
+        axes_str(opts_.axes) + " has " + std::to_string(size0_ * size2_) +
+        " value per channel; batch statistics (batch_stat = true) need at "
+        "least 2");
+  }
+  out[0]->reshape(x);
+}
+
+namespace functions {
+
+VariablePtr batch_normalization(const VariablePtr& x, const VariablePtr& beta,
+                                const VariablePtr& gamma,
+                                const VariablePtr& mean,
+                                const VariablePtr& variance,
+                                const BatchNormalizationOptions& opts) {
+  return apply_function1("BatchNormalization", opts,
+                         {x, beta, gamma, mean, variance});
+}
+
+}  // namespace functions
+
+namespace parametric_functions {
+
+VariablePtr batch_normalization(const VariablePtr& x, ParameterScope scope,
+                                bool batch_stat,
+                                const BatchNormalizationParams& params) {
+  const std::string tag = "[batch_normalization] ";
+  if (!x) throw std::invalid_argument(tag + "x is a null variable");
+  const Shape p = batch_normalization_param_shape(x->shape(), params.axes, tag);
+  const bool learn = !params.fix_parameters;
+  auto beta = scope.get_or_create("beta", p, constant_initializer(0.0f), learn);
+  auto gamma =
+      scope.get_or_create("gamma", p, constant_initializer(1.0f), learn);
+  auto mean = scope.get_or_create("mean", p, constant_initializer(0.0f), false);
+  auto var = scope.get_or_create("var", p, constant_initializer(1.0f), false);
+  BatchNormalizationOptions opts;
+  opts.axes = params.axes;
+  opts.decay_rate = params.decay_rate;
+  opts.eps = params.eps;
+  opts.batch_stat = batch_stat;
+  return functions::batch_normalization(x, beta, gamma, mean, var, opts);
+}
+
+}  // namespace parametric_functions
+
+}  // namespace mg

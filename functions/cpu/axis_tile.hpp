@@ -1,0 +1,94 @@
+// Tiles of an (outer, size, inner) array for the functions that reduce along
+// one axis (Softmax, LogSoftmax, SoftmaxCrossEntropy, TopNError): each tile
+// is the whole axis times w columns of inner, in fp32.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/functions/softmax.hpp>
+
+namespace mg::cpu {
+
+/// Columns per tile: all of inner while a tile stays within 64 KiB of
+/// floats, so a contiguous slab converts in one call; fewer beyond that.
+inline int64_t tile_width(const AxisSplit& s) {
+  constexpr int64_t kTileFloats = 16 * kBlock;
+  if (s.size * s.inner <= kTileFloats) return s.inner;
+  return std::max<int64_t>(1, std::min(s.inner, kTileFloats / s.size));
+}
+
+/// Reads tile (o, columns [j0, j0 + w)) of x as floats: element (a, j) at
+/// [a * ld + j]. For float it points into x (ld = inner); else it fills buf
+/// (size * w floats, ld = w).
+template <class T>
+const float* read_tile(const T* x, const AxisSplit& s, int64_t o, int64_t j0,
+                       int64_t w, float* buf, int64_t* ld) {
+  const T* base = x + o * s.size * s.inner + j0;
+  if constexpr (std::is_same_v<T, float>) {
+    (void)buf, (void)w;
+    *ld = s.inner;
+    return base;
+  } else {
+    *ld = w;
+    if (w == s.inner) return load(base, buf, s.size * w);
+    for (int64_t a = 0; a < s.size; ++a) {
+      load(base + a * s.inner, buf + a * w, w);
+    }
+    return buf;
+  }
+}
+
+/// Writes a tile computed in buf (ld = w) to y, adding with accum.
+template <class T>
+void write_tile(const float* buf, T* y, const AxisSplit& s, int64_t o,
+                int64_t j0, int64_t w, bool accum = false) {
+  T* base = y + o * s.size * s.inner + j0;
+  if (w == s.inner) return store(buf, base, s.size * w, accum);
+  for (int64_t a = 0; a < s.size; ++a) {
+    store(buf + a * w, base + a * s.inner, w, accum);
+  }
+}
+
+/// Calls fn(o, j0, w, scratch) for every tile, in parallel for big arrays;
+/// scratch holds `scratch_floats` floats per thread.
+template <class Fn>
+void for_each_tile(const AxisSplit& s, int64_t scratch_floats, Fn&& fn) {
+  if (s.outer == 0 || s.inner == 0) return;
+  const int64_t w = tile_width(s);
+  const int64_t chunks = (s.inner + w - 1) / w;
+  const int64_t tiles = s.outer * chunks;
+  const bool parallel = s.outer * s.size * s.inner >= kParallelMin;
+#pragma omp parallel if (parallel)
+  {
+    std::vector<float> scratch(scratch_floats);
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t o = t / chunks;
+      const int64_t j0 = (t % chunks) * w;
+      fn(o, j0, std::min(w, s.inner - j0), scratch.data());
+    }
+  }
+}
+
+/// Per column j of a tile x (ld apart): mx[j] = the max along the axis and
+/// sum[j] = the sum of exp(x - mx), with e (ld = w) receiving exp(x - mx).
+/// Subtracting the max keeps exp from overflowing, even in fp16 inputs.
+inline void exp_and_sum(const float* x, int64_t ld, int64_t size, int64_t w,
+                        float* e, float* mx, float* sum) {
+  std::fill(mx, mx + w, -std::numeric_limits<float>::infinity());
+  for (int64_t a = 0; a < size; ++a) {
+    for (int64_t j = 0; j < w; ++j) mx[j] = std::max(mx[j], x[a * ld + j]);
+  }
+  std::fill(sum, sum + w, 0.0f);
+  for (int64_t a = 0; a < size; ++a) {
+    for (int64_t j = 0; j < w; ++j) {
+      e[a * w + j] = std::exp(x[a * ld + j] - mx[j]);
+      sum[j] += e[a * w + j];
+    }
+  }
+}
+
+}  // namespace mg::cpu

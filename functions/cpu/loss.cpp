@@ -1,0 +1,243 @@
+// The losses on the CPU: the class-axis ones in fp32 tiles (axis_tile.hpp),
+// the elementwise ones in fp32 blocks.
+#include <cmath>
+#include <stdexcept>
+
+#include <mixgraph/functions/cpu/axis_tile.hpp>
+#include <mixgraph/functions/cpu/cpu_functions.hpp>
+#include <mixgraph/functions/loss.hpp>
+#include <mixgraph/functions/ops/loss_ops.hpp>
+#include <mixgraph/functions/registry.hpp>
+
+namespace mg::cpu {
+
+namespace {
+
+// t's labels as int32 (float labels convert), each checked to be a class of
+// x. Labels are data, so this is only known in forward; it runs before any
+// parallel loop, which must not throw.
+const int32_t* labels(const Variables& in, const AxisSplit& s,
+                      const std::string& tag) {
+  const int32_t* l = in[1]->data()->get<const int32_t>();
+  const int64_t n = in[1]->size();
+  for (int64_t i = 0; i < n; ++i) {
+    if (l[i] < 0 || l[i] >= s.size) {
+      throw std::invalid_argument(
+          tag + "t holds label " + std::to_string(l[i]) + " at flat index " +
+          std::to_string(i) + ", but x with shape " +
+          shape_str(in[0]->shape()) + " has " + std::to_string(s.size) +
+          " classes along axis " + std::to_string(s.axis) + ": labels must " +
+          "be in [0, " + std::to_string(s.size) + ")");
+    }
+  }
+  return l;
+}
+
+template <class T>
+class SoftmaxCrossEntropyCpu : public SoftmaxCrossEntropy {
+ public:
+  using SoftmaxCrossEntropy::SoftmaxCrossEntropy;
+
+ protected:
+  // y = log(sum(exp(x - max))) + max - x[label]: never exp of a large value.
+  void forward_impl(const Variables& in, const Variables& out) override {
+    const AxisSplit& s = split_;
+    const int32_t* l = labels(in, s, tag());
+    const T* x = input<T>(in[0]);
+    T* y = output<T>(out[0]);
+    const int64_t w_max = tile_width(s), tile = s.size * w_max;
+    auto tile_fn = [&](int64_t o, int64_t j0, int64_t w, float* scratch) {
+      float* e = scratch + tile;
+      float* mx = e + tile;
+      float* sum = mx + w_max;
+      float* yb = sum + w_max;
+      int64_t ld;
+      const float* xf = read_tile(x, s, o, j0, w, scratch, &ld);
+      exp_and_sum(xf, ld, s.size, w, e, mx, sum);
+      const int32_t* lt = l + o * s.inner + j0;
+      for (int64_t j = 0; j < w; ++j) {
+        yb[j] = mx[j] + std::log(sum[j]) - xf[lt[j] * ld + j];
+      }
+      store(yb, y + o * s.inner + j0, w);
+    };
+    for_each_tile(s, 2 * tile + 3 * w_max, tile_fn);
+  }
+
+  // dx = dy (softmax(x) - onehot(t)), softmax recomputed from x rather than
+  // kept from forward: no activation-sized buffer lives between the passes.
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    if (propagate_down[1]) {
+      throw std::invalid_argument(
+          tag() +
+          "t holds class labels and has no gradient; make t "
+          "need_grad = false");
+    }
+    if (!propagate_down[0]) return;
+    const AxisSplit& s = split_;
+    const int32_t* l = in[1]->data()->get<const int32_t>();
+    const T* x = input<T>(in[0]);
+    const T* dy = output_grad<T>(out[0]);
+    T* dx = input_grad<T>(in[0], accum[0]);
+    const int64_t w_max = tile_width(s), tile = s.size * w_max;
+    auto tile_fn = [&](int64_t o, int64_t j0, int64_t w, float* scratch) {
+      float* e = scratch + tile;
+      float* mx = e + tile;
+      float* sum = mx + w_max;
+      float* dyb = sum + w_max;
+      int64_t ld;
+      const float* xf = read_tile(x, s, o, j0, w, scratch, &ld);
+      exp_and_sum(xf, ld, s.size, w, e, mx, sum);
+      const float* dyf = load(dy + o * s.inner + j0, dyb, w);
+      for (int64_t j = 0; j < w; ++j) sum[j] = dyf[j] / sum[j];
+      for (int64_t a = 0; a < s.size; ++a) {
+        for (int64_t j = 0; j < w; ++j) e[a * w + j] *= sum[j];
+      }
+      const int32_t* lt = l + o * s.inner + j0;
+      for (int64_t j = 0; j < w; ++j) e[lt[j] * w + j] -= dyf[j];
+      write_tile(e, dx, s, o, j0, w, accum[0]);
+    };
+    for_each_tile(s, 2 * tile + 3 * w_max, tile_fn);
+  }
+};
+
+template <class T>
+class TopNErrorCpu : public TopNError {
+ public:
+  using TopNError::TopNError;
+
+ protected:
+  void forward_impl(const Variables& in, const Variables& out) override {
+    const AxisSplit& s = split_;
+    const int32_t* l = labels(in, s, tag());
+    const T* x = input<T>(in[0]);
+    T* y = output<T>(out[0]);
+    const int64_t w_max = tile_width(s), tile = s.size * w_max;
+    auto tile_fn = [&](int64_t o, int64_t j0, int64_t w, float* scratch) {
+      float* yb = scratch + tile;
+      int64_t ld;
+      const float* xf = read_tile(x, s, o, j0, w, scratch, &ld);
+      const int32_t* lt = l + o * s.inner + j0;
+      for (int64_t j = 0; j < w; ++j) {
+        const float threshold = xf[lt[j] * ld + j];
+        int64_t count = 0;  // classes scoring at least the true one, itself too
+        for (int64_t a = 0; a < s.size; ++a) {
+          count += xf[a * ld + j] >= threshold;
+        }
+        yb[j] = count > opts_.n ? 1.0f : 0.0f;
+      }
+      store(yb, y + o * s.inner + j0, w);
+    };
+    for_each_tile(s, tile + w_max, tile_fn);
+  }
+
+  // A metric: nothing to propagate, whatever propagate_down says.
+  void backward_impl(const Variables&, const Variables&,
+                     const std::vector<bool>&,
+                     const std::vector<bool>&) override {}
+};
+
+template <class T>
+class SigmoidCrossEntropyCpu : public SigmoidCrossEntropy {
+ public:
+  using SigmoidCrossEntropy::SigmoidCrossEntropy;
+
+ protected:
+  void forward_impl(const Variables& in, const Variables& out) override {
+    const T* x = input<T>(in[0]);
+    const T* t = input<T>(in[1]);
+    T* y = output<T>(out[0]);
+    const ops::SigmoidCrossEntropyOp op;
+    for_each_block(in[0]->size(), [&](int64_t begin, int64_t len) {
+      float xb[kBlock], tb[kBlock], yb[kBlock];
+      const float* xf = load(x + begin, xb, len);
+      const float* tf = load(t + begin, tb, len);
+      for (int64_t i = 0; i < len; ++i) yb[i] = op(xf[i], tf[i]);
+      store(yb, y + begin, len);
+    });
+  }
+
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    if (propagate_down[1]) {
+      throw std::invalid_argument(tag() +
+                                  "t holds targets and has no gradient; make t "
+                                  "need_grad = false");
+    }
+    if (!propagate_down[0]) return;
+    const T* x = input<T>(in[0]);
+    const T* t = input<T>(in[1]);
+    const T* dy = output_grad<T>(out[0]);
+    T* dx = input_grad<T>(in[0], accum[0]);
+    const ops::SigmoidCrossEntropyOp op;
+    for_each_block(in[0]->size(), [&](int64_t begin, int64_t len) {
+      float xb[kBlock], tb[kBlock], dyb[kBlock], dxb[kBlock];
+      const float* xf = load(x + begin, xb, len);
+      const float* tf = load(t + begin, tb, len);
+      const float* dyf = load(dy + begin, dyb, len);
+      for (int64_t i = 0; i < len; ++i) dxb[i] = op.grad(xf[i], tf[i], dyf[i]);
+      store(dxb, dx + begin, len, accum[0]);
+    });
+  }
+};
+
+template <class T>
+class SquaredErrorCpu : public SquaredError {
+ public:
+  using SquaredError::SquaredError;
+
+ protected:
+  void forward_impl(const Variables& in, const Variables& out) override {
+    const T* x0 = input<T>(in[0]);
+    const T* x1 = input<T>(in[1]);
+    T* y = output<T>(out[0]);
+    const ops::SquaredErrorOp op;
+    for_each_block(in[0]->size(), [&](int64_t begin, int64_t len) {
+      float ab[kBlock], bb[kBlock], yb[kBlock];
+      const float* af = load(x0 + begin, ab, len);
+      const float* bf = load(x1 + begin, bb, len);
+      for (int64_t i = 0; i < len; ++i) yb[i] = op(af[i], bf[i]);
+      store(yb, y + begin, len);
+    });
+  }
+
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    if (!propagate_down[0] && !propagate_down[1]) return;
+    const T* x0 = input<T>(in[0]);
+    const T* x1 = input<T>(in[1]);
+    const T* dy = output_grad<T>(out[0]);
+    T* dx0 = propagate_down[0] ? input_grad<T>(in[0], accum[0]) : nullptr;
+    T* dx1 = propagate_down[1] ? input_grad<T>(in[1], accum[1]) : nullptr;
+    const ops::SquaredErrorOp op;
+    for_each_block(in[0]->size(), [&](int64_t begin, int64_t len) {
+      float ab[kBlock], bb[kBlock], dyb[kBlock], g[kBlock];
+      const float* af = load(x0 + begin, ab, len);
+      const float* bf = load(x1 + begin, bb, len);
+      const float* dyf = load(dy + begin, dyb, len);
+      for (int64_t i = 0; i < len; ++i) g[i] = op.grad0(af[i], bf[i], dyf[i]);
+      if (dx0) store(g, dx0 + begin, len, accum[0]);
+      if (dx1) {
+        for (int64_t i = 0; i < len; ++i) g[i] = -g[i];
+        store(g, dx1 + begin, len, accum[1]);
+      }
+    });
+  }
+};
+
+}  // namespace
+
+void register_loss(FunctionRegistry& r) {
+  register_float_types<SoftmaxCrossEntropyCpu, SoftmaxCrossEntropyOptions>(
+      r, "SoftmaxCrossEntropy", "cpu");
+  register_float_types<SigmoidCrossEntropyCpu, SigmoidCrossEntropyOptions>(
+      r, "SigmoidCrossEntropy", "cpu");
+  register_float_types<SquaredErrorCpu, SquaredErrorOptions>(r, "SquaredError",
+                                                             "cpu");
+  register_float_types<TopNErrorCpu, TopNErrorOptions>(r, "TopNError", "cpu");
+}
+
+}  // namespace mg::cpu

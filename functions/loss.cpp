@@ -1,0 +1,89 @@
+#include <mixgraph/functions/loss.hpp>
+
+#include <stdexcept>
+
+#include <mixgraph/functions/builder.hpp>
+
+namespace mg {
+
+namespace {
+
+// t must be x's shape with 1 at the class axis.
+void check_label_shape(const Shape& x, const Shape& t, const AxisSplit& s,
+                       const std::string& tag) {
+  Shape expected = x;
+  expected[s.axis] = 1;
+  if (t != expected) {
+    throw std::invalid_argument(
+        tag + "x with shape " + shape_str(x) + " and t with shape " +
+        shape_str(t) + " do not match: t holds one class label per position, " +
+        "so it must have shape " + shape_str(expected) + " (x's shape with 1 " +
+        "at axis " + std::to_string(s.axis) + ")");
+  }
+}
+
+void check_same_shape(const Variables& in, const char* a, const char* b,
+                      const std::string& tag) {
+  if (in[0]->shape() != in[1]->shape()) {
+    throw std::invalid_argument(tag + a + " with shape " +
+                                shape_str(in[0]->shape()) + " and " + b +
+                                " with shape " + shape_str(in[1]->shape()) +
+                                " must have the same shape");
+  }
+}
+
+}  // namespace
+
+void SoftmaxCrossEntropy::setup_impl(const Variables& in,
+                                     const Variables& out) {
+  split_ = split_at_axis(in[0]->shape(), opts_.axis, tag());
+  check_label_shape(in[0]->shape(), in[1]->shape(), split_, tag());
+  out[0]->reshape(in[1]->shape());
+}
+
+void SigmoidCrossEntropy::setup_impl(const Variables& in,
+                                     const Variables& out) {
+  check_same_shape(in, "x", "t", tag());
+  out[0]->reshape(in[0]->shape());
+}
+
+void SquaredError::setup_impl(const Variables& in, const Variables& out) {
+  check_same_shape(in, "x0", "x1", tag());
+  out[0]->reshape(in[0]->shape());
+}
+
+void TopNError::setup_impl(const Variables& in, const Variables& out) {
+  split_ = split_at_axis(in[0]->shape(), opts_.axis, tag());
+  check_label_shape(in[0]->shape(), in[1]->shape(), split_, tag());
+  if (opts_.n < 1) {
+    throw std::invalid_argument(tag() + "n must be at least 1, got " +
+                                std::to_string(opts_.n));
+  }
+  out[0]->reshape(in[1]->shape());
+}
+
+namespace functions {
+
+VariablePtr softmax_cross_entropy(const VariablePtr& x, const VariablePtr& t,
+                                  int axis) {
+  return apply_function1("SoftmaxCrossEntropy",
+                         SoftmaxCrossEntropyOptions{axis}, {x, t});
+}
+
+VariablePtr sigmoid_cross_entropy(const VariablePtr& x, const VariablePtr& t) {
+  return apply_function1("SigmoidCrossEntropy", SigmoidCrossEntropyOptions{},
+                         {x, t});
+}
+
+VariablePtr squared_error(const VariablePtr& x0, const VariablePtr& x1) {
+  return apply_function1("SquaredError", SquaredErrorOptions{}, {x0, x1});
+}
+
+VariablePtr top_n_error(const VariablePtr& x, const VariablePtr& t, int axis,
+                        int n) {
+  return apply_function1("TopNError", TopNErrorOptions{axis, n}, {x, t});
+}
+
+}  // namespace functions
+
+}  // namespace mg

@@ -1,0 +1,98 @@
+// Losses and metrics: SoftmaxCrossEntropy, SigmoidCrossEntropy,
+// SquaredError and TopNError.
+#pragma once
+
+#include <mixgraph/functions/softmax.hpp>
+
+namespace mg {
+
+struct SoftmaxCrossEntropyOptions {
+  /// The class axis of x; negative counts from the end.
+  int axis = -1;
+};
+
+/// y = -log softmax(x)[t] along the axis. x: (..., C, ...); t: integer class
+/// labels, x's shape with 1 at the axis (NNabla: x (N, C), t (N, 1)); y: t's
+/// shape. t gets no gradient.
+class SoftmaxCrossEntropy : public Function {
+ public:
+  explicit SoftmaxCrossEntropy(const SoftmaxCrossEntropyOptions& opts)
+      : opts_(opts) {}
+  std::string name() const override { return "SoftmaxCrossEntropy"; }
+  int min_inputs() const override { return 2; }
+  const SoftmaxCrossEntropyOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const SoftmaxCrossEntropyOptions opts_;
+  AxisSplit split_;
+};
+
+/// SigmoidCrossEntropy has no options.
+struct SigmoidCrossEntropyOptions {};
+
+/// y = -(t log s(x) + (1 - t) log(1 - s(x))) elementwise, computed as
+/// max(x, 0) - x t + log(1 + exp(-|x|)); t in [0, 1], x's shape; t gets no
+/// gradient.
+class SigmoidCrossEntropy : public Function {
+ public:
+  explicit SigmoidCrossEntropy(const SigmoidCrossEntropyOptions&) {}
+  std::string name() const override { return "SigmoidCrossEntropy"; }
+  int min_inputs() const override { return 2; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+};
+
+/// SquaredError has no options.
+struct SquaredErrorOptions {};
+
+/// y = (x0 - x1)^2 elementwise; x0 and x1 have the same shape.
+class SquaredError : public Function {
+ public:
+  explicit SquaredError(const SquaredErrorOptions&) {}
+  std::string name() const override { return "SquaredError"; }
+  int min_inputs() const override { return 2; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+};
+
+struct TopNErrorOptions {
+  /// The class axis of x; negative counts from the end.
+  int axis = -1;
+  /// An answer is right when the true class is among the n best.
+  int n = 1;
+};
+
+/// y = 1 where more than n classes score at least the true class's score,
+/// else 0 (NNabla's rule: ties count against). Shapes as SoftmaxCrossEntropy.
+/// A metric: it has no gradient.
+class TopNError : public Function {
+ public:
+  explicit TopNError(const TopNErrorOptions& opts) : opts_(opts) {}
+  std::string name() const override { return "TopNError"; }
+  int min_inputs() const override { return 2; }
+  bool grad_depends_input_data(int) const override { return false; }
+  const TopNErrorOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const TopNErrorOptions opts_;
+  AxisSplit split_;
+};
+
+namespace functions {
+/// Cross entropy of softmax(x) along `axis` against integer labels t.
+VariablePtr softmax_cross_entropy(const VariablePtr& x, const VariablePtr& t,
+                                  int axis = -1);
+/// Cross entropy of sigmoid(x) against targets t in [0, 1], elementwise.
+VariablePtr sigmoid_cross_entropy(const VariablePtr& x, const VariablePtr& t);
+/// (x0 - x1)^2, elementwise.
+VariablePtr squared_error(const VariablePtr& x0, const VariablePtr& x1);
+/// 1 where label t is not among the n best classes of x along `axis`.
+VariablePtr top_n_error(const VariablePtr& x, const VariablePtr& t,
+                        int axis = -1, int n = 1);
+}  // namespace functions
+
+}  // namespace mg

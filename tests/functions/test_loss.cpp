@@ -1,0 +1,352 @@
+// SoftmaxCrossEntropy, SigmoidCrossEntropy, SquaredError and TopNError
+// through the shared checker, bad labels and shapes, and large logits.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <mixgraph/functions/builder.hpp>
+
+#include "../support/function_tester.hpp"
+
+namespace mg::test {
+namespace {
+
+// -log softmax(x)[t] with x (outer, size, inner) and t (outer, 1, inner).
+Doubles softmax_ce_ref(const Doubles& x, const Doubles& t, int64_t outer,
+                       int64_t size, int64_t inner) {
+  Doubles y(outer * inner);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < inner; ++j) {
+      auto at = [&](int64_t a) { return (o * size + a) * inner + j; };
+      double mx = -INFINITY, sum = 0;
+      for (int64_t a = 0; a < size; ++a) mx = std::max(mx, x[at(a)]);
+      for (int64_t a = 0; a < size; ++a) sum += std::exp(x[at(a)] - mx);
+      const int64_t label = static_cast<int64_t>(t[o * inner + j]);
+      y[o * inner + j] = mx + std::log(sum) - x[at(label)];
+    }
+  }
+  return y;
+}
+
+// Half and bfloat16 against float. Inputs, the output grads and the outputs
+// are each rounded once to the reduced type (unit roundoff 2^-11 for half,
+// 2^-9 for bfloat16) while every sum stays fp32, so the errors are a few
+// units of roundoff: measured within 1e-3 (half) and 8e-3 (bfloat16) here;
+// we allow twice that.
+void reduced_tolerances(FunctionCheck& c) {
+  c.half_atol = c.half_rtol = 2e-3;
+  c.bf16_atol = c.bf16_rtol = 1.6e-2;
+}
+
+// x scores with distinct, well separated values (so half and bfloat16 keep
+// the order) and labels cycling through the classes.
+std::vector<float> separated_scores(int64_t outer, int64_t size,
+                                    int64_t inner) {
+  std::vector<float> v(outer * size * inner);
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = static_cast<float>((i * 7919) % v.size()) * 0.25f -
+           static_cast<float>(v.size()) * 0.125f;
+  }
+  return v;
+}
+
+std::vector<float> cycling_labels(int64_t n, int64_t classes) {
+  std::vector<float> t(n);
+  for (int64_t i = 0; i < n; ++i)
+    t[i] = static_cast<float>((3 * i + 1) % classes);
+  return t;
+}
+
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "<no exception>";
+}
+
+// ---- SoftmaxCrossEntropy ----
+
+TEST(SoftmaxCrossEntropy, LabelsOfShapeNBy1) {
+  FunctionCheck c;
+  c.inputs = {{{4, 10}, -3.0f, 3.0f}, InputSpec::fixed({4, 1}, {3, 0, 9, 5})};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::softmax_cross_entropy(in[0], in[1]);
+  };
+  c.reference = [](const std::vector<Doubles>& in) {
+    return softmax_ce_ref(in[0], in[1], 4, 10, 1);
+  };
+  reduced_tolerances(c);
+  check_all(c);
+}
+
+TEST(SoftmaxCrossEntropy, MiddleAxis) {
+  FunctionCheck c;
+  c.inputs = {{{2, 5, 3}, -3.0f, 3.0f},
+              InputSpec::fixed({2, 1, 3}, cycling_labels(6, 5))};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::softmax_cross_entropy(in[0], in[1], 1);
+  };
+  c.reference = [](const std::vector<Doubles>& in) {
+    return softmax_ce_ref(in[0], in[1], 2, 5, 3);
+  };
+  reduced_tolerances(c);
+  check_all(c);
+}
+
+TEST(SoftmaxCrossEntropy, OutputHasLabelShape) {
+  auto y = F::softmax_cross_entropy(make_variable({2, 5, 3}),
+                                    make_variable({2, 1, 3}), -2);
+  EXPECT_EQ(y->shape(), (Shape{2, 1, 3}));
+}
+
+// Logits 20 apart: exp(20) overflows half; the loss must still come out.
+TEST(SoftmaxCrossEntropy, LargeLogitsUnderHalfAreFiniteAndRight) {
+  for (const char* type : {"half", "bfloat16"}) {
+    SCOPED_TRACE(type);
+    ContextGuard guard(context("cpu", type));
+    auto x = variable_from({3, 2}, {20, 0, 0, 20, 20, 0}, true);
+    auto t = variable_from({3, 1}, {1, 1, 0});
+    auto y = F::softmax_cross_entropy(x, t);
+    EXPECT_EQ(y->parent()->function().dtype(),
+              context("cpu", type).type_config());
+    y->forward();
+    y->backward(1.0f);
+    // 20 + log(1 + exp(-20)) and log(1 + exp(-20)) ~ 2e-9.
+    expect_near(to_doubles(y), {20.0, 2.06e-9, 2.06e-9}, 1e-6, 1e-3, "loss");
+    expect_near(grad_doubles(x), {1, -1, 0, 0, 0, 0}, 1e-6, 1e-3, "grad");
+  }
+}
+
+TEST(SoftmaxCrossEntropy, LabelOutOfRangeIsReportedInForward) {
+  auto x = variable_from({4, 10}, std::vector<float>(40, 0.0f));
+  auto y = F::softmax_cross_entropy(x, variable_from({4, 1}, {3, 10, 0, 1}));
+  EXPECT_EQ(error_of([&] { y->forward(); }),
+            "[softmax_cross_entropy] t holds label 10 at flat index 1, but x "
+            "with shape (4, 10) has 10 classes along axis 1: labels must be "
+            "in [0, 10)");
+  auto z = F::softmax_cross_entropy(x, variable_from({4, 1}, {3, 1, -1, 1}));
+  EXPECT_EQ(error_of([&] { z->forward(); }),
+            "[softmax_cross_entropy] t holds label -1 at flat index 2, but x "
+            "with shape (4, 10) has 10 classes along axis 1: labels must be "
+            "in [0, 10)");
+}
+
+TEST(SoftmaxCrossEntropy, LabelShapeMismatch) {
+  EXPECT_EQ(
+      error_of([] {
+        F::softmax_cross_entropy(make_variable({4, 10}), make_variable({4, 2}));
+      }),
+      "[softmax_cross_entropy] x with shape (4, 10) and t with shape "
+      "(4, 2) do not match: t holds one class label per position, so it "
+      "must have shape (4, 1) (x's shape with 1 at axis 1)");
+  EXPECT_EQ(
+      error_of([] {
+        F::softmax_cross_entropy(make_variable({4, 10}), make_variable({4}));
+      }),
+      "[softmax_cross_entropy] x with shape (4, 10) and t with shape "
+      "(4,) do not match: t holds one class label per position, so it "
+      "must have shape (4, 1) (x's shape with 1 at axis 1)");
+}
+
+TEST(SoftmaxCrossEntropy, AxisOutOfRange) {
+  EXPECT_EQ(error_of([] {
+              F::softmax_cross_entropy(make_variable({4, 10}),
+                                       make_variable({4, 1}), 2);
+            }),
+            "[softmax_cross_entropy] axis 2 is out of range for x with shape "
+            "(4, 10)");
+}
+
+TEST(SoftmaxCrossEntropy, LabelsWithGradIsAnError) {
+  auto x = variable_from({2, 3}, {0, 1, 2, 3, 4, 5}, true);
+  auto t = variable_from({2, 1}, {0, 2}, /*need_grad=*/true);
+  auto y = F::softmax_cross_entropy(x, t);
+  y->forward();
+  EXPECT_EQ(error_of([&] { y->backward(1.0f); }),
+            "[softmax_cross_entropy] t holds class labels and has no "
+            "gradient; make t need_grad = false");
+}
+
+// ---- SigmoidCrossEntropy ----
+
+double sigmoid_ce_ref(double x, double t) {
+  const double s = 1 / (1 + std::exp(-x));
+  return -(t * std::log(s) + (1 - t) * std::log(1 - s));
+}
+
+TEST(SigmoidCrossEntropy, All) {
+  FunctionCheck c;
+  c.inputs = {{{3, 4, 5}, -4.0f, 4.0f}, {{3, 4, 5}, 0.0f, 1.0f, false}};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::sigmoid_cross_entropy(in[0], in[1]);
+  };
+  c.reference = [](const std::vector<Doubles>& in) {
+    Doubles y(in[0].size());
+    for (size_t i = 0; i < y.size(); ++i)
+      y[i] = sigmoid_ce_ref(in[0][i], in[1][i]);
+    return y;
+  };
+  reduced_tolerances(c);
+  check_all(c);
+}
+
+// log(sigmoid(x)) of a large |x| underflows to log(0) when formed naively.
+TEST(SigmoidCrossEntropy, LargeLogitsAreStable) {
+  for (const char* type : {"float", "half", "bfloat16"}) {
+    SCOPED_TRACE(type);
+    ContextGuard guard(context("cpu", type));
+    auto x = variable_from({4}, {100, -100, 30, -30}, true);
+    auto t = variable_from({4}, {0, 1, 1, 0});
+    auto y = F::sigmoid_cross_entropy(x, t);
+    y->forward();
+    y->backward(1.0f);
+    expect_near(to_doubles(y), {100, 100, 9.4e-14, 9.4e-14}, 1e-6, 1e-2,
+                "loss");
+    expect_near(grad_doubles(x), {1, -1, 0, 0}, 1e-6, 1e-2, "grad");
+  }
+}
+
+TEST(SigmoidCrossEntropy, ShapeMismatch) {
+  EXPECT_EQ(
+      error_of([] {
+        F::sigmoid_cross_entropy(make_variable({4, 10}), make_variable({4, 1}));
+      }),
+      "[sigmoid_cross_entropy] x with shape (4, 10) and t with shape "
+      "(4, 1) must have the same shape");
+}
+
+TEST(SigmoidCrossEntropy, TargetsWithGradIsAnError) {
+  auto x = variable_from({2}, {0.5f, -0.5f}, true);
+  auto y = F::sigmoid_cross_entropy(x, variable_from({2}, {1, 0}, true));
+  y->forward();
+  EXPECT_EQ(error_of([&] { y->backward(1.0f); }),
+            "[sigmoid_cross_entropy] t holds targets and has no gradient; "
+            "make t need_grad = false");
+}
+
+// ---- SquaredError ----
+
+TEST(SquaredError, All) {
+  FunctionCheck c;
+  c.inputs = {{{3, 4}, -2.0f, 2.0f}, {{3, 4}, -2.0f, 2.0f}};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::squared_error(in[0], in[1]);
+  };
+  c.reference = [](const std::vector<Doubles>& in) {
+    Doubles y(in[0].size());
+    for (size_t i = 0; i < y.size(); ++i) {
+      y[i] = (in[0][i] - in[1][i]) * (in[0][i] - in[1][i]);
+    }
+    return y;
+  };
+  reduced_tolerances(c);
+  check_all(c);
+}
+
+TEST(SquaredError, SameVariableTwiceHasZeroGrad) {
+  auto x = variable_from({3}, {1, -2, 3}, true);
+  auto y = F::squared_error(x, x);
+  y->forward();
+  y->backward(1.0f);
+  expect_near(to_doubles(y), {0, 0, 0}, 0, 0, "y");
+  expect_near(grad_doubles(x), {0, 0, 0}, 0, 0, "grad");
+}
+
+TEST(SquaredError, ShapeMismatch) {
+  EXPECT_EQ(error_of([] {
+              F::squared_error(make_variable({2, 3}), make_variable({3, 2}));
+            }),
+            "[squared_error] x0 with shape (2, 3) and x1 with shape (3, 2) "
+            "must have the same shape");
+}
+
+// ---- TopNError ----
+
+// 1 when more than n classes score at least the true class (ties count
+// against, as in NNabla).
+Doubles top_n_ref(const Doubles& x, const Doubles& t, int64_t outer,
+                  int64_t size, int64_t inner, int n) {
+  Doubles y(outer * inner);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < inner; ++j) {
+      auto at = [&](int64_t a) { return (o * size + a) * inner + j; };
+      const double threshold = x[at(static_cast<int64_t>(t[o * inner + j]))];
+      int count = 0;
+      for (int64_t a = 0; a < size; ++a) count += x[at(a)] >= threshold;
+      y[o * inner + j] = count > n ? 1 : 0;
+    }
+  }
+  return y;
+}
+
+FunctionCheck top_n_check(const Shape& xs, const Shape& ts, int axis, int n,
+                          int64_t outer, int64_t size, int64_t inner) {
+  FunctionCheck c;
+  c.inputs = {InputSpec::fixed(xs, separated_scores(outer, size, inner)),
+              InputSpec::fixed(ts, cycling_labels(outer * inner, size))};
+  c.build = [axis, n](const std::vector<VariablePtr>& in) {
+    return F::top_n_error(in[0], in[1], axis, n);
+  };
+  c.reference = [=](const std::vector<Doubles>& in) {
+    return top_n_ref(in[0], in[1], outer, size, inner, n);
+  };
+  c.check_grad = false;                                       // a metric
+  c.half_atol = c.half_rtol = c.bf16_atol = c.bf16_rtol = 0;  // exact 0 and 1
+  return c;
+}
+
+TEST(TopNError, Top1) {
+  check_all(top_n_check({16, 10}, {16, 1}, -1, 1, 16, 10, 1));
+}
+
+TEST(TopNError, Top3MiddleAxis) {
+  check_all(top_n_check({4, 6, 5}, {4, 1, 5}, 1, 3, 4, 6, 5));
+}
+
+TEST(TopNError, HandPicked) {
+  auto x = variable_from({3, 4}, {0.1f, 0.9f, 0.3f, 0.2f,    // best: 1
+                                  0.5f, 0.4f, 0.3f, 0.2f,    // best: 0
+                                  0.7f, 0.7f, 0.1f, 0.0f});  // tie
+  auto t = variable_from({3, 1}, {1, 2, 0});
+  auto top1 = F::top_n_error(x, t);
+  auto top3 = F::top_n_error(x, t, -1, 3);
+  top1->forward();
+  top3->forward();
+  expect_near(to_doubles(top1), {0, 1, 1}, 0, 0, "top-1 (a tie is an error)");
+  expect_near(to_doubles(top3), {0, 0, 0}, 0, 0, "top-3");
+}
+
+TEST(TopNError, BackwardIsANoOp) {
+  auto x = variable_from({2, 3}, {1, 2, 3, 4, 5, 6}, true);
+  auto y = F::top_n_error(x, variable_from({2, 1}, {2, 0}));
+  y->forward();
+  EXPECT_NO_THROW(y->backward(1.0f));
+}
+
+TEST(TopNError, BadInputs) {
+  EXPECT_EQ(
+      error_of([] {
+        F::top_n_error(make_variable({4, 10}), make_variable({4, 1}), -1, 0);
+      }),
+      "[top_n_error] n must be at least 1, got 0");
+  EXPECT_EQ(error_of([] {
+              F::top_n_error(make_variable({4, 10}), make_variable({10, 1}));
+            }),
+            "[top_n_error] x with shape (4, 10) and t with shape (10, 1) do "
+            "not match: t holds one class label per position, so it must "
+            "have shape (4, 1) (x's shape with 1 at axis 1)");
+  EXPECT_EQ(error_of([] {
+              F::top_n_error(make_variable({4, 10}), make_variable({4, 1}), 5);
+            }),
+            "[top_n_error] axis 5 is out of range for x with shape (4, 10)");
+  auto y = F::top_n_error(make_variable({2, 3}), variable_from({2, 1}, {0, 3}));
+  EXPECT_EQ(error_of([&] { y->forward(); }),
+            "[top_n_error] t holds label 3 at flat index 1, but x with shape "
+            "(2, 3) has 3 classes along axis 1: labels must be in [0, 3)");
+}
+
+}  // namespace
+}  // namespace mg::test
