@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 
+#include <mixgraph/contexts/convert.hpp>
 #include <mixgraph/solvers/adam.hpp>
 #include <mixgraph/solvers/loss_scaling.hpp>
 #include <mixgraph/solvers/sgd.hpp>
@@ -210,8 +211,8 @@ print('h5py ok', len(names))
 
 // A small regression network trained with Momentum (state that must resume)
 // and, in half, the dynamic loss scaler.
-struct Run {
-  explicit Run(const std::string& type_config) : ctx(context("cpu", type_config)) {
+struct TrainingRun {
+  explicit TrainingRun(const std::string& type_config) : ctx(context("cpu", type_config)) {
     ContextGuard g(ctx);
     seed(11);
     x = make_variable({8, 4});
@@ -266,7 +267,7 @@ TEST(ResumeWorker, Stage) {
   const char* stage = std::getenv("MIXGRAPH_RESUME_STAGE");
   if (!stage) GTEST_SKIP() << "runs only as a child of Checkpoint tests";
   const std::string path = std::getenv("MIXGRAPH_RESUME_PATH");
-  Run run(std::getenv("MIXGRAPH_RESUME_TYPE"));
+  TrainingRun run(std::getenv("MIXGRAPH_RESUME_TYPE"));
   if (std::string(stage) == "first") {
     run.train(6);
     save_checkpoint(path, run.params, *run.solver, *run.updater, run.iteration);
@@ -283,11 +284,11 @@ class Checkpoint : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Checkpoint, ResumingInAFreshProcessContinuesBitForBit) {
   const std::string path = temp_path("resume_" + GetParam() + ".h5");
-  Run straight(GetParam());
+  TrainingRun straight(GetParam());
   straight.train(12);
   run_stage("first", GetParam(), path);
   run_stage("second", GetParam(), path);
-  Run resumed(GetParam());
+  TrainingRun resumed(GetParam());
   auto info = load_checkpoint(path + ".final", resumed.params, *resumed.solver,
                               resumed.updater.get());
   EXPECT_EQ(info.iteration, 12);
@@ -305,7 +306,7 @@ INSTANTIATE_TEST_SUITE_P(TypeConfigs, Checkpoint,
 
 TEST(Checkpoint, LoadingIntoAnotherNetworkChangesNothing) {
   const std::string path = temp_path("other.h5");
-  Run run("float");
+  TrainingRun run("float");
   run.train(2);
   save_checkpoint(path, run.params, *run.solver, *run.updater, run.iteration);
   ParameterScope params;
@@ -323,7 +324,7 @@ TEST(Checkpoint, LoadingIntoAnotherNetworkChangesNothing) {
 // load: the rename is the only step that replaces the old file.
 TEST(Checkpoint, AWriteKilledHalfwayLeavesTheOldCheckpointLoadable) {
   const std::string path = temp_path("killed.h5");
-  Run run("float");
+  TrainingRun run("float");
   save_checkpoint(path, run.params, *run.solver, *run.updater, 0);
   std::mt19937 rng(5);
   for (int trial = 0; trial < 12; ++trial) {
@@ -338,7 +339,7 @@ TEST(Checkpoint, AWriteKilledHalfwayLeavesTheOldCheckpointLoadable) {
     ::kill(child, SIGKILL);
     int status = 0;
     ::waitpid(child, &status, 0);
-    Run fresh("float");
+    TrainingRun fresh("float");
     EXPECT_NO_THROW(load_checkpoint(path, fresh.params, *fresh.solver,
                                     fresh.updater.get()))
         << "trial " << trial;
