@@ -16,6 +16,9 @@
 #include <mixgraph/functions/elementwise_builders.hpp>
 #include <mixgraph/functions/precision_policy.hpp>
 #include <mixgraph/functions/registry.hpp>
+#include <mixgraph/functions/convolution.hpp>
+#include <mixgraph/functions/deconvolution.hpp>
+#include <mixgraph/functions/pooling.hpp>
 
 namespace mg {
 namespace F = functions;

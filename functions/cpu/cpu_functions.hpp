@@ -12,5 +12,8 @@ void register_cpu_functions(FunctionRegistry& r);
 
 void register_elementwise(FunctionRegistry& r);
 void register_affine(FunctionRegistry& r);
+void register_convolution(FunctionRegistry& r);
+void register_deconvolution(FunctionRegistry& r);
+void register_pooling(FunctionRegistry& r);
 
 }  // namespace mg::cpu
