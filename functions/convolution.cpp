@@ -20,37 +20,33 @@ int64_t ConvGeometry::y_size() const {
 bool ConvGeometry::operator<(const ConvGeometry& o) const {
   return std::tie(batch, in_channels, out_channels, group, in_spatial,
                   out_spatial, kernel, pad, stride, dilation) <
-         std::tie(o.batch, o.in_channels, o.out_channels, o.group,
-                  o.in_spatial, o.out_spatial, o.kernel, o.pad, o.stride,
-                  o.dilation);
+         std::tie(o.batch, o.in_channels, o.out_channels, o.group, o.in_spatial,
+                  o.out_spatial, o.kernel, o.pad, o.stride, o.dilation);
 }
 
 namespace detail {
 
 std::vector<int64_t> per_axis(const std::string& tag, const char* name,
                               const std::vector<int64_t>& v, size_t axes,
-                              int64_t fallback, int64_t min,
-                              const Shape& x) {
+                              int64_t fallback, int64_t min, const Shape& x) {
   if (v.empty()) return std::vector<int64_t>(axes, fallback);
   if (v.size() != axes) {
     throw std::invalid_argument(
-        tag + name + " " + shape_str(v) + " must have " +
-        std::to_string(axes) + " values, one per spatial axis of x with shape " +
-        shape_str(x));
+        tag + name + " " + shape_str(v) + " must have " + std::to_string(axes) +
+        " values, one per spatial axis of x with shape " + shape_str(x));
   }
   for (int64_t e : v) {
     if (e < min) {
-      throw std::invalid_argument(tag + name + " " + shape_str(v) +
-                                  (min > 0 ? " must be positive"
-                                           : " must be non-negative"));
+      throw std::invalid_argument(
+          tag + name + " " + shape_str(v) +
+          (min > 0 ? " must be positive" : " must be non-negative"));
     }
   }
   return v;
 }
 
-ConvGeometry conv_common(const std::string& tag, const Shape& x,
-                         const Shape& w, int base_axis,
-                         const std::vector<int64_t>& pad,
+ConvGeometry conv_common(const std::string& tag, const Shape& x, const Shape& w,
+                         int base_axis, const std::vector<int64_t>& pad,
                          const std::vector<int64_t>& stride,
                          const std::vector<int64_t>& dilation, int group) {
   const int nd = static_cast<int>(x.size());
@@ -63,10 +59,10 @@ ConvGeometry conv_common(const std::string& tag, const Shape& x,
   }
   const size_t axes = static_cast<size_t>(nd - base_axis - 1);
   if (axes > 3) {
-    throw std::invalid_argument(
-        tag + "x with shape " + shape_str(x) + " and base_axis " +
-        std::to_string(base_axis) + " has " + std::to_string(axes) +
-        " spatial axes; 1 to 3 are supported");
+    throw std::invalid_argument(tag + "x with shape " + shape_str(x) +
+                                " and base_axis " + std::to_string(base_axis) +
+                                " has " + std::to_string(axes) +
+                                " spatial axes; 1 to 3 are supported");
   }
   if (w.size() != axes + 2) {
     throw std::invalid_argument(
@@ -105,10 +101,9 @@ void Convolution::setup_impl(const Variables& in, const Variables& out) {
                               opts_.dilation, opts_.group);
   const int64_t c = x[base], g = opts_.group;
   if (c % g != 0) {
-    throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
-                                " has " + std::to_string(c) +
-                                " channels, which group " + std::to_string(g) +
-                                " does not divide");
+    throw std::invalid_argument(
+        tag() + "x with shape " + shape_str(x) + " has " + std::to_string(c) +
+        " channels, which group " + std::to_string(g) + " does not divide");
   }
   if (w[0] % g != 0) {
     throw std::invalid_argument(tag() + "W with shape " + shape_str(w) +
@@ -135,16 +130,16 @@ void Convolution::setup_impl(const Variables& in, const Variables& out) {
           shape_str(geom_.dilation) + " spans " + std::to_string(span) +
           " along spatial axis " + std::to_string(i) +
           ", more than the padded input's " + std::to_string(padded) +
-          " (x with shape " + shape_str(x) + ", pad " +
-          shape_str(geom_.pad) + ")");
+          " (x with shape " + shape_str(x) + ", pad " + shape_str(geom_.pad) +
+          ")");
     }
     geom_.out_spatial.push_back((padded - span) / geom_.stride[i] + 1);
   }
   if (in.size() == 3 && in[2]->shape() != Shape{w[0]}) {
     throw std::invalid_argument(tag() + "b with shape " +
-                                shape_str(in[2]->shape()) + " must have shape " +
-                                shape_str({w[0]}) + " to match W with shape " +
-                                shape_str(w));
+                                shape_str(in[2]->shape()) +
+                                " must have shape " + shape_str({w[0]}) +
+                                " to match W with shape " + shape_str(w));
   }
   Shape y(x.begin(), x.begin() + base);
   y.push_back(w[0]);
@@ -194,9 +189,9 @@ VariablePtr convolution(const VariablePtr& x, int64_t outmaps,
   const int64_t in_per_group = xs[base] / params.group;
   Shape wshape{outmaps, in_per_group};
   wshape.insert(wshape.end(), kernel.begin(), kernel.end());
-  auto w_init = params.w_init ? params.w_init
-                              : glorot_uniform_initializer(in_per_group * k,
-                                                           outmaps * k);
+  auto w_init = params.w_init
+                    ? params.w_init
+                    : glorot_uniform_initializer(in_per_group * k, outmaps * k);
   auto W = scope.get_or_create("W", wshape, w_init);
   VariablePtr b;
   if (params.with_bias) {

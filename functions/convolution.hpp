@@ -41,9 +41,8 @@ std::vector<int64_t> per_axis(const std::string& tag, const char* name,
 /// the per-axis options, group) and returns a geometry with batch, group,
 /// kernel, pad, stride and dilation filled; throws std::invalid_argument
 /// starting with `tag` otherwise.
-ConvGeometry conv_common(const std::string& tag, const Shape& x,
-                         const Shape& w, int base_axis,
-                         const std::vector<int64_t>& pad,
+ConvGeometry conv_common(const std::string& tag, const Shape& x, const Shape& w,
+                         int base_axis, const std::vector<int64_t>& pad,
                          const std::vector<int64_t>& stride,
                          const std::vector<int64_t>& dilation, int group);
 }  // namespace detail

@@ -10,9 +10,8 @@ void Deconvolution::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   const Shape& w = in[1]->shape();
   const int base = opts_.base_axis;
-  ConvGeometry g = detail::conv_common(tag(), x, w, base, opts_.pad,
-                                       opts_.stride, opts_.dilation,
-                                       opts_.group);
+  ConvGeometry g = detail::conv_common(
+      tag(), x, w, base, opts_.pad, opts_.stride, opts_.dilation, opts_.group);
   const size_t axes = g.kernel.size();
   const auto output_padding = detail::per_axis(
       tag(), "output_padding", opts_.output_padding, axes, 0, 0, x);
@@ -42,8 +41,8 @@ void Deconvolution::setup_impl(const Variables& in, const Variables& out) {
   g.out_spatial.assign(x.begin() + base + 1, x.end());
   for (size_t i = 0; i < axes; ++i) {
     const int64_t span = g.dilation[i] * (g.kernel[i] - 1) + 1;
-    const int64_t size = (g.out_spatial[i] - 1) * g.stride[i] -
-                         2 * g.pad[i] + span + output_padding[i];
+    const int64_t size = (g.out_spatial[i] - 1) * g.stride[i] - 2 * g.pad[i] +
+                         span + output_padding[i];
     if (size <= 0) {
       throw std::invalid_argument(
           tag() + "x with shape " + shape_str(x) + ", W with shape " +

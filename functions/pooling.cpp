@@ -3,7 +3,7 @@
 #include <stdexcept>
 
 #include <mixgraph/functions/builder.hpp>
-#include <mixgraph/functions/convolution.hpp>
+#include <mixgraph/functions/convolution.hpp>  // detail::per_axis
 
 namespace mg {
 
@@ -41,24 +41,23 @@ void Pooling::setup_impl(const Variables& in, const Variables& out) {
   PoolingGeometry g;
   g.maps = shape_size(x, 0, first);
   g.kernel = kernel;
-  g.stride = opts.stride.empty()
-                 ? kernel
-                 : detail::per_axis(tag(), "stride", opts.stride, axes, 1, 1, x);
+  g.stride = opts.stride.empty() ? kernel
+                                 : detail::per_axis(tag(), "stride",
+                                                    opts.stride, axes, 1, 1, x);
   g.pad = detail::per_axis(tag(), "pad", opts.pad, axes, 0, 0, x);
   g.in.assign(x.begin() + first, x.end());
   for (size_t i = 0; i < axes; ++i) {
     const int64_t padded = g.in[i] + 2 * g.pad[i];
     if (opts.ignore_border && kernel[i] > padded) {
       throw std::invalid_argument(
-          tag() + "kernel " + shape_str(kernel) + " is larger than x with shape " +
-          shape_str(x) + " padded by " + shape_str(g.pad) +
-          " along pooled axis " + std::to_string(i) + " (" +
+          tag() + "kernel " + shape_str(kernel) +
+          " is larger than x with shape " + shape_str(x) + " padded by " +
+          shape_str(g.pad) + " along pooled axis " + std::to_string(i) + " (" +
           std::to_string(kernel[i]) + " > " + std::to_string(padded) + ")");
     }
-    g.out.push_back(
-        opts.ignore_border
-            ? (padded - kernel[i]) / g.stride[i] + 1
-            : floor_div(g.in[i] + g.pad[i] - 1, g.stride[i]) + 1);
+    g.out.push_back(opts.ignore_border
+                        ? (padded - kernel[i]) / g.stride[i] + 1
+                        : floor_div(g.in[i] + g.pad[i] - 1, g.stride[i]) + 1);
   }
   geom_ = g;
   Shape y(x.begin(), x.begin() + first);
@@ -88,13 +87,13 @@ VariablePtr max_pooling(const VariablePtr& x, std::vector<int64_t> kernel,
 
 VariablePtr average_pooling(const VariablePtr& x, std::vector<int64_t> kernel,
                             const PoolingOptions& opts) {
-  return apply_function1("AveragePooling",
-                         PoolingArgs{std::move(kernel), opts}, {x});
+  return apply_function1("AveragePooling", PoolingArgs{std::move(kernel), opts},
+                         {x});
 }
 
 VariablePtr global_average_pooling(const VariablePtr& x) {
-  return apply_function1("GlobalAveragePooling",
-                         GlobalAveragePoolingOptions{}, {x});
+  return apply_function1("GlobalAveragePooling", GlobalAveragePoolingOptions{},
+                         {x});
 }
 
 }  // namespace functions

@@ -40,7 +40,8 @@ class Pooling : public Function {
  public:
   explicit Pooling(const PoolingArgs& args) : args_(args) {}
   int min_inputs() const override { return 1; }
-  const PoolingArgs& args() const { return args_; }
+  /// The kernel and options it was made from.
+  const PoolingArgs& options() const { return args_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;

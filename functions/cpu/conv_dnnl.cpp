@@ -1,8 +1,11 @@
 #include <mixgraph/functions/cpu/conv_dnnl.hpp>
 
+#include <algorithm>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -68,8 +71,12 @@ dims weight_dims(const ConvGeometry& g) {
 Plan make_plan(const PlanKey& key) {
   const ConvGeometry& g = key.geom;
   const dt in_type = dnnl_type(key.type);
-  auto src = [&](dt t) { return plain(data_dims(g, g.in_channels, g.in_spatial), t); };
-  auto dst = [&](dt t) { return plain(data_dims(g, g.out_channels, g.out_spatial), t); };
+  auto src = [&](dt t) {
+    return plain(data_dims(g, g.in_channels, g.in_spatial), t);
+  };
+  auto dst = [&](dt t) {
+    return plain(data_dims(g, g.out_channels, g.out_spatial), t);
+  };
   auto wei = [&](dt t) { return plain(weight_dims(g), t); };
   const dims strides(g.stride.begin(), g.stride.end());
   const dims pad(g.pad.begin(), g.pad.end());
@@ -82,8 +89,8 @@ Plan make_plan(const PlanKey& key) {
   // The backward primitives need a forward one as a hint.
   auto hint = [&] {
     return fwd::primitive_desc(
-        fwd::desc(prop, algo, src(in_type), wei(in_type), dst(in_type),
-                  strides, dilates, pad, pad),
+        fwd::desc(prop, algo, src(in_type), wei(in_type), dst(in_type), strides,
+                  dilates, pad, pad),
         eng);
   };
   Plan plan;
@@ -178,8 +185,8 @@ std::unique_ptr<Memory> to_float(const T* src, int64_t n) {
 // out[n, c, s] += b[c] for out laid out (batch, channels, spatial).
 void add_channel_bias(float* out, const float* b, int64_t batch,
                       int64_t channels, int64_t spatial) {
-#pragma omp parallel for schedule(static) \
-    if (batch * channels * spatial >= kParallelMin)
+#pragma omp parallel for schedule(static) if (batch * channels * spatial >= \
+                                              kParallelMin)
   for (int64_t nc = 0; nc < batch * channels; ++nc) {
     const float v = b[nc % channels];
     float* row = out + nc * spatial;
@@ -213,8 +220,12 @@ void execute(ConvOp op, const ConvGeometry& g, const T* a, const T* b,
     scratch = CpuAllocator::instance().allocate(nout * sizeof(float));
     dst = static_cast<float*>(scratch->ptr());
   }
-  if (na == 0 || nb == 0) {  // an empty sum (batch 0 for the weights)
+  if (na == 0 || nb == 0) {  // an empty sum: only padding, or batch 0
     std::fill(dst, dst + nout, 0.0f);
+    if (bias) {
+      add_channel_bias(dst, bias, g.batch, out_channels,
+                       shape_size(out_spatial));
+    }
   } else {
     PlanKey key{g, op, dtype_of<T>, bias != nullptr};
     const Plan* plan = &plan_for(key);
@@ -240,8 +251,8 @@ void execute(ConvOp op, const ConvGeometry& g, const T* a, const T* b,
 }  // namespace
 
 template <class T>
-void conv_forward(const ConvGeometry& g, const T* x, const T* w,
-                  const float* b, T* y, bool accum) {
+void conv_forward(const ConvGeometry& g, const T* x, const T* w, const float* b,
+                  T* y, bool accum) {
   execute(ConvOp::forward, g, x, w, b, y, accum, nullptr);
 }
 
@@ -258,10 +269,10 @@ void conv_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
 }
 
 template <class T>
-void channel_sums(const T* a, int64_t batch, int64_t channels,
-                  int64_t spatial, float* sums) {
-#pragma omp parallel for schedule(static) \
-    if (batch * channels * spatial >= kParallelMin)
+void channel_sums(const T* a, int64_t batch, int64_t channels, int64_t spatial,
+                  float* sums) {
+#pragma omp parallel for schedule(static) if (batch * channels * spatial >= \
+                                              kParallelMin)
   for (int64_t c = 0; c < channels; ++c) {
     float buf[kBlock];
     float s = 0.0f;

@@ -16,8 +16,8 @@ namespace mg::cpu {
 
 /// y = conv(x, W) [+ b (out_channels,), fp32].
 template <class T>
-void conv_forward(const ConvGeometry& g, const T* x, const T* w,
-                  const float* b, T* y, bool accum = false);
+void conv_forward(const ConvGeometry& g, const T* x, const T* w, const float* b,
+                  T* y, bool accum = false);
 
 /// dx = conv_backward_data(dy, W) [+ b (in_channels,), fp32]: the
 /// transposed convolution; the bias serves Deconvolution's forward.
@@ -33,7 +33,7 @@ void conv_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
 /// sums[c] = the fp32 sum of a[n, c, s] over n and s, for a laid out
 /// (batch, channels, spatial): the bias gradient.
 template <class T>
-void channel_sums(const T* a, int64_t batch, int64_t channels,
-                  int64_t spatial, float* sums);
+void channel_sums(const T* a, int64_t batch, int64_t channels, int64_t spatial,
+                  float* sums);
 
 }  // namespace mg::cpu

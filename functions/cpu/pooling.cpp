@@ -76,8 +76,8 @@ void for_each_in(const Dims3& d, const Range& r0, const Range& r1,
 
 // The index of the window's first maximum, nan winning (so it propagates
 // to the loss scaler's check); -1 for a window wholly in the padding.
-int64_t argmax(const float* x, const Dims3& d, const Range& r0,
-               const Range& r1, const Range& r2) {
+int64_t argmax(const float* x, const Dims3& d, const Range& r0, const Range& r1,
+               const Range& r2) {
   int64_t best = -1;
   float m = 0.0f;
   for_each_in(d, r0, r1, r2, [&](int64_t i) {
@@ -89,7 +89,8 @@ int64_t argmax(const float* x, const Dims3& d, const Range& r0,
 
 float window_count(const Range& r0, const Range& r1, const Range& r2,
                    bool including_pad) {
-  if (including_pad) return static_cast<float>(r0.padded * r1.padded * r2.padded);
+  if (including_pad)
+    return static_cast<float>(r0.padded * r1.padded * r2.padded);
   return static_cast<float>((r0.end - r0.begin) * (r1.end - r1.begin) *
                             (r2.end - r2.begin));
 }
@@ -130,11 +131,11 @@ class MaxPoolingCpu : public MaxPooling {
     const Dims3 d = dims3(geom_);
     for_each_map(geom_, d, [&](int64_t m, float* xb, float*, float* yb) {
       const float* xf = load(x + m * d.in_size, xb, d.in_size);
-      for_each_window(d, [&](int64_t o, const Range& r0, const Range& r1,
-                             const Range& r2) {
-        const int64_t i = argmax(xf, d, r0, r1, r2);
-        yb[o] = i < 0 ? 0.0f : xf[i];
-      });
+      for_each_window(
+          d, [&](int64_t o, const Range& r0, const Range& r1, const Range& r2) {
+            const int64_t i = argmax(xf, d, r0, r1, r2);
+            yb[o] = i < 0 ? 0.0f : xf[i];
+          });
       store(yb, y + m * d.out_size, d.out_size);
     });
   }
@@ -158,11 +159,11 @@ class MaxPoolingCpu : public MaxPooling {
       } else {
         std::fill(gb, gb + d.in_size, 0.0f);
       }
-      for_each_window(d, [&](int64_t o, const Range& r0, const Range& r1,
-                             const Range& r2) {
-        const int64_t i = argmax(xf, d, r0, r1, r2);
-        if (i >= 0) gb[i] += dyf[o];
-      });
+      for_each_window(
+          d, [&](int64_t o, const Range& r0, const Range& r1, const Range& r2) {
+            const int64_t i = argmax(xf, d, r0, r1, r2);
+            if (i >= 0) gb[i] += dyf[o];
+          });
       store(gb, dxm, d.in_size);
     });
   }
@@ -181,49 +182,44 @@ class AveragePoolingCpu : public AveragePooling {
     const bool including_pad = args_.options.including_pad;
     for_each_map(geom_, d, [&](int64_t m, float* xb, float*, float* yb) {
       const float* xf = load(x + m * d.in_size, xb, d.in_size);
-      for_each_window(d, [&](int64_t o, const Range& r0, const Range& r1,
-                             const Range& r2) {
-        float s = 0.0f;
-        for_each_in(d, r0, r1, r2, [&](int64_t i) { s += xf[i]; });
-        const float n = window_count(r0, r1, r2, including_pad);
-        yb[o] = n > 0 ? s / n : 0.0f;
-      });
+      for_each_window(
+          d, [&](int64_t o, const Range& r0, const Range& r1, const Range& r2) {
+            float s = 0.0f;
+            for_each_in(d, r0, r1, r2, [&](int64_t i) { s += xf[i]; });
+            const float n = window_count(r0, r1, r2, including_pad);
+            yb[o] = n > 0 ? s / n : 0.0f;
+          });
       store(yb, y + m * d.out_size, d.out_size);
     });
   }
 
-  void backward_impl(const Variables&, const Variables& out,
+  void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
-                     const std::vector<bool>& accum) override;
-};
-
-template <class T>
-void AveragePoolingCpu<T>::backward_impl(
-    const Variables& in, const Variables& out,
-    const std::vector<bool>& propagate_down, const std::vector<bool>& accum) {
-  if (!propagate_down[0]) return;
-  const T* dy = output_grad<T>(out[0]);
-  T* dx = input_grad<T>(in[0], accum[0]);
-  const Dims3 d = dims3(geom_);
-  const bool including_pad = args_.options.including_pad;
-  for_each_map(geom_, d, [&](int64_t m, float* gb, float*, float* dyb) {
-    const float* dyf = load(dy + m * d.out_size, dyb, d.out_size);
-    T* dxm = dx + m * d.in_size;
-    if (accum[0]) {
-      copy_float(dxm, gb, d.in_size);
-    } else {
-      std::fill(gb, gb + d.in_size, 0.0f);
-    }
-    for_each_window(d, [&](int64_t o, const Range& r0, const Range& r1,
-                           const Range& r2) {
-      const float n = window_count(r0, r1, r2, including_pad);
-      if (n <= 0) return;
-      const float g = dyf[o] / n;
-      for_each_in(d, r0, r1, r2, [&](int64_t i) { gb[i] += g; });
+                     const std::vector<bool>& accum) override {
+    if (!propagate_down[0]) return;
+    const T* dy = output_grad<T>(out[0]);
+    T* dx = input_grad<T>(in[0], accum[0]);
+    const Dims3 d = dims3(geom_);
+    const bool including_pad = args_.options.including_pad;
+    for_each_map(geom_, d, [&](int64_t m, float* gb, float*, float* dyb) {
+      const float* dyf = load(dy + m * d.out_size, dyb, d.out_size);
+      T* dxm = dx + m * d.in_size;
+      if (accum[0]) {
+        copy_float(dxm, gb, d.in_size);
+      } else {
+        std::fill(gb, gb + d.in_size, 0.0f);
+      }
+      for_each_window(
+          d, [&](int64_t o, const Range& r0, const Range& r1, const Range& r2) {
+            const float n = window_count(r0, r1, r2, including_pad);
+            if (n <= 0) return;
+            const float g = dyf[o] / n;
+            for_each_in(d, r0, r1, r2, [&](int64_t i) { gb[i] += g; });
+          });
+      store(gb, dxm, d.in_size);
     });
-    store(gb, dxm, d.in_size);
-  });
-}
+  }
+};
 
 template <class T>
 class GlobalAveragePoolingCpu : public GlobalAveragePooling {

@@ -31,11 +31,17 @@ Geo geo(const Shape& xs, const Shape& ws, const ConvolutionOptions& o) {
     g.pad[a] = on && !o.pad.empty() ? o.pad[i] : 0;
     g.stride[a] = on && !o.stride.empty() ? o.stride[i] : 1;
     g.dil[a] = on && !o.dilation.empty() ? o.dilation[i] : 1;
-    g.out[a] = (g.in[a] + 2 * g.pad[a] - (g.dil[a] * (g.k[a] - 1) + 1)) /
-                   g.stride[a] +
-               1;
+    g.out[a] =
+        (g.in[a] + 2 * g.pad[a] - (g.dil[a] * (g.k[a] - 1) + 1)) / g.stride[a] +
+        1;
   }
   return g;
+}
+
+// Row-major index of (outer, i0, i1, i2) in an array (..., d0, d1, d2).
+int64_t at(int64_t outer, const int64_t* d, int64_t i0, int64_t i1,
+           int64_t i2) {
+  return ((outer * d[0] + i0) * d[1] + i1) * d[2] + i2;
 }
 
 // y[n, o, p] = b[o] + sum_{c in o's group, k} x[n, c, p * stride - pad +
@@ -43,10 +49,12 @@ Geo geo(const Shape& xs, const Shape& ws, const ConvolutionOptions& o) {
 Doubles conv_ref(const std::vector<Doubles>& in, const Geo& g) {
   const Doubles &x = in[0], &w = in[1];
   const int64_t cg = g.c / g.group, og = g.oc / g.group;
-  const int64_t kk = g.k[0] * g.k[1] * g.k[2];
-  const int64_t isz = g.in[0] * g.in[1] * g.in[2];
-  const int64_t osz = g.out[0] * g.out[1] * g.out[2];
-  Doubles y(g.n * g.oc * osz);
+  // The input position read by output p and kernel tap k along axis a.
+  auto src = [&](int a, int64_t p, int64_t k) {
+    return p * g.stride[a] - g.pad[a] + k * g.dil[a];
+  };
+  auto inside = [&](int a, int64_t i) { return i >= 0 && i < g.in[a]; };
+  Doubles y(g.n * g.oc * g.out[0] * g.out[1] * g.out[2]);
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t o = 0; o < g.oc; ++o)
       for (int64_t p0 = 0; p0 < g.out[0]; ++p0)
@@ -58,19 +66,16 @@ Doubles conv_ref(const std::vector<Doubles>& in, const Geo& g) {
               for (int64_t k0 = 0; k0 < g.k[0]; ++k0)
                 for (int64_t k1 = 0; k1 < g.k[1]; ++k1)
                   for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
-                    const int64_t i0 = p0 * g.stride[0] - g.pad[0] + k0 * g.dil[0];
-                    const int64_t i1 = p1 * g.stride[1] - g.pad[1] + k1 * g.dil[1];
-                    const int64_t i2 = p2 * g.stride[2] - g.pad[2] + k2 * g.dil[2];
-                    if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1] ||
-                        i2 < 0 || i2 >= g.in[2]) {
-                      continue;
+                    const int64_t i0 = src(0, p0, k0), i1 = src(1, p1, k1),
+                                  i2 = src(2, p2, k2);
+                    if (!inside(0, i0) || !inside(1, i1) || !inside(2, i2)) {
+                      continue;  // padding
                     }
-                    s += x[(n * g.c + c) * isz + (i0 * g.in[1] + i1) * g.in[2] + i2] *
-                         w[(o * cg + ci) * kk + (k0 * g.k[1] + k1) * g.k[2] + k2];
+                    s += x[at(n * g.c + c, g.in, i0, i1, i2)] *
+                         w[at(o * cg + ci, g.k, k0, k1, k2)];
                   }
             }
-            y[((n * g.oc + o) * g.out[0] + p0) * g.out[1] * g.out[2] +
-              p1 * g.out[2] + p2] = s;
+            y[at(n * g.oc + o, g.out, p0, p1, p2)] = s;
           }
   return y;
 }
@@ -161,9 +166,26 @@ TEST(Convolution, OutputShape) {
   EXPECT_EQ(y->shape(), (Shape{2, 8, 5, 2}));
   ConvolutionOptions b2;
   b2.base_axis = 2;
-  y = F::convolution(make_variable({4, 5, 3, 6, 6}), make_variable({2, 3, 3, 3}),
-                     make_variable({2}), b2);
+  y = F::convolution(make_variable({4, 5, 3, 6, 6}),
+                     make_variable({2, 3, 3, 3}), make_variable({2}), b2);
   EXPECT_EQ(y->shape(), (Shape{4, 5, 2, 4, 4}));
+}
+
+// An input with no elements, padded: every output sees only padding and
+// is the bias; the weight gradient is an empty sum.
+TEST(Convolution, OutputOfOnlyPaddingIsTheBias) {
+  ConvolutionOptions o;
+  o.pad = {1, 0};
+  auto x = make_variable({1, 1, 0, 2}, true);
+  auto w = variable_from({2, 1, 1, 1}, {0.5f, -1.0f}, true);
+  auto b = variable_from({2}, {3.0f, 4.0f}, true);
+  auto y = F::convolution(x, w, b, o);
+  ASSERT_EQ(y->shape(), (Shape{1, 2, 2, 2}));
+  y->forward();
+  EXPECT_EQ(to_doubles(y), (Doubles{3, 3, 3, 3, 4, 4, 4, 4}));
+  y->backward();
+  EXPECT_EQ(grad_doubles(w), (Doubles{0, 0}));
+  EXPECT_EQ(grad_doubles(b), (Doubles{4, 4}));
 }
 
 // A big enough case that the OpenMP paths and the cached primitives run:
@@ -187,7 +209,8 @@ TEST(Convolution, LargerLayerIsDeterministic) {
   for (int c = 0; c < 16; ++c)
     for (int i = 0; i < 3; ++i)
       for (int j = 0; j < 3; ++j)
-        s += xp[(c * 24 + 4 + i) * 24 + 6 + j] * wp[((5 * 16 + c) * 3 + i) * 3 + j];
+        s += xp[(c * 24 + 4 + i) * 24 + 6 + j] *
+             wp[((5 * 16 + c) * 3 + i) * 3 + j];
   EXPECT_NEAR(to_doubles(y1)[(5 * 24 + 5) * 24 + 7], s, 1e-4);
 }
 
@@ -206,9 +229,10 @@ TEST(Convolution, ChannelMismatchNamesShapes) {
     F::convolution(make_variable({2, 3, 8, 8}), make_variable({4, 2, 3, 3}));
     FAIL() << "expected an exception";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(),
-                 "[convolution] x with shape (2, 3, 8, 8) has 3 channels, but W "
-                 "with shape (4, 2, 3, 3) and group 1 expects 2");
+    EXPECT_STREQ(
+        e.what(),
+        "[convolution] x with shape (2, 3, 8, 8) has 3 channels, but W "
+        "with shape (4, 2, 3, 3) and group 1 expects 2");
   }
 }
 
@@ -239,7 +263,8 @@ TEST(Convolution, GroupMustDivideChannels) {
         F::convolution(make_variable({2, 3, 8, 8}), make_variable({4, 1, 3, 3}),
                        nullptr, o);
       },
-      "x with shape (2, 3, 8, 8) has 3 channels, which group 2 does not divide");
+      "x with shape (2, 3, 8, 8) has 3 channels, which group 2 does not "
+      "divide");
   expect_error(
       [&] {
         F::convolution(make_variable({2, 4, 8, 8}), make_variable({3, 2, 3, 3}),

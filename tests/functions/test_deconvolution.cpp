@@ -39,43 +39,50 @@ Geo geo(const Shape& xs, const Shape& ws, const DeconvolutionOptions& o) {
   return g;
 }
 
+// Row-major index of (outer, i0, i1, i2) in an array (..., d0, d1, d2).
+int64_t at(int64_t outer, const int64_t* d, int64_t i0, int64_t i1,
+           int64_t i2) {
+  return ((outer * d[0] + i0) * d[1] + i1) * d[2] + i2;
+}
+
 // Every x[n, c, i] scatters x W[c, o, k] to y[n, o, i * stride - pad +
 // k * dilation] for the outputs o of c's group; then the bias; in double.
 Doubles deconv_ref(const std::vector<Doubles>& in, const Geo& g) {
   const Doubles &x = in[0], &w = in[1];
   const int64_t cg = g.c / g.group, og = g.oc / g.group;
-  const int64_t kk = g.k[0] * g.k[1] * g.k[2];
-  const int64_t isz = g.in[0] * g.in[1] * g.in[2];
   const int64_t osz = g.out[0] * g.out[1] * g.out[2];
+  // The output position written by input i and kernel tap k along axis a.
+  auto dst = [&](int a, int64_t i, int64_t k) {
+    return i * g.stride[a] - g.pad[a] + k * g.dil[a];
+  };
+  auto inside = [&](int a, int64_t p) { return p >= 0 && p < g.out[a]; };
   Doubles y(g.n * g.oc * osz, 0.0);
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t c = 0; c < g.c; ++c)
       for (int64_t i0 = 0; i0 < g.in[0]; ++i0)
         for (int64_t i1 = 0; i1 < g.in[1]; ++i1)
           for (int64_t i2 = 0; i2 < g.in[2]; ++i2) {
-            const double xv =
-                x[(n * g.c + c) * isz + (i0 * g.in[1] + i1) * g.in[2] + i2];
+            const double xv = x[at(n * g.c + c, g.in, i0, i1, i2)];
             for (int64_t ol = 0; ol < og; ++ol) {
               const int64_t o = (c / cg) * og + ol;
               for (int64_t k0 = 0; k0 < g.k[0]; ++k0)
                 for (int64_t k1 = 0; k1 < g.k[1]; ++k1)
                   for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
-                    const int64_t p0 = i0 * g.stride[0] - g.pad[0] + k0 * g.dil[0];
-                    const int64_t p1 = i1 * g.stride[1] - g.pad[1] + k1 * g.dil[1];
-                    const int64_t p2 = i2 * g.stride[2] - g.pad[2] + k2 * g.dil[2];
-                    if (p0 < 0 || p0 >= g.out[0] || p1 < 0 || p1 >= g.out[1] ||
-                        p2 < 0 || p2 >= g.out[2]) {
-                      continue;
+                    const int64_t p0 = dst(0, i0, k0), p1 = dst(1, i1, k1),
+                                  p2 = dst(2, i2, k2);
+                    if (!inside(0, p0) || !inside(1, p1) || !inside(2, p2)) {
+                      continue;  // cropped by the padding
                     }
-                    y[(n * g.oc + o) * osz + (p0 * g.out[1] + p1) * g.out[2] + p2] +=
-                        xv * w[(c * og + ol) * kk + (k0 * g.k[1] + k1) * g.k[2] + k2];
+                    y[at(n * g.oc + o, g.out, p0, p1, p2)] +=
+                        xv * w[at(c * og + ol, g.k, k0, k1, k2)];
                   }
             }
           }
   if (in.size() > 2) {
     for (int64_t n = 0; n < g.n; ++n)
       for (int64_t o = 0; o < g.oc; ++o)
-        for (int64_t p = 0; p < osz; ++p) y[(n * g.oc + o) * osz + p] += in[2][o];
+        for (int64_t p = 0; p < osz; ++p)
+          y[(n * g.oc + o) * osz + p] += in[2][o];
   }
   return y;
 }
@@ -209,9 +216,10 @@ TEST(Deconvolution, ChannelMismatchNamesShapes) {
     F::deconvolution(make_variable({2, 3, 8, 8}), make_variable({4, 2, 3, 3}));
     FAIL() << "expected an exception";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(),
-                 "[deconvolution] x with shape (2, 3, 8, 8) has 3 channels, but "
-                 "W with shape (4, 2, 3, 3) expects 4");
+    EXPECT_STREQ(
+        e.what(),
+        "[deconvolution] x with shape (2, 3, 8, 8) has 3 channels, but "
+        "W with shape (4, 2, 3, 3) expects 4");
   }
 }
 

@@ -38,10 +38,10 @@ Geo geo(const Shape& xs, const std::vector<int64_t>& kernel,
     g.s[a] = on ? (o.stride.empty() ? kernel[i] : o.stride[i]) : 1;
     g.p[a] = on && !o.pad.empty() ? o.pad[i] : 0;
     // NNabla's rule (refs.get_pool_out_size).
-    g.out[a] = floor_div(g.in[a] + g.p[a] -
-                             (o.ignore_border ? g.k[a] - g.p[a] : 1),
-                         g.s[a]) +
-               1;
+    g.out[a] =
+        floor_div(g.in[a] + g.p[a] - (o.ignore_border ? g.k[a] - g.p[a] : 1),
+                  g.s[a]) +
+        1;
   }
   return g;
 }
@@ -55,7 +55,8 @@ void each_window(const Geo& g, Fn&& fn) {
     for (int64_t o0 = 0; o0 < g.out[0]; ++o0)
       for (int64_t o1 = 0; o1 < g.out[1]; ++o1)
         for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
-          const int64_t o = ((m * g.out[0] + o0) * g.out[1] + o1) * g.out[2] + o2;
+          const int64_t o =
+              ((m * g.out[0] + o0) * g.out[1] + o1) * g.out[2] + o2;
           const int64_t b0 = o0 * g.s[0] - g.p[0], b1 = o1 * g.s[1] - g.p[1],
                         b2 = o2 * g.s[2] - g.p[2];
           fn(m, o, b0, b1, b2);
@@ -74,8 +75,8 @@ Doubles max_ref(const std::vector<Doubles>& in, const Geo& g) {
               j2 >= g.in[2]) {
             continue;  // padding never wins
           }
-          best = std::max(best,
-                          x[((m * g.in[0] + j0) * g.in[1] + j1) * g.in[2] + j2]);
+          best = std::max(
+              best, x[((m * g.in[0] + j0) * g.in[1] + j1) * g.in[2] + j2]);
         }
     y[o] = best;
   });
@@ -305,18 +306,31 @@ void expect_error(const std::function<void()>& fn, const std::string& tag,
 
 TEST(Pooling, BadKernel) {
   auto x = make_variable({2, 3, 4, 4});
-  expect_error([&] { F::max_pooling(x, {5, 2}); }, "[max_pooling] ",
-               "kernel (5, 2) is larger than x with shape (2, 3, 4, 4) padded "
-               "by (0, 0) along pooled axis 0 (5 > 4)");
+  expect_error(
+      [&] {
+        F::max_pooling(x, {5, 2});
+      },
+      "[max_pooling] ",
+      "kernel (5, 2) is larger than x with shape (2, 3, 4, 4) padded "
+      "by (0, 0) along pooled axis 0 (5 > 4)");
   expect_error([&] { F::average_pooling(x, {}); }, "[average_pooling] ",
                "kernel () must have 1 to 3 values");
-  expect_error([&] { F::max_pooling(x, {1, 1, 1, 1}); }, "[max_pooling] ",
-               "kernel (1, 1, 1, 1) must have 1 to 3 values");
-  expect_error([&] { F::max_pooling(x, {0, 2}); }, "[max_pooling] ",
-               "kernel (0, 2) must be positive");
-  expect_error([&] { F::max_pooling(make_variable({4, 4}), {2, 2, 2}); },
-               "[max_pooling] ",
-               "kernel (2, 2, 2) has more axes than x with shape (4, 4)");
+  expect_error(
+      [&] {
+        F::max_pooling(x, {1, 1, 1, 1});
+      },
+      "[max_pooling] ", "kernel (1, 1, 1, 1) must have 1 to 3 values");
+  expect_error(
+      [&] {
+        F::max_pooling(x, {0, 2});
+      },
+      "[max_pooling] ", "kernel (0, 2) must be positive");
+  expect_error(
+      [&] {
+        F::max_pooling(make_variable({4, 4}), {2, 2, 2});
+      },
+      "[max_pooling] ",
+      "kernel (2, 2, 2) has more axes than x with shape (4, 4)");
   // Padding makes room; ignore_border false keeps the partial window.
   EXPECT_EQ(F::max_pooling(x, {5, 2}, opts({}, {1, 0}))->shape(),
             (Shape{2, 3, 1, 2}));
@@ -326,12 +340,21 @@ TEST(Pooling, BadKernel) {
 
 TEST(Pooling, BadOptions) {
   auto x = make_variable({2, 3, 4, 4});
-  expect_error([&] { F::max_pooling(x, {2, 2}, opts({2}, {})); },
-               "[max_pooling] ", "stride (2,) must have 2 values");
-  expect_error([&] { F::average_pooling(x, {2, 2}, opts({0, 2}, {})); },
-               "[average_pooling] ", "stride (0, 2) must be positive");
-  expect_error([&] { F::max_pooling(x, {2, 2}, opts({}, {1, -1})); },
-               "[max_pooling] ", "pad (1, -1) must be non-negative");
+  expect_error(
+      [&] {
+        F::max_pooling(x, {2, 2}, opts({2}, {}));
+      },
+      "[max_pooling] ", "stride (2,) must have 2 values");
+  expect_error(
+      [&] {
+        F::average_pooling(x, {2, 2}, opts({0, 2}, {}));
+      },
+      "[average_pooling] ", "stride (0, 2) must be positive");
+  expect_error(
+      [&] {
+        F::max_pooling(x, {2, 2}, opts({}, {1, -1}));
+      },
+      "[max_pooling] ", "pad (1, -1) must be non-negative");
   expect_error([] { F::global_average_pooling(make_variable({5})); },
                "[global_average_pooling] ",
                "x with shape (5,) must have at least 2 dimensions");
