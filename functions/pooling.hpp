@@ -9,10 +9,10 @@ namespace mg {
 struct PoolingOptions {
   /// Per pooled axis; empty means stride = kernel.
   std::vector<int64_t> stride;
-  /// When false, windows that overlap the end of the (padded) input also
-  /// give outputs: out = (in + pad - 1) / stride + 1 per axis, every window
-  /// starting inside the input (NNabla's rule); when true, only whole
-  /// windows: out = (in + 2 pad - kernel) / stride + 1.
+  /// When true, only windows wholly inside the padded input: out = (in +
+  /// 2 pad - kernel) / stride + 1. When false, also the windows that run
+  /// past its end, every window starting before the input's end: out =
+  /// (in + pad - 1) / stride + 1 (NNabla's rule, floor division).
   bool ignore_border = true;
   /// Per pooled axis, on both sides; empty means 0. Padding never wins a
   /// max.
