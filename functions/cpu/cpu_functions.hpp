@@ -19,5 +19,8 @@ void register_cast(FunctionRegistry& r);
 void register_batch_normalization(FunctionRegistry& r);
 void register_softmax(FunctionRegistry& r);
 void register_loss(FunctionRegistry& r);
+void register_convolution(FunctionRegistry& r);
+void register_deconvolution(FunctionRegistry& r);
+void register_pooling(FunctionRegistry& r);
 
 }  // namespace mg::cpu

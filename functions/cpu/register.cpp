@@ -13,6 +13,9 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_batch_normalization(r);
   register_softmax(r);
   register_loss(r);
+  register_convolution(r);
+  register_deconvolution(r);
+  register_pooling(r);
 }
 
 }  // namespace mg::cpu

@@ -1,0 +1,210 @@
+#include <mixgraph/functions/convolution.hpp>
+
+#include <stdexcept>
+#include <tuple>
+
+#include <mixgraph/functions/builder.hpp>
+
+namespace mg {
+
+int64_t ConvGeometry::x_size() const {
+  return batch * in_channels * shape_size(in_spatial);
+}
+int64_t ConvGeometry::w_size() const {
+  return out_channels * (in_channels / group) * shape_size(kernel);
+}
+int64_t ConvGeometry::y_size() const {
+  return batch * out_channels * shape_size(out_spatial);
+}
+
+bool ConvGeometry::operator<(const ConvGeometry& o) const {
+  return std::tie(batch, in_channels, out_channels, group, in_spatial,
+                  out_spatial, kernel, pad, stride, dilation) <
+         std::tie(o.batch, o.in_channels, o.out_channels, o.group, o.in_spatial,
+                  o.out_spatial, o.kernel, o.pad, o.stride, o.dilation);
+}
+
+namespace detail {
+
+std::vector<int64_t> per_axis(const std::string& tag, const char* name,
+                              const std::vector<int64_t>& v, size_t axes,
+                              int64_t fallback, int64_t min, const Shape& x) {
+  if (v.empty()) return std::vector<int64_t>(axes, fallback);
+  if (v.size() != axes) {
+    throw std::invalid_argument(
+        tag + name + " " + shape_str(v) + " must have " + std::to_string(axes) +
+        " values, one per spatial axis of x with shape " + shape_str(x));
+  }
+  for (int64_t e : v) {
+    if (e < min) {
+      throw std::invalid_argument(
+          tag + name + " " + shape_str(v) +
+          (min > 0 ? " must be positive" : " must be non-negative"));
+    }
+  }
+  return v;
+}
+
+ConvGeometry conv_common(const std::string& tag, const Shape& x, const Shape& w,
+                         int base_axis, const std::vector<int64_t>& pad,
+                         const std::vector<int64_t>& stride,
+                         const std::vector<int64_t>& dilation, int group) {
+  const int nd = static_cast<int>(x.size());
+  if (base_axis < 0 || base_axis > nd - 2) {
+    throw std::invalid_argument(
+        tag + "base_axis " + std::to_string(base_axis) + " must be in [0, " +
+        std::to_string(nd - 2) + "] for x with shape " + shape_str(x) +
+        ", which needs a channel axis and at least one spatial axis from "
+        "base_axis on");
+  }
+  const size_t axes = static_cast<size_t>(nd - base_axis - 1);
+  if (axes > 3) {
+    throw std::invalid_argument(tag + "x with shape " + shape_str(x) +
+                                " and base_axis " + std::to_string(base_axis) +
+                                " has " + std::to_string(axes) +
+                                " spatial axes; 1 to 3 are supported");
+  }
+  if (w.size() != axes + 2) {
+    throw std::invalid_argument(
+        tag + "W with shape " + shape_str(w) + " must have " +
+        std::to_string(axes + 2) +
+        " dimensions (two channel axes, then the kernel) for x with shape " +
+        shape_str(x) + " and base_axis " + std::to_string(base_axis));
+  }
+  for (int64_t e : w) {
+    if (e <= 0) {
+      throw std::invalid_argument(tag + "W with shape " + shape_str(w) +
+                                  " must have no empty dimension");
+    }
+  }
+  if (group <= 0) {
+    throw std::invalid_argument(tag + "group " + std::to_string(group) +
+                                " must be positive");
+  }
+  ConvGeometry g;
+  g.batch = shape_size(x, 0, base_axis);
+  g.group = group;
+  g.kernel.assign(w.begin() + 2, w.end());
+  g.pad = per_axis(tag, "pad", pad, axes, 0, 0, x);
+  g.stride = per_axis(tag, "stride", stride, axes, 1, 1, x);
+  g.dilation = per_axis(tag, "dilation", dilation, axes, 1, 1, x);
+  return g;
+}
+
+}  // namespace detail
+
+void Convolution::setup_impl(const Variables& in, const Variables& out) {
+  const Shape& x = in[0]->shape();
+  const Shape& w = in[1]->shape();
+  const int base = opts_.base_axis;
+  geom_ = detail::conv_common(tag(), x, w, base, opts_.pad, opts_.stride,
+                              opts_.dilation, opts_.group);
+  const int64_t c = x[base], g = opts_.group;
+  if (c % g != 0) {
+    throw std::invalid_argument(
+        tag() + "x with shape " + shape_str(x) + " has " + std::to_string(c) +
+        " channels, which group " + std::to_string(g) + " does not divide");
+  }
+  if (w[0] % g != 0) {
+    throw std::invalid_argument(tag() + "W with shape " + shape_str(w) +
+                                " has " + std::to_string(w[0]) +
+                                " output channels, which group " +
+                                std::to_string(g) + " does not divide");
+  }
+  if (w[1] * g != c) {
+    throw std::invalid_argument(
+        tag() + "x with shape " + shape_str(x) + " has " + std::to_string(c) +
+        " channels, but W with shape " + shape_str(w) + " and group " +
+        std::to_string(g) + " expects " + std::to_string(w[1] * g));
+  }
+  geom_.in_channels = c;
+  geom_.out_channels = w[0];
+  geom_.in_spatial.assign(x.begin() + base + 1, x.end());
+  geom_.out_spatial.clear();
+  for (size_t i = 0; i < geom_.kernel.size(); ++i) {
+    const int64_t span = geom_.dilation[i] * (geom_.kernel[i] - 1) + 1;
+    const int64_t padded = geom_.in_spatial[i] + 2 * geom_.pad[i];
+    if (span > padded) {
+      throw std::invalid_argument(
+          tag() + "W with shape " + shape_str(w) + " and dilation " +
+          shape_str(geom_.dilation) + " spans " + std::to_string(span) +
+          " along spatial axis " + std::to_string(i) +
+          ", more than the padded input's " + std::to_string(padded) +
+          " (x with shape " + shape_str(x) + ", pad " + shape_str(geom_.pad) +
+          ")");
+    }
+    geom_.out_spatial.push_back((padded - span) / geom_.stride[i] + 1);
+  }
+  if (in.size() == 3 && in[2]->shape() != Shape{w[0]}) {
+    throw std::invalid_argument(tag() + "b with shape " +
+                                shape_str(in[2]->shape()) +
+                                " must have shape " + shape_str({w[0]}) +
+                                " to match W with shape " + shape_str(w));
+  }
+  Shape y(x.begin(), x.begin() + base);
+  y.push_back(w[0]);
+  y.insert(y.end(), geom_.out_spatial.begin(), geom_.out_spatial.end());
+  out[0]->reshape(y);
+}
+
+namespace functions {
+
+VariablePtr convolution(const VariablePtr& x, const VariablePtr& W,
+                        const VariablePtr& b, const ConvolutionOptions& opts) {
+  std::vector<VariablePtr> inputs{x, W};
+  if (b) inputs.push_back(b);
+  return apply_function1("Convolution", opts, std::move(inputs));
+}
+
+}  // namespace functions
+
+namespace parametric_functions {
+
+VariablePtr convolution(const VariablePtr& x, int64_t outmaps,
+                        std::vector<int64_t> kernel, ParameterScope scope,
+                        const ConvolutionParams& params) {
+  const std::string tag = "[convolution] ";
+  if (!x) throw std::invalid_argument(tag + "x is a null variable");
+  const Shape& xs = x->shape();
+  const int base = params.base_axis;
+  if (base < 0 || base > static_cast<int>(xs.size()) - 2) {
+    throw std::invalid_argument(
+        tag + "base_axis " + std::to_string(base) + " must be in [0, " +
+        std::to_string(static_cast<int>(xs.size()) - 2) +
+        "] for x with shape " + shape_str(xs) +
+        ", which needs a channel axis and at least one spatial axis from "
+        "base_axis on");
+  }
+  if (outmaps <= 0) {
+    throw std::invalid_argument(tag + "outmaps must be positive, got " +
+                                std::to_string(outmaps));
+  }
+  if (params.group <= 0 || xs[base] % params.group != 0) {
+    throw std::invalid_argument(
+        tag + "x with shape " + shape_str(xs) + " has " +
+        std::to_string(xs[base]) + " channels, which group " +
+        std::to_string(params.group) + " does not divide");
+  }
+  const int64_t k = shape_size(kernel);
+  const int64_t in_per_group = xs[base] / params.group;
+  Shape wshape{outmaps, in_per_group};
+  wshape.insert(wshape.end(), kernel.begin(), kernel.end());
+  auto w_init = params.w_init
+                    ? params.w_init
+                    : glorot_uniform_initializer(in_per_group * k, outmaps * k);
+  auto W = scope.get_or_create("W", wshape, w_init);
+  VariablePtr b;
+  if (params.with_bias) {
+    b = scope.get_or_create(
+        "b", {outmaps},
+        params.b_init ? params.b_init : constant_initializer(0.0f));
+  }
+  return functions::convolution(
+      x, W, b,
+      ConvolutionOptions{base, params.pad, params.stride, params.dilation,
+                         params.group});
+}
+
+}  // namespace parametric_functions
+
+}  // namespace mg

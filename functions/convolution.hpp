@@ -1,0 +1,98 @@
+// Convolution: N-D convolution with padding, stride, dilation and groups.
+#pragma once
+
+#include <mixgraph/graph/function.hpp>
+#include <mixgraph/graph/parameter_scope.hpp>
+
+namespace mg {
+
+struct ConvolutionOptions {
+  /// Axes before base_axis are batch axes, base_axis is the channel axis and
+  /// the rest are spatial.
+  int base_axis = 1;
+  /// Per spatial axis; empty means pad 0, stride 1, dilation 1.
+  std::vector<int64_t> pad, stride, dilation;
+  /// Channels split into `group` independent convolutions.
+  int group = 1;
+};
+
+/// The geometry of y = conv(x, W) on (batch, channels, spatial...) arrays,
+/// as the backends see it: x (batch, in_channels, in_spatial...), W
+/// (out_channels, in_channels / group, kernel...), y (batch, out_channels,
+/// out_spatial...). Deconvolution uses it with the roles of x and y swapped.
+struct ConvGeometry {
+  int64_t batch = 0;  // the product of the axes before base_axis
+  int64_t in_channels = 0, out_channels = 0, group = 1;
+  std::vector<int64_t> in_spatial, out_spatial, kernel, pad, stride, dilation;
+
+  int64_t x_size() const;
+  int64_t w_size() const;
+  int64_t y_size() const;
+  bool operator<(const ConvGeometry& o) const;
+};
+
+namespace detail {
+/// An option given per spatial axis of x: `v`, checked to have `axes`
+/// values each at least `min`, or `fallback` on every axis when empty.
+std::vector<int64_t> per_axis(const std::string& tag, const char* name,
+                              const std::vector<int64_t>& v, size_t axes,
+                              int64_t fallback, int64_t min, const Shape& x);
+/// Checks what Convolution and Deconvolution share (base_axis, W's rank,
+/// the per-axis options, group) and returns a geometry with batch, group,
+/// kernel, pad, stride and dilation filled; throws std::invalid_argument
+/// starting with `tag` otherwise.
+ConvGeometry conv_common(const std::string& tag, const Shape& x, const Shape& w,
+                         int base_axis, const std::vector<int64_t>& pad,
+                         const std::vector<int64_t>& stride,
+                         const std::vector<int64_t>& dilation, int group);
+}  // namespace detail
+
+/// x: (batch..., C, spatial...); W: (OC, C / group, kernel...); b: (OC,).
+/// y: (batch..., OC, out...) with out = (in + 2 pad - (dilation (k - 1) + 1))
+/// / stride + 1 per spatial axis.
+class Convolution : public Function {
+ public:
+  explicit Convolution(const ConvolutionOptions& opts) : opts_(opts) {}
+  std::string name() const override { return "Convolution"; }
+  int min_inputs() const override { return 2; }
+  int max_inputs() const override { return 3; }
+  bool grad_depends_input_data(int i) const override { return i < 2; }
+  const ConvolutionOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const ConvolutionOptions opts_;
+  ConvGeometry geom_;
+};
+
+namespace functions {
+/// N-D convolution of x with W, plus b (may be null), as NNabla's
+/// convolution.
+VariablePtr convolution(const VariablePtr& x, const VariablePtr& W,
+                        const VariablePtr& b = nullptr,
+                        const ConvolutionOptions& opts = {});
+}  // namespace functions
+
+namespace parametric_functions {
+
+struct ConvolutionParams {
+  int base_axis = 1;
+  std::vector<int64_t> pad, stride, dilation;
+  int group = 1;
+  bool with_bias = true;
+  /// Initializers; by default W is Glorot-uniform (fan_in = C / group *
+  /// prod(kernel), fan_out = outmaps * prod(kernel)) and b zero.
+  Initializer w_init;
+  Initializer b_init;
+};
+
+/// A convolution layer with `outmaps` output channels and the given kernel
+/// whose parameters "W" (outmaps, C / group, kernel...) and "b" (outmaps,)
+/// live in `scope` (created on first use).
+VariablePtr convolution(const VariablePtr& x, int64_t outmaps,
+                        std::vector<int64_t> kernel, ParameterScope scope,
+                        const ConvolutionParams& params = {});
+
+}  // namespace parametric_functions
+
+}  // namespace mg

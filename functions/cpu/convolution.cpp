@@ -1,0 +1,57 @@
+// Convolution on the CPU: oneDNN through cpu/conv_dnnl.
+#include <mixgraph/functions/convolution.hpp>
+
+#include <vector>
+
+#include <mixgraph/functions/cpu/conv_dnnl.hpp>
+#include <mixgraph/functions/cpu/cpu_functions.hpp>
+#include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/functions/registry.hpp>
+
+namespace mg::cpu {
+
+namespace {
+
+template <class T>
+class ConvolutionCpu : public Convolution {
+ public:
+  using Convolution::Convolution;
+
+ protected:
+  void forward_impl(const Variables& in, const Variables& out) override {
+    // The bias stays fp32: it is added to the fp32 accumulator.
+    const float* b = in.size() == 3 ? input<float>(in[2]) : nullptr;
+    conv_forward<T>(geom_, input<T>(in[0]), input<T>(in[1]), b,
+                    output<T>(out[0]));
+  }
+
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    const T* dy = output_grad<T>(out[0]);
+    if (propagate_down[0]) {
+      conv_backward_data<T>(geom_, dy, input<T>(in[1]),
+                            input_grad<T>(in[0], accum[0]), accum[0]);
+    }
+    if (propagate_down[1]) {
+      conv_backward_weights<T>(geom_, input<T>(in[0]), dy,
+                               input_grad<T>(in[1], accum[1]), accum[1]);
+    }
+    if (in.size() == 3 && propagate_down[2]) {  // db = sum over N and space
+      std::vector<float> db(geom_.out_channels);
+      channel_sums(dy, geom_.batch, geom_.out_channels,
+                   shape_size(geom_.out_spatial), db.data());
+      store(db.data(), input_grad<T>(in[2], accum[2]), geom_.out_channels,
+            accum[2]);
+    }
+  }
+};
+
+}  // namespace
+
+void register_convolution(FunctionRegistry& r) {
+  register_float_types<ConvolutionCpu, ConvolutionOptions>(r, "Convolution",
+                                                           "cpu");
+}
+
+}  // namespace mg::cpu

@@ -1,0 +1,59 @@
+// Deconvolution on the CPU through the convolution primitives of
+// cpu/conv_dnnl: its forward is a convolution's backward-data, its
+// backward-data a convolution's forward, and its weight gradient a
+// convolution's weight gradient with the roles of x and y swapped.
+#include <mixgraph/functions/deconvolution.hpp>
+
+#include <vector>
+
+#include <mixgraph/functions/cpu/conv_dnnl.hpp>
+#include <mixgraph/functions/cpu/cpu_functions.hpp>
+#include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/functions/registry.hpp>
+
+namespace mg::cpu {
+
+namespace {
+
+template <class T>
+class DeconvolutionCpu : public Deconvolution {
+ public:
+  using Deconvolution::Deconvolution;
+
+ protected:
+  void forward_impl(const Variables& in, const Variables& out) override {
+    const float* b = in.size() == 3 ? input<float>(in[2]) : nullptr;
+    conv_backward_data<T>(geom_, input<T>(in[0]), input<T>(in[1]),
+                          output<T>(out[0]), false, b);
+  }
+
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    const T* dy = output_grad<T>(out[0]);
+    if (propagate_down[0]) {
+      conv_forward<T>(geom_, dy, input<T>(in[1]), nullptr,
+                      input_grad<T>(in[0], accum[0]), accum[0]);
+    }
+    if (propagate_down[1]) {
+      conv_backward_weights<T>(geom_, dy, input<T>(in[0]),
+                               input_grad<T>(in[1], accum[1]), accum[1]);
+    }
+    if (in.size() == 3 && propagate_down[2]) {  // db = sum over N and space
+      std::vector<float> db(geom_.in_channels);
+      channel_sums(dy, geom_.batch, geom_.in_channels,
+                   shape_size(geom_.in_spatial), db.data());
+      store(db.data(), input_grad<T>(in[2], accum[2]), geom_.in_channels,
+            accum[2]);
+    }
+  }
+};
+
+}  // namespace
+
+void register_deconvolution(FunctionRegistry& r) {
+  register_float_types<DeconvolutionCpu, DeconvolutionOptions>(
+      r, "Deconvolution", "cpu");
+}
+
+}  // namespace mg::cpu

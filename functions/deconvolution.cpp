@@ -1,0 +1,126 @@
+#include <mixgraph/functions/deconvolution.hpp>
+
+#include <stdexcept>
+
+#include <mixgraph/functions/builder.hpp>
+
+namespace mg {
+
+void Deconvolution::setup_impl(const Variables& in, const Variables& out) {
+  const Shape& x = in[0]->shape();
+  const Shape& w = in[1]->shape();
+  const int base = opts_.base_axis;
+  ConvGeometry g = detail::conv_common(
+      tag(), x, w, base, opts_.pad, opts_.stride, opts_.dilation, opts_.group);
+  const size_t axes = g.kernel.size();
+  const auto output_padding = detail::per_axis(
+      tag(), "output_padding", opts_.output_padding, axes, 0, 0, x);
+  for (size_t i = 0; i < axes; ++i) {
+    if (output_padding[i] >= g.stride[i]) {
+      throw std::invalid_argument(tag() + "output_padding " +
+                                  shape_str(output_padding) +
+                                  " must be smaller than stride " +
+                                  shape_str(g.stride) + " on every axis");
+    }
+  }
+  const int64_t c = x[base];
+  if (w[0] != c) {
+    throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
+                                " has " + std::to_string(c) +
+                                " channels, but W with shape " + shape_str(w) +
+                                " expects " + std::to_string(w[0]));
+  }
+  if (c % g.group != 0) {
+    throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
+                                " has " + std::to_string(c) +
+                                " channels, which group " +
+                                std::to_string(g.group) + " does not divide");
+  }
+  g.in_channels = w[1] * g.group;  // the convolution's input is our output
+  g.out_channels = c;
+  g.out_spatial.assign(x.begin() + base + 1, x.end());
+  for (size_t i = 0; i < axes; ++i) {
+    const int64_t span = g.dilation[i] * (g.kernel[i] - 1) + 1;
+    const int64_t size = (g.out_spatial[i] - 1) * g.stride[i] - 2 * g.pad[i] +
+                         span + output_padding[i];
+    if (size <= 0) {
+      throw std::invalid_argument(
+          tag() + "x with shape " + shape_str(x) + ", W with shape " +
+          shape_str(w) + ", pad " + shape_str(g.pad) + ", stride " +
+          shape_str(g.stride) + " and dilation " + shape_str(g.dilation) +
+          " give an empty output along spatial axis " + std::to_string(i) +
+          " (size " + std::to_string(size) + ")");
+    }
+    g.in_spatial.push_back(size);
+  }
+  if (in.size() == 3 && in[2]->shape() != Shape{g.in_channels}) {
+    throw std::invalid_argument(
+        tag() + "b with shape " + shape_str(in[2]->shape()) +
+        " must have shape " + shape_str({g.in_channels}) +
+        " to match W with shape " + shape_str(w) + " and group " +
+        std::to_string(g.group));
+  }
+  geom_ = g;
+  Shape y(x.begin(), x.begin() + base);
+  y.push_back(g.in_channels);
+  y.insert(y.end(), g.in_spatial.begin(), g.in_spatial.end());
+  out[0]->reshape(y);
+}
+
+namespace functions {
+
+VariablePtr deconvolution(const VariablePtr& x, const VariablePtr& W,
+                          const VariablePtr& b,
+                          const DeconvolutionOptions& opts) {
+  std::vector<VariablePtr> inputs{x, W};
+  if (b) inputs.push_back(b);
+  return apply_function1("Deconvolution", opts, std::move(inputs));
+}
+
+}  // namespace functions
+
+namespace parametric_functions {
+
+VariablePtr deconvolution(const VariablePtr& x, int64_t outmaps,
+                          std::vector<int64_t> kernel, ParameterScope scope,
+                          const DeconvolutionParams& params) {
+  const std::string tag = "[deconvolution] ";
+  if (!x) throw std::invalid_argument(tag + "x is a null variable");
+  const Shape& xs = x->shape();
+  const int base = params.base_axis;
+  if (base < 0 || base > static_cast<int>(xs.size()) - 2) {
+    throw std::invalid_argument(
+        tag + "base_axis " + std::to_string(base) + " must be in [0, " +
+        std::to_string(static_cast<int>(xs.size()) - 2) +
+        "] for x with shape " + shape_str(xs) +
+        ", which needs a channel axis and at least one spatial axis from "
+        "base_axis on");
+  }
+  if (outmaps <= 0 || params.group <= 0 || outmaps % params.group != 0) {
+    throw std::invalid_argument(tag + "outmaps " + std::to_string(outmaps) +
+                                " must be a positive multiple of group " +
+                                std::to_string(params.group));
+  }
+  const int64_t k = shape_size(kernel);
+  const int64_t out_per_group = outmaps / params.group;
+  Shape wshape{xs[base], out_per_group};
+  wshape.insert(wshape.end(), kernel.begin(), kernel.end());
+  auto w_init = params.w_init ? params.w_init
+                              : glorot_uniform_initializer(out_per_group * k,
+                                                           xs[base] * k);
+  auto W = scope.get_or_create("W", wshape, w_init);
+  VariablePtr b;
+  if (params.with_bias) {
+    b = scope.get_or_create(
+        "b", {outmaps},
+        params.b_init ? params.b_init : constant_initializer(0.0f));
+  }
+  return functions::deconvolution(
+      x, W, b,
+      DeconvolutionOptions{base, params.pad, params.stride, params.dilation,
+                           params.group, params.output_padding});
+}
+
+}  // namespace parametric_functions
+
+}  // namespace mg

@@ -1,0 +1,375 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "../support/function_tester.hpp"
+
+namespace mg::test {
+namespace {
+
+// A convolution's geometry with 1 to 3 spatial axes as 3 (leading axes of
+// size 1), for the reference loops.
+struct Geo {
+  int64_t n, c, oc, group;
+  int64_t in[3], out[3], k[3], pad[3], stride[3], dil[3];
+};
+
+Geo geo(const Shape& xs, const Shape& ws, const ConvolutionOptions& o) {
+  Geo g;
+  const int base = o.base_axis;
+  const int axes = static_cast<int>(xs.size()) - base - 1;
+  const int lead = 3 - axes;
+  g.n = shape_size(xs, 0, base);
+  g.c = xs[base];
+  g.oc = ws[0];
+  g.group = o.group;
+  for (int a = 0; a < 3; ++a) {
+    const int i = a - lead;
+    const bool on = a >= lead;
+    g.in[a] = on ? xs[base + 1 + i] : 1;
+    g.k[a] = on ? ws[2 + i] : 1;
+    g.pad[a] = on && !o.pad.empty() ? o.pad[i] : 0;
+    g.stride[a] = on && !o.stride.empty() ? o.stride[i] : 1;
+    g.dil[a] = on && !o.dilation.empty() ? o.dilation[i] : 1;
+    g.out[a] =
+        (g.in[a] + 2 * g.pad[a] - (g.dil[a] * (g.k[a] - 1) + 1)) / g.stride[a] +
+        1;
+  }
+  return g;
+}
+
+// Row-major index of (outer, i0, i1, i2) in an array (..., d0, d1, d2).
+int64_t at(int64_t outer, const int64_t* d, int64_t i0, int64_t i1,
+           int64_t i2) {
+  return ((outer * d[0] + i0) * d[1] + i1) * d[2] + i2;
+}
+
+// y[n, o, p] = b[o] + sum_{c in o's group, k} x[n, c, p * stride - pad +
+// k * dilation] W[o, c, k], in double.
+Doubles conv_ref(const std::vector<Doubles>& in, const Geo& g) {
+  const Doubles &x = in[0], &w = in[1];
+  const int64_t cg = g.c / g.group, og = g.oc / g.group;
+  // The input position read by output p and kernel tap k along axis a.
+  auto src = [&](int a, int64_t p, int64_t k) {
+    return p * g.stride[a] - g.pad[a] + k * g.dil[a];
+  };
+  auto inside = [&](int a, int64_t i) { return i >= 0 && i < g.in[a]; };
+  Doubles y(g.n * g.oc * g.out[0] * g.out[1] * g.out[2]);
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t o = 0; o < g.oc; ++o)
+      for (int64_t p0 = 0; p0 < g.out[0]; ++p0)
+        for (int64_t p1 = 0; p1 < g.out[1]; ++p1)
+          for (int64_t p2 = 0; p2 < g.out[2]; ++p2) {
+            double s = in.size() > 2 ? in[2][o] : 0.0;
+            for (int64_t ci = 0; ci < cg; ++ci) {
+              const int64_t c = (o / og) * cg + ci;
+              for (int64_t k0 = 0; k0 < g.k[0]; ++k0)
+                for (int64_t k1 = 0; k1 < g.k[1]; ++k1)
+                  for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+                    const int64_t i0 = src(0, p0, k0), i1 = src(1, p1, k1),
+                                  i2 = src(2, p2, k2);
+                    if (!inside(0, i0) || !inside(1, i1) || !inside(2, i2)) {
+                      continue;  // padding
+                    }
+                    s += x[at(n * g.c + c, g.in, i0, i1, i2)] *
+                         w[at(o * cg + ci, g.k, k0, k1, k2)];
+                  }
+            }
+            y[at(n * g.oc + o, g.out, p0, p1, p2)] = s;
+          }
+  return y;
+}
+
+// The full check of a convolution of x (xs) with W (ws) and, with bias, b.
+void check_conv(const Shape& xs, const Shape& ws, bool bias,
+                const ConvolutionOptions& opts) {
+  FunctionCheck c;
+  c.inputs = {{xs}, {ws}};
+  if (bias) c.inputs.push_back({{ws[0]}});
+  c.build = [opts](const std::vector<VariablePtr>& in) {
+    return F::convolution(in[0], in[1], in.size() > 2 ? in[2] : nullptr, opts);
+  };
+  const Geo g = geo(xs, ws, opts);
+  c.reference = [g](const std::vector<Doubles>& in) { return conv_ref(in, g); };
+  // Reduced types against float. Inputs in [-1, 1) round with relative
+  // error 2^-11 (half) or 2^-9 (bf16); an output sums K = C/group * prod(k)
+  // products (K <= 27 here; dW sums N * prod(out) <= 128), so its error
+  // grows like sqrt(K) times the rounding, plus the output's own rounding.
+  // Measured worst errors over these cases: half 2.6e-3, bf16 2.0e-2, at
+  // outputs of magnitude 1 to 10; the tolerances leave about 3x. A wrong
+  // index or kernel errs by O(1) per element.
+  c.half_atol = 5e-3, c.half_rtol = 2e-3;
+  c.bf16_atol = 3e-2, c.bf16_rtol = 1e-2;
+  check_all(c);
+}
+
+TEST(Convolution, Basic2dWithBias) {
+  check_conv({2, 3, 6, 6}, {4, 3, 3, 3}, true, {});
+}
+
+TEST(Convolution, Stride2Pad1) {
+  ConvolutionOptions o;
+  o.pad = {1, 1};
+  o.stride = {2, 2};
+  check_conv({2, 3, 7, 8}, {4, 3, 3, 3}, true, o);
+}
+
+TEST(Convolution, Dilation2AndUnevenKernel) {
+  ConvolutionOptions o;
+  o.pad = {2, 1};
+  o.dilation = {2, 2};
+  check_conv({2, 2, 7, 6}, {3, 2, 3, 2}, true, o);
+}
+
+TEST(Convolution, Group2WithoutBias) {
+  ConvolutionOptions o;
+  o.group = 2;
+  o.pad = {1, 1};
+  check_conv({2, 4, 5, 5}, {6, 2, 3, 3}, false, o);
+}
+
+TEST(Convolution, Depthwise) {
+  ConvolutionOptions o;
+  o.group = 4;
+  o.pad = {1, 1};
+  check_conv({2, 4, 5, 5}, {4, 1, 3, 3}, true, o);
+}
+
+TEST(Convolution, OneDimensional) {
+  ConvolutionOptions o;
+  o.pad = {1};
+  o.stride = {2};
+  check_conv({2, 3, 9}, {4, 3, 3}, true, o);
+}
+
+TEST(Convolution, ThreeDimensional) {
+  ConvolutionOptions o;
+  o.pad = {1, 0, 1};
+  o.stride = {2, 1, 1};
+  check_conv({2, 2, 4, 4, 3}, {3, 2, 2, 3, 2}, true, o);
+}
+
+TEST(Convolution, BaseAxis2FoldsLeadingAxesIntoTheBatch) {
+  ConvolutionOptions o;
+  o.base_axis = 2;
+  check_conv({2, 2, 3, 5, 5}, {4, 3, 3, 3}, true, o);
+}
+
+TEST(Convolution, OutputShape) {
+  ConvolutionOptions o;
+  o.pad = {1, 0};
+  o.stride = {2, 3};
+  o.dilation = {1, 2};
+  // H: (9 + 2 - 3) / 2 + 1 = 5; W: (10 - 5) / 3 + 1 = 2.
+  auto y = F::convolution(make_variable({2, 3, 9, 10}),
+                          make_variable({8, 3, 3, 3}), nullptr, o);
+  EXPECT_EQ(y->shape(), (Shape{2, 8, 5, 2}));
+  ConvolutionOptions b2;
+  b2.base_axis = 2;
+  y = F::convolution(make_variable({4, 5, 3, 6, 6}),
+                     make_variable({2, 3, 3, 3}), make_variable({2}), b2);
+  EXPECT_EQ(y->shape(), (Shape{4, 5, 2, 4, 4}));
+}
+
+// An input with no elements, padded: every output sees only padding and
+// is the bias; the weight gradient is an empty sum.
+TEST(Convolution, OutputOfOnlyPaddingIsTheBias) {
+  ConvolutionOptions o;
+  o.pad = {1, 0};
+  auto x = make_variable({1, 1, 0, 2}, true);
+  auto w = variable_from({2, 1, 1, 1}, {0.5f, -1.0f}, true);
+  auto b = variable_from({2}, {3.0f, 4.0f}, true);
+  auto y = F::convolution(x, w, b, o);
+  ASSERT_EQ(y->shape(), (Shape{1, 2, 2, 2}));
+  y->forward();
+  EXPECT_EQ(to_doubles(y), (Doubles{3, 3, 3, 3, 4, 4, 4, 4}));
+  y->backward();
+  EXPECT_EQ(grad_doubles(w), (Doubles{0, 0}));
+  EXPECT_EQ(grad_doubles(b), (Doubles{4, 4}));
+}
+
+// A big enough case that the OpenMP paths and the cached primitives run:
+// the same layer twice must give the same answer.
+TEST(Convolution, LargerLayerIsDeterministic) {
+  auto x = make_variable({8, 16, 24, 24});
+  auto w = make_variable({32, 16, 3, 3});
+  float* xp = x->data()->cast<float>(true);
+  for (int64_t i = 0; i < x->size(); ++i) xp[i] = std::sin(0.37f * i);
+  float* wp = w->data()->cast<float>(true);
+  for (int64_t i = 0; i < w->size(); ++i) wp[i] = std::cos(0.11f * i) * 0.1f;
+  ConvolutionOptions o;
+  o.pad = {1, 1};
+  auto y1 = F::convolution(x, w, nullptr, o);
+  auto y2 = F::convolution(x, w, nullptr, o);
+  y1->forward();
+  y2->forward();
+  EXPECT_EQ(to_doubles(y1), to_doubles(y2));
+  // One output checked against the sum it stands for.
+  double s = 0;
+  for (int c = 0; c < 16; ++c)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j)
+        s += xp[(c * 24 + 4 + i) * 24 + 6 + j] *
+             wp[((5 * 16 + c) * 3 + i) * 3 + j];
+  EXPECT_NEAR(to_doubles(y1)[(5 * 24 + 5) * 24 + 7], s, 1e-4);
+}
+
+void expect_error(const std::function<void()>& fn, const std::string& text) {
+  try {
+    fn();
+    FAIL() << "expected an exception with: " << text;
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("[convolution] ", 0), 0u) << e.what();
+  }
+}
+
+TEST(Convolution, ChannelMismatchNamesShapes) {
+  try {
+    F::convolution(make_variable({2, 3, 8, 8}), make_variable({4, 2, 3, 3}));
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(
+        e.what(),
+        "[convolution] x with shape (2, 3, 8, 8) has 3 channels, but W "
+        "with shape (4, 2, 3, 3) and group 1 expects 2");
+  }
+}
+
+TEST(Convolution, KernelLargerThanPaddedInput) {
+  ConvolutionOptions o;
+  o.pad = {1, 0};
+  expect_error(
+      [&] {
+        F::convolution(make_variable({2, 3, 4, 4}), make_variable({4, 3, 5, 5}),
+                       nullptr, o);
+      },
+      "spans 5 along spatial axis 1, more than the padded input's 4");
+  o.pad = {};
+  o.dilation = {3, 1};
+  expect_error(
+      [&] {
+        F::convolution(make_variable({2, 3, 6, 6}), make_variable({4, 3, 3, 3}),
+                       nullptr, o);
+      },
+      "spans 7 along spatial axis 0");
+}
+
+TEST(Convolution, GroupMustDivideChannels) {
+  ConvolutionOptions o;
+  o.group = 2;
+  expect_error(
+      [&] {
+        F::convolution(make_variable({2, 3, 8, 8}), make_variable({4, 1, 3, 3}),
+                       nullptr, o);
+      },
+      "x with shape (2, 3, 8, 8) has 3 channels, which group 2 does not "
+      "divide");
+  expect_error(
+      [&] {
+        F::convolution(make_variable({2, 4, 8, 8}), make_variable({3, 2, 3, 3}),
+                       nullptr, o);
+      },
+      "W with shape (3, 2, 3, 3) has 3 output channels, which group 2 does "
+      "not divide");
+  o.group = 0;
+  expect_error(
+      [&] {
+        F::convolution(make_variable({2, 4, 8, 8}), make_variable({4, 4, 3, 3}),
+                       nullptr, o);
+      },
+      "group 0 must be positive");
+}
+
+TEST(Convolution, WrongWeightRank) {
+  expect_error(
+      [] {
+        F::convolution(make_variable({2, 3, 8, 8}), make_variable({4, 3, 3}));
+      },
+      "W with shape (4, 3, 3) must have 4 dimensions");
+}
+
+TEST(Convolution, BadOptions) {
+  auto x = make_variable({2, 3, 8, 8});
+  auto w = make_variable({4, 3, 3, 3});
+  ConvolutionOptions o;
+  o.stride = {2};
+  expect_error([&] { F::convolution(x, w, nullptr, o); },
+               "stride (2,) must have 2 values, one per spatial axis of x with "
+               "shape (2, 3, 8, 8)");
+  o = {};
+  o.stride = {0, 1};
+  expect_error([&] { F::convolution(x, w, nullptr, o); },
+               "stride (0, 1) must be positive");
+  o = {};
+  o.pad = {-1, 0};
+  expect_error([&] { F::convolution(x, w, nullptr, o); },
+               "pad (-1, 0) must be non-negative");
+  o = {};
+  o.dilation = {1, 0};
+  expect_error([&] { F::convolution(x, w, nullptr, o); },
+               "dilation (1, 0) must be positive");
+  o = {};
+  o.base_axis = 3;
+  expect_error([&] { F::convolution(x, w, nullptr, o); },
+               "base_axis 3 must be in [0, 2] for x with shape (2, 3, 8, 8)");
+  expect_error(
+      [&] {
+        F::convolution(make_variable({1, 1, 2, 2, 2, 2}),
+                       make_variable({1, 1, 1, 1, 1, 1}));
+      },
+      "has 4 spatial axes; 1 to 3 are supported");
+  expect_error([&] { F::convolution(x, w, make_variable({3})); },
+               "b with shape (3,) must have shape (4,) to match W with shape "
+               "(4, 3, 3, 3)");
+  expect_error(
+      [&] {
+        F::convolution(x, make_variable({4, 3, 0, 3}));
+      },
+      "W with shape (4, 3, 0, 3) must have no empty dimension");
+}
+
+TEST(ParametricConvolution, CreatesGlorotWeightsAndZeroBias) {
+  ParameterScope params;
+  auto x = make_variable({4, 6, 12, 12});
+  parametric_functions::ConvolutionParams p;
+  p.group = 2;
+  p.pad = {2, 2};
+  auto y = PF::convolution(x, 16, {5, 5}, params["conv1"], p);
+  EXPECT_EQ(y->shape(), (Shape{4, 16, 12, 12}));
+  auto list = params.parameters();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].first, "conv1/W");
+  EXPECT_EQ(list[1].first, "conv1/b");
+  EXPECT_EQ(list[0].second->shape(), (Shape{16, 3, 5, 5}));
+  EXPECT_EQ(list[1].second->shape(), (Shape{16}));
+  const float limit = std::sqrt(6.0f / (3 * 25 + 16 * 25));
+  const float* w = list[0].second->data()->get<const float>();
+  float biggest = 0;
+  for (int64_t i = 0; i < list[0].second->size(); ++i) {
+    biggest = std::max(biggest, std::fabs(w[i]));
+  }
+  EXPECT_LE(biggest, limit);
+  EXPECT_GT(biggest, 0.8f * limit);
+  const float* b = list[1].second->data()->get<const float>();
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(b[i], 0.0f);
+  // Reused on a second call; without bias only W.
+  PF::convolution(x, 16, {5, 5}, params["conv1"], p);
+  EXPECT_EQ(params.parameters().size(), 2u);
+  parametric_functions::ConvolutionParams nb;
+  nb.with_bias = false;
+  PF::convolution(x, 8, {3, 3}, params["conv2"], nb);
+  EXPECT_EQ(params["conv2"].parameters().size(), 1u);
+}
+
+TEST(ParametricConvolution, TutorialShapes) {
+  ParameterScope params;
+  auto x = make_variable({64, 1, 28, 28});
+  auto h = PF::convolution(x, 16, {5, 5}, params["conv1"]);
+  EXPECT_EQ(h->shape(), (Shape{64, 16, 24, 24}));
+  h = F::max_pooling(h, {2, 2});
+  EXPECT_EQ(h->shape(), (Shape{64, 16, 12, 12}));
+}
+
+}  // namespace
+}  // namespace mg::test

@@ -1,0 +1,287 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "../support/function_tester.hpp"
+
+namespace mg::test {
+namespace {
+
+// A deconvolution's geometry with 1 to 3 spatial axes as 3 (leading axes
+// of size 1), for the reference loops.
+struct Geo {
+  int64_t n, c, oc, group;
+  int64_t in[3], out[3], k[3], pad[3], stride[3], dil[3];
+};
+
+Geo geo(const Shape& xs, const Shape& ws, const DeconvolutionOptions& o) {
+  Geo g;
+  const int base = o.base_axis;
+  const int axes = static_cast<int>(xs.size()) - base - 1;
+  const int lead = 3 - axes;
+  g.n = shape_size(xs, 0, base);
+  g.c = xs[base];
+  g.group = o.group;
+  g.oc = ws[1] * o.group;
+  for (int a = 0; a < 3; ++a) {
+    const int i = a - lead;
+    const bool on = a >= lead;
+    g.in[a] = on ? xs[base + 1 + i] : 1;
+    g.k[a] = on ? ws[2 + i] : 1;
+    g.pad[a] = on && !o.pad.empty() ? o.pad[i] : 0;
+    g.stride[a] = on && !o.stride.empty() ? o.stride[i] : 1;
+    g.dil[a] = on && !o.dilation.empty() ? o.dilation[i] : 1;
+    const int64_t extra =
+        on && !o.output_padding.empty() ? o.output_padding[i] : 0;
+    g.out[a] = (g.in[a] - 1) * g.stride[a] - 2 * g.pad[a] +
+               g.dil[a] * (g.k[a] - 1) + 1 + extra;
+  }
+  return g;
+}
+
+// Row-major index of (outer, i0, i1, i2) in an array (..., d0, d1, d2).
+int64_t at(int64_t outer, const int64_t* d, int64_t i0, int64_t i1,
+           int64_t i2) {
+  return ((outer * d[0] + i0) * d[1] + i1) * d[2] + i2;
+}
+
+// Every x[n, c, i] scatters x W[c, o, k] to y[n, o, i * stride - pad +
+// k * dilation] for the outputs o of c's group; then the bias; in double.
+Doubles deconv_ref(const std::vector<Doubles>& in, const Geo& g) {
+  const Doubles &x = in[0], &w = in[1];
+  const int64_t cg = g.c / g.group, og = g.oc / g.group;
+  const int64_t osz = g.out[0] * g.out[1] * g.out[2];
+  // The output position written by input i and kernel tap k along axis a.
+  auto dst = [&](int a, int64_t i, int64_t k) {
+    return i * g.stride[a] - g.pad[a] + k * g.dil[a];
+  };
+  auto inside = [&](int a, int64_t p) { return p >= 0 && p < g.out[a]; };
+  Doubles y(g.n * g.oc * osz, 0.0);
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t c = 0; c < g.c; ++c)
+      for (int64_t i0 = 0; i0 < g.in[0]; ++i0)
+        for (int64_t i1 = 0; i1 < g.in[1]; ++i1)
+          for (int64_t i2 = 0; i2 < g.in[2]; ++i2) {
+            const double xv = x[at(n * g.c + c, g.in, i0, i1, i2)];
+            for (int64_t ol = 0; ol < og; ++ol) {
+              const int64_t o = (c / cg) * og + ol;
+              for (int64_t k0 = 0; k0 < g.k[0]; ++k0)
+                for (int64_t k1 = 0; k1 < g.k[1]; ++k1)
+                  for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+                    const int64_t p0 = dst(0, i0, k0), p1 = dst(1, i1, k1),
+                                  p2 = dst(2, i2, k2);
+                    if (!inside(0, p0) || !inside(1, p1) || !inside(2, p2)) {
+                      continue;  // cropped by the padding
+                    }
+                    y[at(n * g.oc + o, g.out, p0, p1, p2)] +=
+                        xv * w[at(c * og + ol, g.k, k0, k1, k2)];
+                  }
+            }
+          }
+  if (in.size() > 2) {
+    for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t o = 0; o < g.oc; ++o)
+        for (int64_t p = 0; p < osz; ++p)
+          y[(n * g.oc + o) * osz + p] += in[2][o];
+  }
+  return y;
+}
+
+void check_deconv(const Shape& xs, const Shape& ws, bool bias,
+                  const DeconvolutionOptions& opts) {
+  FunctionCheck c;
+  c.inputs = {{xs}, {ws}};
+  if (bias) c.inputs.push_back({{ws[1] * opts.group}});
+  c.build = [opts](const std::vector<VariablePtr>& in) {
+    return F::deconvolution(in[0], in[1], in.size() > 2 ? in[2] : nullptr,
+                            opts);
+  };
+  const Geo g = geo(xs, ws, opts);
+  c.reference = [g](const std::vector<Doubles>& in) {
+    return deconv_ref(in, g);
+  };
+  // As for Convolution (each output sums at most C/group * prod(k)
+  // products, and dW sums N * prod(in) <= 128): measured worst errors half
+  // 2.4e-3, bf16 2.0e-2; the tolerances leave about 3x.
+  c.half_atol = 5e-3, c.half_rtol = 2e-3;
+  c.bf16_atol = 3e-2, c.bf16_rtol = 1e-2;
+  check_all(c);
+}
+
+TEST(Deconvolution, Basic2dWithBias) {
+  check_deconv({2, 3, 4, 4}, {3, 4, 3, 3}, true, {});
+}
+
+TEST(Deconvolution, Stride2Pad1) {
+  DeconvolutionOptions o;
+  o.pad = {1, 1};
+  o.stride = {2, 2};
+  check_deconv({2, 3, 4, 3}, {3, 2, 3, 3}, true, o);
+}
+
+TEST(Deconvolution, Stride2OutputPadding1) {
+  DeconvolutionOptions o;
+  o.pad = {1, 1};
+  o.stride = {2, 2};
+  o.output_padding = {1, 0};
+  check_deconv({2, 3, 3, 3}, {3, 2, 3, 3}, true, o);
+}
+
+TEST(Deconvolution, Dilation2) {
+  DeconvolutionOptions o;
+  o.dilation = {2, 2};
+  o.pad = {1, 0};
+  check_deconv({2, 2, 4, 3}, {2, 3, 3, 2}, true, o);
+}
+
+TEST(Deconvolution, Group2WithoutBias) {
+  DeconvolutionOptions o;
+  o.group = 2;
+  o.stride = {2, 1};
+  check_deconv({2, 4, 3, 4}, {4, 3, 2, 3}, false, o);
+}
+
+TEST(Deconvolution, OneDimensional) {
+  DeconvolutionOptions o;
+  o.stride = {2};
+  o.pad = {1};
+  check_deconv({2, 3, 5}, {3, 4, 3}, true, o);
+}
+
+TEST(Deconvolution, ThreeDimensional) {
+  DeconvolutionOptions o;
+  o.stride = {2, 1, 1};
+  check_deconv({2, 2, 2, 3, 3}, {2, 3, 2, 2, 2}, true, o);
+}
+
+TEST(Deconvolution, IsTheTransposeOfConvolution) {
+  // <conv(x, W), y> = <x, deconv(y, W)> for the same W and options.
+  ConvolutionOptions co;
+  co.pad = {1, 1};
+  co.stride = {2, 2};
+  co.group = 2;
+  DeconvolutionOptions dopt;
+  dopt.pad = co.pad;
+  dopt.stride = co.stride;
+  dopt.group = co.group;
+  std::vector<float> xv(2 * 4 * 7 * 7), wv(6 * 2 * 3 * 3), yv(2 * 6 * 4 * 4);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::sin(0.3 * i);
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = std::cos(0.7 * i);
+  for (size_t i = 0; i < yv.size(); ++i) yv[i] = std::sin(1.1 * i + 0.5);
+  auto x = variable_from({2, 4, 7, 7}, xv);
+  auto w = variable_from({6, 2, 3, 3}, wv);
+  auto y = variable_from({2, 6, 4, 4}, yv);
+  auto cx = F::convolution(x, w, nullptr, co);
+  auto dy = F::deconvolution(y, w, nullptr, dopt);
+  ASSERT_EQ(cx->shape(), y->shape());
+  ASSERT_EQ(dy->shape(), x->shape());
+  cx->forward();
+  dy->forward();
+  double a = 0, b = 0;
+  const Doubles cxd = to_doubles(cx), dyd = to_doubles(dy);
+  for (size_t i = 0; i < yv.size(); ++i) a += cxd[i] * yv[i];
+  for (size_t i = 0; i < xv.size(); ++i) b += dyd[i] * xv[i];
+  EXPECT_NEAR(a, b, 1e-3 * std::fabs(a) + 1e-3);
+}
+
+TEST(Deconvolution, OutputShape) {
+  DeconvolutionOptions o;
+  o.pad = {1, 0};
+  o.stride = {2, 3};
+  o.dilation = {1, 2};
+  o.group = 2;
+  // H: (5 - 1) 2 - 2 + 3 = 9; W: (4 - 1) 3 + 2 (3 - 1) + 1 = 14.
+  auto y = F::deconvolution(make_variable({2, 4, 5, 4}),
+                            make_variable({4, 3, 3, 3}), make_variable({6}), o);
+  EXPECT_EQ(y->shape(), (Shape{2, 6, 9, 14}));
+  o.output_padding = {1, 2};
+  y = F::deconvolution(make_variable({2, 4, 5, 4}), make_variable({4, 3, 3, 3}),
+                       nullptr, o);
+  EXPECT_EQ(y->shape(), (Shape{2, 6, 10, 16}));
+}
+
+void expect_error(const std::function<void()>& fn, const std::string& text) {
+  try {
+    fn();
+    FAIL() << "expected an exception with: " << text;
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("[deconvolution] ", 0), 0u)
+        << e.what();
+  }
+}
+
+TEST(Deconvolution, ChannelMismatchNamesShapes) {
+  try {
+    F::deconvolution(make_variable({2, 3, 8, 8}), make_variable({4, 2, 3, 3}));
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(
+        e.what(),
+        "[deconvolution] x with shape (2, 3, 8, 8) has 3 channels, but "
+        "W with shape (4, 2, 3, 3) expects 4");
+  }
+}
+
+TEST(Deconvolution, BadInputs) {
+  DeconvolutionOptions o;
+  o.group = 2;
+  expect_error(
+      [&] {
+        F::deconvolution(make_variable({2, 3, 4, 4}),
+                         make_variable({3, 2, 3, 3}), nullptr, o);
+      },
+      "x with shape (2, 3, 4, 4) has 3 channels, which group 2 does not "
+      "divide");
+  expect_error(
+      [] {
+        F::deconvolution(make_variable({2, 3, 4, 4}), make_variable({3, 2, 3}));
+      },
+      "W with shape (3, 2, 3) must have 4 dimensions");
+  o = {};
+  o.pad = {3, 0};
+  expect_error(
+      [&] {
+        F::deconvolution(make_variable({2, 3, 2, 2}),
+                         make_variable({3, 2, 3, 3}), nullptr, o);
+      },
+      "give an empty output along spatial axis 0 (size -2)");
+  o = {};
+  o.stride = {2, 2};
+  o.output_padding = {2, 0};
+  expect_error(
+      [&] {
+        F::deconvolution(make_variable({2, 3, 4, 4}),
+                         make_variable({3, 2, 3, 3}), nullptr, o);
+      },
+      "output_padding (2, 0) must be smaller than stride (2, 2)");
+  expect_error(
+      [] {
+        F::deconvolution(make_variable({2, 3, 4, 4}),
+                         make_variable({3, 2, 3, 3}), make_variable({3}));
+      },
+      "b with shape (3,) must have shape (2,)");
+}
+
+TEST(ParametricDeconvolution, CreatesWeightsWithInputChannelsFirst) {
+  ParameterScope params;
+  auto x = make_variable({4, 6, 5, 5});
+  parametric_functions::DeconvolutionParams p;
+  p.stride = {2, 2};
+  p.group = 2;
+  auto y = PF::deconvolution(x, 8, {4, 4}, params["up"], p);
+  EXPECT_EQ(y->shape(), (Shape{4, 8, 12, 12}));
+  auto list = params.parameters();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].first, "up/W");
+  EXPECT_EQ(list[0].second->shape(), (Shape{6, 4, 4, 4}));
+  EXPECT_EQ(list[1].second->shape(), (Shape{8}));
+  const float limit = std::sqrt(6.0f / (4 * 16 + 6 * 16));
+  const float* w = list[0].second->data()->get<const float>();
+  for (int64_t i = 0; i < list[0].second->size(); ++i) {
+    EXPECT_LE(std::fabs(w[i]), limit);
+  }
+}
+
+}  // namespace
+}  // namespace mg::test

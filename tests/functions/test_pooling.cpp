@@ -1,0 +1,364 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "../support/function_tester.hpp"
+
+namespace mg::test {
+namespace {
+
+// A pooling with 1 to 3 pooled axes as 3 (leading axes of size 1).
+struct Geo {
+  int64_t maps;
+  int64_t in[3], out[3], k[3], s[3], p[3];
+  bool ignore_border, including_pad;
+};
+
+int64_t floor_div(int64_t a, int64_t b) {
+  return static_cast<int64_t>(std::floor(static_cast<double>(a) / b));
+}
+
+Geo geo(const Shape& xs, const std::vector<int64_t>& kernel,
+        const PoolingOptions& o) {
+  Geo g;
+  const int axes = static_cast<int>(kernel.size());
+  const int first = static_cast<int>(xs.size()) - axes;
+  g.maps = shape_size(xs, 0, first);
+  g.ignore_border = o.ignore_border;
+  g.including_pad = o.including_pad;
+  for (int a = 0; a < 3; ++a) {
+    const int i = a - (3 - axes);
+    const bool on = i >= 0;
+    g.in[a] = on ? xs[first + i] : 1;
+    g.k[a] = on ? kernel[i] : 1;
+    g.s[a] = on ? (o.stride.empty() ? kernel[i] : o.stride[i]) : 1;
+    g.p[a] = on && !o.pad.empty() ? o.pad[i] : 0;
+    // NNabla's rule (refs.get_pool_out_size).
+    g.out[a] =
+        floor_div(g.in[a] + g.p[a] - (o.ignore_border ? g.k[a] - g.p[a] : 1),
+                  g.s[a]) +
+        1;
+  }
+  return g;
+}
+
+// Visits every output with the input positions of its window (in padded
+// coordinates shifted back: j in [o * s - p, o * s - p + k)), the way
+// NNabla's Python reference builds a padded array and a mask.
+template <class Fn>
+void each_window(const Geo& g, Fn&& fn) {
+  for (int64_t m = 0; m < g.maps; ++m)
+    for (int64_t o0 = 0; o0 < g.out[0]; ++o0)
+      for (int64_t o1 = 0; o1 < g.out[1]; ++o1)
+        for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
+          const int64_t o =
+              ((m * g.out[0] + o0) * g.out[1] + o1) * g.out[2] + o2;
+          const int64_t b0 = o0 * g.s[0] - g.p[0], b1 = o1 * g.s[1] - g.p[1],
+                        b2 = o2 * g.s[2] - g.p[2];
+          fn(m, o, b0, b1, b2);
+        }
+}
+
+Doubles max_ref(const std::vector<Doubles>& in, const Geo& g) {
+  const Doubles& x = in[0];
+  Doubles y(g.maps * g.out[0] * g.out[1] * g.out[2]);
+  each_window(g, [&](int64_t m, int64_t o, int64_t b0, int64_t b1, int64_t b2) {
+    double best = -std::numeric_limits<double>::infinity();
+    for (int64_t j0 = b0; j0 < b0 + g.k[0]; ++j0)
+      for (int64_t j1 = b1; j1 < b1 + g.k[1]; ++j1)
+        for (int64_t j2 = b2; j2 < b2 + g.k[2]; ++j2) {
+          if (j0 < 0 || j0 >= g.in[0] || j1 < 0 || j1 >= g.in[1] || j2 < 0 ||
+              j2 >= g.in[2]) {
+            continue;  // padding never wins
+          }
+          best = std::max(
+              best, x[((m * g.in[0] + j0) * g.in[1] + j1) * g.in[2] + j2]);
+        }
+    y[o] = best;
+  });
+  return y;
+}
+
+// A position counts in the window's size when it is in the input, or with
+// including_pad in the padded input [-p, in + p).
+bool counts(const Geo& g, int a, int64_t j) {
+  const int64_t lo = g.including_pad ? -g.p[a] : 0;
+  const int64_t hi = g.including_pad ? g.in[a] + g.p[a] : g.in[a];
+  return j >= lo && j < hi;
+}
+
+Doubles average_ref(const std::vector<Doubles>& in, const Geo& g) {
+  const Doubles& x = in[0];
+  Doubles y(g.maps * g.out[0] * g.out[1] * g.out[2]);
+  each_window(g, [&](int64_t m, int64_t o, int64_t b0, int64_t b1, int64_t b2) {
+    double sum = 0, count = 0;
+    for (int64_t j0 = b0; j0 < b0 + g.k[0]; ++j0)
+      for (int64_t j1 = b1; j1 < b1 + g.k[1]; ++j1)
+        for (int64_t j2 = b2; j2 < b2 + g.k[2]; ++j2) {
+          if (counts(g, 0, j0) && counts(g, 1, j1) && counts(g, 2, j2)) ++count;
+          if (j0 >= 0 && j0 < g.in[0] && j1 >= 0 && j1 < g.in[1] && j2 >= 0 &&
+              j2 < g.in[2]) {
+            sum += x[((m * g.in[0] + j0) * g.in[1] + j1) * g.in[2] + j2];
+          }
+        }
+    y[o] = sum / count;
+  });
+  return y;
+}
+
+// n distinct values in [-1, 1), 2 / n apart, shuffled: no two elements of
+// a window are within the finite-difference step or bf16 rounding of each
+// other, so the argmax is the same in every check.
+std::vector<float> distinct_values(int64_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = -1.0f + 2.0f * (i + 0.5f) / n;
+  std::shuffle(v.begin(), v.end(), std::mt19937(seed));
+  return v;
+}
+
+// Half and bf16 against float: pooling adds no products, so the errors are
+// the roundings of x, dy and the result (2^-11 and 2^-9 relative) and of
+// the few grads summed where windows overlap; measured worst errors half
+// 5.5e-4, bf16 4.3e-3, at values up to about 2. A wrong window errs by
+// about the spacing of the values (>= 1e-2) or more.
+void set_tolerances(FunctionCheck& c) {
+  c.half_atol = 1e-3, c.half_rtol = 1e-3;
+  c.bf16_atol = 1e-2, c.bf16_rtol = 1e-2;
+}
+
+void check_max(const Shape& xs, const std::vector<int64_t>& kernel,
+               const PoolingOptions& o) {
+  FunctionCheck c;
+  c.inputs = {InputSpec::fixed(xs, distinct_values(shape_size(xs), 7), true)};
+  c.build = [kernel, o](const std::vector<VariablePtr>& in) {
+    return F::max_pooling(in[0], kernel, o);
+  };
+  const Geo g = geo(xs, kernel, o);
+  c.reference = [g](const std::vector<Doubles>& in) { return max_ref(in, g); };
+  set_tolerances(c);
+  check_all(c);
+}
+
+void check_average(const Shape& xs, const std::vector<int64_t>& kernel,
+                   const PoolingOptions& o) {
+  FunctionCheck c;
+  c.inputs = {{xs}};
+  c.build = [kernel, o](const std::vector<VariablePtr>& in) {
+    return F::average_pooling(in[0], kernel, o);
+  };
+  const Geo g = geo(xs, kernel, o);
+  c.reference = [g](const std::vector<Doubles>& in) {
+    return average_ref(in, g);
+  };
+  set_tolerances(c);
+  check_all(c);
+}
+
+PoolingOptions opts(std::vector<int64_t> stride, std::vector<int64_t> pad,
+                    bool ignore_border = true, bool including_pad = true) {
+  PoolingOptions o;
+  o.stride = std::move(stride);
+  o.pad = std::move(pad);
+  o.ignore_border = ignore_border;
+  o.including_pad = including_pad;
+  return o;
+}
+
+TEST(MaxPooling, Default2x2) { check_max({2, 3, 6, 6}, {2, 2}, {}); }
+
+TEST(MaxPooling, OverlappingStride2Pad1) {
+  check_max({2, 2, 7, 6}, {3, 3}, opts({2, 2}, {1, 1}));
+}
+
+TEST(MaxPooling, IgnoreBorderFalseKeepsPartialWindows) {
+  check_max({2, 2, 5, 7}, {3, 2}, opts({2, 3}, {}, false));
+}
+
+TEST(MaxPooling, IgnoreBorderFalseWithPad) {
+  check_max({2, 2, 6, 5}, {3, 3}, opts({2, 2}, {1, 1}, false));
+}
+
+TEST(MaxPooling, OneDimensional) { check_max({2, 3, 10}, {3}, opts({2}, {1})); }
+
+TEST(MaxPooling, ThreeDimensional) {
+  check_max({2, 2, 4, 5, 4}, {2, 2, 2}, opts({}, {}, false));
+}
+
+TEST(MaxPooling, NanPropagates) {
+  std::vector<float> v(16, 0.5f);
+  v[5] = std::nanf("");
+  auto y = F::max_pooling(variable_from({1, 1, 4, 4}, v), {2, 2});
+  y->forward();
+  const Doubles d = to_doubles(y);
+  EXPECT_TRUE(std::isnan(d[0]));
+  EXPECT_EQ(d[1], 0.5);
+}
+
+TEST(MaxPooling, GradGoesToTheFirstMaximumOfATie) {
+  auto x = variable_from({1, 1, 2, 2}, {1, 3, 3, 2}, true);
+  auto y = F::max_pooling(x, {2, 2});
+  y->forward();
+  y->backward();
+  EXPECT_EQ(grad_doubles(x), (Doubles{0, 1, 0, 0}));
+}
+
+TEST(AveragePooling, Default2x2) { check_average({2, 3, 6, 6}, {2, 2}, {}); }
+
+TEST(AveragePooling, Pad1IncludingPad) {
+  check_average({2, 2, 5, 6}, {3, 3}, opts({2, 2}, {1, 1}));
+}
+
+TEST(AveragePooling, Pad1ExcludingPad) {
+  check_average({2, 2, 5, 6}, {3, 3}, opts({2, 2}, {1, 1}, true, false));
+}
+
+TEST(AveragePooling, IgnoreBorderFalse) {
+  check_average({2, 2, 5, 7}, {3, 2}, opts({2, 3}, {}, false));
+}
+
+TEST(AveragePooling, IgnoreBorderFalseWithPadBothWays) {
+  check_average({2, 2, 6, 5}, {3, 3}, opts({2, 2}, {1, 1}, false, true));
+  check_average({2, 2, 6, 5}, {3, 3}, opts({2, 2}, {1, 1}, false, false));
+}
+
+TEST(AveragePooling, OneAndThreeDimensional) {
+  check_average({2, 3, 10}, {3}, opts({2}, {1}));
+  check_average({2, 2, 4, 5, 4}, {2, 2, 2}, opts({1, 2, 2}, {}));
+}
+
+TEST(AveragePooling, PoolsEveryAxisWhenKernelCoversTheShape) {
+  check_average({6, 4}, {2, 2}, {});
+}
+
+TEST(GlobalAveragePooling, MeansOverSpace) {
+  FunctionCheck c;
+  c.inputs = {{{2, 3, 4, 5}}};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::global_average_pooling(in[0]);
+  };
+  c.reference = [](const std::vector<Doubles>& in) {
+    Doubles y(6, 0.0);
+    for (int r = 0; r < 6; ++r) {
+      for (int i = 0; i < 20; ++i) y[r] += in[0][r * 20 + i];
+      y[r] /= 20;
+    }
+    return y;
+  };
+  set_tolerances(c);
+  check_all(c);
+}
+
+TEST(GlobalAveragePooling, OutputShapeIsNC11) {
+  EXPECT_EQ(F::global_average_pooling(make_variable({2, 3, 4, 5}))->shape(),
+            (Shape{2, 3, 1, 1}));
+  EXPECT_EQ(F::global_average_pooling(make_variable({2, 3, 7}))->shape(),
+            (Shape{2, 3, 1, 1}));
+  EXPECT_EQ(F::global_average_pooling(make_variable({2, 3, 2, 2, 2}))->shape(),
+            (Shape{2, 3, 1, 1}));
+}
+
+// fp16 accumulation would stall at 2048 and give 0.02.
+TEST(GlobalAveragePooling, HalfAccumulatesInFloat) {
+  ContextGuard guard(context("cpu", "half"));
+  auto x = variable_from({1, 1, 100000}, std::vector<float>(100000, 1.0f));
+  auto y = F::global_average_pooling(x);
+  y->forward();
+  EXPECT_EQ(to_doubles(y)[0], 1.0);
+}
+
+TEST(AveragePooling, HalfAccumulatesInFloat) {
+  ContextGuard guard(context("cpu", "half"));
+  auto x = variable_from({1, 1, 1, 4096}, std::vector<float>(4096, 1.0f));
+  auto y = F::average_pooling(x, {1, 4096});
+  y->forward();
+  EXPECT_EQ(to_doubles(y)[0], 1.0);
+}
+
+TEST(Pooling, OutputShapes) {
+  auto x = make_variable({2, 3, 5, 7});
+  EXPECT_EQ(F::max_pooling(x, {2, 2})->shape(), (Shape{2, 3, 2, 3}));
+  // ignore_border false: (in + pad - 1) / stride + 1.
+  EXPECT_EQ(F::max_pooling(x, {2, 2}, opts({}, {}, false))->shape(),
+            (Shape{2, 3, 3, 4}));
+  EXPECT_EQ(F::max_pooling(x, {3, 3}, opts({2, 2}, {}, false))->shape(),
+            (Shape{2, 3, 3, 4}));
+  EXPECT_EQ(F::average_pooling(x, {3, 3}, opts({2, 2}, {1, 1}))->shape(),
+            (Shape{2, 3, 3, 4}));
+  EXPECT_EQ(F::average_pooling(x, {3}, opts({1}, {}))->shape(),
+            (Shape{2, 3, 5, 5}));
+  EXPECT_EQ(F::max_pooling(x, {2, 2, 2})->shape(), (Shape{2, 1, 2, 3}));
+}
+
+void expect_error(const std::function<void()>& fn, const std::string& tag,
+                  const std::string& text) {
+  try {
+    fn();
+    FAIL() << "expected an exception with: " << text;
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind(tag, 0), 0u) << e.what();
+  }
+}
+
+TEST(Pooling, BadKernel) {
+  auto x = make_variable({2, 3, 4, 4});
+  expect_error(
+      [&] {
+        F::max_pooling(x, {5, 2});
+      },
+      "[max_pooling] ",
+      "kernel (5, 2) is larger than x with shape (2, 3, 4, 4) padded "
+      "by (0, 0) along pooled axis 0 (5 > 4)");
+  expect_error([&] { F::average_pooling(x, {}); }, "[average_pooling] ",
+               "kernel () must have 1 to 3 values");
+  expect_error(
+      [&] {
+        F::max_pooling(x, {1, 1, 1, 1});
+      },
+      "[max_pooling] ", "kernel (1, 1, 1, 1) must have 1 to 3 values");
+  expect_error(
+      [&] {
+        F::max_pooling(x, {0, 2});
+      },
+      "[max_pooling] ", "kernel (0, 2) must be positive");
+  expect_error(
+      [&] {
+        F::max_pooling(make_variable({4, 4}), {2, 2, 2});
+      },
+      "[max_pooling] ",
+      "kernel (2, 2, 2) has more axes than x with shape (4, 4)");
+  // Padding makes room; ignore_border false keeps the partial window.
+  EXPECT_EQ(F::max_pooling(x, {5, 2}, opts({}, {1, 0}))->shape(),
+            (Shape{2, 3, 1, 2}));
+  EXPECT_EQ(F::max_pooling(x, {5, 2}, opts({}, {}, false))->shape(),
+            (Shape{2, 3, 1, 2}));
+}
+
+TEST(Pooling, BadOptions) {
+  auto x = make_variable({2, 3, 4, 4});
+  expect_error(
+      [&] {
+        F::max_pooling(x, {2, 2}, opts({2}, {}));
+      },
+      "[max_pooling] ", "stride (2,) must have 2 values");
+  expect_error(
+      [&] {
+        F::average_pooling(x, {2, 2}, opts({0, 2}, {}));
+      },
+      "[average_pooling] ", "stride (0, 2) must be positive");
+  expect_error(
+      [&] {
+        F::max_pooling(x, {2, 2}, opts({}, {1, -1}));
+      },
+      "[max_pooling] ", "pad (1, -1) must be non-negative");
+  expect_error([] { F::global_average_pooling(make_variable({5})); },
+               "[global_average_pooling] ",
+               "x with shape (5,) must have at least 2 dimensions");
+}
+
+}  // namespace
+}  // namespace mg::test
