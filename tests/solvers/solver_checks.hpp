@@ -15,6 +15,7 @@
 #include <mixgraph/solvers/solver.hpp>
 
 #include "../support/function_tester.hpp"
+#include "../support/solver_tester.hpp"
 
 namespace mg::test {
 
@@ -89,6 +90,49 @@ inline void check_states(const std::function<std::shared_ptr<Solver>()>& make,
                    "[" + b->name() + "::set_states] parameter 'w' lacks state " +
                        names.back());
   }
+}
+
+/// One step of a fused-decay solver's closed form with decay rate wd.
+using FusedReference =
+    std::function<void(std::vector<double>& w, const std::vector<double>& g,
+                       int t, DoubleState& state, double wd)>;
+
+/// weight_decay(rate) on a solver that fuses decay holds for the next update
+/// only: weight_decay(wd) before step 1 alone matches the closed form with wd
+/// at step 1 and 0 after (and differs from decaying at every step).
+inline void check_fused_decay_holds_one_step(
+    const std::function<std::shared_ptr<Solver>()>& make,
+    const FusedReference& ref, double wd) {
+  const int n = 5, steps = 3;
+  std::vector<float> w0(n);
+  for (int i = 0; i < n; ++i) w0[i] = 0.8f - 0.35f * i;
+  auto param = variable_from({n}, w0, true);
+  auto solver = make();
+  SCOPED_TRACE(solver->name());
+  solver->set_parameters({{"w", param}});
+  std::vector<double> w(w0.begin(), w0.end()), w_always = w;
+  DoubleState state, state_always;
+  for (const auto& name : solver->state_names()) {
+    state[name].assign(n, 0.0);
+    state_always[name].assign(n, 0.0);
+  }
+  for (int t = 1; t <= steps; ++t) {
+    std::vector<double> g(n);
+    float* pg = param->grad()->cast<float>(true);
+    for (int i = 0; i < n; ++i) {
+      pg[i] = static_cast<float>(std::sin(0.9 * i + 1.1 * t) * (1 + 0.3 * i));
+      g[i] = pg[i];
+    }
+    if (t == 1) solver->weight_decay(static_cast<float>(wd));
+    solver->update();
+    ref(w, g, t, state, t == 1 ? wd : 0.0);
+    ref(w_always, g, t, state_always, wd);
+    expect_near(to_doubles(param), w, 1e-6, 1e-5,
+                "weights after step " + std::to_string(t));
+  }
+  double diff = 0;
+  for (int i = 0; i < n; ++i) diff = std::max(diff, std::abs(w[i] - w_always[i]));
+  EXPECT_GT(diff, 1e-4) << "the check cannot tell one step from every step";
 }
 
 }  // namespace mg::test

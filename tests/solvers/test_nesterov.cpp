@@ -9,24 +9,34 @@
 namespace mg::test {
 namespace {
 
-TEST(Nesterov, ClosedForm) {
+SolverCheck nesterov_check(double lr, double momentum) {
   // v' = momentum v - lr g; w += -momentum v + (1 + momentum) v'.
-  auto ref = [](std::vector<double>& w, const std::vector<double>& g, int,
-                DoubleState& s) {
+  auto ref = [=](std::vector<double>& w, const std::vector<double>& g, int,
+                 DoubleState& s) {
     for (size_t i = 0; i < w.size(); ++i) {
       const double prev = s["m"][i];
-      s["m"][i] = 0.8 * prev - 0.05 * g[i];
-      w[i] += -0.8 * prev + 1.8 * s["m"][i];
+      s["m"][i] = momentum * prev - lr * g[i];
+      w[i] += -momentum * prev + (1 + momentum) * s["m"][i];
     }
   };
-  SolverCheck c{[] { return solvers::Nesterov(0.05f, 0.8f); }, ref};
+  return SolverCheck{[=] {
+                       return solvers::Nesterov(static_cast<float>(lr),
+                                                static_cast<float>(momentum));
+                     },
+                     ref};
+}
+
+TEST(Nesterov, ClosedForm) {
+  SolverCheck c = nesterov_check(0.05, 0.8);
   check_solver(c);
   c.weight_decay = 0.02f;  // coupled: added to the grad
   check_solver(c);
 }
 
-TEST(Nesterov, Defaults) {
-  EXPECT_FLOAT_EQ(solvers::Nesterov()->learning_rate(), 1e-3f);
+TEST(Nesterov, DefaultsAreNNablas) {
+  SolverCheck c = nesterov_check(1e-3, 0.9);  // Nesterov(lr=1e-3, momentum=0.9)
+  c.make = [] { return solvers::Nesterov(); };
+  check_solver(c);
 }
 
 TEST(Nesterov, BadHyperParameters) {

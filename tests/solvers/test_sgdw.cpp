@@ -45,11 +45,12 @@ TEST(SgdW, DecayFollowsTheLearningRateSchedule) {
   check_solver(sgdw_check(0.05, 0.02, 0.8, 0.1));  // eta_t = 0.4
 }
 
-TEST(SgdW, Defaults) {
-  auto s = solvers::SgdW();
-  EXPECT_FLOAT_EQ(s->learning_rate(), 1e-3f);
+TEST(SgdW, DefaultsAreNNablas) {
+  SolverCheck c = sgdw_check(1e-3, 1e-3, 0.9, 1e-4);  // lr, momentum, wd
+  c.make = [] { return solvers::SgdW(); };
+  check_solver(c);
   // wd = 1e-4 is decoupled: weight_decay() with it is the no-op check.
-  EXPECT_NO_THROW(s->weight_decay(1e-4f));
+  EXPECT_NO_THROW(solvers::SgdW()->weight_decay(1e-4f));
 }
 
 TEST(SgdW, BadHyperParameters) {
