@@ -44,7 +44,10 @@ AdaBoundRule AdaBound::rule(uint32_t t, bool bias_correction) const {
   const double final_lr =
       initial_alpha_ > 0 ? final_lr_ * (learning_rate_ / initial_alpha_) : 0;
   const double gt = static_cast<double>(gamma_) * t;
-  return AdaBoundRule{static_cast<float>(alpha_t), beta1_, beta2_, eps_,
+  return AdaBoundRule{static_cast<float>(alpha_t),
+                      beta1_,
+                      beta2_,
+                      eps_,
                       static_cast<float>(final_lr * (1.0 - 1.0 / (gt + 1.0))),
                       static_cast<float>(final_lr * (1.0 + 1.0 / gt))};
 }
@@ -68,8 +71,7 @@ void AMSBound::update_impl(float* w, const float* g, SolverState& state,
 
 namespace solvers {
 std::shared_ptr<mg::AdaBound> AdaBound(float alpha, float beta1, float beta2,
-                                       float eps, float final_lr,
-                                       float gamma) {
+                                       float eps, float final_lr, float gamma) {
   return std::make_shared<mg::AdaBound>(alpha, beta1, beta2, eps, final_lr,
                                         gamma);
 }

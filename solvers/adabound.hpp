@@ -50,8 +50,8 @@ class AdaBound : public Solver {
 
  protected:
   /// Checks the hyper-parameters in the name of `solver`.
-  AdaBound(const char* solver, float alpha, float beta1, float beta2,
-           float eps, float final_lr, float gamma);
+  AdaBound(const char* solver, float alpha, float beta1, float beta2, float eps,
+           float final_lr, float gamma);
   void update_impl(float* w, const float* g, SolverState& state,
                    int64_t n) override;
   /// The rule at step t; bias_correction picks Adam's alpha_t or alpha.

@@ -57,9 +57,9 @@ void AMSGrad::update_impl(float* w, const float* g, SolverState& state,
              state_data(state, "v_hat"));
 }
 
-AdaBelief::AdaBelief(float alpha, float beta1, float beta2, float eps,
-                     float wd, bool amsgrad, bool weight_decouple,
-                     bool fixed_decay, bool rectify)
+AdaBelief::AdaBelief(float alpha, float beta1, float beta2, float eps, float wd,
+                     bool amsgrad, bool weight_decouple, bool fixed_decay,
+                     bool rectify)
     : Solver(alpha),
       beta1_(beta1),
       beta2_(beta2),
@@ -128,11 +128,10 @@ std::shared_ptr<mg::AMSGrad> AMSGrad(float alpha, float beta1, float beta2,
 }
 std::shared_ptr<mg::AdaBelief> AdaBelief(float alpha, float beta1, float beta2,
                                          float eps, float wd, bool amsgrad,
-                                         bool weight_decouple,
-                                         bool fixed_decay, bool rectify) {
-  return std::make_shared<mg::AdaBelief>(alpha, beta1, beta2, eps, wd,
-                                         amsgrad, weight_decouple,
-                                         fixed_decay, rectify);
+                                         bool weight_decouple, bool fixed_decay,
+                                         bool rectify) {
+  return std::make_shared<mg::AdaBelief>(alpha, beta1, beta2, eps, wd, amsgrad,
+                                         weight_decouple, fixed_decay, rectify);
 }
 }  // namespace solvers
 

@@ -22,8 +22,8 @@ struct AdamaxRule {
 /// Adamax (Kingma and Ba), Adam with an infinity norm; states "m" and "u".
 class Adamax : public Solver {
  public:
-  explicit Adamax(float alpha = 2e-3f, float beta1 = 0.9f,
-                  float beta2 = 0.999f, float eps = 1e-8f);
+  explicit Adamax(float alpha = 2e-3f, float beta1 = 0.9f, float beta2 = 0.999f,
+                  float eps = 1e-8f);
   std::string name() const override { return "Adamax"; }
   std::vector<std::string> state_names() const override { return {"m", "u"}; }
 

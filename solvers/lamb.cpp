@@ -38,9 +38,9 @@ void Lamb::update_impl(float* w, const float* g, SolverState& state,
   }
   // The trust ratio needs ||w|| and ||r|| over the whole parameter, both
   // taken before w moves.
-  const double w_norm = std::clamp(
-      std::sqrt(sum_of_squares(n, [w](int64_t i) { return w[i]; })),
-      static_cast<double>(gamma_l_), static_cast<double>(gamma_u_));
+  const double w_norm =
+      std::clamp(std::sqrt(sum_of_squares(n, [w](int64_t i) { return w[i]; })),
+                 static_cast<double>(gamma_l_), static_cast<double>(gamma_u_));
   const double r_norm = std::sqrt(
       sum_of_squares(n, [&](int64_t i) { return r(w[i], m[i], v[i]); }));
   const double ratio = r_norm > eps_ ? w_norm / r_norm : 1.0;

@@ -25,9 +25,9 @@ void Lars::update_impl(float* w, const float* g, SolverState& state,
   const float wd = fused_decay_rate();
   double denom = g_norm + wd * w_norm;
   if (denom < eps_) denom += eps_;  // as NNabla: only a tiny one is lifted
-  const double local_lr =
-      w_norm < eps_ ? learning_rate_
-                    : learning_rate_ * coefficient_ * w_norm / denom;
+  const double local_lr = w_norm < eps_
+                              ? learning_rate_
+                              : learning_rate_ * coefficient_ * w_norm / denom;
   apply_rule(LarsRule{static_cast<float>(local_lr), momentum_, wd}, n, w, g,
              state_data(state, "v"));
 }

@@ -13,8 +13,8 @@ Lion::Lion(float lr, float beta1, float beta2)
 
 void Lion::update_impl(float* w, const float* g, SolverState& state,
                        int64_t n) {
-  apply_rule(LionRule{learning_rate_, beta1_, beta2_, fused_decay_rate()}, n,
-             w, g, state_data(state, "m"));
+  apply_rule(LionRule{learning_rate_, beta1_, beta2_, fused_decay_rate()}, n, w,
+             g, state_data(state, "m"));
 }
 
 namespace solvers {

@@ -72,8 +72,8 @@ inline void check_states(const std::function<std::shared_ptr<Solver>()>& make,
   }
   auto b = make();
   const Doubles wnow = to_doubles(wa);
-  auto wb = variable_from(shape, std::vector<float>(wnow.begin(), wnow.end()),
-                          true);
+  auto wb =
+      variable_from(shape, std::vector<float>(wnow.begin(), wnow.end()), true);
   b->set_parameters({{"w", wb}});
   b->set_states({{"w", copy}});
   EXPECT_EQ(b->states().at("w").t, 3u);
@@ -86,9 +86,12 @@ inline void check_states(const std::function<std::shared_ptr<Solver>()>& make,
   if (!names.empty()) {  // a missing state is refused and changes nothing
     SolverState partial = copy;
     partial.pstate.erase(names.back());
-    expect_invalid([&] { b->set_states({{"w", partial}}); },
-                   "[" + b->name() + "::set_states] parameter 'w' lacks state " +
-                       names.back());
+    expect_invalid(
+        [&] {
+          b->set_states({{"w", partial}});
+        },
+        "[" + b->name() + "::set_states] parameter 'w' lacks state " +
+            names.back());
   }
 }
 
@@ -131,7 +134,8 @@ inline void check_fused_decay_holds_one_step(
                 "weights after step " + std::to_string(t));
   }
   double diff = 0;
-  for (int i = 0; i < n; ++i) diff = std::max(diff, std::abs(w[i] - w_always[i]));
+  for (int i = 0; i < n; ++i)
+    diff = std::max(diff, std::abs(w[i] - w_always[i]));
   EXPECT_GT(diff, 1e-4) << "the check cannot tell one step from every step";
 }
 

@@ -33,10 +33,9 @@ SolverCheck lars_check(double lr, double momentum, double coef, double eps,
     }
   };
   SolverCheck c{[=] {
-                  return solvers::Lars(static_cast<float>(lr),
-                                       static_cast<float>(momentum),
-                                       static_cast<float>(coef),
-                                       static_cast<float>(eps));
+                  return solvers::Lars(
+                      static_cast<float>(lr), static_cast<float>(momentum),
+                      static_cast<float>(coef), static_cast<float>(eps));
                 },
                 ref};
   c.weight_decay = static_cast<float>(wd);

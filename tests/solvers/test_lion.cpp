@@ -46,7 +46,8 @@ TEST(Lion, FusedDecayHoldsForOneUpdate) {
   check_fused_decay_holds_one_step(
       [] { return solvers::Lion(0.01f, 0.9f, 0.99f); },
       [](std::vector<double>& w, const std::vector<double>& g, int,
-         DoubleState& s, double wd) { lion_step(0.01, 0.9, 0.99, w, g, s, wd); },
+         DoubleState& s,
+         double wd) { lion_step(0.01, 0.9, 0.99, w, g, s, wd); },
       0.5);
 }
 

@@ -28,8 +28,7 @@ SolverCheck rmsprop_check(double lr, double decay, double eps) {
                      ref};
 }
 
-SolverCheck graves_check(double lr, double decay, double momentum,
-                         double eps) {
+SolverCheck graves_check(double lr, double decay, double momentum, double eps) {
   // n = decay n + (1 - decay) g^2; mg = decay mg + (1 - decay) g;
   // d = momentum d - lr g / sqrt(n - mg^2 + eps); w += d.
   auto ref = [=](std::vector<double>& w, const std::vector<double>& g, int,

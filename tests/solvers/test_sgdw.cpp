@@ -20,9 +20,9 @@ SolverCheck sgdw_check(double lr0, double lr, double momentum, double wd) {
     }
   };
   auto make = [=] {
-    auto s = solvers::SgdW(static_cast<float>(lr0),
-                           static_cast<float>(momentum),
-                           static_cast<float>(wd));
+    auto s =
+        solvers::SgdW(static_cast<float>(lr0), static_cast<float>(momentum),
+                      static_cast<float>(wd));
     if (lr != lr0) s->set_learning_rate(static_cast<float>(lr));
     return s;
   };
@@ -61,8 +61,9 @@ TEST(SgdW, BadHyperParameters) {
   expect_invalid([] { solvers::SgdW(0.1f, 0.9f, -1e-4f); },
                  "[SgdW] wd must be >= 0");
   auto s = solvers::SgdW(0.1f, 0.9f, 1e-4f);
-  expect_invalid([&] { s->weight_decay(1e-3f); },
-                 "[SgdW::weight_decay] SgdW decays the weights inside update()");
+  expect_invalid(
+      [&] { s->weight_decay(1e-3f); },
+      "[SgdW::weight_decay] SgdW decays the weights inside update()");
   expect_invalid([&] { s->set_learning_rate(-1.0f); },
                  "[SgdW] learning rate must be >= 0");
 }
