@@ -26,9 +26,18 @@
 #include <mixgraph/functions/registry.hpp>
 #include <mixgraph/functions/shape_ops.hpp>
 #include <mixgraph/functions/softmax.hpp>
+#include <mixgraph/solvers/adabound.hpp>
+#include <mixgraph/solvers/adagrad.hpp>
 #include <mixgraph/solvers/adam.hpp>
+#include <mixgraph/solvers/adam_variants.hpp>
+#include <mixgraph/solvers/lamb.hpp>
+#include <mixgraph/solvers/lars.hpp>
+#include <mixgraph/solvers/lion.hpp>
 #include <mixgraph/solvers/loss_scaling.hpp>
+#include <mixgraph/solvers/nesterov.hpp>
+#include <mixgraph/solvers/rmsprop.hpp>
 #include <mixgraph/solvers/sgd.hpp>
+#include <mixgraph/solvers/sgdw.hpp>
 #include <mixgraph/utils/hdf5/checkpoint.hpp>
 #include <mixgraph/utils/hdf5/parameters.hpp>
 

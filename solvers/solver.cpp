@@ -123,9 +123,14 @@ void Solver::update() {
     ++e.state.t;
     update_impl(w, g, e.state, var->size());
   }
+  fused_decay_rate_ = 0.0f;  // a fused rate holds for one step, as NNabla's
 }
 
 void Solver::weight_decay(float rate) {
+  if (fuses_weight_decay()) {
+    fused_decay_rate_ = rate;
+    return;
+  }
   if (decoupled_decay_rate() >= 0.0f) {
     if (rate != decoupled_decay_rate()) {
       throw std::invalid_argument(

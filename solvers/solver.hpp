@@ -45,6 +45,8 @@ class Solver {
   /// L2 weight decay: grad += rate * w. Solvers with decoupled decay (SgdW,
   /// AdamW, ...) decay inside update() at the rate given at construction,
   /// as NNabla's do: for them `rate` must equal that rate (a no-op check).
+  /// Solvers that fuse weight decay into their update direction (Lars, Lamb,
+  /// Lion) keep `rate` for the next update() only and leave the grads alone.
   void weight_decay(float rate);
   /// Scales each parameter's grad so that its L2 norm is at most `norm`.
   void clip_grad_by_norm(float norm);
@@ -81,6 +83,13 @@ class Solver {
   /// The decoupled weight decay rate applied inside update_impl; negative
   /// for solvers whose weight decay goes into the grad.
   virtual float decoupled_decay_rate() const { return -1.0f; }
+  /// True for solvers whose update takes the weight decay rate itself
+  /// (NNabla's fused weight decay: Lars, Lamb, Lion), where adding rate * w
+  /// to the grad would not be the same step.
+  virtual bool fuses_weight_decay() const { return false; }
+  /// The rate given to weight_decay() since the last update() (0 if none),
+  /// for solvers that fuse weight decay.
+  float fused_decay_rate() const { return fused_decay_rate_; }
   /// Updates n fp32 weights w from fp32 grads g with this parameter's state;
   /// state.t is already the step count of this step (1 on the first).
   virtual void update_impl(float* w, const float* g, SolverState& state,
@@ -97,6 +106,7 @@ class Solver {
   };
   ParameterList params_;
   std::map<std::string, Entry> entries_;
+  float fused_decay_rate_ = 0.0f;
 };
 
 using SolverPtr = std::shared_ptr<Solver>;

@@ -1,0 +1,24 @@
+#include <mixgraph/solvers/nesterov.hpp>
+
+#include <mixgraph/solvers/update_rule.hpp>
+
+namespace mg {
+
+Nesterov::Nesterov(float lr, float momentum) : Solver(lr), momentum_(momentum) {
+  check_hyper("Nesterov", "learning rate", lr, 0);
+  check_hyper("Nesterov", "momentum", momentum, 0);
+}
+
+void Nesterov::update_impl(float* w, const float* g, SolverState& state,
+                           int64_t n) {
+  apply_rule(NesterovRule{learning_rate_, momentum_}, n, w, g,
+             state_data(state, "m"));
+}
+
+namespace solvers {
+std::shared_ptr<mg::Nesterov> Nesterov(float lr, float momentum) {
+  return std::make_shared<mg::Nesterov>(lr, momentum);
+}
+}  // namespace solvers
+
+}  // namespace mg

@@ -1,0 +1,27 @@
+#include <mixgraph/solvers/sgdw.hpp>
+
+#include <mixgraph/solvers/update_rule.hpp>
+
+namespace mg {
+
+SgdW::SgdW(float lr, float momentum, float wd)
+    : Solver(lr), momentum_(momentum), wd_(wd), initial_lr_(lr) {
+  check_hyper("SgdW", "learning rate", lr, 0);
+  check_hyper("SgdW", "momentum", momentum, 0);
+  check_hyper("SgdW", "wd", wd, 0);
+}
+
+void SgdW::update_impl(float* w, const float* g, SolverState& state,
+                       int64_t n) {
+  const float eta_t = initial_lr_ > 0 ? learning_rate_ / initial_lr_ : 0;
+  apply_rule(SgdWRule{learning_rate_, momentum_, eta_t * wd_}, n, w, g,
+             state_data(state, "m"));
+}
+
+namespace solvers {
+std::shared_ptr<mg::SgdW> SgdW(float lr, float momentum, float wd) {
+  return std::make_shared<mg::SgdW>(lr, momentum, wd);
+}
+}  // namespace solvers
+
+}  // namespace mg
