@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include <mixgraph/functions/builder.hpp>
+#include <mixgraph/functions/ops/binary_ops.hpp>
 
 namespace mg {
 
@@ -47,11 +48,6 @@ void SigmoidCrossEntropy::setup_impl(const Variables& in,
   out[0]->reshape(in[0]->shape());
 }
 
-void SquaredError::setup_impl(const Variables& in, const Variables& out) {
-  check_same_shape(in, "x0", "x1", tag());
-  out[0]->reshape(in[0]->shape());
-}
-
 void TopNError::setup_impl(const Variables& in, const Variables& out) {
   split_ = split_at_axis(in[0]->shape(), opts_.axis, tag());
   check_label_shape(in[0]->shape(), in[1]->shape(), split_, tag());
@@ -76,7 +72,7 @@ VariablePtr sigmoid_cross_entropy(const VariablePtr& x, const VariablePtr& t) {
 }
 
 VariablePtr squared_error(const VariablePtr& x0, const VariablePtr& x1) {
-  return apply_function1("SquaredError", SquaredErrorOptions{}, {x0, x1});
+  return apply_function1("SquaredError", ops::SquaredError{}, {x0, x1});
 }
 
 VariablePtr top_n_error(const VariablePtr& x, const VariablePtr& t, int axis,

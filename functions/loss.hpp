@@ -44,20 +44,6 @@ class SigmoidCrossEntropy : public Function {
   void setup_impl(const Variables& in, const Variables& out) override;
 };
 
-/// SquaredError has no options.
-struct SquaredErrorOptions {};
-
-/// y = (x0 - x1)^2 elementwise; x0 and x1 have the same shape.
-class SquaredError : public Function {
- public:
-  explicit SquaredError(const SquaredErrorOptions&) {}
-  std::string name() const override { return "SquaredError"; }
-  int min_inputs() const override { return 2; }
-
- protected:
-  void setup_impl(const Variables& in, const Variables& out) override;
-};
-
 struct TopNErrorOptions {
   /// The class axis of x; negative counts from the end.
   int axis = -1;
@@ -88,7 +74,7 @@ VariablePtr softmax_cross_entropy(const VariablePtr& x, const VariablePtr& t,
                                   int axis = -1);
 /// Cross entropy of sigmoid(x) against targets t in [0, 1], elementwise.
 VariablePtr sigmoid_cross_entropy(const VariablePtr& x, const VariablePtr& t);
-/// (x0 - x1)^2, elementwise.
+/// (x0 - x1)^2, elementwise with NumPy broadcasting.
 VariablePtr squared_error(const VariablePtr& x0, const VariablePtr& x1);
 /// 1 where label t is not among the n best classes of x along `axis`.
 VariablePtr top_n_error(const VariablePtr& x, const VariablePtr& t,

@@ -24,6 +24,7 @@ void register_elementwise(FunctionRegistry& r) {
   register_binary<ops::Sub2>(r);
   register_binary<ops::Mul2>(r);
   register_binary<ops::Div2>(r);
+  register_binary<ops::SquaredError>(r);
 }
 
 }  // namespace mg::cpu

@@ -183,51 +183,6 @@ class SigmoidCrossEntropyCpu : public SigmoidCrossEntropy {
   }
 };
 
-template <class T>
-class SquaredErrorCpu : public SquaredError {
- public:
-  using SquaredError::SquaredError;
-
- protected:
-  void forward_impl(const Variables& in, const Variables& out) override {
-    const T* x0 = input<T>(in[0]);
-    const T* x1 = input<T>(in[1]);
-    T* y = output<T>(out[0]);
-    const ops::SquaredErrorOp op;
-    for_each_block(in[0]->size(), [&](int64_t begin, int64_t len) {
-      float ab[kBlock], bb[kBlock], yb[kBlock];
-      const float* af = load(x0 + begin, ab, len);
-      const float* bf = load(x1 + begin, bb, len);
-      for (int64_t i = 0; i < len; ++i) yb[i] = op(af[i], bf[i]);
-      store(yb, y + begin, len);
-    });
-  }
-
-  void backward_impl(const Variables& in, const Variables& out,
-                     const std::vector<bool>& propagate_down,
-                     const std::vector<bool>& accum) override {
-    if (!propagate_down[0] && !propagate_down[1]) return;
-    const T* x0 = input<T>(in[0]);
-    const T* x1 = input<T>(in[1]);
-    const T* dy = output_grad<T>(out[0]);
-    T* dx0 = propagate_down[0] ? input_grad<T>(in[0], accum[0]) : nullptr;
-    T* dx1 = propagate_down[1] ? input_grad<T>(in[1], accum[1]) : nullptr;
-    const ops::SquaredErrorOp op;
-    for_each_block(in[0]->size(), [&](int64_t begin, int64_t len) {
-      float ab[kBlock], bb[kBlock], dyb[kBlock], g[kBlock];
-      const float* af = load(x0 + begin, ab, len);
-      const float* bf = load(x1 + begin, bb, len);
-      const float* dyf = load(dy + begin, dyb, len);
-      for (int64_t i = 0; i < len; ++i) g[i] = op.grad0(af[i], bf[i], dyf[i]);
-      if (dx0) store(g, dx0 + begin, len, accum[0]);
-      if (dx1) {
-        for (int64_t i = 0; i < len; ++i) g[i] = -g[i];
-        store(g, dx1 + begin, len, accum[1]);
-      }
-    });
-  }
-};
-
 }  // namespace
 
 void register_loss(FunctionRegistry& r) {
@@ -235,8 +190,6 @@ void register_loss(FunctionRegistry& r) {
       r, "SoftmaxCrossEntropy", "cpu");
   register_float_types<SigmoidCrossEntropyCpu, SigmoidCrossEntropyOptions>(
       r, "SigmoidCrossEntropy", "cpu");
-  register_float_types<SquaredErrorCpu, SquaredErrorOptions>(r, "SquaredError",
-                                                             "cpu");
   register_float_types<TopNErrorCpu, TopNErrorOptions>(r, "TopNError", "cpu");
 }
 

@@ -40,4 +40,17 @@ struct Div2 {
   }
 };
 
+/// (a - b)^2, NNabla's SquaredError (a loss, broadcasting like the others).
+struct SquaredError {
+  static constexpr const char* name = "SquaredError";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const { return (a - b) * (a - b); }
+  MG_HD float grad0(float a, float b, float, float dy) const {
+    return 2.0f * (a - b) * dy;
+  }
+  MG_HD float grad1(float a, float b, float, float dy) const {
+    return -2.0f * (a - b) * dy;
+  }
+};
+
 }  // namespace mg::ops

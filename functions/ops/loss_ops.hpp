@@ -19,16 +19,5 @@ struct SigmoidCrossEntropyOp {
   }
 };
 
-/// (x0 - x1)^2.
-struct SquaredErrorOp {
-  MG_HD float operator()(float x0, float x1) const {
-    const float d = x0 - x1;
-    return d * d;
-  }
-  /// dx0 = 2 (x0 - x1) dy; dx1 is its negation.
-  MG_HD float grad0(float x0, float x1, float dy) const {
-    return 2.0f * (x0 - x1) * dy;
-  }
-};
 
 }  // namespace mg::ops

@@ -255,12 +255,20 @@ TEST(SquaredError, SameVariableTwiceHasZeroGrad) {
   expect_near(grad_doubles(x), {0, 0, 0}, 0, 0, "grad");
 }
 
+TEST(SquaredError, Broadcasts) {
+  auto y = F::squared_error(variable_from({2, 2}, {1, 2, 3, 4}),
+                            variable_from({2}, {1, 1}));
+  y->forward();
+  EXPECT_EQ(to_doubles(y), (Doubles{0, 1, 4, 9}));
+}
+
 TEST(SquaredError, ShapeMismatch) {
   EXPECT_EQ(error_of([] {
               F::squared_error(make_variable({2, 3}), make_variable({3, 2}));
             }),
             "[squared_error] x0 with shape (2, 3) and x1 with shape (3, 2) "
-            "must have the same shape");
+            "cannot broadcast: axis 0 (aligned on the right) is 2 against 3; "
+            "each must match or be 1");
 }
 
 // ---- TopNError ----
