@@ -11,6 +11,12 @@ struct AffineOptions {
   int base_axis = 1;
 };
 
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(AffineOptions& o, V&& v) {
+  v("base_axis", o.base_axis);
+}
+
 /// x: (..., K) flattened from base_axis; W: (K, outmaps...); b: (outmaps...).
 /// y: x.shape[:base_axis] + W.shape[1:].
 class Affine : public Function {

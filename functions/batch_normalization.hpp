@@ -21,6 +21,15 @@ struct BatchNormalizationOptions {
   bool batch_stat = true;
 };
 
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(BatchNormalizationOptions& o, V&& v) {
+  v("axes", o.axes);
+  v("decay_rate", o.decay_rate);
+  v("eps", o.eps);
+  v("batch_stat", o.batch_stat);
+}
+
 /// Inputs x, beta, gamma, mean, variance; the last four have x's shape with 1
 /// outside `axes` ((1, C, 1, 1) for NCHW and axes {1}). y = (x - mu) /
 /// sqrt(var + eps) * gamma + beta, per channel. In training the running mean

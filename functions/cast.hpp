@@ -11,6 +11,12 @@ struct CastOptions {
   Dtype dtype = Dtype::f32;
 };
 
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(CastOptions& o, V&& v) {
+  v("dtype", o.dtype);
+}
+
 /// y = x stored in `dtype` (whatever the context's type): x is read in the
 /// dtype it holds and converted once, rounding to nearest even. The grad
 /// goes back in x's dtype when that is float, half or bfloat16.

@@ -16,6 +16,16 @@ struct ConvolutionOptions {
   int group = 1;
 };
 
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(ConvolutionOptions& o, V&& v) {
+  v("base_axis", o.base_axis);
+  v("pad", o.pad);
+  v("stride", o.stride);
+  v("dilation", o.dilation);
+  v("group", o.group);
+}
+
 /// The geometry of y = conv(x, W) on (batch, channels, spatial...) arrays,
 /// as the backends see it: x (batch, in_channels, in_spatial...), W
 /// (out_channels, in_channels / group, kernel...), y (batch, out_channels,

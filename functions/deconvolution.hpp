@@ -19,6 +19,17 @@ struct DeconvolutionOptions {
   std::vector<int64_t> output_padding;
 };
 
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(DeconvolutionOptions& o, V&& v) {
+  v("base_axis", o.base_axis);
+  v("pad", o.pad);
+  v("stride", o.stride);
+  v("dilation", o.dilation);
+  v("group", o.group);
+  v("output_padding", o.output_padding);
+}
+
 /// x: (batch..., C, spatial...); W: (C, OC / group, kernel...); b: (OC,).
 /// y: (batch..., OC, out...) with out = (in - 1) stride - 2 pad +
 /// dilation (k - 1) + 1 + output_padding per spatial axis.

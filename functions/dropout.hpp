@@ -17,6 +17,13 @@ struct DropoutOptions {
   int seed = -1;
 };
 
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(DropoutOptions& o, V&& v) {
+  v("p", o.p);
+  v("seed", o.seed);
+}
+
 /// y = x * mask / (1 - p), the mask drawn in forward (each element kept with
 /// probability 1 - p) and kept for backward: dx = dy * mask / (1 - p). Two
 /// functions created with the same seed draw the same masks.

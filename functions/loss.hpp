@@ -11,6 +11,12 @@ struct SoftmaxCrossEntropyOptions {
   int axis = -1;
 };
 
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(SoftmaxCrossEntropyOptions& o, V&& v) {
+  v("axis", o.axis);
+}
+
 /// y = -log softmax(x)[t] along the axis. x: (..., C, ...); t: integer class
 /// labels, x's shape with 1 at the axis (NNabla: x (N, C), t (N, 1)); y: t's
 /// shape. t gets no gradient.
@@ -50,6 +56,13 @@ struct TopNErrorOptions {
   /// An answer is right when the true class is among the n best.
   int n = 1;
 };
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(TopNErrorOptions& o, V&& v) {
+  v("axis", o.axis);
+  v("n", o.n);
+}
 
 /// y = 1 where more than n classes score at least the true class's score,
 /// else 0 (NNabla's rule: ties count against). Shapes as SoftmaxCrossEntropy.

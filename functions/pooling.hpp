@@ -27,6 +27,16 @@ struct PoolingArgs {
   PoolingOptions options;
 };
 
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(PoolingArgs& o, V&& v) {
+  v("kernel", o.kernel);
+  v("stride", o.options.stride);
+  v("ignore_border", o.options.ignore_border);
+  v("pad", o.options.pad);
+  v("including_pad", o.options.including_pad);
+}
+
 /// The geometry of a pooling: `maps` independent arrays (the axes before
 /// the pooled ones), each pooled over the trailing axes.
 struct PoolingGeometry {

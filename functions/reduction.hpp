@@ -15,6 +15,13 @@ struct ReduceOptions {
   bool keep_dims = false;
 };
 
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(ReduceOptions& o, V&& v) {
+  v("axes", o.axes);
+  v("keep_dims", o.keep_dims);
+}
+
 /// The shape rule shared by Sum, Mean and Max: y drops (or keeps as 1) the
 /// reduced axes; with every axis reduced and keep_dims off, y has shape ().
 class Reduction : public Function {

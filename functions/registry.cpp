@@ -26,7 +26,8 @@ const std::vector<FunctionRegistry::Entry>* FunctionRegistry::find(
 }
 
 void FunctionRegistry::add(const std::string& name, const Backend& backend,
-                           std::type_index options, FunctionFactory factory) {
+                           std::type_index options, FunctionFactory factory,
+                           ArgsFactory from_args) {
   auto* entries = const_cast<std::vector<Entry>*>(find(name));
   if (!entries) {
     table_.emplace_back(name, std::vector<Entry>{});
@@ -34,17 +35,16 @@ void FunctionRegistry::add(const std::string& name, const Backend& backend,
   }
   for (auto& e : *entries) {
     if (e.backend == backend) {
-      e = Entry{backend, options, std::move(factory)};
+      e = Entry{backend, options, std::move(factory), std::move(from_args)};
       return;
     }
   }
-  entries->push_back(Entry{backend, options, std::move(factory)});
+  entries->push_back(
+      Entry{backend, options, std::move(factory), std::move(from_args)});
 }
 
-std::shared_ptr<Function> FunctionRegistry::create(const std::string& name,
-                                                   const Context& ctx,
-                                                   std::type_index options,
-                                                   const void* opts) const {
+const FunctionRegistry::Entry& FunctionRegistry::pick(
+    const std::string& name, const Context& ctx) const {
   const auto* entries = find(name);
   if (!entries) {
     throw std::invalid_argument("[create_function] unknown function '" + name +
@@ -58,14 +58,7 @@ std::shared_ptr<Function> FunctionRegistry::create(const std::string& name,
     if (!tried.empty()) tried += ", ";
     tried += b.str();
     for (const auto& e : *entries) {
-      if (!(e.backend == b)) continue;
-      if (e.options != options) {
-        throw std::invalid_argument("[create_function] " + name +
-                                    " was given options of the wrong type");
-      }
-      auto fn = e.factory(opts);
-      fn->set_backend(b);
-      return fn;
+      if (e.backend == b) return e;
     }
   }
   std::string have;
@@ -78,6 +71,29 @@ std::shared_ptr<Function> FunctionRegistry::create(const std::string& name,
       ctx.str() + "' (tried " + (tried.empty() ? "nothing" : tried) +
       (keep_float ? "; the precision policy keeps it in float" : "") +
       "); it is implemented for " + have);
+}
+
+std::shared_ptr<Function> FunctionRegistry::create(const std::string& name,
+                                                   const Context& ctx,
+                                                   std::type_index options,
+                                                   const void* opts) const {
+  const Entry& e = pick(name, ctx);
+  if (e.options != options) {
+    throw std::invalid_argument("[create_function] " + name +
+                                " was given options of the wrong type");
+  }
+  auto fn = e.factory(opts);
+  fn->set_backend(e.backend);
+  return fn;
+}
+
+std::shared_ptr<Function> FunctionRegistry::create_from_args(
+    const std::string& name, const Context& ctx,
+    const FunctionArgs& args) const {
+  const Entry& e = pick(name, ctx);
+  auto fn = e.from_args(args);
+  fn->set_backend(e.backend);
+  return fn;
 }
 
 bool FunctionRegistry::has(const std::string& name) const {

@@ -17,6 +17,13 @@ struct ReshapeOptions {
   bool inplace = true;
 };
 
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(ReshapeOptions& o, V&& v) {
+  v("shape", o.shape);
+  v("inplace", o.inplace);
+}
+
 /// y = x with another shape of the same size. The data is copied: sharing
 /// x's buffer would let clear_buffer free y's data together with x's.
 class Reshape : public Function {
@@ -37,6 +44,12 @@ struct TransposeOptions {
   std::vector<int> axes;
 };
 
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(TransposeOptions& o, V&& v) {
+  v("axes", o.axes);
+}
+
 /// y = x with its axes permuted.
 class Transpose : public Function {
  public:
@@ -56,6 +69,12 @@ struct ConcatenateOptions {
   /// The axis to join along; -1 is the last, NNabla's default.
   int axis = -1;
 };
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(ConcatenateOptions& o, V&& v) {
+  v("axis", o.axis);
+}
 
 /// y = the inputs joined along axis; they must match on every other axis.
 class Concatenate : public Function {
@@ -80,6 +99,14 @@ struct SliceOptions {
   /// NNabla; an empty step means 1 on every sliced axis.
   std::vector<int64_t> start, stop, step;
 };
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(SliceOptions& o, V&& v) {
+  v("start", o.start);
+  v("stop", o.stop);
+  v("step", o.step);
+}
 
 /// y = x[start:stop:step] on every axis.
 class Slice : public Function {

@@ -26,6 +26,12 @@ struct SoftmaxOptions {
   int axis = -1;
 };
 
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(SoftmaxOptions& o, V&& v) {
+  v("axis", o.axis);
+}
+
 /// y = exp(x - max) / sum(exp(x - max)) along the axis; sums in fp32.
 class Softmax : public Function {
  public:

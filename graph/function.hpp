@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <mixgraph/contexts/context.hpp>
+#include <mixgraph/graph/function_args.hpp>
 #include <mixgraph/graph/variable.hpp>
 
 namespace mg {
@@ -45,6 +46,10 @@ class Function {
   Dtype dtype() const { return backend_.type; }
   /// "[affine] ": the snake_case name, for error messages.
   std::string tag() const;
+  /// The arguments it was created with (its options as values); set by the
+  /// registry, written out by save_network.
+  const FunctionArgs& args() const { return args_; }
+  void set_args(FunctionArgs args) { args_ = std::move(args); }
 
  protected:
   virtual void setup_impl(const Variables& inputs, const Variables& outputs) = 0;
@@ -56,6 +61,7 @@ class Function {
 
  private:
   Backend backend_{"cpu", Dtype::f32};
+  FunctionArgs args_;
 };
 
 /// "SoftmaxCrossEntropy" -> "softmax_cross_entropy".

@@ -27,6 +27,7 @@ class FunctionNode {
  private:
   friend std::vector<VariablePtr> connect(std::shared_ptr<FunctionNode> node,
                                           int num_outputs);
+  friend class Variable;
   std::shared_ptr<Function> function_;
   std::vector<VariablePtr> inputs_;
   std::vector<std::weak_ptr<Variable>> outputs_;

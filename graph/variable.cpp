@@ -11,6 +11,24 @@ Variable::Variable(const Shape& shape, bool need_grad)
       grad_(make_ndarray(shape)),
       need_grad_(need_grad) {}
 
+Variable::~Variable() {
+  // Letting shared_ptr free a chain variable -> node -> input -> node ...
+  // recurses once per function and overflows the stack on long sequences.
+  // Detach the parents of nodes we hold the last reference to, iteratively.
+  std::vector<std::shared_ptr<FunctionNode>> pending;
+  if (parent_) pending.push_back(std::move(parent_));
+  while (!pending.empty()) {
+    std::shared_ptr<FunctionNode> node = std::move(pending.back());
+    pending.pop_back();
+    if (node.use_count() != 1) continue;  // someone else keeps it alive
+    for (auto& in : node->inputs_) {
+      if (in.use_count() == 1 && in->parent_) {
+        pending.push_back(std::move(in->parent_));
+      }
+    }
+  }  // each node dies here with inputs whose parents are already detached
+}
+
 void Variable::reshape(const Shape& shape) {
   data_->reshape(shape);
   grad_->reshape(shape);

@@ -17,6 +17,10 @@ class FunctionNode;
 class Variable : public std::enable_shared_from_this<Variable> {
  public:
   explicit Variable(const Shape& shape = {}, bool need_grad = false);
+  /// Frees the graph behind it without recursion (deep graphs are fine).
+  ~Variable();
+  Variable(const Variable&) = delete;
+  Variable& operator=(const Variable&) = delete;
 
   const Shape& shape() const { return data_->shape(); }
   int ndim() const { return data_->ndim(); }

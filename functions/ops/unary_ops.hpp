@@ -123,4 +123,11 @@ struct PowScalar {
   }
 };
 
+// The fields of the ops that have arguments (for saving graphs).
+template <class V> void visit_fields(LeakyReLU& o, V&& v) { v("alpha", o.alpha); }
+template <class V> void visit_fields(ELU& o, V&& v) { v("alpha", o.alpha); }
+template <class V> void visit_fields(AddScalar& o, V&& v) { v("val", o.val); }
+template <class V> void visit_fields(MulScalar& o, V&& v) { v("val", o.val); }
+template <class V> void visit_fields(PowScalar& o, V&& v) { v("val", o.val); }
+
 }  // namespace mg::ops

@@ -1,0 +1,333 @@
+#include <mixgraph/utils/yaml/network.hpp>
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <mixgraph/functions/registry.hpp>
+#include <mixgraph/graph/function_node.hpp>
+
+namespace mg {
+
+namespace {
+
+// Functions below the outputs, each after the functions it reads from.
+std::vector<FunctionNode*> functions_in_order(
+    const std::vector<std::pair<std::string, VariablePtr>>& outputs) {
+  std::vector<FunctionNode*> order;
+  std::unordered_set<FunctionNode*> seen;
+  std::vector<std::pair<FunctionNode*, size_t>> stack;
+  for (const auto& [name, v] : outputs) {
+    if (!v) throw std::invalid_argument("[save_network] output '" + name + "' is null");
+    FunctionNode* root = v->parent().get();
+    if (!root || !seen.insert(root).second) continue;
+    stack.emplace_back(root, 0);
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < node->inputs().size()) {
+        FunctionNode* p = node->inputs()[next++]->parent().get();
+        if (p && seen.insert(p).second) stack.emplace_back(p, 0);
+        continue;
+      }
+      order.push_back(node);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+void emit_value(YAML::Emitter& out, const ArgValue& v) {
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::vector<int64_t>> ||
+                      std::is_same_v<T, std::vector<double>>) {
+          out << YAML::Flow << YAML::BeginSeq;
+          for (auto e : x) out << e;
+          out << YAML::EndSeq;
+        } else {
+          out << x;
+        }
+      },
+      v);
+}
+
+std::string where(const std::string& source, const YAML::Node& n) {
+  return source + ":" + std::to_string(n.Mark().line + 1);
+}
+
+[[noreturn]] void fail(const std::string& source, const YAML::Node& n,
+                       const std::string& what) {
+  throw std::invalid_argument("[load_network] " + where(source, n) + ": " + what);
+}
+
+// A YAML scalar or list as an argument value: bool, int, float, string.
+ArgValue to_arg(const YAML::Node& n, const std::string& source) {
+  auto scalar = [](const YAML::Node& s) -> ArgValue {
+    const std::string t = s.Scalar();
+    if (s.Tag() == "!" ) return t;  // quoted: always a string
+    if (t == "true" || t == "false") return t == "true";
+    try {
+      size_t used = 0;
+      const long long i = std::stoll(t, &used);
+      if (used == t.size()) return static_cast<int64_t>(i);
+    } catch (...) {
+    }
+    try {
+      size_t used = 0;
+      const double d = std::stod(t, &used);
+      if (used == t.size()) return d;
+    } catch (...) {
+    }
+    return t;
+  };
+  if (n.IsScalar()) return scalar(n);
+  if (n.IsSequence()) {
+    std::vector<int64_t> ints;
+    std::vector<double> reals;
+    bool all_int = true;
+    for (const auto& e : n) {
+      if (!e.IsScalar()) fail(source, e, "lists may hold only numbers");
+      ArgValue v = scalar(e);
+      if (auto p = std::get_if<int64_t>(&v)) {
+        ints.push_back(*p);
+        reals.push_back(static_cast<double>(*p));
+      } else if (auto q = std::get_if<double>(&v)) {
+        all_int = false;
+        reals.push_back(*q);
+      } else {
+        fail(source, e, "lists may hold only numbers, got '" + e.Scalar() + "'");
+      }
+    }
+    if (n.size() == 0) return std::vector<double>{};
+    if (all_int) return ints;
+    return reals;
+  }
+  fail(source, n, "an argument must be a value or a list of numbers");
+}
+
+Shape to_shape(const YAML::Node& n, const std::string& source) {
+  if (!n || !n.IsSequence()) fail(source, n, "'shape' must be a list of integers");
+  Shape s;
+  for (const auto& e : n) {
+    try {
+      s.push_back(e.as<int64_t>());
+    } catch (const YAML::Exception&) {
+      fail(source, e, "'shape' must be a list of integers, got '" + e.Scalar() + "'");
+    }
+  }
+  return s;
+}
+
+YAML::Node need(const YAML::Node& parent, const char* key,
+                const std::string& source, const std::string& what) {
+  YAML::Node found = parent[key];
+  if (!found) fail(source, parent, what + " lacks '" + key + "'");
+  return found;
+}
+
+}  // namespace
+
+VariablePtr Network::input(const std::string& n) const {
+  for (const auto& [k, v] : inputs) {
+    if (k == n) return v;
+  }
+  throw std::invalid_argument("[Network] no input named '" + n + "'");
+}
+
+VariablePtr Network::output(const std::string& n) const {
+  for (const auto& [k, v] : outputs) {
+    if (k == n) return v;
+  }
+  throw std::invalid_argument("[Network] no output named '" + n + "'");
+}
+
+std::string network_to_yaml(
+    const std::string& name,
+    const std::vector<std::pair<std::string, VariablePtr>>& outputs,
+    const ParameterScope& params) {
+  std::unordered_map<const Variable*, std::string> param_names;
+  for (const auto& [pname, v] : params.parameters()) param_names[v.get()] = pname;
+  std::unordered_map<const Variable*, std::string> names;
+  std::vector<std::pair<std::string, const Variable*>> inputs, used_params;
+  const auto order = functions_in_order(outputs);
+  for (const auto& [oname, v] : outputs) names[v.get()] = oname;
+  int next_input = 0, next_value = 0;
+  auto name_of = [&](const VariablePtr& v) -> std::string {
+    auto it = names.find(v.get());
+    if (it != names.end()) return it->second;
+    std::string n;
+    if (auto p = param_names.find(v.get()); p != param_names.end()) {
+      n = p->second;
+      used_params.emplace_back(n, v.get());
+    } else if (!v->parent()) {
+      n = v->name().empty() ? "x" + std::to_string(next_input++) : v->name();
+      inputs.emplace_back(n, v.get());
+    } else {
+      n = "v" + std::to_string(next_value++);
+    }
+    names[v.get()] = n;
+    return n;
+  };
+  YAML::Emitter fout;
+  fout << YAML::BeginSeq;
+  for (FunctionNode* node : order) {
+    fout << YAML::BeginMap;
+    fout << YAML::Key << "type" << YAML::Value << node->function().name();
+    fout << YAML::Key << "inputs" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto& in : node->inputs()) fout << name_of(in);
+    fout << YAML::EndSeq;
+    fout << YAML::Key << "outputs" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto& out : node->outputs()) fout << name_of(out);
+    fout << YAML::EndSeq;
+    fout << YAML::Key << "args" << YAML::Value << YAML::BeginMap;
+    for (const auto& [k, v] : node->function().args()) {
+      fout << YAML::Key << k << YAML::Value;
+      emit_value(fout, v);
+    }
+    fout << YAML::EndMap << YAML::EndMap;
+  }
+  fout << YAML::EndSeq;
+
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "network" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << name;
+  out << YAML::Key << "inputs" << YAML::Value << YAML::BeginSeq;
+  for (const auto& [n, v] : inputs) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << n
+        << YAML::Key << "shape" << YAML::Value << YAML::Flow << v->shape()
+        << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "parameters" << YAML::Value << YAML::BeginSeq;
+  for (const auto& [n, v] : used_params) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << n
+        << YAML::Key << "shape" << YAML::Value << YAML::Flow << v->shape()
+        << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "outputs" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const auto& [n, v] : outputs) out << n;
+  out << YAML::EndSeq;
+  out << YAML::Key << "functions" << YAML::Value << YAML::Load(fout.c_str());
+  out << YAML::EndMap << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+void save_network(const std::string& path, const std::string& name,
+                  const std::vector<std::pair<std::string, VariablePtr>>& outputs,
+                  const ParameterScope& params) {
+  const std::string text = network_to_yaml(name, outputs, params);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f) throw std::runtime_error("[save_network] cannot write '" + tmp + "'");
+    f << text;
+    if (!f) throw std::runtime_error("[save_network] writing '" + tmp + "' failed");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    throw std::runtime_error("[save_network] cannot rename '" + tmp + "' to '" +
+                             path + "'");
+  }
+}
+
+Network network_from_yaml(const std::string& yaml, ParameterScope& params,
+                          const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument("[load_network] " + source + ":" +
+                                std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (!root.IsMap() || !root["network"]) {
+    fail(source, root, "expected a map with the key 'network'");
+  }
+  const YAML::Node net = root["network"];
+  Network result;
+  if (net["name"]) result.name = net["name"].as<std::string>();
+  std::unordered_map<std::string, VariablePtr> vars;
+  for (const auto& in : net["inputs"]) {
+    const std::string n = need(in, "name", source, "an input").as<std::string>();
+    auto v = make_variable(to_shape(in["shape"], source));
+    v->set_name(n);
+    vars[n] = v;
+    result.inputs.emplace_back(n, v);
+  }
+  for (const auto& p : net["parameters"]) {
+    const std::string n = need(p, "name", source, "a parameter").as<std::string>();
+    const Shape shape = to_shape(p["shape"], source);
+    VariablePtr v = params.get(n);
+    if (v && v->shape() != shape) {
+      fail(source, p, "parameter '" + n + "' has shape " + shape_str(shape) +
+                          " here, but " + shape_str(v->shape()) + " in the scope");
+    }
+    if (!v) v = params.get_or_create(n, shape, constant_initializer(0.0f));
+    vars[n] = v;
+  }
+  const YAML::Node functions = net["functions"];
+  if (!functions || !functions.IsSequence()) {
+    fail(source, net, "'functions' must be a list");
+  }
+  for (const auto& f : functions) {
+    const std::string type = need(f, "type", source, "a function").as<std::string>();
+    if (!FunctionRegistry::instance().has(type)) {
+      fail(source, f, "unknown function '" + type + "'");
+    }
+    std::vector<VariablePtr> inputs;
+    for (const auto& in : need(f, "inputs", source, type)) {
+      auto it = vars.find(in.as<std::string>());
+      if (it == vars.end()) {
+        fail(source, in, type + " reads '" + in.as<std::string>() +
+                             "', which no input, parameter or earlier function "
+                             "defines");
+      }
+      inputs.push_back(it->second);
+    }
+    FunctionArgs args;
+    if (const YAML::Node a = f["args"]) {
+      if (!a.IsMap()) fail(source, a, "'args' of " + type + " must be a map");
+      for (const auto& kv : a) {
+        args.emplace_back(kv.first.as<std::string>(), to_arg(kv.second, source));
+      }
+    }
+    std::vector<VariablePtr> outs;
+    try {
+      auto fn = FunctionRegistry::instance().create_from_args(
+          type, default_context(), args);
+      const int n = fn->num_outputs();
+      outs = connect(std::make_shared<FunctionNode>(std::move(fn), inputs), n);
+    } catch (const std::invalid_argument& e) {
+      fail(source, f, e.what());
+    }
+    const YAML::Node names = need(f, "outputs", source, type);
+    if (names.size() != outs.size()) {
+      fail(source, names, type + " has " + std::to_string(outs.size()) +
+                              " outputs, but " + std::to_string(names.size()) +
+                              " names are given");
+    }
+    for (size_t i = 0; i < outs.size(); ++i) vars[names[i].as<std::string>()] = outs[i];
+  }
+  for (const auto& o : need(net, "outputs", source, "the network")) {
+    auto it = vars.find(o.as<std::string>());
+    if (it == vars.end()) {
+      fail(source, o, "output '" + o.as<std::string>() + "' is never computed");
+    }
+    result.outputs.emplace_back(o.as<std::string>(), it->second);
+  }
+  return result;
+}
+
+Network load_network(const std::string& path, ParameterScope& params) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument("[load_network] cannot open '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return network_from_yaml(ss.str(), params, path);
+}
+
+}  // namespace mg
