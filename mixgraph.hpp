@@ -40,6 +40,13 @@
 #include <mixgraph/solvers/sgdw.hpp>
 #include <mixgraph/utils/hdf5/checkpoint.hpp>
 #include <mixgraph/utils/hdf5/parameters.hpp>
+#include <mixgraph/functions/array_ops.hpp>
+#include <mixgraph/functions/attention.hpp>
+#include <mixgraph/functions/batch_matmul.hpp>
+#include <mixgraph/functions/indexing.hpp>
+#include <mixgraph/functions/lstm.hpp>
+#include <mixgraph/functions/min_argmax.hpp>
+#include <mixgraph/functions/normalization.hpp>
 
 namespace mg {
 namespace F = functions;

@@ -1,5 +1,8 @@
 #include <mixgraph/functions/elementwise_builders.hpp>
 
+#include <stdexcept>
+#include <string>
+
 #include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/ops/binary_ops.hpp>
 #include <mixgraph/functions/ops/unary_ops.hpp>
@@ -54,6 +57,29 @@ VariablePtr mul2(const VariablePtr& x0, const VariablePtr& x1) {
 }
 VariablePtr div2(const VariablePtr& x0, const VariablePtr& x1) {
   return binary<ops::Div2>(x0, x1);
+}
+
+VariablePtr softplus(const VariablePtr& x, float beta) {
+  return unary(x, ops::SoftPlus{beta});
+}
+VariablePtr swish(const VariablePtr& x) { return unary<ops::Swish>(x); }
+VariablePtr hard_tanh(const VariablePtr& x) { return unary<ops::HardTanh>(x); }
+VariablePtr clip_by_value(const VariablePtr& x, float min, float max) {
+  if (!(min <= max)) {
+    throw std::invalid_argument("[clip_by_value] min " + std::to_string(min) +
+                                " must not exceed max " + std::to_string(max));
+  }
+  return unary(x, ops::ClipByValue{min, max});
+}
+VariablePtr sqrt(const VariablePtr& x) { return unary<ops::Sqrt>(x); }
+VariablePtr rsqrt(const VariablePtr& x) { return unary<ops::Rsqrt>(x); }
+VariablePtr abs(const VariablePtr& x) { return unary<ops::Abs>(x); }
+VariablePtr erf(const VariablePtr& x) { return unary<ops::Erf>(x); }
+VariablePtr maximum2(const VariablePtr& x0, const VariablePtr& x1) {
+  return binary<ops::Maximum2>(x0, x1);
+}
+VariablePtr minimum2(const VariablePtr& x0, const VariablePtr& x1) {
+  return binary<ops::Minimum2>(x0, x1);
 }
 
 }  // namespace mg::functions

@@ -33,4 +33,22 @@ VariablePtr sub2(const VariablePtr& x0, const VariablePtr& x1);
 VariablePtr mul2(const VariablePtr& x0, const VariablePtr& x1);
 VariablePtr div2(const VariablePtr& x0, const VariablePtr& x1);
 
+/// log(1 + exp(beta x)) / beta.
+VariablePtr softplus(const VariablePtr& x, float beta = 1.0f);
+/// x sigmoid(x), also called SiLU.
+VariablePtr swish(const VariablePtr& x);
+/// max(-1, min(1, x)).
+VariablePtr hard_tanh(const VariablePtr& x);
+/// min(max(x, min), max) with scalar bounds.
+VariablePtr clip_by_value(const VariablePtr& x, float min, float max);
+VariablePtr sqrt(const VariablePtr& x);
+/// 1 / sqrt(x).
+VariablePtr rsqrt(const VariablePtr& x);
+VariablePtr abs(const VariablePtr& x);
+/// The Gauss error function.
+VariablePtr erf(const VariablePtr& x);
+/// Elementwise max(x0, x1) and min(x0, x1), with NumPy broadcasting.
+VariablePtr maximum2(const VariablePtr& x0, const VariablePtr& x1);
+VariablePtr minimum2(const VariablePtr& x0, const VariablePtr& x1);
+
 }  // namespace mg::functions

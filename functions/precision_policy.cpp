@@ -15,10 +15,14 @@ const std::string& default_policy_yaml() {
 reduced: [Affine, Convolution, Deconvolution, MaxPooling, AveragePooling,
           GlobalAveragePooling, ReLU, LeakyReLU, Sigmoid, Tanh, ELU, GELU,
           Add2, Sub2, Mul2, Div2, AddScalar, MulScalar, Reshape, Transpose,
-          Concatenate, Slice, Dropout, Identity, Max, Cast]
+          Concatenate, Slice, Dropout, Identity, Max, Cast,
+          BatchMatmul, Embed, SoftPlus, Swish, HardTanh, ClipByValue, Sqrt,
+          Rsqrt, Abs, Erf, Maximum2, Minimum2, Where, Split, Stack,
+          Broadcast, Pad, Flip, OneHot, Gather, Min, ArgMax, ArgMin]
 accumulate_float: [Sum, Mean, Softmax, LogSoftmax, SoftmaxCrossEntropy,
                    SigmoidCrossEntropy, SquaredError, BatchNormalization,
-                   TopNError]
+                   TopNError, LayerNormalization, GroupNormalization,
+                   InstanceNormalization]
 float: [Exp, Log, PowScalar]
 )";
   return yaml;

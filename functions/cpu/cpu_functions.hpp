@@ -22,5 +22,11 @@ void register_loss(FunctionRegistry& r);
 void register_convolution(FunctionRegistry& r);
 void register_deconvolution(FunctionRegistry& r);
 void register_pooling(FunctionRegistry& r);
+void register_math_ops(FunctionRegistry& r);
+void register_array_ops(FunctionRegistry& r);
+void register_indexing(FunctionRegistry& r);
+void register_batch_matmul(FunctionRegistry& r);
+void register_min_argmax(FunctionRegistry& r);
+void register_normalization(FunctionRegistry& r);
 
 }  // namespace mg::cpu

@@ -53,4 +53,30 @@ struct SquaredError {
   }
 };
 
+/// max(a, b); on a tie the grad goes to a.
+struct Maximum2 {
+  static constexpr const char* name = "Maximum2";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const { return a >= b ? a : b; }
+  MG_HD float grad0(float a, float b, float, float dy) const {
+    return a >= b ? dy : 0.0f;
+  }
+  MG_HD float grad1(float a, float b, float, float dy) const {
+    return a >= b ? 0.0f : dy;
+  }
+};
+
+/// min(a, b); on a tie the grad goes to a.
+struct Minimum2 {
+  static constexpr const char* name = "Minimum2";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const { return a <= b ? a : b; }
+  MG_HD float grad0(float a, float b, float, float dy) const {
+    return a <= b ? dy : 0.0f;
+  }
+  MG_HD float grad1(float a, float b, float, float dy) const {
+    return a <= b ? 0.0f : dy;
+  }
+};
+
 }  // namespace mg::ops

@@ -130,4 +130,98 @@ template <class V> void visit_fields(AddScalar& o, V&& v) { v("val", o.val); }
 template <class V> void visit_fields(MulScalar& o, V&& v) { v("val", o.val); }
 template <class V> void visit_fields(PowScalar& o, V&& v) { v("val", o.val); }
 
+/// NNabla's SoftPlus: log(1 + exp(beta x)) / beta, computed without overflow.
+struct SoftPlus {
+  static constexpr const char* name = "SoftPlus";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  float beta = 1.0f;
+  MG_HD float operator()(float x) const {
+    const float bx = beta * x;
+    return (fmaxf(bx, 0.0f) + log1pf(expf(-fabsf(bx)))) / beta;
+  }
+  MG_HD float grad(float x, float, float dy) const {
+    return dy / (1.0f + expf(-beta * x));
+  }
+};
+
+/// x sigmoid(x) (SiLU).
+struct Swish {
+  static constexpr const char* name = "Swish";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return x / (1.0f + expf(-x)); }
+  MG_HD float grad(float x, float, float dy) const {
+    const float s = 1.0f / (1.0f + expf(-x));
+    return dy * s * (1.0f + x * (1.0f - s));
+  }
+};
+
+/// max(-1, min(1, x)); the grad passes only strictly inside (-1, 1).
+struct HardTanh {
+  static constexpr const char* name = "HardTanh";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const {
+    return x < -1.0f ? -1.0f : (x > 1.0f ? 1.0f : x);
+  }
+  MG_HD float grad(float x, float, float dy) const {
+    return (x > -1.0f && x < 1.0f) ? dy : 0.0f;
+  }
+};
+
+/// min(max(x, min), max); the grad passes where min <= x <= max.
+struct ClipByValue {
+  static constexpr const char* name = "ClipByValue";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  float min = -1.0f, max = 1.0f;
+  MG_HD float operator()(float x) const {
+    return x < min ? min : (x > max ? max : x);
+  }
+  MG_HD float grad(float x, float, float dy) const {
+    return (x >= min && x <= max) ? dy : 0.0f;
+  }
+};
+
+struct Sqrt {
+  static constexpr const char* name = "Sqrt";
+  static constexpr bool grad_uses_x = false, grad_uses_y = true;
+  MG_HD float operator()(float x) const { return sqrtf(x); }
+  MG_HD float grad(float, float y, float dy) const { return 0.5f * dy / y; }
+};
+
+/// 1 / sqrt(x).
+struct Rsqrt {
+  static constexpr const char* name = "Rsqrt";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return 1.0f / sqrtf(x); }
+  MG_HD float grad(float x, float, float dy) const {
+    return -0.5f * dy / (x * sqrtf(x));
+  }
+};
+
+/// |x|; the grad at 0 is 0 (sign(0) = 0).
+struct Abs {
+  static constexpr const char* name = "Abs";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return fabsf(x); }
+  MG_HD float grad(float x, float, float dy) const {
+    return x > 0.0f ? dy : (x < 0.0f ? -dy : 0.0f);
+  }
+};
+
+/// The Gauss error function.
+struct Erf {
+  static constexpr const char* name = "Erf";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  static constexpr float kC = 1.1283791670955126f;  // 2 / sqrt(pi)
+  MG_HD float operator()(float x) const { return erff(x); }
+  MG_HD float grad(float x, float, float dy) const {
+    return dy * kC * expf(-x * x);
+  }
+};
+
+template <class V> void visit_fields(SoftPlus& o, V&& v) { v("beta", o.beta); }
+template <class V> void visit_fields(ClipByValue& o, V&& v) {
+  v("min", o.min);
+  v("max", o.max);
+}
+
 }  // namespace mg::ops

@@ -1,0 +1,201 @@
+#include <mixgraph/functions/array_ops.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <mixgraph/functions/builder.hpp>
+#include <mixgraph/functions/elementwise.hpp>
+
+namespace mg {
+
+namespace {
+
+// The axis in [0, ndim), or "<tag>axis 3 is out of range for x with shape
+// (2, 3)".
+int axis_of(int axis, const Shape& shape, int ndim, const std::string& what,
+            const std::string& tag) {
+  if (axis < -ndim || axis >= ndim) {
+    throw std::invalid_argument(tag + "axis " + std::to_string(axis) +
+                                " is out of range for " + what +
+                                " with shape " + shape_str(shape));
+  }
+  return axis < 0 ? axis + ndim : axis;
+}
+
+std::string ints_str(const std::vector<int>& v) {
+  return shape_str(Shape(v.begin(), v.end()));
+}
+
+}  // namespace
+
+void Split::setup_impl(const Variables& in, const Variables& out) {
+  const Shape& x = in[0]->shape();
+  const int nd = static_cast<int>(x.size());
+  const int axis = axis_of(opts_.axis, x, nd, "x", tag());
+  if (x[axis] != opts_.num_outputs) {
+    throw std::invalid_argument(
+        tag() + "x with shape " + shape_str(x) + " has " +
+        std::to_string(x[axis]) + " slices along axis " +
+        std::to_string(axis) + ", but num_outputs is " +
+        std::to_string(opts_.num_outputs));
+  }
+  outer_ = shape_size(x, 0, axis);
+  inner_ = shape_size(x, axis + 1, nd);
+  Shape y = x;
+  y.erase(y.begin() + axis);
+  for (Variable* v : out) v->reshape(y);
+}
+
+void Stack::setup_impl(const Variables& in, const Variables& out) {
+  const Shape& x = in[0]->shape();
+  for (size_t i = 1; i < in.size(); ++i) {
+    if (in[i]->shape() != x) {
+      throw std::invalid_argument(
+          tag() + "input " + std::to_string(i) + " with shape " +
+          shape_str(in[i]->shape()) + " differs from input 0 with shape " +
+          shape_str(x) + "; stacked inputs must have one shape");
+    }
+  }
+  const int nd = static_cast<int>(x.size());
+  const int axis = axis_of(opts_.axis, x, nd + 1, "the stack of x", tag());
+  outer_ = shape_size(x, 0, axis);
+  inner_ = shape_size(x, axis, nd);
+  Shape y = x;
+  y.insert(y.begin() + axis, static_cast<int64_t>(in.size()));
+  out[0]->reshape(y);
+}
+
+void Broadcast::setup_impl(const Variables& in, const Variables& out) {
+  const Shape& x = in[0]->shape();
+  const Shape& s = opts_.shape;
+  const std::string fail = tag() + "x with shape " + shape_str(x) +
+                           " cannot broadcast to shape " + shape_str(s);
+  if (x.size() > s.size()) {
+    throw std::invalid_argument(fail + ": it has more dimensions");
+  }
+  const size_t lead = s.size() - x.size();
+  axes_.clear();
+  for (size_t a = 0; a < s.size(); ++a) {
+    const int64_t xd = a < lead ? 1 : x[a - lead];
+    if (xd != s[a] && xd != 1) {
+      throw std::invalid_argument(
+          fail + ": axis " + std::to_string(a) + " is " + std::to_string(xd) +
+          " against " + std::to_string(s[a]) + "; x's size must match or be 1");
+    }
+    if (xd == 1 && s[a] != 1) axes_.push_back(static_cast<int>(a));
+  }
+  out[0]->reshape(s);
+}
+
+void Pad::setup_impl(const Variables& in, const Variables& out) {
+  const Shape& x = in[0]->shape();
+  const auto& pw = opts_.pad_width;
+  const int nd = static_cast<int>(x.size());
+  const int np = static_cast<int>(pw.size()) / 2;
+  if (pw.size() % 2 != 0 || np > nd) {
+    throw std::invalid_argument(
+        tag() + "pad_width " + ints_str(pw) +
+        " must hold (before, after) pairs for at most the " +
+        std::to_string(nd) + " axes of x with shape " + shape_str(x));
+  }
+  const std::string& mode = opts_.mode;
+  if (mode != "constant" && mode != "reflect" && mode != "repeat") {
+    throw std::invalid_argument(tag() + "mode '" + mode +
+                                "' is not one of constant, reflect, repeat");
+  }
+  Shape y = x;
+  source_.assign(nd, {});
+  for (int a = 0; a < nd; ++a) {
+    const int p = a - (nd - np);  // the pair for this axis, or none
+    const int64_t before = p >= 0 ? pw[2 * p] : 0;
+    const int64_t after = p >= 0 ? pw[2 * p + 1] : 0;
+    const int64_t n = x[a];
+    if (before < 0 || after < 0) {
+      throw std::invalid_argument(tag() + "pad_width " + ints_str(pw) +
+                                  " has a negative entry");
+    }
+    if (mode == "reflect" && (before >= n || after >= n) && before + after) {
+      throw std::invalid_argument(
+          tag() + "reflect padding (" + std::to_string(before) + ", " +
+          std::to_string(after) + ") on axis " + std::to_string(a) +
+          " of x with shape " + shape_str(x) + " must be less than its size " +
+          std::to_string(n));
+    }
+    if (mode == "repeat" && n == 0 && before + after) {
+      throw std::invalid_argument(tag() + "repeat padding of axis " +
+                                  std::to_string(a) + " of x with shape " +
+                                  shape_str(x) + ", which is empty");
+    }
+    y[a] = before + n + after;
+    auto& src = source_[a];
+    src.resize(y[a]);
+    for (int64_t j = 0; j < y[a]; ++j) {
+      int64_t i = j - before;
+      if (i < 0 || i >= n) {
+        if (mode == "constant") {
+          i = -1;
+        } else if (mode == "reflect") {
+          i = i < 0 ? -i : 2 * (n - 1) - i;
+        } else {
+          i = std::clamp<int64_t>(i, 0, n - 1);
+        }
+      }
+      src[j] = i;
+    }
+  }
+  out[0]->reshape(y);
+}
+
+void Flip::setup_impl(const Variables& in, const Variables& out) {
+  const Shape& x = in[0]->shape();
+  const int nd = static_cast<int>(x.size());
+  flipped_.assign(nd, false);
+  for (int a : opts_.axes) {
+    const int n = axis_of(a, x, nd, "x", tag());
+    if (flipped_[n]) {
+      throw std::invalid_argument(tag() + "axes " + ints_str(opts_.axes) +
+                                  " name axis " + std::to_string(n) +
+                                  " twice for x with shape " + shape_str(x));
+    }
+    flipped_[n] = true;
+  }
+  out[0]->reshape(x);
+}
+
+namespace functions {
+
+std::vector<VariablePtr> split(const VariablePtr& x, int axis) {
+  if (!x) throw std::invalid_argument("[split] x is a null variable");
+  const Shape& s = x->shape();
+  const int nd = static_cast<int>(s.size());
+  const int a = axis_of(axis, s, nd, "x", "[split] ");
+  if (s[a] == 0) {
+    throw std::invalid_argument("[split] x with shape " + shape_str(s) +
+                                " has no slices along axis " +
+                                std::to_string(a));
+  }
+  return apply_function("Split", SplitOptions{axis, static_cast<int>(s[a])},
+                        {x});
+}
+
+VariablePtr stack(std::vector<VariablePtr> xs, int axis) {
+  return apply_function1("Stack", StackOptions{axis}, std::move(xs));
+}
+
+VariablePtr broadcast(const VariablePtr& x, Shape shape) {
+  return apply_function1("Broadcast", BroadcastOptions{std::move(shape)}, {x});
+}
+
+VariablePtr pad(const VariablePtr& x, std::vector<int> pad_width,
+                const std::string& mode, float constant_value) {
+  return apply_function1(
+      "Pad", PadOptions{std::move(pad_width), mode, constant_value}, {x});
+}
+
+VariablePtr flip(const VariablePtr& x, std::vector<int> axes) {
+  return apply_function1("Flip", FlipOptions{std::move(axes)}, {x});
+}
+
+}  // namespace functions
+
+}  // namespace mg

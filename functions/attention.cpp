@@ -1,0 +1,112 @@
+#include <mixgraph/functions/attention.hpp>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include <mixgraph/functions/affine.hpp>
+#include <mixgraph/functions/batch_matmul.hpp>
+#include <mixgraph/functions/elementwise_builders.hpp>
+#include <mixgraph/functions/shape_ops.hpp>
+#include <mixgraph/functions/softmax.hpp>
+
+namespace mg {
+
+namespace {
+
+const Shape& shape_of(const VariablePtr& v, const char* name, size_t min_dims,
+                      const std::string& tag) {
+  if (!v) throw std::invalid_argument(tag + name + " is a null variable");
+  if (v->shape().size() < min_dims) {
+    throw std::invalid_argument(tag + name + " with shape " +
+                                shape_str(v->shape()) + " must have " +
+                                (min_dims == 3 ? "3 dimensions" :
+                                                 "at least 2 dimensions"));
+  }
+  return v->shape();
+}
+
+}  // namespace
+
+namespace functions {
+
+VariablePtr scaled_dot_product_attention(const VariablePtr& q,
+                                         const VariablePtr& k,
+                                         const VariablePtr& v, bool causal,
+                                         float scale) {
+  const std::string tag = "[scaled_dot_product_attention] ";
+  const Shape& qs = shape_of(q, "q", 2, tag);
+  const Shape& ks = shape_of(k, "k", 2, tag);
+  const Shape& vs = shape_of(v, "v", 2, tag);
+  if (qs.back() != ks.back()) {
+    throw std::invalid_argument(tag + "q with shape " + shape_str(qs) +
+                                " and k with shape " + shape_str(ks) +
+                                " must have the same last axis (E)");
+  }
+  if (ks[ks.size() - 2] != vs[vs.size() - 2]) {
+    throw std::invalid_argument(tag + "k with shape " + shape_str(ks) +
+                                " and v with shape " + shape_str(vs) +
+                                " must have the same sequence length (S)");
+  }
+  const float s =
+      scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(qs.back()));
+  // Scaling q rather than the scores keeps q k^T small in half.
+  auto scores = batch_matmul(mul_scalar(q, s), k, false, true);
+  if (causal) {
+    const int64_t len_q = qs[qs.size() - 2], len_k = ks[ks.size() - 2];
+    auto mask = make_variable({len_q, len_k});
+    float* m = mask->data()->cast<float>(/*write_only=*/true);
+    for (int64_t i = 0; i < len_q; ++i) {
+      for (int64_t j = 0; j < len_k; ++j) {
+        m[i * len_k + j] = j <= i ? 0.0f : -std::numeric_limits<float>::infinity();
+      }
+    }
+    scores = add2(scores, mask);
+  }
+  return batch_matmul(softmax(scores, -1), v);
+}
+
+}  // namespace functions
+
+namespace parametric_functions {
+
+VariablePtr multi_head_attention(const VariablePtr& query,
+                                 const VariablePtr& key,
+                                 const VariablePtr& value, int64_t embed_dim,
+                                 int num_heads, ParameterScope scope,
+                                 bool causal) {
+  const std::string tag = "[multi_head_attention] ";
+  const Shape& qs = shape_of(query, "query", 3, tag);
+  const Shape& ks = shape_of(key, "key", 3, tag);
+  const Shape& vs = shape_of(value, "value", 3, tag);
+  if (num_heads <= 0 || embed_dim <= 0 || embed_dim % num_heads != 0) {
+    throw std::invalid_argument(tag + "embed_dim " + std::to_string(embed_dim) +
+                                " must be a positive multiple of num_heads " +
+                                std::to_string(num_heads));
+  }
+  if (ks[0] != vs[0] || ks[1] != qs[1] || vs[1] != qs[1]) {
+    throw std::invalid_argument(
+        tag + "query with shape " + shape_str(qs) + ", key with shape " +
+        shape_str(ks) + " and value with shape " + shape_str(vs) +
+        " must be (L, B, E), (S, B, E_k) and (S, B, E_v)");
+  }
+  const int64_t batch = qs[1], head = embed_dim / num_heads;
+  AffineParams proj;
+  proj.base_axis = 2;
+  // (len, B, E) -> (B * heads, len, head): one attention per batch and head.
+  auto heads = [&](const VariablePtr& x, const char* name) {
+    auto p = affine(x, embed_dim, scope[name], proj);
+    auto r = functions::reshape(p, {x->shape()[0], batch * num_heads, head});
+    return functions::transpose(r, {1, 0, 2});
+  };
+  auto o = functions::scaled_dot_product_attention(
+      heads(query, "q_proj"), heads(key, "k_proj"), heads(value, "v_proj"),
+      causal);
+  o = functions::transpose(o, {1, 0, 2});
+  o = functions::reshape(o, {qs[0], batch, embed_dim});
+  return affine(o, embed_dim, scope["out_proj"], proj);
+}
+
+}  // namespace parametric_functions
+
+}  // namespace mg

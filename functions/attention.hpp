@@ -1,0 +1,33 @@
+// Attention, composed of BatchMatmul, Softmax and the shape functions.
+#pragma once
+
+#include <mixgraph/graph/parameter_scope.hpp>
+#include <mixgraph/graph/variable.hpp>
+
+namespace mg {
+
+namespace functions {
+/// softmax(q k^T * scale [+ causal mask]) v over the last two axes: q (...,
+/// L, E), k (..., S, E), v (..., S, Ev) -> (..., L, Ev). scale <= 0 means
+/// 1 / sqrt(E). With causal, query i attends to keys j <= i only (the mask
+/// is -inf, so masked weights are exactly 0).
+VariablePtr scaled_dot_product_attention(const VariablePtr& q,
+                                         const VariablePtr& k,
+                                         const VariablePtr& v,
+                                         bool causal = false,
+                                         float scale = 0.0f);
+}  // namespace functions
+
+namespace parametric_functions {
+/// Multi-head attention in NNabla's (and PyTorch's) layout: query (L, B,
+/// E_q), key (S, B, E_k), value (S, B, E_v) -> (L, B, embed_dim).
+/// Projections "q_proj", "k_proj", "v_proj" and "out_proj" (affine layers
+/// with W and b) live in `scope`; embed_dim must divide into num_heads.
+VariablePtr multi_head_attention(const VariablePtr& query,
+                                 const VariablePtr& key,
+                                 const VariablePtr& value, int64_t embed_dim,
+                                 int num_heads, ParameterScope scope,
+                                 bool causal = false);
+}  // namespace parametric_functions
+
+}  // namespace mg

@@ -1,0 +1,43 @@
+// BatchMatmul: a matrix product per batch entry.
+#pragma once
+
+#include <mixgraph/graph/function.hpp>
+
+namespace mg {
+
+struct BatchMatmulOptions {
+  /// Use the transpose of each matrix of a (of b).
+  bool transpose_a = false;
+  bool transpose_b = false;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(BatchMatmulOptions& o, V&& v) {
+  v("transpose_a", o.transpose_a);
+  v("transpose_b", o.transpose_b);
+}
+
+/// a: (..., M, K) ((..., K, M) with transpose_a); b: (..., K, N) ((..., N,
+/// K) with transpose_b); the batch axes (...) hold the same number of
+/// matrices. y: a.shape[:-2] + (M, N), accumulated in fp32.
+class BatchMatmul : public Function {
+ public:
+  explicit BatchMatmul(const BatchMatmulOptions& opts) : opts_(opts) {}
+  std::string name() const override { return "BatchMatmul"; }
+  int min_inputs() const override { return 2; }
+  const BatchMatmulOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const BatchMatmulOptions opts_;
+  int64_t batch_ = 0, m_ = 0, n_ = 0, k_ = 0;
+};
+
+namespace functions {
+/// op(a) op(b) for each matrix of the batch, op = transpose where asked.
+VariablePtr batch_matmul(const VariablePtr& a, const VariablePtr& b,
+                         bool transpose_a = false, bool transpose_b = false);
+}  // namespace functions
+
+}  // namespace mg

@@ -1,0 +1,236 @@
+// Layer, group and instance normalization on the CPU. The statistics, the
+// normalised values and every grad sum are fp32 whatever the storage type.
+#include <mixgraph/functions/normalization.hpp>
+
+#include <cmath>
+
+#include <mixgraph/functions/cpu/cpu_functions.hpp>
+#include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/functions/cpu/elementwise.hpp>
+#include <mixgraph/functions/registry.hpp>
+
+namespace mg::cpu {
+
+namespace {
+
+// Which statistics group each element of x belongs to. When every kept axis
+// comes before every reduced one (the usual layouts: (N, C, H, W) per
+// sample, per channel or per group) group g is the run [g * size, (g + 1) *
+// size); otherwise `of` lists each element's group.
+struct Grouping {
+  int64_t groups = 1, size = 0;
+  bool contiguous = true;
+  std::vector<int64_t> of;
+  int64_t group(int64_t i) const { return contiguous ? i / size : of[i]; }
+};
+
+Grouping grouping(const Normalization::Layout& l) {
+  Grouping g;
+  const int nd = static_cast<int>(l.view.size());
+  bool seen_reduced = false;
+  for (int d = 0; d < nd; ++d) {
+    if (l.kept[d]) {
+      g.groups *= l.view[d];
+      if (seen_reduced && l.view[d] > 1) g.contiguous = false;
+    } else if (l.view[d] > 1) {
+      seen_reduced = true;
+    }
+  }
+  const int64_t n = shape_size(l.view);
+  g.size = g.groups ? n / g.groups : 0;
+  if (g.contiguous) return g;
+  g.of.resize(n);
+  std::vector<int64_t> idx(nd, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t k = 0;
+    for (int d = 0; d < nd; ++d) {
+      if (l.kept[d]) k = k * l.view[d] + idx[d];
+    }
+    g.of[i] = k;
+    for (int d = nd - 1; d >= 0 && ++idx[d] == l.view[d]; --d) idx[d] = 0;
+  }
+  return g;
+}
+
+// sums[g] = the sum of f(i) over the elements i of group g, in fp32.
+template <class F>
+std::vector<float> group_sums(const Grouping& g, int64_t n, F&& f) {
+  std::vector<float> sums(g.groups, 0.0f);
+  if (g.contiguous) {
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+    for (int64_t k = 0; k < g.groups; ++k) {
+      float s = 0.0f;
+      for (int64_t i = k * g.size; i < (k + 1) * g.size; ++i) s += f(i);
+      sums[k] = s;
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) sums[g.of[i]] += f(i);
+  }
+  return sums;
+}
+
+// fn(i) for every element, in parallel for big arrays.
+template <class F>
+void for_each_element(int64_t n, F&& fn) {
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) fn(i);
+}
+
+// fn(x_offset, param_offset, param_step, len) over x's rows, where the
+// parameter p (of x's rank, 1 or x's size per axis) broadcasts to x.
+template <class F>
+void for_each_param_row(const Shape& x, const Shape& p, const std::string& tag,
+                        F&& fn, bool serial) {
+  const BroadcastPlan plan = broadcast_plan(x, p, tag);
+  for_each_broadcast_row(
+      plan,
+      [&](int64_t o, int64_t, int64_t, int64_t o1, int64_t s1, int64_t len) {
+        fn(o, o1, s1, len);
+      },
+      serial);
+}
+
+template <class T, class Base, class Options>
+class NormalizationCpu : public Base {
+ public:
+  explicit NormalizationCpu(const Options& opts) : Base(opts) {}
+
+ protected:
+  void forward_impl(const Variables& in, const Variables& out) override {
+    const int64_t n = in[0]->size();
+    std::vector<float> y = xhat_of(in[0], /*compute_stats=*/true);
+    const std::string t = this->tag();
+    if (const int gi = this->gamma_index(); gi >= 0) {
+      const float* gamma = input<float>(in[gi]);
+      for_each_param_row(in[0]->shape(), in[gi]->shape(), t,
+                         [&](int64_t o, int64_t o1, int64_t s1, int64_t len) {
+                           for (int64_t j = 0; j < len; ++j) {
+                             y[o + j] *= gamma[o1 + j * s1];
+                           }
+                         }, false);
+    }
+    if (const int bi = this->beta_index(); bi >= 0) {
+      const float* beta = input<float>(in[bi]);
+      for_each_param_row(in[0]->shape(), in[bi]->shape(), t,
+                         [&](int64_t o, int64_t o1, int64_t s1, int64_t len) {
+                           for (int64_t j = 0; j < len; ++j) {
+                             y[o + j] += beta[o1 + j * s1];
+                           }
+                         }, false);
+    }
+    store(y.data(), output<T>(out[0]), n);
+  }
+
+  // With xhat = (x - mean) rstd and g = dy gamma: dx = rstd (g - mean(g) -
+  // xhat mean(g xhat)) per group; dbeta and dgamma sum dy and dy xhat over
+  // the axes they broadcast along.
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    const int64_t n = in[0]->size();
+    const Shape& xs = in[0]->shape();
+    const std::string t = this->tag();
+    std::vector<float> xhat = xhat_of(in[0], /*compute_stats=*/false);
+    std::vector<float> dy(n);
+    {
+      const T* g = output_grad<T>(out[0]);
+      for (int64_t b = 0; b < n; b += kBlock) {
+        const int64_t len = std::min(kBlock, n - b);
+        const float* f = load(g + b, dy.data() + b, len);
+        if (f != dy.data() + b) std::copy(f, f + len, dy.data() + b);
+      }
+    }
+    for (int p : {this->beta_index(), this->gamma_index()}) {
+      if (p < 0 || !propagate_down[p]) continue;
+      const bool is_gamma = p == this->gamma_index();
+      std::vector<float> sum(in[p]->size(), 0.0f);
+      for_each_param_row(xs, in[p]->shape(), t,
+                         [&](int64_t o, int64_t o1, int64_t s1, int64_t len) {
+                           for (int64_t j = 0; j < len; ++j) {
+                             sum[o1 + j * s1] +=
+                                 is_gamma ? dy[o + j] * xhat[o + j] : dy[o + j];
+                           }
+                         }, /*serial=*/true);
+      store(sum.data(), input_grad<T>(in[p], accum[p]), in[p]->size(),
+            accum[p]);
+    }
+    if (!propagate_down[0]) return;
+    if (const int gi = this->gamma_index(); gi >= 0) {
+      const float* gamma = input<float>(in[gi]);
+      for_each_param_row(xs, in[gi]->shape(), t,
+                         [&](int64_t o, int64_t o1, int64_t s1, int64_t len) {
+                           for (int64_t j = 0; j < len; ++j) {
+                             dy[o + j] *= gamma[o1 + j * s1];
+                           }
+                         }, false);
+    }
+    const Grouping& g = grouping_;
+    const float inv = 1.0f / static_cast<float>(g.size);
+    auto m1 = group_sums(g, n, [&](int64_t i) { return dy[i]; });
+    auto m2 = group_sums(g, n, [&](int64_t i) { return dy[i] * xhat[i]; });
+    for_each_element(n, [&](int64_t i) {
+      const int64_t k = g.group(i);
+      dy[i] = rstd_[k] * (dy[i] - m1[k] * inv - xhat[i] * m2[k] * inv);
+    });
+    store(dy.data(), input_grad<T>(in[0], accum[0]), n, accum[0]);
+  }
+
+ private:
+  // x normalised per group, in fp32; with compute_stats the mean and rstd
+  // are computed (forward), else those of forward are reused (backward).
+  std::vector<float> xhat_of(Variable* xv, bool compute_stats) {
+    const int64_t n = xv->size();
+    const T* x = input<T>(xv);
+    std::vector<float> xf(n);
+    for (int64_t b = 0; b < n; b += kBlock) {
+      const int64_t len = std::min(kBlock, n - b);
+      const float* f = load(x + b, xf.data() + b, len);
+      if (f != xf.data() + b) std::copy(f, f + len, xf.data() + b);
+    }
+    if (compute_stats) {
+      grouping_ = grouping(this->layout_);
+      const Grouping& g = grouping_;
+      const float inv = g.size ? 1.0f / static_cast<float>(g.size) : 0.0f;
+      mean_ = group_sums(g, n, [&](int64_t i) { return xf[i]; });
+      for (float& m : mean_) m *= inv;
+      // Two passes: the variance of x - mean loses nothing to cancellation.
+      rstd_ = group_sums(g, n, [&](int64_t i) {
+        const float d = xf[i] - mean_[g.group(i)];
+        return d * d;
+      });
+      for (float& v : rstd_) v = 1.0f / std::sqrt(v * inv + this->eps_);
+    }
+    const Grouping& g = grouping_;
+    for_each_element(n, [&](int64_t i) {
+      const int64_t k = g.group(i);
+      xf[i] = (xf[i] - mean_[k]) * rstd_[k];
+    });
+    return xf;
+  }
+
+  Grouping grouping_;
+  std::vector<float> mean_, rstd_;  // per group, from forward
+};
+
+template <class T>
+using LayerNormalizationCpu =
+    NormalizationCpu<T, LayerNormalization, LayerNormalizationOptions>;
+template <class T>
+using GroupNormalizationCpu =
+    NormalizationCpu<T, GroupNormalization, GroupNormalizationOptions>;
+template <class T>
+using InstanceNormalizationCpu =
+    NormalizationCpu<T, InstanceNormalization, InstanceNormalizationOptions>;
+
+}  // namespace
+
+void register_normalization(FunctionRegistry& r) {
+  register_float_types<LayerNormalizationCpu, LayerNormalizationOptions>(
+      r, "LayerNormalization", "cpu");
+  register_float_types<GroupNormalizationCpu, GroupNormalizationOptions>(
+      r, "GroupNormalization", "cpu");
+  register_float_types<InstanceNormalizationCpu, InstanceNormalizationOptions>(
+      r, "InstanceNormalization", "cpu");
+}
+
+}  // namespace mg::cpu

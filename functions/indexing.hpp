@@ -1,0 +1,121 @@
+// Functions that read by index or by condition: Embed, Gather, OneHot and
+// Where. Indices are read as int32 (float indices convert, truncating) and
+// checked; they get no gradient (a zero one where asked).
+#pragma once
+
+#include <mixgraph/graph/function.hpp>
+#include <mixgraph/graph/parameter_scope.hpp>
+
+namespace mg {
+
+/// Embed has no arguments.
+struct EmbedOptions {};
+
+/// Inputs x (ids, any shape) and W (n_inputs, ...); y = W[x], of shape
+/// x.shape + W.shape[1:]. The grad goes to W only, summed in fp32.
+class Embed : public Function {
+ public:
+  explicit Embed(const EmbedOptions&) {}
+  std::string name() const override { return "Embed"; }
+  int min_inputs() const override { return 2; }
+  bool grad_depends_input_data(int i) const override { return i == 0; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  int64_t rows_ = 0, width_ = 0;  // W seen as (rows, width)
+};
+
+struct GatherOptions {
+  /// The axis of x the indices pick along.
+  int axis = 0;
+  /// Leading axes shared by x and indices (as TensorFlow's gather).
+  int batch_dims = 0;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(GatherOptions& o, V&& v) {
+  v("axis", o.axis);
+  v("batch_dims", o.batch_dims);
+}
+
+/// y = x[..., indices, ...] along axis: shape x.shape[:axis] +
+/// indices.shape[batch_dims:] + x.shape[axis + 1:].
+class Gather : public Function {
+ public:
+  explicit Gather(const GatherOptions& opts) : opts_(opts) {}
+  std::string name() const override { return "Gather"; }
+  int min_inputs() const override { return 2; }
+  bool grad_depends_input_data(int i) const override { return i == 1; }
+  const GatherOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const GatherOptions opts_;
+  // x as (batch, outer, size, inner), indices as (batch, count).
+  int64_t batch_ = 1, outer_ = 1, size_ = 1, inner_ = 1, count_ = 1;
+};
+
+struct OneHotOptions {
+  /// The size of each one-hot axis; x's last axis has one id per entry.
+  Shape shape;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(OneHotOptions& o, V&& v) {
+  v("shape", o.shape);
+}
+
+/// x: ids of shape (..., len(shape)); y of shape x.shape[:-1] + shape is 1 at
+/// the ids and 0 elsewhere. No gradient.
+class OneHot : public Function {
+ public:
+  explicit OneHot(const OneHotOptions& opts) : opts_(opts) {}
+  std::string name() const override { return "OneHot"; }
+  int min_inputs() const override { return 1; }
+  bool grad_depends_input_data(int) const override { return false; }
+  const OneHotOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const OneHotOptions opts_;
+};
+
+/// Where has no arguments.
+struct WhereOptions {};
+
+/// y = condition != 0 ? x_true : x_false. x_true and x_false have one shape;
+/// condition broadcasts to it (NumPy rules). The condition gets no gradient.
+class Where : public Function {
+ public:
+  explicit Where(const WhereOptions&) {}
+  std::string name() const override { return "Where"; }
+  int min_inputs() const override { return 3; }
+  bool grad_depends_input_data(int i) const override { return i == 0; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+};
+
+namespace functions {
+/// W[x]: rows of W picked by the integer ids in x.
+VariablePtr embed(const VariablePtr& x, const VariablePtr& W);
+/// x indexed by `indices` along `axis`.
+VariablePtr gather(const VariablePtr& x, const VariablePtr& indices,
+                   int axis = 0, int batch_dims = 0);
+/// One-hot arrays of `shape` at the ids in x's last axis.
+VariablePtr one_hot(const VariablePtr& x, Shape shape);
+/// x_true where condition is nonzero, x_false elsewhere.
+VariablePtr where(const VariablePtr& condition, const VariablePtr& x_true,
+                  const VariablePtr& x_false);
+}  // namespace functions
+
+namespace parametric_functions {
+/// An embedding of `n_inputs` ids into `n_features` values, with "W" in
+/// `scope` initialised uniform in (-sqrt(3), sqrt(3)) as in NNabla.
+VariablePtr embed(const VariablePtr& x, int64_t n_inputs, int64_t n_features,
+                  ParameterScope scope, const Initializer& w_init = nullptr);
+}  // namespace parametric_functions
+
+}  // namespace mg

@@ -1,0 +1,53 @@
+// Min over axes, and ArgMax / ArgMin: the reductions that Max does not cover.
+#pragma once
+
+#include <vector>
+
+#include <mixgraph/functions/reduction.hpp>
+
+namespace mg {
+
+/// y = the min of x over the axes; backward routes the grad to the first
+/// minimum, whose index forward keeps.
+class Min : public Reduction {
+ public:
+  using Reduction::Reduction;
+  std::string name() const override { return "Min"; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  std::vector<int64_t> argmin_;  // flat index into x, per output
+};
+
+/// y = the position of the first max of x over the axes, counted row-major
+/// within the reduced axes (for one axis: the index along it). y is written
+/// as fp32 whatever the type (exact up to 2^24); x gets a zero gradient.
+class ArgMax : public Reduction {
+ public:
+  using Reduction::Reduction;
+  std::string name() const override { return "ArgMax"; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+};
+
+/// As ArgMax, for the first min.
+class ArgMin : public ArgMax {
+ public:
+  using ArgMax::ArgMax;
+  std::string name() const override { return "ArgMin"; }
+};
+
+namespace functions {
+/// Min over `axes` (all when empty).
+VariablePtr min(const VariablePtr& x, std::vector<int> axes = {},
+                bool keep_dims = false);
+/// The index of the max over `axes` (all, flattened, when empty).
+VariablePtr argmax(const VariablePtr& x, std::vector<int> axes = {},
+                   bool keep_dims = false);
+/// The index of the min over `axes` (all, flattened, when empty).
+VariablePtr argmin(const VariablePtr& x, std::vector<int> axes = {},
+                   bool keep_dims = false);
+}  // namespace functions
+
+}  // namespace mg

@@ -1,0 +1,182 @@
+// LayerNormalization, GroupNormalization and InstanceNormalization: each
+// sample normalised by its own statistics, computed in fp32.
+#pragma once
+
+#include <vector>
+
+#include <mixgraph/graph/function.hpp>
+#include <mixgraph/graph/parameter_scope.hpp>
+
+namespace mg {
+
+struct LayerNormalizationOptions {
+  /// The axes that index samples; the statistics run over all the others.
+  std::vector<int> batch_axis = {0};
+  float eps = 1e-5f;
+  /// Whether gamma (beta) is left out of the inputs.
+  bool no_scale = false;
+  bool no_bias = false;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(LayerNormalizationOptions& o, V&& v) {
+  v("batch_axis", o.batch_axis);
+  v("eps", o.eps);
+  v("no_scale", o.no_scale);
+  v("no_bias", o.no_bias);
+}
+
+struct GroupNormalizationOptions {
+  /// The channels are split into num_groups groups of consecutive channels.
+  int num_groups = 1;
+  int channel_axis = 1;
+  std::vector<int> batch_axis = {0};
+  float eps = 1e-5f;
+  bool no_scale = false;
+  bool no_bias = false;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(GroupNormalizationOptions& o, V&& v) {
+  v("num_groups", o.num_groups);
+  v("channel_axis", o.channel_axis);
+  v("batch_axis", o.batch_axis);
+  v("eps", o.eps);
+  v("no_scale", o.no_scale);
+  v("no_bias", o.no_bias);
+}
+
+struct InstanceNormalizationOptions {
+  int channel_axis = 1;
+  std::vector<int> batch_axis = {0};
+  float eps = 1e-5f;
+  bool no_scale = false;
+  bool no_bias = false;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(InstanceNormalizationOptions& o, V&& v) {
+  v("channel_axis", o.channel_axis);
+  v("batch_axis", o.batch_axis);
+  v("eps", o.eps);
+  v("no_scale", o.no_scale);
+  v("no_bias", o.no_bias);
+}
+
+/// The shared rule. Inputs x, then beta unless no_bias, then gamma unless
+/// no_scale (NNabla's order); beta and gamma have x's number of dimensions
+/// and broadcast to it. y = (x - mean) / sqrt(var + eps) * gamma + beta, with
+/// the mean and the (biased) variance taken over each statistics group in
+/// fp32. The subclasses say which elements form a group.
+class Normalization : public Function {
+ public:
+  int min_inputs() const override { return 1; }
+  int max_inputs() const override { return 3; }
+  // Backward reads x and gamma, not beta.
+  bool grad_depends_input_data(int i) const override {
+    return i != beta_index();
+  }
+
+  /// x seen as `view` (x's shape, a channel axis split in two for groups),
+  /// with `kept[d]` true on the axes that index a statistics group.
+  struct Layout {
+    Shape view;
+    std::vector<bool> kept;
+  };
+
+ protected:
+  Normalization(float eps, bool no_scale, bool no_bias)
+      : eps_(eps), no_scale_(no_scale), no_bias_(no_bias) {}
+  void setup_impl(const Variables& in, const Variables& out) override;
+  /// The grouping for x; throws for bad axes.
+  virtual Layout layout(const Shape& x) const = 0;
+  int beta_index() const { return no_bias_ ? -1 : 1; }
+  int gamma_index() const { return no_scale_ ? -1 : (no_bias_ ? 1 : 2); }
+
+  const float eps_;
+  const bool no_scale_, no_bias_;
+  Layout layout_;
+};
+
+/// Statistics per sample (per index of the batch axes) over all other axes.
+class LayerNormalization : public Normalization {
+ public:
+  explicit LayerNormalization(const LayerNormalizationOptions& opts)
+      : Normalization(opts.eps, opts.no_scale, opts.no_bias), opts_(opts) {}
+  std::string name() const override { return "LayerNormalization"; }
+  const LayerNormalizationOptions& options() const { return opts_; }
+
+ protected:
+  Layout layout(const Shape& x) const override;
+  const LayerNormalizationOptions opts_;
+};
+
+/// Statistics per sample and group of num_groups consecutive channels.
+class GroupNormalization : public Normalization {
+ public:
+  explicit GroupNormalization(const GroupNormalizationOptions& opts)
+      : Normalization(opts.eps, opts.no_scale, opts.no_bias), opts_(opts) {}
+  std::string name() const override { return "GroupNormalization"; }
+  const GroupNormalizationOptions& options() const { return opts_; }
+
+ protected:
+  Layout layout(const Shape& x) const override;
+  const GroupNormalizationOptions opts_;
+};
+
+/// Statistics per sample and channel, over the remaining (spatial) axes.
+class InstanceNormalization : public Normalization {
+ public:
+  explicit InstanceNormalization(const InstanceNormalizationOptions& opts)
+      : Normalization(opts.eps, opts.no_scale, opts.no_bias), opts_(opts) {}
+  std::string name() const override { return "InstanceNormalization"; }
+  const InstanceNormalizationOptions& options() const { return opts_; }
+
+ protected:
+  Layout layout(const Shape& x) const override;
+  const InstanceNormalizationOptions opts_;
+};
+
+namespace functions {
+/// Layer normalization; beta and gamma may be null (then left out).
+VariablePtr layer_normalization(const VariablePtr& x, const VariablePtr& beta,
+                                const VariablePtr& gamma,
+                                std::vector<int> batch_axis = {0},
+                                float eps = 1e-5f);
+/// Group normalization over num_groups groups of channels.
+VariablePtr group_normalization(const VariablePtr& x, const VariablePtr& beta,
+                                const VariablePtr& gamma, int num_groups,
+                                int channel_axis = 1,
+                                std::vector<int> batch_axis = {0},
+                                float eps = 1e-5f);
+/// Instance normalization: per sample and channel.
+VariablePtr instance_normalization(const VariablePtr& x,
+                                   const VariablePtr& beta,
+                                   const VariablePtr& gamma,
+                                   int channel_axis = 1,
+                                   std::vector<int> batch_axis = {0},
+                                   float eps = 1e-5f);
+}  // namespace functions
+
+namespace parametric_functions {
+/// Layer normalization with "beta" (0) and "gamma" (1) in `scope`, of x's
+/// shape with 1 on the batch axes, as NNabla creates them.
+VariablePtr layer_normalization(const VariablePtr& x, ParameterScope scope,
+                                std::vector<int> batch_axis = {0},
+                                float eps = 1e-5f);
+/// Group normalization with "beta" and "gamma" of shape (1, C, 1, ...).
+VariablePtr group_normalization(const VariablePtr& x, int num_groups,
+                                ParameterScope scope, int channel_axis = 1,
+                                std::vector<int> batch_axis = {0},
+                                float eps = 1e-5f);
+/// Instance normalization with "beta" and "gamma" of shape (1, C, 1, ...).
+VariablePtr instance_normalization(const VariablePtr& x, ParameterScope scope,
+                                   int channel_axis = 1,
+                                   std::vector<int> batch_axis = {0},
+                                   float eps = 1e-5f);
+}  // namespace parametric_functions
+
+}  // namespace mg
