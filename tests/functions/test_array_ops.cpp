@@ -1,0 +1,247 @@
+// Split, Stack, Broadcast, Pad and Flip through the shared checker.
+#include <gtest/gtest.h>
+
+#include <mixgraph/functions/builder.hpp>
+
+#include "../support/function_tester.hpp"
+
+namespace mg::test {
+namespace {
+
+// Runs f and expects std::invalid_argument whose message holds every part.
+void expect_error(const std::function<void()>& f,
+                  const std::vector<std::string>& parts) {
+  try {
+    f();
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    for (const auto& p : parts) {
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Element (i0, i1, i2) of a row-major (d0, d1, d2) array.
+int64_t at(const Shape& s, int64_t i0, int64_t i1, int64_t i2) {
+  return (i0 * s[1] + i1) * s[2] + i2;
+}
+
+TEST(Split, OutputsAreTheSlicesWithTheAxisRemoved) {
+  auto x = variable_from({2, 3}, {0, 1, 2, 3, 4, 5});
+  auto ys = F::split(x, 1);
+  ASSERT_EQ(ys.size(), 3u);
+  for (auto& y : ys) EXPECT_EQ(y->shape(), (Shape{2}));
+  ys[2]->forward();
+  EXPECT_EQ(to_doubles(ys[0]), (Doubles{0, 3}));
+  EXPECT_EQ(to_doubles(ys[2]), (Doubles{2, 5}));
+}
+
+// y = 2 y_0 - y_2 (y_1 unused: its grad is zero) checks every output's grad.
+TEST(Split, All) {
+  FunctionCheck c;
+  c.inputs = {{{2, 3, 4}}};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    auto ys = F::split(in[0], 1);
+    return F::sub2(F::mul_scalar(ys[0], 2.0f), ys[2]);
+  };
+  c.reference = [](const std::vector<Doubles>& in) {
+    const Shape s{2, 3, 4};
+    Doubles y(8);
+    for (int i = 0; i < 2; ++i) {
+      for (int k = 0; k < 4; ++k) {
+        y[i * 4 + k] = 2 * in[0][at(s, i, 0, k)] - in[0][at(s, i, 2, k)];
+      }
+    }
+    return y;
+  };
+  check_all(c);
+}
+
+TEST(Split, NumOutputsMustMatchTheAxis) {
+  expect_error([] { F::split(make_variable({2, 3}), 2); },
+               {"[split] axis 2 is out of range for x with shape (2, 3)"});
+  expect_error(
+      [] {
+        apply_function("Split", SplitOptions{0, 3}, {make_variable({2, 3})});
+      },
+      {"[split] x with shape (2, 3) has 2 slices along axis 0, but "
+       "num_outputs is 3"});
+}
+
+TEST(Stack, All) {
+  for (int axis : {0, 1, -1}) {
+    FunctionCheck c;
+    c.inputs = {{{2, 3}}, {{2, 3}}, {{2, 3}}};
+    c.build = [axis](const std::vector<VariablePtr>& in) {
+      return F::stack(in, axis);
+    };
+    c.reference = [axis](const std::vector<Doubles>& in) {
+      Doubles y(18);
+      for (int k = 0; k < 3; ++k) {
+        for (int i = 0; i < 2; ++i) {
+          for (int j = 0; j < 3; ++j) {
+            const int64_t o = axis == 0   ? at({3, 2, 3}, k, i, j)
+                              : axis == 1 ? at({2, 3, 3}, i, k, j)
+                                          : at({2, 3, 3}, i, j, k);
+            y[o] = in[k][i * 3 + j];
+          }
+        }
+      }
+      return y;
+    };
+    check_all(c);
+  }
+}
+
+TEST(Stack, SplitUndoesStack) {
+  auto a = variable_from({2}, {1, 2}), b = variable_from({2}, {3, 4});
+  auto y = F::stack({a, b}, 1);
+  EXPECT_EQ(y->shape(), (Shape{2, 2}));
+  auto parts = F::split(y, 1);
+  parts[1]->forward();
+  EXPECT_EQ(to_doubles(parts[1]), (Doubles{3, 4}));
+}
+
+TEST(Stack, ShapesMustMatch) {
+  expect_error([] { F::stack({make_variable({2, 3}), make_variable({3, 2})}); },
+               {"[stack] input 1 with shape (3, 2) differs from input 0 with "
+                "shape (2, 3)"});
+  expect_error([] { F::stack({make_variable({2})}, 2); },
+               {"[stack] axis 2 is out of range"});
+}
+
+TEST(Broadcast, All) {
+  FunctionCheck c;
+  c.inputs = {{{3, 1}}};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::broadcast(in[0], {2, 3, 4});
+  };
+  c.reference = [](const std::vector<Doubles>& in) {
+    Doubles y(24);
+    for (int i = 0; i < 24; ++i) y[i] = in[0][(i / 4) % 3];
+    return y;
+  };
+  check_all(c);
+}
+
+TEST(Broadcast, SameRank) {
+  FunctionCheck c;
+  c.inputs = {{{1, 3, 1}}};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::broadcast(in[0], {2, 3, 4});
+  };
+  c.reference = [](const std::vector<Doubles>& in) {
+    Doubles y(24);
+    for (int i = 0; i < 24; ++i) y[i] = in[0][(i / 4) % 3];
+    return y;
+  };
+  check_all(c);
+}
+
+TEST(Broadcast, HalfGradSumsInFloat) {
+  // 4096 copies of one value: the grad (4096) is exact only with fp32 sums.
+  ContextGuard guard(context("cpu", "half"));
+  auto x = variable_from({1}, {0.5f}, true);
+  auto y = F::broadcast(x, {4096});
+  y->forward();
+  y->backward(1.0f);
+  EXPECT_EQ(grad_doubles(x), (Doubles{4096}));
+}
+
+TEST(Broadcast, BadShapes) {
+  expect_error([] { F::broadcast(make_variable({3, 2}), {3, 4}); },
+               {"[broadcast] x with shape (3, 2) cannot broadcast to shape "
+                "(3, 4): axis 1 is 2 against 4"});
+  expect_error([] { F::broadcast(make_variable({2, 3}), {3}); },
+               {"it has more dimensions"});
+}
+
+// Pads a (2, 3) array by (1, 2) on axis 1 (and by `rows` on axis 0).
+Doubles pad_ref(const Doubles& x, const std::string& mode, bool rows) {
+  auto src = [&](int64_t j, int64_t n, int64_t before) -> int64_t {
+    int64_t i = j - before;
+    if (i >= 0 && i < n) return i;
+    if (mode == "constant") return -1;
+    if (mode == "reflect") return i < 0 ? -i : 2 * (n - 1) - i;
+    return i < 0 ? 0 : n - 1;
+  };
+  const int64_t r0 = rows ? 1 : 0, r1 = rows ? 1 : 0;
+  const int64_t h = 2 + r0 + r1, w = 6;
+  Doubles y(h * w);
+  for (int64_t a = 0; a < h; ++a) {
+    for (int64_t b = 0; b < w; ++b) {
+      const int64_t i = src(a, 2, r0), j = src(b, 3, 1);
+      y[a * w + b] = (i < 0 || j < 0) ? 0.5 : x[i * 3 + j];
+    }
+  }
+  return y;
+}
+
+TEST(Pad, AllModes) {
+  for (std::string mode : {"constant", "reflect", "repeat"}) {
+    for (bool rows : {false, true}) {
+      SCOPED_TRACE(mode + (rows ? " on both axes" : " on the last axis"));
+      FunctionCheck c;
+      c.inputs = {{{2, 3}}};
+      c.build = [=](const std::vector<VariablePtr>& in) {
+        std::vector<int> pw = rows ? std::vector<int>{1, 1, 1, 2}
+                                   : std::vector<int>{1, 2};
+        return F::pad(in[0], pw, mode, 0.5f);
+      };
+      c.reference = [=](const std::vector<Doubles>& in) {
+        return pad_ref(in[0], mode, rows);
+      };
+      check_all(c);
+    }
+  }
+}
+
+TEST(Pad, BadArguments) {
+  expect_error([] { F::pad(make_variable({2, 3}), {1, 1, 1}); },
+               {"[pad] pad_width (1, 1, 1) must hold (before, after) pairs"});
+  expect_error([] { F::pad(make_variable({2, 3}), {1, 1}, "wrap"); },
+               {"[pad] mode 'wrap' is not one of constant, reflect, repeat"});
+  expect_error([] { F::pad(make_variable({2, 3}), {3, 0}, "reflect"); },
+               {"[pad] reflect padding (3, 0) on axis 1 of x with shape "
+                "(2, 3) must be less than its size 3"});
+  expect_error([] { F::pad(make_variable({2, 3}), {-1, 0}); },
+               {"negative entry"});
+}
+
+TEST(Flip, All) {
+  for (std::vector<int> axes : {std::vector<int>{-1}, {0}, {0, 2}}) {
+    FunctionCheck c;
+    c.inputs = {{{2, 3, 4}}};
+    c.build = [axes](const std::vector<VariablePtr>& in) {
+      return F::flip(in[0], axes);
+    };
+    c.reference = [axes](const std::vector<Doubles>& in) {
+      const Shape s{2, 3, 4};
+      Doubles y(24);
+      for (int64_t i = 0; i < 2; ++i) {
+        for (int64_t j = 0; j < 3; ++j) {
+          for (int64_t k = 0; k < 4; ++k) {
+            int64_t idx[3] = {i, j, k};
+            for (int a : axes) {
+              const int n = a < 0 ? a + 3 : a;
+              idx[n] = s[n] - 1 - idx[n];
+            }
+            y[at(s, i, j, k)] = in[0][at(s, idx[0], idx[1], idx[2])];
+          }
+        }
+      }
+      return y;
+    };
+    check_all(c);
+  }
+}
+
+TEST(Flip, BadAxes) {
+  expect_error([] { F::flip(make_variable({2, 3}), {2}); },
+               {"[flip] axis 2 is out of range for x with shape (2, 3)"});
+  expect_error([] { F::flip(make_variable({2, 3}), {1, -1}); },
+               {"[flip] axes (1, -1) name axis 1 twice"});
+}
+
+}  // namespace
+}  // namespace mg::test

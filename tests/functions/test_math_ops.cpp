@@ -1,0 +1,160 @@
+// SoftPlus, Swish, HardTanh, ClipByValue, Sqrt, Rsqrt, Abs, Erf, Maximum2
+// and Minimum2 through the shared checker.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "../support/function_tester.hpp"
+
+namespace mg::test {
+namespace {
+
+using UnaryRef = std::function<double(double)>;
+
+FunctionCheck unary_check(std::function<VariablePtr(const VariablePtr&)> f,
+                          UnaryRef ref, float low = -2.0f, float high = 2.0f) {
+  FunctionCheck c;
+  c.inputs = {{{3, 4, 5}, low, high}};
+  c.build = [f](const std::vector<VariablePtr>& in) { return f(in[0]); };
+  c.reference = [ref](const std::vector<Doubles>& in) {
+    Doubles y(in[0].size());
+    for (size_t i = 0; i < y.size(); ++i) y[i] = ref(in[0][i]);
+    return y;
+  };
+  return c;
+}
+
+TEST(SoftPlus, All) {
+  check_all(unary_check([](auto x) { return F::softplus(x); },
+                        [](double x) { return std::log1p(std::exp(x)); }));
+}
+
+TEST(SoftPlus, Beta) {
+  check_all(unary_check([](auto x) { return F::softplus(x, 2.0f); },
+                        [](double x) { return std::log1p(std::exp(2 * x)) / 2; }));
+}
+
+TEST(SoftPlus, LargeInputsDoNotOverflow) {
+  auto x = variable_from({3}, {100.0f, -100.0f, 0.0f});
+  auto y = F::softplus(x);
+  y->forward();
+  const Doubles v = to_doubles(y);
+  EXPECT_NEAR(v[0], 100.0, 1e-4);
+  EXPECT_NEAR(v[1], 0.0, 1e-6);
+  EXPECT_NEAR(v[2], std::log(2.0), 1e-6);
+}
+
+TEST(Swish, All) {
+  check_all(unary_check([](auto x) { return F::swish(x); },
+                        [](double x) { return x / (1 + std::exp(-x)); }));
+}
+
+TEST(HardTanh, All) {
+  check_all(unary_check([](auto x) { return F::hard_tanh(x); },
+                        [](double x) { return std::max(-1.0, std::min(1.0, x)); }));
+}
+
+TEST(ClipByValue, All) {
+  check_all(unary_check([](auto x) { return F::clip_by_value(x, -0.5f, 1.2f); },
+                        [](double x) { return std::max(-0.5, std::min(1.2, x)); }));
+}
+
+TEST(ClipByValue, MinAboveMaxIsRejected) {
+  try {
+    F::clip_by_value(make_variable({2}), 1.0f, -1.0f);
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("[clip_by_value] min 1"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Sqrt, All) {
+  check_all(unary_check([](auto x) { return F::sqrt(x); },
+                        [](double x) { return std::sqrt(x); }, 0.5f, 3.0f));
+}
+
+TEST(Rsqrt, All) {
+  check_all(unary_check([](auto x) { return F::rsqrt(x); },
+                        [](double x) { return 1 / std::sqrt(x); }, 0.5f, 3.0f));
+}
+
+TEST(Abs, All) {
+  check_all(unary_check([](auto x) { return F::abs(x); },
+                        [](double x) { return std::fabs(x); }));
+}
+
+TEST(Abs, GradAtZeroIsZero) {
+  auto x = variable_from({3}, {-1.0f, 0.0f, 2.0f}, true);
+  auto y = F::abs(x);
+  y->forward();
+  y->backward();
+  EXPECT_EQ(grad_doubles(x), (Doubles{-1, 0, 1}));
+}
+
+TEST(Erf, All) {
+  check_all(unary_check([](auto x) { return F::erf(x); },
+                        [](double x) { return std::erf(x); }));
+}
+
+// ---- binary, with broadcasting ----
+
+using BinaryRef = std::function<double(double, double)>;
+using BinaryFn = std::function<VariablePtr(const VariablePtr&, const VariablePtr&)>;
+
+// b broadcast along a's leading axes: a (2, 3, 4), b (3, 1) or equal shapes.
+FunctionCheck binary_check(BinaryFn f, BinaryRef ref, bool broadcast) {
+  FunctionCheck c;
+  const Shape sb = broadcast ? Shape{3, 1} : Shape{2, 3, 4};
+  c.inputs = {{{2, 3, 4}, -2.0f, 2.0f}, {sb, -2.0f, 2.0f}};
+  c.build = [f](const std::vector<VariablePtr>& in) { return f(in[0], in[1]); };
+  c.reference = [=](const std::vector<Doubles>& in) {
+    Doubles y(24);
+    for (int i = 0; i < 24; ++i) {
+      const int j = broadcast ? (i / 4) % 3 : i;
+      y[i] = ref(in[0][i], in[1][j]);
+    }
+    return y;
+  };
+  return c;
+}
+
+TEST(Maximum2, SameShapeAndBroadcast) {
+  auto ref = [](double a, double b) { return std::max(a, b); };
+  auto f = [](auto a, auto b) { return F::maximum2(a, b); };
+  check_all(binary_check(f, ref, false));
+  check_all(binary_check(f, ref, true));
+}
+
+TEST(Minimum2, SameShapeAndBroadcast) {
+  auto ref = [](double a, double b) { return std::min(a, b); };
+  auto f = [](auto a, auto b) { return F::minimum2(a, b); };
+  check_all(binary_check(f, ref, false));
+  check_all(binary_check(f, ref, true));
+}
+
+TEST(Maximum2, TieSendsTheGradToTheFirstInput) {
+  auto a = variable_from({2}, {1.0f, 2.0f}, true);
+  auto b = variable_from({2}, {1.0f, 3.0f}, true);
+  auto y = F::maximum2(a, b);
+  y->forward();
+  y->backward();
+  EXPECT_EQ(grad_doubles(a), (Doubles{1, 0}));
+  EXPECT_EQ(grad_doubles(b), (Doubles{0, 1}));
+}
+
+TEST(Minimum2, ShapesThatDoNotBroadcastAreRejected) {
+  try {
+    F::minimum2(make_variable({2, 3}), make_variable({4}));
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("[minimum2] x0 with shape (2, 3)"), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("cannot broadcast"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace mg::test
