@@ -1,0 +1,120 @@
+// Min, ArgMax and ArgMin.
+#include <gtest/gtest.h>
+
+#include "../support/function_tester.hpp"
+
+namespace mg::test {
+namespace {
+
+// (2, 3, 4) reduced over axis 1 by `pick` (returns the chosen index).
+Doubles reduce_axis1(const Doubles& x, bool want_index, bool is_min) {
+  Doubles y;
+  for (int a = 0; a < 2; ++a) {
+    for (int k = 0; k < 4; ++k) {
+      int best = 0;
+      for (int j = 1; j < 3; ++j) {
+        const double v = x[(a * 3 + j) * 4 + k], b = x[(a * 3 + best) * 4 + k];
+        if (is_min ? v < b : v > b) best = j;
+      }
+      y.push_back(want_index ? best : x[(a * 3 + best) * 4 + k]);
+    }
+  }
+  return y;
+}
+
+TEST(Min, Axis) {
+  FunctionCheck c;
+  c.inputs = {{{2, 3, 4}}};
+  c.build = [](const std::vector<VariablePtr>& in) { return F::min(in[0], {1}); };
+  c.reference = [](const std::vector<Doubles>& in) {
+    return reduce_axis1(in[0], false, true);
+  };
+  check_all(c);
+}
+
+TEST(Min, AllAxesKeepDims) {
+  FunctionCheck c;
+  c.inputs = {{{3, 4}}};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::min(in[0], {}, true);
+  };
+  c.reference = [](const std::vector<Doubles>& in) {
+    return Doubles{*std::min_element(in[0].begin(), in[0].end())};
+  };
+  check_all(c);
+  auto y = F::min(make_variable({3, 4}), {}, true);
+  EXPECT_EQ(y->shape(), (Shape{1, 1}));
+}
+
+TEST(ArgMax, AxisAndArgMin) {
+  for (bool is_min : {false, true}) {
+    FunctionCheck c;
+    c.inputs = {{{2, 3, 4}}};
+    c.build = [is_min](const std::vector<VariablePtr>& in) {
+      return is_min ? F::argmin(in[0], {1}) : F::argmax(in[0], {1});
+    };
+    c.reference = [is_min](const std::vector<Doubles>& in) {
+      return reduce_axis1(in[0], true, is_min);
+    };
+    c.check_grad = false;
+    c.half_atol = c.bf16_atol = 0;  // the same index, or a tie broken alike
+    c.half_rtol = c.bf16_rtol = 0;
+    check_all(c);
+  }
+}
+
+TEST(ArgMax, FlattenedAndFirstOfTies) {
+  auto x = variable_from({2, 3}, {1, 5, 2, 5, 0, 3});
+  auto y = F::argmax(x);
+  auto z = F::argmax(x, {-1}, true);
+  y->forward();
+  z->forward();
+  EXPECT_EQ(y->shape(), Shape{});
+  EXPECT_EQ(to_doubles(y), (Doubles{1}));
+  EXPECT_EQ(z->shape(), (Shape{2, 1}));
+  EXPECT_EQ(to_doubles(z), (Doubles{1, 0}));
+}
+
+TEST(ArgMax, HalfIndicesBeyond2048AreExact) {
+  // Half cannot hold 4097; ArgMax writes its indices as fp32.
+  ContextGuard guard(context("cpu", "half"));
+  std::vector<float> v(5000, 0.0f);
+  v[4097] = 1.0f;
+  auto y = F::argmax(variable_from({5000}, v));
+  y->forward();
+  EXPECT_EQ(to_doubles(y), (Doubles{4097}));
+}
+
+TEST(ArgMax, GivesAZeroGradient) {
+  auto x = variable_from({3}, {1, 3, 2}, true);
+  auto y = F::add2(F::argmax(x), F::sum(x));
+  y->forward();
+  y->backward();
+  EXPECT_EQ(grad_doubles(x), (Doubles{1, 1, 1}));
+}
+
+TEST(Min, EmptyAxisAndBadAxis) {
+  for (auto f : {+[](const VariablePtr& x) { return F::min(x, {1}); },
+                 +[](const VariablePtr& x) { return F::argmax(x, {1}); }}) {
+    try {
+      f(make_variable({2, 0}));
+      FAIL() << "expected an exception";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("x with shape (2, 0) has no elements "
+                                           "on axis 1"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  try {
+    F::min(make_variable({2, 3}), {2});
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("[min] axis 2 is out of range"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace mg::test
