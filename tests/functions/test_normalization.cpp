@@ -1,0 +1,227 @@
+// LayerNormalization, GroupNormalization and InstanceNormalization.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <mixgraph/functions/builder.hpp>
+
+#include "../support/function_tester.hpp"
+
+namespace mg::test {
+namespace {
+
+void expect_error(const std::function<void()>& f,
+                  const std::vector<std::string>& parts) {
+  try {
+    f();
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    for (const auto& p : parts) {
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The reference in double: group(idx) names each element's statistics
+// group; beta and gamma (of `ps`, each axis 1 or x's) broadcast to x.
+using GroupFn = std::function<int64_t(const std::vector<int64_t>&)>;
+
+Doubles norm_ref(const Shape& xs, const Doubles& x, const GroupFn& group,
+                 const Shape& ps, const Doubles* beta, const Doubles* gamma,
+                 double eps = 1e-5) {
+  const int64_t n = shape_size(xs);
+  const int nd = static_cast<int>(xs.size());
+  std::vector<int64_t> g(n), p(n);
+  std::vector<int64_t> idx(nd, 0);
+  int64_t groups = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    g[i] = group(idx);
+    groups = std::max(groups, g[i] + 1);
+    int64_t q = 0;
+    for (int d = 0; d < nd; ++d) q = q * ps[d] + (ps[d] == 1 ? 0 : idx[d]);
+    p[i] = q;
+    for (int d = nd - 1; d >= 0 && ++idx[d] == xs[d]; --d) idx[d] = 0;
+  }
+  Doubles sum(groups, 0), sq(groups, 0), cnt(groups, 0);
+  for (int64_t i = 0; i < n; ++i) sum[g[i]] += x[i], cnt[g[i]] += 1;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = x[i] - sum[g[i]] / cnt[g[i]];
+    sq[g[i]] += d * d;
+  }
+  Doubles y(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double mean = sum[g[i]] / cnt[g[i]], var = sq[g[i]] / cnt[g[i]];
+    y[i] = (x[i] - mean) / std::sqrt(var + eps);
+    if (gamma) y[i] *= (*gamma)[p[i]];
+    if (beta) y[i] += (*beta)[p[i]];
+  }
+  return y;
+}
+
+TEST(LayerNormalization, PerSample) {
+  FunctionCheck c;
+  const Shape xs{3, 4, 5}, ps{1, 4, 5};
+  c.inputs = {{xs}, {ps}, {ps, 0.5f, 1.5f}};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::layer_normalization(in[0], in[1], in[2]);
+  };
+  c.reference = [=](const std::vector<Doubles>& in) {
+    return norm_ref(xs, in[0], [](const auto& i) { return i[0]; }, ps, &in[1],
+                    &in[2]);
+  };
+  check_all(c);
+}
+
+TEST(LayerNormalization, LastAxisOfASequence) {
+  // (T, N, E) with batch axes {0, 1}: a Transformer's layer norm.
+  FunctionCheck c;
+  const Shape xs{3, 2, 8}, ps{1, 1, 8};
+  c.inputs = {{xs, -2.0f, 2.0f}, {ps}, {ps, 0.5f, 1.5f}};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::layer_normalization(in[0], in[1], in[2], {0, 1});
+  };
+  c.reference = [=](const std::vector<Doubles>& in) {
+    return norm_ref(xs, in[0], [](const auto& i) { return i[0] * 2 + i[1]; },
+                    ps, &in[1], &in[2]);
+  };
+  check_all(c);
+}
+
+TEST(LayerNormalization, NoScaleNoBiasAndInnerBatchAxis) {
+  // batch_axis 1 of (4, 3, 5): the groups are not contiguous in memory.
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE(variant);
+    FunctionCheck c;
+    const Shape xs{4, 3, 5}, ps{4, 1, 5};
+    c.inputs = {{xs}};
+    if (variant == 1) c.inputs.push_back({ps});             // beta only
+    if (variant == 2) c.inputs.push_back({ps, 0.5f, 1.5f});  // gamma only
+    c.build = [variant](const std::vector<VariablePtr>& in) {
+      VariablePtr beta = variant == 1 ? in[1] : nullptr;
+      VariablePtr gamma = variant == 2 ? in[1] : nullptr;
+      return F::layer_normalization(in[0], beta, gamma, {1});
+    };
+    c.reference = [=](const std::vector<Doubles>& in) {
+      return norm_ref(xs, in[0], [](const auto& i) { return i[1]; }, ps,
+                      variant == 1 ? &in[1] : nullptr,
+                      variant == 2 ? &in[1] : nullptr);
+    };
+      check_all(c);
+  }
+}
+
+TEST(LayerNormalization, HalfMatchesFloatOnALargeOffsetSample) {
+  // 50,000 values near 100 per sample: a half sum stalls at 2048 * 16 and a
+  // half mean would be far off; fp32 statistics give float's answer.
+  std::vector<float> v(2 * 50000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 100.0f + (i % 7) * 0.25f;
+  Doubles want;
+  {
+    auto x = variable_from({2, 50000}, v);
+    auto y = F::layer_normalization(x, nullptr, nullptr);
+    y->forward();
+    want = to_doubles(y);
+  }
+  ContextGuard guard(context("cpu", "half"));
+  auto x = variable_from({2, 50000}, v);
+  auto y = F::layer_normalization(x, nullptr, nullptr);
+  EXPECT_EQ(y->parent()->function().dtype(), Dtype::f16);
+  y->forward();
+  expect_near(to_doubles(y), want, 1e-2, 1e-2, "half against float");
+}
+
+TEST(LayerNormalization, ParametricShapes) {
+  ParameterScope params;
+  auto y = PF::layer_normalization(make_variable({3, 2, 8}), params["ln"],
+                                   {0, 1});
+  EXPECT_EQ(y->shape(), (Shape{3, 2, 8}));
+  EXPECT_EQ(params.get("ln/gamma")->shape(), (Shape{1, 1, 8}));
+  EXPECT_EQ(to_doubles(params.get("ln/gamma"))[0], 1.0);
+  EXPECT_EQ(params.get("ln/beta")->shape(), (Shape{1, 1, 8}));
+}
+
+TEST(GroupNormalization, TwoGroups) {
+  FunctionCheck c;
+  const Shape xs{2, 4, 3, 2}, ps{1, 4, 1, 1};
+  c.inputs = {{xs}, {ps}, {ps, 0.5f, 1.5f}};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::group_normalization(in[0], in[1], in[2], 2);
+  };
+  c.reference = [=](const std::vector<Doubles>& in) {
+    return norm_ref(xs, in[0], [](const auto& i) { return i[0] * 2 + i[1] / 2; },
+                    ps, &in[1], &in[2]);
+  };
+  check_all(c);
+}
+
+TEST(GroupNormalization, ChannelsLast) {
+  FunctionCheck c;
+  const Shape xs{2, 3, 4}, ps{1, 1, 4};
+  c.inputs = {{xs}, {ps}, {ps, 0.5f, 1.5f}};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::group_normalization(in[0], in[1], in[2], 2, -1);
+  };
+  c.reference = [=](const std::vector<Doubles>& in) {
+    return norm_ref(xs, in[0], [](const auto& i) { return i[0] * 2 + i[2] / 2; },
+                    ps, &in[1], &in[2]);
+  };
+  check_all(c);
+}
+
+TEST(InstanceNormalization, ChannelsFirstAndLast) {
+  for (int axis : {1, 2}) {
+    FunctionCheck c;
+    const Shape xs{2, 3, 6};
+    const Shape ps = axis == 1 ? Shape{1, 3, 1} : Shape{1, 1, 6};
+    c.inputs = {{xs}, {ps}, {ps, 0.5f, 1.5f}};
+    c.build = [axis](const std::vector<VariablePtr>& in) {
+      return F::instance_normalization(in[0], in[1], in[2], axis);
+    };
+    c.reference = [=](const std::vector<Doubles>& in) {
+      return norm_ref(xs, in[0],
+                      [axis](const auto& i) {
+                        return i[0] * (axis == 1 ? 3 : 6) + i[axis];
+                      },
+                      ps, &in[1], &in[2]);
+    };
+      check_all(c);
+  }
+}
+
+TEST(Normalization, ParametricGroupAndInstance) {
+  ParameterScope params;
+  auto x = make_variable({2, 4, 3, 3});
+  PF::group_normalization(x, 2, params["gn"]);
+  PF::instance_normalization(x, params["in"]);
+  EXPECT_EQ(params.get("gn/gamma")->shape(), (Shape{1, 4, 1, 1}));
+  EXPECT_EQ(params.get("in/beta")->shape(), (Shape{1, 4, 1, 1}));
+}
+
+TEST(Normalization, BadArguments) {
+  auto x = make_variable({2, 4, 3});
+  expect_error([&] { F::layer_normalization(x, make_variable({1, 4, 2}), nullptr); },
+               {"[layer_normalization] beta with shape (1, 4, 2) must have the "
+                "dimensions of x with shape (2, 4, 3)"});
+  expect_error([&] { F::layer_normalization(x, nullptr, nullptr, {3}); },
+               {"[layer_normalization] batch_axis (3,) has axis 3, out of range "
+                "for x with shape (2, 4, 3)"});
+  expect_error([&] { F::layer_normalization(x, nullptr, nullptr, {0, -3}); },
+               {"names axis 0 twice"});
+  expect_error([&] { F::group_normalization(x, nullptr, nullptr, 3); },
+               {"[group_normalization] num_groups 3 must be positive and divide "
+                "the 4 channels of x with shape (2, 4, 3) on axis 1"});
+  expect_error([&] { F::instance_normalization(x, nullptr, nullptr, 0); },
+               {"[instance_normalization] channel_axis 0 is also a batch axis"});
+  expect_error([&] { F::instance_normalization(x, nullptr, nullptr, 5); },
+               {"[instance_normalization] channel_axis 5 is out of range"});
+  expect_error(
+      [&] {
+        apply_function1("LayerNormalization", LayerNormalizationOptions{},
+                        {x, make_variable({1, 4, 3})});
+      },
+      {"[layer_normalization] takes 3 inputs (x, beta, gamma) with no_bias "
+       "false and no_scale false, but got 2"});
+}
+
+}  // namespace
+}  // namespace mg::test
