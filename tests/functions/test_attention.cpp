@@ -1,0 +1,176 @@
+// Scaled dot-product attention and multi-head attention, against double
+// references (the parameters are read back from the scope).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "../support/function_tester.hpp"
+
+namespace mg::test {
+namespace {
+
+void expect_error(const std::function<void()>& f,
+                  const std::vector<std::string>& parts) {
+  try {
+    f();
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    for (const auto& p : parts) {
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Attention for one (L, E) x (S, E) x (S, Ev) problem, given as strided
+// accessors so the multi-head reference can reuse it.
+using At = std::function<double(int64_t, int64_t)>;
+
+Doubles attend(At q, At k, At v, int64_t L, int64_t S, int64_t E, int64_t Ev,
+               bool causal) {
+  Doubles out(L * Ev, 0.0);
+  for (int64_t i = 0; i < L; ++i) {
+    Doubles w(S);
+    double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+    for (int64_t j = 0; j < S; ++j) {
+      double s = 0;
+      for (int64_t e = 0; e < E; ++e) s += q(i, e) * k(j, e);
+      w[j] = (causal && j > i) ? -std::numeric_limits<double>::infinity()
+                               : s / std::sqrt(static_cast<double>(E));
+      mx = std::max(mx, w[j]);
+    }
+    for (auto& x : w) sum += (x = std::exp(x - mx));
+    for (int64_t j = 0; j < S; ++j) {
+      for (int64_t e = 0; e < Ev; ++e) out[i * Ev + e] += w[j] / sum * v(j, e);
+    }
+  }
+  return out;
+}
+
+FunctionCheck sdpa_check(bool causal) {
+  const int64_t B = 2, L = 4, S = causal ? 4 : 5, E = 3, Ev = 2;
+  FunctionCheck c;
+  c.inputs = {{{B, L, E}}, {{B, S, E}}, {{B, S, Ev}}};
+  c.build = [causal](const std::vector<VariablePtr>& in) {
+    return F::scaled_dot_product_attention(in[0], in[1], in[2], causal);
+  };
+  c.reference = [=](const std::vector<Doubles>& in) {
+    Doubles y;
+    for (int64_t b = 0; b < B; ++b) {
+      auto o = attend([&](int64_t i, int64_t e) { return in[0][(b * L + i) * E + e]; },
+                      [&](int64_t j, int64_t e) { return in[1][(b * S + j) * E + e]; },
+                      [&](int64_t j, int64_t e) { return in[2][(b * S + j) * Ev + e]; },
+                      L, S, E, Ev, causal);
+      y.insert(y.end(), o.begin(), o.end());
+    }
+    return y;
+  };
+  return c;
+}
+
+TEST(ScaledDotProductAttention, All) { check_all(sdpa_check(false)); }
+
+TEST(ScaledDotProductAttention, Causal) { check_all(sdpa_check(true)); }
+
+TEST(ScaledDotProductAttention, CausalFirstQuerySeesOnlyTheFirstKey) {
+  auto q = variable_from({1, 2, 1}, {1, 1});
+  auto k = variable_from({1, 2, 1}, {1, 5});
+  auto v = variable_from({1, 2, 1}, {10, 20});
+  auto y = F::scaled_dot_product_attention(q, k, v, true);
+  y->forward();
+  EXPECT_EQ(to_doubles(y)[0], 10.0);
+}
+
+TEST(ScaledDotProductAttention, BadShapes) {
+  expect_error([] {
+    F::scaled_dot_product_attention(make_variable({2, 3, 4}),
+                                    make_variable({2, 3, 5}),
+                                    make_variable({2, 3, 4}));
+  }, {"[scaled_dot_product_attention] q with shape (2, 3, 4) and k with shape "
+      "(2, 3, 5) must have the same last axis (E)"});
+  expect_error([] {
+    F::scaled_dot_product_attention(make_variable({2, 3, 4}),
+                                    make_variable({2, 3, 4}),
+                                    make_variable({2, 5, 4}));
+  }, {"must have the same sequence length (S)"});
+}
+
+// y = x W + b over the last axis of x (rows of width `in`).
+Doubles affine_ref(const Doubles& x, const Doubles& W, const Doubles& b,
+                   int64_t in, int64_t out) {
+  const int64_t rows = static_cast<int64_t>(x.size()) / in;
+  Doubles y(rows * out);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t o = 0; o < out; ++o) {
+      double s = b[o];
+      for (int64_t i = 0; i < in; ++i) s += x[r * in + i] * W[i * out + o];
+      y[r * out + o] = s;
+    }
+  }
+  return y;
+}
+
+TEST(MultiHeadAttention, All) {
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "full");
+    const int64_t L = 3, S = causal ? 3 : 5, B = 2, E = 4, H = 2, D = E / H;
+    ParameterScope params;
+    FunctionCheck c;
+    c.inputs = {{{L, B, E}}, {{S, B, 3}}, {{S, B, 2}}};
+    c.build = [=](const std::vector<VariablePtr>& in) {
+      return PF::multi_head_attention(in[0], in[1], in[2], E, H, params["mha"],
+                                      causal);
+    };
+    c.reference = [=](const std::vector<Doubles>& in) {
+      auto p = [&](const std::string& n) { return to_doubles(params.get("mha/" + n)); };
+      const Doubles Q = affine_ref(in[0], p("q_proj/W"), p("q_proj/b"), E, E);
+      const Doubles K = affine_ref(in[1], p("k_proj/W"), p("k_proj/b"), 3, E);
+      const Doubles V = affine_ref(in[2], p("v_proj/W"), p("v_proj/b"), 2, E);
+      Doubles O(L * B * E);
+      for (int64_t b = 0; b < B; ++b) {
+        for (int64_t h = 0; h < H; ++h) {
+          auto at = [&](const Doubles& X) {
+            return [&, b, h](int64_t t, int64_t d) {
+              return X[(t * B + b) * E + h * D + d];
+            };
+          };
+          auto o = attend(at(Q), at(K), at(V), L, S, D, D, causal);
+          for (int64_t l = 0; l < L; ++l) {
+            for (int64_t d = 0; d < D; ++d) {
+              O[(l * B + b) * E + h * D + d] = o[l * D + d];
+            }
+          }
+        }
+      }
+      return affine_ref(O, p("out_proj/W"), p("out_proj/b"), E, E);
+    };
+    check_all(c);
+  }
+}
+
+TEST(MultiHeadAttention, ShapesAndParameters) {
+  ParameterScope params;
+  auto y = PF::multi_head_attention(make_variable({3, 2, 8}),
+                                    make_variable({5, 2, 6}),
+                                    make_variable({5, 2, 6}), 8, 4, params);
+  EXPECT_EQ(y->shape(), (Shape{3, 2, 8}));
+  EXPECT_EQ(params.get("k_proj/W")->shape(), (Shape{6, 8}));
+  EXPECT_EQ(params.parameters().size(), 8u);
+}
+
+TEST(MultiHeadAttention, BadArguments) {
+  ParameterScope params;
+  auto x = make_variable({3, 2, 8});
+  expect_error([&] { PF::multi_head_attention(x, x, x, 8, 3, params); },
+               {"[multi_head_attention] embed_dim 8 must be a positive multiple "
+                "of num_heads 3"});
+  expect_error(
+      [&] { PF::multi_head_attention(x, make_variable({5, 3, 8}), x, 8, 2, params); },
+      {"must be (L, B, E), (S, B, E_k) and (S, B, E_v)"});
+  expect_error(
+      [&] { PF::multi_head_attention(make_variable({3, 8}), x, x, 8, 2, params); },
+      {"[multi_head_attention] query with shape (3, 8) must have 3 dimensions"});
+}
+
+}  // namespace
+}  // namespace mg::test
