@@ -7,7 +7,8 @@
 // 10-class image task instead and says so.
 //
 // Result: 87.52% test accuracy on Fashion-MNIST after 1,500 steps of batch
-// 64 (1.6 epochs; 118 s on 2 shared cores, no loss-scale overflow), printed by
+// 64 (1.6 epochs; about 2 minutes on 2 shared cores, no loss-scale
+// overflow), printed by
 //   ./build/examples/resnet_fashion_mnist
 // `--smoke` runs 30 steps and exits 1 unless the loss went down (CI).
 #include <zlib.h>

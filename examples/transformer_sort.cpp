@@ -8,7 +8,7 @@
 // digits. Sequences are (T, N, E), as NNabla's multi_head_attention takes.
 //
 // Result: 99.39% per-digit and 95.39% whole-sequence accuracy on 100 fresh
-// batches after 800 steps of batch 64 (110 s on 2 shared cores), printed by
+// batches after 800 steps of batch 64 (15 s on 2 cores), printed by
 //   ./build/examples/transformer_sort
 // `--smoke` runs 40 steps and exits 1 unless the loss went down (CI).
 #include <mixgraph/mixgraph.hpp>

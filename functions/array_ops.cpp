@@ -4,7 +4,6 @@
 #include <stdexcept>
 
 #include <mixgraph/functions/builder.hpp>
-#include <mixgraph/functions/elementwise.hpp>
 
 namespace mg {
 
