@@ -10,10 +10,9 @@
 // of batch 32 (18 s on 2 cores), printed by
 //   ./build/examples/lstm_sequence
 // `--smoke` runs 40 steps and exits 1 unless the loss went down (CI).
-#include <mixgraph/mixgraph.hpp>
-
 #include <chrono>
 #include <cstdio>
+#include <mixgraph/mixgraph.hpp>
 #include <random>
 
 #include "example_common.hpp"
@@ -32,7 +31,8 @@ void make_batch(std::mt19937& rng, mg::Variable& x, mg::Variable& t) {
   std::uniform_int_distribution<int> digit(0, kVocab - 1);
   float* xp = x.data()->cast<float>(true);
   float* tp = t.data()->cast<float>(true);
-  for (int i = 0; i < kLength * kBatch; ++i) xp[i] = static_cast<float>(digit(rng));
+  for (int i = 0; i < kLength * kBatch; ++i)
+    xp[i] = static_cast<float>(digit(rng));
   for (int s = kDelay; s < kLength; ++s) {
     for (int n = 0; n < kBatch; ++n) {
       tp[(s - kDelay) * kBatch + n] = xp[(s - kDelay) * kBatch + n];
@@ -42,11 +42,11 @@ void make_batch(std::mt19937& rng, mg::Variable& x, mg::Variable& t) {
 
 // Logits (T - kDelay, N, kVocab) for the steps that have an answer.
 mg::VariablePtr model(const mg::VariablePtr& x, mg::ParameterScope params) {
-  auto e = PF::embed(x, kVocab, kEmbed, params["embed"]);     // (T, N, E)
+  auto e = PF::embed(x, kVocab, kEmbed, params["embed"]);  // (T, N, E)
   auto [y, h, c] = PF::lstm(e, nullptr, nullptr, kHidden, params["lstm"]);
   PF::AffineParams out;
   out.base_axis = 2;
-  auto logits = PF::affine(y, kVocab, params["out"], out);   // (T, N, V)
+  auto logits = PF::affine(y, kVocab, params["out"], out);  // (T, N, V)
   return F::slice(logits, {kDelay, 0, 0}, {kLength, kBatch, kVocab});
 }
 
@@ -55,9 +55,10 @@ mg::VariablePtr model(const mg::VariablePtr& x, mg::ParameterScope params) {
 int main(int argc, char** argv) {
   const auto args = example::parse_args(argc, argv);
   const int steps = args.steps > 0 ? args.steps : (args.smoke ? 40 : 600);
-  std::printf("LSTM, delayed copy (answer the digit from %d steps back), "
-              "length %d, %d steps of %d in cpu:half\n",
-              kDelay, kLength, steps, kBatch);
+  std::printf(
+      "LSTM, delayed copy (answer the digit from %d steps back), "
+      "length %d, %d steps of %d in cpu:half\n",
+      kDelay, kLength, steps, kBatch);
   mg::set_default_context(mg::context("cpu", "half"));
   mg::seed(1);
   mg::ParameterScope params;
@@ -81,10 +82,11 @@ int main(int argc, char** argv) {
                   updater.scale());
     }
   }
-  std::printf("%d steps in %.1f s (%d skipped for overflow)\n", steps,
-              std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            start).count(),
-              static_cast<int>(updater.skipped_steps()));
+  std::printf(
+      "%d steps in %.1f s (%d skipped for overflow)\n", steps,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count(),
+      static_cast<int>(updater.skipped_steps()));
   if (args.smoke) return log.went_down(5) ? 0 : 1;
 
   // Accuracy on fresh batches: the argmax over the vocabulary per step.

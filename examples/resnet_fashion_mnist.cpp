@@ -13,12 +13,11 @@
 // `--smoke` runs 30 steps and exits 1 unless the loss went down (CI).
 #include <zlib.h>
 
-#include <mixgraph/mixgraph.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <mixgraph/mixgraph.hpp>
 #include <random>
 #include <stdexcept>
 
@@ -51,7 +50,8 @@ std::vector<uint8_t> read_idx_gz(const std::string& path, int dims) {
   std::vector<uint8_t> data(n);
   const int got = gzread(f, data.data(), static_cast<unsigned>(n));
   gzclose(f);
-  if (got != static_cast<int>(n)) throw std::runtime_error("short file " + path);
+  if (got != static_cast<int>(n))
+    throw std::runtime_error("short file " + path);
   return data;
 }
 
@@ -124,9 +124,9 @@ mg::VariablePtr residual_block(const mg::VariablePtr& x, int64_t maps,
 mg::VariablePtr resnet(const mg::VariablePtr& x, mg::ParameterScope params,
                        bool batch_stat) {
   auto h = F::relu(conv_bn(x, 16, 3, 1, params["stem"], batch_stat));
-  h = F::max_pooling(h, {2, 2});                                  // 14 x 14
+  h = F::max_pooling(h, {2, 2});  // 14 x 14
   h = residual_block(h, 16, 1, params["block1"], batch_stat);
-  h = residual_block(h, 32, 2, params["block2"], batch_stat);    // 7 x 7
+  h = residual_block(h, 32, 2, params["block2"], batch_stat);  // 7 x 7
   h = residual_block(h, 32, 1, params["block3"], batch_stat);
   h = F::global_average_pooling(h);
   return PF::affine(h, kClasses, params["fc"]);
@@ -162,9 +162,11 @@ int main(int argc, char** argv) {
     train = synthetic(20000, 1);
     test = synthetic(2000, 2);
   }
-  std::printf("ResNet on %s: %d training, %d test images; %d steps of %d in "
-              "cpu:half\n", real ? "Fashion-MNIST" : "synthetic images",
-              train.size(), test.size(), steps, batch);
+  std::printf(
+      "ResNet on %s: %d training, %d test images; %d steps of %d in "
+      "cpu:half\n",
+      real ? "Fashion-MNIST" : "synthetic images", train.size(), test.size(),
+      steps, batch);
 
   mg::set_default_context(mg::context("cpu", "half"));
   mg::seed(1);
@@ -195,8 +197,9 @@ int main(int argc, char** argv) {
                   updater.scale());
     }
   }
-  const double secs = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start).count();
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   std::printf("%d steps in %.1f s (%d skipped for overflow)\n", steps, secs,
               static_cast<int>(updater.skipped_steps()));
   if (args.smoke) return log.went_down(5) ? 0 : 1;

@@ -11,12 +11,11 @@
 // batches after 800 steps of batch 64 (15 s on 2 cores), printed by
 //   ./build/examples/transformer_sort
 // `--smoke` runs 40 steps and exits 1 unless the loss went down (CI).
-#include <mixgraph/mixgraph.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <mixgraph/mixgraph.hpp>
 #include <random>
 
 #include "example_common.hpp"
@@ -68,7 +67,8 @@ mg::VariablePtr encoder_block(mg::VariablePtr h, mg::ParameterScope s) {
   h = F::add2(h, PF::multi_head_attention(a, a, a, kEmbed, kHeads, s["attn"]));
   PF::AffineParams tokens;
   tokens.base_axis = 2;
-  auto f = F::gelu(PF::affine(layer_norm(h, s["ln2"]), kHidden, s["ff1"], tokens));
+  auto f =
+      F::gelu(PF::affine(layer_norm(h, s["ln2"]), kHidden, s["ff1"], tokens));
   return F::add2(h, PF::affine(f, kEmbed, s["ff2"], tokens));
 }
 
@@ -115,10 +115,11 @@ int main(int argc, char** argv) {
                   updater.scale());
     }
   }
-  std::printf("%d steps in %.1f s (%d skipped for overflow)\n", steps,
-              std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            start).count(),
-              static_cast<int>(updater.skipped_steps()));
+  std::printf(
+      "%d steps in %.1f s (%d skipped for overflow)\n", steps,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count(),
+      static_cast<int>(updater.skipped_steps()));
   if (args.smoke) return log.went_down(5) ? 0 : 1;
 
   auto guess = F::argmax(logits, {2});
@@ -131,7 +132,8 @@ int main(int argc, char** argv) {
     const float* tp = t->data()->get<const float>();
     for (int n = 0; n < kBatch; ++n) {
       int ok = 0;
-      for (int i = 0; i < kLength; ++i) ok += g[i * kBatch + n] == tp[i * kBatch + n];
+      for (int i = 0; i < kLength; ++i)
+        ok += g[i * kBatch + n] == tp[i * kBatch + n];
       digits += ok;
       sequences += ok == kLength;
     }

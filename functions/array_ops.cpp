@@ -1,9 +1,7 @@
-#include <mixgraph/functions/array_ops.hpp>
-
 #include <algorithm>
-#include <stdexcept>
-
+#include <mixgraph/functions/array_ops.hpp>
 #include <mixgraph/functions/builder.hpp>
+#include <stdexcept>
 
 namespace mg {
 
@@ -34,9 +32,8 @@ void Split::setup_impl(const Variables& in, const Variables& out) {
   if (x[axis] != opts_.num_outputs) {
     throw std::invalid_argument(
         tag() + "x with shape " + shape_str(x) + " has " +
-        std::to_string(x[axis]) + " slices along axis " +
-        std::to_string(axis) + ", but num_outputs is " +
-        std::to_string(opts_.num_outputs));
+        std::to_string(x[axis]) + " slices along axis " + std::to_string(axis) +
+        ", but num_outputs is " + std::to_string(opts_.num_outputs));
   }
   outer_ = shape_size(x, 0, axis);
   inner_ = shape_size(x, axis + 1, nd);

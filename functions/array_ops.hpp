@@ -2,10 +2,9 @@
 #pragma once
 
 #include <climits>
+#include <mixgraph/graph/function.hpp>
 #include <string>
 #include <vector>
-
-#include <mixgraph/graph/function.hpp>
 
 namespace mg {
 

@@ -1,14 +1,12 @@
-#include <mixgraph/functions/attention.hpp>
-
 #include <cmath>
 #include <limits>
-#include <stdexcept>
-
 #include <mixgraph/functions/affine.hpp>
+#include <mixgraph/functions/attention.hpp>
 #include <mixgraph/functions/batch_matmul.hpp>
 #include <mixgraph/functions/elementwise_builders.hpp>
 #include <mixgraph/functions/shape_ops.hpp>
 #include <mixgraph/functions/softmax.hpp>
+#include <stdexcept>
 
 namespace mg {
 
@@ -18,10 +16,9 @@ const Shape& shape_of(const VariablePtr& v, const char* name, size_t min_dims,
                       const std::string& tag) {
   if (!v) throw std::invalid_argument(tag + name + " is a null variable");
   if (v->shape().size() < min_dims) {
-    throw std::invalid_argument(tag + name + " with shape " +
-                                shape_str(v->shape()) + " must have " +
-                                (min_dims == 3 ? "3 dimensions" :
-                                                 "at least 2 dimensions"));
+    throw std::invalid_argument(
+        tag + name + " with shape " + shape_str(v->shape()) + " must have " +
+        (min_dims == 3 ? "3 dimensions" : "at least 2 dimensions"));
   }
   return v->shape();
 }
@@ -58,7 +55,8 @@ VariablePtr scaled_dot_product_attention(const VariablePtr& q,
     float* m = mask->data()->cast<float>(/*write_only=*/true);
     for (int64_t i = 0; i < len_q; ++i) {
       for (int64_t j = 0; j < len_k; ++j) {
-        m[i * len_k + j] = j <= i ? 0.0f : -std::numeric_limits<float>::infinity();
+        m[i * len_k + j] =
+            j <= i ? 0.0f : -std::numeric_limits<float>::infinity();
       }
     }
     scores = add2(scores, mask);

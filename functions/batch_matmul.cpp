@@ -1,8 +1,6 @@
 #include <mixgraph/functions/batch_matmul.hpp>
-
-#include <stdexcept>
-
 #include <mixgraph/functions/builder.hpp>
+#include <stdexcept>
 
 namespace mg {
 
@@ -37,9 +35,8 @@ void BatchMatmul::setup_impl(const Variables& in, const Variables& out) {
   if (batch_ != batch_b) {
     throw std::invalid_argument(
         tag() + "a with shape " + shape_str(a) + " holds " +
-        std::to_string(batch_) + " matrices, but b with shape " +
-        shape_str(b) + " holds " + std::to_string(batch_b) +
-        "; the batch sizes must match");
+        std::to_string(batch_) + " matrices, but b with shape " + shape_str(b) +
+        " holds " + std::to_string(batch_b) + "; the batch sizes must match");
   }
   Shape y(a.begin(), a.end() - 2);
   y.push_back(m_);

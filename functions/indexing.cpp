@@ -1,9 +1,7 @@
-#include <mixgraph/functions/indexing.hpp>
-
 #include <cmath>
-#include <stdexcept>
-
 #include <mixgraph/functions/builder.hpp>
+#include <mixgraph/functions/indexing.hpp>
+#include <stdexcept>
 
 namespace mg {
 
@@ -72,10 +70,10 @@ void OneHot::setup_impl(const Variables& in, const Variables& out) {
     }
   }
   if (x.empty() || x.back() != static_cast<int64_t>(s.size())) {
-    throw std::invalid_argument(
-        tag() + "x with shape " + shape_str(x) + " must have a last axis of " +
-        std::to_string(s.size()) + " ids, one per axis of shape " +
-        shape_str(s));
+    throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
+                                " must have a last axis of " +
+                                std::to_string(s.size()) +
+                                " ids, one per axis of shape " + shape_str(s));
   }
   Shape y(x.begin(), x.end() - 1);
   y.insert(y.end(), s.begin(), s.end());
@@ -97,8 +95,7 @@ void Where::setup_impl(const Variables& in, const Variables& out) {
     ok = cd == td || cd == 1;
   }
   if (!ok) {
-    throw std::invalid_argument(tag() + "condition with shape " +
-                                shape_str(c) +
+    throw std::invalid_argument(tag() + "condition with shape " + shape_str(c) +
                                 " cannot broadcast to x_true with shape " +
                                 shape_str(t));
   }
@@ -123,8 +120,7 @@ VariablePtr one_hot(const VariablePtr& x, Shape shape) {
 
 VariablePtr where(const VariablePtr& condition, const VariablePtr& x_true,
                   const VariablePtr& x_false) {
-  return apply_function1("Where", WhereOptions{},
-                         {condition, x_true, x_false});
+  return apply_function1("Where", WhereOptions{}, {condition, x_true, x_false});
 }
 
 }  // namespace functions
@@ -139,8 +135,9 @@ VariablePtr embed(const VariablePtr& x, int64_t n_inputs, int64_t n_features,
         std::to_string(n_inputs) + " and " + std::to_string(n_features));
   }
   const float lim = std::sqrt(3.0f);
-  auto W = scope.get_or_create("W", {n_inputs, n_features},
-                               w_init ? w_init : uniform_initializer(-lim, lim));
+  auto W =
+      scope.get_or_create("W", {n_inputs, n_features},
+                          w_init ? w_init : uniform_initializer(-lim, lim));
   return functions::embed(x, W);
 }
 

@@ -1,12 +1,10 @@
-#include <mixgraph/functions/lstm.hpp>
-
-#include <stdexcept>
-#include <vector>
-
 #include <mixgraph/functions/affine.hpp>
 #include <mixgraph/functions/array_ops.hpp>
 #include <mixgraph/functions/elementwise_builders.hpp>
+#include <mixgraph/functions/lstm.hpp>
 #include <mixgraph/functions/shape_ops.hpp>
+#include <stdexcept>
+#include <vector>
 
 namespace mg::parametric_functions {
 
@@ -18,22 +16,21 @@ std::pair<VariablePtr, VariablePtr> lstm_cell(const VariablePtr& x,
                                               int64_t state_size,
                                               ParameterScope scope) {
   const std::string tag = "[lstm_cell] ";
-  if (!x || !h || !c) throw std::invalid_argument(tag + "x, h and c must be set");
+  if (!x || !h || !c)
+    throw std::invalid_argument(tag + "x, h and c must be set");
   const Shape& xs = x->shape();
   if (xs.size() != 2 || state_size <= 0) {
     throw std::invalid_argument(tag + "x with shape " + shape_str(xs) +
                                 " must be (N, I) and state_size (" +
-                                std::to_string(state_size) +
-                                ") positive");
+                                std::to_string(state_size) + ") positive");
   }
   const Shape state{xs[0], state_size};
   for (const auto& [name, v] : {std::pair{"h", h}, std::pair{"c", c}}) {
     if (v->shape() != state) {
-      throw std::invalid_argument(tag + name + " with shape " +
-                                  shape_str(v->shape()) + " must be " +
-                                  shape_str(state) + " for x with shape " +
-                                  shape_str(xs) + " and state_size " +
-                                  std::to_string(state_size));
+      throw std::invalid_argument(
+          tag + name + " with shape " + shape_str(v->shape()) + " must be " +
+          shape_str(state) + " for x with shape " + shape_str(xs) +
+          " and state_size " + std::to_string(state_size));
     }
   }
   auto gates = affine(F::concatenate({x, h}, 1), 4 * state_size, scope);

@@ -2,11 +2,10 @@
 // functions (so every precision and backend that has those runs them).
 #pragma once
 
-#include <tuple>
-#include <utility>
-
 #include <mixgraph/graph/parameter_scope.hpp>
 #include <mixgraph/graph/variable.hpp>
+#include <tuple>
+#include <utility>
 
 namespace mg::parametric_functions {
 
@@ -23,8 +22,10 @@ std::pair<VariablePtr, VariablePtr> lstm_cell(const VariablePtr& x,
 /// A one-layer LSTM over a sequence x (T, N, I), unrolled into T cells that
 /// share their parameters. h0 and c0 (N, hidden) may be null (zeros).
 /// Returns (y (T, N, hidden): every step's h, the last h, the last c).
-std::tuple<VariablePtr, VariablePtr, VariablePtr> lstm(
-    const VariablePtr& x, const VariablePtr& h0, const VariablePtr& c0,
-    int64_t hidden, ParameterScope scope);
+std::tuple<VariablePtr, VariablePtr, VariablePtr> lstm(const VariablePtr& x,
+                                                       const VariablePtr& h0,
+                                                       const VariablePtr& c0,
+                                                       int64_t hidden,
+                                                       ParameterScope scope);
 
 }  // namespace mg::parametric_functions

@@ -1,8 +1,6 @@
-#include <mixgraph/functions/min_argmax.hpp>
-
-#include <stdexcept>
-
 #include <mixgraph/functions/builder.hpp>
+#include <mixgraph/functions/min_argmax.hpp>
+#include <stdexcept>
 
 namespace mg {
 

@@ -1,9 +1,8 @@
 // Min over axes, and ArgMax / ArgMin: the reductions that Max does not cover.
 #pragma once
 
-#include <vector>
-
 #include <mixgraph/functions/reduction.hpp>
+#include <vector>
 
 namespace mg {
 

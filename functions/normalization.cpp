@@ -1,9 +1,7 @@
-#include <mixgraph/functions/normalization.hpp>
-
 #include <algorithm>
-#include <stdexcept>
-
 #include <mixgraph/functions/builder.hpp>
+#include <mixgraph/functions/normalization.hpp>
+#include <stdexcept>
 
 namespace mg {
 
@@ -108,16 +106,17 @@ Normalization::Layout GroupNormalization::layout(const Shape& x) const {
   const int c = channel_axis_of(opts_.channel_axis, batch, x, tag());
   const int g = opts_.num_groups;
   if (g <= 0 || x[c] % g != 0) {
-    throw std::invalid_argument(
-        tag() + "num_groups " + std::to_string(g) +
-        " must be positive and divide the " + std::to_string(x[c]) +
-        " channels of x with shape " + shape_str(x) + " on axis " +
-        std::to_string(c));
+    throw std::invalid_argument(tag() + "num_groups " + std::to_string(g) +
+                                " must be positive and divide the " +
+                                std::to_string(x[c]) +
+                                " channels of x with shape " + shape_str(x) +
+                                " on axis " + std::to_string(c));
   }
   // The channel axis c becomes (groups, channels per group) at c and c + 1.
   Layout l;
   for (int a = 0; a < static_cast<int>(x.size()); ++a) {
-    const bool in_batch = std::find(batch.begin(), batch.end(), a) != batch.end();
+    const bool in_batch =
+        std::find(batch.begin(), batch.end(), a) != batch.end();
     if (a == c) {
       l.view.push_back(g);
       l.kept.push_back(true);
@@ -161,8 +160,8 @@ VariablePtr group_normalization(const VariablePtr& x, const VariablePtr& beta,
                                 float eps) {
   return apply_function1(
       "GroupNormalization",
-      GroupNormalizationOptions{num_groups, channel_axis,
-                                std::move(batch_axis), eps, !gamma, !beta},
+      GroupNormalizationOptions{num_groups, channel_axis, std::move(batch_axis),
+                                eps, !gamma, !beta},
       norm_inputs(x, beta, gamma));
 }
 
@@ -191,7 +190,8 @@ std::pair<VariablePtr, VariablePtr> beta_gamma(ParameterScope& scope,
 }
 
 const Shape& shape_of(const VariablePtr& x, const char* tag) {
-  if (!x) throw std::invalid_argument(std::string(tag) + "x is a null variable");
+  if (!x)
+    throw std::invalid_argument(std::string(tag) + "x is a null variable");
   return x->shape();
 }
 
@@ -213,12 +213,11 @@ VariablePtr group_normalization(const VariablePtr& x, int num_groups,
                                 std::vector<int> batch_axis, float eps) {
   const char* tag = "[group_normalization] ";
   const Shape& s = shape_of(x, tag);
-  const int c = channel_axis_of(channel_axis, batch_axes(batch_axis, s, tag),
-                                s, tag);
+  const int c =
+      channel_axis_of(channel_axis, batch_axes(batch_axis, s, tag), s, tag);
   auto [beta, gamma] = beta_gamma(scope, param_shape(s, {c}));
-  return functions::group_normalization(x, beta, gamma, num_groups,
-                                        channel_axis, std::move(batch_axis),
-                                        eps);
+  return functions::group_normalization(
+      x, beta, gamma, num_groups, channel_axis, std::move(batch_axis), eps);
 }
 
 VariablePtr instance_normalization(const VariablePtr& x, ParameterScope scope,
@@ -226,8 +225,8 @@ VariablePtr instance_normalization(const VariablePtr& x, ParameterScope scope,
                                    std::vector<int> batch_axis, float eps) {
   const char* tag = "[instance_normalization] ";
   const Shape& s = shape_of(x, tag);
-  const int c = channel_axis_of(channel_axis, batch_axes(batch_axis, s, tag),
-                                s, tag);
+  const int c =
+      channel_axis_of(channel_axis, batch_axes(batch_axis, s, tag), s, tag);
   auto [beta, gamma] = beta_gamma(scope, param_shape(s, {c}));
   return functions::instance_normalization(x, beta, gamma, channel_axis,
                                            std::move(batch_axis), eps);

@@ -2,10 +2,9 @@
 // sample normalised by its own statistics, computed in fp32.
 #pragma once
 
-#include <vector>
-
 #include <mixgraph/graph/function.hpp>
 #include <mixgraph/graph/parameter_scope.hpp>
+#include <vector>
 
 namespace mg {
 
@@ -153,12 +152,9 @@ VariablePtr group_normalization(const VariablePtr& x, const VariablePtr& beta,
                                 std::vector<int> batch_axis = {0},
                                 float eps = 1e-5f);
 /// Instance normalization: per sample and channel.
-VariablePtr instance_normalization(const VariablePtr& x,
-                                   const VariablePtr& beta,
-                                   const VariablePtr& gamma,
-                                   int channel_axis = 1,
-                                   std::vector<int> batch_axis = {0},
-                                   float eps = 1e-5f);
+VariablePtr instance_normalization(
+    const VariablePtr& x, const VariablePtr& beta, const VariablePtr& gamma,
+    int channel_axis = 1, std::vector<int> batch_axis = {0}, float eps = 1e-5f);
 }  // namespace functions
 
 namespace parametric_functions {

@@ -1,9 +1,7 @@
 // Split, Stack, Broadcast, Pad and Flip on the CPU. Forward moves elements
 // of T without arithmetic; backward adds in fp32 where elements meet.
-#include <mixgraph/functions/array_ops.hpp>
-
 #include <cstring>
-
+#include <mixgraph/functions/array_ops.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/cpu/elementwise.hpp>
@@ -34,7 +32,8 @@ template <class T>
 void move_parts(T* whole, const std::vector<T*>& parts, int64_t outer,
                 int64_t inner, bool to_parts, bool accum) {
   const int64_t np = static_cast<int64_t>(parts.size());
-#pragma omp parallel for schedule(static) if (outer * np * inner >= kParallelMin)
+#pragma omp parallel for schedule(static) if (outer * np * inner >= \
+                                              kParallelMin)
   for (int64_t t = 0; t < outer * np; ++t) {
     const int64_t o = t / np, k = t % np;
     T* w = whole + (o * np + k) * inner;
@@ -92,8 +91,7 @@ class StackCpu : public Stack {
       if (!propagate_down[k]) continue;
       T* dx = input_grad<T>(in[k], accum[k]);
       for (int64_t o = 0; o < outer_; ++o) {
-        copy_run(dy + (o * np + k) * inner_, dx + o * inner_, inner_,
-                 accum[k]);
+        copy_run(dy + (o * np + k) * inner_, dx + o * inner_, inner_, accum[k]);
       }
     }
   }
@@ -121,8 +119,8 @@ class BroadcastCpu : public Broadcast {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
-    const auto dx = reduce<reduce_ops::Sum>(output_grad<T>(out[0]),
-                                            out[0]->shape(), axes_);
+    const auto dx =
+        reduce<reduce_ops::Sum>(output_grad<T>(out[0]), out[0]->shape(), axes_);
     store(dx.data(), input_grad<T>(in[0], accum[0]), in[0]->size(), accum[0]);
   }
 };
@@ -156,13 +154,14 @@ void gather_source(const T* x, const Shape& xs, T* y, const Shape& ys,
                    const std::vector<std::vector<int64_t>>& source,
                    float fill) {
   const T f(fill);
-  for_each_source_row(xs, ys, source, [&](int64_t yo, int64_t xo,
-                                          const std::vector<int64_t>& last) {
-    const int64_t n = static_cast<int64_t>(last.size());
-    for (int64_t j = 0; j < n; ++j) {
-      y[yo + j] = (xo < 0 || last[j] < 0) ? f : x[xo + last[j]];
-    }
-  });
+  for_each_source_row(
+      xs, ys, source,
+      [&](int64_t yo, int64_t xo, const std::vector<int64_t>& last) {
+        const int64_t n = static_cast<int64_t>(last.size());
+        for (int64_t j = 0; j < n; ++j) {
+          y[yo + j] = (xo < 0 || last[j] < 0) ? f : x[xo + last[j]];
+        }
+      });
 }
 
 // dx[source(i)] += dy[i] in fp32 (several i may share a source), then
@@ -172,14 +171,15 @@ void scatter_source(const T* dy, const Shape& ys, T* dx, const Shape& xs,
                     const std::vector<std::vector<int64_t>>& source,
                     bool accum) {
   std::vector<float> sum(shape_size(xs), 0.0f);
-  for_each_source_row(xs, ys, source, [&](int64_t yo, int64_t xo,
-                                          const std::vector<int64_t>& last) {
-    if (xo < 0) return;
-    const int64_t n = static_cast<int64_t>(last.size());
-    for (int64_t j = 0; j < n; ++j) {
-      if (last[j] >= 0) sum[xo + last[j]] += static_cast<float>(dy[yo + j]);
-    }
-  });
+  for_each_source_row(
+      xs, ys, source,
+      [&](int64_t yo, int64_t xo, const std::vector<int64_t>& last) {
+        if (xo < 0) return;
+        const int64_t n = static_cast<int64_t>(last.size());
+        for (int64_t j = 0; j < n; ++j) {
+          if (last[j] >= 0) sum[xo + last[j]] += static_cast<float>(dy[yo + j]);
+        }
+      });
   store(sum.data(), dx, static_cast<int64_t>(sum.size()), accum);
 }
 

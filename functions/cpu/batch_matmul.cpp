@@ -1,7 +1,6 @@
 // BatchMatmul on the CPU: one oneDNN matrix product (cpu::gemm, fp32
 // accumulation) per batch entry.
 #include <mixgraph/functions/batch_matmul.hpp>
-
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/cpu/gemm.hpp>
@@ -42,8 +41,8 @@ class BatchMatmulCpu : public BatchMatmul {
       T* da = input_grad<T>(in[0], accum[0]);
       for (int64_t i = 0; i < batch_; ++i) {
         if (!ta) {  // da (M, K) = dy op(b)^T
-          gemm<T>(false, !tb, m_, k_, n_, dy + i * sy, b + i * sb,
-                  da + i * sa, nullptr, accum[0]);
+          gemm<T>(false, !tb, m_, k_, n_, dy + i * sy, b + i * sb, da + i * sa,
+                  nullptr, accum[0]);
         } else {  // da (K, M) = op(b) dy^T
           gemm<T>(tb, true, k_, m_, n_, b + i * sb, dy + i * sy, da + i * sa,
                   nullptr, accum[0]);
@@ -54,8 +53,8 @@ class BatchMatmulCpu : public BatchMatmul {
       T* db = input_grad<T>(in[1], accum[1]);
       for (int64_t i = 0; i < batch_; ++i) {
         if (!tb) {  // db (K, N) = op(a)^T dy
-          gemm<T>(!ta, false, k_, n_, m_, a + i * sa, dy + i * sy,
-                  db + i * sb, nullptr, accum[1]);
+          gemm<T>(!ta, false, k_, n_, m_, a + i * sa, dy + i * sy, db + i * sb,
+                  nullptr, accum[1]);
         } else {  // db (N, K) = dy^T op(a)
           gemm<T>(true, ta, n_, k_, m_, dy + i * sy, a + i * sa, db + i * sb,
                   nullptr, accum[1]);

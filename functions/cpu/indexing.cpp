@@ -1,14 +1,12 @@
 // Embed, Gather, OneHot and Where on the CPU. Forward copies elements of T;
 // backward sums into fp32 buffers where indices repeat.
-#include <mixgraph/functions/indexing.hpp>
-
 #include <cstring>
-#include <stdexcept>
-
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/cpu/elementwise.hpp>
+#include <mixgraph/functions/indexing.hpp>
 #include <mixgraph/functions/registry.hpp>
+#include <stdexcept>
 
 namespace mg::cpu {
 
@@ -44,11 +42,10 @@ class EmbedCpu : public Embed {
 
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
-    const int32_t* ids =
-        indices(in[0], rows_,
-                "W with shape " + shape_str(in[1]->shape()) + " has " +
-                    std::to_string(rows_) + " rows",
-                tag() + "x");
+    const int32_t* ids = indices(in[0], rows_,
+                                 "W with shape " + shape_str(in[1]->shape()) +
+                                     " has " + std::to_string(rows_) + " rows",
+                                 tag() + "x");
     const T* w = input<T>(in[1]);
     T* y = output<T>(out[0]);
     const int64_t n = in[0]->size();
@@ -72,8 +69,7 @@ class EmbedCpu : public Embed {
       float* s = sum.data() + ids[i] * width_;
       for (int64_t j = 0; j < width_; ++j) s[j] += g[j];
     }
-    store(sum.data(), input_grad<T>(in[1], accum[1]), rows_ * width_,
-          accum[1]);
+    store(sum.data(), input_grad<T>(in[1], accum[1]), rows_ * width_, accum[1]);
   }
 };
 
@@ -97,7 +93,8 @@ class GatherCpu : public Gather {
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t b = r / (outer_ * count_), c = r % count_;
       const int64_t o = (r / count_) % outer_;
-      const T* src = x + ((b * outer_ + o) * size_ + ids[b * count_ + c]) * inner_;
+      const T* src =
+          x + ((b * outer_ + o) * size_ + ids[b * count_ + c]) * inner_;
       std::memcpy(y + r * inner_, src, inner_ * sizeof(T));
     }
   }
@@ -115,8 +112,8 @@ class GatherCpu : public Gather {
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t b = r / (outer_ * count_), c = r % count_;
       const int64_t o = (r / count_) % outer_;
-      float* s =
-          sum.data() + ((b * outer_ + o) * size_ + ids[b * count_ + c]) * inner_;
+      float* s = sum.data() +
+                 ((b * outer_ + o) * size_ + ids[b * count_ + c]) * inner_;
       const float* g = load(dy + r * inner_, buf.data(), inner_);
       for (int64_t j = 0; j < inner_; ++j) s[j] += g[j];
     }
@@ -206,8 +203,9 @@ class WhereCpu : public Where {
   void for_each_row(const Variables& in, Fn&& fn) {
     const BroadcastPlan p =
         broadcast_plan(in[0]->shape(), in[1]->shape(), tag());
-    for_each_broadcast_row(p, [&](int64_t o, int64_t o0, int64_t s0, int64_t,
-                                  int64_t, int64_t len) { fn(o, o0, s0, len); });
+    for_each_broadcast_row(
+        p, [&](int64_t o, int64_t o0, int64_t s0, int64_t, int64_t,
+               int64_t len) { fn(o, o0, s0, len); });
   }
 };
 

@@ -1,13 +1,11 @@
 // Min, ArgMax and ArgMin on the CPU, through the reduction driver
 // (reduce.hpp) with a min op beside its max.
-#include <mixgraph/functions/min_argmax.hpp>
-
 #include <cmath>
 #include <limits>
-
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/cpu/reduce.hpp>
+#include <mixgraph/functions/min_argmax.hpp>
 #include <mixgraph/functions/registry.hpp>
 
 namespace mg::cpu {
@@ -80,7 +78,8 @@ class ArgCpu : public Base {
     float* y = out[0]->data()->template cast<float>(/*write_only=*/true);
     for (size_t o = 0; o < acc.size(); ++o) {
       int64_t pos = 0;
-      for (int a : this->axes_) pos = pos * s[a] + (acc[o].index / stride[a]) % s[a];
+      for (int a : this->axes_)
+        pos = pos * s[a] + (acc[o].index / stride[a]) % s[a];
       y[o] = static_cast<float>(pos);
     }
   }

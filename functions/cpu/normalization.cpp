@@ -1,12 +1,10 @@
 // Layer, group and instance normalization on the CPU. The statistics, the
 // normalised values and every grad sum are fp32 whatever the storage type.
-#include <mixgraph/functions/normalization.hpp>
-
 #include <cmath>
-
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/cpu/elementwise.hpp>
+#include <mixgraph/functions/normalization.hpp>
 #include <mixgraph/functions/registry.hpp>
 
 namespace mg::cpu {
@@ -102,21 +100,25 @@ class NormalizationCpu : public Base {
     const std::string t = this->tag();
     if (const int gi = this->gamma_index(); gi >= 0) {
       const float* gamma = input<float>(in[gi]);
-      for_each_param_row(in[0]->shape(), in[gi]->shape(), t,
-                         [&](int64_t o, int64_t o1, int64_t s1, int64_t len) {
-                           for (int64_t j = 0; j < len; ++j) {
-                             y[o + j] *= gamma[o1 + j * s1];
-                           }
-                         }, false);
+      for_each_param_row(
+          in[0]->shape(), in[gi]->shape(), t,
+          [&](int64_t o, int64_t o1, int64_t s1, int64_t len) {
+            for (int64_t j = 0; j < len; ++j) {
+              y[o + j] *= gamma[o1 + j * s1];
+            }
+          },
+          false);
     }
     if (const int bi = this->beta_index(); bi >= 0) {
       const float* beta = input<float>(in[bi]);
-      for_each_param_row(in[0]->shape(), in[bi]->shape(), t,
-                         [&](int64_t o, int64_t o1, int64_t s1, int64_t len) {
-                           for (int64_t j = 0; j < len; ++j) {
-                             y[o + j] += beta[o1 + j * s1];
-                           }
-                         }, false);
+      for_each_param_row(
+          in[0]->shape(), in[bi]->shape(), t,
+          [&](int64_t o, int64_t o1, int64_t s1, int64_t len) {
+            for (int64_t j = 0; j < len; ++j) {
+              y[o + j] += beta[o1 + j * s1];
+            }
+          },
+          false);
     }
     store(y.data(), output<T>(out[0]), n);
   }
@@ -144,25 +146,29 @@ class NormalizationCpu : public Base {
       if (p < 0 || !propagate_down[p]) continue;
       const bool is_gamma = p == this->gamma_index();
       std::vector<float> sum(in[p]->size(), 0.0f);
-      for_each_param_row(xs, in[p]->shape(), t,
-                         [&](int64_t o, int64_t o1, int64_t s1, int64_t len) {
-                           for (int64_t j = 0; j < len; ++j) {
-                             sum[o1 + j * s1] +=
-                                 is_gamma ? dy[o + j] * xhat[o + j] : dy[o + j];
-                           }
-                         }, /*serial=*/true);
+      for_each_param_row(
+          xs, in[p]->shape(), t,
+          [&](int64_t o, int64_t o1, int64_t s1, int64_t len) {
+            for (int64_t j = 0; j < len; ++j) {
+              sum[o1 + j * s1] +=
+                  is_gamma ? dy[o + j] * xhat[o + j] : dy[o + j];
+            }
+          },
+          /*serial=*/true);
       store(sum.data(), input_grad<T>(in[p], accum[p]), in[p]->size(),
             accum[p]);
     }
     if (!propagate_down[0]) return;
     if (const int gi = this->gamma_index(); gi >= 0) {
       const float* gamma = input<float>(in[gi]);
-      for_each_param_row(xs, in[gi]->shape(), t,
-                         [&](int64_t o, int64_t o1, int64_t s1, int64_t len) {
-                           for (int64_t j = 0; j < len; ++j) {
-                             dy[o + j] *= gamma[o1 + j * s1];
-                           }
-                         }, false);
+      for_each_param_row(
+          xs, in[gi]->shape(), t,
+          [&](int64_t o, int64_t o1, int64_t s1, int64_t len) {
+            for (int64_t j = 0; j < len; ++j) {
+              dy[o + j] *= gamma[o1 + j * s1];
+            }
+          },
+          false);
     }
     const Grouping& g = grouping_;
     const float inv = 1.0f / static_cast<float>(g.size);

@@ -58,8 +58,11 @@ TEST(Split, All) {
 }
 
 TEST(Split, NumOutputsMustMatchTheAxis) {
-  expect_error([] { F::split(make_variable({2, 3}), 2); },
-               {"[split] axis 2 is out of range for x with shape (2, 3)"});
+  expect_error(
+      [] {
+        F::split(make_variable({2, 3}), 2);
+      },
+      {"[split] axis 2 is out of range for x with shape (2, 3)"});
   expect_error(
       [] {
         apply_function("Split", SplitOptions{0, 3}, {make_variable({2, 3})});
@@ -103,9 +106,12 @@ TEST(Stack, SplitUndoesStack) {
 }
 
 TEST(Stack, ShapesMustMatch) {
-  expect_error([] { F::stack({make_variable({2, 3}), make_variable({3, 2})}); },
-               {"[stack] input 1 with shape (3, 2) differs from input 0 with "
-                "shape (2, 3)"});
+  expect_error(
+      [] {
+        F::stack({make_variable({2, 3}), make_variable({3, 2})});
+      },
+      {"[stack] input 1 with shape (3, 2) differs from input 0 with "
+       "shape (2, 3)"});
   expect_error([] { F::stack({make_variable({2})}, 2); },
                {"[stack] axis 2 is out of range"});
 }
@@ -149,11 +155,17 @@ TEST(Broadcast, HalfGradSumsInFloat) {
 }
 
 TEST(Broadcast, BadShapes) {
-  expect_error([] { F::broadcast(make_variable({3, 2}), {3, 4}); },
-               {"[broadcast] x with shape (3, 2) cannot broadcast to shape "
-                "(3, 4): axis 1 is 2 against 4"});
-  expect_error([] { F::broadcast(make_variable({2, 3}), {3}); },
-               {"it has more dimensions"});
+  expect_error(
+      [] {
+        F::broadcast(make_variable({3, 2}), {3, 4});
+      },
+      {"[broadcast] x with shape (3, 2) cannot broadcast to shape "
+       "(3, 4): axis 1 is 2 against 4"});
+  expect_error(
+      [] {
+        F::broadcast(make_variable({2, 3}), {3});
+      },
+      {"it has more dimensions"});
 }
 
 // Pads a (2, 3) array by (1, 2) on axis 1 (and by `rows` on axis 0).
@@ -184,8 +196,8 @@ TEST(Pad, AllModes) {
       FunctionCheck c;
       c.inputs = {{{2, 3}}};
       c.build = [=](const std::vector<VariablePtr>& in) {
-        std::vector<int> pw = rows ? std::vector<int>{1, 1, 1, 2}
-                                   : std::vector<int>{1, 2};
+        std::vector<int> pw =
+            rows ? std::vector<int>{1, 1, 1, 2} : std::vector<int>{1, 2};
         return F::pad(in[0], pw, mode, 0.5f);
       };
       c.reference = [=](const std::vector<Doubles>& in) {
@@ -197,15 +209,27 @@ TEST(Pad, AllModes) {
 }
 
 TEST(Pad, BadArguments) {
-  expect_error([] { F::pad(make_variable({2, 3}), {1, 1, 1}); },
-               {"[pad] pad_width (1, 1, 1) must hold (before, after) pairs"});
-  expect_error([] { F::pad(make_variable({2, 3}), {1, 1}, "wrap"); },
-               {"[pad] mode 'wrap' is not one of constant, reflect, repeat"});
-  expect_error([] { F::pad(make_variable({2, 3}), {3, 0}, "reflect"); },
-               {"[pad] reflect padding (3, 0) on axis 1 of x with shape "
-                "(2, 3) must be less than its size 3"});
-  expect_error([] { F::pad(make_variable({2, 3}), {-1, 0}); },
-               {"negative entry"});
+  expect_error(
+      [] {
+        F::pad(make_variable({2, 3}), {1, 1, 1});
+      },
+      {"[pad] pad_width (1, 1, 1) must hold (before, after) pairs"});
+  expect_error(
+      [] {
+        F::pad(make_variable({2, 3}), {1, 1}, "wrap");
+      },
+      {"[pad] mode 'wrap' is not one of constant, reflect, repeat"});
+  expect_error(
+      [] {
+        F::pad(make_variable({2, 3}), {3, 0}, "reflect");
+      },
+      {"[pad] reflect padding (3, 0) on axis 1 of x with shape "
+       "(2, 3) must be less than its size 3"});
+  expect_error(
+      [] {
+        F::pad(make_variable({2, 3}), {-1, 0});
+      },
+      {"negative entry"});
 }
 
 TEST(Flip, All) {
@@ -237,10 +261,16 @@ TEST(Flip, All) {
 }
 
 TEST(Flip, BadAxes) {
-  expect_error([] { F::flip(make_variable({2, 3}), {2}); },
-               {"[flip] axis 2 is out of range for x with shape (2, 3)"});
-  expect_error([] { F::flip(make_variable({2, 3}), {1, -1}); },
-               {"[flip] axes (1, -1) name axis 1 twice"});
+  expect_error(
+      [] {
+        F::flip(make_variable({2, 3}), {2});
+      },
+      {"[flip] axis 2 is out of range for x with shape (2, 3)"});
+  expect_error(
+      [] {
+        F::flip(make_variable({2, 3}), {1, -1});
+      },
+      {"[flip] axes (1, -1) name axis 1 twice"});
 }
 
 }  // namespace

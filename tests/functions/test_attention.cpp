@@ -57,10 +57,11 @@ FunctionCheck sdpa_check(bool causal) {
   c.reference = [=](const std::vector<Doubles>& in) {
     Doubles y;
     for (int64_t b = 0; b < B; ++b) {
-      auto o = attend([&](int64_t i, int64_t e) { return in[0][(b * L + i) * E + e]; },
-                      [&](int64_t j, int64_t e) { return in[1][(b * S + j) * E + e]; },
-                      [&](int64_t j, int64_t e) { return in[2][(b * S + j) * Ev + e]; },
-                      L, S, E, Ev, causal);
+      auto o = attend(
+          [&](int64_t i, int64_t e) { return in[0][(b * L + i) * E + e]; },
+          [&](int64_t j, int64_t e) { return in[1][(b * S + j) * E + e]; },
+          [&](int64_t j, int64_t e) { return in[2][(b * S + j) * Ev + e]; }, L,
+          S, E, Ev, causal);
       y.insert(y.end(), o.begin(), o.end());
     }
     return y;
@@ -82,17 +83,21 @@ TEST(ScaledDotProductAttention, CausalFirstQuerySeesOnlyTheFirstKey) {
 }
 
 TEST(ScaledDotProductAttention, BadShapes) {
-  expect_error([] {
-    F::scaled_dot_product_attention(make_variable({2, 3, 4}),
-                                    make_variable({2, 3, 5}),
-                                    make_variable({2, 3, 4}));
-  }, {"[scaled_dot_product_attention] q with shape (2, 3, 4) and k with shape "
-      "(2, 3, 5) must have the same last axis (E)"});
-  expect_error([] {
-    F::scaled_dot_product_attention(make_variable({2, 3, 4}),
-                                    make_variable({2, 3, 4}),
-                                    make_variable({2, 5, 4}));
-  }, {"must have the same sequence length (S)"});
+  expect_error(
+      [] {
+        F::scaled_dot_product_attention(make_variable({2, 3, 4}),
+                                        make_variable({2, 3, 5}),
+                                        make_variable({2, 3, 4}));
+      },
+      {"[scaled_dot_product_attention] q with shape (2, 3, 4) and k with shape "
+       "(2, 3, 5) must have the same last axis (E)"});
+  expect_error(
+      [] {
+        F::scaled_dot_product_attention(make_variable({2, 3, 4}),
+                                        make_variable({2, 3, 4}),
+                                        make_variable({2, 5, 4}));
+      },
+      {"must have the same sequence length (S)"});
 }
 
 // y = x W + b over the last axis of x (rows of width `in`).
@@ -122,7 +127,9 @@ TEST(MultiHeadAttention, All) {
                                       causal);
     };
     c.reference = [=](const std::vector<Doubles>& in) {
-      auto p = [&](const std::string& n) { return to_doubles(params.get("mha/" + n)); };
+      auto p = [&](const std::string& n) {
+        return to_doubles(params.get("mha/" + n));
+      };
       const Doubles Q = affine_ref(in[0], p("q_proj/W"), p("q_proj/b"), E, E);
       const Doubles K = affine_ref(in[1], p("k_proj/W"), p("k_proj/b"), 3, E);
       const Doubles V = affine_ref(in[2], p("v_proj/W"), p("v_proj/b"), 2, E);
@@ -161,15 +168,21 @@ TEST(MultiHeadAttention, ShapesAndParameters) {
 TEST(MultiHeadAttention, BadArguments) {
   ParameterScope params;
   auto x = make_variable({3, 2, 8});
-  expect_error([&] { PF::multi_head_attention(x, x, x, 8, 3, params); },
-               {"[multi_head_attention] embed_dim 8 must be a positive multiple "
-                "of num_heads 3"});
   expect_error(
-      [&] { PF::multi_head_attention(x, make_variable({5, 3, 8}), x, 8, 2, params); },
+      [&] { PF::multi_head_attention(x, x, x, 8, 3, params); },
+      {"[multi_head_attention] embed_dim 8 must be a positive multiple "
+       "of num_heads 3"});
+  expect_error(
+      [&] {
+        PF::multi_head_attention(x, make_variable({5, 3, 8}), x, 8, 2, params);
+      },
       {"must be (L, B, E), (S, B, E_k) and (S, B, E_v)"});
   expect_error(
-      [&] { PF::multi_head_attention(make_variable({3, 8}), x, x, 8, 2, params); },
-      {"[multi_head_attention] query with shape (3, 8) must have 3 dimensions"});
+      [&] {
+        PF::multi_head_attention(make_variable({3, 8}), x, x, 8, 2, params);
+      },
+      {"[multi_head_attention] query with shape (3, 8) must have 3 "
+       "dimensions"});
 }
 
 }  // namespace

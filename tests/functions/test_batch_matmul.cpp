@@ -56,16 +56,17 @@ TEST_P(BatchMatmulTest, All) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transposes, BatchMatmulTest,
-                         ::testing::Values(Case{false, false}, Case{true, false},
-                                           Case{false, true}, Case{true, true}),
+                         ::testing::Values(Case{false, false},
+                                           Case{true, false}, Case{false, true},
+                                           Case{true, true}),
                          [](const auto& info) {
                            return std::string(info.param.ta ? "Ta" : "A") +
                                   (info.param.tb ? "Tb" : "B");
                          });
 
 TEST(BatchMatmul, OutputShape) {
-  auto y = F::batch_matmul(make_variable({2, 3, 4, 5}), make_variable({6, 4, 7}),
-                           true, false);
+  auto y = F::batch_matmul(make_variable({2, 3, 4, 5}),
+                           make_variable({6, 4, 7}), true, false);
   EXPECT_EQ(y->shape(), (Shape{2, 3, 5, 7}));
 }
 
@@ -81,7 +82,9 @@ TEST(BatchMatmul, HalfAccumulatesInFloat) {
 
 TEST(BatchMatmul, BadShapes) {
   expect_error(
-      [] { F::batch_matmul(make_variable({2, 3, 4}), make_variable({2, 5, 6})); },
+      [] {
+        F::batch_matmul(make_variable({2, 3, 4}), make_variable({2, 5, 6}));
+      },
       {"[batch_matmul] a with shape (2, 3, 4) has 4 columns, but b with shape "
        "(2, 5, 6) has 5 rows"});
   expect_error(
@@ -91,12 +94,17 @@ TEST(BatchMatmul, BadShapes) {
       },
       {"b with shape (2, 6, 5) (transposed) has 5 rows"});
   expect_error(
-      [] { F::batch_matmul(make_variable({2, 3, 4}), make_variable({3, 4, 5})); },
+      [] {
+        F::batch_matmul(make_variable({2, 3, 4}), make_variable({3, 4, 5}));
+      },
       {"[batch_matmul] a with shape (2, 3, 4) holds 2 matrices, but b with "
        "shape (3, 4, 5) holds 3"});
-  expect_error([] { F::batch_matmul(make_variable({4}), make_variable({4, 1})); },
-               {"[batch_matmul] a with shape (4,) must have at least 2 "
-                "dimensions"});
+  expect_error(
+      [] {
+        F::batch_matmul(make_variable({4}), make_variable({4, 1}));
+      },
+      {"[batch_matmul] a with shape (4,) must have at least 2 "
+       "dimensions"});
 }
 
 }  // namespace

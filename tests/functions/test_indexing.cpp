@@ -28,7 +28,8 @@ TEST(Embed, All) {
   c.reference = [](const std::vector<Doubles>& in) {
     Doubles y;
     for (double id : in[0]) {
-      for (int j = 0; j < 4; ++j) y.push_back(in[1][static_cast<int>(id) * 4 + j]);
+      for (int j = 0; j < 4; ++j)
+        y.push_back(in[1][static_cast<int>(id) * 4 + j]);
     }
     return y;
   };
@@ -108,10 +109,15 @@ TEST(Gather, BatchDims) {
 }
 
 TEST(Gather, BadArguments) {
-  expect_error([] { F::gather(make_variable({2, 3}), make_variable({2}), 2); },
-               {"[gather] axis 2 is out of range for x with shape (2, 3)"});
   expect_error(
-      [] { F::gather(make_variable({2, 3}), make_variable({3, 1}), 1, 1); },
+      [] {
+        F::gather(make_variable({2, 3}), make_variable({2}), 2);
+      },
+      {"[gather] axis 2 is out of range for x with shape (2, 3)"});
+  expect_error(
+      [] {
+        F::gather(make_variable({2, 3}), make_variable({3, 1}), 1, 1);
+      },
       {"[gather] x with shape (2, 3) and indices with shape (3, 1) must match "
        "on the 1 batch dimensions"});
   auto y = F::gather(make_variable({2, 3}), variable_from({1}, {3}), 1);
@@ -138,10 +144,16 @@ TEST(OneHot, Forward) {
 }
 
 TEST(OneHot, BadIdsAndShapes) {
-  expect_error([] { F::one_hot(make_variable({4, 1}), {3, 3}); },
-               {"[one_hot] x with shape (4, 1) must have a last axis of 2 ids"});
-  expect_error([] { F::one_hot(make_variable({4, 1}), {0}); },
-               {"[one_hot] shape (0,) must have positive sizes"});
+  expect_error(
+      [] {
+        F::one_hot(make_variable({4, 1}), {3, 3});
+      },
+      {"[one_hot] x with shape (4, 1) must have a last axis of 2 ids"});
+  expect_error(
+      [] {
+        F::one_hot(make_variable({4, 1}), {0});
+      },
+      {"[one_hot] shape (0,) must have positive sizes"});
   auto y = F::one_hot(variable_from({2, 1}, {1, 7}), {5});
   expect_error([&] { y->forward(); },
                {"[one_hot] x holds id 7 at flat index 1, but axis 0 of shape "
@@ -180,13 +192,18 @@ TEST(Where, SameShapeCondition) {
 
 TEST(Where, BadShapes) {
   expect_error(
-      [] { F::where(make_variable({2}), make_variable({2}), make_variable({3})); },
+      [] {
+        F::where(make_variable({2}), make_variable({2}), make_variable({3}));
+      },
       {"[where] x_true with shape (2,) and x_false with shape (3,) must have "
        "one shape"});
-  expect_error([] {
-    F::where(make_variable({3}), make_variable({2, 2}), make_variable({2, 2}));
-  }, {"[where] condition with shape (3,) cannot broadcast to x_true with "
-      "shape (2, 2)"});
+  expect_error(
+      [] {
+        F::where(make_variable({3}), make_variable({2, 2}),
+                 make_variable({2, 2}));
+      },
+      {"[where] condition with shape (3,) cannot broadcast to x_true with "
+       "shape (2, 2)"});
 }
 
 }  // namespace

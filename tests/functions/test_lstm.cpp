@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-
 #include <mixgraph/utils/yaml/network.hpp>
 
 #include "../support/function_tester.hpp"
@@ -23,7 +22,8 @@ void cell_ref(const double* x, Doubles& h, Doubles& c, const Doubles& W,
     for (int64_t o = 0; o < 4 * H; ++o) {
       double s = b[o];
       for (int64_t k = 0; k < I; ++k) s += x[n * I + k] * W[k * 4 * H + o];
-      for (int64_t k = 0; k < H; ++k) s += h[n * H + k] * W[(I + k) * 4 * H + o];
+      for (int64_t k = 0; k < H; ++k)
+        s += h[n * H + k] * W[(I + k) * 4 * H + o];
       g[o] = s;
     }
     for (int64_t k = 0; k < H; ++k) {
@@ -109,8 +109,9 @@ TEST(Lstm, BadShapes) {
     PF::lstm(make_variable({2, 3}), nullptr, nullptr, 4, params);
     FAIL() << "expected an exception";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("[lstm] x must be a (T, N, I) sequence"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("[lstm] x must be a (T, N, I) sequence"),
+        std::string::npos)
         << e.what();
   }
 }

@@ -30,8 +30,9 @@ TEST(SoftPlus, All) {
 }
 
 TEST(SoftPlus, Beta) {
-  check_all(unary_check([](auto x) { return F::softplus(x, 2.0f); },
-                        [](double x) { return std::log1p(std::exp(2 * x)) / 2; }));
+  check_all(
+      unary_check([](auto x) { return F::softplus(x, 2.0f); },
+                  [](double x) { return std::log1p(std::exp(2 * x)) / 2; }));
 }
 
 TEST(SoftPlus, LargeInputsDoNotOverflow) {
@@ -50,13 +51,15 @@ TEST(Swish, All) {
 }
 
 TEST(HardTanh, All) {
-  check_all(unary_check([](auto x) { return F::hard_tanh(x); },
-                        [](double x) { return std::max(-1.0, std::min(1.0, x)); }));
+  check_all(
+      unary_check([](auto x) { return F::hard_tanh(x); },
+                  [](double x) { return std::max(-1.0, std::min(1.0, x)); }));
 }
 
 TEST(ClipByValue, All) {
-  check_all(unary_check([](auto x) { return F::clip_by_value(x, -0.5f, 1.2f); },
-                        [](double x) { return std::max(-0.5, std::min(1.2, x)); }));
+  check_all(
+      unary_check([](auto x) { return F::clip_by_value(x, -0.5f, 1.2f); },
+                  [](double x) { return std::max(-0.5, std::min(1.2, x)); }));
 }
 
 TEST(ClipByValue, MinAboveMaxIsRejected) {
@@ -101,7 +104,8 @@ TEST(Erf, All) {
 // ---- binary, with broadcasting ----
 
 using BinaryRef = std::function<double(double, double)>;
-using BinaryFn = std::function<VariablePtr(const VariablePtr&, const VariablePtr&)>;
+using BinaryFn =
+    std::function<VariablePtr(const VariablePtr&, const VariablePtr&)>;
 
 // b broadcast along a's leading axes: a (2, 3, 4), b (3, 1) or equal shapes.
 FunctionCheck binary_check(BinaryFn f, BinaryRef ref, bool broadcast) {

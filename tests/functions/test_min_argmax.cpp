@@ -25,7 +25,9 @@ Doubles reduce_axis1(const Doubles& x, bool want_index, bool is_min) {
 TEST(Min, Axis) {
   FunctionCheck c;
   c.inputs = {{{2, 3, 4}}};
-  c.build = [](const std::vector<VariablePtr>& in) { return F::min(in[0], {1}); };
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::min(in[0], {1});
+  };
   c.reference = [](const std::vector<Doubles>& in) {
     return reduce_axis1(in[0], false, true);
   };
@@ -100,9 +102,10 @@ TEST(Min, EmptyAxisAndBadAxis) {
       f(make_variable({2, 0}));
       FAIL() << "expected an exception";
     } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("x with shape (2, 0) has no elements "
-                                           "on axis 1"),
-                std::string::npos)
+      EXPECT_NE(
+          std::string(e.what()).find("x with shape (2, 0) has no elements "
+                                     "on axis 1"),
+          std::string::npos)
           << e.what();
     }
   }

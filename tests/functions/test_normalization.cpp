@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-
 #include <mixgraph/functions/builder.hpp>
 
 #include "../support/function_tester.hpp"
@@ -66,8 +65,8 @@ TEST(LayerNormalization, PerSample) {
     return F::layer_normalization(in[0], in[1], in[2]);
   };
   c.reference = [=](const std::vector<Doubles>& in) {
-    return norm_ref(xs, in[0], [](const auto& i) { return i[0]; }, ps, &in[1],
-                    &in[2]);
+    return norm_ref(
+        xs, in[0], [](const auto& i) { return i[0]; }, ps, &in[1], &in[2]);
   };
   check_all(c);
 }
@@ -81,8 +80,9 @@ TEST(LayerNormalization, LastAxisOfASequence) {
     return F::layer_normalization(in[0], in[1], in[2], {0, 1});
   };
   c.reference = [=](const std::vector<Doubles>& in) {
-    return norm_ref(xs, in[0], [](const auto& i) { return i[0] * 2 + i[1]; },
-                    ps, &in[1], &in[2]);
+    return norm_ref(
+        xs, in[0], [](const auto& i) { return i[0] * 2 + i[1]; }, ps, &in[1],
+        &in[2]);
   };
   check_all(c);
 }
@@ -94,7 +94,7 @@ TEST(LayerNormalization, NoScaleNoBiasAndInnerBatchAxis) {
     FunctionCheck c;
     const Shape xs{4, 3, 5}, ps{4, 1, 5};
     c.inputs = {{xs}};
-    if (variant == 1) c.inputs.push_back({ps});             // beta only
+    if (variant == 1) c.inputs.push_back({ps});              // beta only
     if (variant == 2) c.inputs.push_back({ps, 0.5f, 1.5f});  // gamma only
     c.build = [variant](const std::vector<VariablePtr>& in) {
       VariablePtr beta = variant == 1 ? in[1] : nullptr;
@@ -102,11 +102,11 @@ TEST(LayerNormalization, NoScaleNoBiasAndInnerBatchAxis) {
       return F::layer_normalization(in[0], beta, gamma, {1});
     };
     c.reference = [=](const std::vector<Doubles>& in) {
-      return norm_ref(xs, in[0], [](const auto& i) { return i[1]; }, ps,
-                      variant == 1 ? &in[1] : nullptr,
-                      variant == 2 ? &in[1] : nullptr);
+      return norm_ref(
+          xs, in[0], [](const auto& i) { return i[1]; }, ps,
+          variant == 1 ? &in[1] : nullptr, variant == 2 ? &in[1] : nullptr);
     };
-      check_all(c);
+    check_all(c);
   }
 }
 
@@ -132,8 +132,8 @@ TEST(LayerNormalization, HalfMatchesFloatOnALargeOffsetSample) {
 
 TEST(LayerNormalization, ParametricShapes) {
   ParameterScope params;
-  auto y = PF::layer_normalization(make_variable({3, 2, 8}), params["ln"],
-                                   {0, 1});
+  auto y =
+      PF::layer_normalization(make_variable({3, 2, 8}), params["ln"], {0, 1});
   EXPECT_EQ(y->shape(), (Shape{3, 2, 8}));
   EXPECT_EQ(params.get("ln/gamma")->shape(), (Shape{1, 1, 8}));
   EXPECT_EQ(to_doubles(params.get("ln/gamma"))[0], 1.0);
@@ -148,8 +148,9 @@ TEST(GroupNormalization, TwoGroups) {
     return F::group_normalization(in[0], in[1], in[2], 2);
   };
   c.reference = [=](const std::vector<Doubles>& in) {
-    return norm_ref(xs, in[0], [](const auto& i) { return i[0] * 2 + i[1] / 2; },
-                    ps, &in[1], &in[2]);
+    return norm_ref(
+        xs, in[0], [](const auto& i) { return i[0] * 2 + i[1] / 2; }, ps,
+        &in[1], &in[2]);
   };
   check_all(c);
 }
@@ -162,8 +163,9 @@ TEST(GroupNormalization, ChannelsLast) {
     return F::group_normalization(in[0], in[1], in[2], 2, -1);
   };
   c.reference = [=](const std::vector<Doubles>& in) {
-    return norm_ref(xs, in[0], [](const auto& i) { return i[0] * 2 + i[2] / 2; },
-                    ps, &in[1], &in[2]);
+    return norm_ref(
+        xs, in[0], [](const auto& i) { return i[0] * 2 + i[2] / 2; }, ps,
+        &in[1], &in[2]);
   };
   check_all(c);
 }
@@ -178,13 +180,14 @@ TEST(InstanceNormalization, ChannelsFirstAndLast) {
       return F::instance_normalization(in[0], in[1], in[2], axis);
     };
     c.reference = [=](const std::vector<Doubles>& in) {
-      return norm_ref(xs, in[0],
-                      [axis](const auto& i) {
-                        return i[0] * (axis == 1 ? 3 : 6) + i[axis];
-                      },
-                      ps, &in[1], &in[2]);
+      return norm_ref(
+          xs, in[0],
+          [axis](const auto& i) {
+            return i[0] * (axis == 1 ? 3 : 6) + i[axis];
+          },
+          ps, &in[1], &in[2]);
     };
-      check_all(c);
+    check_all(c);
   }
 }
 
@@ -199,19 +202,28 @@ TEST(Normalization, ParametricGroupAndInstance) {
 
 TEST(Normalization, BadArguments) {
   auto x = make_variable({2, 4, 3});
-  expect_error([&] { F::layer_normalization(x, make_variable({1, 4, 2}), nullptr); },
-               {"[layer_normalization] beta with shape (1, 4, 2) must have the "
-                "dimensions of x with shape (2, 4, 3)"});
-  expect_error([&] { F::layer_normalization(x, nullptr, nullptr, {3}); },
-               {"[layer_normalization] batch_axis (3,) has axis 3, out of range "
-                "for x with shape (2, 4, 3)"});
-  expect_error([&] { F::layer_normalization(x, nullptr, nullptr, {0, -3}); },
-               {"names axis 0 twice"});
-  expect_error([&] { F::group_normalization(x, nullptr, nullptr, 3); },
-               {"[group_normalization] num_groups 3 must be positive and divide "
-                "the 4 channels of x with shape (2, 4, 3) on axis 1"});
-  expect_error([&] { F::instance_normalization(x, nullptr, nullptr, 0); },
-               {"[instance_normalization] channel_axis 0 is also a batch axis"});
+  expect_error(
+      [&] {
+        F::layer_normalization(x, make_variable({1, 4, 2}), nullptr);
+      },
+      {"[layer_normalization] beta with shape (1, 4, 2) must have the "
+       "dimensions of x with shape (2, 4, 3)"});
+  expect_error(
+      [&] { F::layer_normalization(x, nullptr, nullptr, {3}); },
+      {"[layer_normalization] batch_axis (3,) has axis 3, out of range "
+       "for x with shape (2, 4, 3)"});
+  expect_error(
+      [&] {
+        F::layer_normalization(x, nullptr, nullptr, {0, -3});
+      },
+      {"names axis 0 twice"});
+  expect_error(
+      [&] { F::group_normalization(x, nullptr, nullptr, 3); },
+      {"[group_normalization] num_groups 3 must be positive and divide "
+       "the 4 channels of x with shape (2, 4, 3) on axis 1"});
+  expect_error(
+      [&] { F::instance_normalization(x, nullptr, nullptr, 0); },
+      {"[instance_normalization] channel_axis 0 is also a batch axis"});
   expect_error([&] { F::instance_normalization(x, nullptr, nullptr, 5); },
                {"[instance_normalization] channel_axis 5 is out of range"});
   expect_error(
