@@ -2,6 +2,7 @@
 // half and bfloat16 reaches the loss it reaches in float.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <random>
 
 #include <mixgraph/mixgraph.hpp>
@@ -53,13 +54,16 @@ Result train(const std::string& type_config, float initial_scale) {
 }
 
 // Tolerance: the three runs see the same batches; half rounds activations to
-// 11 bits and bfloat16 to 8, which moves the final loss by well under 0.03
-// (measured: float 0.10, half within 0.005, bfloat16 within 0.02).
+// 11 bits and bfloat16 to 8. Measured final losses (mean of the last 20
+// steps): float 0.2842, half 0.2844, bfloat16 0.2838 (the blobs overlap, so
+// 0.28 is near the best this model reaches); 0.03 leaves a 10x margin.
 TEST(MixedPrecisionTraining, HalfAndBfloat16MatchFloat) {
   const Result f = train("float", 8);
   const Result h = train("half", 8);
   const Result b = train("bfloat16", 8);
-  EXPECT_LT(f.loss, 0.3f) << "float did not train";
+  std::printf("final loss: float %.4f, half %.4f, bfloat16 %.4f\n", f.loss,
+              h.loss, b.loss);
+  EXPECT_LT(f.loss, 0.4f) << "float did not train (starts near 1.39)";
   EXPECT_NEAR(h.loss, f.loss, 0.03f);
   EXPECT_NEAR(b.loss, f.loss, 0.03f);
   EXPECT_EQ(f.skipped, 0);
