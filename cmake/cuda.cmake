@@ -18,6 +18,13 @@ endif()
 set(MIXGRAPH_WITH_CUDA OFF)
 if(NOT _mg_cuda STREQUAL "OFF")
   set(_mg_missing "")
+  # The toolkit's usual home when nvcc is not on PATH.
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    find_program(_mg_nvcc nvcc)
+    if(NOT _mg_nvcc)
+      set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+    endif()
+  endif()
   include(CheckLanguage)
   check_language(CUDA)
   if(NOT CMAKE_CUDA_COMPILER)
@@ -73,7 +80,10 @@ function(mixgraph_add_cuda target)
   target_include_directories(${target} PRIVATE ${MIXGRAPH_CUDNN_INCLUDE_DIR})
   target_link_libraries(${target} PRIVATE CUDA::cudart CUDA::cublas
                         ${MIXGRAPH_CUDNN_LIBRARY})
+  # No FMA contraction: the kernels then do the same fp32 operations as the
+  # CPU loops over the same functors, which is what lets the CPU tests speak
+  # for the device math (the kernels are memory bound; FMA buys little).
   target_compile_options(${target} PRIVATE
-    "$<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr;-Xcompiler=-Wall,-Wextra>")
+    "$<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr;--fmad=false;-Xcompiler=-Wall,-Wextra>")
   set_target_properties(${target} PROPERTIES CUDA_RUNTIME_LIBRARY Shared)
 endfunction()
