@@ -7,6 +7,8 @@
 
 #include <mixgraph/contexts/device.hpp>
 #include <mixgraph/solvers/device_ops.hpp>
+#include <mixgraph/solvers/update_rule.hpp>
+#include <mixgraph/solvers/weight_decay_rule.hpp>
 
 namespace mg {
 
@@ -209,6 +211,14 @@ void Solver::weight_decay(float rate) {
   if (rate == 0.0f) return;
   for (auto& [key, var] : params_) {
     if (!has_grad(var)) continue;
+    const detail::RuleDevice where = rule_device(var, name());
+    if (where.ops) {  // on the device, where update() will run
+      detail::RuleDeviceGuard guard(&where);
+      const float* w = var->data()->get<const float>(where.device);
+      apply_rule(WeightDecayRule{rate}, var->size(),
+                 var->grad()->cast<float>(false, where.device), w);
+      continue;
+    }
     const float* w = var->data()->get<const float>();
     float* g = grad_f32(var);
     const int64_t n = var->size();

@@ -96,6 +96,7 @@ const Perf& pick(const std::vector<Perf>& perf, int n, Dtype dtype,
 
 std::shared_ptr<ConvPlan> make_plan(int index, Dtype dtype,
                                     const ConvGeometry& geom) {
+  DeviceGuard guard(index);
   const ConvGeometry g = as_2d(geom);
   auto p = std::make_shared<ConvPlan>();
   std::vector<int64_t> xd{g.batch, g.in_channels}, yd{g.batch, g.out_channels},

@@ -24,6 +24,7 @@
 #include <mixgraph/solvers/rmsprop.hpp>
 #include <mixgraph/solvers/sgd.hpp>
 #include <mixgraph/solvers/sgdw.hpp>
+#include <mixgraph/solvers/weight_decay_rule.hpp>
 
 namespace mg::cuda {
 
@@ -76,6 +77,7 @@ using RuleKey = std::pair<std::type_index, int>;
 // listed in kDeviceSolvers must find each of its rules here.
 const std::map<RuleKey, Launcher>& rule_table() {
   static const auto* table = new std::map<RuleKey, Launcher>{
+      {{typeid(WeightDecayRule), 0}, &launch_rule<WeightDecayRule, 0>},
       {{typeid(SgdRule), 0}, &launch_rule<SgdRule, 0>},
       {{typeid(MomentumRule), 1}, &launch_rule<MomentumRule, 1>},
       {{typeid(SgdWRule), 1}, &launch_rule<SgdWRule, 1>},

@@ -11,6 +11,7 @@
 
 #include <mixgraph/mixgraph.hpp>
 #include <mixgraph/solvers/device_ops.hpp>
+#include <mixgraph/solvers/weight_decay_rule.hpp>
 
 #include "../support/fake_device.hpp"
 
@@ -37,7 +38,11 @@ class FakeSolverOps : public SolverDeviceOps {
                   float* w, const float* g, float* const* s,
                   int ns) override {
     ++rules;
-    if (type == typeid(SgdRule) && ns == 0) {
+    if (type == typeid(WeightDecayRule) && ns == 0) {
+      for (int64_t i = 0; i < n; ++i) {
+        (*static_cast<const WeightDecayRule*>(rule))(w[i], g[i]);
+      }
+    } else if (type == typeid(SgdRule) && ns == 0) {
       for (int64_t i = 0; i < n; ++i) (*static_cast<const SgdRule*>(rule))(w[i], g[i]);
     } else if (type == typeid(MomentumRule) && ns == 1) {
       for (int64_t i = 0; i < n; ++i) {
@@ -142,6 +147,27 @@ TEST(SolverDevice, UpdateRunsWhereTheGradsLiveAndMatchesTheHost) {
         EXPECT_EQ(st->array().head_device(), "fake:0") << name;
       }
     }
+  }
+}
+
+TEST(SolverDevice, WeightDecayRunsOnTheDeviceToo) {
+  FakeSetup s;
+  auto host_params = make_params(), dev_params = make_params();
+  auto host = solvers::Momentum(0.1f, 0.9f), dev = solvers::Momentum(0.1f, 0.9f);
+  host->set_parameters(host_params);
+  dev->set_parameters(dev_params);
+  for (int step = 0; step < 2; ++step) {
+    write_grads(host_params, "cpu", step);
+    write_grads(dev_params, "fake:0", step);
+    host->weight_decay(0.01f);
+    dev->weight_decay(0.01f);
+    host->update();
+    dev->update();
+  }
+  EXPECT_EQ(FakeSolverOps::instance().rules, 8);  // decay + step, 2 params
+  for (size_t p = 0; p < 2; ++p) {
+    EXPECT_EQ(dev_params[p].second->data()->array().head_device(), "fake:0");
+    EXPECT_EQ(data_of(dev_params[p].second), data_of(host_params[p].second));
   }
 }
 
