@@ -13,12 +13,14 @@
 
 namespace mg::cuda {
 
+/// The CUDA device of a function (checked: it is there), current while
+/// this lives, and its stream.
+int checked_device(const Function& f);
+
 /// The device of a function, current while it lives, and its stream.
 struct Launch {
   explicit Launch(const Function& f)
-      : index(device_index(f.device())),
-        guard(index),
-        stream(cuda::stream(index)) {}
+      : index(checked_device(f)), guard(index), stream(cuda::stream(index)) {}
   int index;
   DeviceGuard guard;
   cudaStream_t stream;

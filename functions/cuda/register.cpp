@@ -3,7 +3,26 @@
 // SyncedArray.
 #include <mixgraph/functions/cuda/cuda_functions.hpp>
 
+#include <stdexcept>
+
+#include <mixgraph/contexts/device.hpp>
+#include <mixgraph/functions/cuda/cuda_function.hpp>
+
 namespace mg::cuda {
+
+int checked_device(const Function& f) {
+  // Says "device 'cuda:0' is not available: no GPU present (...)" where
+  // there is none.
+  const DeviceRef d = resolve_device(f.device(), f.tag());
+  if (d.name != "cuda") {
+    throw std::invalid_argument(
+        f.tag() + "runs on CUDA (" + f.backend().str() +
+        "), but its context's device is '" + f.device() +
+        "'; make the context with mg::context(\"cudnn\", ...) or give it "
+        "array_class CudaArray");
+  }
+  return d.index;
+}
 
 void register_cuda_functions(FunctionRegistry& r) {
   register_elementwise(r);

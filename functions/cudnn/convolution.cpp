@@ -175,7 +175,7 @@ class ConvolutionCudnn : public Convolution {
       stand_in_->setup(in, out);
       return;
     }
-    const int index = device_index(device());
+    const int index = checked_device(*this);
     plan_ = plans().get({index, dtype_of<T>, geom_},
                         [&] { return make_plan(index, dtype_of<T>, geom_); });
   }

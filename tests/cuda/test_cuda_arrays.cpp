@@ -9,6 +9,7 @@
 #include <mixgraph/contexts/convert.hpp>
 #include <mixgraph/contexts/device.hpp>
 #include <mixgraph/contexts/synced_array.hpp>
+#include <mixgraph/mixgraph.hpp>
 
 #include "cuda_test.hpp"
 
@@ -128,6 +129,34 @@ TEST_F(CudaArrays, DevicesPastTheLastAreNamed) {
     EXPECT_NE(std::string(e.what()).find("device '" + dev + "' is not available"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// Where there is no GPU (this test runs only there), a CUDA build says so
+// by name instead of failing inside CUDA.
+TEST(CudaWithoutGpu, ContextsSayNoGpuIsPresent) {
+  std::string why;
+  if (device_count("cuda", &why) > 0) GTEST_SKIP() << "a GPU is present";
+  EXPECT_NE(why.find("no GPU present"), std::string::npos) << why;
+  ContextGuard guard(context("cudnn", "half"));
+  auto x = make_variable({2, 3});
+  auto y = F::relu(x);
+  EXPECT_EQ(y->parent()->function().backend().str(), "cuda:half");
+  try {
+    y->forward();
+    FAIL() << "forward ran without a GPU";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "[relu] device 'cuda:0' is not available: no GPU present"),
+              std::string::npos)
+        << e.what();
+  }
+  SyncedArray a(4);
+  try {
+    a.get(Dtype::f16, "cuda:0");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("no GPU present"), std::string::npos);
   }
 }
 
