@@ -78,8 +78,10 @@ endif()
 function(mixgraph_add_cuda target)
   target_compile_definitions(${target} PRIVATE MIXGRAPH_WITH_CUDA)
   target_include_directories(${target} PRIVATE ${MIXGRAPH_CUDNN_INCLUDE_DIR})
-  target_link_libraries(${target} PRIVATE CUDA::cudart CUDA::cublas
-                        ${MIXGRAPH_CUDNN_LIBRARY})
+  # cuBLAS is not linked: contexts/cuda/cublas_utils.cpp loads it on first
+  # use (its headers come with the toolkit's include directory).
+  target_link_libraries(${target} PRIVATE CUDA::cudart
+                        ${MIXGRAPH_CUDNN_LIBRARY} ${CMAKE_DL_LIBS})
   # No FMA contraction: the kernels then do the same fp32 operations as the
   # CPU loops over the same functors, which is what lets the CPU tests speak
   # for the device math (the kernels are memory bound; FMA buys little).
