@@ -78,7 +78,8 @@ CachingAllocator::Block* CachingAllocator::take_block(size_t size, bool small) {
 // cached until split and handed out); null when the raw allocator fails.
 CachingAllocator::Block* CachingAllocator::new_segment(size_t size,
                                                        bool small) {
-  const size_t seg = small ? opt_.small_segment : round_up(size, opt_.large_round);
+  const size_t seg =
+      small ? opt_.small_segment : round_up(size, opt_.large_round);
   void* p = raw_.allocate(seg);
   if (!p) return nullptr;
   Block* b = new Block{static_cast<char*>(p), seg, small};

@@ -34,10 +34,10 @@ class RawAllocator {
 
 /// The size classes and segment sizes of a CachingAllocator.
 struct CachingAllocatorOptions {
-  size_t round = 512;                 // every block is a multiple of this
-  size_t small_limit = 1 << 20;       // requests up to this are "small"
-  size_t small_segment = 2 << 20;     // the segment small blocks come from
-  size_t large_round = 2 << 20;       // large segments round to this
+  size_t round = 512;              // every block is a multiple of this
+  size_t small_limit = 1 << 20;    // requests up to this are "small"
+  size_t small_segment = 2 << 20;  // the segment small blocks come from
+  size_t large_round = 2 << 20;    // large segments round to this
 };
 
 /// Caches blocks of a RawAllocator. Thread safe. Counters: in_use (bytes of

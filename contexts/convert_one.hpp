@@ -19,8 +19,7 @@ MG_HD D convert_one(S s) {
     return static_cast<float>(s) != 0.0f;
   } else if constexpr (std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>) {
     return static_cast<D>(static_cast<float>(s));
-  } else if constexpr (std::is_same_v<D, Half> ||
-                       std::is_same_v<D, BFloat16>) {
+  } else if constexpr (std::is_same_v<D, Half> || std::is_same_v<D, BFloat16>) {
     return D(static_cast<float>(s));
   } else {
     return static_cast<D>(s);

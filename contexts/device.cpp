@@ -52,7 +52,8 @@ DeviceRef resolve_device(const std::string& device, const std::string& where) {
   const std::string digits =
       colon == std::string::npos ? "" : device.substr(colon + 1);
   bool numeric = !digits.empty() && digits.size() <= 6;
-  for (char c : digits) numeric = numeric && std::isdigit(static_cast<unsigned char>(c));
+  for (char c : digits)
+    numeric = numeric && std::isdigit(static_cast<unsigned char>(c));
   if (colon == 0 || !numeric) {
     throw std::invalid_argument(prefix +
                                 "is not a device name; expected cpu or "
@@ -62,14 +63,16 @@ DeviceRef resolve_device(const std::string& device, const std::string& where) {
   ref.index = std::stoi(digits);
   ref.backend = find_device_backend(ref.name);
   const std::string unavailable = prefix + "is not available: ";
-  if (!ref.backend) throw std::invalid_argument(unavailable + not_built(ref.name));
+  if (!ref.backend)
+    throw std::invalid_argument(unavailable + not_built(ref.name));
   std::string why;
   const int n = ref.backend->count(&why);
   if (n == 0) throw std::invalid_argument(unavailable + why);
   if (ref.index >= n) {
-    throw std::invalid_argument(unavailable + "there " +
-                                (n == 1 ? "is 1 " : "are " + std::to_string(n) + " ") +
-                                ref.name + " device" + (n == 1 ? "" : "s"));
+    throw std::invalid_argument(
+        unavailable + "there " +
+        (n == 1 ? "is 1 " : "are " + std::to_string(n) + " ") + ref.name +
+        " device" + (n == 1 ? "" : "s"));
   }
   return ref;
 }

@@ -22,9 +22,8 @@ struct Cublas {
   cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t,
                             cublasOperation_t, int, int, int, const void*,
                             const void*, cudaDataType, int, const void*,
-                            cudaDataType, int, const void*, void*,
-                            cudaDataType, int, cublasComputeType_t,
-                            cublasGemmAlgo_t);
+                            cudaDataType, int, const void*, void*, cudaDataType,
+                            int, cublasComputeType_t, cublasGemmAlgo_t);
   const char* (*status_name)(cublasStatus_t);
   const char* (*status_string)(cublasStatus_t);
 };
@@ -66,18 +65,22 @@ const Cublas& cublas() {
 void check_cublas(cublasStatus_t s, const char* call, const char* file,
                   int line) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
-  throw std::runtime_error(std::string("[cublas] ") + call + " failed: " +
-                           cublas().status_name(s) + ": " +
+  throw std::runtime_error(std::string("[cublas] ") + call +
+                           " failed: " + cublas().status_name(s) + ": " +
                            cublas().status_string(s) + " (" + file + ":" +
                            std::to_string(line) + ")");
 }
 
 cudaDataType_t cuda_data_type(Dtype dtype) {
   switch (dtype) {
-    case Dtype::f32: return CUDA_R_32F;
-    case Dtype::f16: return CUDA_R_16F;
-    case Dtype::bf16: return CUDA_R_16BF;
-    default: break;
+    case Dtype::f32:
+      return CUDA_R_32F;
+    case Dtype::f16:
+      return CUDA_R_16F;
+    case Dtype::bf16:
+      return CUDA_R_16BF;
+    default:
+      break;
   }
   throw std::invalid_argument(std::string("[cublas] unsupported dtype ") +
                               dtype_name(dtype) +
@@ -115,8 +118,9 @@ void gemm(int index, bool trans_a, bool trans_b, int64_t m, int64_t n,
   const int ldb = static_cast<int>(std::max<int64_t>(1, trans_b ? k : n));
   // With k = 0 cuBLAS leaves C as beta C, which is what the product means.
   MG_CUBLAS_CHECK(cublas().gemm_ex(
-      h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-      static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b,
+      h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+      trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
+      static_cast<int>(m), static_cast<int>(k), &alpha, b,
       cuda_data_type(b_type), ldb, a, cuda_data_type(a_type), lda, &beta, c,
       cuda_data_type(c_type), static_cast<int>(n), CUBLAS_COMPUTE_32F,
       CUBLAS_GEMM_DEFAULT));

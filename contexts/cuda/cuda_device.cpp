@@ -18,9 +18,9 @@ constexpr size_t kStagingBytes = 4 << 20;
 
 void check(cudaError_t e, const char* call, const char* file, int line) {
   if (e == cudaSuccess) return;
-  throw std::runtime_error(std::string("[cuda] ") + call + " failed: " +
-                           cudaGetErrorName(e) + ": " + cudaGetErrorString(e) +
-                           " (" + file + ":" + std::to_string(line) + ")");
+  throw std::runtime_error(
+      std::string("[cuda] ") + call + " failed: " + cudaGetErrorName(e) + ": " +
+      cudaGetErrorString(e) + " (" + file + ":" + std::to_string(line) + ")");
 }
 
 DeviceGuard::DeviceGuard(int index) {
@@ -101,8 +101,10 @@ void CudaDevice::Raw::free(void* ptr) {
 void CudaDevice::ensure_staging() {
   if (staging_[0]) return;
   for (int k = 0; k < 2; ++k) {
-    MG_CUDA_CHECK(cudaHostAlloc(&staging_[k], kStagingBytes, cudaHostAllocDefault));
-    MG_CUDA_CHECK(cudaEventCreateWithFlags(&staged_[k], cudaEventDisableTiming));
+    MG_CUDA_CHECK(
+        cudaHostAlloc(&staging_[k], kStagingBytes, cudaHostAllocDefault));
+    MG_CUDA_CHECK(
+        cudaEventCreateWithFlags(&staged_[k], cudaEventDisableTiming));
   }
 }
 

@@ -98,7 +98,9 @@ class CudaDevice {
 };
 
 /// The stream of device `index`.
-inline cudaStream_t stream(int index) { return CudaDevice::get(index).stream(); }
+inline cudaStream_t stream(int index) {
+  return CudaDevice::get(index).stream();
+}
 
 /// dst = src converted, n elements on the device (contexts/cuda/convert.cu:
 /// the same convert_one as the host).

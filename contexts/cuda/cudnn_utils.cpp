@@ -10,17 +10,21 @@ namespace mg::cuda {
 void check_cudnn(cudnnStatus_t s, const char* call, const char* file,
                  int line) {
   if (s == CUDNN_STATUS_SUCCESS) return;
-  throw std::runtime_error(std::string("[cudnn] ") + call + " failed: " +
-                           cudnnGetErrorString(s) + " (" + file + ":" +
-                           std::to_string(line) + ")");
+  throw std::runtime_error(std::string("[cudnn] ") + call +
+                           " failed: " + cudnnGetErrorString(s) + " (" + file +
+                           ":" + std::to_string(line) + ")");
 }
 
 cudnnDataType_t cudnn_data_type(Dtype dtype) {
   switch (dtype) {
-    case Dtype::f32: return CUDNN_DATA_FLOAT;
-    case Dtype::f16: return CUDNN_DATA_HALF;
-    case Dtype::bf16: return CUDNN_DATA_BFLOAT16;
-    default: break;
+    case Dtype::f32:
+      return CUDNN_DATA_FLOAT;
+    case Dtype::f16:
+      return CUDNN_DATA_HALF;
+    case Dtype::bf16:
+      return CUDNN_DATA_BFLOAT16;
+    default:
+      break;
   }
   throw std::invalid_argument(std::string("[cudnn] unsupported dtype ") +
                               dtype_name(dtype) +
@@ -48,8 +52,9 @@ void set_tensor(cudnnTensorDescriptor_t desc, Dtype dtype,
   int64_t stride = 1;
   for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
     if (dims[i] > INT_MAX || stride > INT_MAX) {
-      throw std::runtime_error("[cudnn] a tensor dimension or stride is past "
-                               "2^31 - 1");
+      throw std::runtime_error(
+          "[cudnn] a tensor dimension or stride is past "
+          "2^31 - 1");
     }
     d[i] = static_cast<int>(dims[i]);
     strides[i] = static_cast<int>(stride);

@@ -45,16 +45,18 @@ class Descriptor {
   T d_ = nullptr;
 };
 
-using TensorDesc = Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor,
-                              cudnnDestroyTensorDescriptor>;
-using FilterDesc = Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
-                              cudnnDestroyFilterDescriptor>;
-using ConvDesc = Descriptor<cudnnConvolutionDescriptor_t,
-                            cudnnCreateConvolutionDescriptor,
-                            cudnnDestroyConvolutionDescriptor>;
-using PoolingDesc = Descriptor<cudnnPoolingDescriptor_t,
-                               cudnnCreatePoolingDescriptor,
-                               cudnnDestroyPoolingDescriptor>;
+using TensorDesc =
+    Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor,
+               cudnnDestroyTensorDescriptor>;
+using FilterDesc =
+    Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
+               cudnnDestroyFilterDescriptor>;
+using ConvDesc =
+    Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
+               cudnnDestroyConvolutionDescriptor>;
+using PoolingDesc =
+    Descriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor,
+               cudnnDestroyPoolingDescriptor>;
 
 /// Sets `desc` to a packed (row-major) tensor of `dims`, padded with
 /// trailing 1s to at least 4 dims. Throws std::runtime_error for a dim past
@@ -91,7 +93,8 @@ class PlanCache {
   size_t capacity_;
   std::mutex mutex_;
   std::list<Key> order_;  // most recent first
-  std::map<Key, std::pair<std::shared_ptr<Plan>, typename std::list<Key>::iterator>>
+  std::map<Key,
+           std::pair<std::shared_ptr<Plan>, typename std::list<Key>::iterator>>
       plans_;
 };
 

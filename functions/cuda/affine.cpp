@@ -27,8 +27,8 @@ class AffineCuda : public Affine {
     const T* w = input<T>(*this, in[1]);
     T* y = output<T>(*this, out[0]);
     if (in.size() < 3) {
-      gemm(l.index, false, false, batch_, outputs_, features_, 1.0f, x, t, w,
-           t, 0.0f, y, t);
+      gemm(l.index, false, false, batch_, outputs_, features_, 1.0f, x, t, w, t,
+           0.0f, y, t);
       return;
     }
     // The bias stays fp32: it is added to the fp32 product.
@@ -67,8 +67,8 @@ class AffineCuda : public Affine {
       float* s = static_cast<float*>(sums->ptr());
       channel_sums<T>(dy, nullptr, nullptr, batch_, outputs_, 1, s, nullptr,
                       l.stream);
-      store_f32<T>(s, input_grad<T>(*this, in[2], accum[2]), outputs_,
-                   accum[2], l.stream);
+      store_f32<T>(s, input_grad<T>(*this, in[2], accum[2]), outputs_, accum[2],
+                   l.stream);
     }
   }
 };

@@ -8,9 +8,9 @@ namespace mg::cuda {
 
 namespace {
 
-#define MG_GRID_STRIDE(i, n)                                              \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) +        \
-                   threadIdx.x;                                           \
+#define MG_GRID_STRIDE(i, n)                                            \
+  for (int64_t i =                                                      \
+           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
        i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
 // One block per channel: the (outer, inner) elements of channel c, summed
@@ -50,8 +50,8 @@ __global__ void channel_sums_kernel(const T* dy, const T* x, const float* mean,
 }
 
 template <class T, class S>
-__global__ void add_bias_kernel(const S* src, const float* b, T* y,
-                                int64_t n, int64_t C, int64_t inner) {
+__global__ void add_bias_kernel(const S* src, const float* b, T* y, int64_t n,
+                                int64_t C, int64_t inner) {
   MG_GRID_STRIDE(i, n) {
     const int64_t c = (i / inner) % C;
     y[i] = T(static_cast<float>(src[i]) + b[c]);
@@ -86,8 +86,8 @@ __global__ void bn_inference_grads_kernel(const float* sum_dy,
     const float inv_std = 1.0f / sqrtf(var[c] + eps);
     a[c] = gamma[c] * inv_std;
     if (dbeta) {
-      dbeta[c] = T(accum_beta ? static_cast<float>(dbeta[c]) + sum_dy[c]
-                              : sum_dy[c]);
+      dbeta[c] =
+          T(accum_beta ? static_cast<float>(dbeta[c]) + sum_dy[c] : sum_dy[c]);
     }
     if (dgamma) {
       const float g = sum_dy_xmu[c] * inv_std;
@@ -104,9 +104,8 @@ void channel_sums(const T* dy, const T* x, const float* mean, int64_t outer,
                   cudaStream_t stream) {
   if (C == 0) return;
   const unsigned grid = static_cast<unsigned>(C < 65535 * 8 ? C : 65535 * 8);
-  channel_sums_kernel<T><<<grid, kThreads, 0, stream>>>(dy, x, mean, outer, C,
-                                                        inner, sum_dy,
-                                                        sum_dy_xmu);
+  channel_sums_kernel<T><<<grid, kThreads, 0, stream>>>(
+      dy, x, mean, outer, C, inner, sum_dy, sum_dy_xmu);
   MG_CUDA_CHECK_LAUNCH();
 }
 
@@ -115,8 +114,8 @@ void add_channel_bias(const S* src, const float* b, T* y, int64_t outer,
                       int64_t C, int64_t inner, cudaStream_t stream) {
   const int64_t n = outer * C * inner;
   if (n == 0) return;
-  add_bias_kernel<T, S><<<blocks_for(n), kThreads, 0, stream>>>(src, b, y, n,
-                                                                C, inner);
+  add_bias_kernel<T, S>
+      <<<blocks_for(n), kThreads, 0, stream>>>(src, b, y, n, C, inner);
   MG_CUDA_CHECK_LAUNCH();
 }
 
@@ -133,8 +132,8 @@ void channel_scale(const T* dy, const float* a, T* dx, int64_t outer, int64_t C,
                    int64_t inner, bool accum, cudaStream_t stream) {
   const int64_t n = outer * C * inner;
   if (n == 0) return;
-  channel_scale_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
-      dy, a, dx, n, C, inner, accum);
+  channel_scale_kernel<T>
+      <<<blocks_for(n), kThreads, 0, stream>>>(dy, a, dx, n, C, inner, accum);
   MG_CUDA_CHECK_LAUNCH();
 }
 
@@ -150,19 +149,18 @@ void bn_inference_grads(const float* sum_dy, const float* sum_dy_xmu,
   MG_CUDA_CHECK_LAUNCH();
 }
 
-#define MG_INSTANTIATE(T)                                                     \
-  template void channel_sums<T>(const T*, const T*, const float*, int64_t,    \
-                                int64_t, int64_t, float*, float*,             \
-                                cudaStream_t);                                \
-  template void add_channel_bias<T, T>(const T*, const float*, T*, int64_t,   \
-                                       int64_t, int64_t, cudaStream_t);       \
-  template void store_f32<T>(const float*, T*, int64_t, bool, cudaStream_t);  \
-  template void channel_scale<T>(const T*, const float*, T*, int64_t,         \
-                                 int64_t, int64_t, bool, cudaStream_t);       \
-  template void bn_inference_grads<T>(const float*, const float*,             \
-                                      const float*, const float*, float,      \
-                                      int64_t, float*, T*, bool, T*, bool,    \
-                                      cudaStream_t);
+#define MG_INSTANTIATE(T)                                                      \
+  template void channel_sums<T>(const T*, const T*, const float*, int64_t,     \
+                                int64_t, int64_t, float*, float*,              \
+                                cudaStream_t);                                 \
+  template void add_channel_bias<T, T>(const T*, const float*, T*, int64_t,    \
+                                       int64_t, int64_t, cudaStream_t);        \
+  template void store_f32<T>(const float*, T*, int64_t, bool, cudaStream_t);   \
+  template void channel_scale<T>(const T*, const float*, T*, int64_t, int64_t, \
+                                 int64_t, bool, cudaStream_t);                 \
+  template void bn_inference_grads<T>(                                         \
+      const float*, const float*, const float*, const float*, float, int64_t,  \
+      float*, T*, bool, T*, bool, cudaStream_t);
 MG_INSTANTIATE(float)
 MG_INSTANTIATE(Half)
 MG_INSTANTIATE(BFloat16)

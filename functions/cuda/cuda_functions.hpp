@@ -12,12 +12,13 @@ namespace mg::cuda {
 
 void register_cuda_functions(FunctionRegistry& r);
 
-void register_elementwise(FunctionRegistry& r);          // cuda/elementwise.cu
-void register_reduction(FunctionRegistry& r);            // cuda/reduction.cu
-void register_affine(FunctionRegistry& r);               // cuda/affine.cpp
-void register_convolution(FunctionRegistry& r);          // cudnn/convolution.cpp
-void register_pooling(FunctionRegistry& r);              // cudnn/pooling.cpp
-void register_batch_normalization(FunctionRegistry& r);  // cudnn/batch_normalization.cpp
-void register_softmax(FunctionRegistry& r);              // cudnn/softmax.cpp
+void register_elementwise(FunctionRegistry& r);  // cuda/elementwise.cu
+void register_reduction(FunctionRegistry& r);    // cuda/reduction.cu
+void register_affine(FunctionRegistry& r);       // cuda/affine.cpp
+void register_convolution(FunctionRegistry& r);  // cudnn/convolution.cpp
+void register_pooling(FunctionRegistry& r);      // cudnn/pooling.cpp
+void register_batch_normalization(
+    FunctionRegistry& r);                    // cudnn/batch_normalization.cpp
+void register_softmax(FunctionRegistry& r);  // cudnn/softmax.cpp
 
 }  // namespace mg::cuda

@@ -18,9 +18,9 @@ namespace mg::cuda {
 
 namespace {
 
-#define MG_GRID_STRIDE(i, n)                                              \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) +        \
-                   threadIdx.x;                                           \
+#define MG_GRID_STRIDE(i, n)                                            \
+  for (int64_t i =                                                      \
+           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
        i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
 template <class T>
@@ -61,8 +61,8 @@ class UnaryCuda : public UnaryFunction<Op> {
     const T* x = input<T>(*this, in[0]);
     T* y = output<T>(*this, out[0]);
     if (n == 0) return;
-    unary_forward<T, Op><<<blocks_for(n), kThreads, 0, l.stream>>>(this->op_,
-                                                                   x, y, n);
+    unary_forward<T, Op>
+        <<<blocks_for(n), kThreads, 0, l.stream>>>(this->op_, x, y, n);
     MG_CUDA_CHECK_LAUNCH();
   }
 
@@ -215,7 +215,8 @@ class BinaryCuda : public BinaryFunction<Op> {
       po = static_cast<float*>(per_output->ptr());
     }
     if (n > 0) {
-      auto kernel = k == 0 ? binary_backward<T, Op, 0> : binary_backward<T, Op, 1>;
+      auto kernel =
+          k == 0 ? binary_backward<T, Op, 0> : binary_backward<T, Op, 1>;
       kernel<<<blocks_for(n), kThreads, 0, l.stream>>>(
           this->op_, a, b, y, dy, make_broadcast(p), n, dx, po, accum);
       MG_CUDA_CHECK_LAUNCH();
@@ -293,8 +294,8 @@ class SigmoidCrossEntropyCuda : public SigmoidCrossEntropy {
     const T* dy = output_grad<T>(*this, out[0]);
     T* dx = input_grad<T>(*this, in[0], accum[0]);
     if (n == 0) return;
-    sce_backward<T><<<blocks_for(n), kThreads, 0, l.stream>>>(x, t, dy, dx, n,
-                                                              accum[0]);
+    sce_backward<T>
+        <<<blocks_for(n), kThreads, 0, l.stream>>>(x, t, dy, dx, n, accum[0]);
     MG_CUDA_CHECK_LAUNCH();
   }
 };
@@ -311,7 +312,7 @@ void register_binary(FunctionRegistry& r) {
   register_one<BinaryCuda<float, Op>, Op>(r, Op::name, {"cuda", Dtype::f32});
   register_one<BinaryCuda<Half, Op>, Op>(r, Op::name, {"cuda", Dtype::f16});
   register_one<BinaryCuda<BFloat16, Op>, Op>(r, Op::name,
-                                              {"cuda", Dtype::bf16});
+                                             {"cuda", Dtype::bf16});
 }
 
 }  // namespace

@@ -18,9 +18,9 @@ namespace {
 
 constexpr int kMaxDims = 8;
 
-#define MG_GRID_STRIDE(i, n)                                              \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) +        \
-                   threadIdx.x;                                           \
+#define MG_GRID_STRIDE(i, n)                                            \
+  for (int64_t i =                                                      \
+           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
        i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
 // Row-major index decomposition over up to kMaxDims axes with strides.
@@ -174,8 +174,9 @@ void launch_reduce(Load load, int64_t outputs, int64_t count, int64_t splits,
   const int64_t jobs = outputs * splits;
   const unsigned grid =
       static_cast<unsigned>(std::min<int64_t>(jobs, 65535 * 8));
-  reduce_kernel<R><<<grid, threads, threads * sizeof(typename R::Acc),
-                     stream>>>(load, outputs, count, splits, out);
+  reduce_kernel<R>
+      <<<grid, threads, threads * sizeof(typename R::Acc), stream>>>(
+          load, outputs, count, splits, out);
   MG_CUDA_CHECK_LAUNCH();
 }
 
@@ -209,8 +210,8 @@ __global__ void finish_sum_kernel(const float* acc, T* y, int64_t n,
 }
 
 template <class T>
-__global__ void finish_max_kernel(const MaxOp::Acc* acc, T* y,
-                                  int64_t* argmax, int64_t n) {
+__global__ void finish_max_kernel(const MaxOp::Acc* acc, T* y, int64_t* argmax,
+                                  int64_t n) {
   MG_GRID_STRIDE(i, n) {
     y[i] = T(acc[i].value);
     argmax[i] = acc[i].index;
@@ -234,7 +235,8 @@ __global__ void scatter_add_kernel(const T* dy, const int64_t* argmax, T* dx,
                                    int64_t n) {
   MG_GRID_STRIDE(o, n) {
     const int64_t i = argmax[o];
-    if (i >= 0) dx[i] = T(static_cast<float>(dx[i]) + static_cast<float>(dy[o]));
+    if (i >= 0)
+      dx[i] = T(static_cast<float>(dx[i]) + static_cast<float>(dy[o]));
   }
 }
 
@@ -268,9 +270,9 @@ Indexer to_reduced(const Shape& shape, const std::vector<int>& axes) {
 }
 
 template <class T>
-void broadcast_back(const T* dy, const Shape& shape, const std::vector<int>& axes,
-                    float mul, float div, T* dx, bool accum,
-                    cudaStream_t stream) {
+void broadcast_back(const T* dy, const Shape& shape,
+                    const std::vector<int>& axes, float mul, float div, T* dx,
+                    bool accum, cudaStream_t stream) {
   const int64_t n = shape_size(shape);
   if (n == 0) return;
   broadcast_back_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
@@ -297,8 +299,8 @@ class SumMeanCuda : public Base {
     reduce<SumOp>(l.index, x, g, a, l.stream);  // count 0 gives zeros
     // Divide rather than multiply by 1/count, as the CPU does.
     const float divisor = Mean ? static_cast<float>(this->count_) : 1.0f;
-    finish_sum_kernel<T><<<blocks_for(n), kThreads, 0, l.stream>>>(a, y, n,
-                                                                   divisor);
+    finish_sum_kernel<T>
+        <<<blocks_for(n), kThreads, 0, l.stream>>>(a, y, n, divisor);
     MG_CUDA_CHECK_LAUNCH();
   }
 
@@ -350,7 +352,8 @@ class MaxCuda : public Max {
     const T* dy = output_grad<T>(*this, out[0]);
     T* dx = input_grad<T>(*this, in[0], accum[0]);
     if (!accum[0]) {
-      MG_CUDA_CHECK(cudaMemsetAsync(dx, 0, in[0]->size() * sizeof(T), l.stream));
+      MG_CUDA_CHECK(
+          cudaMemsetAsync(dx, 0, in[0]->size() * sizeof(T), l.stream));
     }
     if (n == 0) return;
     // Each input element is the max of at most one output: no races.

@@ -67,8 +67,10 @@ class BatchNormalizationCudnn : public BatchNormalization {
     const T* dy = output_grad<T>(*this, out[0]);
     const float* gamma = input<float>(*this, in[2]);
     T* dx = propagate_down[0] ? input_grad<T>(*this, in[0], accum[0]) : nullptr;
-    T* dbeta = propagate_down[1] ? input_grad<T>(*this, in[1], accum[1]) : nullptr;
-    T* dgamma = propagate_down[2] ? input_grad<T>(*this, in[2], accum[2]) : nullptr;
+    T* dbeta =
+        propagate_down[1] ? input_grad<T>(*this, in[1], accum[1]) : nullptr;
+    T* dgamma =
+        propagate_down[2] ? input_grad<T>(*this, in[2], accum[2]) : nullptr;
     if (in[0]->size() == 0) return;
     if (!opts_.batch_stat) {
       // mu and 1 / sqrt(var + eps) are constants: dx = gamma inv_std dy.

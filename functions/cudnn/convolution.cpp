@@ -106,10 +106,9 @@ std::shared_ptr<ConvPlan> make_plan(int index, Dtype dtype,
   wd.insert(wd.end(), g.kernel.begin(), g.kernel.end());
   set_tensor(p->x, dtype, xd);
   set_tensor(p->y, dtype, yd);
-  MG_CUDNN_CHECK(cudnnSetFilterNdDescriptor(p->w, cudnn_data_type(dtype),
-                                            CUDNN_TENSOR_NCHW,
-                                            static_cast<int>(wd.size()),
-                                            ints(wd).data()));
+  MG_CUDNN_CHECK(cudnnSetFilterNdDescriptor(
+      p->w, cudnn_data_type(dtype), CUDNN_TENSOR_NCHW,
+      static_cast<int>(wd.size()), ints(wd).data()));
   const cudnnMathType_t math =
       dtype == Dtype::f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
   set_conv(p->fwd_conv, g, math);
@@ -118,8 +117,9 @@ std::shared_ptr<ConvPlan> make_plan(int index, Dtype dtype,
   MG_CUDNN_CHECK(cudnnGetConvolutionNdForwardOutputDim(
       p->fwd_conv, p->x, p->w, static_cast<int>(got.size()), got.data()));
   if (std::vector<int64_t>(got.begin(), got.end()) != yd) {
-    throw std::runtime_error("[convolution] cuDNN's output shape differs from "
-                             "the function's");
+    throw std::runtime_error(
+        "[convolution] cuDNN's output shape differs from "
+        "the function's");
   }
   cudnnHandle_t h = cudnn_handle(index);
   int max = 0, n = 0;
@@ -170,8 +170,8 @@ class ConvolutionCudnn : public Convolution {
     stand_in_.reset();
     if (geom_.in_spatial.empty() || geom_.in_spatial.size() > 3 ||
         geom_.x_size() == 0 || geom_.y_size() == 0) {
-      stand_in_ = cpu_stand_in(name(), dtype_of<T>, typeid(ConvolutionOptions),
-                               &opts_);
+      stand_in_ =
+          cpu_stand_in(name(), dtype_of<T>, typeid(ConvolutionOptions), &opts_);
       stand_in_->setup(in, out);
       return;
     }
@@ -190,8 +190,8 @@ class ConvolutionCudnn : public Convolution {
     auto ws = l.scratch(p.fwd_ws);
     const float one = 1.0f, zero = 0.0f;
     MG_CUDNN_CHECK(cudnnConvolutionForward(cudnn_handle(l.index), &one, p.x, x,
-                                           p.w, w, p.fwd_conv, p.fwd,
-                                           ws->ptr(), p.fwd_ws, &zero, p.y, y));
+                                           p.w, w, p.fwd_conv, p.fwd, ws->ptr(),
+                                           p.fwd_ws, &zero, p.y, y));
     if (in.size() == 3) {
       add_channel_bias<T, T>(y, input<float>(*this, in[2]), y, geom_.batch,
                              geom_.out_channels, shape_size(geom_.out_spatial),

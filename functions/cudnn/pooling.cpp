@@ -35,7 +35,8 @@ class PoolingCudnn : public Base {
     // (maps, 1, pooled...); one pooled axis runs as two, the first of size 1.
     std::vector<int64_t> in_dims(g.in), out_dims(g.out);
     std::vector<int> window(g.kernel.begin(), g.kernel.end()),
-        pad(g.pad.begin(), g.pad.end()), stride(g.stride.begin(), g.stride.end());
+        pad(g.pad.begin(), g.pad.end()),
+        stride(g.stride.begin(), g.stride.end());
     if (g.in.size() == 1) {
       in_dims.insert(in_dims.begin(), 1);
       out_dims.insert(out_dims.begin(), 1);
@@ -49,9 +50,9 @@ class PoolingCudnn : public Base {
     set_tensor(y_, dtype_of<T>, out_dims);
     const cudnnPoolingMode_t mode =
         Max ? CUDNN_POOLING_MAX_DETERMINISTIC
-            : this->args_.options.including_pad
-                  ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
-                  : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+        : this->args_.options.including_pad
+            ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+            : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
     MG_CUDNN_CHECK(cudnnSetPoolingNdDescriptor(
         pool_, mode, CUDNN_PROPAGATE_NAN, static_cast<int>(window.size()),
         window.data(), pad.data(), stride.data()));
@@ -81,10 +82,10 @@ class PoolingCudnn : public Base {
     auto y = l.scratch(out[0]->size() * sizeof(T));
     run_forward(l, x, static_cast<T*>(y->ptr()));
     const float one = 1.0f, beta = accum[0] ? 1.0f : 0.0f;
-    MG_CUDNN_CHECK(cudnnPoolingBackward(
-        cudnn_handle(l.index), pool_, &one, y_, y->ptr(), y_,
-        output_grad<T>(*this, out[0]), x_, x, &beta, x_,
-        input_grad<T>(*this, in[0], accum[0])));
+    MG_CUDNN_CHECK(
+        cudnnPoolingBackward(cudnn_handle(l.index), pool_, &one, y_, y->ptr(),
+                             y_, output_grad<T>(*this, out[0]), x_, x, &beta,
+                             x_, input_grad<T>(*this, in[0], accum[0])));
   }
 
  private:
@@ -92,7 +93,8 @@ class PoolingCudnn : public Base {
     const PoolingGeometry& g = this->geom_;
     if (!this->args_.options.ignore_border || g.maps == 0) return false;
     for (size_t i = 0; i < g.kernel.size(); ++i) {
-      if (g.pad[i] >= g.kernel[i] || g.in[i] == 0 || g.out[i] <= 0) return false;
+      if (g.pad[i] >= g.kernel[i] || g.in[i] == 0 || g.out[i] <= 0)
+        return false;
     }
     return true;
   }
@@ -122,10 +124,10 @@ void register_pooling(FunctionRegistry& r) {
                                                     {"cudnn", Dtype::f32});
   register_one<MaxPoolingCudnn<Half>, PoolingArgs>(r, "MaxPooling",
                                                    {"cudnn", Dtype::f16});
-  register_one<AveragePoolingCudnn<float>, PoolingArgs>(
-      r, "AveragePooling", {"cudnn", Dtype::f32});
-  register_one<AveragePoolingCudnn<Half>, PoolingArgs>(
-      r, "AveragePooling", {"cudnn", Dtype::f16});
+  register_one<AveragePoolingCudnn<float>, PoolingArgs>(r, "AveragePooling",
+                                                        {"cudnn", Dtype::f32});
+  register_one<AveragePoolingCudnn<Half>, PoolingArgs>(r, "AveragePooling",
+                                                       {"cudnn", Dtype::f16});
 }
 
 }  // namespace mg::cuda

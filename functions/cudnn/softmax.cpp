@@ -71,8 +71,8 @@ void register_softmax(FunctionRegistry& r) {
       r, "Softmax", {"cudnn", Dtype::f16});
   register_one<SoftmaxCudnn<float, true>, SoftmaxOptions>(
       r, "LogSoftmax", {"cudnn", Dtype::f32});
-  register_one<SoftmaxCudnn<Half, true>, SoftmaxOptions>(
-      r, "LogSoftmax", {"cudnn", Dtype::f16});
+  register_one<SoftmaxCudnn<Half, true>, SoftmaxOptions>(r, "LogSoftmax",
+                                                         {"cudnn", Dtype::f16});
 }
 
 }  // namespace mg::cuda

@@ -30,9 +30,9 @@ namespace mg::cuda {
 
 namespace {
 
-#define MG_GRID_STRIDE(i, n)                                              \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) +        \
-                   threadIdx.x;                                           \
+#define MG_GRID_STRIDE(i, n)                                            \
+  for (int64_t i =                                                      \
+           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
        i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
 // ---- update rules ----
@@ -104,10 +104,9 @@ const std::map<RuleKey, Launcher>& rule_table() {
 // The solvers whose update_impl is apply_rule and state_data only. Lars and
 // Lamb take whole-parameter norms on the host and stay there.
 const std::set<std::string> kDeviceSolvers = {
-    "Sgd",      "Momentum", "SgdW",     "Nesterov",      "Lion",
-    "Adagrad",  "Adadelta", "RMSprop",  "RMSpropGraves", "Adam",
-    "AdamW",    "Adamax",   "AMSGRAD",  "AdaBelief",     "AdaBound",
-    "AMSBound"};
+    "Sgd",      "Momentum",  "SgdW",          "Nesterov", "Lion",  "Adagrad",
+    "Adadelta", "RMSprop",   "RMSpropGraves", "Adam",     "AdamW", "Adamax",
+    "AMSGRAD",  "AdaBelief", "AdaBound",      "AMSBound"};
 
 // ---- the fused unscale / check / norm pass ----
 
@@ -122,9 +121,9 @@ struct Tensor {
 };
 
 struct Result {
-  double norm2[3];   // one per dtype launch
+  double norm2[3];  // one per dtype launch
   int bad;
-  unsigned done;     // blocks finished in the current launch
+  unsigned done;  // blocks finished in the current launch
 };
 
 template <class T>
@@ -205,10 +204,11 @@ class CudaSolverOps final : public SolverDeviceOps {
     const auto& table = rule_table();
     auto it = table.find({rule_type, num_states});
     if (it == table.end()) {
-      throw std::runtime_error(
-          std::string("[cuda solver] update rule ") + rule_type.name() +
-          " with " + std::to_string(num_states) +
-          " state arrays has no CUDA kernel; add it to solvers/cuda/solver_ops.cu");
+      throw std::runtime_error(std::string("[cuda solver] update rule ") +
+                               rule_type.name() + " with " +
+                               std::to_string(num_states) +
+                               " state arrays has no CUDA kernel; add it to "
+                               "solvers/cuda/solver_ops.cu");
     }
     if (n == 0) return;
     DeviceGuard guard(index);
@@ -253,8 +253,10 @@ class CudaSolverOps final : public SolverDeviceOps {
           dev.allocate(std::max({blocks[0], blocks[1], blocks[2], int64_t{1}}) *
                        sizeof(double));
     }
-    const auto* dev_tables = table_mem ? static_cast<const Tensor*>(table_mem->ptr()) : nullptr;
-    auto* partials = partials_mem ? static_cast<double*>(partials_mem->ptr()) : nullptr;
+    const auto* dev_tables =
+        table_mem ? static_cast<const Tensor*>(table_mem->ptr()) : nullptr;
+    auto* partials =
+        partials_mem ? static_cast<double*>(partials_mem->ptr()) : nullptr;
     for (int k = 0; k < 3; ++k) {
       const int count = static_cast<int>(first[k + 1] - first[k]);
       if (count == 0) continue;
@@ -263,16 +265,16 @@ class CudaSolverOps final : public SolverDeviceOps {
       // The same partials buffer serves each launch in turn (stream order).
       switch (order[k]) {
         case Dtype::f32:
-          scale_check_kernel<float><<<grid, kThreads, 0, s>>>(t, count, scale,
-                                                             partials, result, k);
+          scale_check_kernel<float>
+              <<<grid, kThreads, 0, s>>>(t, count, scale, partials, result, k);
           break;
         case Dtype::f16:
-          scale_check_kernel<Half><<<grid, kThreads, 0, s>>>(t, count, scale,
-                                                            partials, result, k);
+          scale_check_kernel<Half>
+              <<<grid, kThreads, 0, s>>>(t, count, scale, partials, result, k);
           break;
         default:
-          scale_check_kernel<BFloat16><<<grid, kThreads, 0, s>>>(
-              t, count, scale, partials, result, k);
+          scale_check_kernel<BFloat16>
+              <<<grid, kThreads, 0, s>>>(t, count, scale, partials, result, k);
           break;
       }
       MG_CUDA_CHECK_LAUNCH();

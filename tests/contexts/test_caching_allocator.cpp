@@ -59,7 +59,8 @@ TEST(CachingAllocator, RoundsTo512AndCarvesSmallBlocksFromOneSegment) {
   EXPECT_EQ(raw.allocations, 1);
   EXPECT_EQ(a.segments(), 1u);
   EXPECT_EQ(static_cast<char*>(m2->ptr()), static_cast<char*>(m1->ptr()) + 512);
-  EXPECT_EQ(static_cast<char*>(m3->ptr()), static_cast<char*>(m2->ptr()) + 1024);
+  EXPECT_EQ(static_cast<char*>(m3->ptr()),
+            static_cast<char*>(m2->ptr()) + 1024);
   const MemoryStats s = a.stats();
   EXPECT_EQ(s.in_use, 512u + 1024u + 4096u);
   EXPECT_EQ(s.cached, 2 * MiB - s.in_use);
@@ -190,8 +191,8 @@ TEST(CachingAllocator, OutOfMemoryAfterRetryIsAClearError) {
 TEST(CachingAllocator, ReleaseCacheFreesOnlyWhollyFreeSegments) {
   BudgetMalloc raw(64 * MiB);
   CachingAllocator a(raw, "test");
-  auto held = a.allocate(512);      // small segment stays
-  a.allocate(4 * MiB).reset();      // large segment: wholly free
+  auto held = a.allocate(512);  // small segment stays
+  a.allocate(4 * MiB).reset();  // large segment: wholly free
   a.release_cache();
   EXPECT_EQ(raw.frees, 1);
   EXPECT_EQ(a.segments(), 1u);

@@ -90,7 +90,8 @@ TEST(Device, DeferredFillRunsOnTheDevice) {
   FakeDevice& f = fake();
   SyncedArray a(16);
   a.fill(3.0);
-  const BFloat16* b = static_cast<const BFloat16*>(a.get(Dtype::bf16, "fake:0"));
+  const BFloat16* b =
+      static_cast<const BFloat16*>(a.get(Dtype::bf16, "fake:0"));
   EXPECT_EQ(f.fills, 1);
   EXPECT_EQ(f.to_device, 0) << "a fill needs no transfer";
   EXPECT_EQ(static_cast<float>(b[15]), 3.0f);
@@ -124,7 +125,8 @@ TEST(Device, CastTakingHeadHandsBackTheOldHead) {
   for (int i = 0; i < 5; ++i) h[i] = Half(static_cast<float>(i + 1));
   a.get(Dtype::f32);  // a host copy that must go
   Array old;
-  float* out = static_cast<float*>(a.cast_taking_head(Dtype::f32, "fake:0", &old));
+  float* out =
+      static_cast<float*>(a.cast_taking_head(Dtype::f32, "fake:0", &old));
   ASSERT_TRUE(old.memory);
   EXPECT_EQ(old.dtype, Dtype::f16);
   EXPECT_EQ(old.device, "fake:0");
@@ -135,7 +137,8 @@ TEST(Device, CastTakingHeadHandsBackTheOldHead) {
   out[0] = 42.0f;
   EXPECT_EQ(static_cast<const float*>(a.get(Dtype::f32))[0], 42.0f);
   // When the head already is the copy, nothing is handed back.
-  float* again = static_cast<float*>(a.cast_taking_head(Dtype::f32, "fake:0", &old));
+  float* again =
+      static_cast<float*>(a.cast_taking_head(Dtype::f32, "fake:0", &old));
   EXPECT_FALSE(old.memory);
   EXPECT_EQ(again, out);
 }
@@ -169,8 +172,9 @@ TEST(Device, UnavailableDevicesSayWhy) {
   EXPECT_EQ(message_of([&] { a.get(Dtype::f32, "fake"); }),
             "[SyncedArray::get] device 'fake' is not a device name; expected "
             "cpu or <backend>:<index>, e.g. cuda:0");
-  EXPECT_NE(message_of([&] { a.get(Dtype::f32, ":0"); })
-                .find("device ':0' is not a device name"),
+  EXPECT_NE(message_of([&] {
+              a.get(Dtype::f32, ":0");
+            }).find("device ':0' is not a device name"),
             std::string::npos);
 }
 
@@ -183,7 +187,8 @@ TEST(Device, CudaIsReportedByCountWithAReason) {
     EXPECT_FALSE(why.empty());
     SyncedArray a(1);
     const std::string msg = message_of([&] { a.get(Dtype::f32, "cuda:0"); });
-    EXPECT_EQ(msg, "[SyncedArray::get] device 'cuda:0' is not available: " + why);
+    EXPECT_EQ(msg,
+              "[SyncedArray::get] device 'cuda:0' is not available: " + why);
   } else {
     EXPECT_GT(n, 0);
   }

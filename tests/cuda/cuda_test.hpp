@@ -8,12 +8,12 @@
 #include <mixgraph/contexts/device.hpp>
 
 /// Skips the test, saying why, unless a CUDA device is there.
-#define MG_REQUIRE_CUDA_DEVICE()                                 \
-  do {                                                           \
-    std::string mg_why_;                                         \
-    if (::mg::device_count("cuda", &mg_why_) == 0) {             \
-      GTEST_SKIP() << "no CUDA device: " << mg_why_;             \
-    }                                                            \
+#define MG_REQUIRE_CUDA_DEVICE()                     \
+  do {                                               \
+    std::string mg_why_;                             \
+    if (::mg::device_count("cuda", &mg_why_) == 0) { \
+      GTEST_SKIP() << "no CUDA device: " << mg_why_; \
+    }                                                \
   } while (0)
 
 namespace mg::test {

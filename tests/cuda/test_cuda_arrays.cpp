@@ -126,8 +126,9 @@ TEST_F(CudaArrays, DevicesPastTheLastAreNamed) {
     a.get(Dtype::f32, dev);
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("device '" + dev + "' is not available"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("device '" + dev + "' is not available"),
+        std::string::npos)
         << e.what();
   }
 }

@@ -35,7 +35,8 @@ const std::vector<std::pair<std::string, Factory>>& all_solvers() {
       {"Adamax", [] { return solvers::Adamax(1e-2f); }},
       {"AMSGRAD", [] { return solvers::AMSGRAD(1e-2f); }},
       {"AdaBelief", [] { return solvers::AdaBelief(1e-2f); }},
-      {"AdaBelief amsgrad", [] {
+      {"AdaBelief amsgrad",
+       [] {
          return solvers::AdaBelief(1e-2f, 0.9f, 0.999f, 1e-8f, 0.0f, true);
        }},
       {"AdaBound", [] { return solvers::AdaBound(1e-2f); }},
@@ -68,7 +69,8 @@ void write_grads(const ParameterList& params, const std::string& device,
     const auto& v = params[p].second;
     std::vector<float> g(v->size());
     for (int64_t i = 0; i < v->size(); ++i) {
-      g[i] = scale * (0.02f * static_cast<float>((i * 7 + step * 3 + p) % 51) - 0.5f);
+      g[i] = scale *
+             (0.02f * static_cast<float>((i * 7 + step * 3 + p) % 51) - 0.5f);
     }
     // Written on the host in half, then moved: the head ends up on `device`.
     Half* h = v->grad()->cast<Half>(true);
@@ -82,8 +84,8 @@ std::vector<double> values(const NdArrayPtr& a) {
   return std::vector<double>(d, d + a->size());
 }
 
-void expect_close(const std::vector<double>& got, const std::vector<double>& want,
-                  const std::string& what) {
+void expect_close(const std::vector<double>& got,
+                  const std::vector<double>& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   size_t worst = 0;
   double worst_err = 0;
@@ -184,7 +186,8 @@ std::vector<float> train(const Context& ctx, int steps) {
   auto x = make_variable({32, 8});
   auto t = make_variable({32, 1});
   auto h = F::relu(PF::affine(x, 16, params["fc1"]));
-  auto loss = F::mean(F::softmax_cross_entropy(PF::affine(h, 4, params["fc2"]), t));
+  auto loss =
+      F::mean(F::softmax_cross_entropy(PF::affine(h, 4, params["fc2"]), t));
   auto solver = solvers::Adam(1e-2f);
   solver->set_parameters(params.parameters());
   int step = 0;
@@ -195,7 +198,8 @@ std::vector<float> train(const Context& ctx, int steps) {
       const int label = (i + step) % 4;
       td[i] = static_cast<float>(label);
       for (int j = 0; j < 8; ++j) {
-        xd[i * 8 + j] = (j % 4 == label ? 1.0f : -0.5f) + 0.01f * ((i * j + step) % 7);
+        xd[i * 8 + j] =
+            (j % 4 == label ? 1.0f : -0.5f) + 0.01f * ((i * j + step) % 7);
       }
     }
     ++step;

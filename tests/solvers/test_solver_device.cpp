@@ -35,15 +35,15 @@ class FakeSolverOps : public SolverDeviceOps {
     return solver == "Sgd" || solver == "Momentum" || solver == "Adam";
   }
   void apply_rule(int, std::type_index type, const void* rule, int64_t n,
-                  float* w, const float* g, float* const* s,
-                  int ns) override {
+                  float* w, const float* g, float* const* s, int ns) override {
     ++rules;
     if (type == typeid(WeightDecayRule) && ns == 0) {
       for (int64_t i = 0; i < n; ++i) {
         (*static_cast<const WeightDecayRule*>(rule))(w[i], g[i]);
       }
     } else if (type == typeid(SgdRule) && ns == 0) {
-      for (int64_t i = 0; i < n; ++i) (*static_cast<const SgdRule*>(rule))(w[i], g[i]);
+      for (int64_t i = 0; i < n; ++i)
+        (*static_cast<const SgdRule*>(rule))(w[i], g[i]);
     } else if (type == typeid(MomentumRule) && ns == 1) {
       for (int64_t i = 0; i < n; ++i) {
         (*static_cast<const MomentumRule*>(rule))(w[i], g[i], s[0][i]);
@@ -105,7 +105,8 @@ void write_grads(const ParameterList& params, const std::string& device,
   for (size_t p = 0; p < params.size(); ++p) {
     Half* g = params[p].second->grad()->cast<Half>(true, device);
     for (int i = 0; i < 15; ++i) {
-      g[i] = Half(scale * (0.05f * ((i * 7 + step + static_cast<int>(p)) % 11) - 0.25f));
+      g[i] = Half(scale * (0.05f * ((i * 7 + step + static_cast<int>(p)) % 11) -
+                           0.25f));
     }
   }
 }
@@ -121,7 +122,8 @@ TEST(SolverDevice, UpdateRunsWhereTheGradsLiveAndMatchesTheHost) {
     SCOPED_TRACE(which);
     auto make = [&]() -> SolverPtr {
       if (std::string(which) == "Sgd") return solvers::Sgd(0.1f);
-      if (std::string(which) == "Momentum") return solvers::Momentum(0.1f, 0.9f);
+      if (std::string(which) == "Momentum")
+        return solvers::Momentum(0.1f, 0.9f);
       return solvers::Adam(0.01f);
     };
     auto host_params = make_params(), dev_params = make_params();
@@ -153,7 +155,8 @@ TEST(SolverDevice, UpdateRunsWhereTheGradsLiveAndMatchesTheHost) {
 TEST(SolverDevice, WeightDecayRunsOnTheDeviceToo) {
   FakeSetup s;
   auto host_params = make_params(), dev_params = make_params();
-  auto host = solvers::Momentum(0.1f, 0.9f), dev = solvers::Momentum(0.1f, 0.9f);
+  auto host = solvers::Momentum(0.1f, 0.9f),
+       dev = solvers::Momentum(0.1f, 0.9f);
   host->set_parameters(host_params);
   dev->set_parameters(dev_params);
   for (int step = 0; step < 2; ++step) {
@@ -256,9 +259,8 @@ TEST(SolverDevice, DynamicLossScalingStepsOnTheDevice) {
   int step = 0;
   DynamicLossScalingOptions o;
   o.scale = 256.0f;
-  DynamicLossScalingUpdater updater(solver, loss, [&] {
-    write_grads(params, "fake:0", step++, 256.0f);
-  }, o);
+  DynamicLossScalingUpdater updater(
+      solver, loss, [&] { write_grads(params, "fake:0", step++, 256.0f); }, o);
   EXPECT_TRUE(updater.update());
   EXPECT_EQ(FakeSolverOps::instance().passes, 1);
   EXPECT_EQ(FakeSolverOps::instance().rules, 2);

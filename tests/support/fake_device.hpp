@@ -71,9 +71,7 @@ class FakeDevice : public DeviceBackend {
     void free(void* p) override { std::free(p); }
   };
   FakeDevice() = default;
-  CachingAllocator& pool(int index) {
-    return index == 0 ? pool0_ : pool1_;
-  }
+  CachingAllocator& pool(int index) { return index == 0 ? pool0_ : pool1_; }
   Malloc raw_;
   CachingAllocator pool0_{raw_, "fake:0"}, pool1_{raw_, "fake:1"};
 };
