@@ -27,7 +27,8 @@ bool has_grad(const VariablePtr& v) { return !v->grad()->array().zeroing(); }
 // Where a parameter's update runs: on the device its grad lives on when
 // that device's backend runs this solver there; on the host otherwise (the
 // weights then come to the host too).
-detail::RuleDevice rule_device(const VariablePtr& v, const std::string& solver) {
+detail::RuleDevice rule_device(const VariablePtr& v,
+                               const std::string& solver) {
   const std::string dev = v->grad()->array().head_device();
   if (dev == "cpu") return {nullptr, 0, "cpu"};
   const DeviceRef ref = resolve_device(dev, "[" + solver + "::update] ");
