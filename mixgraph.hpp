@@ -2,6 +2,7 @@
 #pragma once
 
 #include <mixgraph/contexts/context.hpp>
+#include <mixgraph/contexts/device.hpp>
 #include <mixgraph/contexts/dtype.hpp>
 #include <mixgraph/contexts/half.hpp>
 #include <mixgraph/contexts/memory.hpp>

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include <mixgraph/contexts/convert_one.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/contexts/dtype_dispatch.hpp>
 
@@ -19,22 +20,6 @@ namespace {
 
 // Conversions are memory bound; only big ones are worth the threads.
 constexpr size_t kParallelMin = 1 << 16;
-
-template <class D, class S>
-D convert_one(S s) {
-  if constexpr (std::is_same_v<D, bool>) {
-    return static_cast<float>(s) != 0.0f;
-  } else if constexpr (std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>) {
-    return static_cast<D>(static_cast<float>(s));
-  } else if constexpr (std::is_same_v<D, Half> ||
-                       std::is_same_v<D, BFloat16>) {
-    // Goes through float: double -> float -> half can round twice, as in
-    // NNabla and PyTorch; every other source type is exact in float.
-    return D(static_cast<float>(s));
-  } else {
-    return static_cast<D>(s);
-  }
-}
 
 template <class S, class D>
 void convert_loop(const S* src, D* dst, size_t n) {

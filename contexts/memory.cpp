@@ -106,7 +106,13 @@ void CpuAllocator::release_cache() {
   s.stats.cached = 0;
 }
 
-Memory::~Memory() { CpuAllocator::instance().release(ptr_, bytes_); }
+Memory::~Memory() {
+  if (pool_) {
+    pool_->release(ptr_, bytes_);
+  } else {
+    CpuAllocator::instance().release(ptr_, bytes_);
+  }
+}
 
 MemoryStats cpu_memory_stats() { return CpuAllocator::instance().stats(); }
 

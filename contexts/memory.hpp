@@ -13,10 +13,21 @@ struct MemoryStats {
   size_t cached = 0;   // freed by arrays, kept for reuse
 };
 
+/// Where a Memory block goes back to when destroyed (a device allocator);
+/// blocks without one belong to the host allocator.
+class MemoryPool {
+ public:
+  virtual void release(void* ptr, size_t bytes) = 0;
+
+ protected:
+  ~MemoryPool() = default;
+};
+
 /// A block of memory that returns itself to its allocator when destroyed.
 class Memory {
  public:
-  Memory(void* ptr, size_t bytes) : ptr_(ptr), bytes_(bytes) {}
+  Memory(void* ptr, size_t bytes, MemoryPool* pool = nullptr)
+      : ptr_(ptr), bytes_(bytes), pool_(pool) {}
   ~Memory();
   Memory(const Memory&) = delete;
   Memory& operator=(const Memory&) = delete;
@@ -26,6 +37,7 @@ class Memory {
  private:
   void* ptr_;
   size_t bytes_;
+  MemoryPool* pool_;
 };
 
 /// The host allocator: 64-byte alignment, blocks cached by rounded size and

@@ -3,18 +3,76 @@
 #include <stdexcept>
 
 #include <mixgraph/contexts/convert.hpp>
+#include <mixgraph/contexts/device.hpp>
 
 namespace mg {
+
+namespace {
+
+std::string tag(const char* where) {
+  return std::string("[SyncedArray::") + where + "] ";
+}
+
+// dst = src converted, n elements, wherever the two live. A conversion
+// between the host and a device runs on the device: host data travels in
+// its own dtype and is converted there; device data is converted there and
+// travels in the destination's dtype.
+void transfer(const Array& src, Array& dst, size_t n, const char* where) {
+  if (n == 0) return;
+  const bool src_host = src.device == "cpu", dst_host = dst.device == "cpu";
+  if (src_host && dst_host) {
+    convert(src.data(), src.dtype, dst.data(), dst.dtype, n);
+    return;
+  }
+  if (src_host) {
+    const DeviceRef d = resolve_device(dst.device, tag(where));
+    if (src.dtype == dst.dtype) {
+      d.backend->copy_to_device(d.index, dst.data(), src.data(),
+                                n * dtype_size(src.dtype));
+      return;
+    }
+    auto tmp = d.backend->allocate(d.index, n * dtype_size(src.dtype));
+    d.backend->copy_to_device(d.index, tmp->ptr(), src.data(),
+                              n * dtype_size(src.dtype));
+    d.backend->convert(d.index, tmp->ptr(), src.dtype, dst.data(), dst.dtype,
+                       n);
+    return;  // tmp goes back to the cache; the device reuses it in order
+  }
+  const DeviceRef s = resolve_device(src.device, tag(where));
+  if (dst_host) {
+    if (src.dtype == dst.dtype) {
+      s.backend->copy_to_host(s.index, dst.data(), src.data(),
+                              n * dtype_size(dst.dtype));
+      return;
+    }
+    auto tmp = s.backend->allocate(s.index, n * dtype_size(dst.dtype));
+    s.backend->convert(s.index, src.data(), src.dtype, tmp->ptr(), dst.dtype,
+                       n);
+    s.backend->copy_to_host(s.index, dst.data(), tmp->ptr(),
+                            n * dtype_size(dst.dtype));
+    return;
+  }
+  const DeviceRef d = resolve_device(dst.device, tag(where));
+  if (s.backend == d.backend && s.index == d.index) {
+    s.backend->convert(s.index, src.data(), src.dtype, dst.data(), dst.dtype,
+                       n);
+    return;
+  }
+  // Between two devices: through the host, in the source dtype.
+  Array host{src.dtype, "cpu",
+             CpuAllocator::instance().allocate(n * dtype_size(src.dtype))};
+  s.backend->copy_to_host(s.index, host.data(), src.data(),
+                          n * dtype_size(src.dtype));
+  transfer(host, dst, n, where);
+}
+
+}  // namespace
 
 SyncedArray::SyncedArray(size_t size) : size_(size) {}
 
 void SyncedArray::check_device(const std::string& device,
                                const char* where) const {
-  if (device != "cpu") {
-    throw std::invalid_argument(std::string("[SyncedArray::") + where +
-                                "] device '" + device +
-                                "' is not available in this build; only cpu");
-  }
+  if (device != "cpu") resolve_device(device, tag(where));
 }
 
 Array& SyncedArray::make_copy(Dtype dtype, const std::string& device) {
@@ -22,10 +80,25 @@ Array& SyncedArray::make_copy(Dtype dtype, const std::string& device) {
   if (inserted) {
     it->second.dtype = dtype;
     it->second.device = device;
-    it->second.memory =
-        CpuAllocator::instance().allocate(size_ * dtype_size(dtype));
+    const size_t bytes = size_ * dtype_size(dtype);
+    if (device == "cpu") {
+      it->second.memory = CpuAllocator::instance().allocate(bytes);
+    } else {
+      const DeviceRef d = resolve_device(device, tag("allocate"));
+      it->second.memory = d.backend->allocate(d.index, bytes);
+    }
   }
   return it->second;
+}
+
+// Writes the pending fill value into `a`.
+void SyncedArray::fill_copy(Array& a, const char* where) {
+  if (a.device == "cpu") {
+    mg::fill(a.data(), a.dtype, pending_value_, size_);
+  } else if (size_) {
+    const DeviceRef d = resolve_device(a.device, tag(where));
+    d.backend->fill(d.index, a.data(), a.dtype, pending_value_, size_);
+  }
 }
 
 const void* SyncedArray::get(Dtype dtype, const std::string& device) {
@@ -34,7 +107,7 @@ const void* SyncedArray::get(Dtype dtype, const std::string& device) {
     // Materialise the fill in the requested type only: it becomes the head.
     copies_.clear();
     Array& a = make_copy(dtype, device);
-    mg::fill(a.data(), dtype, pending_value_, size_);
+    fill_copy(a, "get");
     head_ = &a;
     pending_fill_ = false;
     return a.data();
@@ -42,7 +115,7 @@ const void* SyncedArray::get(Dtype dtype, const std::string& device) {
   auto it = copies_.find(Key{device, dtype});
   if (it != copies_.end()) return it->second.data();
   Array& a = make_copy(dtype, device);
-  convert(head_->data(), head_->dtype, a.data(), dtype, size_);
+  transfer(*head_, a, size_, "get");
   return a.data();
 }
 
@@ -52,7 +125,7 @@ void* SyncedArray::cast(Dtype dtype, const std::string& device,
   if (pending_fill_) {
     copies_.clear();
     Array& a = make_copy(dtype, device);
-    if (!write_only) mg::fill(a.data(), dtype, pending_value_, size_);
+    if (!write_only) fill_copy(a, "cast");
     head_ = &a;
     pending_fill_ = false;
     return a.data();
@@ -61,7 +134,7 @@ void* SyncedArray::cast(Dtype dtype, const std::string& device,
   auto it = copies_.find(key);
   if (it == copies_.end()) {
     Array& a = make_copy(dtype, device);
-    if (!write_only) convert(head_->data(), head_->dtype, a.data(), dtype, size_);
+    if (!write_only) transfer(*head_, a, size_, "cast");
     it = copies_.find(key);
   }
   // Every other copy is stale once the caller writes.
@@ -69,6 +142,21 @@ void* SyncedArray::cast(Dtype dtype, const std::string& device,
     other = other == it ? std::next(other) : copies_.erase(other);
   }
   head_ = &it->second;
+  return head_->data();
+}
+
+void* SyncedArray::cast_taking_head(Dtype dtype, const std::string& device,
+                                    Array* old_head) {
+  check_device(device, "cast_taking_head");
+  old_head->memory.reset();
+  if (pending_fill_) get(dtype, device);  // the filled copy becomes the head
+  if (head_->dtype == dtype && head_->device == device) {
+    return cast(dtype, device, false);
+  }
+  auto it = copies_.find(Key{head_->device, head_->dtype});
+  *old_head = std::move(it->second);
+  copies_.clear();
+  head_ = &make_copy(dtype, device);
   return head_->data();
 }
 

@@ -26,7 +26,9 @@ struct Array {
 ///   caching the copy until the next write;
 /// - cast(dtype) makes that copy the head, for writing, and drops the others;
 /// - zero() and fill(v) are deferred to the next get or cast.
-/// A new array reads as zeros. Only the "cpu" device exists in this build.
+/// A new array reads as zeros. Devices other than "cpu" ("cuda:0") go
+/// through the DeviceBackend registered for them (contexts/device.hpp);
+/// conversions between dtypes on a device run there.
 class SyncedArray {
  public:
   explicit SyncedArray(size_t size);
@@ -43,6 +45,14 @@ class SyncedArray {
   void* cast(Dtype dtype, const std::string& device = "cpu",
              bool write_only = false);
 
+  /// For a kernel that reads the head and writes every element of a new
+  /// `dtype` copy on `device` (the loss scaler's fused unscale): like
+  /// cast(dtype, device, true), but the old head moves into `*old_head`
+  /// (left without memory when the head already is that copy), so that it
+  /// can be read until the caller's work is done.
+  void* cast_taking_head(Dtype dtype, const std::string& device,
+                         Array* old_head);
+
   /// Sets every element to zero at the next access.
   void zero();
   /// Sets every element to `value` at the next access.
@@ -58,6 +68,8 @@ class SyncedArray {
 
   /// The dtype of the head copy; float while only a fill is pending.
   Dtype dtype() const { return head_ ? head_->dtype : Dtype::f32; }
+  /// The device of the head copy; "cpu" while only a fill is pending.
+  std::string head_device() const { return head_ ? head_->device : "cpu"; }
   bool has_head() const { return head_ != nullptr; }
   /// Number of physical copies currently held.
   size_t num_copies() const { return copies_.size(); }
@@ -69,6 +81,7 @@ class SyncedArray {
   using Key = std::pair<std::string, Dtype>;
   Array& make_copy(Dtype dtype, const std::string& device);
   void check_device(const std::string& device, const char* where) const;
+  void fill_copy(Array& a, const char* where);
 
   size_t size_;
   std::map<Key, Array> copies_;

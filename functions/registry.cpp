@@ -5,6 +5,9 @@
 
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/precision_policy.hpp>
+#ifdef MIXGRAPH_WITH_CUDA
+#include <mixgraph/functions/cuda/cuda_functions.hpp>  // no CUDA headers
+#endif
 
 namespace mg {
 
@@ -12,6 +15,9 @@ FunctionRegistry& FunctionRegistry::instance() {
   static FunctionRegistry* registry = [] {
     auto* r = new FunctionRegistry();
     cpu::register_cpu_functions(*r);
+#ifdef MIXGRAPH_WITH_CUDA
+    cuda::register_cuda_functions(*r);
+#endif
     return r;
   }();
   return *registry;
@@ -84,6 +90,7 @@ std::shared_ptr<Function> FunctionRegistry::create(const std::string& name,
   }
   auto fn = e.factory(opts);
   fn->set_backend(e.backend);
+  fn->set_device(e.backend.name == "cpu" ? "cpu" : ctx.device());
   return fn;
 }
 
@@ -93,6 +100,7 @@ std::shared_ptr<Function> FunctionRegistry::create_from_args(
   const Entry& e = pick(name, ctx);
   auto fn = e.from_args(args);
   fn->set_backend(e.backend);
+  fn->set_device(e.backend.name == "cpu" ? "cpu" : ctx.device());
   return fn;
 }
 

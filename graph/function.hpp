@@ -44,6 +44,10 @@ class Function {
   void set_backend(const Backend& backend) { backend_ = backend; }
   /// The type it computes and stores in.
   Dtype dtype() const { return backend_.type; }
+  /// The device of the context it was created in ("cpu", "cuda:0"); a
+  /// device backend's kernels run there. Set by the registry.
+  const std::string& device() const { return device_; }
+  void set_device(const std::string& device) { device_ = device; }
   /// "[affine] ": the snake_case name, for error messages.
   std::string tag() const;
   /// The arguments it was created with (its options as values); set by the
@@ -61,6 +65,7 @@ class Function {
 
  private:
   Backend backend_{"cpu", Dtype::f32};
+  std::string device_ = "cpu";
   FunctionArgs args_;
 };
 

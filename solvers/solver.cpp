@@ -1,8 +1,14 @@
 #include <mixgraph/solvers/solver.hpp>
 
 #include <cmath>
+#include <optional>
 #include <set>
 #include <stdexcept>
+
+#include <mixgraph/contexts/device.hpp>
+#include <mixgraph/solvers/device_ops.hpp>
+#include <mixgraph/solvers/update_rule.hpp>
+#include <mixgraph/solvers/weight_decay_rule.hpp>
 
 namespace mg {
 
@@ -17,6 +23,63 @@ const float* grad_f32_read(const VariablePtr& v) {
 
 // A grad that nothing wrote since zero_grad (or ever) has no step.
 bool has_grad(const VariablePtr& v) { return !v->grad()->array().zeroing(); }
+
+// Where a parameter's update runs: on the device its grad lives on when
+// that device's backend runs this solver there; on the host otherwise (the
+// weights then come to the host too).
+detail::RuleDevice rule_device(const VariablePtr& v,
+                               const std::string& solver) {
+  const std::string dev = v->grad()->array().head_device();
+  if (dev == "cpu") return {nullptr, 0, "cpu"};
+  const DeviceRef ref = resolve_device(dev, "[" + solver + "::update] ");
+  SolverDeviceOps* ops = find_solver_device_ops(ref.name);
+  if (!ops || !ops->runs(solver)) return {nullptr, 0, "cpu"};
+  return {ops, ref.index, dev};
+}
+
+// The fused pass over every grad with a step, on the device when all of
+// them live on one device whose backend has it: scales in place (write) or
+// only reads, and says whether any value is inf or nan. nullopt when the
+// host path must run.
+std::optional<bool> device_pass(const ParameterList& params, float s,
+                                bool write, double* norm2) {
+  SolverDeviceOps* ops = nullptr;
+  std::string device;
+  int index = 0;
+  for (const auto& kv : params) {
+    if (!has_grad(kv.second)) continue;
+    const std::string dev = kv.second->grad()->array().head_device();
+    if (dev == "cpu" || (!device.empty() && dev != device)) return std::nullopt;
+    if (device.empty()) {
+      const DeviceRef ref = resolve_device(dev, "[Solver] ");
+      ops = find_solver_device_ops(ref.name);
+      if (!ops) return std::nullopt;
+      device = dev;
+      index = ref.index;
+    }
+  }
+  if (!ops) return std::nullopt;  // no grads on a device
+  std::vector<FusedGrad> grads;
+  std::vector<Array> sources(params.size());  // old heads, alive until done
+  size_t used = 0;
+  for (const auto& kv : params) {
+    if (!has_grad(kv.second)) continue;
+    SyncedArray& a = kv.second->grad()->array();
+    const int64_t n = kv.second->size();
+    if (!write) {
+      grads.push_back({a.get(a.dtype(), device), a.dtype(), nullptr, n});
+      continue;
+    }
+    // Unscaled grads are written in fp32, whatever the dtype they came in:
+    // a small grad unscaled in half would flush to zero.
+    Array& old = sources[used++];
+    float* out =
+        static_cast<float*>(a.cast_taking_head(Dtype::f32, device, &old));
+    grads.push_back({old.memory ? old.data() : out,
+                     old.memory ? old.dtype : Dtype::f32, out, n});
+  }
+  return ops->scale_check(index, grads, s, norm2);
+}
 
 double sum_squares(const float* g, int64_t n) {
   double s = 0;
@@ -116,10 +179,14 @@ void Solver::update() {
   for (auto& [key, var] : params_) {
     if (!has_grad(var)) continue;
     Entry& e = entries_.at(key);
+    // On the grad's device when its backend runs this solver there; the
+    // rules and states follow (update_rule.hpp).
+    const detail::RuleDevice where = rule_device(var, name());
+    detail::RuleDeviceGuard guard(where.ops ? &where : nullptr);
     // fp32 grads and fp32 master weights: cast(float) makes the fp32 data
     // the head and drops the stale half copy, which the next pass remakes.
-    const float* g = grad_f32_read(var);
-    float* w = var->data()->cast<float>();
+    const float* g = var->grad()->get<const float>(where.device);
+    float* w = var->data()->cast<float>(false, where.device);
     ++e.state.t;
     update_impl(w, g, e.state, var->size());
   }
@@ -145,6 +212,14 @@ void Solver::weight_decay(float rate) {
   if (rate == 0.0f) return;
   for (auto& [key, var] : params_) {
     if (!has_grad(var)) continue;
+    const detail::RuleDevice where = rule_device(var, name());
+    if (where.ops) {  // on the device, where update() will run
+      detail::RuleDeviceGuard guard(&where);
+      const float* w = var->data()->get<const float>(where.device);
+      apply_rule(WeightDecayRule{rate}, var->size(),
+                 var->grad()->cast<float>(false, where.device), w);
+      continue;
+    }
     const float* w = var->data()->get<const float>();
     float* g = grad_f32(var);
     const int64_t n = var->size();
@@ -167,6 +242,7 @@ void Solver::clip_grad_by_norm(float norm) {
 
 double Solver::grad_norm_squared() const {
   double total = 0;
+  if (device_pass(params_, 1.0f, false, &total)) return total;
   for (auto& [key, var] : params_) {
     if (has_grad(var)) total += sum_squares(grad_f32_read(var), var->size());
   }
@@ -181,6 +257,7 @@ float Solver::clip_grad_by_global_norm(float norm) {
 }
 
 void Solver::scale_grad(float s) {
+  if (device_pass(params_, s, true, nullptr)) return;
   for (auto& [key, var] : params_) {
     if (!has_grad(var)) continue;
     float* g = grad_f32(var);
@@ -191,6 +268,7 @@ void Solver::scale_grad(float s) {
 }
 
 bool Solver::check_inf_or_nan_grad() const {
+  if (auto bad = device_pass(params_, 1.0f, false, nullptr)) return *bad;
   for (auto& [key, var] : params_) {
     if (!has_grad(var)) continue;
     const float* g = grad_f32_read(var);
@@ -203,7 +281,15 @@ bool Solver::check_inf_or_nan_grad() const {
   return false;
 }
 
+bool Solver::scale_grad_and_check_inf_or_nan(float s, double* norm2) {
+  if (auto bad = device_pass(params_, s, true, norm2)) return *bad;
+  const bool bad = scale_grad_and_check_inf_or_nan(s);
+  if (norm2) *norm2 = grad_norm_squared();
+  return bad;
+}
+
 bool Solver::scale_grad_and_check_inf_or_nan(float s) {
+  if (auto bad = device_pass(params_, s, true, nullptr)) return *bad;
   int bad = 0;
   for (auto& [key, var] : params_) {
     if (!has_grad(var)) continue;

@@ -21,7 +21,9 @@ struct SolverState {
 /// The base of every solver. It keeps parameters by name in insertion
 /// order. Grads are always read as fp32 and the fp32 data is updated
 /// (SyncedArray get / cast), whatever the type_config, so the weights a half
-/// pass reads are cast from fp32 masters once per pass.
+/// pass reads are cast from fp32 masters once per pass. Where the grads live
+/// on a device whose backend registered SolverDeviceOps, update() and the
+/// grad scaling, checks and global norm run there (device_ops.hpp).
 class Solver {
  public:
   virtual ~Solver() = default;
@@ -60,6 +62,9 @@ class Solver {
   /// Unscales every grad by `s` and reports whether any is inf or nan, in one
   /// pass over the grads (the dynamic loss scaler's step).
   bool scale_grad_and_check_inf_or_nan(float s);
+  /// The same, also giving the sum of squares of the unscaled grads in
+  /// `*norm2` (on a device, from the same pass).
+  bool scale_grad_and_check_inf_or_nan(float s, double* norm2);
   /// The sum of squares of every grad (fp32 accumulation).
   double grad_norm_squared() const;
 

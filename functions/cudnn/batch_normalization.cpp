@@ -1,0 +1,128 @@
+// BatchNormalization through cuDNN (CUDNN_BATCHNORM_SPATIAL over x seen as
+// (batch axes, channels, rest, 1)): training forward and backward, and
+// inference forward; beta, gamma and the running statistics are fp32 for
+// every storage type (cuDNN's derived parameter descriptor). cuDNN updates
+// the running variance with the unbiased batch variance, as NNabla does.
+// Backward with the running statistics (batch_stat false) is not cuDNN's
+// training backward: it runs as small kernels (functions/cuda/kernels.hpp).
+#include <mixgraph/functions/batch_normalization.hpp>
+
+#include <mixgraph/contexts/cuda/cudnn_utils.hpp>
+#include <mixgraph/functions/cuda/cuda_function.hpp>
+#include <mixgraph/functions/cuda/cuda_functions.hpp>
+#include <mixgraph/functions/cuda/kernels.hpp>
+
+namespace mg::cuda {
+
+namespace {
+
+constexpr cudnnBatchNormMode_t kMode = CUDNN_BATCHNORM_SPATIAL;
+
+template <class T>
+class BatchNormalizationCudnn : public BatchNormalization {
+ public:
+  using BatchNormalization::BatchNormalization;
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override {
+    BatchNormalization::setup_impl(in, out);
+    if (in[0]->size() == 0) return;  // nothing to run
+    set_tensor(x_, dtype_of<T>, {size0_, size1_, size2_, 1});
+    MG_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(bn_, x_, kMode));
+  }
+
+  void forward_impl(const Variables& in, const Variables& out) override {
+    const Launch l(*this);
+    const T* x = input<T>(*this, in[0]);
+    const float* beta = input<float>(*this, in[1]);
+    const float* gamma = input<float>(*this, in[2]);
+    T* y = output<T>(*this, out[0]);
+    if (in[0]->size() == 0) return;
+    const float one = 1.0f, zero = 0.0f;
+    cudnnHandle_t h = cudnn_handle(l.index);
+    if (opts_.batch_stat) {
+      // The running statistics are fp32 whatever T is.
+      float* rm = in[3]->data()->cast<float>(false, device());
+      float* rv = in[4]->data()->cast<float>(false, device());
+      save_mean_ = l.scratch(size1_ * sizeof(float));
+      save_inv_std_ = l.scratch(size1_ * sizeof(float));
+      MG_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+          h, kMode, &one, &zero, x_, x, x_, y, bn_, gamma, beta,
+          1.0 - opts_.decay_rate, rm, rv, opts_.eps, save_mean_->ptr(),
+          save_inv_std_->ptr()));
+    } else {
+      MG_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
+          h, kMode, &one, &zero, x_, x, x_, y, bn_, gamma, beta,
+          input<float>(*this, in[3]), input<float>(*this, in[4]), opts_.eps));
+    }
+  }
+
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    if (!propagate_down[0] && !propagate_down[1] && !propagate_down[2]) return;
+    const Launch l(*this);
+    const int64_t C = size1_;
+    const T* x = input<T>(*this, in[0]);
+    const T* dy = output_grad<T>(*this, out[0]);
+    const float* gamma = input<float>(*this, in[2]);
+    T* dx = propagate_down[0] ? input_grad<T>(*this, in[0], accum[0]) : nullptr;
+    T* dbeta =
+        propagate_down[1] ? input_grad<T>(*this, in[1], accum[1]) : nullptr;
+    T* dgamma =
+        propagate_down[2] ? input_grad<T>(*this, in[2], accum[2]) : nullptr;
+    if (in[0]->size() == 0) return;
+    if (!opts_.batch_stat) {
+      // mu and 1 / sqrt(var + eps) are constants: dx = gamma inv_std dy.
+      const float* rm = input<float>(*this, in[3]);
+      const float* rv = input<float>(*this, in[4]);
+      auto buf = l.scratch(3 * C * sizeof(float));
+      float* sums = static_cast<float*>(buf->ptr());
+      channel_sums<T>(dy, x, rm, size0_, C, size2_, sums, sums + C, l.stream);
+      bn_inference_grads<T>(sums, sums + C, gamma, rv, opts_.eps, C,
+                            sums + 2 * C, dbeta, accum[1], dgamma, accum[2],
+                            l.stream);
+      if (dx) {
+        channel_scale<T>(dy, sums + 2 * C, dx, size0_, C, size2_, accum[0],
+                         l.stream);
+      }
+      return;
+    }
+    // cuDNN always writes dx and both parameter grads (fp32): unwanted ones
+    // go to scratch.
+    std::unique_ptr<Memory> dx_scratch;
+    if (!dx) {
+      dx_scratch = l.scratch(in[0]->size() * sizeof(T));
+      dx = static_cast<T*>(dx_scratch->ptr());
+    }
+    auto params = l.scratch(2 * C * sizeof(float));
+    float* dgamma32 = static_cast<float*>(params->ptr());
+    float* dbeta32 = dgamma32 + C;
+    const float one = 1.0f, zero = 0.0f;
+    const float beta_dx = propagate_down[0] && accum[0] ? 1.0f : 0.0f;
+    MG_CUDNN_CHECK(cudnnBatchNormalizationBackward(
+        cudnn_handle(l.index), kMode, &one, &beta_dx, &one, &zero, x_, x, x_,
+        dy, x_, dx, bn_, gamma, dgamma32, dbeta32, opts_.eps, save_mean_->ptr(),
+        save_inv_std_->ptr()));
+    if (dbeta) store_f32<T>(dbeta32, dbeta, C, accum[1], l.stream);
+    if (dgamma) store_f32<T>(dgamma32, dgamma, C, accum[2], l.stream);
+  }
+
+ private:
+  TensorDesc x_, bn_;
+  // The batch statistics of the last training forward, for backward.
+  std::unique_ptr<Memory> save_mean_, save_inv_std_;
+};
+
+}  // namespace
+
+// bf16 falls back to cudnn:float (converted on the device): the legacy API
+// does not document bf16 batch normalization.
+void register_batch_normalization(FunctionRegistry& r) {
+  register_one<BatchNormalizationCudnn<float>, BatchNormalizationOptions>(
+      r, "BatchNormalization", {"cudnn", Dtype::f32});
+  register_one<BatchNormalizationCudnn<Half>, BatchNormalizationOptions>(
+      r, "BatchNormalization", {"cudnn", Dtype::f16});
+}
+
+}  // namespace mg::cuda

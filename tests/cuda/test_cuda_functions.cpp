@@ -1,0 +1,348 @@
+// Every CUDA and cuDNN function against the CPU backend: the same inputs
+// and output grads in cpu:<type> and cudnn:<type>, forward and backward, in
+// float, half and bfloat16. The CPU backend is tested against references
+// of its own (tests/functions/); here the device must agree with it.
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <mixgraph/mixgraph.hpp>
+
+#include "../support/function_tester.hpp"
+#include "cuda_test.hpp"
+
+namespace mg::test {
+namespace {
+
+using CudaFunctions = CudaTest;
+
+struct Case {
+  using Build = std::function<VariablePtr(const std::vector<VariablePtr>&)>;
+  Case(std::vector<InputSpec> inputs_, Build build_)
+      : inputs(std::move(inputs_)), build(std::move(build_)) {}
+  std::vector<InputSpec> inputs;
+  Build build;
+  bool backward = true;
+  /// Inputs whose data forward changes (running statistics), compared too.
+  std::vector<int> updated;
+  /// Looser tolerances (a factor on the defaults), e.g. for long sums.
+  double slack = 1.0;
+};
+
+struct Out {
+  Doubles y;
+  std::vector<Doubles> data;  // forward-updated inputs, then input grads
+  std::string backend;
+};
+
+Out run(const Case& c, const Context& ctx,
+        const std::vector<std::vector<float>>& values,
+        const std::vector<float>& dy) {
+  ContextGuard guard(ctx);
+  std::vector<VariablePtr> in;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    in.push_back(
+        variable_from(c.inputs[i].shape, values[i], c.inputs[i].need_grad));
+  }
+  VariablePtr y = c.build(in);
+  y->forward();
+  Out o;
+  o.backend = y->parent()->function().backend().str();
+  o.y = to_doubles(y);
+  for (int i : c.updated) o.data.push_back(to_doubles(in[i]));
+  if (c.backward) {
+    auto g = make_ndarray(y->shape());
+    std::copy(dy.begin(), dy.begin() + y->size(), g->cast<float>(true));
+    y->backward(g);
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (c.inputs[i].need_grad) o.data.push_back(grad_doubles(in[i]));
+    }
+  }
+  return o;
+}
+
+// Runs `c` on the CPU and on the device in `type` and compares.
+void compare(const Case& c, const std::string& type) {
+  SCOPED_TRACE(type);
+  std::mt19937 rng(7);
+  std::vector<std::vector<float>> values;
+  for (const auto& in : c.inputs) {
+    if (!in.values.empty()) {
+      values.push_back(in.values);
+      continue;
+    }
+    std::uniform_real_distribution<float> dist(in.low, in.high);
+    std::vector<float> v(shape_size(in.shape));
+    for (auto& e : v) e = dist(rng);
+    values.push_back(std::move(v));
+  }
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> dy(1 << 16);
+  for (auto& e : dy) e = dist(rng);
+  const Out cpu = run(c, context("cpu", type), values, dy);
+  const Out dev = run(c, context("cudnn", type), values, dy);
+  EXPECT_NE(dev.backend.rfind("cpu", 0), 0u)
+      << "the function ran on " << dev.backend;
+  const double tol = (type == "float"  ? 2e-5
+                      : type == "half" ? 2e-2
+                                       : 8e-2) *
+                     c.slack;
+  expect_near(dev.y, cpu.y, tol, tol, "y");
+  ASSERT_EQ(dev.data.size(), cpu.data.size());
+  for (size_t i = 0; i < dev.data.size(); ++i) {
+    expect_near(dev.data[i], cpu.data[i], tol, tol,
+                "updated input or grad " + std::to_string(i));
+  }
+}
+
+void compare_all_types(const Case& c) {
+  for (const char* type : {"float", "half", "bfloat16"}) compare(c, type);
+}
+
+using Vars = std::vector<VariablePtr>;
+
+Case unary(std::function<VariablePtr(const VariablePtr&)> f, float lo = -2.0f,
+           float hi = 2.0f) {
+  return {{InputSpec({3, 4, 5}, lo, hi)},
+          [f](const Vars& v) { return f(v[0]); }};
+}
+
+TEST_F(CudaFunctions, UnaryActivations) {
+  compare_all_types(unary([](auto& x) { return F::relu(x); }));
+  compare_all_types(unary([](auto& x) { return F::leaky_relu(x, 0.2f); }));
+  compare_all_types(unary([](auto& x) { return F::sigmoid(x); }));
+  compare_all_types(unary([](auto& x) { return F::tanh(x); }));
+  compare_all_types(unary([](auto& x) { return F::elu(x, 0.7f); }));
+  compare_all_types(unary([](auto& x) { return F::gelu(x); }));
+}
+
+TEST_F(CudaFunctions, UnaryArithmetic) {
+  compare_all_types(unary([](auto& x) { return F::exp(x); }));
+  compare_all_types(unary([](auto& x) { return F::log(x); }, 0.5f, 3.0f));
+  compare_all_types(unary([](auto& x) { return F::identity(x); }));
+  compare_all_types(unary([](auto& x) { return F::add_scalar(x, 1.5f); }));
+  compare_all_types(unary([](auto& x) { return F::mul_scalar(x, -0.5f); }));
+  compare_all_types(
+      unary([](auto& x) { return F::pow_scalar(x, 1.7f); }, 0.5f, 2.0f));
+}
+
+TEST_F(CudaFunctions, BinaryWithBroadcasting) {
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{2, 3, 4}, {2, 3, 4}},
+                                                       {{2, 3, 4}, {3, 1}},
+                                                       {{4, 1, 5}, {1, 6, 1}},
+                                                       {{5}, {2, 3, 5}},
+                                                       {{}, {3, 2}}};
+  for (const auto& [a, b] : shapes) {
+    SCOPED_TRACE(shape_str(a) + " with " + shape_str(b));
+    auto two = [&](std::function<VariablePtr(const Vars&)> f,
+                   float lo = -1.0f) {
+      return Case{{InputSpec(a), InputSpec(b, lo, 2.0f)}, f};
+    };
+    compare_all_types(two([](const Vars& v) { return F::add2(v[0], v[1]); }));
+    compare_all_types(two([](const Vars& v) { return F::sub2(v[0], v[1]); }));
+    compare_all_types(two([](const Vars& v) { return F::mul2(v[0], v[1]); }));
+    compare_all_types(
+        two([](const Vars& v) { return F::div2(v[0], v[1]); }, 0.5f));
+    compare_all_types(
+        two([](const Vars& v) { return F::squared_error(v[0], v[1]); }));
+  }
+}
+
+TEST_F(CudaFunctions, SigmoidCrossEntropy) {
+  compare_all_types(
+      {{InputSpec({6, 7}, -4, 4), InputSpec({6, 7}, 0, 1, false)},
+       [](const Vars& v) { return F::sigmoid_cross_entropy(v[0], v[1]); }});
+}
+
+TEST_F(CudaFunctions, Reductions) {
+  const Shape s{4, 3, 5, 2};
+  for (const std::vector<int>& axes :
+       std::vector<std::vector<int>>{{}, {1}, {0, 2}, {-1}, {1, 3}}) {
+    for (bool keep : {false, true}) {
+      SCOPED_TRACE(std::to_string(axes.size()) + " axes, keep " +
+                   std::to_string(keep));
+      compare_all_types({{InputSpec(s)}, [=](const Vars& v) {
+                           return F::sum(v[0], axes, keep);
+                         }});
+      compare_all_types({{InputSpec(s)}, [=](const Vars& v) {
+                           return F::mean(v[0], axes, keep);
+                         }});
+      compare_all_types({{InputSpec(s)}, [=](const Vars& v) {
+                           return F::max(v[0], axes, keep);
+                         }});
+    }
+  }
+}
+
+TEST_F(CudaFunctions, LongReductionsSplitAcrossBlocks) {
+  // 300,000 elements into 3 outputs: the two-pass path.
+  Case c{{InputSpec({3, 100000})},
+         [](const Vars& v) { return F::sum(v[0], {1}); }};
+  c.slack = 5;
+  compare_all_types(c);
+  compare_all_types({{InputSpec({3, 100000})},
+                     [](const Vars& v) { return F::max(v[0], {1}); }});
+}
+
+TEST_F(CudaFunctions, MeanOf100000HalfOnesIsOne) {
+  ContextGuard guard(context("cudnn", "half"));
+  auto x = variable_from({100000}, std::vector<float>(100000, 1.0f));
+  auto y = F::mean(x);
+  y->forward();
+  EXPECT_EQ(y->parent()->function().backend().str(), "cuda:half");
+  EXPECT_EQ(to_doubles(y)[0], 1.0);
+}
+
+TEST_F(CudaFunctions, GlobalAveragePooling) {
+  compare_all_types({{InputSpec({2, 3, 4, 5})}, [](const Vars& v) {
+                       return F::global_average_pooling(v[0]);
+                     }});
+}
+
+TEST_F(CudaFunctions, Affine) {
+  compare_all_types(
+      {{InputSpec({5, 7}), InputSpec({7, 4}), InputSpec({4})},
+       [](const Vars& v) { return F::affine(v[0], v[1], v[2]); }});
+  compare_all_types({{InputSpec({5, 7}), InputSpec({7, 4})},
+                     [](const Vars& v) { return F::affine(v[0], v[1]); }});
+  AffineOptions o;
+  o.base_axis = 2;
+  compare_all_types(
+      {{InputSpec({2, 3, 4, 5}), InputSpec({20, 3, 2}), InputSpec({3, 2})},
+       [o](const Vars& v) { return F::affine(v[0], v[1], v[2], o); }});
+}
+
+ConvolutionOptions conv(std::vector<int64_t> pad, std::vector<int64_t> stride,
+                        std::vector<int64_t> dilation, int group = 1) {
+  ConvolutionOptions o;
+  o.pad = std::move(pad);
+  o.stride = std::move(stride);
+  o.dilation = std::move(dilation);
+  o.group = group;
+  return o;
+}
+
+TEST_F(CudaFunctions, Convolution2D) {
+  const auto o = conv({1, 1}, {2, 1}, {1, 1}, 2);
+  Case c{{InputSpec({2, 4, 7, 6}), InputSpec({6, 2, 3, 3}), InputSpec({6})},
+         [o](const Vars& v) { return F::convolution(v[0], v[1], v[2], o); }};
+  c.slack = 2;
+  compare_all_types(c);
+  const auto d = conv({2, 0}, {1, 1}, {2, 1});
+  compare_all_types(
+      {{InputSpec({1, 3, 8, 5}), InputSpec({2, 3, 3, 2})},
+       [d](const Vars& v) { return F::convolution(v[0], v[1], nullptr, d); }});
+}
+
+TEST_F(CudaFunctions, Convolution1DAnd3D) {
+  const auto o1 = conv({1}, {2}, {1});
+  compare_all_types(
+      {{InputSpec({2, 3, 9}), InputSpec({4, 3, 3}), InputSpec({4})},
+       [o1](const Vars& v) { return F::convolution(v[0], v[1], v[2], o1); }});
+  const auto o3 = conv({1, 0, 1}, {1, 1, 2}, {1, 1, 1});
+  compare_all_types(
+      {{InputSpec({1, 2, 4, 3, 5}), InputSpec({3, 2, 3, 2, 3}), InputSpec({3})},
+       [o3](const Vars& v) { return F::convolution(v[0], v[1], v[2], o3); }});
+}
+
+PoolingOptions pool(std::vector<int64_t> stride, std::vector<int64_t> pad,
+                    bool ignore_border = true, bool including_pad = true) {
+  PoolingOptions o;
+  o.stride = std::move(stride);
+  o.pad = std::move(pad);
+  o.ignore_border = ignore_border;
+  o.including_pad = including_pad;
+  return o;
+}
+
+TEST_F(CudaFunctions, Pooling) {
+  const std::vector<std::pair<std::vector<int64_t>, PoolingOptions>> cases = {
+      {{2, 2}, pool({}, {})},
+      {{3, 3}, pool({2, 2}, {1, 1})},
+      {{3, 3}, pool({2, 2}, {1, 1}, true, false)},
+      {{2, 3},
+       pool({2, 2}, {0, 1}, false)},  // ignore_border false: CPU stand-in
+      {{3}, pool({2}, {1})},          // one pooled axis
+      {{2, 2, 2}, pool({}, {})}};     // three
+  for (const auto& [kernel, o] : cases) {
+    SCOPED_TRACE("kernel " + shape_str(kernel));
+    const Shape x =
+        kernel.size() == 3 ? Shape{2, 2, 4, 4, 4} : Shape{2, 3, 7, 6};
+    compare_all_types({{InputSpec(x)}, [k = kernel, o = o](const Vars& v) {
+                         return F::max_pooling(v[0], k, o);
+                       }});
+    compare_all_types({{InputSpec(x)}, [k = kernel, o = o](const Vars& v) {
+                         return F::average_pooling(v[0], k, o);
+                       }});
+  }
+}
+
+TEST_F(CudaFunctions, BatchNormalization) {
+  for (bool batch_stat : {true, false}) {
+    SCOPED_TRACE(batch_stat ? "batch statistics" : "running statistics");
+    BatchNormalizationOptions o;
+    o.batch_stat = batch_stat;
+    Case c{{InputSpec({4, 3, 5, 2}, -2, 3), InputSpec({1, 3, 1, 1}),
+            InputSpec({1, 3, 1, 1}, 0.5f, 1.5f),
+            InputSpec({1, 3, 1, 1}, -0.2f, 0.2f, false),
+            InputSpec({1, 3, 1, 1}, 0.5f, 2.0f, false)},
+           [o](const Vars& v) {
+             return F::batch_normalization(v[0], v[1], v[2], v[3], v[4], o);
+           }};
+    c.updated = {3, 4};
+    c.slack = 2;
+    compare_all_types(c);
+  }
+  // (N, C) as after an affine layer.
+  BatchNormalizationOptions o;
+  compare_all_types({{InputSpec({8, 5}), InputSpec({1, 5}), InputSpec({1, 5}),
+                      InputSpec::fixed({1, 5}, {0, 0, 0, 0, 0}),
+                      InputSpec::fixed({1, 5}, {1, 1, 1, 1, 1})},
+                     [o](const Vars& v) {
+                       return F::batch_normalization(v[0], v[1], v[2], v[3],
+                                                     v[4], o);
+                     }});
+}
+
+TEST_F(CudaFunctions, SoftmaxAndLogSoftmax) {
+  for (int axis : {1, -1, 0}) {
+    SCOPED_TRACE("axis " + std::to_string(axis));
+    compare_all_types({{InputSpec({3, 5, 4}, -3, 3)}, [axis](const Vars& v) {
+                         return F::softmax(v[0], axis);
+                       }});
+    compare_all_types({{InputSpec({3, 5, 4}, -3, 3)}, [axis](const Vars& v) {
+                         return F::log_softmax(v[0], axis);
+                       }});
+  }
+}
+
+TEST_F(CudaFunctions, GraphsMixDeviceAndHostFunctionsAndAccumulateGrads) {
+  // transpose has no CUDA kernel: it runs on the host between device
+  // functions; x feeds two functions, so its grad accumulates on the device.
+  compare_all_types(
+      {{InputSpec({4, 6}), InputSpec({6, 3})}, [](const Vars& v) {
+         auto h = F::affine(v[0], v[1]);
+         auto t = F::transpose(F::relu(h), {1, 0});
+         return F::add2(F::tanh(t), F::sigmoid(F::transpose(h, {1, 0})));
+       }});
+  compare_all_types({{InputSpec({3, 4})}, [](const Vars& v) {
+                       return F::add2(F::relu(v[0]), F::exp(v[0]));
+                     }});
+}
+
+TEST_F(CudaFunctions, OutputsAndGradsStayOnTheDevice) {
+  ContextGuard guard(context("cudnn", "half"));
+  auto x = make_variable({8, 16}, true);
+  ParameterScope params;
+  auto y = F::mean(F::relu(PF::affine(x, 4, params["fc"])));
+  y->forward();
+  y->backward();
+  const auto& w = params.parameters().front().second;
+  EXPECT_EQ(w->grad()->array().head_device(), "cuda:0");
+  EXPECT_EQ(w->grad()->array().dtype(), Dtype::f16);
+  EXPECT_EQ(x->grad()->array().head_device(), "cuda:0");
+}
+
+}  // namespace
+}  // namespace mg::test

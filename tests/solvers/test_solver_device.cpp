@@ -1,0 +1,271 @@
+// The solver's device hooks, driven on the host: grads on the "fake" device
+// (host memory, tests/support/fake_device.hpp) with solver ops that apply
+// the same rule functors on the host. This checks the plumbing the CUDA
+// backend relies on: where update() runs, where the weights and states end
+// up, and the fused unscale / inf-nan / norm pass.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include <mixgraph/mixgraph.hpp>
+#include <mixgraph/solvers/device_ops.hpp>
+#include <mixgraph/solvers/weight_decay_rule.hpp>
+
+#include "../support/fake_device.hpp"
+
+namespace mg {
+namespace {
+
+using test::FakeDevice;
+
+// Applies the rules it knows on the host; counts what it was asked to do.
+class FakeSolverOps : public SolverDeviceOps {
+ public:
+  static FakeSolverOps& instance() {
+    static FakeSolverOps* ops = [] {
+      auto* o = new FakeSolverOps();
+      register_solver_device_ops("fake", o);
+      return o;
+    }();
+    return *ops;
+  }
+  bool runs(const std::string& solver) const override {
+    return solver == "Sgd" || solver == "Momentum" || solver == "Adam";
+  }
+  void apply_rule(int, std::type_index type, const void* rule, int64_t n,
+                  float* w, const float* g, float* const* s, int ns) override {
+    ++rules;
+    if (type == typeid(WeightDecayRule) && ns == 0) {
+      for (int64_t i = 0; i < n; ++i) {
+        (*static_cast<const WeightDecayRule*>(rule))(w[i], g[i]);
+      }
+    } else if (type == typeid(SgdRule) && ns == 0) {
+      for (int64_t i = 0; i < n; ++i)
+        (*static_cast<const SgdRule*>(rule))(w[i], g[i]);
+    } else if (type == typeid(MomentumRule) && ns == 1) {
+      for (int64_t i = 0; i < n; ++i) {
+        (*static_cast<const MomentumRule*>(rule))(w[i], g[i], s[0][i]);
+      }
+    } else if (type == typeid(AdamRule) && ns == 2) {
+      for (int64_t i = 0; i < n; ++i) {
+        (*static_cast<const AdamRule*>(rule))(w[i], g[i], s[0][i], s[1][i]);
+      }
+    } else {
+      throw std::runtime_error("no fake kernel");
+    }
+  }
+  bool scale_check(int, const std::vector<FusedGrad>& grads, float scale,
+                   double* norm2) override {
+    ++passes;
+    last = grads;
+    bool bad = false;
+    double sum = 0;
+    for (const FusedGrad& fg : grads) {
+      std::vector<float> in(fg.n);
+      convert(fg.in, fg.dtype, in.data(), Dtype::f32, fg.n);
+      for (int64_t i = 0; i < fg.n; ++i) {
+        const float v = in[i] * scale;
+        if (fg.out) fg.out[i] = v;
+        bad = bad || !std::isfinite(v);
+        sum += static_cast<double>(v) * v;
+      }
+    }
+    if (norm2) *norm2 = sum;
+    return bad;
+  }
+  int rules = 0, passes = 0;
+  std::vector<FusedGrad> last;
+};
+
+struct FakeSetup {
+  FakeSetup() {
+    FakeDevice::instance().devices = 2;
+    FakeSolverOps::instance().rules = 0;
+    FakeSolverOps::instance().passes = 0;
+  }
+};
+
+// Two parameters with fixed fp32 data on the host.
+ParameterList make_params() {
+  ParameterList params;
+  for (int p = 0; p < 2; ++p) {
+    auto v = make_variable({3, 5}, true);
+    float* w = v->data()->cast<float>();
+    for (int i = 0; i < 15; ++i) w[i] = 0.1f * i - 0.7f + p;
+    params.emplace_back("p" + std::to_string(p), v);
+  }
+  return params;
+}
+
+// Writes half grads on `device`, as a backward in half there would.
+void write_grads(const ParameterList& params, const std::string& device,
+                 int step, float scale = 1.0f) {
+  for (size_t p = 0; p < params.size(); ++p) {
+    Half* g = params[p].second->grad()->cast<Half>(true, device);
+    for (int i = 0; i < 15; ++i) {
+      g[i] = Half(scale * (0.05f * ((i * 7 + step + static_cast<int>(p)) % 11) -
+                           0.25f));
+    }
+  }
+}
+
+std::vector<float> data_of(const VariablePtr& v) {
+  const float* d = v->data()->get<const float>();
+  return std::vector<float>(d, d + v->size());
+}
+
+TEST(SolverDevice, UpdateRunsWhereTheGradsLiveAndMatchesTheHost) {
+  FakeSetup s;
+  for (const char* which : {"Sgd", "Momentum", "Adam"}) {
+    SCOPED_TRACE(which);
+    auto make = [&]() -> SolverPtr {
+      if (std::string(which) == "Sgd") return solvers::Sgd(0.1f);
+      if (std::string(which) == "Momentum")
+        return solvers::Momentum(0.1f, 0.9f);
+      return solvers::Adam(0.01f);
+    };
+    auto host_params = make_params(), dev_params = make_params();
+    auto host = make(), dev = make();
+    host->set_parameters(host_params);
+    dev->set_parameters(dev_params);
+    const int rules_before = FakeSolverOps::instance().rules;
+    for (int step = 0; step < 3; ++step) {
+      write_grads(host_params, "cpu", step);
+      write_grads(dev_params, "fake:0", step);
+      host->update();
+      dev->update();
+    }
+    EXPECT_EQ(FakeSolverOps::instance().rules - rules_before, 6);
+    for (size_t p = 0; p < 2; ++p) {
+      const auto& hv = host_params[p].second;
+      const auto& dv = dev_params[p].second;
+      EXPECT_EQ(hv->data()->array().head_device(), "cpu");
+      EXPECT_EQ(dv->data()->array().head_device(), "fake:0");
+      EXPECT_EQ(data_of(dv), data_of(hv));
+      const auto states = dev->states();
+      for (const auto& [name, st] : states.at(host_params[p].first).pstate) {
+        EXPECT_EQ(st->array().head_device(), "fake:0") << name;
+      }
+    }
+  }
+}
+
+TEST(SolverDevice, WeightDecayRunsOnTheDeviceToo) {
+  FakeSetup s;
+  auto host_params = make_params(), dev_params = make_params();
+  auto host = solvers::Momentum(0.1f, 0.9f),
+       dev = solvers::Momentum(0.1f, 0.9f);
+  host->set_parameters(host_params);
+  dev->set_parameters(dev_params);
+  for (int step = 0; step < 2; ++step) {
+    write_grads(host_params, "cpu", step);
+    write_grads(dev_params, "fake:0", step);
+    host->weight_decay(0.01f);
+    dev->weight_decay(0.01f);
+    host->update();
+    dev->update();
+  }
+  EXPECT_EQ(FakeSolverOps::instance().rules, 8);  // decay + step, 2 params
+  for (size_t p = 0; p < 2; ++p) {
+    EXPECT_EQ(dev_params[p].second->data()->array().head_device(), "fake:0");
+    EXPECT_EQ(data_of(dev_params[p].second), data_of(host_params[p].second));
+  }
+}
+
+TEST(SolverDevice, SolversTheDeviceDoesNotRunStayOnTheHost) {
+  FakeSetup s;
+  auto host_params = make_params(), dev_params = make_params();
+  auto host = solvers::Lars(0.1f), dev = solvers::Lars(0.1f);
+  host->set_parameters(host_params);
+  dev->set_parameters(dev_params);
+  write_grads(host_params, "cpu", 0);
+  write_grads(dev_params, "fake:0", 0);
+  host->update();
+  dev->update();
+  EXPECT_EQ(FakeSolverOps::instance().rules, 0);
+  EXPECT_EQ(dev_params[0].second->data()->array().head_device(), "cpu");
+  EXPECT_EQ(data_of(dev_params[1].second), data_of(host_params[1].second));
+}
+
+TEST(SolverDevice, UnscaleAndCheckIsOneFusedPassWritingFloat) {
+  FakeSetup s;
+  auto params = make_params();
+  auto solver = solvers::Adam();
+  solver->set_parameters(params);
+  write_grads(params, "fake:0", 0, 1024.0f);
+  double norm2 = -1;
+  EXPECT_FALSE(solver->scale_grad_and_check_inf_or_nan(1.0f / 1024, &norm2));
+  EXPECT_EQ(FakeSolverOps::instance().passes, 1);
+  const auto& last = FakeSolverOps::instance().last;
+  ASSERT_EQ(last.size(), 2u);
+  EXPECT_EQ(last[0].dtype, Dtype::f16) << "read in the dtype backward wrote";
+  EXPECT_NE(last[0].out, nullptr);
+  double expected = 0;
+  for (size_t p = 0; p < 2; ++p) {
+    SyncedArray& g = params[p].second->grad()->array();
+    EXPECT_EQ(g.dtype(), Dtype::f32) << "unscaled grads are fp32";
+    EXPECT_EQ(g.head_device(), "fake:0");
+    EXPECT_EQ(g.num_copies(), 1u);
+    const float* gf = static_cast<const float*>(g.get(Dtype::f32));
+    for (int i = 0; i < 15; ++i) {
+      const float want = 0.05f * ((i * 7 + static_cast<int>(p)) % 11) - 0.25f;
+      EXPECT_NEAR(gf[i], want, 1e-3f);
+      expected += static_cast<double>(gf[i]) * gf[i];
+    }
+  }
+  EXPECT_DOUBLE_EQ(norm2, expected);
+  // The read-only passes: check and norm leave the grads as they are.
+  EXPECT_FALSE(solver->check_inf_or_nan_grad());
+  EXPECT_DOUBLE_EQ(solver->grad_norm_squared(), expected);
+  EXPECT_EQ(FakeSolverOps::instance().passes, 3);
+  EXPECT_EQ(FakeSolverOps::instance().last[0].out, nullptr);
+}
+
+TEST(SolverDevice, AnOverflowIsReported) {
+  FakeSetup s;
+  auto params = make_params();
+  auto solver = solvers::Sgd();
+  solver->set_parameters(params);
+  write_grads(params, "fake:0", 0);
+  params[1].second->grad()->cast<Half>(false, "fake:0")[7] =
+      std::numeric_limits<Half>::infinity();
+  EXPECT_TRUE(solver->check_inf_or_nan_grad());
+  EXPECT_TRUE(solver->scale_grad_and_check_inf_or_nan(0.5f));
+}
+
+TEST(SolverDevice, GradsOnSeveralDevicesTakeTheHostPath) {
+  FakeSetup s;
+  auto params = make_params();
+  auto solver = solvers::Sgd();
+  solver->set_parameters(params);
+  write_grads(params, "cpu", 0);
+  params[0].second->grad()->cast<float>(false, "fake:0");
+  EXPECT_FALSE(solver->scale_grad_and_check_inf_or_nan(2.0f));
+  EXPECT_EQ(FakeSolverOps::instance().passes, 0);
+  const float want = 2.0f * (0.05f * ((3 * 7 + 1) % 11) - 0.25f);
+  EXPECT_NEAR(params[1].second->grad()->get<const float>()[3], want, 1e-3f);
+}
+
+TEST(SolverDevice, DynamicLossScalingStepsOnTheDevice) {
+  FakeSetup s;
+  auto params = make_params();
+  auto solver = solvers::Momentum(0.1f, 0.9f);
+  solver->set_parameters(params);
+  // The "loss" is a leaf: the feeder writes scaled half grads on the device
+  // as a backward would (backward of a leaf adds nothing).
+  auto loss = make_variable({1}, false);
+  int step = 0;
+  DynamicLossScalingOptions o;
+  o.scale = 256.0f;
+  DynamicLossScalingUpdater updater(
+      solver, loss, [&] { write_grads(params, "fake:0", step++, 256.0f); }, o);
+  EXPECT_TRUE(updater.update());
+  EXPECT_EQ(FakeSolverOps::instance().passes, 1);
+  EXPECT_EQ(FakeSolverOps::instance().rules, 2);
+  EXPECT_EQ(params[0].second->data()->array().head_device(), "fake:0");
+}
+
+}  // namespace
+}  // namespace mg
