@@ -329,10 +329,11 @@ void Training::resume() {
   }
   last_saved_ = summary_.steps;
   if (!options_.csv.empty()) mg::truncate_csv_rows(options_.csv, summary_.steps);
-  std::printf("%s: resumed from %s at step %lld (epoch %lld, batch %lld)\n",
+  std::printf("%s: resumed from %s at step %lld (%lld epochs and %lld "
+              "batches done)\n",
               name_.c_str(), path.c_str(),
               static_cast<long long>(summary_.steps),
-              static_cast<long long>(batches_.epoch() + 1),
+              static_cast<long long>(batches_.epoch()),
               static_cast<long long>(batches_.index()));
 }
 
@@ -343,12 +344,15 @@ int Training::finish() {
                    !file_exists(checkpoint_path()))) {
     save_checkpoint();
   }
-  summary_.first_loss = first_losses_.empty()
-                            ? 0.0f
-                            : std::accumulate(first_losses_.begin(),
-                                              first_losses_.end(), 0.0f) /
-                                  first_losses_.size();
-  summary_.last_loss = mean(recent_losses_);
+  // The losses of this process's steps (none when a finished run resumed).
+  const bool stepped = !first_losses_.empty();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  summary_.first_loss = stepped ? std::accumulate(first_losses_.begin(),
+                                                  first_losses_.end(), 0.0f) /
+                                      first_losses_.size()
+                                : nan;
+  summary_.last_loss = stepped ? mean(recent_losses_) : nan;
+  if (!stepped) summary_.final_loss = nan;
   summary_.weights_hash = weights_hash(params);
   summary_.peak_bytes =
       std::max(summary_.peak_bytes, mg::cpu_memory_stats().peak);
@@ -373,7 +377,7 @@ int Training::finish() {
       checkpoint_path().c_str());
   std::fflush(stdout);
   if (s.interrupted) return 130;
-  return std::isfinite(s.final_loss) ? 0 : 1;
+  return !stepped || std::isfinite(s.final_loss) ? 0 : 1;
 }
 
 }  // namespace tutorial
