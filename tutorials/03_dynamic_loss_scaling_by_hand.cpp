@@ -33,7 +33,7 @@ namespace F = mg::functions;
 int main(int argc, char** argv) {
   tutorial::Options options;
   options.type_config = "half";
-  float loss_scale = 8.0f;      // NNabla's defaults
+  float loss_scale = 8.0f;  // NNabla's defaults
   float scaling_factor = 2.0f;
   int interval = 2000;
   CLI::App app("Step 3: LeNet on Fashion-MNIST in half, dynamic loss scaling");

@@ -50,7 +50,8 @@ Run train(const std::string& type_config, tutorial::Options options,
   tutorial::Training run("main_job_" + type_config, options);
   auto x = mg::make_variable({options.batch_size, 1, 28, 28});
   auto t = mg::make_variable({options.batch_size, 1});
-  auto loss = F::mean(F::softmax_cross_entropy(tutorial::lenet(x, run.params), t));
+  auto loss =
+      F::mean(F::softmax_cross_entropy(tutorial::lenet(x, run.params), t));
   auto solver = mg::solvers::Adam(1e-3f);
   solver->set_parameters(run.params.parameters());
 
@@ -122,9 +123,10 @@ void write_curves(const std::string& out_dir,
 void plot(const std::string& out_dir,
           const std::vector<std::string>& type_configs, int window) {
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
-    std::printf("gnuplot is not installed: no plot (apt-get install "
-                "gnuplot-nox); the curves are in %s/curves.csv\n",
-                out_dir.c_str());
+    std::printf(
+        "gnuplot is not installed: no plot (apt-get install "
+        "gnuplot-nox); the curves are in %s/curves.csv\n",
+        out_dir.c_str());
     return;
   }
   const size_t n = type_configs.size();
@@ -193,16 +195,16 @@ int main(int argc, char** argv) {
   // Each run's checkpoint and curve live in --out-dir.
   app.remove_option(app.get_option("--checkpoint"));
   app.remove_option(app.get_option("--csv"));
-  app.get_option("--resume")->description(
-      "continue from the checkpoints in --out-dir");
+  app.get_option("--resume")
+      ->description("continue from the checkpoints in --out-dir");
   CLI11_PARSE(app, argc, argv);
   std::filesystem::create_directories(out_dir);
 
   const auto start = std::chrono::steady_clock::now();
-  std::printf("LeNet on Fashion-MNIST: %d epochs of batch %d with Adam "
-              "(alpha 1e-3) in %zu type_configs; outputs in %s\n",
-              options.epochs, options.batch_size, type_configs.size(),
-              out_dir.c_str());
+  std::printf(
+      "LeNet on Fashion-MNIST: %d epochs of batch %d with Adam "
+      "(alpha 1e-3) in %zu type_configs; outputs in %s\n",
+      options.epochs, options.batch_size, type_configs.size(), out_dir.c_str());
   std::vector<Run> runs;
   int status = 0;
   for (const auto& tc : type_configs) {
@@ -223,10 +225,10 @@ int main(int argc, char** argv) {
       float_accuracy = r.summary.test_accuracy;
     }
   }
-  mg::CsvWriter results(out_dir + "/results.csv",
-                        {"type_config", "test_accuracy", "images_per_second",
-                         "peak_memory_mib", "skipped_steps", "steps",
-                         "train_seconds"});
+  mg::CsvWriter results(
+      out_dir + "/results.csv",
+      {"type_config", "test_accuracy", "images_per_second", "peak_memory_mib",
+       "skipped_steps", "steps", "train_seconds"});
   std::printf("\n%-11s %13s %9s %9s %12s %14s %6s %11s\n", "type_config",
               "test accuracy", "vs float", "images/s", "peak memory",
               "skipped steps", "steps", "train time");
@@ -250,13 +252,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> done;  // the runs that started
   for (const auto& r : runs) done.push_back(r.summary.type_config);
   write_curves(out_dir, done, window);
-  std::printf("\ncurves: %s/curves.csv (per run: %s/<type_config>.csv); "
-              "results: %s/results.csv\n",
-              out_dir.c_str(), out_dir.c_str(), out_dir.c_str());
+  std::printf(
+      "\ncurves: %s/curves.csv (per run: %s/<type_config>.csv); "
+      "results: %s/results.csv\n",
+      out_dir.c_str(), out_dir.c_str(), out_dir.c_str());
   plot(out_dir, done, window);
-  std::printf("wall time %.0f s\n",
-              std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            start)
-                  .count());
+  std::printf(
+      "wall time %.0f s\n",
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count());
   return status;
 }

@@ -63,10 +63,10 @@ CsvWriter::~CsvWriter() {
 
 void CsvWriter::write_row(const std::vector<std::string>& cells) {
   if (cells.size() != columns_.size()) {
-    throw std::invalid_argument(
-        "[CsvWriter] " + path_ + ": a row has " + std::to_string(cells.size()) +
-        " values, but the header has " + std::to_string(columns_.size()) +
-        " columns");
+    throw std::invalid_argument("[CsvWriter] " + path_ + ": a row has " +
+                                std::to_string(cells.size()) +
+                                " values, but the header has " +
+                                std::to_string(columns_.size()) + " columns");
   }
   const std::string line = join(cells) + "\n";
   if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0) {

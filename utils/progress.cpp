@@ -26,8 +26,8 @@ void ProgressBar::update(int64_t done, const std::string& fields) {
   if (!tty_) {
     if (done % line_every_ == 0 || last) {
       std::fprintf(out_, "%s %lld/%lld  %s\n", label_.c_str(),
-                   static_cast<long long>(done),
-                   static_cast<long long>(total_), fields.c_str());
+                   static_cast<long long>(done), static_cast<long long>(total_),
+                   fields.c_str());
       std::fflush(out_);
     }
     return;

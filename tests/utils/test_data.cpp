@@ -186,7 +186,8 @@ class FakeFashionMnist : public ::testing::Test {
     write_idx(dir_ + "/" + prefix + "-images-idx3-ubyte" + ext,
               counting_images(n, 28, 28), gz);
     IdxArray labels{{n}, {}};
-    for (int64_t i = 0; i < n; ++i) labels.data.push_back(i % 10 + label_offset);
+    for (int64_t i = 0; i < n; ++i)
+      labels.data.push_back(i % 10 + label_offset);
     write_idx(dir_ + "/" + prefix + "-labels-idx1-ubyte" + ext, labels, gz);
   }
   std::string dir_;
@@ -208,14 +209,14 @@ TEST_F(FakeFashionMnist, MissingFileSaysHowToInstall) {
   const std::string gone = dir_ + "/train-labels-idx1-ubyte.gz";
   std::remove(gone.c_str());
   EXPECT_FALSE(fashion_mnist_available(dir_));
-  expect_error([&] { load_fashion_mnist("train", dir_); },
-               {"[load_fashion_mnist]", gone,
-                "apt-get install dataset-fashion-mnist"});
+  expect_error(
+      [&] { load_fashion_mnist("train", dir_); },
+      {"[load_fashion_mnist]", gone, "apt-get install dataset-fashion-mnist"});
 }
 
 TEST_F(FakeFashionMnist, LabelCountMustMatchImages) {
-  write_idx(dir_ + "/train-labels-idx1-ubyte.gz", IdxArray{{5}, {0, 1, 2, 3, 4}},
-            true);
+  write_idx(dir_ + "/train-labels-idx1-ubyte.gz",
+            IdxArray{{5}, {0, 1, 2, 3, 4}}, true);
   expect_error([&] { load_fashion_mnist("train", dir_); },
                {"[load_fashion_mnist]", "train-labels-idx1-ubyte.gz", "(5,)",
                 "6 images"});
@@ -292,9 +293,9 @@ TEST(BatchIterator, StateForAnotherIteratorIsRefused) {
   BatchIterator b(50, 10, 3);
   const auto expected = take(b, 1);
   BatchIterator b_again(50, 10, 3);
-  expect_error([&] { b_again.set_state(a.state()); },
-               {"[BatchIterator]", "50 examples in batches of 5",
-                "batches of 10"});
+  expect_error(
+      [&] { b_again.set_state(a.state()); },
+      {"[BatchIterator]", "50 examples in batches of 5", "batches of 10"});
   EXPECT_EQ(take(b_again, 1), expected);  // nothing changed
 }
 
@@ -343,8 +344,9 @@ TEST(BatchIterator, PositionRoundTripsThroughACheckpoint) {
   EXPECT_EQ(take(resumed, 12), after);
   std::remove(path.c_str());
 
-  EXPECT_THROW(save_checkpoint(path, params, *solver, nullptr, 0, {{"a/b", ""}}),
-               std::invalid_argument);
+  EXPECT_THROW(
+      save_checkpoint(path, params, *solver, nullptr, 0, {{"a/b", ""}}),
+      std::invalid_argument);
 }
 
 // ---- CSV and progress ----
@@ -371,8 +373,11 @@ TEST(Csv, WritesAppendsAndTruncates) {
   rows = read_csv(path);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[2][0], "2");
-  expect_error([&] { CsvWriter(path, {"step", "scale"}, true); },
-               {"[CsvWriter]", path, "step,loss,type_config"});
+  expect_error(
+      [&] {
+        CsvWriter(path, {"step", "scale"}, true);
+      },
+      {"[CsvWriter]", path, "step,loss,type_config"});
   std::remove(path.c_str());
 }
 

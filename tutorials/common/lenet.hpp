@@ -8,6 +8,7 @@ namespace tutorial {
 /// conv 5x5 32 -> relu -> max-pool 2 -> conv 5x5 64 -> relu -> max-pool 2
 /// -> affine 512 -> relu -> affine 10, on x of shape (N, 1, 28, 28); the
 /// parameters live in `params` ("conv1/W", ..., "fc4/b").
-mg::VariablePtr lenet(const mg::VariablePtr& x, const mg::ParameterScope& params);
+mg::VariablePtr lenet(const mg::VariablePtr& x,
+                      const mg::ParameterScope& params);
 
 }  // namespace tutorial

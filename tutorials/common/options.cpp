@@ -14,7 +14,8 @@ namespace {
 // "terminate called after throwing ...", and exits with status 1.
 [[noreturn]] void report_and_exit() {
   try {
-    if (std::current_exception()) std::rethrow_exception(std::current_exception());
+    if (std::current_exception())
+      std::rethrow_exception(std::current_exception());
     std::fprintf(stderr, "error: terminated\n");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
@@ -29,8 +30,7 @@ namespace {
 void add_flags(CLI::App& app, Options& o, bool with_type_config) {
   std::set_terminate(report_and_exit);
   if (with_type_config) {
-    app.add_option("--type-config", o.type_config,
-                   "what functions compute in")
+    app.add_option("--type-config", o.type_config, "what functions compute in")
         ->check(CLI::IsMember({"float", "half", "bfloat16"}))
         ->capture_default_str();
   }

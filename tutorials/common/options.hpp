@@ -19,10 +19,10 @@ struct Options {
   std::string checkpoint;  // "" : <tutorial name>.ckpt.h5
   bool resume = false;     // continue from the checkpoint
   uint64_t seed = 313;
-  std::string data_dir;  // "" : where dataset-fashion-mnist installs
-  std::string csv;       // per-step loss and loss scale ("" : none)
+  std::string data_dir;            // "" : where dataset-fashion-mnist installs
+  std::string csv;                 // per-step loss and loss scale ("" : none)
   int64_t checkpoint_every = 500;  // steps; also at each epoch's end
-  int64_t log_every = 0;  // progress lines when stdout is no terminal
+  int64_t log_every = 0;           // progress lines when stdout is no terminal
 };
 
 /// Adds the flags to `app`; with_type_config false leaves --type-config out

@@ -64,12 +64,12 @@ void fill(const mg::ImageDataset& data, const std::vector<int64_t>& indices,
   const auto n = static_cast<int64_t>(indices.size());
   if (x->shape() != mg::Shape{n, 1, data.height, data.width} ||
       t->shape() != mg::Shape{n, 1}) {
-    throw std::invalid_argument(
-        "[Training::feed] x must be " +
-        mg::shape_str({n, 1, data.height, data.width}) + " and t " +
-        mg::shape_str({n, 1}) + " for batches of " + std::to_string(n) +
-        ", got x " + mg::shape_str(x->shape()) + " and t " +
-        mg::shape_str(t->shape()));
+    throw std::invalid_argument("[Training::feed] x must be " +
+                                mg::shape_str({n, 1, data.height, data.width}) +
+                                " and t " + mg::shape_str({n, 1}) +
+                                " for batches of " + std::to_string(n) +
+                                ", got x " + mg::shape_str(x->shape()) +
+                                " and t " + mg::shape_str(t->shape()));
   }
   float* px = x->data()->cast<float>(true);
   float* pt = t->data()->cast<float>(true);
@@ -153,8 +153,7 @@ void Training::keep(const std::string& name, int* value) {
 }
 
 std::string Training::checkpoint_path() const {
-  return options_.checkpoint.empty() ? name_ + ".ckpt.h5"
-                                     : options_.checkpoint;
+  return options_.checkpoint.empty() ? name_ + ".ckpt.h5" : options_.checkpoint;
 }
 
 bool Training::running() {
@@ -173,9 +172,9 @@ bool Training::running() {
           /*append=*/summary_.steps > 0);
     }
   }
-  const bool more = batches_.epoch() < options_.epochs &&
-                    (options_.iterations == 0 ||
-                     summary_.steps < options_.iterations);
+  const bool more =
+      batches_.epoch() < options_.epochs &&
+      (options_.iterations == 0 || summary_.steps < options_.iterations);
   if (!more || g_interrupted) {
     bar_.reset();
     return false;
@@ -222,14 +221,13 @@ void Training::step_done(float loss_scale, bool applied) {
   bar_images_ += options_.batch_size;
   bar_seconds_ += seconds;
   char fields[160];
-  std::snprintf(fields, sizeof fields, "loss %.4f  %s%.0f img/s%s",
-                mean(recent_losses_),
-                show_scale_ ? ("scale " + str(loss_scale) + "  ").c_str() : "",
-                bar_seconds_ > 0 ? bar_images_ / bar_seconds_ : 0.0,
-                summary_.skipped_steps
-                    ? ("  skipped " + std::to_string(summary_.skipped_steps))
-                          .c_str()
-                    : "");
+  std::snprintf(
+      fields, sizeof fields, "loss %.4f  %s%.0f img/s%s", mean(recent_losses_),
+      show_scale_ ? ("scale " + str(loss_scale) + "  ").c_str() : "",
+      bar_seconds_ > 0 ? bar_images_ / bar_seconds_ : 0.0,
+      summary_.skipped_steps
+          ? ("  skipped " + std::to_string(summary_.skipped_steps)).c_str()
+          : "");
   bar_->update(bar_steps_, fields);
 
   if (epoch_ended_) {
@@ -238,13 +236,14 @@ void Training::step_done(float loss_scale, bool applied) {
     summary_.epochs_done = batches_.epoch();
     summary_.test_accuracy = evaluate();
     save_checkpoint();
-    std::printf("epoch %lld/%d: test accuracy %.2f%%, %.0f img/s, %lld "
-                "skipped steps; checkpoint %s\n",
-                static_cast<long long>(summary_.epochs_done), options_.epochs,
-                summary_.test_accuracy,
-                bar_seconds_ > 0 ? bar_images_ / bar_seconds_ : 0.0,
-                static_cast<long long>(summary_.skipped_steps),
-                checkpoint_path().c_str());
+    std::printf(
+        "epoch %lld/%d: test accuracy %.2f%%, %.0f img/s, %lld "
+        "skipped steps; checkpoint %s\n",
+        static_cast<long long>(summary_.epochs_done), options_.epochs,
+        summary_.test_accuracy,
+        bar_seconds_ > 0 ? bar_images_ / bar_seconds_ : 0.0,
+        static_cast<long long>(summary_.skipped_steps),
+        checkpoint_path().c_str());
     std::fflush(stdout);
   } else if (options_.checkpoint_every > 0 &&
              summary_.steps % options_.checkpoint_every == 0) {
@@ -276,8 +275,10 @@ mg::CheckpointExtras Training::extras() const {
     << "\ntest_accuracy " << str(summary_.test_accuracy) << "\ntrain_seconds "
     << str(summary_.train_seconds) << "\nimages " << summary_.images
     << "\npeak_bytes " << summary_.peak_bytes << "\n";
-  for (const auto& [name, v] : kept_floats_) s << "keep." << name << ' ' << str(*v) << '\n';
-  for (const auto& [name, v] : kept_ints_) s << "keep." << name << ' ' << *v << '\n';
+  for (const auto& [name, v] : kept_floats_)
+    s << "keep." << name << ' ' << str(*v) << '\n';
+  for (const auto& [name, v] : kept_ints_)
+    s << "keep." << name << ' ' << *v << '\n';
   return {{"data_iterator", batches_.state()}, {"training", s.str()}};
 }
 
@@ -322,26 +323,26 @@ void Training::resume() {
   for (auto& [name, v] : kept_floats_) *v = std::stof(get("keep." + name));
   for (auto& [name, v] : kept_ints_) *v = std::stoi(get("keep." + name));
   if (summary_.steps != info.iteration) {
-    throw std::runtime_error("[Training] " + path + ": iteration " +
-                             std::to_string(info.iteration) +
-                             " disagrees with its step count " +
-                             std::to_string(summary_.steps));
+    throw std::runtime_error(
+        "[Training] " + path + ": iteration " + std::to_string(info.iteration) +
+        " disagrees with its step count " + std::to_string(summary_.steps));
   }
   last_saved_ = summary_.steps;
-  if (!options_.csv.empty()) mg::truncate_csv_rows(options_.csv, summary_.steps);
-  std::printf("%s: resumed from %s at step %lld (%lld epochs and %lld "
-              "batches done)\n",
-              name_.c_str(), path.c_str(),
-              static_cast<long long>(summary_.steps),
-              static_cast<long long>(batches_.epoch()),
-              static_cast<long long>(batches_.index()));
+  if (!options_.csv.empty())
+    mg::truncate_csv_rows(options_.csv, summary_.steps);
+  std::printf(
+      "%s: resumed from %s at step %lld (%lld epochs and %lld "
+      "batches done)\n",
+      name_.c_str(), path.c_str(), static_cast<long long>(summary_.steps),
+      static_cast<long long>(batches_.epoch()),
+      static_cast<long long>(batches_.index()));
 }
 
 int Training::finish() {
   bar_.reset();
   summary_.interrupted = interrupted();
-  if (started_ && (last_saved_ != summary_.steps ||
-                   !file_exists(checkpoint_path()))) {
+  if (started_ &&
+      (last_saved_ != summary_.steps || !file_exists(checkpoint_path()))) {
     save_checkpoint();
   }
   // The losses of this process's steps (none when a finished run resumed).
@@ -358,10 +359,11 @@ int Training::finish() {
       std::max(summary_.peak_bytes, mg::cpu_memory_stats().peak);
   const Summary& s = summary_;
   if (s.interrupted) {
-    std::printf("%s: interrupted at step %lld; checkpoint %s. Run again with "
-                "--resume to continue.\n",
-                name_.c_str(), static_cast<long long>(s.steps),
-                checkpoint_path().c_str());
+    std::printf(
+        "%s: interrupted at step %lld; checkpoint %s. Run again with "
+        "--resume to continue.\n",
+        name_.c_str(), static_cast<long long>(s.steps),
+        checkpoint_path().c_str());
   }
   std::printf(
       "RESULT tutorial=%s type_config=%s steps=%lld skipped_steps=%lld "
@@ -371,8 +373,7 @@ int Training::finish() {
       name_.c_str(), s.type_config.c_str(), static_cast<long long>(s.steps),
       static_cast<long long>(s.skipped_steps), s.first_loss, s.last_loss,
       s.final_loss, s.test_accuracy, s.images_per_second(),
-      s.peak_bytes / 1048576.0,
-      updater_ ? updater_->scale() : scale_,
+      s.peak_bytes / 1048576.0, updater_ ? updater_->scale() : scale_,
       static_cast<unsigned long long>(s.weights_hash),
       checkpoint_path().c_str());
   std::fflush(stdout);

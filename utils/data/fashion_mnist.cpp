@@ -37,8 +37,10 @@ std::string find_file(const std::string& dir, const std::string& name,
 std::string prefix_of(const std::string& split) {
   if (split == "train") return "train";
   if (split == "test") return "t10k";
-  throw std::invalid_argument("[load_fashion_mnist] split must be \"train\" "
-                              "or \"test\", got \"" + split + "\"");
+  throw std::invalid_argument(
+      "[load_fashion_mnist] split must be \"train\" "
+      "or \"test\", got \"" +
+      split + "\"");
 }
 
 }  // namespace
@@ -85,10 +87,10 @@ ImageDataset load_fashion_mnist(const std::string& split,
   ds.classes = 10;
   for (size_t i = 0; i < labels.data.size(); ++i) {
     if (labels.data[i] >= ds.classes) {
-      throw std::runtime_error(
-          "[load_fashion_mnist] " + label_path + ": label " +
-          std::to_string(labels.data[i]) + " at index " + std::to_string(i) +
-          " is not a class in [0, 10)");
+      throw std::runtime_error("[load_fashion_mnist] " + label_path +
+                               ": label " + std::to_string(labels.data[i]) +
+                               " at index " + std::to_string(i) +
+                               " is not a class in [0, 10)");
     }
   }
   ds.size = images.shape[0];

@@ -20,13 +20,20 @@ namespace {
 
 const char* type_name(int code) {
   switch (code) {
-    case 0x08: return "unsigned byte";
-    case 0x09: return "signed byte";
-    case 0x0B: return "int16";
-    case 0x0C: return "int32";
-    case 0x0D: return "float32";
-    case 0x0E: return "float64";
-    default: return nullptr;
+    case 0x08:
+      return "unsigned byte";
+    case 0x09:
+      return "signed byte";
+    case 0x0B:
+      return "int16";
+    case 0x0C:
+      return "int32";
+    case 0x0D:
+      return "float32";
+    case 0x0E:
+      return "float64";
+    default:
+      return nullptr;
   }
 }
 
@@ -103,8 +110,8 @@ IdxArray read_idx(const std::string& path) {
   }
   if (magic[2] != 0x08) {
     fail("read_idx", path,
-         std::string("holds ") + type + " elements (type " +
-             hex(magic[2], 2) + "); read_idx reads unsigned bytes (0x08)");
+         std::string("holds ") + type + " elements (type " + hex(magic[2], 2) +
+             "); read_idx reads unsigned bytes (0x08)");
   }
   const int ndim = magic[3];
   std::vector<unsigned char> dims(4 * ndim);
@@ -134,7 +141,8 @@ IdxArray read_idx(const std::string& path) {
   if (got_data < total) {
     fail("read_idx", path,
          "is truncated: shape " + shape_str(array.shape) + " needs " +
-             std::to_string(total) + " bytes of data, but the file ends after " +
+             std::to_string(total) +
+             " bytes of data, but the file ends after " +
              std::to_string(got_data));
   }
   unsigned char extra[4096];
@@ -185,8 +193,8 @@ void write_idx(const std::string& path, const IdxArray& array, bool gzip) {
     }
   }
   if (!ok) {
-    throw std::runtime_error("[write_idx] " + path + ": cannot write: " +
-                             std::strerror(errno));
+    throw std::runtime_error("[write_idx] " + path +
+                             ": cannot write: " + std::strerror(errno));
   }
 }
 
