@@ -3,7 +3,7 @@
 # through sudo). Skips apt entirely when everything is already there.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libdnnl-dev libhdf5-dev
-          libyaml-cpp-dev zlib1g-dev googletest libgtest-dev
+          libyaml-cpp-dev zlib1g-dev googletest libgtest-dev libcli11-dev
           "$@")
 missing=()
 for p in "${packages[@]}"; do

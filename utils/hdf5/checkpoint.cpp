@@ -1,6 +1,7 @@
 #include <mixgraph/utils/hdf5/checkpoint.hpp>
 
 #include <cstring>
+#include <stdexcept>
 
 #include <mixgraph/graph/random.hpp>
 #include <mixgraph/utils/hdf5/parameters_io.hpp>
@@ -79,7 +80,14 @@ void load_states(const std::string& path, Solver& solver) {
 void save_checkpoint(const std::string& path, const ParameterScope& params,
                      const Solver& solver,
                      const DynamicLossScalingUpdater* updater,
-                     int64_t iteration) {
+                     int64_t iteration, const CheckpointExtras& extras) {
+  for (const auto& [name, bytes] : extras) {
+    if (name.empty() || name.find('/') != std::string::npos) {
+      throw std::invalid_argument("[save_checkpoint] extra '" + name +
+                                  "' for " + path +
+                                  ": names must be non-empty without '/'");
+    }
+  }
   h5::write_atomically(path, "save_checkpoint", [&](h5::File& f) {
     hid_t root = f.handle.get();
     h5::Handle pg = h5::create_group(root, "parameters");
@@ -99,14 +107,22 @@ void save_checkpoint(const std::string& path, const ParameterScope& params,
       h5::write_int_attr(f, lg.get(), "applied_steps", s.applied_steps);
       h5::write_int_attr(f, lg.get(), "skipped_steps", s.skipped_steps);
     }
+    if (!extras.empty()) {
+      h5::Handle eg = h5::create_group(root, "extras");
+      for (const auto& [name, bytes] : extras) {
+        h5::write_dataset(f, eg.get(), name,
+                          {static_cast<int64_t>(bytes.size())}, Dtype::u8,
+                          bytes.data());
+      }
+    }
   });
 }
 
 void save_checkpoint(const std::string& path, const ParameterScope& params,
                      const Solver& solver,
                      const DynamicLossScalingUpdater& updater,
-                     int64_t iteration) {
-  save_checkpoint(path, params, solver, &updater, iteration);
+                     int64_t iteration, const CheckpointExtras& extras) {
+  save_checkpoint(path, params, solver, &updater, iteration, extras);
 }
 
 CheckpointInfo load_checkpoint(const std::string& path, ParameterScope& params,
@@ -121,6 +137,21 @@ CheckpointInfo load_checkpoint(const std::string& path, ParameterScope& params,
   std::string rng(rng_info.shape.empty() ? 0 : rng_info.shape[0], '\0');
   h5::read_dataset(f, root, "rng_state", Dtype::u8, rng.data(),
                    static_cast<int64_t>(rng.size()));
+  if (h5::exists(root, "extras")) {
+    h5::Handle eg = h5::open_group(f, root, "extras");
+    for (const auto& name : h5::list_datasets(f, eg.get())) {
+      const auto einfo = h5::dataset_info(f, eg.get(), name);
+      if (einfo.shape.size() != 1 || einfo.dtype != Dtype::u8) {
+        h5::fail(f.tag, f.path, "extras/" + name,
+                 "must be a 1-D uint8 dataset, got shape " +
+                     shape_str(einfo.shape));
+      }
+      std::string bytes(einfo.shape[0], '\0');
+      h5::read_dataset(f, eg.get(), name, Dtype::u8, bytes.data(),
+                       einfo.shape[0]);
+      info.extras[name] = std::move(bytes);
+    }
+  }
   h5::Handle sg = h5::open_group(f, root, "solver");
   auto states = read_states(f, sg.get(), solver);
   const double lr = h5::read_double_attr(f, sg.get(), "solver", "learning_rate");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include <mixgraph/graph/parameter_scope.hpp>
@@ -19,22 +20,28 @@ void save_states(const std::string& path, const Solver& solver);
 /// before anything changes.
 void load_states(const std::string& path, Solver& solver);
 
+/// Named byte strings a program stores beside its arrays (a data iterator's
+/// position, its own counters); saved as uint8 datasets under "extras/".
+using CheckpointExtras = std::map<std::string, std::string>;
+
 /// What a checkpoint restores besides the arrays.
 struct CheckpointInfo {
   int64_t iteration = 0;
+  CheckpointExtras extras;  // empty when the file has none
 };
 
 /// One HDF5 file with the parameters, the solver's states, the loss scaler's
-/// state (when given), the iteration and the RNG state, written atomically.
+/// state (when given), the iteration, the RNG state and the extras, written
+/// atomically.
 void save_checkpoint(const std::string& path, const ParameterScope& params,
                      const Solver& solver,
                      const DynamicLossScalingUpdater* updater,
-                     int64_t iteration);
+                     int64_t iteration, const CheckpointExtras& extras = {});
 /// The same with an updater.
 void save_checkpoint(const std::string& path, const ParameterScope& params,
                      const Solver& solver,
                      const DynamicLossScalingUpdater& updater,
-                     int64_t iteration);
+                     int64_t iteration, const CheckpointExtras& extras = {});
 
 /// Restores what save_checkpoint wrote; parameters must already exist in
 /// `params` (build the network first) with the same names and shapes, and

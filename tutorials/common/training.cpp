@@ -1,0 +1,384 @@
+#include "training.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <map>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+
+namespace tutorial {
+
+namespace F = mg::functions;
+
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+struct sigaction g_previous_sigint;
+int g_handlers = 0;  // Training objects alive with the handler installed
+
+extern "C" void on_sigint(int) { g_interrupted = 1; }
+
+// The first Ctrl-C asks the runs to stop after their step and save; the
+// handler resets itself, so a second one ends the process at once.
+void install_sigint() {
+  if (g_handlers++ > 0) return;
+  struct sigaction action = {};
+  action.sa_handler = on_sigint;
+  action.sa_flags = SA_RESETHAND;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &g_previous_sigint);
+}
+
+void remove_sigint() {
+  if (--g_handlers == 0 && !g_interrupted) {
+    sigaction(SIGINT, &g_previous_sigint, nullptr);
+  }
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// Both splits are loaded once per process and shared by every run.
+std::shared_ptr<const mg::ImageDataset> dataset(const std::string& split,
+                                                const std::string& dir) {
+  static std::map<std::string, std::shared_ptr<const mg::ImageDataset>> cache;
+  auto& slot = cache[split + "@" + dir];
+  if (!slot) {
+    slot = std::make_shared<const mg::ImageDataset>(
+        mg::load_fashion_mnist(split, dir));
+  }
+  return slot;
+}
+
+// Scaled images and labels of `indices` into x and t.
+void fill(const mg::ImageDataset& data, const std::vector<int64_t>& indices,
+          const mg::VariablePtr& x, const mg::VariablePtr& t) {
+  const int64_t pixels = data.height * data.width;
+  const auto n = static_cast<int64_t>(indices.size());
+  if (x->shape() != mg::Shape{n, 1, data.height, data.width} ||
+      t->shape() != mg::Shape{n, 1}) {
+    throw std::invalid_argument("[Training::feed] x must be " +
+                                mg::shape_str({n, 1, data.height, data.width}) +
+                                " and t " + mg::shape_str({n, 1}) +
+                                " for batches of " + std::to_string(n) +
+                                ", got x " + mg::shape_str(x->shape()) +
+                                " and t " + mg::shape_str(t->shape()));
+  }
+  float* px = x->data()->cast<float>(true);
+  float* pt = t->data()->cast<float>(true);
+  for (int64_t b = 0; b < n; ++b) {
+    const uint8_t* image = &data.images[indices[b] * pixels];
+    for (int64_t p = 0; p < pixels; ++p) px[b * pixels + p] = image[p] / 255.0f;
+    pt[b] = data.labels[indices[b]];
+  }
+}
+
+uint64_t weights_hash(const mg::ParameterScope& params) {
+  uint64_t h = 1469598103934665603ull;
+  for (const auto& [name, p] : params.parameters()) {
+    const auto* bytes =
+        reinterpret_cast<const unsigned char*>(p->data()->get<const float>());
+    for (int64_t i = 0; i < p->size() * 4; ++i) {
+      h = (h ^ bytes[i]) * 1099511628211ull;
+    }
+  }
+  return h;
+}
+
+float mean(const std::deque<float>& v) {
+  return v.empty() ? 0.0f
+                   : std::accumulate(v.begin(), v.end(), 0.0f) / v.size();
+}
+
+std::string str(double v) {
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
+  return s.str();
+}
+
+}  // namespace
+
+Training::Training(std::string name, const Options& options)
+    : name_(std::move(name)),
+      options_(options),
+      train_(dataset("train", options.data_dir)),
+      batches_(train_->size, options.batch_size, options.seed) {
+  mg::seed(options.seed);
+}
+
+Training::~Training() {
+  bar_.reset();
+  if (started_) remove_sigint();
+}
+
+bool Training::interrupted() { return g_interrupted != 0; }
+
+void Training::feed(const mg::VariablePtr& x, const mg::VariablePtr& t) {
+  const int64_t epoch = batches_.epoch();
+  fill(*train_, batches_.next(), x, t);
+  epoch_ended_ = epoch_ended_ || batches_.epoch() != epoch;
+}
+
+void Training::attach(mg::VariablePtr loss, mg::SolverPtr solver,
+                      mg::DynamicLossScalingUpdater* updater) {
+  loss_ = std::move(loss);
+  solver_ = std::move(solver);
+  updater_ = updater;
+  show_scale_ = show_scale_ || updater != nullptr;
+  summary_.type_config = mg::dtype_name(mg::default_context().type_config());
+  // The test graph shares the parameters and evaluates a whole batch at a
+  // time; it never runs backward.
+  mg::NoGradGuard no_grad;
+  const int64_t n = options_.batch_size;
+  test_x_ = mg::make_variable({n, 1, train_->height, train_->width});
+  test_t_ = mg::make_variable({n, 1});
+  test_error_ = F::top_n_error(lenet(test_x_, params), test_t_);
+}
+
+void Training::keep(const std::string& name, float* value) {
+  kept_floats_.emplace_back(name, value);
+  show_scale_ = true;
+}
+
+void Training::keep(const std::string& name, int* value) {
+  kept_ints_.emplace_back(name, value);
+}
+
+std::string Training::checkpoint_path() const {
+  return options_.checkpoint.empty() ? name_ + ".ckpt.h5" : options_.checkpoint;
+}
+
+bool Training::running() {
+  if (!started_) {
+    if (!loss_) {
+      throw std::logic_error("[Training] call attach(loss, solver) first");
+    }
+    started_ = true;
+    install_sigint();
+    if (options_.resume) resume();
+    if (!options_.csv.empty()) {
+      csv_ = std::make_unique<mg::CsvWriter>(
+          options_.csv,
+          std::vector<std::string>{"step", "epoch", "loss", "loss_scale",
+                                   "applied"},
+          /*append=*/summary_.steps > 0);
+    }
+  }
+  const bool more =
+      batches_.epoch() < options_.epochs &&
+      (options_.iterations == 0 || summary_.steps < options_.iterations);
+  if (!more || g_interrupted) {
+    bar_.reset();
+    return false;
+  }
+  if (!bar_) start_bar();
+  step_start_ = std::chrono::steady_clock::now();
+  return true;
+}
+
+void Training::start_bar() {
+  int64_t total = batches_.batches_per_epoch() - batches_.index();
+  if (options_.iterations > 0) {
+    total = std::min(total, options_.iterations - summary_.steps);
+  }
+  const std::string label = summary_.type_config + " epoch " +
+                            std::to_string(batches_.epoch() + 1) + "/" +
+                            std::to_string(options_.epochs);
+  bar_ = std::make_unique<mg::ProgressBar>(label, total, options_.log_every);
+  bar_steps_ = bar_images_ = 0;
+  bar_seconds_ = 0;
+}
+
+void Training::step_done(float loss_scale, bool applied) {
+  const double seconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - step_start_)
+                             .count();
+  const float loss = loss_->data()->get<const float>()[0];
+  summary_.train_seconds += seconds;
+  summary_.images += options_.batch_size;
+  summary_.steps += 1;
+  summary_.skipped_steps += applied ? 0 : 1;
+  summary_.final_loss = loss;
+  scale_ = loss_scale;
+  show_scale_ = show_scale_ || loss_scale != 1.0f;
+  if (first_losses_.size() < 10) first_losses_.push_back(loss);
+  recent_losses_.push_back(loss);
+  if (recent_losses_.size() > 10) recent_losses_.pop_front();
+  if (csv_) {
+    csv_->row(summary_.steps, batches_.epoch() + (epoch_ended_ ? 0 : 1), loss,
+              loss_scale, applied ? 1 : 0);
+  }
+
+  bar_steps_ += 1;
+  bar_images_ += options_.batch_size;
+  bar_seconds_ += seconds;
+  char fields[160];
+  std::snprintf(
+      fields, sizeof fields, "loss %.4f  %s%.0f img/s%s", mean(recent_losses_),
+      show_scale_ ? ("scale " + str(loss_scale) + "  ").c_str() : "",
+      bar_seconds_ > 0 ? bar_images_ / bar_seconds_ : 0.0,
+      summary_.skipped_steps
+          ? ("  skipped " + std::to_string(summary_.skipped_steps)).c_str()
+          : "");
+  bar_->update(bar_steps_, fields);
+
+  if (epoch_ended_) {
+    epoch_ended_ = false;
+    bar_.reset();
+    summary_.epochs_done = batches_.epoch();
+    summary_.test_accuracy = evaluate();
+    save_checkpoint();
+    std::printf(
+        "epoch %lld/%d: test accuracy %.2f%%, %.0f img/s, %lld "
+        "skipped steps; checkpoint %s\n",
+        static_cast<long long>(summary_.epochs_done), options_.epochs,
+        summary_.test_accuracy,
+        bar_seconds_ > 0 ? bar_images_ / bar_seconds_ : 0.0,
+        static_cast<long long>(summary_.skipped_steps),
+        checkpoint_path().c_str());
+    std::fflush(stdout);
+  } else if (options_.checkpoint_every > 0 &&
+             summary_.steps % options_.checkpoint_every == 0) {
+    save_checkpoint();
+  }
+}
+
+double Training::evaluate() {
+  if (!test_) test_ = dataset("test", options_.data_dir);
+  const int64_t n = options_.batch_size;
+  int64_t wrong = 0;
+  std::vector<int64_t> indices(n);
+  for (int64_t begin = 0; begin < test_->size; begin += n) {
+    const int64_t valid = std::min(n, test_->size - begin);
+    // The last batch is padded with image 0; only `valid` results count.
+    for (int64_t i = 0; i < n; ++i) indices[i] = i < valid ? begin + i : 0;
+    fill(*test_, indices, test_x_, test_t_);
+    test_error_->forward(/*clear_buffer=*/true);
+    const float* error = test_error_->data()->get<const float>();
+    for (int64_t i = 0; i < valid; ++i) wrong += error[i] != 0.0f;
+  }
+  return 100.0 * (test_->size - wrong) / test_->size;
+}
+
+mg::CheckpointExtras Training::extras() const {
+  std::ostringstream s;
+  s << "steps " << summary_.steps << "\nskipped_steps "
+    << summary_.skipped_steps << "\nepochs_done " << summary_.epochs_done
+    << "\ntest_accuracy " << str(summary_.test_accuracy) << "\ntrain_seconds "
+    << str(summary_.train_seconds) << "\nimages " << summary_.images
+    << "\npeak_bytes " << summary_.peak_bytes << "\n";
+  for (const auto& [name, v] : kept_floats_)
+    s << "keep." << name << ' ' << str(*v) << '\n';
+  for (const auto& [name, v] : kept_ints_)
+    s << "keep." << name << ' ' << *v << '\n';
+  return {{"data_iterator", batches_.state()}, {"training", s.str()}};
+}
+
+void Training::save_checkpoint() {
+  summary_.peak_bytes =
+      std::max(summary_.peak_bytes, mg::cpu_memory_stats().peak);
+  mg::save_checkpoint(checkpoint_path(), params, *solver_, updater_,
+                      summary_.steps, extras());
+  last_saved_ = summary_.steps;
+}
+
+void Training::resume() {
+  const std::string path = checkpoint_path();
+  if (!file_exists(path)) {
+    std::printf("%s: no checkpoint at %s yet, starting from step 0\n",
+                name_.c_str(), path.c_str());
+    return;
+  }
+  const mg::CheckpointInfo info =
+      mg::load_checkpoint(path, params, *solver_, updater_);
+  const auto missing = [&](const char* what) {
+    return std::runtime_error("[Training] " + path + " has no " + what +
+                              ": it was not written by a tutorial");
+  };
+  if (!info.extras.count("data_iterator")) throw missing("data iterator");
+  if (!info.extras.count("training")) throw missing("training counters");
+  batches_.set_state(info.extras.at("data_iterator"));
+  std::map<std::string, std::string> values;
+  std::istringstream in(info.extras.at("training"));
+  for (std::string key, value; in >> key >> value;) values[key] = value;
+  const auto get = [&](const std::string& key) {
+    if (!values.count(key)) throw missing(("a value for " + key).c_str());
+    return values.at(key);
+  };
+  summary_.steps = std::stoll(get("steps"));
+  summary_.skipped_steps = std::stoll(get("skipped_steps"));
+  summary_.epochs_done = std::stoll(get("epochs_done"));
+  summary_.test_accuracy = std::stod(get("test_accuracy"));
+  summary_.train_seconds = std::stod(get("train_seconds"));
+  summary_.images = std::stoll(get("images"));
+  summary_.peak_bytes = std::stoull(get("peak_bytes"));
+  for (auto& [name, v] : kept_floats_) *v = std::stof(get("keep." + name));
+  for (auto& [name, v] : kept_ints_) *v = std::stoi(get("keep." + name));
+  if (summary_.steps != info.iteration) {
+    throw std::runtime_error(
+        "[Training] " + path + ": iteration " + std::to_string(info.iteration) +
+        " disagrees with its step count " + std::to_string(summary_.steps));
+  }
+  last_saved_ = summary_.steps;
+  if (!options_.csv.empty())
+    mg::truncate_csv_rows(options_.csv, summary_.steps);
+  std::printf(
+      "%s: resumed from %s at step %lld (%lld epochs and %lld "
+      "batches done)\n",
+      name_.c_str(), path.c_str(), static_cast<long long>(summary_.steps),
+      static_cast<long long>(batches_.epoch()),
+      static_cast<long long>(batches_.index()));
+}
+
+int Training::finish() {
+  bar_.reset();
+  summary_.interrupted = interrupted();
+  if (started_ &&
+      (last_saved_ != summary_.steps || !file_exists(checkpoint_path()))) {
+    save_checkpoint();
+  }
+  // The losses of this process's steps (none when a finished run resumed).
+  const bool stepped = !first_losses_.empty();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  summary_.first_loss = stepped ? std::accumulate(first_losses_.begin(),
+                                                  first_losses_.end(), 0.0f) /
+                                      first_losses_.size()
+                                : nan;
+  summary_.last_loss = stepped ? mean(recent_losses_) : nan;
+  if (!stepped) summary_.final_loss = nan;
+  summary_.weights_hash = weights_hash(params);
+  summary_.peak_bytes =
+      std::max(summary_.peak_bytes, mg::cpu_memory_stats().peak);
+  const Summary& s = summary_;
+  if (s.interrupted) {
+    std::printf(
+        "%s: interrupted at step %lld; checkpoint %s. Run again with "
+        "--resume to continue.\n",
+        name_.c_str(), static_cast<long long>(s.steps),
+        checkpoint_path().c_str());
+  }
+  std::printf(
+      "RESULT tutorial=%s type_config=%s steps=%lld skipped_steps=%lld "
+      "first_loss=%.6g last_loss=%.6g final_loss=%.9g test_accuracy=%.2f "
+      "images_per_second=%.1f peak_memory_mib=%.1f loss_scale=%g "
+      "weights_hash=%016llx checkpoint=%s\n",
+      name_.c_str(), s.type_config.c_str(), static_cast<long long>(s.steps),
+      static_cast<long long>(s.skipped_steps), s.first_loss, s.last_loss,
+      s.final_loss, s.test_accuracy, s.images_per_second(),
+      s.peak_bytes / 1048576.0, updater_ ? updater_->scale() : scale_,
+      static_cast<unsigned long long>(s.weights_hash),
+      checkpoint_path().c_str());
+  std::fflush(stdout);
+  if (s.interrupted) return 130;
+  return !stepped || std::isfinite(s.final_loss) ? 0 : 1;
+}
+
+}  // namespace tutorial
