@@ -1,4 +1,5 @@
 // Affine on the CPU: the matrix products go through oneDNN (cpu::gemm).
+// Where they compute in fp32 (half), W is read from its fp32 master copy.
 #include <mixgraph/functions/affine.hpp>
 
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
@@ -11,6 +12,11 @@ namespace mg::cpu {
 namespace {
 
 template <class T>
+Operand activation(Variable* v) {
+  return {input<T>(v), dtype_of<T>};
+}
+
+template <class T>
 class AffineCpu : public Affine {
  public:
   using Affine::Affine;
@@ -19,8 +25,8 @@ class AffineCpu : public Affine {
   void forward_impl(const Variables& in, const Variables& out) override {
     // The bias stays fp32: it is added to the fp32 accumulator.
     const float* b = in.size() == 3 ? input<float>(in[2]) : nullptr;
-    gemm<T>(false, false, batch_, outputs_, features_, input<T>(in[0]),
-            input<T>(in[1]), output<T>(out[0]), b);
+    gemm<T>(false, false, batch_, outputs_, features_, activation<T>(in[0]),
+            weight_operand<T>(in[1]), output<T>(out[0]), b);
   }
 
   void backward_impl(const Variables& in, const Variables& out,
@@ -28,8 +34,9 @@ class AffineCpu : public Affine {
                      const std::vector<bool>& accum) override {
     const T* dy = output_grad<T>(out[0]);
     if (propagate_down[0]) {  // dx = dy W^T
-      gemm<T>(false, true, batch_, features_, outputs_, dy, input<T>(in[1]),
-              input_grad<T>(in[0], accum[0]), nullptr, accum[0]);
+      gemm<T>(false, true, batch_, features_, outputs_, Operand{dy, dtype_of<T>},
+              weight_operand<T>(in[1]), input_grad<T>(in[0], accum[0]),
+              nullptr, accum[0]);
     }
     if (propagate_down[1]) {  // dW = x^T dy
       gemm<T>(true, false, features_, outputs_, batch_, input<T>(in[0]), dy,

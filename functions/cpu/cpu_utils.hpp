@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include <mixgraph/contexts/convert.hpp>
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/graph/variable.hpp>
 
 namespace mg::cpu {
@@ -34,6 +35,40 @@ const T* output_grad(Variable* v) {
 template <class T>
 T* input_grad(Variable* v, bool accum) {
   return v->grad()->cast<T>(/*write_only=*/!accum);
+}
+
+/// A read-only array handed to a kernel with its dtype, so a kernel that
+/// computes in fp32 can take an fp32 array as it is.
+struct Operand {
+  const void* data;
+  Dtype dtype;
+};
+
+/// The type oneDNN's matrix products and convolutions compute on T in:
+/// bf16 for BFloat16 where the CPU has AVX512-BF16 or AMX, else fp32 (fp16
+/// has no oneDNN kernels without AVX512-FP16).
+template <class T>
+Dtype compute_type() {
+  const auto& cpu = cpu_features();
+  if (std::is_same_v<T, BFloat16> && (cpu.avx512bf16 || cpu.amx_bf16)) {
+    return Dtype::bf16;
+  }
+  return Dtype::f32;
+}
+
+/// A weight for a kernel on T: where the kernel computes in fp32 and the
+/// array holds an fp32 copy (a parameter's master weights), that copy, read
+/// with no conversion and no T copy made; else the T copy (made once per
+/// pass and shared by forward and backward).
+template <class T>
+Operand weight_operand(Variable* v) {
+  if (!std::is_same_v<T, float> && compute_type<T>() == Dtype::f32) {
+    SyncedArray& a = v->data()->array();
+    if (!a.filling() && a.has_copy(Dtype::f32)) {
+      return {a.get(Dtype::f32), Dtype::f32};
+    }
+  }
+  return {input<T>(v), dtype_of<T>};
 }
 
 /// Reads n elements as float: for float a pointer into src, else a
