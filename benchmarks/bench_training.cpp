@@ -110,11 +110,11 @@ class Trainer {
     return megabytes(mg::cpu_memory_stats().peak - start_bytes_);
   }
 
-  /// What a forward pass keeps for backward.
+  /// Every activation of a forward pass: forward with nothing freed.
   double activation_mb() {
     solver_->zero_grad();
     feed();
-    loss_->forward(false, true);
+    loss_->forward(false, false);
     const double mb = megabytes(mg::cpu_memory_stats().in_use - start_bytes_);
     loss_->backward(1.0f, true);  // frees them again
     return mb;
@@ -269,8 +269,9 @@ int main(int argc, char** argv) {
       "\nimg/s: training images per second (forward, backward, Adam)\n"
       "/torch: over libtorch float; /float: over our float\n"
       "peak MB: the step's allocator peak above its start (parameters,\n"
-      "  solver state and inputs not counted); act MB: what forward keeps\n"
-      "  for backward; peak/f32: peak MB over float's act MB\n"
+      "  solver state and inputs not counted); act MB: every activation of\n"
+      "  a forward pass (nothing freed); peak/f32: peak MB over float's\n"
+      "  act MB\n"
       "skipped: steps the loss scaler skipped on overflow\n");
   if (o.torch) {
     std::printf("peer: %s; BLAS loaded: %s\n",

@@ -5,6 +5,7 @@
 // flat arrays indexed by (step, output): a step of a small network costs
 // well under a microsecond of engine time per function (bench_training).
 #include <atomic>
+#include <memory>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -77,6 +78,35 @@ size_t output_slot(const std::vector<Step>& order, const Variable* v) {
 
 bool is_intermediate(const Variable* v, const Variable* root) {
   return v->parent() && !v->persistent() && v != root;
+}
+
+// Under clear_buffer, lets an input's grad take over the buffer of the
+// step's one output grad where the function writes it in place (ReLU and
+// the other unary functions): that grad is freed after the step anyway, so
+// backward then holds one buffer where it held two. Only for an
+// intermediate input read once and not accumulated into. Returns whether
+// it did.
+bool share_grad(const Step& step, const Variable* root,
+                const std::vector<bool>& propagate_down,
+                const std::vector<bool>& accum) {
+  if (step.out.size() != 1 || !is_intermediate(step.out[0], root)) {
+    return false;
+  }
+  Variable* y = step.out[0];
+  for (size_t i = 0; i < step.in.size(); ++i) {
+    Variable* x = step.in[i];
+    if (!propagate_down[i] || accum[i] || !is_intermediate(x, root) ||
+        !step.node->function().inplace_grad(static_cast<int>(i)) ||
+        x->size() != y->size()) {
+      continue;
+    }
+    size_t uses = 0;
+    for (Variable* v : step.in) uses += v == x;
+    if (uses != 1) continue;
+    x->grad()->set_array(y->grad()->array_ptr());
+    return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -202,6 +232,7 @@ void Variable::backward(const NdArrayPtr& grad, bool clear_buffer) {
   std::vector<bool> propagate_down, accum;
   for (size_t s = order.size(); s-- > 0;) {
     Step& step = order[s];
+    bool shared_grad = false;  // an input's grad took over the output's
     bool reached = false;
     for (Variable* v : step.out) reached = reached || is_written(v);
     if (reached && needs_grad[step.first_out]) {
@@ -224,20 +255,29 @@ void Variable::backward(const NdArrayPtr& grad, bool clear_buffer) {
         }
         mark_written(v);
       }
+      shared_grad =
+          clear_buffer && share_grad(step, this, propagate_down, accum);
       step.node->function().backward(step.in, step.out, propagate_down, accum);
     }
     if (!clear_buffer) continue;
     // Intermediates whose data no later backward reads, and this step's
     // outputs' grads (only this step read them).
     for (Variable* v : step.in) {
-      if (is_intermediate(v, this) && data_free_after[output_slot(order, v)] == s)
+      if (is_intermediate(v, this) &&
+          data_free_after[output_slot(order, v)] == s) {
         v->data()->array().clear();
+      }
     }
     for (size_t o = 0; o < step.out.size(); ++o) {
       Variable* v = step.out[o];
       if (!is_intermediate(v, this)) continue;
       if (data_free_after[step.first_out + o] == s) v->data()->array().clear();
-      v->grad()->array().clear();
+      if (shared_grad) {  // the input keeps the buffer; this grad lets go
+        v->grad()->set_array(
+            std::make_shared<SyncedArray>(v->grad()->array().size()));
+      } else {
+        v->grad()->array().clear();
+      }
     }
   }
 }

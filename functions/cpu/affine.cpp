@@ -38,9 +38,15 @@ class AffineCpu : public Affine {
               weight_operand<T>(in[1]), input_grad<T>(in[0], accum[0]),
               nullptr, accum[0]);
     }
-    if (propagate_down[1]) {  // dW = x^T dy
-      gemm<T>(true, false, features_, outputs_, batch_, input<T>(in[0]), dy,
-              input_grad<T>(in[1], accum[1]), nullptr, accum[1]);
+    if (propagate_down[1]) {  // dW = x^T dy, fp32 for an fp32 master
+      const Operand x = activation<T>(in[0]), g{dy, dtype_of<T>};
+      if (grad_in_float<T>(in[1])) {
+        gemm<float>(true, false, features_, outputs_, batch_, x, g,
+                    input_grad<float>(in[1], accum[1]), nullptr, accum[1]);
+      } else {
+        gemm<T>(true, false, features_, outputs_, batch_, x, g,
+                input_grad<T>(in[1], accum[1]), nullptr, accum[1]);
+      }
     }
     if (in.size() == 3 && propagate_down[2]) {  // db = sum over the batch
       std::vector<float> db(outputs_, 0.0f);
@@ -49,7 +55,7 @@ class AffineCpu : public Affine {
         const float* r = load(dy + n * outputs_, row.data(), outputs_);
         for (int64_t m = 0; m < outputs_; ++m) db[m] += r[m];
       }
-      store(db.data(), input_grad<T>(in[2], accum[2]), outputs_, accum[2]);
+      store_grad<T>(db.data(), in[2], accum[2]);
     }
   }
 };

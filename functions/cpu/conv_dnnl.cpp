@@ -25,7 +25,7 @@ enum class ConvOp { forward, backward_data, backward_weights };
 // A chunk's activations (its input and output, in fp32) are kept to about
 // this size: it then stays in the L2 caches from its conversion through the
 // convolution to its conversion back.
-constexpr int64_t kChunkBytes = int64_t{3} << 19;
+constexpr int64_t kChunkBytes = int64_t{1} << 19;
 
 struct PlanKey {
   ConvGeometry geom;  // the batch is the chunk's
@@ -362,8 +362,8 @@ void execute_data(ConvOp op, const ConvGeometry& g, const T* a, Operand w,
 
 // Runs backward weights on T: x and dy batch-chunked, the weight grad (and
 // bias grad) summed over the chunks in fp32.
-template <class T>
-void execute_weights(const ConvGeometry& g, const T* x, const T* dy, T* dw,
+template <class T, class W>
+void execute_weights(const ConvGeometry& g, const T* x, const T* dy, W* dw,
                      bool accum, float* db) {
   const ConvOp op = ConvOp::backward_weights;
   const Sizes s = sizes(op, g);
@@ -379,7 +379,7 @@ void execute_weights(const ConvGeometry& g, const T* x, const T* dy, T* dw,
       first = &plan_at<T>(op, g, nb, db != nullptr, false, false);
     }
   }
-  const bool direct = std::is_same_v<T, float> && !accum && !first->out_reorder;
+  const bool direct = std::is_same_v<W, float> && !accum && !first->out_reorder;
   Scratch a_conv, a_blk, b_conv, b_blk, sum, part, db_part, row_major;
   void* total = direct ? static_cast<void*>(dw) : sum.get(first->out.get_size());
   const int64_t padded = static_cast<int64_t>(first->out.get_size() / 4);
@@ -449,9 +449,9 @@ void conv_backward_data(const ConvGeometry& g, const T* dy, Operand w, T* dx,
   execute_data(ConvOp::backward_data, g, dy, w, nullptr, dx, accum, b);
 }
 
-template <class T>
+template <class T, class W>
 void conv_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
-                           T* dw, bool accum, float* db) {
+                           W* dw, bool accum, float* db) {
   if (g.w_size() == 0) return;
   if (g.x_size() == 0 || g.y_size() == 0) {
     execute_empty(ConvOp::backward_weights, g, nullptr, dw, accum, nullptr,
@@ -498,8 +498,8 @@ std::string conv_implementation(const ConvGeometry& g, const std::string& op) {
                                 const float*, T*, bool);                       \
   template void conv_backward_data<T>(const ConvGeometry&, const T*, Operand,  \
                                       T*, bool, const float*);                 \
-  template void conv_backward_weights<T>(const ConvGeometry&, const T*,        \
-                                         const T*, T*, bool, float*);          \
+  template void conv_backward_weights<T, T>(const ConvGeometry&, const T*,     \
+                                            const T*, T*, bool, float*);       \
   template void channel_sums<T>(const T*, int64_t, int64_t, int64_t, float*);  \
   template std::string conv_implementation<T>(const ConvGeometry&,             \
                                                const std::string&);
@@ -507,5 +507,12 @@ MG_INSTANTIATE_CONV(float)
 MG_INSTANTIATE_CONV(Half)
 MG_INSTANTIATE_CONV(BFloat16)
 #undef MG_INSTANTIATE_CONV
+template void conv_backward_weights<Half, float>(const ConvGeometry&,
+                                                 const Half*, const Half*,
+                                                 float*, bool, float*);
+template void conv_backward_weights<BFloat16, float>(const ConvGeometry&,
+                                                     const BFloat16*,
+                                                     const BFloat16*, float*,
+                                                     bool, float*);
 
 }  // namespace mg::cpu

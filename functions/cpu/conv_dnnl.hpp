@@ -43,12 +43,13 @@ void conv_backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx,
   conv_backward_data<T>(g, dy, Operand{w, dtype_of<T>}, dx, accum, b);
 }
 
-/// dW = conv_backward_weights(x, dy); with db, also db[c] = the fp32 sum of
-/// dy over the batch and space (the bias gradient, overwritten), from the
-/// same pass over dy.
-template <class T>
+/// dW = conv_backward_weights(x, dy), written as W: T, or float (the grad of
+/// an fp32 master weight, summed in fp32 and never rounded to T); with db,
+/// also db[c] = the fp32 sum of dy over the batch and space (the bias
+/// gradient, overwritten), from the same pass over dy.
+template <class T, class W>
 void conv_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
-                           T* dw, bool accum = false, float* db = nullptr);
+                           W* dw, bool accum = false, float* db = nullptr);
 
 /// sums[c] = the fp32 sum of a[n, c, s] over n and s, for a laid out
 /// (batch, channels, spatial): the bias gradient.

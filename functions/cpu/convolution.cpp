@@ -34,21 +34,25 @@ class ConvolutionCpu : public Convolution {
                             input_grad<T>(in[0], accum[0]), accum[0]);
     }
     // db = sum over N and space: from the weight grad's pass over dy when
-    // there is one.
+    // there is one. Grads of fp32 master weights are written in fp32.
     const bool want_db = in.size() == 3 && propagate_down[2];
     std::vector<float> db(want_db ? geom_.out_channels : 0);
     if (propagate_down[1]) {
-      conv_backward_weights<T>(geom_, input<T>(in[0]), dy,
-                               input_grad<T>(in[1], accum[1]), accum[1],
-                               want_db ? db.data() : nullptr);
+      const T* x = input<T>(in[0]);
+      float* dbp = want_db ? db.data() : nullptr;
+      if (grad_in_float<T>(in[1])) {
+        conv_backward_weights<T>(geom_, x, dy,
+                                 input_grad<float>(in[1], accum[1]), accum[1],
+                                 dbp);
+      } else {
+        conv_backward_weights<T>(geom_, x, dy, input_grad<T>(in[1], accum[1]),
+                                 accum[1], dbp);
+      }
     } else if (want_db) {
       channel_sums(dy, geom_.batch, geom_.out_channels,
                    shape_size(geom_.out_spatial), db.data());
     }
-    if (want_db) {
-      store(db.data(), input_grad<T>(in[2], accum[2]), geom_.out_channels,
-            accum[2]);
-    }
+    if (want_db) store_grad<T>(db.data(), in[2], accum[2]);
   }
 };
 

@@ -56,19 +56,34 @@ Dtype compute_type() {
   return Dtype::f32;
 }
 
+/// True when a weight's data is held in fp32: a parameter's master copy
+/// (or a pending fill, which materialises in whatever type is asked for).
+inline bool held_in_float(Variable* v) {
+  const SyncedArray& a = v->data()->array();
+  return a.filling() || a.has_copy(Dtype::f32);
+}
+
 /// A weight for a kernel on T: where the kernel computes in fp32 and the
-/// array holds an fp32 copy (a parameter's master weights), that copy, read
-/// with no conversion and no T copy made; else the T copy (made once per
-/// pass and shared by forward and backward).
+/// weight is held in fp32 (a parameter's master copy), that copy, read with
+/// no conversion and no T copy made; else the T copy (made once per pass and
+/// shared by forward and backward).
 template <class T>
 Operand weight_operand(Variable* v) {
-  if (!std::is_same_v<T, float> && compute_type<T>() == Dtype::f32) {
-    SyncedArray& a = v->data()->array();
-    if (!a.filling() && a.has_copy(Dtype::f32)) {
-      return {a.get(Dtype::f32), Dtype::f32};
-    }
+  if (!std::is_same_v<T, float> && compute_type<T>() == Dtype::f32 &&
+      held_in_float(v)) {
+    return {v->data()->get<const float>(), Dtype::f32};
   }
   return {input<T>(v), dtype_of<T>};
+}
+
+/// Whether a kernel on T writes a weight's grad in fp32: where the weight is
+/// held in fp32. The solver then reads the grad as it is, with no rounding
+/// to T and back, no second copy and no conversion pass (PyTorch's autocast
+/// gives fp32 parameters fp32 grads the same way). An inf or nan from an
+/// overflowed half activation grad still reaches it.
+template <class T>
+bool grad_in_float(Variable* v) {
+  return !std::is_same_v<T, float> && held_in_float(v);
 }
 
 /// Reads n elements as float: for float a pointer into src, else a
@@ -105,6 +120,17 @@ void store(const float* src, T* dst, int64_t n, bool accum = false) {
     } else {
       convert(src, Dtype::f32, dst, dtype_of<T>, static_cast<size_t>(n));
     }
+  }
+}
+
+/// Writes an fp32 gradient (a bias's) to a weight's grad: in fp32 where
+/// grad_in_float<T> says so, else in T (adding to it with accum).
+template <class T>
+void store_grad(const float* g, Variable* v, bool accum) {
+  if (grad_in_float<T>(v)) {
+    store(g, input_grad<float>(v, accum), v->size(), accum);
+  } else {
+    store(g, input_grad<T>(v, accum), v->size(), accum);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <mixgraph/contexts/cpu/dnnl_utils.hpp>
@@ -16,10 +17,12 @@ namespace {
 struct GemmKey {
   int64_t m, n, k;
   bool ta, tb, bias, accum;
-  Dtype type;
+  Dtype type;      // of A and B
+  Dtype out_type;  // of C
   bool operator<(const GemmKey& o) const {
-    return std::tie(m, n, k, ta, tb, bias, accum, type) <
-           std::tie(o.m, o.n, o.k, o.ta, o.tb, o.bias, o.accum, o.type);
+    return std::tie(m, n, k, ta, tb, bias, accum, type, out_type) <
+           std::tie(o.m, o.n, o.k, o.ta, o.tb, o.bias, o.accum, o.type,
+                    o.out_type);
   }
 };
 
@@ -37,7 +40,8 @@ GemmPlan make_plan(const GemmKey& key) {
                                 key.ta ? dims{1, key.m} : dims{key.k, 1});
   const dnnl::memory::desc b_md({key.k, key.n}, dt,
                                 key.tb ? dims{1, key.k} : dims{key.n, 1});
-  const dnnl::memory::desc c_md({key.m, key.n}, dt, dims{key.n, 1});
+  const dnnl::memory::desc c_md({key.m, key.n}, dnnl_type(key.out_type),
+                                dims{key.n, 1});
   dnnl::primitive_attr attr;
   if (key.accum) {
     dnnl::post_ops po;
@@ -60,7 +64,7 @@ GemmPlan make_plan(const GemmKey& key) {
     plan.prim = CachedPrimitive(dnnl::matmul(pd), args);
     plan.native = true;
   } catch (const dnnl::error& e) {
-    if (key.type == Dtype::f32) {
+    if (key.type == Dtype::f32 && key.out_type == Dtype::f32) {
       throw std::runtime_error(std::string("[gemm] oneDNN: ") + e.what());
     }
   }
@@ -109,20 +113,25 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
     }
     return;
   }
+  // oneDNN computes in bf16 where it has bf16 kernels and C or both
+  // operands are bf16 (writing C as T, fp32 included); else in fp32.
+  const bool bf16 = compute_type<BFloat16>() == Dtype::bf16 &&
+                    (std::is_same_v<T, BFloat16> ||
+                     (a.dtype == Dtype::bf16 && b.dtype == Dtype::bf16));
   std::unique_ptr<Memory> a_scratch, b_scratch, c_scratch;
-  if (compute_type<T>() == dtype_of<T>) {
-    // T itself where oneDNN has kernels for it (fp32; bf16 with AVX-512).
-    const GemmPlan& plan =
-        plan_for(GemmKey{m, n, k, ta, tb, bias != nullptr, accum, dtype_of<T>});
+  if (std::is_same_v<T, float> || bf16) {
+    const Dtype in = bf16 ? Dtype::bf16 : Dtype::f32;
+    const GemmPlan& plan = plan_for(
+        GemmKey{m, n, k, ta, tb, bias != nullptr, accum, in, dtype_of<T>});
     if (plan.native) {
-      run(plan, as_type(a, dtype_of<T>, m * k, a_scratch),
-          as_type(b, dtype_of<T>, k * n, b_scratch), c, bias);
+      run(plan, as_type(a, in, m * k, a_scratch), as_type(b, in, k * n, b_scratch),
+          c, bias);
       return;
     }
   }
   // fp32, with the result rounded to T once (added to C in fp32 with accum).
-  const GemmPlan& plan =
-      plan_for(GemmKey{m, n, k, ta, tb, bias != nullptr, false, Dtype::f32});
+  const GemmPlan& plan = plan_for(GemmKey{m, n, k, ta, tb, bias != nullptr,
+                                          false, Dtype::f32, Dtype::f32});
   c_scratch = CpuAllocator::instance().allocate(m * n * sizeof(float));
   float* cf = static_cast<float*>(c_scratch->ptr());
   run(plan, as_type(a, Dtype::f32, m * k, a_scratch),

@@ -221,7 +221,8 @@ void max_backward_2x2_scalar(const float* x, const float* dy, float* dx,
 // The same sixteen windows at a time with AVX-512: two rows of 32 inputs
 // split into their even and odd columns, the four candidates compared with
 // the rule of `takes`, and (backward) the grad put back where each winner
-// came from. The tail of a row goes through the scalar code.
+// came from. A row's last windows go through masked loads and stores, so
+// short rows (LeNet's 12 and 4 windows) need no scalar tail.
 __attribute__((target("avx512f"))) inline __mmask16 takes16(__m512 v,
                                                            __m512 m) {
   const __mmask16 gt = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ);
@@ -230,12 +231,23 @@ __attribute__((target("avx512f"))) inline __mmask16 takes16(__m512 v,
   return gt | (nan_v & num_m);
 }
 
+// The first n lanes (none for n <= 0, all for n >= 16).
+inline __mmask16 lanes(int64_t n) {
+  if (n <= 0) return 0;
+  return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+}
+
+// p[i] += v[i] for the lanes in k.
+__attribute__((target("avx512f"))) inline void add16(float* p, __mmask16 k,
+                                                    __m512 v) {
+  _mm512_mask_storeu_ps(p, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, p), v));
+}
+
 __attribute__((target("avx512f"))) void max_2x2_avx512(const float* x,
                                                        const float* dy,
                                                        float* y, float* dx,
                                                        const Dims3& d) {
   const int64_t w = d.in[2], ow = d.out[2];
-  const int64_t vec = ow / 16 * 16;
   const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14,
                                         12, 10, 8, 6, 4, 2, 0);
   const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13,
@@ -248,11 +260,14 @@ __attribute__((target("avx512f"))) void max_2x2_avx512(const float* x,
   for (int64_t o1 = 0; o1 < d.out[1]; ++o1) {
     const float* r0 = x + 2 * o1 * w;
     const float* r1 = r0 + w;
-    for (int64_t j = 0; j < vec; j += 16) {
-      const __m512 p0 = _mm512_loadu_ps(r0 + 2 * j);
-      const __m512 p1 = _mm512_loadu_ps(r0 + 2 * j + 16);
-      const __m512 q0 = _mm512_loadu_ps(r1 + 2 * j);
-      const __m512 q1 = _mm512_loadu_ps(r1 + 2 * j + 16);
+    for (int64_t j = 0; j < ow; j += 16) {
+      const int64_t n = std::min<int64_t>(16, ow - j);
+      const __mmask16 mo = lanes(n), m0 = lanes(2 * n),
+                      m1 = lanes(2 * n - 16);
+      const __m512 p0 = _mm512_maskz_loadu_ps(m0, r0 + 2 * j);
+      const __m512 p1 = _mm512_maskz_loadu_ps(m1, r0 + 2 * j + 16);
+      const __m512 q0 = _mm512_maskz_loadu_ps(m0, r1 + 2 * j);
+      const __m512 q1 = _mm512_maskz_loadu_ps(m1, r1 + 2 * j + 16);
       const __m512 a = _mm512_permutex2var_ps(p0, even, p1);
       const __m512 b = _mm512_permutex2var_ps(p0, odd, p1);
       const __m512 c = _mm512_permutex2var_ps(q0, even, q1);
@@ -263,44 +278,24 @@ __attribute__((target("avx512f"))) void max_2x2_avx512(const float* x,
       m = _mm512_mask_mov_ps(m, tc, c);
       const __mmask16 te = takes16(e, m);
       if (y) {
-        _mm512_storeu_ps(y + o1 * ow + j, _mm512_mask_mov_ps(m, te, e));
+        _mm512_mask_storeu_ps(y + o1 * ow + j, mo,
+                              _mm512_mask_mov_ps(m, te, e));
         continue;
       }
       // The winner: e if te, else c if tc, else b if tb, else a.
       const __mmask16 we = te, wc = tc & ~te, wb = tb & ~tc & ~te;
       const __mmask16 wa = ~(tb | tc | te);
-      const __m512 g = _mm512_loadu_ps(dy + o1 * ow + j);
+      const __m512 g = _mm512_maskz_loadu_ps(mo, dy + o1 * ow + j);
       const __m512 ga = _mm512_mask_mov_ps(zero, wa, g);
       const __m512 gb = _mm512_mask_mov_ps(zero, wb, g);
       const __m512 gc = _mm512_mask_mov_ps(zero, wc, g);
       const __m512 ge = _mm512_mask_mov_ps(zero, we, g);
       float* g0 = dx + 2 * o1 * w + 2 * j;
       float* g1 = g0 + w;
-      _mm512_storeu_ps(g0, _mm512_add_ps(_mm512_loadu_ps(g0),
-                                         _mm512_permutex2var_ps(ga, lo, gb)));
-      _mm512_storeu_ps(g0 + 16,
-                       _mm512_add_ps(_mm512_loadu_ps(g0 + 16),
-                                     _mm512_permutex2var_ps(ga, hi, gb)));
-      _mm512_storeu_ps(g1, _mm512_add_ps(_mm512_loadu_ps(g1),
-                                         _mm512_permutex2var_ps(gc, lo, ge)));
-      _mm512_storeu_ps(g1 + 16,
-                       _mm512_add_ps(_mm512_loadu_ps(g1 + 16),
-                                     _mm512_permutex2var_ps(gc, hi, ge)));
-    }
-  }
-  if (vec == ow) return;
-  // The last ow - vec windows of every row.
-  Dims3 tail = d;
-  tail.out[2] = ow - vec;
-  for (int64_t o1 = 0; o1 < d.out[1]; ++o1) {
-    Dims3 row = tail;
-    row.out[1] = 1;
-    const float* xr = x + 2 * o1 * w + 2 * vec;
-    if (y) {
-      max_forward_2x2_scalar(xr, y + o1 * ow + vec, row);
-    } else {
-      max_backward_2x2_scalar(xr, dy + o1 * ow + vec, dx + 2 * o1 * w + 2 * vec,
-                              row);
+      add16(g0, m0, _mm512_permutex2var_ps(ga, lo, gb));
+      add16(g0 + 16, m1, _mm512_permutex2var_ps(ga, hi, gb));
+      add16(g1, m0, _mm512_permutex2var_ps(gc, lo, ge));
+      add16(g1 + 16, m1, _mm512_permutex2var_ps(gc, hi, ge));
     }
   }
 }
