@@ -185,17 +185,26 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     const int n = std::atoi(v.c_str());
-    if (k == "--model") o.models = v == "none" ? std::vector<std::string>{}
-                                                : std::vector<std::string>{v};
-    else if (k == "--type") o.types = {v};
-    else if (k == "--torch") o.torch = n != 0;
-    else if (k == "--overhead") o.overhead = n != 0;
-    else if (k == "--threads") o.threads = n;
-    else if (k == "--runs") o.runs = n;
-    else if (k == "--rounds") o.rounds = std::max(n, 1);
-    else if (k == "--warmup") o.warmup = n;
-    else if (k == "--batch") o.batch = n;
-    else {
+    if (k == "--model") {
+      o.models = v == "none" ? std::vector<std::string>{}
+                             : std::vector<std::string>{v};
+    } else if (k == "--type") {
+      o.types = {v};
+    } else if (k == "--torch") {
+      o.torch = n != 0;
+    } else if (k == "--overhead") {
+      o.overhead = n != 0;
+    } else if (k == "--threads") {
+      o.threads = n;
+    } else if (k == "--runs") {
+      o.runs = n;
+    } else if (k == "--rounds") {
+      o.rounds = std::max(n, 1);
+    } else if (k == "--warmup") {
+      o.warmup = n;
+    } else if (k == "--batch") {
+      o.batch = n;
+    } else {
       std::fprintf(stderr, "bench_training: unknown option %s\n", k.c_str());
       std::exit(2);
     }
@@ -240,7 +249,8 @@ void bench_model(const std::string& model, const Options& o) {
     const double act = c.ours->activation_mb();
     if (f32_speed == 0) f32_speed = speed, f32_act = act;
     char vs_torch[16] = "-";
-    if (torch > 0) std::snprintf(vs_torch, sizeof vs_torch, "%.2f", speed / torch);
+    if (torch > 0)
+      std::snprintf(vs_torch, sizeof vs_torch, "%.2f", speed / torch);
     std::printf("%-6s %-9s %10.0f %8s %8.2f %9.1f %8.1f %9.2f %7lld\n",
                 model.c_str(), c.type.c_str(), speed, vs_torch,
                 speed / f32_speed, peak, act, peak / f32_act,
@@ -254,10 +264,10 @@ int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   omp_set_num_threads(o.threads);
   const auto& cpu = mg::cpu::cpu_features();
-  std::printf("threads %d, batch %d, median of %d steps in %d rounds, after "
-              "%d warm-up steps\n",
-              o.threads, o.batch, o.runs / o.rounds * o.rounds, o.rounds,
-              o.warmup);
+  std::printf(
+      "threads %d, batch %d, median of %d steps in %d rounds, after "
+      "%d warm-up steps\n",
+      o.threads, o.batch, o.runs / o.rounds * o.rounds, o.rounds, o.warmup);
   std::printf("cpu: avx512f %d, avx512_bf16 %d, avx512_fp16 %d, amx_bf16 %d\n",
               cpu.avx512f, cpu.avx512bf16, cpu.avx512fp16, cpu.amx_bf16);
 
@@ -282,9 +292,10 @@ int main(int argc, char** argv) {
   std::printf("\ngraph overhead (affine layers of width 4, batch 1, float):\n");
   for (int layers : {4, 32}) {
     for (bool clear : {false, true}) {
-      std::printf("  %2d layers, clear_buffer %-5s %6.2f us per function call\n",
-                  layers, clear ? "true" : "false",
-                  graph_overhead_us(layers, clear, o));
+      std::printf(
+          "  %2d layers, clear_buffer %-5s %6.2f us per function call\n",
+          layers, clear ? "true" : "false",
+          graph_overhead_us(layers, clear, o));
     }
   }
   return 0;

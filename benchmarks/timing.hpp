@@ -15,9 +15,9 @@ void time_runs(Fn&& fn, int warmup, int runs, std::vector<double>& samples) {
   for (int i = 0; i < runs; ++i) {
     const auto start = std::chrono::steady_clock::now();
     fn();
-    samples.push_back(std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start)
-                          .count());
+    samples.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
   }
 }
 

@@ -72,8 +72,9 @@ size_t output_slot(const std::vector<Step>& order, const Variable* v) {
   for (size_t o = 0; o < p.out.size(); ++o) {
     if (p.out[o] == v) return p.first_out + o;
   }
-  throw std::logic_error("[engine] a variable is missing from its parent's "
-                         "outputs");
+  throw std::logic_error(
+      "[engine] a variable is missing from its parent's "
+      "outputs");
 }
 
 bool is_intermediate(const Variable* v, const Variable* root) {
@@ -206,10 +207,10 @@ void Variable::backward(const NdArrayPtr& grad, bool clear_buffer) {
     for (size_t s = 0; s < order.size(); ++s) {
       for (size_t o = 0; o < order[s].out.size(); ++o) {
         const size_t slot = order[s].first_out + o;
-        data_free_after[slot] = producer_reads[slot] ||
-                                        first_reader[slot] == order.size()
-                                    ? s
-                                    : first_reader[slot];
+        data_free_after[slot] =
+            producer_reads[slot] || first_reader[slot] == order.size()
+                ? s
+                : first_reader[slot];
       }
     }
   }

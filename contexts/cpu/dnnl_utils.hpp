@@ -49,7 +49,8 @@ class CachedPrimitive {
   bool valid() const { return static_cast<bool>(mutex_); }
   /// Runs the primitive on data[i] for the i-th argument and waits for it;
   /// oneDNN's errors become std::runtime_error naming `where`.
-  void execute(const char* where, std::initializer_list<const void*> data) const;
+  void execute(const char* where,
+               std::initializer_list<const void*> data) const;
 
  private:
   dnnl::primitive prim_;

@@ -34,9 +34,9 @@ class AffineCpu : public Affine {
                      const std::vector<bool>& accum) override {
     const T* dy = output_grad<T>(out[0]);
     if (propagate_down[0]) {  // dx = dy W^T
-      gemm<T>(false, true, batch_, features_, outputs_, Operand{dy, dtype_of<T>},
-              weight_operand<T>(in[1]), input_grad<T>(in[0], accum[0]),
-              nullptr, accum[0]);
+      gemm<T>(false, true, batch_, features_, outputs_,
+              Operand{dy, dtype_of<T>}, weight_operand<T>(in[1]),
+              input_grad<T>(in[0], accum[0]), nullptr, accum[0]);
     }
     if (propagate_down[1]) {  // dW = x^T dy, fp32 for an fp32 master
       const Operand x = activation<T>(in[0]), g{dy, dtype_of<T>};

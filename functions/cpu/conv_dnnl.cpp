@@ -99,16 +99,16 @@ Plan make_plan(const PlanKey& key) {
   using fwd = dnnl::convolution_forward;
   const auto algo = dnnl::algorithm::convolution_direct;
   const auto prop = dnnl::prop_kind::forward_training;
-  const md bias_md = plain({key.op == ConvOp::backward_data ? g.in_channels
-                                                            : g.out_channels},
-                           dt::f32);
+  const md bias_md =
+      plain({key.op == ConvOp::backward_data ? g.in_channels : g.out_channels},
+            dt::f32);
   auto& eng = dnnl_engine();
   // The backward primitives need a forward one as a hint.
   auto hint = [&] {
-    return fwd::primitive_desc(fwd::desc(prop, algo, any(src, ct), any(wei, ct),
-                                         any(dst, ct), strides, dilates, pad,
-                                         pad),
-                               eng);
+    return fwd::primitive_desc(
+        fwd::desc(prop, algo, any(src, ct), any(wei, ct), any(dst, ct), strides,
+                  dilates, pad, pad),
+        eng);
   };
   Plan plan;
   try {
@@ -126,10 +126,10 @@ Plan make_plan(const PlanKey& key) {
       plan.prim = fwd(pd);
     } else if (key.op == ConvOp::backward_data) {
       using bwd = dnnl::convolution_backward_data;
-      bwd::primitive_desc pd(bwd::desc(algo, any(src, ot), any(wei, ct),
-                                       any(dst, ct), strides, dilates, pad,
-                                       pad),
-                             eng, hint());
+      bwd::primitive_desc pd(
+          bwd::desc(algo, any(src, ot), any(wei, ct), any(dst, ct), strides,
+                    dilates, pad, pad),
+          eng, hint());
       plan.a = pd.diff_dst_desc(), plan.b = pd.weights_desc();
       plan.out = pd.diff_src_desc(), plan.impl = pd.impl_info_str();
       plan.a_plain = plain(dst, ct), plan.b_plain = plain(wei, ct);
@@ -139,9 +139,9 @@ Plan make_plan(const PlanKey& key) {
       using bwd = dnnl::convolution_backward_weights;
       const md s = any(src, ct), w = any(wei, ot), d = any(dst, ct);
       bwd::primitive_desc pd(
-          key.bias ? bwd::desc(algo, s, w, bias_md, d, strides, dilates, pad,
-                               pad)
-                   : bwd::desc(algo, s, w, d, strides, dilates, pad, pad),
+          key.bias
+              ? bwd::desc(algo, s, w, bias_md, d, strides, dilates, pad, pad)
+              : bwd::desc(algo, s, w, d, strides, dilates, pad, pad),
           eng, hint());
       plan.a = pd.src_desc(), plan.b = pd.diff_dst_desc();
       plan.out = pd.diff_weights_desc(), plan.impl = pd.impl_info_str();
@@ -155,7 +155,8 @@ Plan make_plan(const PlanKey& key) {
     plan.out_reorder = plan.out != plan.out_plain;
     if (plan.a_reorder) plan.a_in = make_reorder(plan.a_plain, plan.a);
     if (plan.b_reorder) plan.b_in = make_reorder(plan.b_plain, plan.b);
-    if (plan.out_reorder) plan.out_back = make_reorder(plan.out, plan.out_plain);
+    if (plan.out_reorder)
+      plan.out_back = make_reorder(plan.out, plan.out_plain);
     plan.ok = true;
   } catch (const dnnl::error& e) {
     if (key.compute == Dtype::f32) {
@@ -263,9 +264,9 @@ const void* stage_in(const void* src, Dtype src_type, int64_t n, Dtype ct,
 
 // What one call of `op` reads and writes, per image of the batch.
 struct Sizes {
-  int64_t a, b, out;      // elements per image (b, out: 0 when not per image)
-  int64_t nb, nout;       // total elements of b and the output
-  int64_t out_channels;   // of the output (for a post bias)
+  int64_t a, b, out;     // elements per image (b, out: 0 when not per image)
+  int64_t nb, nout;      // total elements of b and the output
+  int64_t out_channels;  // of the output (for a post bias)
   int64_t out_spatial;
 };
 
@@ -274,10 +275,20 @@ Sizes sizes(ConvOp op, const ConvGeometry& g) {
   const int64_t x = g.x_size() / n, y = g.y_size() / n;
   switch (op) {
     case ConvOp::forward:
-      return {x, 0, y, g.w_size(), g.y_size(), g.out_channels,
+      return {x,
+              0,
+              y,
+              g.w_size(),
+              g.y_size(),
+              g.out_channels,
               shape_size(g.out_spatial)};
     case ConvOp::backward_data:
-      return {y, 0, x, g.w_size(), g.x_size(), g.in_channels,
+      return {y,
+              0,
+              x,
+              g.w_size(),
+              g.x_size(),
+              g.in_channels,
               shape_size(g.in_spatial)};
     default:
       return {x, y, 0, g.y_size(), g.w_size(), g.out_channels, 1};
@@ -328,8 +339,8 @@ void execute_data(ConvOp op, const ConvGeometry& g, const T* a, Operand w,
   for (int64_t n0 = 0; n0 < g.batch; n0 += nb) {
     const int64_t n = std::min(nb, g.batch - n0);
     const Plan& plan = plan_at<T>(op, g, n, bias != nullptr, accum, post_bias);
-    const Dtype ct = plan.a_plain.data_type() == dt::bf16 ? Dtype::bf16
-                                                          : Dtype::f32;
+    const Dtype ct =
+        plan.a_plain.data_type() == dt::bf16 ? Dtype::bf16 : Dtype::f32;
     if (!wplan || wplan->b != plan.b) {
       wplan = &plan;
       w_ready = stage_in(w.data, w.dtype, s.nb, ct, plan.b_reorder, plan.b_in,
@@ -381,15 +392,16 @@ void execute_weights(const ConvGeometry& g, const T* x, const T* dy, W* dw,
   }
   const bool direct = std::is_same_v<W, float> && !accum && !first->out_reorder;
   Scratch a_conv, a_blk, b_conv, b_blk, sum, part, db_part, row_major;
-  void* total = direct ? static_cast<void*>(dw) : sum.get(first->out.get_size());
+  void* total =
+      direct ? static_cast<void*>(dw) : sum.get(first->out.get_size());
   const int64_t padded = static_cast<int64_t>(first->out.get_size() / 4);
   std::vector<float> db_chunk(db ? g.out_channels : 0);
   for (int64_t n0 = 0; n0 < g.batch; n0 += nb) {
     const int64_t n = std::min(nb, g.batch - n0);
     const Plan& plan =
         n == nb ? *first : plan_at<T>(op, g, n, db != nullptr, false, false);
-    const Dtype ct = plan.a_plain.data_type() == dt::bf16 ? Dtype::bf16
-                                                          : Dtype::f32;
+    const Dtype ct =
+        plan.a_plain.data_type() == dt::bf16 ? Dtype::bf16 : Dtype::f32;
     const void* a_ready =
         stage_in(x + n0 * s.a, dtype_of<T>, n * s.a, ct, plan.a_reorder,
                  plan.a_in, plan.a_plain, plan.a, a_conv, a_blk);
@@ -416,8 +428,8 @@ void execute_weights(const ConvGeometry& g, const T* x, const T* dy, W* dw,
 
 // An empty sum (only padding, or batch 0): the output is the bias alone.
 template <class T>
-void execute_empty(ConvOp op, const ConvGeometry& g, const float* bias,
-                   T* out, bool accum, const float* post_bias, float* db) {
+void execute_empty(ConvOp op, const ConvGeometry& g, const float* bias, T* out,
+                   bool accum, const float* post_bias, float* db) {
   const Sizes s = sizes(op, g);
   std::vector<float> f(s.nout, 0.0f);
   const float* b = bias ? bias : post_bias;
@@ -454,8 +466,7 @@ void conv_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
                            W* dw, bool accum, float* db) {
   if (g.w_size() == 0) return;
   if (g.x_size() == 0 || g.y_size() == 0) {
-    execute_empty(ConvOp::backward_weights, g, nullptr, dw, accum, nullptr,
-                  db);
+    execute_empty(ConvOp::backward_weights, g, nullptr, dw, accum, nullptr, db);
     if (db) {
       channel_sums(dy, g.batch, g.out_channels, shape_size(g.out_spatial), db);
     }
@@ -493,16 +504,16 @@ std::string conv_implementation(const ConvGeometry& g, const std::string& op) {
   return plan_at<T>(o, g, nb, false, false, false).impl;
 }
 
-#define MG_INSTANTIATE_CONV(T)                                                 \
-  template void conv_forward<T>(const ConvGeometry&, const T*, Operand,        \
-                                const float*, T*, bool);                       \
-  template void conv_backward_data<T>(const ConvGeometry&, const T*, Operand,  \
-                                      T*, bool, const float*);                 \
-  template void conv_backward_weights<T, T>(const ConvGeometry&, const T*,     \
-                                            const T*, T*, bool, float*);       \
-  template void channel_sums<T>(const T*, int64_t, int64_t, int64_t, float*);  \
-  template std::string conv_implementation<T>(const ConvGeometry&,             \
-                                               const std::string&);
+#define MG_INSTANTIATE_CONV(T)                                                \
+  template void conv_forward<T>(const ConvGeometry&, const T*, Operand,       \
+                                const float*, T*, bool);                      \
+  template void conv_backward_data<T>(const ConvGeometry&, const T*, Operand, \
+                                      T*, bool, const float*);                \
+  template void conv_backward_weights<T, T>(const ConvGeometry&, const T*,    \
+                                            const T*, T*, bool, float*);      \
+  template void channel_sums<T>(const T*, int64_t, int64_t, int64_t, float*); \
+  template std::string conv_implementation<T>(const ConvGeometry&,            \
+                                              const std::string&);
 MG_INSTANTIATE_CONV(float)
 MG_INSTANTIATE_CONV(Half)
 MG_INSTANTIATE_CONV(BFloat16)

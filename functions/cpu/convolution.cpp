@@ -41,9 +41,8 @@ class ConvolutionCpu : public Convolution {
       const T* x = input<T>(in[0]);
       float* dbp = want_db ? db.data() : nullptr;
       if (grad_in_float<T>(in[1])) {
-        conv_backward_weights<T>(geom_, x, dy,
-                                 input_grad<float>(in[1], accum[1]), accum[1],
-                                 dbp);
+        conv_backward_weights<T>(
+            geom_, x, dy, input_grad<float>(in[1], accum[1]), accum[1], dbp);
       } else {
         conv_backward_weights<T>(geom_, x, dy, input_grad<T>(in[1], accum[1]),
                                  accum[1], dbp);

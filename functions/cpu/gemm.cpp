@@ -124,14 +124,14 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
     const GemmPlan& plan = plan_for(
         GemmKey{m, n, k, ta, tb, bias != nullptr, accum, in, dtype_of<T>});
     if (plan.native) {
-      run(plan, as_type(a, in, m * k, a_scratch), as_type(b, in, k * n, b_scratch),
-          c, bias);
+      run(plan, as_type(a, in, m * k, a_scratch),
+          as_type(b, in, k * n, b_scratch), c, bias);
       return;
     }
   }
   // fp32, with the result rounded to T once (added to C in fp32 with accum).
-  const GemmPlan& plan = plan_for(GemmKey{m, n, k, ta, tb, bias != nullptr,
-                                          false, Dtype::f32, Dtype::f32});
+  const GemmPlan& plan = plan_for(
+      GemmKey{m, n, k, ta, tb, bias != nullptr, false, Dtype::f32, Dtype::f32});
   c_scratch = CpuAllocator::instance().allocate(m * n * sizeof(float));
   float* cf = static_cast<float*>(c_scratch->ptr());
   run(plan, as_type(a, Dtype::f32, m * k, a_scratch),
@@ -139,8 +139,8 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
   store(cf, c, m * n, accum);
 }
 
-#define MG_INSTANTIATE_GEMM(T)                                            \
-  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, Operand,   \
+#define MG_INSTANTIATE_GEMM(T)                                          \
+  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, Operand, \
                         Operand, T*, const float*, bool);
 MG_INSTANTIATE_GEMM(float)
 MG_INSTANTIATE_GEMM(Half)

@@ -107,8 +107,8 @@ bool windows_inside(const Dims3& d) {
 
 // 2x2 windows with stride 2 over the last two axes: LeNet's pooling.
 bool is_2x2_stride_2(const Dims3& d) {
-  return d.in[0] == 1 && d.k[1] == 2 && d.k[2] == 2 &&
-         d.s[1] == 2 && d.s[2] == 2;
+  return d.in[0] == 1 && d.k[1] == 2 && d.k[2] == 2 && d.s[1] == 2 &&
+         d.s[2] == 2;
 }
 
 // Whether v replaces m as a window's maximum: larger, or the first nan.
@@ -224,7 +224,7 @@ void max_backward_2x2_scalar(const float* x, const float* dy, float* dx,
 // came from. A row's last windows go through masked loads and stores, so
 // short rows (LeNet's 12 and 4 windows) need no scalar tail.
 __attribute__((target("avx512f"))) inline __mmask16 takes16(__m512 v,
-                                                           __m512 m) {
+                                                            __m512 m) {
   const __mmask16 gt = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ);
   const __mmask16 nan_v = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
   const __mmask16 num_m = _mm512_cmp_ps_mask(m, m, _CMP_ORD_Q);
@@ -239,7 +239,7 @@ inline __mmask16 lanes(int64_t n) {
 
 // p[i] += v[i] for the lanes in k.
 __attribute__((target("avx512f"))) inline void add16(float* p, __mmask16 k,
-                                                    __m512 v) {
+                                                     __m512 v) {
   _mm512_mask_storeu_ps(p, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, p), v));
 }
 
@@ -248,12 +248,12 @@ __attribute__((target("avx512f"))) void max_2x2_avx512(const float* x,
                                                        float* y, float* dx,
                                                        const Dims3& d) {
   const int64_t w = d.in[2], ow = d.out[2];
-  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14,
-                                        12, 10, 8, 6, 4, 2, 0);
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12,
+                                        10, 8, 6, 4, 2, 0);
   const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13,
                                        11, 9, 7, 5, 3, 1);
-  const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18,
-                                      2, 17, 1, 16, 0);
+  const __m512i lo =
+      _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11,
                                       26, 10, 25, 9, 24, 8);
   const __m512 zero = _mm512_setzero_ps();
@@ -262,8 +262,7 @@ __attribute__((target("avx512f"))) void max_2x2_avx512(const float* x,
     const float* r1 = r0 + w;
     for (int64_t j = 0; j < ow; j += 16) {
       const int64_t n = std::min<int64_t>(16, ow - j);
-      const __mmask16 mo = lanes(n), m0 = lanes(2 * n),
-                      m1 = lanes(2 * n - 16);
+      const __mmask16 mo = lanes(n), m0 = lanes(2 * n), m1 = lanes(2 * n - 16);
       const __m512 p0 = _mm512_maskz_loadu_ps(m0, r0 + 2 * j);
       const __m512 p1 = _mm512_maskz_loadu_ps(m1, r0 + 2 * j + 16);
       const __m512 q0 = _mm512_maskz_loadu_ps(m0, r1 + 2 * j);

@@ -52,8 +52,8 @@ ConvGeometry geometry(bool strided) {
   g.pad = strided ? std::vector<int64_t>{0, 0} : std::vector<int64_t>{1, 1};
   g.stride = strided ? std::vector<int64_t>{2, 2} : std::vector<int64_t>{1, 1};
   g.dilation = {1, 1};
-  g.out_spatial = strided ? std::vector<int64_t>{6, 6}
-                          : std::vector<int64_t>{14, 14};
+  g.out_spatial =
+      strided ? std::vector<int64_t>{6, 6} : std::vector<int64_t>{14, 14};
   return g;
 }
 

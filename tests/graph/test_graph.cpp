@@ -137,9 +137,9 @@ TEST(Graph, ClearBufferFreesDataAfterItsLastBackwardReader) {
     auto z = variable_from({3}, {4, 5, 6}, true);
     auto v = F::mul_scalar(x, 2.0f);
     auto probe = std::make_shared<Probe>(v.get());
-    auto w = connect(std::make_shared<FunctionNode>(probe,
-                                                    std::vector<VariablePtr>{z}),
-                     1)[0];
+    auto w = connect(
+        std::make_shared<FunctionNode>(probe, std::vector<VariablePtr>{z}),
+        1)[0];
     auto y = F::sum(F::mul2(v, w));
     y->forward();
     y->backward(1.0f, clear);
