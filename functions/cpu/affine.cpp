@@ -1,5 +1,6 @@
 // Affine on the CPU: the matrix products go through oneDNN (cpu::gemm).
-// Where they compute in fp32 (half), W is read from its fp32 master copy.
+// Where they compute in fp32 (half), inputs held in fp32 (W's master copy,
+// data fed in fp32) are read as they are, and W's grad is written in fp32.
 #include <mixgraph/functions/affine.hpp>
 
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
@@ -12,11 +13,6 @@ namespace mg::cpu {
 namespace {
 
 template <class T>
-Operand activation(Variable* v) {
-  return {input<T>(v), dtype_of<T>};
-}
-
-template <class T>
 class AffineCpu : public Affine {
  public:
   using Affine::Affine;
@@ -25,8 +21,8 @@ class AffineCpu : public Affine {
   void forward_impl(const Variables& in, const Variables& out) override {
     // The bias stays fp32: it is added to the fp32 accumulator.
     const float* b = in.size() == 3 ? input<float>(in[2]) : nullptr;
-    gemm<T>(false, false, batch_, outputs_, features_, activation<T>(in[0]),
-            weight_operand<T>(in[1]), output<T>(out[0]), b);
+    gemm<T>(false, false, batch_, outputs_, features_, operand<T>(in[0]),
+            operand<T>(in[1]), output<T>(out[0]), b);
   }
 
   void backward_impl(const Variables& in, const Variables& out,
@@ -35,11 +31,11 @@ class AffineCpu : public Affine {
     const T* dy = output_grad<T>(out[0]);
     if (propagate_down[0]) {  // dx = dy W^T
       gemm<T>(false, true, batch_, features_, outputs_,
-              Operand{dy, dtype_of<T>}, weight_operand<T>(in[1]),
+              Operand{dy, dtype_of<T>}, operand<T>(in[1]),
               input_grad<T>(in[0], accum[0]), nullptr, accum[0]);
     }
     if (propagate_down[1]) {  // dW = x^T dy, fp32 for an fp32 master
-      const Operand x = activation<T>(in[0]), g{dy, dtype_of<T>};
+      const Operand x = operand<T>(in[0]), g{dy, dtype_of<T>};
       if (grad_in_float<T>(in[1])) {
         gemm<float>(true, false, features_, outputs_, batch_, x, g,
                     input_grad<float>(in[1], accum[1]), nullptr, accum[1]);

@@ -45,10 +45,10 @@ struct PlanKey {
 struct Plan {
   bool ok = false;
   std::string impl;
-  dnnl::primitive prim;
+  CachedPrimitive prim;  // its arguments: a, b, out [, bias or bias grad]
   md a, b, out, bias;
   md a_plain, b_plain, out_plain;
-  dnnl::reorder a_in, b_in, out_back;
+  CachedPrimitive a_in, b_in, out_back;  // from, to
   bool a_reorder = false, b_reorder = false, out_reorder = false;
 };
 
@@ -81,9 +81,33 @@ dims weight_dims(const ConvGeometry& g) {
   return d;
 }
 
-dnnl::reorder make_reorder(const md& from, const md& to) {
+CachedPrimitive make_reorder(const md& from, const md& to) {
   auto& eng = dnnl_engine();
-  return dnnl::reorder(dnnl::reorder::primitive_desc(eng, from, eng, to));
+  return CachedPrimitive(
+      dnnl::reorder(dnnl::reorder::primitive_desc(eng, from, eng, to)),
+      {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+}
+
+// The primitive's arguments in the order run() passes them.
+std::vector<std::pair<int, md>> conv_args(ConvOp op, bool bias, const md& a,
+                                          const md& b, const md& out,
+                                          const md& bias_md) {
+  if (op == ConvOp::forward) {
+    std::vector<std::pair<int, md>> args{
+        {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, out}};
+    if (bias) args.emplace_back(DNNL_ARG_BIAS, bias_md);
+    return args;
+  }
+  if (op == ConvOp::backward_data) {
+    return {{DNNL_ARG_DIFF_DST, a},
+            {DNNL_ARG_WEIGHTS, b},
+            {DNNL_ARG_DIFF_SRC, out}};
+  }
+  std::vector<std::pair<int, md>> args{{DNNL_ARG_SRC, a},
+                                       {DNNL_ARG_DIFF_DST, b},
+                                       {DNNL_ARG_DIFF_WEIGHTS, out}};
+  if (bias) args.emplace_back(DNNL_ARG_DIFF_BIAS, bias_md);
+  return args;
 }
 
 Plan make_plan(const PlanKey& key) {
@@ -123,7 +147,8 @@ Plan make_plan(const PlanKey& key) {
       plan.out = pd.dst_desc(), plan.impl = pd.impl_info_str();
       plan.a_plain = plain(src, ct), plan.b_plain = plain(wei, ct);
       plan.out_plain = plain(dst, ot);
-      plan.prim = fwd(pd);
+      plan.prim = CachedPrimitive(fwd(pd), conv_args(key.op, key.bias, plan.a,
+                                                     plan.b, plan.out, bias_md));
     } else if (key.op == ConvOp::backward_data) {
       using bwd = dnnl::convolution_backward_data;
       bwd::primitive_desc pd(
@@ -134,7 +159,8 @@ Plan make_plan(const PlanKey& key) {
       plan.out = pd.diff_src_desc(), plan.impl = pd.impl_info_str();
       plan.a_plain = plain(dst, ct), plan.b_plain = plain(wei, ct);
       plan.out_plain = plain(src, ot);
-      plan.prim = bwd(pd);
+      plan.prim = CachedPrimitive(bwd(pd), conv_args(key.op, false, plan.a,
+                                                     plan.b, plan.out, bias_md));
     } else {
       using bwd = dnnl::convolution_backward_weights;
       const md s = any(src, ct), w = any(wei, ot), d = any(dst, ct);
@@ -147,7 +173,8 @@ Plan make_plan(const PlanKey& key) {
       plan.out = pd.diff_weights_desc(), plan.impl = pd.impl_info_str();
       plan.a_plain = plain(src, ct), plan.b_plain = plain(dst, ct);
       plan.out_plain = plain(wei, ot);
-      plan.prim = bwd(pd);
+      plan.prim = CachedPrimitive(bwd(pd), conv_args(key.op, key.bias, plan.a,
+                                                     plan.b, plan.out, bias_md));
     }
     plan.bias = bias_md;
     plan.a_reorder = plan.a != plan.a_plain;
@@ -176,40 +203,19 @@ const Plan& plan_for(const PlanKey& key) {
   return it->second;
 }
 
-void run_reorder(const dnnl::reorder& r, const md& from, const void* src,
-                 const md& to, void* dst) {
-  auto& eng = dnnl_engine();
-  dnnl_call("convolution", [&] {
-    r.execute(dnnl_stream(),
-              {{DNNL_ARG_FROM, dnnl::memory(from, eng, const_cast<void*>(src))},
-               {DNNL_ARG_TO, dnnl::memory(to, eng, dst)}});
-  });
+void run_reorder(const CachedPrimitive& r, const void* src, void* dst) {
+  r.execute("convolution", {src, dst});
 }
 
-void run(ConvOp op, const Plan& plan, const void* a, const void* b,
-         const float* bias, void* out, float* diff_bias) {
-  int a_arg = DNNL_ARG_SRC, b_arg = DNNL_ARG_WEIGHTS, out_arg = DNNL_ARG_DST;
-  if (op == ConvOp::backward_data) {
-    a_arg = DNNL_ARG_DIFF_DST, out_arg = DNNL_ARG_DIFF_SRC;
-  } else if (op == ConvOp::backward_weights) {
-    b_arg = DNNL_ARG_DIFF_DST, out_arg = DNNL_ARG_DIFF_WEIGHTS;
-  }
-  auto& eng = dnnl_engine();
-  std::unordered_map<int, dnnl::memory> args{
-      {a_arg, dnnl::memory(plan.a, eng, const_cast<void*>(a))},
-      {b_arg, dnnl::memory(plan.b, eng, const_cast<void*>(b))},
-      {out_arg, dnnl::memory(plan.out, eng, out)}};
+void run(const Plan& plan, const void* a, const void* b, const float* bias,
+         void* out, float* diff_bias) {
   if (bias) {
-    args.emplace(DNNL_ARG_BIAS,
-                 dnnl::memory(plan.bias, eng, const_cast<float*>(bias)));
+    plan.prim.execute("convolution", {a, b, out, bias});
+  } else if (diff_bias) {
+    plan.prim.execute("convolution", {a, b, out, diff_bias});
+  } else {
+    plan.prim.execute("convolution", {a, b, out});
   }
-  if (diff_bias) {
-    args.emplace(DNNL_ARG_DIFF_BIAS, dnnl::memory(plan.bias, eng, diff_bias));
-  }
-  dnnl_call("convolution", [&] {
-    plan.prim.execute(dnnl_stream(), args);
-    dnnl_stream().wait();
-  });
 }
 
 // out[n, c, s] += b[c] for out laid out (batch, channels, spatial).
@@ -246,8 +252,8 @@ struct Scratch {
 // slow reference loop) where its type differs, then reordered where the
 // layout differs. Returns the pointer to hand to the primitive.
 const void* stage_in(const void* src, Dtype src_type, int64_t n, Dtype ct,
-                     bool reorder, const dnnl::reorder& r, const md& from,
-                     const md& to, Scratch& converted, Scratch& blocked) {
+                     bool reorder, const CachedPrimitive& r, const md& to,
+                     Scratch& converted, Scratch& blocked) {
   const void* p = src;
   if (src_type != ct) {
     void* c = converted.get(n * dtype_size(ct));
@@ -256,7 +262,7 @@ const void* stage_in(const void* src, Dtype src_type, int64_t n, Dtype ct,
   }
   if (reorder) {
     void* b = blocked.get(to.get_size());
-    run_reorder(r, from, p, to, b);
+    run_reorder(r, p, b);
     p = b;
   }
   return p;
@@ -273,26 +279,18 @@ struct Sizes {
 Sizes sizes(ConvOp op, const ConvGeometry& g) {
   const int64_t n = std::max<int64_t>(g.batch, 1);
   const int64_t x = g.x_size() / n, y = g.y_size() / n;
-  switch (op) {
-    case ConvOp::forward:
-      return {x,
-              0,
-              y,
-              g.w_size(),
-              g.y_size(),
-              g.out_channels,
-              shape_size(g.out_spatial)};
-    case ConvOp::backward_data:
-      return {y,
-              0,
-              x,
-              g.w_size(),
-              g.x_size(),
-              g.in_channels,
-              shape_size(g.in_spatial)};
-    default:
-      return {x, y, 0, g.y_size(), g.w_size(), g.out_channels, 1};
+  Sizes s{};
+  if (op == ConvOp::forward) {
+    s.a = x, s.out = y, s.nb = g.w_size(), s.nout = g.y_size();
+    s.out_channels = g.out_channels, s.out_spatial = shape_size(g.out_spatial);
+  } else if (op == ConvOp::backward_data) {
+    s.a = y, s.out = x, s.nb = g.w_size(), s.nout = g.x_size();
+    s.out_channels = g.in_channels, s.out_spatial = shape_size(g.in_spatial);
+  } else {
+    s.a = x, s.b = y, s.nb = g.y_size(), s.nout = g.w_size();
+    s.out_channels = g.out_channels, s.out_spatial = 1;
   }
+  return s;
 }
 
 // Images per chunk: the chunk's fp32 activations about kChunkBytes.
@@ -344,11 +342,11 @@ void execute_data(ConvOp op, const ConvGeometry& g, const T* a, Operand w,
     if (!wplan || wplan->b != plan.b) {
       wplan = &plan;
       w_ready = stage_in(w.data, w.dtype, s.nb, ct, plan.b_reorder, plan.b_in,
-                         plan.b_plain, plan.b, w_conv, w_blk);
+                         plan.b, w_conv, w_blk);
     }
     const void* a_ready =
         stage_in(a + n0 * s.a, dtype_of<T>, n * s.a, ct, plan.a_reorder,
-                 plan.a_in, plan.a_plain, plan.a, a_conv, a_blk);
+                 plan.a_in, plan.a, a_conv, a_blk);
     // The row-major output: the caller's array where the primitive writes
     // T and nothing is added, else an fp32 chunk stored afterwards.
     T* user = out + n0 * s.out;
@@ -357,10 +355,8 @@ void execute_data(ConvOp op, const ConvGeometry& g, const T* a, Operand w,
     void* row_major = direct ? static_cast<void*>(user)
                              : out_plain.get(n * s.out * sizeof(float));
     void* dst = plan.out_reorder ? out_blk.get(plan.out.get_size()) : row_major;
-    run(op, plan, a_ready, w_ready, bias, dst, nullptr);
-    if (plan.out_reorder) {
-      run_reorder(plan.out_back, plan.out, dst, plan.out_plain, row_major);
-    }
+    run(plan, a_ready, w_ready, bias, dst, nullptr);
+    if (plan.out_reorder) run_reorder(plan.out_back, dst, row_major);
     if (!direct) {
       float* f = static_cast<float*>(row_major);
       if (post_bias) {
@@ -404,13 +400,13 @@ void execute_weights(const ConvGeometry& g, const T* x, const T* dy, W* dw,
         plan.a_plain.data_type() == dt::bf16 ? Dtype::bf16 : Dtype::f32;
     const void* a_ready =
         stage_in(x + n0 * s.a, dtype_of<T>, n * s.a, ct, plan.a_reorder,
-                 plan.a_in, plan.a_plain, plan.a, a_conv, a_blk);
+                 plan.a_in, plan.a, a_conv, a_blk);
     const void* b_ready =
         stage_in(dy + n0 * s.b, dtype_of<T>, n * s.b, ct, plan.b_reorder,
-                 plan.b_in, plan.b_plain, plan.b, b_conv, b_blk);
+                 plan.b_in, plan.b, b_conv, b_blk);
     void* dst = n0 == 0 ? total : part.get(plan.out.get_size());
     float* dbp = !db ? nullptr : n0 == 0 ? db : db_chunk.data();
-    run(op, plan, a_ready, b_ready, nullptr, dst, dbp);
+    run(plan, a_ready, b_ready, nullptr, dst, dbp);
     if (n0 != 0) {
       add_to(static_cast<float*>(total), static_cast<float*>(dst), padded);
       if (db) add_to(db, db_chunk.data(), g.out_channels);
@@ -420,7 +416,7 @@ void execute_weights(const ConvGeometry& g, const T* x, const T* dy, W* dw,
   const float* f = static_cast<const float*>(total);
   if (first->out_reorder) {
     void* r = row_major.get(s.nout * sizeof(float));
-    run_reorder(first->out_back, first->out, total, first->out_plain, r);
+    run_reorder(first->out_back, total, r);
     f = static_cast<const float*>(r);
   }
   store(f, dw, s.nout, accum);

@@ -21,7 +21,7 @@ class ConvolutionCpu : public Convolution {
   void forward_impl(const Variables& in, const Variables& out) override {
     // The bias stays fp32: it is added to the fp32 accumulator.
     const float* b = in.size() == 3 ? input<float>(in[2]) : nullptr;
-    conv_forward<T>(geom_, input<T>(in[0]), weight_operand<T>(in[1]), b,
+    conv_forward<T>(geom_, input<T>(in[0]), operand<T>(in[1]), b,
                     output<T>(out[0]));
   }
 
@@ -30,7 +30,7 @@ class ConvolutionCpu : public Convolution {
                      const std::vector<bool>& accum) override {
     const T* dy = output_grad<T>(out[0]);
     if (propagate_down[0]) {
-      conv_backward_data<T>(geom_, dy, weight_operand<T>(in[1]),
+      conv_backward_data<T>(geom_, dy, operand<T>(in[1]),
                             input_grad<T>(in[0], accum[0]), accum[0]);
     }
     // db = sum over N and space: from the weight grad's pass over dy when

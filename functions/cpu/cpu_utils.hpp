@@ -63,12 +63,13 @@ inline bool held_in_float(Variable* v) {
   return a.filling() || a.has_copy(Dtype::f32);
 }
 
-/// A weight for a kernel on T: where the kernel computes in fp32 and the
-/// weight is held in fp32 (a parameter's master copy), that copy, read with
-/// no conversion and no T copy made; else the T copy (made once per pass and
+/// An input for a kernel on T: where the kernel computes in fp32 and the
+/// input is held in fp32 (a parameter's master copy, data fed in fp32, the
+/// output of a function run in float), that copy, read with no conversion
+/// and no T copy made; else the T copy (for a weight, made once per pass and
 /// shared by forward and backward).
 template <class T>
-Operand weight_operand(Variable* v) {
+Operand operand(Variable* v) {
   if (!std::is_same_v<T, float> && compute_type<T>() == Dtype::f32 &&
       held_in_float(v)) {
     return {v->data()->get<const float>(), Dtype::f32};

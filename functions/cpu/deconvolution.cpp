@@ -23,7 +23,7 @@ class DeconvolutionCpu : public Deconvolution {
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
     const float* b = in.size() == 3 ? input<float>(in[2]) : nullptr;
-    conv_backward_data<T>(geom_, input<T>(in[0]), weight_operand<T>(in[1]),
+    conv_backward_data<T>(geom_, input<T>(in[0]), operand<T>(in[1]),
                           output<T>(out[0]), false, b);
   }
 
@@ -32,7 +32,7 @@ class DeconvolutionCpu : public Deconvolution {
                      const std::vector<bool>& accum) override {
     const T* dy = output_grad<T>(out[0]);
     if (propagate_down[0]) {
-      conv_forward<T>(geom_, dy, weight_operand<T>(in[1]), nullptr,
+      conv_forward<T>(geom_, dy, operand<T>(in[1]), nullptr,
                       input_grad<T>(in[0], accum[0]), accum[0]);
     }
     if (propagate_down[1]) {  // fp32 for an fp32 master weight
