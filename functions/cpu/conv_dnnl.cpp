@@ -103,9 +103,8 @@ std::vector<std::pair<int, md>> conv_args(ConvOp op, bool bias, const md& a,
             {DNNL_ARG_WEIGHTS, b},
             {DNNL_ARG_DIFF_SRC, out}};
   }
-  std::vector<std::pair<int, md>> args{{DNNL_ARG_SRC, a},
-                                       {DNNL_ARG_DIFF_DST, b},
-                                       {DNNL_ARG_DIFF_WEIGHTS, out}};
+  std::vector<std::pair<int, md>> args{
+      {DNNL_ARG_SRC, a}, {DNNL_ARG_DIFF_DST, b}, {DNNL_ARG_DIFF_WEIGHTS, out}};
   if (bias) args.emplace_back(DNNL_ARG_DIFF_BIAS, bias_md);
   return args;
 }
@@ -147,8 +146,9 @@ Plan make_plan(const PlanKey& key) {
       plan.out = pd.dst_desc(), plan.impl = pd.impl_info_str();
       plan.a_plain = plain(src, ct), plan.b_plain = plain(wei, ct);
       plan.out_plain = plain(dst, ot);
-      plan.prim = CachedPrimitive(fwd(pd), conv_args(key.op, key.bias, plan.a,
-                                                     plan.b, plan.out, bias_md));
+      plan.prim = CachedPrimitive(
+          fwd(pd),
+          conv_args(key.op, key.bias, plan.a, plan.b, plan.out, bias_md));
     } else if (key.op == ConvOp::backward_data) {
       using bwd = dnnl::convolution_backward_data;
       bwd::primitive_desc pd(
@@ -159,8 +159,8 @@ Plan make_plan(const PlanKey& key) {
       plan.out = pd.diff_src_desc(), plan.impl = pd.impl_info_str();
       plan.a_plain = plain(dst, ct), plan.b_plain = plain(wei, ct);
       plan.out_plain = plain(src, ot);
-      plan.prim = CachedPrimitive(bwd(pd), conv_args(key.op, false, plan.a,
-                                                     plan.b, plan.out, bias_md));
+      plan.prim = CachedPrimitive(
+          bwd(pd), conv_args(key.op, false, plan.a, plan.b, plan.out, bias_md));
     } else {
       using bwd = dnnl::convolution_backward_weights;
       const md s = any(src, ct), w = any(wei, ot), d = any(dst, ct);
@@ -173,8 +173,9 @@ Plan make_plan(const PlanKey& key) {
       plan.out = pd.diff_weights_desc(), plan.impl = pd.impl_info_str();
       plan.a_plain = plain(src, ct), plan.b_plain = plain(dst, ct);
       plan.out_plain = plain(wei, ot);
-      plan.prim = CachedPrimitive(bwd(pd), conv_args(key.op, key.bias, plan.a,
-                                                     plan.b, plan.out, bias_md));
+      plan.prim = CachedPrimitive(
+          bwd(pd),
+          conv_args(key.op, key.bias, plan.a, plan.b, plan.out, bias_md));
     }
     plan.bias = bias_md;
     plan.a_reorder = plan.a != plan.a_plain;
