@@ -145,17 +145,20 @@ class Trainer {
   size_t start_bytes_ = 0;
 };
 
-// The graph's own cost: `layers` affine layers of width 4 at batch 1, where
-// the arithmetic is nothing, so a step is the engine, the functions'
-// bookkeeping and the allocator. Returns microseconds per function call
-// (forward and backward calls counted separately).
-double graph_overhead_us(int layers, bool clear, const Options& o) {
+// The graph's own cost: `layers` affine layers of width 4 at batch 1 (or
+// identities on 4 values), where the arithmetic is nothing, so a step is
+// the engine, the functions' bookkeeping, the allocator and (affine) the
+// oneDNN call. Returns microseconds per function call (forward and
+// backward calls counted separately).
+double graph_overhead_us(int layers, bool affine, bool clear,
+                         const Options& o) {
   mg::ContextGuard ctx(mg::context("cpu", "float"));
   mg::ParameterScope params;
-  auto x = mg::make_variable({1, 4});
+  auto x = mg::make_variable({1, 4}, /*need_grad=*/true);
   auto h = x;
   for (int i = 0; i < layers; ++i) {
-    h = PF::affine(h, 4, params["fc" + std::to_string(i)]);
+    h = affine ? PF::affine(h, 4, params["fc" + std::to_string(i)])
+               : F::identity(h);
   }
   auto loss = F::mean(h);
   const int inner = 200;
@@ -289,13 +292,16 @@ int main(int argc, char** argv) {
   }
 
   if (!o.overhead) return 0;
-  std::printf("\ngraph overhead (affine layers of width 4, batch 1, float):\n");
-  for (int layers : {4, 32}) {
-    for (bool clear : {false, true}) {
-      std::printf(
-          "  %2d layers, clear_buffer %-5s %6.2f us per function call\n",
-          layers, clear ? "true" : "false",
-          graph_overhead_us(layers, clear, o));
+  std::printf("\ngraph overhead, us per function call (forward or "
+              "backward), float, batch 1:\n");
+  std::printf("  %-28s %14s %14s\n", "", "clear_buffer 0", "clear_buffer 1");
+  for (bool affine : {false, true}) {
+    for (int layers : {4, 32}) {
+      const std::string what = std::to_string(layers) +
+                               (affine ? " affine 4x4 (oneDNN)" : " identity (4)");
+      std::printf("  %-28s %14.2f %14.2f\n", what.c_str(),
+                  graph_overhead_us(layers, affine, false, o),
+                  graph_overhead_us(layers, affine, true, o));
     }
   }
   return 0;
