@@ -7,7 +7,6 @@
 #include <type_traits>
 
 #include <mixgraph/contexts/memory.hpp>
-
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/cpu/gemm.hpp>
