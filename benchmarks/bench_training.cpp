@@ -172,15 +172,22 @@ double graph_overhead_us(int layers, bool affine, bool clear,
   return s / inner / (2.0 * (layers + 1)) * 1e6;
 }
 
-// The BLAS library the process loaded (libtorch's linear layers use it).
+// The BLAS libraries the process loaded (libtorch's linear layers use
+// libblas.so.3: Debian's reference BLAS unless an optimized one is
+// installed as the alternative).
 std::string loaded_blas() {
   std::ifstream maps("/proc/self/maps");
+  std::string found;
   for (std::string line; std::getline(maps, line);) {
     const auto pos = line.find('/');
-    if (pos != std::string::npos && line.find("blas", pos) != std::string::npos)
-      return line.substr(pos);
+    if (pos == std::string::npos) continue;
+    const std::string path = line.substr(pos);
+    const auto name = path.substr(path.rfind('/') + 1);
+    if (name.find("blas") == std::string::npos) continue;
+    if (found.find(path) != std::string::npos) continue;
+    found += (found.empty() ? "" : ", ") + path;
   }
-  return "none";
+  return found.empty() ? "none" : found;
 }
 
 Options parse(int argc, char** argv) {
