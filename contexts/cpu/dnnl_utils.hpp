@@ -46,7 +46,6 @@ class CachedPrimitive {
   /// the order execute() takes their data.
   CachedPrimitive(dnnl::primitive prim,
                   const std::vector<std::pair<int, dnnl::memory::desc>>& args);
-  bool valid() const { return static_cast<bool>(mutex_); }
   /// Runs the primitive on data[i] for the i-th argument and waits for it;
   /// oneDNN's errors become std::runtime_error naming `where`.
   void execute(const char* where,

@@ -46,7 +46,7 @@ struct Plan {
   bool ok = false;
   std::string impl;
   CachedPrimitive prim;  // its arguments: a, b, out [, bias or bias grad]
-  md a, b, out, bias;
+  md a, b, out;
   md a_plain, b_plain, out_plain;
   CachedPrimitive a_in, b_in, out_back;  // from, to
   bool a_reorder = false, b_reorder = false, out_reorder = false;
@@ -177,7 +177,6 @@ Plan make_plan(const PlanKey& key) {
           bwd(pd),
           conv_args(key.op, key.bias, plan.a, plan.b, plan.out, bias_md));
     }
-    plan.bias = bias_md;
     plan.a_reorder = plan.a != plan.a_plain;
     plan.b_reorder = plan.b != plan.b_plain;
     plan.out_reorder = plan.out != plan.out_plain;
