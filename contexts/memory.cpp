@@ -1,9 +1,9 @@
 #include <mixgraph/contexts/memory.hpp>
 
 #include <cstdlib>
-#include <map>
 #include <mutex>
 #include <new>
+#include <unordered_map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,9 +26,11 @@ size_t round_size(size_t bytes) {
 
 }  // namespace
 
+// Free blocks by rounded size. A size's vector keeps its capacity, so a
+// training loop that repeats its shapes allocates nothing here either.
 struct CpuAllocator::Impl {
   std::mutex mutex;
-  std::multimap<size_t, void*> cache;
+  std::unordered_map<size_t, std::vector<void*>> cache;
   MemoryStats stats;
 };
 
@@ -52,9 +54,9 @@ std::unique_ptr<Memory> CpuAllocator::allocate(size_t bytes) {
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     auto it = s.cache.find(size);
-    if (it != s.cache.end()) {
-      ptr = it->second;
-      s.cache.erase(it);
+    if (it != s.cache.end() && !it->second.empty()) {
+      ptr = it->second.back();
+      it->second.pop_back();
       s.stats.cached -= size;
     }
   }
@@ -83,7 +85,7 @@ void CpuAllocator::release(void* ptr, size_t bytes) {
   std::lock_guard<std::mutex> lock(s.mutex);
   s.stats.in_use -= bytes;
   s.stats.cached += bytes;
-  s.cache.emplace(bytes, ptr);
+  s.cache[bytes].push_back(ptr);
 }
 
 MemoryStats CpuAllocator::stats() const {
@@ -101,7 +103,9 @@ void CpuAllocator::reset_peak() {
 void CpuAllocator::release_cache() {
   Impl& s = impl();
   std::lock_guard<std::mutex> lock(s.mutex);
-  for (auto& kv : s.cache) std::free(kv.second);
+  for (auto& kv : s.cache) {
+    for (void* p : kv.second) std::free(p);
+  }
   s.cache.clear();
   s.stats.cached = 0;
 }

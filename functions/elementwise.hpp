@@ -19,6 +19,9 @@ class UnaryFunction : public Function {
   int min_inputs() const override { return 1; }
   bool grad_depends_input_data(int) const override { return Op::grad_uses_x; }
   bool grad_depends_output_data(int) const override { return Op::grad_uses_y; }
+  /// dx[i] depends on dy[i] alone (the drivers read a block before writing
+  /// it), so dx may overwrite dy.
+  bool inplace_grad(int) const override { return true; }
   const Op& op() const { return op_; }
 
  protected:

@@ -32,6 +32,10 @@ class Function {
   virtual bool grad_depends_input_data(int /*i*/) const { return true; }
   /// Whether backward reads output o's data.
   virtual bool grad_depends_output_data(int /*o*/) const { return false; }
+  /// Whether backward may write input i's grad over its (single) output's
+  /// grad: each element of the one read only for the same element of the
+  /// other. Under clear_buffer the engine then gives both one buffer.
+  virtual bool inplace_grad(int /*i*/) const { return false; }
 
   void setup(const Variables& inputs, const Variables& outputs);
   void forward(const Variables& inputs, const Variables& outputs);

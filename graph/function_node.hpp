@@ -1,6 +1,8 @@
 // FunctionNode: a function with its inputs and outputs in the graph.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -23,6 +25,11 @@ class FunctionNode {
   std::vector<VariablePtr> outputs();
   /// False when built under NoGradGuard: backward stops here.
   bool grad_enabled() const { return grad_enabled_; }
+
+  /// The engine's scratch: the traversal that last visited this node and
+  /// the node's place in that traversal's order (no hash sets per run).
+  uint64_t visit_mark = 0;
+  size_t visit_index = 0;
 
  private:
   friend std::vector<VariablePtr> connect(std::shared_ptr<FunctionNode> node,

@@ -26,4 +26,33 @@ dnnl::memory::data_type dnnl_type(Dtype dtype) {
                               dtype_name(dtype));
 }
 
+CachedPrimitive::CachedPrimitive(
+    dnnl::primitive prim,
+    const std::vector<std::pair<int, dnnl::memory::desc>>& args)
+    : prim_(std::move(prim)), mutex_(std::make_unique<std::mutex>()) {
+  for (const auto& [kind, md] : args) {
+    kinds_.push_back(kind);
+    args_.emplace(kind, dnnl::memory(md, dnnl_engine(), nullptr));
+  }
+}
+
+void CachedPrimitive::execute(const char* where,
+                              std::initializer_list<const void*> data) const {
+  if (data.size() != kinds_.size()) {
+    throw std::logic_error(std::string("[") + where + "] " +
+                           std::to_string(data.size()) +
+                           " arguments given to a primitive that takes " +
+                           std::to_string(kinds_.size()));
+  }
+  std::lock_guard<std::mutex> lock(*mutex_);
+  dnnl_call(where, [&] {
+    auto p = data.begin();
+    for (int kind : kinds_) {
+      args_.at(kind).set_data_handle(const_cast<void*>(*p++));
+    }
+    prim_.execute(dnnl_stream(), args_);
+    dnnl_stream().wait();
+  });
+}
+
 }  // namespace mg::cpu

@@ -3,8 +3,14 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <initializer_list>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include <mixgraph/contexts/dtype.hpp>
 
@@ -29,5 +35,27 @@ decltype(auto) dnnl_call(const std::string& where, Fn&& fn) {
                              " (status " + std::to_string(e.status) + ")");
   }
 }
+
+/// A primitive with its argument memories, made once and pointed at new data
+/// on every call, so a call allocates nothing (making a dnnl::memory does).
+/// Calls are serialised: the memories are shared.
+class CachedPrimitive {
+ public:
+  CachedPrimitive() = default;
+  /// `args`: the argument kinds (DNNL_ARG_SRC, ...) and their layouts, in
+  /// the order execute() takes their data.
+  CachedPrimitive(dnnl::primitive prim,
+                  const std::vector<std::pair<int, dnnl::memory::desc>>& args);
+  /// Runs the primitive on data[i] for the i-th argument and waits for it;
+  /// oneDNN's errors become std::runtime_error naming `where`.
+  void execute(const char* where,
+               std::initializer_list<const void*> data) const;
+
+ private:
+  dnnl::primitive prim_;
+  std::vector<int> kinds_;
+  std::unordered_map<int, dnnl::memory> args_;
+  std::unique_ptr<std::mutex> mutex_;
+};
 
 }  // namespace mg::cpu

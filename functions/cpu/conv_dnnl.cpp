@@ -11,7 +11,6 @@
 
 #include <mixgraph/contexts/cpu/dnnl_utils.hpp>
 #include <mixgraph/contexts/memory.hpp>
-#include <mixgraph/functions/cpu/cpu_utils.hpp>
 
 namespace mg::cpu {
 
@@ -19,37 +18,51 @@ namespace {
 
 using dims = dnnl::memory::dims;
 using dt = dnnl::memory::data_type;
+using md = dnnl::memory::desc;
 
 enum class ConvOp { forward, backward_data, backward_weights };
 
+// A chunk's activations (its input and output, in fp32) are kept to about
+// this size: it then stays in the L2 caches from its conversion through the
+// convolution to its conversion back.
+constexpr int64_t kChunkBytes = int64_t{1} << 19;
+
 struct PlanKey {
-  ConvGeometry geom;
+  ConvGeometry geom;  // the batch is the chunk's
   ConvOp op;
-  Dtype type;  // of the two inputs; the output is always fp32
-  bool bias;
+  Dtype compute;  // the type of the primitive's two inputs
+  Dtype out;      // the type of its output
+  bool bias;      // forward: a bias input; backward_weights: a bias grad
   bool operator<(const PlanKey& o) const {
-    return std::tie(geom, op, type, bias) <
-           std::tie(o.geom, o.op, o.type, o.bias);
+    return std::tie(geom, op, compute, out, bias) <
+           std::tie(o.geom, o.op, o.compute, o.out, o.bias);
   }
 };
 
-// A cached primitive with the descriptors of its two inputs (a, b), its
-// output and its bias; native is false when oneDNN has no optimized kernel
-// for the type here.
+// A primitive with the layouts it picked for its inputs a, b and its output,
+// the row-major layouts of the same, and the reorders between them (valid
+// only where the layouts differ). ok is false where oneDNN has no kernel.
 struct Plan {
-  bool native = false;
-  dnnl::primitive prim;
-  dnnl::memory::desc a_md, b_md, out_md, bias_md;
+  bool ok = false;
+  std::string impl;
+  CachedPrimitive prim;  // its arguments: a, b, out [, bias or bias grad]
+  md a, b, out;
+  md a_plain, b_plain, out_plain;
+  CachedPrimitive a_in, b_in, out_back;  // from, to
+  bool a_reorder = false, b_reorder = false, out_reorder = false;
 };
 
-// Row-major ("nchw", "oihw", "goihw") descriptors: the arrays are used in
-// place, with no reorders.
-dnnl::memory::desc plain(const dims& d, dt type) {
+// Row-major ("ncw", "nchw", "goihw", ...) descriptors.
+md plain(const dims& d, dt type) {
   dims strides(d.size(), 1);
   for (int i = static_cast<int>(d.size()) - 2; i >= 0; --i) {
     strides[i] = strides[i + 1] * d[i + 1];
   }
-  return dnnl::memory::desc(d, type, strides);
+  return md(d, type, strides);
+}
+
+md any(const dims& d, dt type) {
+  return md(d, type, dnnl::memory::format_tag::any);
 }
 
 dims data_dims(const ConvGeometry& g, int64_t channels,
@@ -68,16 +81,40 @@ dims weight_dims(const ConvGeometry& g) {
   return d;
 }
 
+CachedPrimitive make_reorder(const md& from, const md& to) {
+  auto& eng = dnnl_engine();
+  return CachedPrimitive(
+      dnnl::reorder(dnnl::reorder::primitive_desc(eng, from, eng, to)),
+      {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+}
+
+// The primitive's arguments in the order run() passes them.
+std::vector<std::pair<int, md>> conv_args(ConvOp op, bool bias, const md& a,
+                                          const md& b, const md& out,
+                                          const md& bias_md) {
+  if (op == ConvOp::forward) {
+    std::vector<std::pair<int, md>> args{
+        {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, out}};
+    if (bias) args.emplace_back(DNNL_ARG_BIAS, bias_md);
+    return args;
+  }
+  if (op == ConvOp::backward_data) {
+    return {{DNNL_ARG_DIFF_DST, a},
+            {DNNL_ARG_WEIGHTS, b},
+            {DNNL_ARG_DIFF_SRC, out}};
+  }
+  std::vector<std::pair<int, md>> args{
+      {DNNL_ARG_SRC, a}, {DNNL_ARG_DIFF_DST, b}, {DNNL_ARG_DIFF_WEIGHTS, out}};
+  if (bias) args.emplace_back(DNNL_ARG_DIFF_BIAS, bias_md);
+  return args;
+}
+
 Plan make_plan(const PlanKey& key) {
   const ConvGeometry& g = key.geom;
-  const dt in_type = dnnl_type(key.type);
-  auto src = [&](dt t) {
-    return plain(data_dims(g, g.in_channels, g.in_spatial), t);
-  };
-  auto dst = [&](dt t) {
-    return plain(data_dims(g, g.out_channels, g.out_spatial), t);
-  };
-  auto wei = [&](dt t) { return plain(weight_dims(g), t); };
+  const dt ct = dnnl_type(key.compute), ot = dnnl_type(key.out);
+  const dims src = data_dims(g, g.in_channels, g.in_spatial);
+  const dims dst = data_dims(g, g.out_channels, g.out_spatial);
+  const dims wei = weight_dims(g);
   const dims strides(g.stride.begin(), g.stride.end());
   const dims pad(g.pad.begin(), g.pad.end());
   dims dilates;  // oneDNN counts the gaps: 0 is a dense kernel
@@ -85,56 +122,71 @@ Plan make_plan(const PlanKey& key) {
   using fwd = dnnl::convolution_forward;
   const auto algo = dnnl::algorithm::convolution_direct;
   const auto prop = dnnl::prop_kind::forward_training;
+  const md bias_md =
+      plain({key.op == ConvOp::backward_data ? g.in_channels : g.out_channels},
+            dt::f32);
   auto& eng = dnnl_engine();
   // The backward primitives need a forward one as a hint.
   auto hint = [&] {
     return fwd::primitive_desc(
-        fwd::desc(prop, algo, src(in_type), wei(in_type), dst(in_type), strides,
+        fwd::desc(prop, algo, any(src, ct), any(wei, ct), any(dst, ct), strides,
                   dilates, pad, pad),
         eng);
   };
   Plan plan;
   try {
-    std::string impl;
     if (key.op == ConvOp::forward) {
-      plan.a_md = src(in_type);
-      plan.b_md = wei(in_type);
-      plan.out_md = dst(dt::f32);
-      plan.bias_md = plain({g.out_channels}, dt::f32);
-      const auto d =
-          key.bias ? fwd::desc(prop, algo, plan.a_md, plan.b_md, plan.bias_md,
-                               plan.out_md, strides, dilates, pad, pad)
-                   : fwd::desc(prop, algo, plan.a_md, plan.b_md, plan.out_md,
-                               strides, dilates, pad, pad);
-      fwd::primitive_desc pd(d, eng);
-      impl = pd.impl_info_str();
-      plan.prim = fwd(pd);
+      const md s = any(src, ct), w = any(wei, ct), d = any(dst, ot);
+      fwd::primitive_desc pd(
+          key.bias ? fwd::desc(prop, algo, s, w, bias_md, d, strides, dilates,
+                               pad, pad)
+                   : fwd::desc(prop, algo, s, w, d, strides, dilates, pad, pad),
+          eng);
+      plan.a = pd.src_desc(), plan.b = pd.weights_desc();
+      plan.out = pd.dst_desc(), plan.impl = pd.impl_info_str();
+      plan.a_plain = plain(src, ct), plan.b_plain = plain(wei, ct);
+      plan.out_plain = plain(dst, ot);
+      plan.prim = CachedPrimitive(
+          fwd(pd),
+          conv_args(key.op, key.bias, plan.a, plan.b, plan.out, bias_md));
     } else if (key.op == ConvOp::backward_data) {
       using bwd = dnnl::convolution_backward_data;
-      plan.a_md = dst(in_type);
-      plan.b_md = wei(in_type);
-      plan.out_md = src(dt::f32);
-      bwd::primitive_desc pd(bwd::desc(algo, plan.out_md, plan.b_md, plan.a_md,
-                                       strides, dilates, pad, pad),
-                             eng, hint());
-      impl = pd.impl_info_str();
-      plan.prim = bwd(pd);
+      bwd::primitive_desc pd(
+          bwd::desc(algo, any(src, ot), any(wei, ct), any(dst, ct), strides,
+                    dilates, pad, pad),
+          eng, hint());
+      plan.a = pd.diff_dst_desc(), plan.b = pd.weights_desc();
+      plan.out = pd.diff_src_desc(), plan.impl = pd.impl_info_str();
+      plan.a_plain = plain(dst, ct), plan.b_plain = plain(wei, ct);
+      plan.out_plain = plain(src, ot);
+      plan.prim = CachedPrimitive(
+          bwd(pd), conv_args(key.op, false, plan.a, plan.b, plan.out, bias_md));
     } else {
       using bwd = dnnl::convolution_backward_weights;
-      plan.a_md = src(in_type);
-      plan.b_md = dst(in_type);
-      plan.out_md = wei(dt::f32);
-      bwd::primitive_desc pd(bwd::desc(algo, plan.a_md, plan.out_md, plan.b_md,
-                                       strides, dilates, pad, pad),
-                             eng, hint());
-      impl = pd.impl_info_str();
-      plan.prim = bwd(pd);
+      const md s = any(src, ct), w = any(wei, ot), d = any(dst, ct);
+      bwd::primitive_desc pd(
+          key.bias
+              ? bwd::desc(algo, s, w, bias_md, d, strides, dilates, pad, pad)
+              : bwd::desc(algo, s, w, d, strides, dilates, pad, pad),
+          eng, hint());
+      plan.a = pd.src_desc(), plan.b = pd.diff_dst_desc();
+      plan.out = pd.diff_weights_desc(), plan.impl = pd.impl_info_str();
+      plan.a_plain = plain(src, ct), plan.b_plain = plain(dst, ct);
+      plan.out_plain = plain(wei, ot);
+      plan.prim = CachedPrimitive(
+          bwd(pd),
+          conv_args(key.op, key.bias, plan.a, plan.b, plan.out, bias_md));
     }
-    // A reference kernel in a 16-bit type is far slower than converting to
-    // fp32 and running the optimized fp32 kernel.
-    plan.native = key.type == Dtype::f32 || impl.rfind("ref", 0) != 0;
+    plan.a_reorder = plan.a != plan.a_plain;
+    plan.b_reorder = plan.b != plan.b_plain;
+    plan.out_reorder = plan.out != plan.out_plain;
+    if (plan.a_reorder) plan.a_in = make_reorder(plan.a_plain, plan.a);
+    if (plan.b_reorder) plan.b_in = make_reorder(plan.b_plain, plan.b);
+    if (plan.out_reorder)
+      plan.out_back = make_reorder(plan.out, plan.out_plain);
+    plan.ok = true;
   } catch (const dnnl::error& e) {
-    if (key.type == Dtype::f32) {
+    if (key.compute == Dtype::f32) {
       throw std::runtime_error(std::string("[convolution] oneDNN: ") +
                                e.what());
     }
@@ -151,35 +203,19 @@ const Plan& plan_for(const PlanKey& key) {
   return it->second;
 }
 
-void run(ConvOp op, const Plan& plan, const void* a, const void* b,
-         const float* bias, float* out) {
-  int a_arg = DNNL_ARG_SRC, b_arg = DNNL_ARG_WEIGHTS, out_arg = DNNL_ARG_DST;
-  if (op == ConvOp::backward_data) {
-    a_arg = DNNL_ARG_DIFF_DST, out_arg = DNNL_ARG_DIFF_SRC;
-  } else if (op == ConvOp::backward_weights) {
-    b_arg = DNNL_ARG_DIFF_DST, out_arg = DNNL_ARG_DIFF_WEIGHTS;
-  }
-  auto& eng = dnnl_engine();
-  std::unordered_map<int, dnnl::memory> args{
-      {a_arg, dnnl::memory(plan.a_md, eng, const_cast<void*>(a))},
-      {b_arg, dnnl::memory(plan.b_md, eng, const_cast<void*>(b))},
-      {out_arg, dnnl::memory(plan.out_md, eng, out)}};
-  if (bias) {
-    args.emplace(DNNL_ARG_BIAS,
-                 dnnl::memory(plan.bias_md, eng, const_cast<float*>(bias)));
-  }
-  dnnl_call("convolution", [&] {
-    plan.prim.execute(dnnl_stream(), args);
-    dnnl_stream().wait();
-  });
+void run_reorder(const CachedPrimitive& r, const void* src, void* dst) {
+  r.execute("convolution", {src, dst});
 }
 
-// Converts n elements of T into an fp32 scratch block from the allocator.
-template <class T>
-std::unique_ptr<Memory> to_float(const T* src, int64_t n) {
-  auto mem = CpuAllocator::instance().allocate(n * sizeof(float));
-  convert(src, dtype_of<T>, mem->ptr(), Dtype::f32, n);
-  return mem;
+void run(const Plan& plan, const void* a, const void* b, const float* bias,
+         void* out, float* diff_bias) {
+  if (bias) {
+    plan.prim.execute("convolution", {a, b, out, bias});
+  } else if (diff_bias) {
+    plan.prim.execute("convolution", {a, b, out, diff_bias});
+  } else {
+    plan.prim.execute("convolution", {a, b, out});
+  }
 }
 
 // out[n, c, s] += b[c] for out laid out (batch, channels, spatial).
@@ -194,78 +230,245 @@ void add_channel_bias(float* out, const float* b, int64_t batch,
   }
 }
 
-// Runs `op` on inputs a and b (of T) into out (of T): the primitive writes
-// fp32, straight into out for float without accum, else into a scratch
-// buffer that is then stored (added with accum) in T. post_bias, when
-// given, is added per output channel before the store.
-template <class T>
-void execute(ConvOp op, const ConvGeometry& g, const T* a, const T* b,
-             const float* bias, T* out, bool accum, const float* post_bias) {
-  int64_t na = g.x_size(), nb = g.w_size(), nout = g.y_size();
-  int64_t out_channels = g.out_channels;
-  std::vector<int64_t> out_spatial = g.out_spatial;
-  if (op == ConvOp::backward_data) {
-    na = g.y_size(), nout = g.x_size();
-    out_channels = g.in_channels, out_spatial = g.in_spatial;
-  } else if (op == ConvOp::backward_weights) {
-    nb = g.y_size(), nout = g.w_size();
-  }
-  if (nout == 0) return;
-  float* dst = nullptr;
-  std::unique_ptr<Memory> scratch;
-  if constexpr (std::is_same_v<T, float>) {
-    if (!accum) dst = out;
-  }
-  if (!dst) {
-    scratch = CpuAllocator::instance().allocate(nout * sizeof(float));
-    dst = static_cast<float*>(scratch->ptr());
-  }
-  if (na == 0 || nb == 0) {  // an empty sum: only padding, or batch 0
-    std::fill(dst, dst + nout, 0.0f);
-    if (bias) {
-      add_channel_bias(dst, bias, g.batch, out_channels,
-                       shape_size(out_spatial));
+// dst[i] += src[i] for n floats.
+void add_to(float* dst, const float* src, int64_t n) {
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
+// A scratch block from the allocator (empty for 0 bytes).
+struct Scratch {
+  std::unique_ptr<Memory> mem;
+  void* get(size_t bytes) {
+    if (!mem || mem->bytes() < bytes) {
+      mem = CpuAllocator::instance().allocate(bytes);
     }
+    return mem->ptr();
+  }
+};
+
+// Brings an operand into a plan's layout for one of its inputs: converted to
+// the compute type (our vector conversion: oneDNN 2.6 reorders fp16 with a
+// slow reference loop) where its type differs, then reordered where the
+// layout differs. Returns the pointer to hand to the primitive.
+const void* stage_in(const void* src, Dtype src_type, int64_t n, Dtype ct,
+                     bool reorder, const CachedPrimitive& r, const md& to,
+                     Scratch& converted, Scratch& blocked) {
+  const void* p = src;
+  if (src_type != ct) {
+    void* c = converted.get(n * dtype_size(ct));
+    convert(src, src_type, c, ct, static_cast<size_t>(n));
+    p = c;
+  }
+  if (reorder) {
+    void* b = blocked.get(to.get_size());
+    run_reorder(r, p, b);
+    p = b;
+  }
+  return p;
+}
+
+// What one call of `op` reads and writes, per image of the batch.
+struct Sizes {
+  int64_t a, b, out;     // elements per image (b, out: 0 when not per image)
+  int64_t nb, nout;      // total elements of b and the output
+  int64_t out_channels;  // of the output (for a post bias)
+  int64_t out_spatial;
+};
+
+Sizes sizes(ConvOp op, const ConvGeometry& g) {
+  const int64_t n = std::max<int64_t>(g.batch, 1);
+  const int64_t x = g.x_size() / n, y = g.y_size() / n;
+  Sizes s{};
+  if (op == ConvOp::forward) {
+    s.a = x, s.out = y, s.nb = g.w_size(), s.nout = g.y_size();
+    s.out_channels = g.out_channels, s.out_spatial = shape_size(g.out_spatial);
+  } else if (op == ConvOp::backward_data) {
+    s.a = y, s.out = x, s.nb = g.w_size(), s.nout = g.x_size();
+    s.out_channels = g.in_channels, s.out_spatial = shape_size(g.in_spatial);
   } else {
-    PlanKey key{g, op, dtype_of<T>, bias != nullptr};
-    const Plan* plan = &plan_for(key);
-    std::unique_ptr<Memory> af, bf;
-    const void *ap = a, *bp = b;
-    if (!plan->native) {
-      key.type = Dtype::f32;
-      plan = &plan_for(key);
-      af = to_float(a, na), bf = to_float(b, nb);
-      ap = af->ptr(), bp = bf->ptr();
+    s.a = x, s.b = y, s.nb = g.y_size(), s.nout = g.w_size();
+    s.out_channels = g.out_channels, s.out_spatial = 1;
+  }
+  return s;
+}
+
+// Images per chunk: the chunk's fp32 activations about kChunkBytes.
+int64_t chunk_batch(const ConvGeometry& g, const Sizes& s) {
+  const int64_t per_image = (s.a + s.b + s.out) * int64_t{4};
+  const int64_t target = std::max<int64_t>(1, kChunkBytes / per_image);
+  const int64_t chunks = (g.batch + target - 1) / target;
+  return (g.batch + chunks - 1) / chunks;  // chunks of equal size, or nearly
+}
+
+// The plan for `op` on T at batch n (falling back from a bf16 kernel to
+// fp32 where oneDNN has only a reference one or none).
+template <class T>
+const Plan& plan_at(ConvOp op, const ConvGeometry& g, int64_t n, bool bias,
+                    bool accum, bool post_bias) {
+  ConvGeometry c = g;
+  c.batch = n;
+  Dtype ct = compute_type<T>();
+  for (;;) {
+    // Written straight into T where the primitive can, else fp32 first.
+    Dtype out = op == ConvOp::backward_weights ? Dtype::f32 : ct;
+    if (dtype_of<T> != ct || accum || post_bias) out = Dtype::f32;
+    const Plan& plan = plan_for(PlanKey{c, op, ct, out, bias});
+    if (ct == Dtype::f32 || (plan.ok && plan.impl.rfind("ref", 0) != 0)) {
+      return plan;
     }
-    run(op, *plan, ap, bp, bias, dst);
+    ct = Dtype::f32;
   }
-  if (post_bias) {
-    add_channel_bias(dst, post_bias, g.batch, out_channels,
-                     shape_size(out_spatial));
+}
+
+// Runs forward or backward data on T: a is batch-chunked, w the weights,
+// out batch-chunked.
+template <class T>
+void execute_data(ConvOp op, const ConvGeometry& g, const T* a, Operand w,
+                  const float* bias, T* out, bool accum,
+                  const float* post_bias) {
+  const Sizes s = sizes(op, g);
+  const int64_t nb = chunk_batch(g, s);
+  Scratch a_conv, a_blk, out_blk, out_plain, w_conv, w_blk;
+  // Weights are prepared once per call and shared by the chunks (the
+  // remainder chunk's plan is checked to want the same layout).
+  const Plan* wplan = nullptr;
+  const void* w_ready = nullptr;
+  for (int64_t n0 = 0; n0 < g.batch; n0 += nb) {
+    const int64_t n = std::min(nb, g.batch - n0);
+    const Plan& plan = plan_at<T>(op, g, n, bias != nullptr, accum, post_bias);
+    const Dtype ct =
+        plan.a_plain.data_type() == dt::bf16 ? Dtype::bf16 : Dtype::f32;
+    if (!wplan || wplan->b != plan.b) {
+      wplan = &plan;
+      w_ready = stage_in(w.data, w.dtype, s.nb, ct, plan.b_reorder, plan.b_in,
+                         plan.b, w_conv, w_blk);
+    }
+    const void* a_ready =
+        stage_in(a + n0 * s.a, dtype_of<T>, n * s.a, ct, plan.a_reorder,
+                 plan.a_in, plan.a, a_conv, a_blk);
+    // The row-major output: the caller's array where the primitive writes
+    // T and nothing is added, else an fp32 chunk stored afterwards.
+    T* user = out + n0 * s.out;
+    const bool direct = plan.out_plain.data_type() == dnnl_type(dtype_of<T>) &&
+                        !accum && !post_bias;
+    void* row_major = direct ? static_cast<void*>(user)
+                             : out_plain.get(n * s.out * sizeof(float));
+    void* dst = plan.out_reorder ? out_blk.get(plan.out.get_size()) : row_major;
+    run(plan, a_ready, w_ready, bias, dst, nullptr);
+    if (plan.out_reorder) run_reorder(plan.out_back, dst, row_major);
+    if (!direct) {
+      float* f = static_cast<float*>(row_major);
+      if (post_bias) {
+        add_channel_bias(f, post_bias, n, s.out_channels, s.out_spatial);
+      }
+      store(f, user, n * s.out, accum);
+    }
   }
-  if (static_cast<void*>(dst) != static_cast<void*>(out)) {
-    store(dst, out, nout, accum);
+}
+
+// Runs backward weights on T: x and dy batch-chunked, the weight grad (and
+// bias grad) summed over the chunks in fp32.
+template <class T, class W>
+void execute_weights(const ConvGeometry& g, const T* x, const T* dy, W* dw,
+                     bool accum, float* db) {
+  const ConvOp op = ConvOp::backward_weights;
+  const Sizes s = sizes(op, g);
+  int64_t nb = chunk_batch(g, s);
+  const Plan* first = &plan_at<T>(op, g, nb, db != nullptr, false, false);
+  if (g.batch % nb != 0) {
+    // The sums over chunks add in the first chunk's layout: a remainder
+    // whose plan wants another one runs the batch in one piece instead.
+    const Plan& rest =
+        plan_at<T>(op, g, g.batch % nb, db != nullptr, false, false);
+    if (rest.out != first->out) {
+      nb = g.batch;
+      first = &plan_at<T>(op, g, nb, db != nullptr, false, false);
+    }
   }
+  const bool direct = std::is_same_v<W, float> && !accum && !first->out_reorder;
+  Scratch a_conv, a_blk, b_conv, b_blk, sum, part, db_part, row_major;
+  void* total =
+      direct ? static_cast<void*>(dw) : sum.get(first->out.get_size());
+  const int64_t padded = static_cast<int64_t>(first->out.get_size() / 4);
+  std::vector<float> db_chunk(db ? g.out_channels : 0);
+  for (int64_t n0 = 0; n0 < g.batch; n0 += nb) {
+    const int64_t n = std::min(nb, g.batch - n0);
+    const Plan& plan =
+        n == nb ? *first : plan_at<T>(op, g, n, db != nullptr, false, false);
+    const Dtype ct =
+        plan.a_plain.data_type() == dt::bf16 ? Dtype::bf16 : Dtype::f32;
+    const void* a_ready =
+        stage_in(x + n0 * s.a, dtype_of<T>, n * s.a, ct, plan.a_reorder,
+                 plan.a_in, plan.a, a_conv, a_blk);
+    const void* b_ready =
+        stage_in(dy + n0 * s.b, dtype_of<T>, n * s.b, ct, plan.b_reorder,
+                 plan.b_in, plan.b, b_conv, b_blk);
+    void* dst = n0 == 0 ? total : part.get(plan.out.get_size());
+    float* dbp = !db ? nullptr : n0 == 0 ? db : db_chunk.data();
+    run(plan, a_ready, b_ready, nullptr, dst, dbp);
+    if (n0 != 0) {
+      add_to(static_cast<float*>(total), static_cast<float*>(dst), padded);
+      if (db) add_to(db, db_chunk.data(), g.out_channels);
+    }
+  }
+  if (direct) return;
+  const float* f = static_cast<const float*>(total);
+  if (first->out_reorder) {
+    void* r = row_major.get(s.nout * sizeof(float));
+    run_reorder(first->out_back, total, r);
+    f = static_cast<const float*>(r);
+  }
+  store(f, dw, s.nout, accum);
+}
+
+// An empty sum (only padding, or batch 0): the output is the bias alone.
+template <class T>
+void execute_empty(ConvOp op, const ConvGeometry& g, const float* bias, T* out,
+                   bool accum, const float* post_bias, float* db) {
+  const Sizes s = sizes(op, g);
+  std::vector<float> f(s.nout, 0.0f);
+  const float* b = bias ? bias : post_bias;
+  if (b) add_channel_bias(f.data(), b, g.batch, s.out_channels, s.out_spatial);
+  store(f.data(), out, s.nout, accum);
+  if (db) std::fill(db, db + g.out_channels, 0.0f);
 }
 
 }  // namespace
 
 template <class T>
-void conv_forward(const ConvGeometry& g, const T* x, const T* w, const float* b,
+void conv_forward(const ConvGeometry& g, const T* x, Operand w, const float* b,
                   T* y, bool accum) {
-  execute(ConvOp::forward, g, x, w, b, y, accum, nullptr);
+  if (g.y_size() == 0) return;
+  if (g.x_size() == 0 || g.w_size() == 0) {
+    return execute_empty(ConvOp::forward, g, b, y, accum, nullptr, nullptr);
+  }
+  execute_data(ConvOp::forward, g, x, w, b, y, accum, nullptr);
 }
 
 template <class T>
-void conv_backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx,
+void conv_backward_data(const ConvGeometry& g, const T* dy, Operand w, T* dx,
                         bool accum, const float* b) {
-  execute(ConvOp::backward_data, g, dy, w, nullptr, dx, accum, b);
+  if (g.x_size() == 0) return;
+  if (g.y_size() == 0 || g.w_size() == 0) {
+    return execute_empty(ConvOp::backward_data, g, nullptr, dx, accum, b,
+                         nullptr);
+  }
+  execute_data(ConvOp::backward_data, g, dy, w, nullptr, dx, accum, b);
 }
 
-template <class T>
+template <class T, class W>
 void conv_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
-                           T* dw, bool accum) {
-  execute(ConvOp::backward_weights, g, x, dy, nullptr, dw, accum, nullptr);
+                           W* dw, bool accum, float* db) {
+  if (g.w_size() == 0) return;
+  if (g.x_size() == 0 || g.y_size() == 0) {
+    execute_empty(ConvOp::backward_weights, g, nullptr, dw, accum, nullptr, db);
+    if (db) {
+      channel_sums(dy, g.batch, g.out_channels, shape_size(g.out_spatial), db);
+    }
+    return;
+  }
+  execute_weights(g, x, dy, dw, accum, db);
 }
 
 template <class T>
@@ -288,17 +491,35 @@ void channel_sums(const T* a, int64_t batch, int64_t channels, int64_t spatial,
   }
 }
 
-#define MG_INSTANTIATE_CONV(T)                                                 \
-  template void conv_forward<T>(const ConvGeometry&, const T*, const T*,       \
-                                const float*, T*, bool);                       \
-  template void conv_backward_data<T>(const ConvGeometry&, const T*, const T*, \
-                                      T*, bool, const float*);                 \
-  template void conv_backward_weights<T>(const ConvGeometry&, const T*,        \
-                                         const T*, T*, bool);                  \
-  template void channel_sums<T>(const T*, int64_t, int64_t, int64_t, float*);
+template <class T>
+std::string conv_implementation(const ConvGeometry& g, const std::string& op) {
+  const ConvOp o = op == "forward"         ? ConvOp::forward
+                   : op == "backward_data" ? ConvOp::backward_data
+                                           : ConvOp::backward_weights;
+  const int64_t nb = chunk_batch(g, sizes(o, g));
+  return plan_at<T>(o, g, nb, false, false, false).impl;
+}
+
+#define MG_INSTANTIATE_CONV(T)                                                \
+  template void conv_forward<T>(const ConvGeometry&, const T*, Operand,       \
+                                const float*, T*, bool);                      \
+  template void conv_backward_data<T>(const ConvGeometry&, const T*, Operand, \
+                                      T*, bool, const float*);                \
+  template void conv_backward_weights<T, T>(const ConvGeometry&, const T*,    \
+                                            const T*, T*, bool, float*);      \
+  template void channel_sums<T>(const T*, int64_t, int64_t, int64_t, float*); \
+  template std::string conv_implementation<T>(const ConvGeometry&,            \
+                                              const std::string&);
 MG_INSTANTIATE_CONV(float)
 MG_INSTANTIATE_CONV(Half)
 MG_INSTANTIATE_CONV(BFloat16)
 #undef MG_INSTANTIATE_CONV
+template void conv_backward_weights<Half, float>(const ConvGeometry&,
+                                                 const Half*, const Half*,
+                                                 float*, bool, float*);
+template void conv_backward_weights<BFloat16, float>(const ConvGeometry&,
+                                                     const BFloat16*,
+                                                     const BFloat16*, float*,
+                                                     bool, float*);
 
 }  // namespace mg::cpu

@@ -5,35 +5,62 @@
 #include <cstdint>
 
 #include <mixgraph/functions/convolution.hpp>
+#include <mixgraph/functions/cpu/cpu_utils.hpp>
 
 namespace mg::cpu {
 
-// All three take plain row-major arrays laid out as ConvGeometry says, T
+// All of these take plain row-major arrays laid out as ConvGeometry says, T
 // float, Half or BFloat16, and accumulate in fp32. Results are written in T
-// (added to the destination with accum). Primitives are cached per geometry;
-// where oneDNN has no optimized kernel for T on this CPU (fp16 here, bf16
-// without AVX-512) the operands go through fp32 buffers.
+// (added to the destination with accum).
+//
+// oneDNN picks its own (blocked) layouts; the batch is cut into chunks whose
+// activations fit in the L2 cache, and each chunk is converted to the
+// compute type, reordered, convolved and reordered back while it is hot,
+// so the scratch memory is a few chunks, not a copy of the activations.
+// The compute type is bf16 for BFloat16 where the CPU has AVX512-BF16 (or
+// AMX), else fp32: oneDNN has no fp16 kernels without AVX512-FP16. The
+// weights may be given in fp32 (a parameter's master copy) for any T.
+// Primitives and reorders are cached per geometry.
 
 /// y = conv(x, W) [+ b (out_channels,), fp32].
 template <class T>
-void conv_forward(const ConvGeometry& g, const T* x, const T* w, const float* b,
+void conv_forward(const ConvGeometry& g, const T* x, Operand w, const float* b,
                   T* y, bool accum = false);
+template <class T>
+void conv_forward(const ConvGeometry& g, const T* x, const T* w, const float* b,
+                  T* y, bool accum = false) {
+  conv_forward<T>(g, x, Operand{w, dtype_of<T>}, b, y, accum);
+}
 
 /// dx = conv_backward_data(dy, W) [+ b (in_channels,), fp32]: the
 /// transposed convolution; the bias serves Deconvolution's forward.
 template <class T>
-void conv_backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx,
+void conv_backward_data(const ConvGeometry& g, const T* dy, Operand w, T* dx,
                         bool accum = false, const float* b = nullptr);
-
-/// dW = conv_backward_weights(x, dy).
 template <class T>
+void conv_backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx,
+                        bool accum = false, const float* b = nullptr) {
+  conv_backward_data<T>(g, dy, Operand{w, dtype_of<T>}, dx, accum, b);
+}
+
+/// dW = conv_backward_weights(x, dy), written as W: T, or float (the grad of
+/// an fp32 master weight, summed in fp32 and never rounded to T); with db,
+/// also db[c] = the fp32 sum of dy over the batch and space (the bias
+/// gradient, overwritten), from the same pass over dy.
+template <class T, class W>
 void conv_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
-                           T* dw, bool accum = false);
+                           W* dw, bool accum = false, float* db = nullptr);
 
 /// sums[c] = the fp32 sum of a[n, c, s] over n and s, for a laid out
 /// (batch, channels, spatial): the bias gradient.
 template <class T>
 void channel_sums(const T* a, int64_t batch, int64_t channels, int64_t spatial,
                   float* sums);
+
+/// The oneDNN implementation that runs `op` ("forward", "backward_data",
+/// "backward_weights") on T for g, e.g. "jit:avx512_core"; for tests and
+/// benchmarks.
+template <class T>
+std::string conv_implementation(const ConvGeometry& g, const std::string& op);
 
 }  // namespace mg::cpu

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include <mixgraph/contexts/convert.hpp>
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/graph/variable.hpp>
 
 namespace mg::cpu {
@@ -34,6 +35,56 @@ const T* output_grad(Variable* v) {
 template <class T>
 T* input_grad(Variable* v, bool accum) {
   return v->grad()->cast<T>(/*write_only=*/!accum);
+}
+
+/// A read-only array handed to a kernel with its dtype, so a kernel that
+/// computes in fp32 can take an fp32 array as it is.
+struct Operand {
+  const void* data;
+  Dtype dtype;
+};
+
+/// The type oneDNN's matrix products and convolutions compute on T in:
+/// bf16 for BFloat16 where the CPU has AVX512-BF16 or AMX, else fp32 (fp16
+/// has no oneDNN kernels without AVX512-FP16).
+template <class T>
+Dtype compute_type() {
+  const auto& cpu = cpu_features();
+  if (std::is_same_v<T, BFloat16> && (cpu.avx512bf16 || cpu.amx_bf16)) {
+    return Dtype::bf16;
+  }
+  return Dtype::f32;
+}
+
+/// True when a weight's data is held in fp32: a parameter's master copy
+/// (or a pending fill, which materialises in whatever type is asked for).
+inline bool held_in_float(Variable* v) {
+  const SyncedArray& a = v->data()->array();
+  return a.filling() || a.has_copy(Dtype::f32);
+}
+
+/// An input for a kernel on T: where the kernel computes in fp32 and the
+/// input is held in fp32 (a parameter's master copy, data fed in fp32, the
+/// output of a function run in float), that copy, read with no conversion
+/// and no T copy made; else the T copy (for a weight, made once per pass and
+/// shared by forward and backward).
+template <class T>
+Operand operand(Variable* v) {
+  if (!std::is_same_v<T, float> && compute_type<T>() == Dtype::f32 &&
+      held_in_float(v)) {
+    return {v->data()->get<const float>(), Dtype::f32};
+  }
+  return {input<T>(v), dtype_of<T>};
+}
+
+/// Whether a kernel on T writes a weight's grad in fp32: where the weight is
+/// held in fp32. The solver then reads the grad as it is, with no rounding
+/// to T and back, no second copy and no conversion pass (PyTorch's autocast
+/// gives fp32 parameters fp32 grads the same way). An inf or nan from an
+/// overflowed half activation grad still reaches it.
+template <class T>
+bool grad_in_float(Variable* v) {
+  return !std::is_same_v<T, float> && held_in_float(v);
 }
 
 /// Reads n elements as float: for float a pointer into src, else a
@@ -70,6 +121,17 @@ void store(const float* src, T* dst, int64_t n, bool accum = false) {
     } else {
       convert(src, Dtype::f32, dst, dtype_of<T>, static_cast<size_t>(n));
     }
+  }
+}
+
+/// Writes an fp32 gradient (a bias's) to a weight's grad: in fp32 where
+/// grad_in_float<T> says so, else in T (adding to it with accum).
+template <class T>
+void store_grad(const float* g, Variable* v, bool accum) {
+  if (grad_in_float<T>(v)) {
+    store(g, input_grad<float>(v, accum), v->size(), accum);
+  } else {
+    store(g, input_grad<T>(v, accum), v->size(), accum);
   }
 }
 

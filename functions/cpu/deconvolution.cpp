@@ -23,7 +23,7 @@ class DeconvolutionCpu : public Deconvolution {
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
     const float* b = in.size() == 3 ? input<float>(in[2]) : nullptr;
-    conv_backward_data<T>(geom_, input<T>(in[0]), input<T>(in[1]),
+    conv_backward_data<T>(geom_, input<T>(in[0]), operand<T>(in[1]),
                           output<T>(out[0]), false, b);
   }
 
@@ -32,19 +32,23 @@ class DeconvolutionCpu : public Deconvolution {
                      const std::vector<bool>& accum) override {
     const T* dy = output_grad<T>(out[0]);
     if (propagate_down[0]) {
-      conv_forward<T>(geom_, dy, input<T>(in[1]), nullptr,
+      conv_forward<T>(geom_, dy, operand<T>(in[1]), nullptr,
                       input_grad<T>(in[0], accum[0]), accum[0]);
     }
-    if (propagate_down[1]) {
-      conv_backward_weights<T>(geom_, dy, input<T>(in[0]),
-                               input_grad<T>(in[1], accum[1]), accum[1]);
+    if (propagate_down[1]) {  // fp32 for an fp32 master weight
+      if (grad_in_float<T>(in[1])) {
+        conv_backward_weights<T>(geom_, dy, input<T>(in[0]),
+                                 input_grad<float>(in[1], accum[1]), accum[1]);
+      } else {
+        conv_backward_weights<T>(geom_, dy, input<T>(in[0]),
+                                 input_grad<T>(in[1], accum[1]), accum[1]);
+      }
     }
     if (in.size() == 3 && propagate_down[2]) {  // db = sum over N and space
       std::vector<float> db(geom_.in_channels);
       channel_sums(dy, geom_.batch, geom_.in_channels,
                    shape_size(geom_.in_spatial), db.data());
-      store(db.data(), input_grad<T>(in[2], accum[2]), geom_.in_channels,
-            accum[2]);
+      store_grad<T>(db.data(), in[2], accum[2]);
     }
   }
 };

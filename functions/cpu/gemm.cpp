@@ -3,7 +3,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
-#include <unordered_map>
+#include <type_traits>
 #include <vector>
 
 #include <mixgraph/contexts/cpu/dnnl_utils.hpp>
@@ -17,18 +17,19 @@ namespace {
 struct GemmKey {
   int64_t m, n, k;
   bool ta, tb, bias, accum;
-  Dtype type;
+  Dtype type;      // of A and B
+  Dtype out_type;  // of C
   bool operator<(const GemmKey& o) const {
-    return std::tie(m, n, k, ta, tb, bias, accum, type) <
-           std::tie(o.m, o.n, o.k, o.ta, o.tb, o.bias, o.accum, o.type);
+    return std::tie(m, n, k, ta, tb, bias, accum, type, out_type) <
+           std::tie(o.m, o.n, o.k, o.ta, o.tb, o.bias, o.accum, o.type,
+                    o.out_type);
   }
 };
 
 // A cached primitive, or none when oneDNN has no kernel for the type here.
 struct GemmPlan {
   bool native = false;
-  dnnl::matmul::primitive_desc pd;
-  dnnl::matmul prim;
+  CachedPrimitive prim;  // its arguments: A, B, C [, bias]
 };
 
 using dims = dnnl::memory::dims;
@@ -39,7 +40,8 @@ GemmPlan make_plan(const GemmKey& key) {
                                 key.ta ? dims{1, key.m} : dims{key.k, 1});
   const dnnl::memory::desc b_md({key.k, key.n}, dt,
                                 key.tb ? dims{1, key.k} : dims{key.n, 1});
-  const dnnl::memory::desc c_md({key.m, key.n}, dt, dims{key.n, 1});
+  const dnnl::memory::desc c_md({key.m, key.n}, dnnl_type(key.out_type),
+                                dims{key.n, 1});
   dnnl::primitive_attr attr;
   if (key.accum) {
     dnnl::post_ops po;
@@ -48,20 +50,21 @@ GemmPlan make_plan(const GemmKey& key) {
   }
   GemmPlan plan;
   try {
-    if (key.bias) {
-      const dnnl::memory::desc bias_md({1, key.n},
-                                       dnnl::memory::data_type::f32,
-                                       dims{key.n, 1});
-      plan.pd = dnnl::matmul::primitive_desc(
-          dnnl::matmul::desc(a_md, b_md, bias_md, c_md), attr, dnnl_engine());
-    } else {
-      plan.pd = dnnl::matmul::primitive_desc(
-          dnnl::matmul::desc(a_md, b_md, c_md), attr, dnnl_engine());
-    }
-    plan.prim = dnnl::matmul(plan.pd);
+    const dnnl::memory::desc bias_md({1, key.n}, dnnl::memory::data_type::f32,
+                                     dims{key.n, 1});
+    const dnnl::matmul::primitive_desc pd(
+        key.bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
+                 : dnnl::matmul::desc(a_md, b_md, c_md),
+        attr, dnnl_engine());
+    std::vector<std::pair<int, dnnl::memory::desc>> args{
+        {DNNL_ARG_SRC, pd.src_desc()},
+        {DNNL_ARG_WEIGHTS, pd.weights_desc()},
+        {DNNL_ARG_DST, pd.dst_desc()}};
+    if (key.bias) args.emplace_back(DNNL_ARG_BIAS, pd.bias_desc());
+    plan.prim = CachedPrimitive(dnnl::matmul(pd), args);
     plan.native = true;
   } catch (const dnnl::error& e) {
-    if (key.type == Dtype::f32) {
+    if (key.type == Dtype::f32 && key.out_type == Dtype::f32) {
       throw std::runtime_error(std::string("[gemm] oneDNN: ") + e.what());
     }
   }
@@ -79,36 +82,27 @@ const GemmPlan& plan_for(const GemmKey& key) {
 
 void run(const GemmPlan& plan, const void* a, const void* b, void* c,
          const float* bias) {
-  auto& eng = dnnl_engine();
-  const auto& pd = plan.pd;
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, dnnl::memory(pd.src_desc(), eng, const_cast<void*>(a))},
-      {DNNL_ARG_WEIGHTS,
-       dnnl::memory(pd.weights_desc(), eng, const_cast<void*>(b))},
-      {DNNL_ARG_DST, dnnl::memory(pd.dst_desc(), eng, c)}};
   if (bias) {
-    args.emplace(DNNL_ARG_BIAS, dnnl::memory(pd.bias_desc(), eng,
-                                             const_cast<float*>(bias)));
+    plan.prim.execute("gemm", {a, b, c, bias});
+  } else {
+    plan.prim.execute("gemm", {a, b, c});
   }
-  dnnl_call("gemm", [&] {
-    plan.prim.execute(dnnl_stream(), args);
-    dnnl_stream().wait();
-  });
 }
 
-// Converts n elements of T into a float scratch block from the allocator.
-template <class T>
-std::unique_ptr<Memory> to_float(const T* src, int64_t n) {
-  auto mem = CpuAllocator::instance().allocate(n * sizeof(float));
-  convert(src, dtype_of<T>, mem->ptr(), Dtype::f32, n);
-  return mem;
+// The operand as `type`: itself when it is, else converted into `scratch`.
+const void* as_type(Operand x, Dtype type, int64_t n,
+                    std::unique_ptr<Memory>& scratch) {
+  if (x.dtype == type) return x.data;
+  scratch = CpuAllocator::instance().allocate(n * dtype_size(type));
+  convert(x.data, x.dtype, scratch->ptr(), type, static_cast<size_t>(n));
+  return scratch->ptr();
 }
 
 }  // namespace
 
 template <class T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
-          const T* b, T* c, const float* bias, bool accum) {
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
+          Operand b, T* c, const float* bias, bool accum) {
   if (m == 0 || n == 0) return;
   if (k == 0) {  // an empty sum: C = bias (or C + bias)
     for (int64_t i = 0; i < m; ++i) {
@@ -119,29 +113,38 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
     }
     return;
   }
-  GemmKey key{m, n, k, ta, tb, bias != nullptr, accum, dtype_of<T>};
-  const GemmPlan& plan = plan_for(key);
-  if (plan.native) {
-    run(plan, a, b, c, bias);
-    return;
+  // oneDNN computes in bf16 where it has bf16 kernels and C or both
+  // operands are bf16 (writing C as T, fp32 included); else in fp32.
+  const bool bf16 = compute_type<BFloat16>() == Dtype::bf16 &&
+                    (std::is_same_v<T, BFloat16> ||
+                     (a.dtype == Dtype::bf16 && b.dtype == Dtype::bf16));
+  std::unique_ptr<Memory> a_scratch, b_scratch, c_scratch;
+  if (std::is_same_v<T, float> || bf16) {
+    const Dtype in = bf16 ? Dtype::bf16 : Dtype::f32;
+    const GemmPlan& plan = plan_for(
+        GemmKey{m, n, k, ta, tb, bias != nullptr, accum, in, dtype_of<T>});
+    if (plan.native) {
+      run(plan, as_type(a, in, m * k, a_scratch),
+          as_type(b, in, k * n, b_scratch), c, bias);
+      return;
+    }
   }
-  // fp32 fallback: convert the operands, multiply, convert the result.
-  key.type = Dtype::f32;
-  const GemmPlan& fplan = plan_for(key);
-  auto af = to_float(a, m * k);
-  auto bf = to_float(b, k * n);
-  auto cf = accum ? to_float(c, m * n)
-                  : CpuAllocator::instance().allocate(m * n * sizeof(float));
-  run(fplan, af->ptr(), bf->ptr(), cf->ptr(), bias);
-  convert(cf->ptr(), Dtype::f32, c, dtype_of<T>, m * n);
+  // fp32, with the result rounded to T once (added to C in fp32 with accum).
+  const GemmPlan& plan = plan_for(
+      GemmKey{m, n, k, ta, tb, bias != nullptr, false, Dtype::f32, Dtype::f32});
+  c_scratch = CpuAllocator::instance().allocate(m * n * sizeof(float));
+  float* cf = static_cast<float*>(c_scratch->ptr());
+  run(plan, as_type(a, Dtype::f32, m * k, a_scratch),
+      as_type(b, Dtype::f32, k * n, b_scratch), cf, bias);
+  store(cf, c, m * n, accum);
 }
 
-template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, const float*,
-                          const float*, float*, const float*, bool);
-template void gemm<Half>(bool, bool, int64_t, int64_t, int64_t, const Half*,
-                         const Half*, Half*, const float*, bool);
-template void gemm<BFloat16>(bool, bool, int64_t, int64_t, int64_t,
-                             const BFloat16*, const BFloat16*, BFloat16*,
-                             const float*, bool);
+#define MG_INSTANTIATE_GEMM(T)                                          \
+  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, Operand, \
+                        Operand, T*, const float*, bool);
+MG_INSTANTIATE_GEMM(float)
+MG_INSTANTIATE_GEMM(Half)
+MG_INSTANTIATE_GEMM(BFloat16)
+#undef MG_INSTANTIATE_GEMM
 
 }  // namespace mg::cpu

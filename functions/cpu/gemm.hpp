@@ -3,15 +3,29 @@
 
 #include <cstdint>
 
+#include <mixgraph/functions/cpu/cpu_utils.hpp>
+
 namespace mg::cpu {
 
 /// C (m x n) = op(A) (m x k) * op(B) (k x n) [+ bias (n)] [+ C if accum],
-/// row-major, op = transpose where ta / tb. T is float, Half or BFloat16;
-/// the bias, when given, is fp32. Primitives are cached per shape. Where
-/// oneDNN cannot compute in T on this CPU (fp16 without AVX512-FP16) the
-/// operands go through fp32 buffers.
+/// row-major, op = transpose where ta / tb, accumulated in fp32. C is T:
+/// float, Half or BFloat16; A and B may each be fp32, fp16 or bf16 (a
+/// parameter's fp32 master copy, half activations for a float C); the bias,
+/// when given, is fp32. Primitives are cached per shape. oneDNN computes in
+/// bf16 where it has bf16 kernels and C or both operands are bf16, else in
+/// fp32 (always for Half: oneDNN has no fp16 kernels without AVX512-FP16):
+/// operands of another type go through scratch buffers, an operand of the
+/// compute type through none, and an fp32 result is rounded to T once.
+template <class T>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
+          Operand b, T* c, const float* bias = nullptr, bool accum = false);
+
+/// As above with both operands of type T.
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
-          const T* b, T* c, const float* bias = nullptr, bool accum = false);
+          const T* b, T* c, const float* bias = nullptr, bool accum = false) {
+  gemm<T>(ta, tb, m, n, k, Operand{a, dtype_of<T>}, Operand{b, dtype_of<T>}, c,
+          bias, accum);
+}
 
 }  // namespace mg::cpu

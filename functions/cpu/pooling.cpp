@@ -6,6 +6,15 @@
 #include <cstring>
 #include <vector>
 
+// GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own
+// _mm512_undefined_* helpers (GCC bug 105593); the warning is not ours.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
+
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/registry.hpp>
@@ -87,6 +96,220 @@ int64_t argmax(const float* x, const Dims3& d, const Range& r0, const Range& r1,
   return best;
 }
 
+// True when no window reaches into the padding or past the end: the fast
+// paths below then need no range checks.
+bool windows_inside(const Dims3& d) {
+  for (int a = 0; a < 3; ++a) {
+    if (d.p[a] != 0 || (d.out[a] - 1) * d.s[a] + d.k[a] > d.in[a]) return false;
+  }
+  return d.out[0] * d.out[1] * d.out[2] > 0;
+}
+
+// 2x2 windows with stride 2 over the last two axes: LeNet's pooling.
+bool is_2x2_stride_2(const Dims3& d) {
+  return d.in[0] == 1 && d.k[1] == 2 && d.k[2] == 2 && d.s[1] == 2 &&
+         d.s[2] == 2;
+}
+
+// Whether v replaces m as a window's maximum: larger, or the first nan.
+// Bitwise, not short-circuit: no branches to mispredict on random data.
+inline bool takes(float v, float m) { return (v > m) | ((v != v) & (m == m)); }
+
+// Max pooling of one map whose windows all lie inside it (no padding, none
+// cut at the end).
+void max_forward_inside(const float* x, float* y, const Dims3& d) {
+  const int64_t h = d.in[1], w = d.in[2];
+  for (int64_t o0 = 0; o0 < d.out[0]; ++o0) {
+    for (int64_t o1 = 0; o1 < d.out[1]; ++o1) {
+      float* yr = y + (o0 * d.out[1] + o1) * d.out[2];
+      const float* xr = x + (o0 * d.s[0] * h + o1 * d.s[1]) * w;
+      for (int64_t o2 = 0; o2 < d.out[2]; ++o2) {
+        const float* win = xr + o2 * d.s[2];
+        float m = win[0];
+        for (int64_t i0 = 0; i0 < d.k[0]; ++i0) {
+          for (int64_t i1 = 0; i1 < d.k[1]; ++i1) {
+            for (int64_t i2 = 0; i2 < d.k[2]; ++i2) {
+              const float v = win[(i0 * h + i1) * w + i2];
+              m = takes(v, m) ? v : m;
+            }
+          }
+        }
+        yr[o2] = m;
+      }
+    }
+  }
+}
+
+// dx[argmax] += dy for every window of one map whose windows all lie inside
+// it; dx holds what to add to (zeros, or the grad to accumulate on).
+void max_backward_inside(const float* x, const float* dy, float* dx,
+                         const Dims3& d) {
+  const int64_t h = d.in[1], w = d.in[2];
+  for (int64_t o0 = 0; o0 < d.out[0]; ++o0) {
+    for (int64_t o1 = 0; o1 < d.out[1]; ++o1) {
+      const float* dyr = dy + (o0 * d.out[1] + o1) * d.out[2];
+      const int64_t row = (o0 * d.s[0] * h + o1 * d.s[1]) * w;
+      for (int64_t o2 = 0; o2 < d.out[2]; ++o2) {
+        const int64_t first = row + o2 * d.s[2];
+        int64_t best = first;
+        float m = x[first];
+        for (int64_t i0 = 0; i0 < d.k[0]; ++i0) {
+          for (int64_t i1 = 0; i1 < d.k[1]; ++i1) {
+            for (int64_t i2 = 0; i2 < d.k[2]; ++i2) {
+              const int64_t i = first + (i0 * h + i1) * w + i2;
+              const bool t = takes(x[i], m);
+              m = t ? x[i] : m;
+              best = t ? i : best;
+            }
+          }
+        }
+        dx[best] += dyr[o2];
+      }
+    }
+  }
+}
+
+// The 2x2, stride 2 case (LeNet's) of the two above, a row of windows at a
+// time: the windows tile rows 2 o1 and 2 o1 + 1 of a 2-D map.
+void max_forward_2x2_scalar(const float* x, float* y, const Dims3& d) {
+  const int64_t w = d.in[2], ow = d.out[2];
+  for (int64_t o1 = 0; o1 < d.out[1]; ++o1) {
+    const float* r0 = x + 2 * o1 * w;
+    const float* r1 = r0 + w;
+    float* yr = y + o1 * ow;
+    for (int64_t j = 0; j < ow; ++j) {
+      float m = r0[2 * j];
+      const float b = r0[2 * j + 1], c = r1[2 * j], e = r1[2 * j + 1];
+      m = takes(b, m) ? b : m;
+      m = takes(c, m) ? c : m;
+      m = takes(e, m) ? e : m;
+      yr[j] = m;
+    }
+  }
+}
+
+void max_backward_2x2_scalar(const float* x, const float* dy, float* dx,
+                             const Dims3& d) {
+  const int64_t w = d.in[2], ow = d.out[2];
+  for (int64_t o1 = 0; o1 < d.out[1]; ++o1) {
+    const float* r0 = x + 2 * o1 * w;
+    const float* r1 = r0 + w;
+    float* g0 = dx + 2 * o1 * w;
+    float* g1 = g0 + w;
+    const float* dyr = dy + o1 * ow;
+    for (int64_t j = 0; j < ow; ++j) {
+      const float a = r0[2 * j], b = r0[2 * j + 1];
+      const float c = r1[2 * j], e = r1[2 * j + 1];
+      // Which of the four wins (0 to 3, the first maximum, nan first).
+      float m = a;
+      int k = 0;
+      bool t = takes(b, m);
+      m = t ? b : m, k = t ? 1 : k;
+      t = takes(c, m);
+      m = t ? c : m, k = t ? 2 : k;
+      t = takes(e, m);
+      k = t ? 3 : k;
+      const float g = dyr[j];
+      g0[2 * j] += k == 0 ? g : 0.0f;
+      g0[2 * j + 1] += k == 1 ? g : 0.0f;
+      g1[2 * j] += k == 2 ? g : 0.0f;
+      g1[2 * j + 1] += k == 3 ? g : 0.0f;
+    }
+  }
+}
+
+// The same sixteen windows at a time with AVX-512: two rows of 32 inputs
+// split into their even and odd columns, the four candidates compared with
+// the rule of `takes`, and (backward) the grad put back where each winner
+// came from. A row's last windows go through masked loads and stores, so
+// short rows (LeNet's 12 and 4 windows) need no scalar tail.
+__attribute__((target("avx512f"))) inline __mmask16 takes16(__m512 v,
+                                                            __m512 m) {
+  const __mmask16 gt = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ);
+  const __mmask16 nan_v = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  const __mmask16 num_m = _mm512_cmp_ps_mask(m, m, _CMP_ORD_Q);
+  return gt | (nan_v & num_m);
+}
+
+// The first n lanes (none for n <= 0, all for n >= 16).
+inline __mmask16 lanes(int64_t n) {
+  if (n <= 0) return 0;
+  return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+}
+
+// p[i] += v[i] for the lanes in k.
+__attribute__((target("avx512f"))) inline void add16(float* p, __mmask16 k,
+                                                     __m512 v) {
+  _mm512_mask_storeu_ps(p, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, p), v));
+}
+
+__attribute__((target("avx512f"))) void max_2x2_avx512(const float* x,
+                                                       const float* dy,
+                                                       float* y, float* dx,
+                                                       const Dims3& d) {
+  const int64_t w = d.in[2], ow = d.out[2];
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12,
+                                        10, 8, 6, 4, 2, 0);
+  const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13,
+                                       11, 9, 7, 5, 3, 1);
+  const __m512i lo =
+      _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11,
+                                      26, 10, 25, 9, 24, 8);
+  const __m512 zero = _mm512_setzero_ps();
+  for (int64_t o1 = 0; o1 < d.out[1]; ++o1) {
+    const float* r0 = x + 2 * o1 * w;
+    const float* r1 = r0 + w;
+    for (int64_t j = 0; j < ow; j += 16) {
+      const int64_t n = std::min<int64_t>(16, ow - j);
+      const __mmask16 mo = lanes(n), m0 = lanes(2 * n), m1 = lanes(2 * n - 16);
+      const __m512 p0 = _mm512_maskz_loadu_ps(m0, r0 + 2 * j);
+      const __m512 p1 = _mm512_maskz_loadu_ps(m1, r0 + 2 * j + 16);
+      const __m512 q0 = _mm512_maskz_loadu_ps(m0, r1 + 2 * j);
+      const __m512 q1 = _mm512_maskz_loadu_ps(m1, r1 + 2 * j + 16);
+      const __m512 a = _mm512_permutex2var_ps(p0, even, p1);
+      const __m512 b = _mm512_permutex2var_ps(p0, odd, p1);
+      const __m512 c = _mm512_permutex2var_ps(q0, even, q1);
+      const __m512 e = _mm512_permutex2var_ps(q0, odd, q1);
+      const __mmask16 tb = takes16(b, a);
+      __m512 m = _mm512_mask_mov_ps(a, tb, b);
+      const __mmask16 tc = takes16(c, m);
+      m = _mm512_mask_mov_ps(m, tc, c);
+      const __mmask16 te = takes16(e, m);
+      if (y) {
+        _mm512_mask_storeu_ps(y + o1 * ow + j, mo,
+                              _mm512_mask_mov_ps(m, te, e));
+        continue;
+      }
+      // The winner: e if te, else c if tc, else b if tb, else a.
+      const __mmask16 we = te, wc = tc & ~te, wb = tb & ~tc & ~te;
+      const __mmask16 wa = ~(tb | tc | te);
+      const __m512 g = _mm512_maskz_loadu_ps(mo, dy + o1 * ow + j);
+      const __m512 ga = _mm512_mask_mov_ps(zero, wa, g);
+      const __m512 gb = _mm512_mask_mov_ps(zero, wb, g);
+      const __m512 gc = _mm512_mask_mov_ps(zero, wc, g);
+      const __m512 ge = _mm512_mask_mov_ps(zero, we, g);
+      float* g0 = dx + 2 * o1 * w + 2 * j;
+      float* g1 = g0 + w;
+      add16(g0, m0, _mm512_permutex2var_ps(ga, lo, gb));
+      add16(g0 + 16, m1, _mm512_permutex2var_ps(ga, hi, gb));
+      add16(g1, m0, _mm512_permutex2var_ps(gc, lo, ge));
+      add16(g1 + 16, m1, _mm512_permutex2var_ps(gc, hi, ge));
+    }
+  }
+}
+
+void max_forward_2x2(const float* x, float* y, const Dims3& d) {
+  if (cpu_features().avx512f) return max_2x2_avx512(x, nullptr, y, nullptr, d);
+  max_forward_2x2_scalar(x, y, d);
+}
+
+void max_backward_2x2(const float* x, const float* dy, float* dx,
+                      const Dims3& d) {
+  if (cpu_features().avx512f) return max_2x2_avx512(x, dy, nullptr, dx, d);
+  max_backward_2x2_scalar(x, dy, dx, d);
+}
+
 float window_count(const Range& r0, const Range& r1, const Range& r2,
                    bool including_pad) {
   if (including_pad)
@@ -129,13 +352,21 @@ class MaxPoolingCpu : public MaxPooling {
     const T* x = input<T>(in[0]);
     T* y = output<T>(out[0]);
     const Dims3 d = dims3(geom_);
+    const bool inside = windows_inside(d);
+    const bool k2s2 = inside && is_2x2_stride_2(d);
     for_each_map(geom_, d, [&](int64_t m, float* xb, float*, float* yb) {
       const float* xf = load(x + m * d.in_size, xb, d.in_size);
-      for_each_window(
-          d, [&](int64_t o, const Range& r0, const Range& r1, const Range& r2) {
-            const int64_t i = argmax(xf, d, r0, r1, r2);
-            yb[o] = i < 0 ? 0.0f : xf[i];
-          });
+      if (k2s2) {
+        max_forward_2x2(xf, yb, d);
+      } else if (inside) {
+        max_forward_inside(xf, yb, d);
+      } else {
+        for_each_window(d, [&](int64_t o, const Range& r0, const Range& r1,
+                               const Range& r2) {
+          const int64_t i = argmax(xf, d, r0, r1, r2);
+          yb[o] = i < 0 ? 0.0f : xf[i];
+        });
+      }
       store(yb, y + m * d.out_size, d.out_size);
     });
   }
@@ -150,6 +381,8 @@ class MaxPoolingCpu : public MaxPooling {
     const T* dy = output_grad<T>(out[0]);
     T* dx = input_grad<T>(in[0], accum[0]);
     const Dims3 d = dims3(geom_);
+    const bool inside = windows_inside(d);
+    const bool k2s2 = inside && is_2x2_stride_2(d);
     for_each_map(geom_, d, [&](int64_t m, float* xb, float* gb, float* dyb) {
       const float* xf = load(x + m * d.in_size, xb, d.in_size);
       const float* dyf = load(dy + m * d.out_size, dyb, d.out_size);
@@ -159,11 +392,17 @@ class MaxPoolingCpu : public MaxPooling {
       } else {
         std::fill(gb, gb + d.in_size, 0.0f);
       }
-      for_each_window(
-          d, [&](int64_t o, const Range& r0, const Range& r1, const Range& r2) {
-            const int64_t i = argmax(xf, d, r0, r1, r2);
-            if (i >= 0) gb[i] += dyf[o];
-          });
+      if (k2s2) {
+        max_backward_2x2(xf, dyf, gb, d);
+      } else if (inside) {
+        max_backward_inside(xf, dyf, gb, d);
+      } else {
+        for_each_window(d, [&](int64_t o, const Range& r0, const Range& r1,
+                               const Range& r2) {
+          const int64_t i = argmax(xf, d, r0, r1, r2);
+          if (i >= 0) gb[i] += dyf[o];
+        });
+      }
       store(gb, dxm, d.in_size);
     });
   }

@@ -11,12 +11,15 @@
 
 namespace mg::ops {
 
+// The grad reads y (y > 0 exactly where x > 0, nan and -0 included), not x:
+// then clear_no_need_grad frees x, typically a convolution's output, as
+// PyTorch's threshold_backward does.
 struct ReLU {
   static constexpr const char* name = "ReLU";
-  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = true;
   MG_HD float operator()(float x) const { return x > 0.0f ? x : 0.0f; }
-  MG_HD float grad(float x, float, float dy) const {
-    return x > 0.0f ? dy : 0.0f;
+  MG_HD float grad(float, float y, float dy) const {
+    return y > 0.0f ? dy : 0.0f;
   }
 };
 

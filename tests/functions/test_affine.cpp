@@ -104,6 +104,43 @@ TEST(ParametricAffine, CreatesGlorotWeightsOnceAndReusesThem) {
   EXPECT_EQ(y1->shape(), y2->shape());
 }
 
+// In a half pass on a CPU without fp16 arithmetic the products run in fp32:
+// fp32 data (the input fed in fp32, W's master copy) is read as it is, with
+// no half copy made, and the grads of W and b are written in fp32, where
+// the solver reads them. Values on a 1/8 grid keep every sum exact.
+TEST(Affine, HalfReadsFloatDataAsItIsAndWritesFloatWeightGrads) {
+  ContextGuard g(context("cpu", "half"));
+  auto x = variable_from({2, 3}, {0.5f, -1, 2, 1.5f, 0.25f, -0.75f});
+  auto w = variable_from({3, 2}, {1, -0.5f, 0.125f, 2, -1, 0.25f}, true);
+  auto b = variable_from({2}, {0.5f, -0.25f}, true);
+  auto y = F::affine(x, w, b);
+  y->forward();
+  y->backward(2.0f);
+  EXPECT_EQ(y->data()->array().dtype(), Dtype::f16);
+  EXPECT_EQ(to_doubles(y), (Doubles{-1.125, -2, 2.78125, -0.6875}));
+  EXPECT_FALSE(x->data()->array().has_copy(Dtype::f16));
+  EXPECT_FALSE(w->data()->array().has_copy(Dtype::f16));
+  EXPECT_EQ(w->grad()->array().dtype(), Dtype::f32);
+  EXPECT_EQ(b->grad()->array().dtype(), Dtype::f32);
+  // dW = x^T dy with dy = 2 everywhere; db = the column sums of dy.
+  EXPECT_EQ(grad_doubles(w), (Doubles{4, 4, -1.5, -1.5, 2.5, 2.5}));
+  EXPECT_EQ(grad_doubles(b), (Doubles{4, 4}));
+}
+
+// A W computed in half (not held in fp32) keeps a half grad.
+TEST(Affine, HalfWeightComputedInHalfGetsAHalfGrad) {
+  ContextGuard g(context("cpu", "half"));
+  auto x = variable_from({1, 2}, {1, 2});
+  auto w0 = variable_from({2, 1}, {3, 4}, true);
+  auto w = F::mul_scalar(w0, 1.0f);
+  auto y = F::affine(x, w);
+  y->forward();
+  y->backward();
+  EXPECT_EQ(to_doubles(y), (Doubles{11}));
+  EXPECT_EQ(w->grad()->array().dtype(), Dtype::f16);
+  EXPECT_EQ(grad_doubles(w0), (Doubles{1, 2}));
+}
+
 TEST(ParametricAffine, ExistingParameterWithOtherShapeIsAnError) {
   ParameterScope params;
   PF::affine(make_variable({8, 12}), 7, params["fc"]);

@@ -214,6 +214,26 @@ TEST(Convolution, LargerLayerIsDeterministic) {
   EXPECT_NEAR(to_doubles(y1)[(5 * 24 + 5) * 24 + 7], s, 1e-4);
 }
 
+// In a half pass the convolution runs oneDNN's fp32 kernels on W's fp32
+// master copy (no half copy made) and writes the grads of W and b in fp32,
+// the bias grad from the weight grad's pass over dy.
+TEST(Convolution, HalfReadsFloatMasterWeightsAndWritesFloatGrads) {
+  ContextGuard g(context("cpu", "half"));
+  auto x = variable_from({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  auto w = variable_from({2, 1, 2, 2}, {1, 0, 0, 1, 0.5f, 0.5f, -1, 0}, true);
+  auto b = variable_from({2}, {1, -1}, true);
+  auto y = F::convolution(x, w, b);
+  y->forward();
+  y->backward();
+  EXPECT_EQ(to_doubles(y), (Doubles{7, 9, 13, 15, -3.5, -3.5, -3.5, -3.5}));
+  EXPECT_FALSE(w->data()->array().has_copy(Dtype::f16));
+  EXPECT_EQ(w->grad()->array().dtype(), Dtype::f32);
+  EXPECT_EQ(b->grad()->array().dtype(), Dtype::f32);
+  // dW[o, 0, i, j] = the sum of the 2x2 window of x at (i, j); db = 4.
+  EXPECT_EQ(grad_doubles(w), (Doubles{12, 16, 24, 28, 12, 16, 24, 28}));
+  EXPECT_EQ(grad_doubles(b), (Doubles{4, 4}));
+}
+
 void expect_error(const std::function<void()>& fn, const std::string& text) {
   try {
     fn();

@@ -170,6 +170,17 @@ PoolingOptions opts(std::vector<int64_t> stride, std::vector<int64_t> pad,
 
 TEST(MaxPooling, Default2x2) { check_max({2, 3, 6, 6}, {2, 2}, {}); }
 
+// A row of 33 windows: two AVX-512 blocks of 16 and a masked one, with the
+// last input column in no window (134 values: still distinct in bf16).
+TEST(MaxPooling, WideRows2x2) { check_max({1, 1, 2, 67}, {2, 2}, {}); }
+
+// Windows that all lie inside the map (no padding) but are not 2x2: the
+// inside path, in two and three dimensions.
+TEST(MaxPooling, InsideWindows3x3Stride2) {
+  check_max({2, 2, 9, 11}, {3, 3}, opts({2, 2}, {}));
+}
+TEST(MaxPooling, InsideWindows3d) { check_max({2, 2, 4, 6, 6}, {2, 2, 2}, {}); }
+
 TEST(MaxPooling, OverlappingStride2Pad1) {
   check_max({2, 2, 7, 6}, {3, 3}, opts({2, 2}, {1, 1}));
 }
@@ -196,6 +207,40 @@ TEST(MaxPooling, NanPropagates) {
   const Doubles d = to_doubles(y);
   EXPECT_TRUE(std::isnan(d[0]));
   EXPECT_EQ(d[1], 0.5);
+}
+
+// Ties, nan and the grad's place in every window position of a wide row
+// (the vector path), in every type.
+TEST(MaxPooling, TiesAndNanInWideRows) {
+  for (const char* type : {"float", "half", "bfloat16"}) {
+    SCOPED_TRACE(type);
+    ContextGuard g(context("cpu", type));
+    const int64_t w = 2 * 20;  // 20 windows: a block of 16 and 4 more
+    std::vector<float> v(2 * w, 0.0f);
+    for (int64_t j = 0; j < 20; ++j) {
+      const int64_t k = j % 4;  // which of the four holds the maximum
+      v[(k / 2) * w + 2 * j + k % 2] = 1.0f;
+      if (j % 5 == 0) v[w + 2 * j + 1] = 1.0f;  // a later tie loses
+    }
+    v[2 * 17] = std::nanf("");  // window 17: nan wins over its 1
+    auto x = variable_from({1, 1, 2, w}, v, true);
+    auto y = F::max_pooling(x, {2, 2});
+    y->forward();
+    y->backward();
+    const Doubles out = to_doubles(y), g_x = grad_doubles(x);
+    for (int64_t j = 0; j < 20; ++j) {
+      if (j == 17) {
+        EXPECT_TRUE(std::isnan(out[j]));
+      } else {
+        EXPECT_EQ(out[j], 1.0) << "window " << j;
+      }
+      const int64_t k = j == 17 ? 0 : j % 4;
+      for (int64_t q = 0; q < 4; ++q) {
+        EXPECT_EQ(g_x[(q / 2) * w + 2 * j + q % 2], q == k ? 1.0 : 0.0)
+            << "window " << j << " position " << q;
+      }
+    }
+  }
 }
 
 TEST(MaxPooling, GradGoesToTheFirstMaximumOfATie) {

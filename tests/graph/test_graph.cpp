@@ -75,6 +75,80 @@ TEST(Graph, ClearNoNeedGradKeepsWhatBackwardReads) {
   EXPECT_EQ(grad_doubles(x), (Doubles{2, 4}));
 }
 
+// Under clear_buffer a unary function's input grad takes over its output
+// grad's buffer: backward through a chain of them holds one grad buffer,
+// not two.
+TEST(Graph, UnaryBackwardSharesTheGradBufferUnderClearBuffer) {
+  const int64_t n = int64_t{1} << 20;  // 4 MB of float per array
+  std::vector<float> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = (i % 7) - 3.0f;
+  auto x = variable_from({n}, values);
+  auto b = variable_from({1}, {0.5f}, true);
+  auto y = F::sum(F::mul_scalar(F::relu(F::add2(x, b)), 2.0f));
+  y->forward(/*clear_buffer=*/false, /*clear_no_need_grad=*/true);
+  const size_t before = cpu_memory_stats().in_use;
+  CpuAllocator::instance().reset_peak();
+  y->backward(1.0f, /*clear_buffer=*/true);
+  const double extra = static_cast<double>(cpu_memory_stats().peak - before);
+  double positive = 0;
+  for (float v : values) positive += v + 0.5f > 0;
+  EXPECT_EQ(grad_doubles(b)[0], 2.0 * positive);
+  // One grad array goes from mul_scalar's output to add2's. With separate
+  // grads, mul_scalar's and relu's backward would each hold two.
+  EXPECT_LT(extra, 1.5 * n * sizeof(float));
+}
+
+// With clear_buffer, an intermediate's data goes as soon as the last
+// backward that reads it has run, not when its own function's backward
+// does. Here v = 2x is read by mul2's backward only; a probe on another
+// branch, whose backward runs between mul2's and v's producer's, sees it
+// gone.
+class Probe : public Function {
+ public:
+  explicit Probe(Variable* watched) : watched_(watched) {}
+  std::string name() const override { return "Probe"; }
+  int min_inputs() const override { return 1; }
+  size_t copies_seen = 99;
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override {
+    out[0]->reshape(in[0]->shape());
+  }
+  void forward_impl(const Variables& in, const Variables& out) override {
+    const float* a = in[0]->data()->get<const float>();
+    std::copy(a, a + in[0]->size(), out[0]->data()->cast<float>(true));
+  }
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>&) override {
+    copies_seen = watched_->data()->array().num_copies();
+    if (!propagate_down[0]) return;
+    const float* g = out[0]->grad()->get<const float>();
+    std::copy(g, g + in[0]->size(), in[0]->grad()->cast<float>(true));
+  }
+
+ private:
+  Variable* watched_;
+};
+
+TEST(Graph, ClearBufferFreesDataAfterItsLastBackwardReader) {
+  for (bool clear : {false, true}) {
+    auto x = variable_from({3}, {1, 2, 3}, true);
+    auto z = variable_from({3}, {4, 5, 6}, true);
+    auto v = F::mul_scalar(x, 2.0f);
+    auto probe = std::make_shared<Probe>(v.get());
+    auto w = connect(
+        std::make_shared<FunctionNode>(probe, std::vector<VariablePtr>{z}),
+        1)[0];
+    auto y = F::sum(F::mul2(v, w));
+    y->forward();
+    y->backward(1.0f, clear);
+    EXPECT_EQ(probe->copies_seen, clear ? 0u : 1u) << "clear " << clear;
+    EXPECT_EQ(grad_doubles(x), (Doubles{8, 10, 12}));
+    EXPECT_EQ(grad_doubles(z), (Doubles{2, 4, 6}));
+  }
+}
+
 TEST(Graph, ForwardClearBufferFreesEverythingBehindIt) {
   auto x = variable_from({2}, {1, 2});
   auto h = F::mul_scalar(x, 2);

@@ -1,0 +1,315 @@
+// Training throughput and memory of LeNet and an MLP on Fashion-MNIST shapes
+// (1x28x28, batch 128, random data) in float, half and bfloat16, side by side
+// with the same models in libtorch on the same threads; then the graph's own
+// cost per function call on a tiny network. Prints figures, never fails on
+// a clock.
+//
+//   bench_training [--threads N] [--runs N] [--rounds N] [--warmup N]
+//                  [--batch N] [--model lenet|mlp|none]
+//                  [--type float|half|bfloat16] [--torch 0|1] [--overhead 0|1]
+//
+// The configurations of a model take turns: `rounds` rounds of runs/rounds
+// steps each, so a burst of load from elsewhere on the machine falls on all
+// of them alike; a figure is the median over all of its steps.
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/mixgraph.hpp>
+
+#include <omp.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "timing.hpp"
+#include "torch_peer.hpp"
+
+namespace F = mg::functions;
+namespace PF = mg::parametric_functions;
+using mg::bench::median;
+using mg::bench::median_seconds;
+using mg::bench::time_runs;
+
+namespace {
+
+struct Options {
+  int threads = 2, runs = 40, rounds = 4, warmup = 5, batch = 128;
+  bool torch = true, overhead = true;
+  std::vector<std::string> models{"lenet", "mlp"};
+  std::vector<std::string> types{"float", "half", "bfloat16"};
+};
+
+mg::VariablePtr lenet(const mg::VariablePtr& x, mg::ParameterScope& p) {
+  auto h = F::max_pooling(F::relu(PF::convolution(x, 32, {5, 5}, p["conv1"])),
+                          {2, 2});
+  h = F::max_pooling(F::relu(PF::convolution(h, 64, {5, 5}, p["conv2"])),
+                     {2, 2});
+  h = F::relu(PF::affine(h, 512, p["fc1"]));
+  return PF::affine(h, 10, p["fc2"]);
+}
+
+mg::VariablePtr mlp(const mg::VariablePtr& x, mg::ParameterScope& p) {
+  auto h = F::relu(PF::affine(x, 1024, p["fc1"]));
+  h = F::relu(PF::affine(h, 1024, p["fc2"]));
+  return PF::affine(h, 10, p["fc3"]);
+}
+
+double megabytes(size_t bytes) { return bytes / 1048576.0; }
+
+// One of our models in one type_config, trained with Adam. Float runs the
+// plain loop; half and bfloat16 run the dynamic loss scaler, as a mixed
+// precision training loop would. Both free buffers as soon as they can.
+class Trainer {
+ public:
+  Trainer(const std::string& model, const std::string& type_config, int batch)
+      : type_config_(type_config) {
+    mg::ContextGuard ctx(mg::context("cpu", type_config));
+    mg::seed(1);
+    x_ = mg::make_variable({batch, 1, 28, 28});
+    t_ = mg::make_variable({batch, 1});
+    auto y = model == "lenet" ? lenet(x_, params_) : mlp(x_, params_);
+    loss_ = F::mean(F::softmax_cross_entropy(y, t_));
+    solver_ = mg::solvers::Adam(1e-3f);
+    solver_->set_parameters(params_.parameters());
+    // A few random batches, copied in as a data loader would.
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+    std::uniform_int_distribution<int> label(0, 9);
+    xs_.resize(kPool * x_->size());
+    ts_.resize(kPool * t_->size());
+    for (float& v : xs_) v = pixel(rng);
+    for (float& v : ts_) v = static_cast<float>(label(rng));
+    if (type_config != "float") {
+      updater_ = std::make_unique<mg::DynamicLossScalingUpdater>(
+          solver_, loss_, [this] { feed(); });
+    }
+  }
+
+  void step() {
+    if (updater_) {
+      updater_->update();
+      return;
+    }
+    solver_->zero_grad();
+    feed();
+    loss_->forward(/*clear_buffer=*/false, /*clear_no_need_grad=*/true);
+    loss_->backward(1.0f, /*clear_buffer=*/true);
+    solver_->update();
+  }
+
+  /// The allocator's peak during one step, above what the step started with
+  /// (parameters, solver state, inputs).
+  double step_peak_mb() {
+    mg::CpuAllocator::instance().reset_peak();
+    step();
+    return megabytes(mg::cpu_memory_stats().peak - start_bytes_);
+  }
+
+  /// Every activation of a forward pass: forward with nothing freed.
+  double activation_mb() {
+    solver_->zero_grad();
+    feed();
+    loss_->forward(false, false);
+    const double mb = megabytes(mg::cpu_memory_stats().in_use - start_bytes_);
+    loss_->backward(1.0f, true);  // frees them again
+    return mb;
+  }
+
+  int64_t skipped_steps() const {
+    return updater_ ? updater_->skipped_steps() : 0;
+  }
+
+ private:
+  static constexpr int kPool = 4;
+  void feed() {
+    const int b = next_++ % kPool;
+    std::memcpy(x_->data()->cast<float>(true), xs_.data() + b * x_->size(),
+                x_->size() * sizeof(float));
+    std::memcpy(t_->data()->cast<float>(true), ts_.data() + b * t_->size(),
+                t_->size() * sizeof(float));
+    start_bytes_ = mg::cpu_memory_stats().in_use;
+  }
+
+  std::string type_config_;
+  mg::ParameterScope params_;
+  mg::VariablePtr x_, t_, loss_;
+  std::shared_ptr<mg::Adam> solver_;
+  std::unique_ptr<mg::DynamicLossScalingUpdater> updater_;
+  std::vector<float> xs_, ts_;
+  int next_ = 0;
+  size_t start_bytes_ = 0;
+};
+
+// The graph's own cost: `layers` affine layers of width 4 at batch 1 (or
+// identities on 4 values), where the arithmetic is nothing, so a step is
+// the engine, the functions' bookkeeping, the allocator and (affine) the
+// oneDNN call. Returns microseconds per function call (forward and
+// backward calls counted separately).
+double graph_overhead_us(int layers, bool affine, bool clear,
+                         const Options& o) {
+  mg::ContextGuard ctx(mg::context("cpu", "float"));
+  mg::ParameterScope params;
+  auto x = mg::make_variable({1, 4}, /*need_grad=*/true);
+  auto h = x;
+  for (int i = 0; i < layers; ++i) {
+    h = affine ? PF::affine(h, 4, params["fc" + std::to_string(i)])
+               : F::identity(h);
+  }
+  auto loss = F::mean(h);
+  const int inner = 200;
+  auto steps = [&] {
+    for (int i = 0; i < inner; ++i) {
+      loss->forward(clear, clear);
+      loss->backward(1.0f, clear);
+    }
+  };
+  const double s = median_seconds(steps, o.warmup, o.runs);
+  return s / inner / (2.0 * (layers + 1)) * 1e6;
+}
+
+// The BLAS libraries the process loaded (libtorch's linear layers use
+// libblas.so.3: Debian's reference BLAS unless an optimized one is
+// installed as the alternative).
+std::string loaded_blas() {
+  std::ifstream maps("/proc/self/maps");
+  std::string found;
+  for (std::string line; std::getline(maps, line);) {
+    const auto pos = line.find('/');
+    if (pos == std::string::npos) continue;
+    const std::string path = line.substr(pos);
+    const auto name = path.substr(path.rfind('/') + 1);
+    if (name.find("blas") == std::string::npos) continue;
+    if (found.find(path) != std::string::npos) continue;
+    found += (found.empty() ? "" : ", ") + path;
+  }
+  return found.empty() ? "none" : found;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    const int n = std::atoi(v.c_str());
+    if (k == "--model") {
+      o.models = v == "none" ? std::vector<std::string>{}
+                             : std::vector<std::string>{v};
+    } else if (k == "--type") {
+      o.types = {v};
+    } else if (k == "--torch") {
+      o.torch = n != 0;
+    } else if (k == "--overhead") {
+      o.overhead = n != 0;
+    } else if (k == "--threads") {
+      o.threads = n;
+    } else if (k == "--runs") {
+      o.runs = n;
+    } else if (k == "--rounds") {
+      o.rounds = std::max(n, 1);
+    } else if (k == "--warmup") {
+      o.warmup = n;
+    } else if (k == "--batch") {
+      o.batch = n;
+    } else {
+      std::fprintf(stderr, "bench_training: unknown option %s\n", k.c_str());
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+// One model: every configuration built, then timed in turns.
+void bench_model(const std::string& model, const Options& o) {
+  struct Config {
+    std::string type;
+    std::function<void()> step;
+    std::unique_ptr<Trainer> ours;
+    std::vector<double> samples;
+  };
+  std::vector<Config> configs;
+  if (o.torch) {
+    auto step = mg::bench::torch_training_step(model, o.batch, o.threads);
+    if (step) configs.push_back({"torch", step, nullptr, {}});
+  }
+  omp_set_num_threads(o.threads);
+  for (const std::string& type : o.types) {
+    auto t = std::make_unique<Trainer>(model, type, o.batch);
+    Trainer* p = t.get();
+    configs.push_back({type, [p] { p->step(); }, std::move(t), {}});
+  }
+  for (auto& c : configs) time_runs(c.step, o.warmup, 0, c.samples);
+  const int per_round = std::max(1, o.runs / o.rounds);
+  for (int r = 0; r < o.rounds; ++r) {
+    for (auto& c : configs) time_runs(c.step, 0, per_round, c.samples);
+  }
+
+  double torch = 0, f32_speed = 0, f32_act = 0;
+  for (auto& c : configs) {
+    const double speed = o.batch / median(c.samples);
+    if (!c.ours) {
+      torch = speed;
+      std::printf("%-6s %-9s %10.0f\n", model.c_str(), "torch f32", speed);
+      continue;
+    }
+    const double peak = c.ours->step_peak_mb();
+    const double act = c.ours->activation_mb();
+    if (f32_speed == 0) f32_speed = speed, f32_act = act;
+    char vs_torch[16] = "-";
+    if (torch > 0)
+      std::snprintf(vs_torch, sizeof vs_torch, "%.2f", speed / torch);
+    std::printf("%-6s %-9s %10.0f %8s %8.2f %9.1f %8.1f %9.2f %7lld\n",
+                model.c_str(), c.type.c_str(), speed, vs_torch,
+                speed / f32_speed, peak, act, peak / f32_act,
+                static_cast<long long>(c.ours->skipped_steps()));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  omp_set_num_threads(o.threads);
+  const auto& cpu = mg::cpu::cpu_features();
+  std::printf(
+      "threads %d, batch %d, median of %d steps in %d rounds, after "
+      "%d warm-up steps\n",
+      o.threads, o.batch, o.runs / o.rounds * o.rounds, o.rounds, o.warmup);
+  std::printf("cpu: avx512f %d, avx512_bf16 %d, avx512_fp16 %d, amx_bf16 %d\n",
+              cpu.avx512f, cpu.avx512bf16, cpu.avx512fp16, cpu.amx_bf16);
+
+  std::printf("\n%-6s %-9s %10s %8s %8s %9s %8s %9s %7s\n", "model", "type",
+              "img/s", "/torch", "/float", "peak MB", "act MB", "peak/f32",
+              "skipped");
+  for (const std::string& model : o.models) bench_model(model, o);
+  std::printf(
+      "\nimg/s: training images per second (forward, backward, Adam)\n"
+      "/torch: over libtorch float; /float: over our float\n"
+      "peak MB: the step's allocator peak above its start (parameters,\n"
+      "  solver state and inputs not counted); act MB: every activation of\n"
+      "  a forward pass (nothing freed); peak/f32: peak MB over float's\n"
+      "  act MB\n"
+      "skipped: steps the loss scaler skipped on overflow\n");
+  if (o.torch) {
+    std::printf("peer: %s; BLAS loaded: %s\n",
+                mg::bench::torch_description().c_str(), loaded_blas().c_str());
+  }
+
+  if (!o.overhead) return 0;
+  std::printf("\ngraph overhead, us per function call (forward or "
+              "backward), float, batch 1:\n");
+  std::printf("  %-28s %14s %14s\n", "", "clear_buffer 0", "clear_buffer 1");
+  for (bool affine : {false, true}) {
+    for (int layers : {4, 32}) {
+      const std::string what = std::to_string(layers) +
+                               (affine ? " affine 4x4 (oneDNN)" : " identity (4)");
+      std::printf("  %-28s %14.2f %14.2f\n", what.c_str(),
+                  graph_overhead_us(layers, affine, false, o),
+                  graph_overhead_us(layers, affine, true, o));
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,178 @@
+// cpu/conv_dnnl, the oneDNN convolutions under Convolution and
+// Deconvolution, on batches large enough to be cut into chunks (with a
+// shorter last one): forward, backward data and backward weights with the
+// fused bias grad, accumulation, fp32 weights for half, fp32 weight grads,
+// in float, half and bfloat16, against a double reference.
+#include <gtest/gtest.h>
+
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/functions/cpu/conv_dnnl.hpp>
+
+#include <random>
+
+#include "../support/function_tester.hpp"
+
+namespace mg::test {
+namespace {
+
+// Values k / 16 with |k| <= 16: exact in half, bfloat16 and float, and so
+// are their products and the fp32 sums of this test's sizes: what differs
+// between the paths is the rounding of each result alone.
+std::vector<float> grid_values(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> k(-16, 16);
+  std::vector<float> v(n);
+  for (float& x : v) x = k(rng) / 16.0f;
+  return v;
+}
+
+template <class T>
+std::vector<T> as(const std::vector<float>& v) {
+  std::vector<T> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = T(v[i]);
+  return r;
+}
+
+template <class T>
+Doubles doubles(const std::vector<T>& v) {
+  Doubles d(v.size());
+  for (size_t i = 0; i < v.size(); ++i) d[i] = static_cast<float>(v[i]);
+  return d;
+}
+
+// A 2-D geometry: 37 images of 16 x 14 x 14, 8 x 3 x 3 kernels, stride 1,
+// pad 1 (or stride 2, pad 0, groups 2). An image's activations are about
+// 19 KB in fp32, so the batch runs in two chunks (19 and 18 images).
+ConvGeometry geometry(bool strided) {
+  ConvGeometry g;
+  g.batch = 37, g.in_channels = 16, g.out_channels = 8;
+  g.group = strided ? 2 : 1;
+  g.in_spatial = {14, 14};
+  g.kernel = {3, 3};
+  g.pad = strided ? std::vector<int64_t>{0, 0} : std::vector<int64_t>{1, 1};
+  g.stride = strided ? std::vector<int64_t>{2, 2} : std::vector<int64_t>{1, 1};
+  g.dilation = {1, 1};
+  g.out_spatial =
+      strided ? std::vector<int64_t>{6, 6} : std::vector<int64_t>{14, 14};
+  return g;
+}
+
+// Calls fn(n, o, c, y index, x index, w index) for every product of the
+// convolution.
+template <class Fn>
+void for_each_tap(const ConvGeometry& g, Fn&& fn) {
+  const int64_t cg = g.in_channels / g.group, og = g.out_channels / g.group;
+  const int64_t ih = g.in_spatial[0], iw = g.in_spatial[1];
+  const int64_t oh = g.out_spatial[0], ow = g.out_spatial[1];
+  const int64_t kh = g.kernel[0], kw = g.kernel[1];
+  for (int64_t n = 0; n < g.batch; ++n)
+    for (int64_t o = 0; o < g.out_channels; ++o)
+      for (int64_t ci = 0; ci < cg; ++ci) {
+        const int64_t c = (o / og) * cg + ci;
+        for (int64_t p = 0; p < oh; ++p)
+          for (int64_t q = 0; q < ow; ++q)
+            for (int64_t i = 0; i < kh; ++i)
+              for (int64_t j = 0; j < kw; ++j) {
+                const int64_t r = p * g.stride[0] - g.pad[0] + i;
+                const int64_t s = q * g.stride[1] - g.pad[1] + j;
+                if (r < 0 || r >= ih || s < 0 || s >= iw) continue;
+                fn(((n * g.out_channels + o) * oh + p) * ow + q,
+                   ((n * g.in_channels + c) * ih + r) * iw + s,
+                   ((o * cg + ci) * kh + i) * kw + j);
+              }
+      }
+}
+
+struct Reference {
+  Doubles y, dx, dw, db;
+};
+
+// y = conv(x, w) + b, dx and dw for dy, db = sums of dy, plus `base` added
+// to each (accumulation).
+Reference reference(const ConvGeometry& g, const std::vector<float>& x,
+                    const std::vector<float>& w, const std::vector<float>& b,
+                    const std::vector<float>& dy, double base) {
+  Reference r;
+  r.y.assign(g.y_size(), base);
+  r.dx.assign(g.x_size(), base);
+  r.dw.assign(g.w_size(), base);
+  r.db.assign(g.out_channels, 0.0);
+  const int64_t spatial = g.out_spatial[0] * g.out_spatial[1];
+  for (int64_t i = 0; i < g.y_size(); ++i) {
+    r.y[i] += b[(i / spatial) % g.out_channels];
+    r.db[(i / spatial) % g.out_channels] += dy[i];
+  }
+  for_each_tap(g, [&](int64_t yi, int64_t xi, int64_t wi) {
+    r.y[yi] += static_cast<double>(x[xi]) * w[wi];
+    r.dx[xi] += static_cast<double>(dy[yi]) * w[wi];
+    r.dw[wi] += static_cast<double>(dy[yi]) * x[xi];
+  });
+  return r;
+}
+
+// Runs the three passes on T (weights given as WT, weight grad written as
+// GT) and compares with the reference; rtol is one rounding of a result.
+template <class T, class WT, class GT>
+void check_conv(bool strided, bool accum, double rtol, double grad_rtol) {
+  const ConvGeometry g = geometry(strided);
+  const auto x = grid_values(g.x_size(), 1), w = grid_values(g.w_size(), 2);
+  const auto b = grid_values(g.out_channels, 3);
+  const auto dy = grid_values(g.y_size(), 4);
+  const float base = accum ? 0.5f : 0.0f;
+  const Reference ref = reference(g, x, w, b, dy, base);
+  const auto xt = as<T>(x), dyt = as<T>(dy);
+  const auto wt = as<WT>(w);
+  const cpu::Operand wo{wt.data(), dtype_of<WT>};
+  auto y = as<T>(std::vector<float>(g.y_size(), base));
+  cpu::conv_forward<T>(g, xt.data(), wo, b.data(), y.data(), accum);
+  expect_near(doubles(y), ref.y, 1e-6, rtol, "y");
+  auto dx = as<T>(std::vector<float>(g.x_size(), base));
+  cpu::conv_backward_data<T>(g, dyt.data(), wo, dx.data(), accum);
+  expect_near(doubles(dx), ref.dx, 1e-6, rtol, "dx");
+  auto dw = as<GT>(std::vector<float>(g.w_size(), base));
+  std::vector<float> db(g.out_channels, 99.0f);
+  cpu::conv_backward_weights<T>(g, xt.data(), dyt.data(), dw.data(), accum,
+                                db.data());
+  expect_near(doubles(dw), ref.dw, 1e-6, grad_rtol, "dw");
+  expect_near(doubles(db), ref.db, 1e-6, 0, "db");
+}
+
+TEST(ConvDnnl, FloatChunkedBatch) {
+  check_conv<float, float, float>(false, false, 0, 0);
+}
+TEST(ConvDnnl, FloatStridedGroupsAccumulate) {
+  check_conv<float, float, float>(true, true, 0, 0);
+}
+
+// Half runs oneDNN's fp32 kernels: fp32 master weights are taken as they
+// are, and a weight grad can be written in fp32 with no rounding at all.
+TEST(ConvDnnl, HalfWithFloatWeightsAndFloatWeightGrad) {
+  check_conv<Half, float, float>(false, false, 1e-3, 0);
+}
+TEST(ConvDnnl, HalfAccumulates) {
+  check_conv<Half, Half, Half>(true, true, 1e-3, 1e-3);
+}
+
+TEST(ConvDnnl, BFloat16) {
+  check_conv<BFloat16, BFloat16, BFloat16>(false, false, 8e-3, 8e-3);
+}
+TEST(ConvDnnl, BFloat16WithFloatWeightsAccumulates) {
+  check_conv<BFloat16, float, float>(true, true, 8e-3, 0);
+}
+
+// oneDNN picks optimized kernels (blocked layouts), and bf16 ones where the
+// CPU has AVX512-BF16; never the reference loops.
+TEST(ConvDnnl, RunsOptimizedKernels) {
+  const ConvGeometry g = geometry(false);
+  for (const char* op : {"forward", "backward_data", "backward_weights"}) {
+    const std::string f32 = cpu::conv_implementation<float>(g, op);
+    EXPECT_NE(f32.rfind("ref", 0), 0u) << op << ": " << f32;
+    const std::string bf16 = cpu::conv_implementation<BFloat16>(g, op);
+    if (cpu::cpu_features().avx512bf16) {
+      EXPECT_NE(bf16.find("bf16"), std::string::npos) << op << ": " << bf16;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mg::test

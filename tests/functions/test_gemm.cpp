@@ -1,0 +1,119 @@
+// cpu::gemm, the oneDNN matrix product under Affine: every operand and
+// output type it takes, against a double reference.
+#include <gtest/gtest.h>
+
+#include <mixgraph/functions/cpu/gemm.hpp>
+
+#include <random>
+
+#include "../support/function_tester.hpp"
+
+namespace mg::test {
+namespace {
+
+// Values k / 32 with |k| <= 32: exact in half, bfloat16 and float, so the
+// reference sees the same operands as every path, and products and their
+// fp32 sums are exact: what differs is only the rounding of the result.
+std::vector<float> grid_values(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> k(-32, 32);
+  std::vector<float> v(n);
+  for (float& x : v) x = k(rng) / 32.0f;
+  return v;
+}
+
+template <class T>
+std::vector<T> as(const std::vector<float>& v) {
+  std::vector<T> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = T(v[i]);
+  return r;
+}
+
+// C (m x n) = op(A) op(B) + bias + (accum ? C0 : 0), in double.
+Doubles gemm_ref(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                 const std::vector<float>& a, const std::vector<float>& b,
+                 const std::vector<float>& bias, const std::vector<float>& c0) {
+  Doubles c(m * n);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double s = bias.empty() ? 0.0 : bias[j];
+      if (!c0.empty()) s += c0[i * n + j];
+      for (int64_t l = 0; l < k; ++l) {
+        const double x = ta ? a[l * m + i] : a[i * k + l];
+        const double y = tb ? b[j * k + l] : b[l * n + j];
+        s += x * y;
+      }
+      c[i * n + j] = s;
+    }
+  }
+  return c;
+}
+
+template <class T>
+Doubles doubles(const std::vector<T>& v) {
+  Doubles d(v.size());
+  for (size_t i = 0; i < v.size(); ++i) d[i] = static_cast<float>(v[i]);
+  return d;
+}
+
+// Runs gemm<C> with A of type TA and B of type TB on every transpose
+// combination, with and without bias and accumulation. rtol is the
+// rounding of one C element (0 for float: sums of grid products are exact).
+template <class C, class TA, class TB>
+void check_gemm(double rtol) {
+  const int64_t m = 37, n = 21, k = 45;  // no multiple of a vector width
+  const auto a = grid_values(m * k, 1), b = grid_values(k * n, 2);
+  const auto bias = grid_values(n, 3), c0 = grid_values(m * n, 4);
+  const auto a_t = as<TA>(a);
+  const auto b_t = as<TB>(b);
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    for (int variant = 0; variant < 2; ++variant) {
+      const bool with_bias = variant == 1, accum = variant == 1;
+      SCOPED_TRACE("ta " + std::to_string(ta) + " tb " + std::to_string(tb) +
+                   (with_bias ? " bias and accum" : ""));
+      std::vector<C> c = as<C>(accum ? c0 : std::vector<float>(m * n, 7.0f));
+      cpu::gemm<C>(ta, tb, m, n, k, cpu::Operand{a_t.data(), dtype_of<TA>},
+                   cpu::Operand{b_t.data(), dtype_of<TB>}, c.data(),
+                   with_bias ? bias.data() : nullptr, accum);
+      expect_near(doubles(c),
+                  gemm_ref(ta, tb, m, n, k, a, b,
+                           with_bias ? bias : std::vector<float>{},
+                           accum ? c0 : std::vector<float>{}),
+                  1e-6, rtol, "C");
+    }
+  }
+}
+
+TEST(Gemm, Float) { check_gemm<float, float, float>(0); }
+
+// Affine's half forward: half activations, the fp32 master weight as is.
+TEST(Gemm, HalfOutputWithFloatWeights) { check_gemm<Half, Half, float>(1e-3); }
+TEST(Gemm, HalfOutputWithHalfOperands) { check_gemm<Half, Half, Half>(1e-3); }
+
+// Affine's weight grad in a half pass: half operands, an fp32 grad.
+TEST(Gemm, FloatOutputFromHalfOperands) { check_gemm<float, Half, Half>(0); }
+
+// bf16 operands into fp32 (oneDNN's bf16 kernels where the CPU has them).
+TEST(Gemm, FloatOutputFromBFloat16Operands) {
+  check_gemm<float, BFloat16, BFloat16>(0);
+}
+TEST(Gemm, BFloat16OutputWithFloatWeights) {
+  check_gemm<BFloat16, BFloat16, float>(8e-3);
+}
+TEST(Gemm, BFloat16Output) { check_gemm<BFloat16, BFloat16, BFloat16>(8e-3); }
+
+// The primitive and its argument memories are cached per shape and pointed
+// at new data on every call.
+TEST(Gemm, ACachedShapeReadsTheNewOperands) {
+  const int64_t m = 3, n = 2, k = 2;
+  std::vector<float> a1{1, 2, 3, 4, 5, 6}, a2{0, 1, 1, 0, 2, 2};
+  std::vector<float> b{1, 0, 0, 1}, c1(m * n), c2(m * n);
+  cpu::gemm<float>(false, false, m, n, k, a1.data(), b.data(), c1.data());
+  cpu::gemm<float>(false, false, m, n, k, a2.data(), b.data(), c2.data());
+  EXPECT_EQ(c1, a1);
+  EXPECT_EQ(c2, a2);
+}
+
+}  // namespace
+}  // namespace mg::test
