@@ -22,7 +22,6 @@ void register_loss(FunctionRegistry& r);
 void register_convolution(FunctionRegistry& r);
 void register_deconvolution(FunctionRegistry& r);
 void register_pooling(FunctionRegistry& r);
-void register_math_ops(FunctionRegistry& r);
 void register_array_ops(FunctionRegistry& r);
 void register_indexing(FunctionRegistry& r);
 void register_batch_matmul(FunctionRegistry& r);

@@ -16,7 +16,6 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_convolution(r);
   register_deconvolution(r);
   register_pooling(r);
-  register_math_ops(r);
   register_array_ops(r);
   register_indexing(r);
   register_batch_matmul(r);

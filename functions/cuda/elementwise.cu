@@ -12,6 +12,7 @@
 #include <mixgraph/functions/loss.hpp>
 #include <mixgraph/functions/ops/binary_ops.hpp>
 #include <mixgraph/functions/ops/loss_ops.hpp>
+#include <mixgraph/functions/ops/op_list.hpp>
 #include <mixgraph/functions/ops/unary_ops.hpp>
 
 namespace mg::cuda {
@@ -318,23 +319,12 @@ void register_binary(FunctionRegistry& r) {
 }  // namespace
 
 void register_elementwise(FunctionRegistry& r) {
-  register_unary<ops::ReLU>(r);
-  register_unary<ops::LeakyReLU>(r);
-  register_unary<ops::Sigmoid>(r);
-  register_unary<ops::Tanh>(r);
-  register_unary<ops::ELU>(r);
-  register_unary<ops::GELU>(r);
-  register_unary<ops::Exp>(r);
-  register_unary<ops::Log>(r);
-  register_unary<ops::Identity>(r);
-  register_unary<ops::AddScalar>(r);
-  register_unary<ops::MulScalar>(r);
-  register_unary<ops::PowScalar>(r);
-  register_binary<ops::Add2>(r);
-  register_binary<ops::Sub2>(r);
-  register_binary<ops::Mul2>(r);
-  register_binary<ops::Div2>(r);
-  register_binary<ops::SquaredError>(r);
+  ops::for_each_unary_op([&](auto tag) {
+    register_unary<typename decltype(tag)::type>(r);
+  });
+  ops::for_each_binary_op([&](auto tag) {
+    register_binary<typename decltype(tag)::type>(r);
+  });
   register_float_types<SigmoidCrossEntropyCuda, SigmoidCrossEntropyOptions>(
       r, "SigmoidCrossEntropy", "cuda");
 }
