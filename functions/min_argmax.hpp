@@ -15,7 +15,6 @@ class Min : public Reduction {
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  std::vector<int64_t> argmin_;  // flat index into x, per output
 };
 
 /// y = the position of the first max of x over the axes, counted row-major

@@ -61,7 +61,6 @@ class Max : public Reduction {
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  std::vector<int64_t> argmax_;  // flat index into x, per output
 };
 
 namespace functions {

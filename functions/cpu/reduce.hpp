@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/graph/function.hpp>
 #include <mixgraph/graph/shape.hpp>
 
 namespace mg::cpu {
@@ -75,6 +76,23 @@ struct Max {
     // Strictly greater keeps the earlier index on ties; b always comes later.
     if (b.index < 0) return;
     if (a.index < 0 || b.value > a.value ||
+        (std::isnan(b.value) && !std::isnan(a.value))) {
+      a = b;
+    }
+  }
+  static void merge_value(Acc& a, float x, int64_t i) { merge(a, Acc{x, i}); }
+  static void merge_run(Acc& a, const float* f, int64_t n, int64_t pos) {
+    for (int64_t i = 0; i < n; ++i) merge(a, Acc{f[i], pos + i});
+  }
+};
+
+/// Min with the flat index of the first minimum; a nan wins (as in Max).
+struct Min {
+  using Acc = Max::Acc;
+  static Acc init() { return {std::numeric_limits<float>::infinity(), -1}; }
+  static void merge(Acc& a, const Acc& b) {
+    if (b.index < 0) return;
+    if (a.index < 0 || b.value < a.value ||
         (std::isnan(b.value) && !std::isnan(a.value))) {
       a = b;
     }
@@ -255,5 +273,46 @@ void broadcast_back(const T* dy, const Shape& shape,
     store(buf, dx + begin, len, accum);
   });
 }
+
+/// Max or Min over the function's axes (Op is reduce_ops::Max or ::Min):
+/// the value of the first extremum, whose flat index routes the grad back.
+template <class T, class Op, class Base>
+class ExtremumCpu : public Base {
+ public:
+  using Base::Base;
+
+ protected:
+  void forward_impl(const Variables& in, const Variables& out) override {
+    const auto acc = reduce<Op>(input<T>(in[0]), in[0]->shape(), this->axes_);
+    const int64_t n = static_cast<int64_t>(acc.size());
+    index_.resize(n);
+    std::vector<float> y(n);
+    for (int64_t i = 0; i < n; ++i) {
+      y[i] = acc[i].value;
+      index_[i] = acc[i].index;
+    }
+    store(y.data(), output<T>(out[0]), n);
+  }
+
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    if (!propagate_down[0]) return;
+    const int64_t n = out[0]->size();
+    std::vector<float> dy(n);
+    const float* g = load(output_grad<T>(out[0]), dy.data(), n);
+    T* dx = input_grad<T>(in[0], accum[0]);
+    if (!accum[0]) std::fill_n(dx, in[0]->size(), T(0.0f));
+    // Each input element is the extremum of at most one output: no races.
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+    for (int64_t o = 0; o < n; ++o) {
+      T& d = dx[index_[o]];
+      d = T(static_cast<float>(d) + g[o]);
+    }
+  }
+
+ private:
+  std::vector<int64_t> index_;  // flat index into x of each output's extremum
+};
 
 }  // namespace mg::cpu

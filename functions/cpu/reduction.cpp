@@ -47,41 +47,7 @@ template <class T>
 using MeanCpu = SumMeanCpu<T, Mean, true>;
 
 template <class T>
-class MaxCpu : public Max {
- public:
-  using Max::Max;
-
- protected:
-  void forward_impl(const Variables& in, const Variables& out) override {
-    const auto acc =
-        reduce<reduce_ops::Max>(input<T>(in[0]), in[0]->shape(), axes_);
-    const int64_t n = static_cast<int64_t>(acc.size());
-    argmax_.resize(n);
-    std::vector<float> y(n);
-    for (int64_t i = 0; i < n; ++i) {
-      y[i] = acc[i].value;
-      argmax_[i] = acc[i].index;
-    }
-    store(y.data(), output<T>(out[0]), n);
-  }
-
-  void backward_impl(const Variables& in, const Variables& out,
-                     const std::vector<bool>& propagate_down,
-                     const std::vector<bool>& accum) override {
-    if (!propagate_down[0]) return;
-    const int64_t n = out[0]->size();
-    std::vector<float> dy(n);
-    const float* g = load(output_grad<T>(out[0]), dy.data(), n);
-    T* dx = input_grad<T>(in[0], accum[0]);
-    if (!accum[0]) std::fill_n(dx, in[0]->size(), T(0.0f));
-      // Each input element is the argmax of at most one output: no races.
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-    for (int64_t o = 0; o < n; ++o) {
-      T& d = dx[argmax_[o]];
-      d = T(static_cast<float>(d) + g[o]);
-    }
-  }
-};
+using MaxCpu = ExtremumCpu<T, reduce_ops::Max, Max>;
 
 }  // namespace
 
