@@ -148,6 +148,7 @@ void plot(const std::string& out_dir,
   if (half) {
     gp << "set title 'half: the dynamic loss scale each step used'\n"
        << "set ylabel 'loss scale'\nset logscale y 2\n"
+       << "set offsets graph 0, graph 0, graph 0.1, graph 0.1\n"
        << "plot " << data << " using 1:" << n + 2
        << " with steps lw 1.5 title 'loss_scale_half'\n"
        << "unset multiplot\n";

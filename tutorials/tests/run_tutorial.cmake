@@ -3,14 +3,16 @@
 #                and the CSV are written.
 #   MODE=resume: 20 steps, then --resume to 40, against a straight 40-step
 #                run: the same final loss, weights, loss scale and CSV.
+#   MODE=main:   the main job for 20 steps per type_config: its table and
+#                files; --resume then finds every run finished.
 # Prints "SKIPPED: ..." (the test's skip pattern) when Fashion-MNIST is not
 # installed.
 cmake_minimum_required(VERSION 3.22)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
-# Runs the tutorial with `args`; sets <prefix>_<key> for each key=value of
-# its RESULT line.
+# Runs the tutorial with `args`; sets <prefix>_output to what it printed and
+# <prefix>_<key> for each key=value of its (first) RESULT line.
 function(run_tutorial prefix)
   execute_process(COMMAND ${TUTORIAL} --batch-size 32 --log-every 10 ${ARGN}
     WORKING_DIRECTORY ${WORK_DIR}
@@ -25,6 +27,7 @@ function(run_tutorial prefix)
     endif()
     message(FATAL_ERROR "exit status ${rc}")
   endif()
+  set(${prefix}_output "${out}" PARENT_SCOPE)
   string(REGEX MATCH "RESULT [^\n]*" result "${out}")
   if(NOT result)
     message(FATAL_ERROR "no RESULT line")
@@ -89,6 +92,31 @@ elseif(MODE STREQUAL "resume")
   endif()
   message("resumed run = straight run: final loss ${a_final_loss}, weights "
           "${a_weights_hash}, ${a_skipped_steps} skipped steps")
+elseif(MODE STREQUAL "main")
+  set(args --iterations 20 --type-configs float,half,bfloat16 --out-dir out)
+  run_tutorial(m ${args})
+  if(NOT m_output MATCHES "type_config test accuracy")
+    message(FATAL_ERROR "no results table")
+  endif()
+  foreach(f float.ckpt.h5 half.ckpt.h5 bfloat16.ckpt.h5 float.csv half.csv
+            bfloat16.csv curves.csv results.csv)
+    if(NOT EXISTS ${WORK_DIR}/out/${f})
+      message(FATAL_ERROR "the main job did not write out/${f}")
+    endif()
+  endforeach()
+  file(STRINGS ${WORK_DIR}/out/results.csv rows)
+  list(LENGTH rows n)
+  expect_equal("results.csv rows (header and 3 runs)" ${n} 4)
+  file(STRINGS ${WORK_DIR}/out/curves.csv rows)
+  list(LENGTH rows n)
+  expect_equal("curves.csv rows (header and 20 steps)" ${n} 21)
+  run_tutorial(again ${args} --resume)
+  string(REGEX MATCHALL "resumed from [^\n]* at step 20 " resumed "${again_output}")
+  list(LENGTH resumed n)
+  expect_equal("runs resumed at step 20" ${n} 3)
+  expect_equal("weights after --resume" "${again_weights_hash}"
+               "${m_weights_hash}")
+  message("the main job wrote its table, curves and checkpoints, and resumed")
 else()
-  message(FATAL_ERROR "MODE must be run or resume")
+  message(FATAL_ERROR "MODE must be run, resume or main")
 endif()
