@@ -31,12 +31,14 @@ class SolverDeviceOps {
   /// through apply_rule and state_data (Lars and Lamb also take norms on
   /// the host, so they do not).
   virtual bool runs(const std::string& solver) const = 0;
-  /// rule(w[i], g[i], states[0][i], ...) for i < n on device `index`, where
-  /// `rule` points to a trivially copyable rule of type `rule_type`. Throws
-  /// std::runtime_error when the backend has no kernel for the rule.
+  /// rule(w[i], g[i] * grad_scale, states[0][i], ...) for i < n on device
+  /// `index`, where `rule` points to a trivially copyable rule of type
+  /// `rule_type`. Throws std::runtime_error when the backend has no kernel
+  /// for the rule.
   virtual void apply_rule(int index, std::type_index rule_type,
                           const void* rule, int64_t n, float* w, const float* g,
-                          float* const* states, int num_states) = 0;
+                          float grad_scale, float* const* states,
+                          int num_states) = 0;
   /// For every grad: out = in * scale when out is given. Returns whether
   /// any scaled value is inf or nan, and with norm2 also their sum of
   /// squares (accumulated in double). One launch per dtype, one host read.

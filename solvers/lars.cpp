@@ -21,7 +21,8 @@ void Lars::update_impl(float* w, const float* g, SolverState& state,
   const double w_norm =
       std::sqrt(sum_of_squares(n, [w](int64_t i) { return w[i]; }));
   const double g_norm =
-      std::sqrt(sum_of_squares(n, [g](int64_t i) { return g[i]; }));
+      std::sqrt(sum_of_squares(n, [g](int64_t i) { return g[i]; })) *
+      std::fabs(detail::rule_grad_scale());
   const float wd = fused_decay_rate();
   double denom = g_norm + wd * w_norm;
   if (denom < eps_) denom += eps_;  // as NNabla: only a tiny one is lifted

@@ -86,7 +86,15 @@ bool DynamicLossScalingUpdater::update() {
                    /*clear_no_need_grad=*/options_.clear_buffer);
     loss_->backward(scale, options_.clear_buffer);
   }
-  const bool overflow = solver_->scale_grad_and_check_inf_or_nan(1.0f / scale);
+  // Clipping and weight decay need the unscaled grads in memory: one fused
+  // pass writes them. Else only a read-only check runs here and update()
+  // unscales inside its own pass (for scale >= 1 a grad is finite exactly
+  // when the unscaled one is).
+  const bool unscale_first = options_.clip_grad_by_global_norm ||
+                             options_.weight_decay || scale < 1.0f;
+  const bool overflow =
+      unscale_first ? solver_->scale_grad_and_check_inf_or_nan(1.0f / scale)
+                    : solver_->check_inf_or_nan_grad();
   if (overflow) {
     ++state_.skipped_steps;
     state_.counter = 0;
@@ -109,7 +117,7 @@ bool DynamicLossScalingUpdater::update() {
     solver_->clip_grad_by_global_norm(*options_.clip_grad_by_global_norm);
   }
   if (options_.weight_decay) solver_->weight_decay(*options_.weight_decay);
-  solver_->update();
+  solver_->update(unscale_first ? 1.0f : 1.0f / scale);
   ++state_.applied_steps;
   if (++state_.counter >= options_.interval) {
     state_.scale = std::min(scale * options_.scaling_factor, options_.max_scale);

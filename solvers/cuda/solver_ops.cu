@@ -44,30 +44,30 @@ struct States {
 
 template <class Rule, int NS>
 __global__ void rule_kernel(Rule rule, int64_t n, float* w, const float* g,
-                            States<NS> st) {
+                            float gs, States<NS> st) {
   MG_GRID_STRIDE(i, n) {
     if constexpr (NS == 0) {
-      rule(w[i], g[i]);
+      rule(w[i], g[i] * gs);
     } else if constexpr (NS == 1) {
-      rule(w[i], g[i], st.s[0][i]);
+      rule(w[i], g[i] * gs, st.s[0][i]);
     } else if constexpr (NS == 2) {
-      rule(w[i], g[i], st.s[0][i], st.s[1][i]);
+      rule(w[i], g[i] * gs, st.s[0][i], st.s[1][i]);
     } else {
-      rule(w[i], g[i], st.s[0][i], st.s[1][i], st.s[2][i]);
+      rule(w[i], g[i] * gs, st.s[0][i], st.s[1][i], st.s[2][i]);
     }
   }
 }
 
 using Launcher = void (*)(cudaStream_t, const void*, int64_t, float*,
-                          const float*, float* const*);
+                          const float*, float, float* const*);
 
 template <class Rule, int NS>
 void launch_rule(cudaStream_t stream, const void* rule, int64_t n, float* w,
-                 const float* g, float* const* s) {
+                 const float* g, float gs, float* const* s) {
   States<NS> st{};
   for (int k = 0; k < NS; ++k) st.s[k] = s[k];
   rule_kernel<Rule, NS><<<blocks_for(n), kThreads, 0, stream>>>(
-      *static_cast<const Rule*>(rule), n, w, g, st);
+      *static_cast<const Rule*>(rule), n, w, g, gs, st);
   MG_CUDA_CHECK_LAUNCH();
 }
 
@@ -199,8 +199,8 @@ class CudaSolverOps final : public SolverDeviceOps {
   }
 
   void apply_rule(int index, std::type_index rule_type, const void* rule,
-                  int64_t n, float* w, const float* g, float* const* states,
-                  int num_states) override {
+                  int64_t n, float* w, const float* g, float grad_scale,
+                  float* const* states, int num_states) override {
     const auto& table = rule_table();
     auto it = table.find({rule_type, num_states});
     if (it == table.end()) {
@@ -212,7 +212,7 @@ class CudaSolverOps final : public SolverDeviceOps {
     }
     if (n == 0) return;
     DeviceGuard guard(index);
-    it->second(stream(index), rule, n, w, g, states);
+    it->second(stream(index), rule, n, w, g, grad_scale, states);
   }
 
   bool scale_check(int index, const std::vector<FusedGrad>& grads, float scale,

@@ -110,6 +110,23 @@ TEST(DynamicLossScaling, AppliedStepSeesUnscaledGrads) {
   up.update();
   // dloss/dW = x = (0.5, 1, 1.5): W = 1 - x whatever the scale.
   expect_near(to_doubles(s.W), {0.5, 0, -0.5}, 1e-6, 0, "W after one step");
+  // The unscale happened inside the update's pass: the grads were only read.
+  expect_near(grad_doubles(s.W), {512, 1024, 1536}, 0, 0, "grads stay scaled");
+}
+
+// Below 1 the unscaled grads can overflow where the scaled ones do not, so
+// the updater unscales (and checks) them first; the step is the same.
+TEST(DynamicLossScaling, AScaleBelowOneUnscalesBeforeTheCheck) {
+  Scripted s(".");
+  auto solver = solvers::Sgd(1.0f);
+  solver->set_parameters(s.params.parameters());
+  DynamicLossScalingOptions o;
+  o.scale = 0.5f;
+  o.min_scale = 0.25f;
+  DynamicLossScalingUpdater up(solver, s.loss, s.feeder(), o);
+  EXPECT_TRUE(up.update());
+  expect_near(to_doubles(s.W), {0.5, 0, -0.5}, 1e-6, 0, "W after one step");
+  expect_near(grad_doubles(s.W), {0.5, 1, 1.5}, 0, 0, "grads unscaled");
 }
 
 TEST(DynamicLossScaling, BoundsHoldAndTheFloorWarnsOrThrows) {

@@ -35,22 +35,24 @@ class FakeSolverOps : public SolverDeviceOps {
     return solver == "Sgd" || solver == "Momentum" || solver == "Adam";
   }
   void apply_rule(int, std::type_index type, const void* rule, int64_t n,
-                  float* w, const float* g, float* const* s, int ns) override {
+                  float* w, const float* g, float gs, float* const* s,
+                  int ns) override {
     ++rules;
     if (type == typeid(WeightDecayRule) && ns == 0) {
       for (int64_t i = 0; i < n; ++i) {
-        (*static_cast<const WeightDecayRule*>(rule))(w[i], g[i]);
+        (*static_cast<const WeightDecayRule*>(rule))(w[i], g[i] * gs);
       }
     } else if (type == typeid(SgdRule) && ns == 0) {
       for (int64_t i = 0; i < n; ++i)
-        (*static_cast<const SgdRule*>(rule))(w[i], g[i]);
+        (*static_cast<const SgdRule*>(rule))(w[i], g[i] * gs);
     } else if (type == typeid(MomentumRule) && ns == 1) {
       for (int64_t i = 0; i < n; ++i) {
-        (*static_cast<const MomentumRule*>(rule))(w[i], g[i], s[0][i]);
+        (*static_cast<const MomentumRule*>(rule))(w[i], g[i] * gs, s[0][i]);
       }
     } else if (type == typeid(AdamRule) && ns == 2) {
       for (int64_t i = 0; i < n; ++i) {
-        (*static_cast<const AdamRule*>(rule))(w[i], g[i], s[0][i], s[1][i]);
+        (*static_cast<const AdamRule*>(rule))(w[i], g[i] * gs, s[0][i],
+                                              s[1][i]);
       }
     } else {
       throw std::runtime_error("no fake kernel");
@@ -149,6 +151,29 @@ TEST(SolverDevice, UpdateRunsWhereTheGradsLiveAndMatchesTheHost) {
         EXPECT_EQ(st->array().head_device(), "fake:0") << name;
       }
     }
+  }
+}
+
+// update(grad_scale) folds the unscale into the device's rule kernels: on
+// grads written x 256, update(1 / 256) steps exactly as update() on the
+// plain grads (256 is a power of two, so half rounds alike).
+TEST(SolverDevice, UpdateWithAGradScaleUnscalesInTheRuleKernel) {
+  FakeSetup s;
+  auto plain_params = make_params(), scaled_params = make_params();
+  auto plain = solvers::Adam(0.01f), scaled = solvers::Adam(0.01f);
+  plain->set_parameters(plain_params);
+  scaled->set_parameters(scaled_params);
+  const int passes_before = FakeSolverOps::instance().passes;
+  for (int step = 0; step < 3; ++step) {
+    write_grads(plain_params, "fake:0", step);
+    write_grads(scaled_params, "fake:0", step, 256.0f);
+    plain->update();
+    scaled->update(1.0f / 256.0f);
+  }
+  EXPECT_EQ(FakeSolverOps::instance().passes, passes_before);  // no pass of its own
+  for (size_t p = 0; p < 2; ++p) {
+    EXPECT_EQ(scaled_params[p].second->data()->array().head_device(), "fake:0");
+    EXPECT_EQ(data_of(scaled_params[p].second), data_of(plain_params[p].second));
   }
 }
 
