@@ -120,6 +120,16 @@ class Trainer {
     return mb;
   }
 
+  /// The parameters' grads as a step leaves them (fp32 for fp32 masters):
+  /// memory of the model's size, which a step needs whatever its batch.
+  double grad_mb() const {
+    size_t bytes = 0;
+    for (const auto& [name, v] : params_.parameters()) {
+      bytes += v->size() * mg::dtype_size(v->grad()->array().dtype());
+    }
+    return megabytes(bytes);
+  }
+
   int64_t skipped_steps() const {
     return updater_ ? updater_->skipped_steps() : 0;
   }
@@ -256,14 +266,16 @@ void bench_model(const std::string& model, const Options& o) {
       continue;
     }
     const double peak = c.ours->step_peak_mb();
+    const double grads = c.ours->grad_mb();
     const double act = c.ours->activation_mb();
     if (f32_speed == 0) f32_speed = speed, f32_act = act;
     char vs_torch[16] = "-";
     if (torch > 0)
       std::snprintf(vs_torch, sizeof vs_torch, "%.2f", speed / torch);
-    std::printf("%-6s %-9s %10.0f %8s %8.2f %9.1f %8.1f %9.2f %7lld\n",
+    std::printf("%-6s %-9s %10.0f %8s %8.2f %9.1f %8.1f %9.2f %7.1f %9.2f %7lld\n",
                 model.c_str(), c.type.c_str(), speed, vs_torch,
-                speed / f32_speed, peak, act, peak / f32_act,
+                speed / f32_speed, peak, act, peak / f32_act, grads,
+                (peak - grads) / f32_act,
                 static_cast<long long>(c.ours->skipped_steps()));
   }
 }
@@ -281,9 +293,9 @@ int main(int argc, char** argv) {
   std::printf("cpu: avx512f %d, avx512_bf16 %d, avx512_fp16 %d, amx_bf16 %d\n",
               cpu.avx512f, cpu.avx512bf16, cpu.avx512fp16, cpu.amx_bf16);
 
-  std::printf("\n%-6s %-9s %10s %8s %8s %9s %8s %9s %7s\n", "model", "type",
-              "img/s", "/torch", "/float", "peak MB", "act MB", "peak/f32",
-              "skipped");
+  std::printf("\n%-6s %-9s %10s %8s %8s %9s %8s %9s %7s %9s %7s\n", "model",
+              "type", "img/s", "/torch", "/float", "peak MB", "act MB",
+              "peak/f32", "grad MB", "-grad/f32", "skipped");
   for (const std::string& model : o.models) bench_model(model, o);
   std::printf(
       "\nimg/s: training images per second (forward, backward, Adam)\n"
@@ -292,6 +304,8 @@ int main(int argc, char** argv) {
       "  solver state and inputs not counted); act MB: every activation of\n"
       "  a forward pass (nothing freed); peak/f32: peak MB over float's\n"
       "  act MB\n"
+      "grad MB: the parameters' grads (in the peak; model-sized, not\n"
+      "  batch-sized); -grad/f32: (peak MB - grad MB) over float's act MB\n"
       "skipped: steps the loss scaler skipped on overflow\n");
   if (o.torch) {
     std::printf("peer: %s; BLAS loaded: %s\n",
