@@ -382,6 +382,37 @@ TEST(ParametricConvolution, CreatesGlorotWeightsAndZeroBias) {
   EXPECT_EQ(params["conv2"].parameters().size(), 1u);
 }
 
+// The layer's own checks, made before it creates W and b.
+TEST(ParametricConvolution, BadInputs) {
+  ParameterScope params;
+  expect_error(
+      [&] {
+        PF::convolution(nullptr, 4, {3, 3}, params["c"]);
+      },
+      "x is a null variable");
+  parametric_functions::ConvolutionParams p;
+  p.base_axis = 3;
+  expect_error(
+      [&] {
+        PF::convolution(make_variable({2, 3, 8, 8}), 4, {3, 3}, params["c"], p);
+      },
+      "base_axis 3 must be in [0, 2] for x with shape (2, 3, 8, 8)");
+  expect_error(
+      [&] {
+        PF::convolution(make_variable({2, 3, 8, 8}), 0, {3, 3}, params["c"]);
+      },
+      "outmaps must be positive, got 0");
+  p = {};
+  p.group = 2;
+  expect_error(
+      [&] {
+        PF::convolution(make_variable({2, 3, 8, 8}), 4, {3, 3}, params["c"], p);
+      },
+      "x with shape (2, 3, 8, 8) has 3 channels, which group 2 does not "
+      "divide");
+  EXPECT_EQ(params.size(), 0u);
+}
+
 TEST(ParametricConvolution, TutorialShapes) {
   ParameterScope params;
   auto x = make_variable({64, 1, 28, 28});

@@ -283,5 +283,32 @@ TEST(ParametricDeconvolution, CreatesWeightsWithInputChannelsFirst) {
   }
 }
 
+// The layer's own checks, made before it creates W and b.
+TEST(ParametricDeconvolution, BadInputs) {
+  ParameterScope params;
+  expect_error(
+      [&] {
+        PF::deconvolution(nullptr, 4, {3, 3}, params["d"]);
+      },
+      "x is a null variable");
+  parametric_functions::DeconvolutionParams p;
+  p.base_axis = 3;
+  expect_error(
+      [&] {
+        PF::deconvolution(make_variable({2, 3, 8, 8}), 4, {3, 3}, params["d"],
+                          p);
+      },
+      "base_axis 3 must be in [0, 2] for x with shape (2, 3, 8, 8)");
+  p = {};
+  p.group = 2;
+  expect_error(
+      [&] {
+        PF::deconvolution(make_variable({2, 4, 8, 8}), 3, {3, 3}, params["d"],
+                          p);
+      },
+      "outmaps 3 must be a positive multiple of group 2");
+  EXPECT_EQ(params.size(), 0u);
+}
+
 }  // namespace
 }  // namespace mg::test
