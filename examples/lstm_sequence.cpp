@@ -90,18 +90,9 @@ int main(int argc, char** argv) {
   if (args.smoke) return log.went_down(5) ? 0 : 1;
 
   // Accuracy on fresh batches: the argmax over the vocabulary per step.
-  auto guess = F::argmax(logits, {2});
-  int correct = 0, total = 0;
-  for (int b = 0; b < 100; ++b) {
-    make_batch(rng, *x, *t);
-    guess->forward(true);
-    const float* g = guess->data()->get<const float>();
-    const float* tp = t->data()->get<const float>();
-    for (int i = 0; i < (kLength - kDelay) * kBatch; ++i, ++total) {
-      correct += g[i] == tp[i];
-    }
-  }
-  std::printf("per-digit accuracy %.2f%% (%d of %d)\n", 100.0 * correct / total,
-              correct, total);
+  const auto acc = example::sequence_accuracy(F::argmax(logits, {2}), t, 100,
+                                              [&] { make_batch(rng, *x, *t); });
+  std::printf("per-digit accuracy %.2f%% (%d of %d)\n", acc.digit_percent(),
+              acc.digits, acc.digits_seen);
   return 0;
 }

@@ -122,24 +122,9 @@ int main(int argc, char** argv) {
       static_cast<int>(updater.skipped_steps()));
   if (args.smoke) return log.went_down(5) ? 0 : 1;
 
-  auto guess = F::argmax(logits, {2});
-  int digits = 0, sequences = 0;
-  const int batches = 100;
-  for (int b = 0; b < batches; ++b) {
-    make_batch(rng, *x, *t);
-    guess->forward(true);
-    const float* g = guess->data()->get<const float>();
-    const float* tp = t->data()->get<const float>();
-    for (int n = 0; n < kBatch; ++n) {
-      int ok = 0;
-      for (int i = 0; i < kLength; ++i)
-        ok += g[i * kBatch + n] == tp[i * kBatch + n];
-      digits += ok;
-      sequences += ok == kLength;
-    }
-  }
+  const auto acc = example::sequence_accuracy(F::argmax(logits, {2}), t, 100,
+                                              [&] { make_batch(rng, *x, *t); });
   std::printf("per-digit accuracy %.2f%%, whole sequences %.2f%%\n",
-              100.0 * digits / (batches * kBatch * kLength),
-              100.0 * sequences / (batches * kBatch));
+              acc.digit_percent(), acc.sequence_percent());
   return 0;
 }
