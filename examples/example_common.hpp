@@ -1,8 +1,9 @@
 // What the training examples share: the command line (--smoke, --steps N),
-// the smoke check that the loss went down and the accuracy of the sequence
-// examples.
+// the training loop, the smoke check that the loss went down and the
+// accuracy of the sequence examples.
 #pragma once
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -52,6 +53,29 @@ struct LossLog {
     return last < 0.9f * first;
   }
 };
+
+/// Runs `steps` updates, printing the loss and the loss scale every
+/// `print_every` steps and on the last, then the time taken; returns the
+/// losses.
+inline LossLog train(mg::DynamicLossScalingUpdater& updater,
+                     const mg::VariablePtr& loss, int steps, int print_every) {
+  LossLog log;
+  const auto start = std::chrono::steady_clock::now();
+  for (int step = 0; step < steps; ++step) {
+    updater.update();
+    log.add(*loss->data()->get<const float>());
+    if (step % print_every == 0 || step == steps - 1) {
+      std::printf("step %5d  loss %.4f  scale %g\n", step, log.losses.back(),
+                  updater.scale());
+    }
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  std::printf("%d steps in %.1f s (%d skipped for overflow)\n", steps, secs,
+              static_cast<int>(updater.skipped_steps()));
+  return log;
+}
 
 /// Correct answers of a sequence model: digits (single steps) and whole
 /// sequences, out of how many of each were seen.

@@ -12,7 +12,6 @@
 //   ./build/examples/transformer_sort
 // `--smoke` runs 40 steps and exits 1 unless the loss went down (CI).
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <mixgraph/mixgraph.hpp>
@@ -105,21 +104,7 @@ int main(int argc, char** argv) {
   solver->set_parameters(params.parameters());
   mg::DynamicLossScalingUpdater updater(solver, loss,
                                         [&] { make_batch(rng, *x, *t); });
-  example::LossLog log;
-  const auto start = std::chrono::steady_clock::now();
-  for (int step = 0; step < steps; ++step) {
-    updater.update();
-    log.add(*loss->data()->get<const float>());
-    if (step % 100 == 0 || step == steps - 1) {
-      std::printf("step %5d  loss %.4f  scale %g\n", step, log.losses.back(),
-                  updater.scale());
-    }
-  }
-  std::printf(
-      "%d steps in %.1f s (%d skipped for overflow)\n", steps,
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count(),
-      static_cast<int>(updater.skipped_steps()));
+  const auto log = example::train(updater, loss, steps, 100);
   if (args.smoke) return log.went_down(5) ? 0 : 1;
 
   const auto acc = example::sequence_accuracy(F::argmax(logits, {2}), t, 100,
