@@ -2,35 +2,18 @@
 
 #include <cmath>
 
+#include "../support/conv_reference.hpp"
 #include "../support/function_tester.hpp"
 
 namespace mg::test {
 namespace {
 
-// A convolution's geometry with 1 to 3 spatial axes as 3 (leading axes of
-// size 1), for the reference loops.
-struct Geo {
-  int64_t n, c, oc, group;
-  int64_t in[3], out[3], k[3], pad[3], stride[3], dil[3];
-};
-
-Geo geo(const Shape& xs, const Shape& ws, const ConvolutionOptions& o) {
-  Geo g;
-  const int base = o.base_axis;
-  const int axes = static_cast<int>(xs.size()) - base - 1;
-  const int lead = 3 - axes;
-  g.n = shape_size(xs, 0, base);
-  g.c = xs[base];
+// The geometry for the reference loops: out by the convolution's rule.
+ConvRefGeometry geo(const Shape& xs, const Shape& ws,
+                    const ConvolutionOptions& o) {
+  ConvRefGeometry g = conv_ref_geometry(xs, ws, o);
   g.oc = ws[0];
-  g.group = o.group;
   for (int a = 0; a < 3; ++a) {
-    const int i = a - lead;
-    const bool on = a >= lead;
-    g.in[a] = on ? xs[base + 1 + i] : 1;
-    g.k[a] = on ? ws[2 + i] : 1;
-    g.pad[a] = on && !o.pad.empty() ? o.pad[i] : 0;
-    g.stride[a] = on && !o.stride.empty() ? o.stride[i] : 1;
-    g.dil[a] = on && !o.dilation.empty() ? o.dilation[i] : 1;
     g.out[a] =
         (g.in[a] + 2 * g.pad[a] - (g.dil[a] * (g.k[a] - 1) + 1)) / g.stride[a] +
         1;
@@ -38,15 +21,9 @@ Geo geo(const Shape& xs, const Shape& ws, const ConvolutionOptions& o) {
   return g;
 }
 
-// Row-major index of (outer, i0, i1, i2) in an array (..., d0, d1, d2).
-int64_t at(int64_t outer, const int64_t* d, int64_t i0, int64_t i1,
-           int64_t i2) {
-  return ((outer * d[0] + i0) * d[1] + i1) * d[2] + i2;
-}
-
 // y[n, o, p] = b[o] + sum_{c in o's group, k} x[n, c, p * stride - pad +
 // k * dilation] W[o, c, k], in double.
-Doubles conv_ref(const std::vector<Doubles>& in, const Geo& g) {
+Doubles conv_ref(const std::vector<Doubles>& in, const ConvRefGeometry& g) {
   const Doubles &x = in[0], &w = in[1];
   const int64_t cg = g.c / g.group, og = g.oc / g.group;
   // The input position read by output p and kernel tap k along axis a.
@@ -89,7 +66,7 @@ void check_conv(const Shape& xs, const Shape& ws, bool bias,
   c.build = [opts](const std::vector<VariablePtr>& in) {
     return F::convolution(in[0], in[1], in.size() > 2 ? in[2] : nullptr, opts);
   };
-  const Geo g = geo(xs, ws, opts);
+  const ConvRefGeometry g = geo(xs, ws, opts);
   c.reference = [g](const std::vector<Doubles>& in) { return conv_ref(in, g); };
   // Reduced types against float. Inputs in [-1, 1) round with relative
   // error 2^-11 (half) or 2^-9 (bf16); an output sums K = C/group * prod(k)

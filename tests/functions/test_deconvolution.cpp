@@ -2,52 +2,28 @@
 
 #include <cmath>
 
+#include "../support/conv_reference.hpp"
 #include "../support/function_tester.hpp"
 
 namespace mg::test {
 namespace {
 
-// A deconvolution's geometry with 1 to 3 spatial axes as 3 (leading axes
-// of size 1), for the reference loops.
-struct Geo {
-  int64_t n, c, oc, group;
-  int64_t in[3], out[3], k[3], pad[3], stride[3], dil[3];
-};
-
-Geo geo(const Shape& xs, const Shape& ws, const DeconvolutionOptions& o) {
-  Geo g;
-  const int base = o.base_axis;
-  const int axes = static_cast<int>(xs.size()) - base - 1;
-  const int lead = 3 - axes;
-  g.n = shape_size(xs, 0, base);
-  g.c = xs[base];
-  g.group = o.group;
+// The geometry for the reference loops: out by the deconvolution's rule.
+ConvRefGeometry geo(const Shape& xs, const Shape& ws,
+                    const DeconvolutionOptions& o) {
+  ConvRefGeometry g = conv_ref_geometry(xs, ws, o);
   g.oc = ws[1] * o.group;
+  const auto extra = last3(o.output_padding, 0);
   for (int a = 0; a < 3; ++a) {
-    const int i = a - lead;
-    const bool on = a >= lead;
-    g.in[a] = on ? xs[base + 1 + i] : 1;
-    g.k[a] = on ? ws[2 + i] : 1;
-    g.pad[a] = on && !o.pad.empty() ? o.pad[i] : 0;
-    g.stride[a] = on && !o.stride.empty() ? o.stride[i] : 1;
-    g.dil[a] = on && !o.dilation.empty() ? o.dilation[i] : 1;
-    const int64_t extra =
-        on && !o.output_padding.empty() ? o.output_padding[i] : 0;
     g.out[a] = (g.in[a] - 1) * g.stride[a] - 2 * g.pad[a] +
-               g.dil[a] * (g.k[a] - 1) + 1 + extra;
+               g.dil[a] * (g.k[a] - 1) + 1 + extra[a];
   }
   return g;
 }
 
-// Row-major index of (outer, i0, i1, i2) in an array (..., d0, d1, d2).
-int64_t at(int64_t outer, const int64_t* d, int64_t i0, int64_t i1,
-           int64_t i2) {
-  return ((outer * d[0] + i0) * d[1] + i1) * d[2] + i2;
-}
-
 // Every x[n, c, i] scatters x W[c, o, k] to y[n, o, i * stride - pad +
 // k * dilation] for the outputs o of c's group; then the bias; in double.
-Doubles deconv_ref(const std::vector<Doubles>& in, const Geo& g) {
+Doubles deconv_ref(const std::vector<Doubles>& in, const ConvRefGeometry& g) {
   const Doubles &x = in[0], &w = in[1];
   const int64_t cg = g.c / g.group, og = g.oc / g.group;
   const int64_t osz = g.out[0] * g.out[1] * g.out[2];
@@ -96,7 +72,7 @@ void check_deconv(const Shape& xs, const Shape& ws, bool bias,
     return F::deconvolution(in[0], in[1], in.size() > 2 ? in[2] : nullptr,
                             opts);
   };
-  const Geo g = geo(xs, ws, opts);
+  const ConvRefGeometry g = geo(xs, ws, opts);
   c.reference = [g](const std::vector<Doubles>& in) {
     return deconv_ref(in, g);
   };
