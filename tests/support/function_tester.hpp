@@ -69,6 +69,11 @@ Doubles grad_doubles(const VariablePtr& v);
 /// Element-wise |a - b| <= atol + rtol |b|, reporting the worst element.
 void expect_near(const Doubles& actual, const Doubles& expected, double atol,
                  double rtol, const std::string& what);
+/// Runs f and expects std::invalid_argument whose message holds every one
+/// of `parts` and, unless `tag` is empty, starts with `tag`.
+void expect_error(const std::function<void()>& f,
+                  const std::vector<std::string>& parts,
+                  const std::string& tag = "");
 /// A variable holding the given values.
 VariablePtr variable_from(const Shape& shape, const std::vector<float>& values,
                           bool need_grad = false);
