@@ -284,6 +284,20 @@ void check_all(const FunctionCheck& c) {
   }
 }
 
+FunctionCheck unary_check(std::function<VariablePtr(const VariablePtr&)> f,
+                          std::function<double(double)> ref, float low,
+                          float high) {
+  FunctionCheck c;
+  c.inputs = {{{3, 4, 5}, low, high}};
+  c.build = [f](const std::vector<VariablePtr>& in) { return f(in[0]); };
+  c.reference = [ref](const std::vector<Doubles>& in) {
+    Doubles y(in[0].size());
+    for (size_t i = 0; i < y.size(); ++i) y[i] = ref(in[0][i]);
+    return y;
+  };
+  return c;
+}
+
 void expect_error(const std::function<void()>& f,
                   const std::vector<std::string>& parts,
                   const std::string& tag) {

@@ -51,6 +51,12 @@ struct FunctionCheck {
   uint32_t seed = 1;
 };
 
+/// y = f(x) for one (3, 4, 5) input in [low, high), against `ref` applied to
+/// each element in double: the check of an elementwise unary function.
+FunctionCheck unary_check(std::function<VariablePtr(const VariablePtr&)> f,
+                          std::function<double(double)> ref, float low = -2.0f,
+                          float high = 2.0f);
+
 /// Every check below, each under SCOPED_TRACE.
 void check_all(const FunctionCheck& c);
 
