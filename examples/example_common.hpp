@@ -1,10 +1,14 @@
-// What the training examples share: the command line (--smoke, --steps N)
-// and the smoke check that the loss went down.
+// What the training examples share: the command line (--smoke, --steps N),
+// the training loop, the smoke check that the loss went down and the
+// accuracy of the sequence examples.
 #pragma once
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <mixgraph/mixgraph.hpp>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -49,5 +53,65 @@ struct LossLog {
     return last < 0.9f * first;
   }
 };
+
+/// Runs `steps` updates, printing the loss and the loss scale every
+/// `print_every` steps and on the last, then the time taken; returns the
+/// losses.
+inline LossLog train(mg::DynamicLossScalingUpdater& updater,
+                     const mg::VariablePtr& loss, int steps, int print_every) {
+  LossLog log;
+  const auto start = std::chrono::steady_clock::now();
+  for (int step = 0; step < steps; ++step) {
+    updater.update();
+    log.add(*loss->data()->get<const float>());
+    if (step % print_every == 0 || step == steps - 1) {
+      std::printf("step %5d  loss %.4f  scale %g\n", step, log.losses.back(),
+                  updater.scale());
+    }
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  std::printf("%d steps in %.1f s (%d skipped for overflow)\n", steps, secs,
+              static_cast<int>(updater.skipped_steps()));
+  return log;
+}
+
+/// Correct answers of a sequence model: digits (single steps) and whole
+/// sequences, out of how many of each were seen.
+struct SequenceAccuracy {
+  int digits = 0, sequences = 0;
+  int digits_seen = 0, sequences_seen = 0;
+  double digit_percent() const { return 100.0 * digits / digits_seen; }
+  double sequence_percent() const { return 100.0 * sequences / sequences_seen; }
+};
+
+/// The accuracy of `guess`, the argmax over the vocabulary at each step
+/// (T, N, ...), against the answers t (T, N, 1), both time-major, on
+/// `batches` fresh batches that `next_batch` fills in.
+inline SequenceAccuracy sequence_accuracy(
+    const mg::VariablePtr& guess, const mg::VariablePtr& t, int batches,
+    const std::function<void()>& next_batch) {
+  const int steps = static_cast<int>(t->shape()[0]);
+  const int batch = static_cast<int>(t->shape()[1]);
+  SequenceAccuracy a;
+  for (int b = 0; b < batches; ++b) {
+    next_batch();
+    guess->forward(true);
+    const float* g = guess->data()->get<const float>();
+    const float* tp = t->data()->get<const float>();
+    for (int n = 0; n < batch; ++n) {
+      int ok = 0;
+      for (int i = 0; i < steps; ++i) {
+        ok += g[i * batch + n] == tp[i * batch + n];
+      }
+      a.digits += ok;
+      a.sequences += ok == steps;
+    }
+    a.digits_seen += steps * batch;
+    a.sequences_seen += batch;
+  }
+  return a;
+}
 
 }  // namespace example

@@ -10,7 +10,6 @@
 // of batch 32 (18 s on 2 cores), printed by
 //   ./build/examples/lstm_sequence
 // `--smoke` runs 40 steps and exits 1 unless the loss went down (CI).
-#include <chrono>
 #include <cstdio>
 #include <mixgraph/mixgraph.hpp>
 #include <random>
@@ -72,36 +71,13 @@ int main(int argc, char** argv) {
   solver->set_parameters(params.parameters());
   mg::DynamicLossScalingUpdater updater(solver, loss,
                                         [&] { make_batch(rng, *x, *t); });
-  example::LossLog log;
-  const auto start = std::chrono::steady_clock::now();
-  for (int step = 0; step < steps; ++step) {
-    updater.update();
-    log.add(*loss->data()->get<const float>());
-    if (step % 50 == 0 || step == steps - 1) {
-      std::printf("step %4d  loss %.4f  scale %g\n", step, log.losses.back(),
-                  updater.scale());
-    }
-  }
-  std::printf(
-      "%d steps in %.1f s (%d skipped for overflow)\n", steps,
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count(),
-      static_cast<int>(updater.skipped_steps()));
+  const auto log = example::train(updater, loss, steps, 50);
   if (args.smoke) return log.went_down(5) ? 0 : 1;
 
   // Accuracy on fresh batches: the argmax over the vocabulary per step.
-  auto guess = F::argmax(logits, {2});
-  int correct = 0, total = 0;
-  for (int b = 0; b < 100; ++b) {
-    make_batch(rng, *x, *t);
-    guess->forward(true);
-    const float* g = guess->data()->get<const float>();
-    const float* tp = t->data()->get<const float>();
-    for (int i = 0; i < (kLength - kDelay) * kBatch; ++i, ++total) {
-      correct += g[i] == tp[i];
-    }
-  }
-  std::printf("per-digit accuracy %.2f%% (%d of %d)\n", 100.0 * correct / total,
-              correct, total);
+  const auto acc = example::sequence_accuracy(F::argmax(logits, {2}), t, 100,
+                                              [&] { make_batch(rng, *x, *t); });
+  std::printf("per-digit accuracy %.2f%% (%d of %d)\n", acc.digit_percent(),
+              acc.digits, acc.digits_seen);
   return 0;
 }

@@ -14,7 +14,6 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <mixgraph/mixgraph.hpp>
@@ -187,21 +186,7 @@ int main(int argc, char** argv) {
     cursor += batch;
   });
 
-  example::LossLog log;
-  const auto start = std::chrono::steady_clock::now();
-  for (int step = 0; step < steps; ++step) {
-    updater.update();
-    log.add(*loss->data()->get<const float>());
-    if (step % 100 == 0 || step == steps - 1) {
-      std::printf("step %5d  loss %.4f  scale %g\n", step, log.losses.back(),
-                  updater.scale());
-    }
-  }
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  std::printf("%d steps in %.1f s (%d skipped for overflow)\n", steps, secs,
-              static_cast<int>(updater.skipped_steps()));
+  const auto log = example::train(updater, loss, steps, 100);
   if (args.smoke) return log.went_down(5) ? 0 : 1;
 
   // Test accuracy with the running statistics (batch_stat = false).

@@ -12,7 +12,6 @@
 //   ./build/examples/transformer_sort
 // `--smoke` runs 40 steps and exits 1 unless the loss went down (CI).
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <mixgraph/mixgraph.hpp>
@@ -105,41 +104,12 @@ int main(int argc, char** argv) {
   solver->set_parameters(params.parameters());
   mg::DynamicLossScalingUpdater updater(solver, loss,
                                         [&] { make_batch(rng, *x, *t); });
-  example::LossLog log;
-  const auto start = std::chrono::steady_clock::now();
-  for (int step = 0; step < steps; ++step) {
-    updater.update();
-    log.add(*loss->data()->get<const float>());
-    if (step % 100 == 0 || step == steps - 1) {
-      std::printf("step %5d  loss %.4f  scale %g\n", step, log.losses.back(),
-                  updater.scale());
-    }
-  }
-  std::printf(
-      "%d steps in %.1f s (%d skipped for overflow)\n", steps,
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count(),
-      static_cast<int>(updater.skipped_steps()));
+  const auto log = example::train(updater, loss, steps, 100);
   if (args.smoke) return log.went_down(5) ? 0 : 1;
 
-  auto guess = F::argmax(logits, {2});
-  int digits = 0, sequences = 0;
-  const int batches = 100;
-  for (int b = 0; b < batches; ++b) {
-    make_batch(rng, *x, *t);
-    guess->forward(true);
-    const float* g = guess->data()->get<const float>();
-    const float* tp = t->data()->get<const float>();
-    for (int n = 0; n < kBatch; ++n) {
-      int ok = 0;
-      for (int i = 0; i < kLength; ++i)
-        ok += g[i * kBatch + n] == tp[i * kBatch + n];
-      digits += ok;
-      sequences += ok == kLength;
-    }
-  }
+  const auto acc = example::sequence_accuracy(F::argmax(logits, {2}), t, 100,
+                                              [&] { make_batch(rng, *x, *t); });
   std::printf("per-digit accuracy %.2f%%, whole sequences %.2f%%\n",
-              100.0 * digits / (batches * kBatch * kLength),
-              100.0 * sequences / (batches * kBatch));
+              acc.digit_percent(), acc.sequence_percent());
   return 0;
 }

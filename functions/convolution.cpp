@@ -45,10 +45,8 @@ std::vector<int64_t> per_axis(const std::string& tag, const char* name,
   return v;
 }
 
-ConvGeometry conv_common(const std::string& tag, const Shape& x, const Shape& w,
-                         int base_axis, const std::vector<int64_t>& pad,
-                         const std::vector<int64_t>& stride,
-                         const std::vector<int64_t>& dilation, int group) {
+void check_conv_base_axis(const std::string& tag, const Shape& x,
+                          int base_axis) {
   const int nd = static_cast<int>(x.size());
   if (base_axis < 0 || base_axis > nd - 2) {
     throw std::invalid_argument(
@@ -57,6 +55,14 @@ ConvGeometry conv_common(const std::string& tag, const Shape& x, const Shape& w,
         ", which needs a channel axis and at least one spatial axis from "
         "base_axis on");
   }
+}
+
+ConvGeometry conv_common(const std::string& tag, const Shape& x, const Shape& w,
+                         int base_axis, const std::vector<int64_t>& pad,
+                         const std::vector<int64_t>& stride,
+                         const std::vector<int64_t>& dilation, int group) {
+  check_conv_base_axis(tag, x, base_axis);
+  const int nd = static_cast<int>(x.size());
   const size_t axes = static_cast<size_t>(nd - base_axis - 1);
   if (axes > 3) {
     throw std::invalid_argument(tag + "x with shape " + shape_str(x) +
@@ -89,6 +95,13 @@ ConvGeometry conv_common(const std::string& tag, const Shape& x, const Shape& w,
   g.stride = per_axis(tag, "stride", stride, axes, 1, 1, x);
   g.dilation = per_axis(tag, "dilation", dilation, axes, 1, 1, x);
   return g;
+}
+
+const Shape& conv_layer_input_shape(const std::string& tag,
+                                    const VariablePtr& x, int base_axis) {
+  if (!x) throw std::invalid_argument(tag + "x is a null variable");
+  check_conv_base_axis(tag, x->shape(), base_axis);
+  return x->shape();
 }
 
 }  // namespace detail
@@ -164,17 +177,8 @@ VariablePtr convolution(const VariablePtr& x, int64_t outmaps,
                         std::vector<int64_t> kernel, ParameterScope scope,
                         const ConvolutionParams& params) {
   const std::string tag = "[convolution] ";
-  if (!x) throw std::invalid_argument(tag + "x is a null variable");
-  const Shape& xs = x->shape();
   const int base = params.base_axis;
-  if (base < 0 || base > static_cast<int>(xs.size()) - 2) {
-    throw std::invalid_argument(
-        tag + "base_axis " + std::to_string(base) + " must be in [0, " +
-        std::to_string(static_cast<int>(xs.size()) - 2) +
-        "] for x with shape " + shape_str(xs) +
-        ", which needs a channel axis and at least one spatial axis from "
-        "base_axis on");
-  }
+  const Shape& xs = detail::conv_layer_input_shape(tag, x, base);
   if (outmaps <= 0) {
     throw std::invalid_argument(tag + "outmaps must be positive, got " +
                                 std::to_string(outmaps));
@@ -189,16 +193,8 @@ VariablePtr convolution(const VariablePtr& x, int64_t outmaps,
   const int64_t in_per_group = xs[base] / params.group;
   Shape wshape{outmaps, in_per_group};
   wshape.insert(wshape.end(), kernel.begin(), kernel.end());
-  auto w_init = params.w_init
-                    ? params.w_init
-                    : glorot_uniform_initializer(in_per_group * k, outmaps * k);
-  auto W = scope.get_or_create("W", wshape, w_init);
-  VariablePtr b;
-  if (params.with_bias) {
-    b = scope.get_or_create(
-        "b", {outmaps},
-        params.b_init ? params.b_init : constant_initializer(0.0f));
-  }
+  const auto [W, b] = detail::conv_layer_parameters(
+      scope, wshape, in_per_group * k, outmaps * k, outmaps, params);
   return functions::convolution(
       x, W, b,
       ConvolutionOptions{base, params.pad, params.stride, params.dilation,

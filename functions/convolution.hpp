@@ -42,6 +42,10 @@ struct ConvGeometry {
 };
 
 namespace detail {
+/// Checks that base_axis leaves x a channel axis and at least one spatial
+/// axis after it; throws std::invalid_argument starting with `tag` otherwise.
+void check_conv_base_axis(const std::string& tag, const Shape& x,
+                          int base_axis);
 /// An option given per spatial axis of x: `v`, checked to have `axes`
 /// values each at least `min`, or `fallback` on every axis when empty.
 std::vector<int64_t> per_axis(const std::string& tag, const char* name,
@@ -55,6 +59,32 @@ ConvGeometry conv_common(const std::string& tag, const Shape& x, const Shape& w,
                          int base_axis, const std::vector<int64_t>& pad,
                          const std::vector<int64_t>& stride,
                          const std::vector<int64_t>& dilation, int group);
+/// x's shape, after the checks that the convolution and deconvolution
+/// layers make before they create parameters: x is not null and base_axis
+/// leaves it a channel axis and a spatial axis.
+const Shape& conv_layer_input_shape(const std::string& tag,
+                                    const VariablePtr& x, int base_axis);
+
+/// The parameters of a convolution or deconvolution layer in `scope`: "W"
+/// with `w_shape`, filled by params.w_init or else Glorot-uniform with
+/// fan_in and fan_out, and with params.with_bias "b" (outmaps,), filled by
+/// params.b_init or else zero (null without bias).
+template <class Params>
+std::pair<VariablePtr, VariablePtr> conv_layer_parameters(
+    ParameterScope scope, const Shape& w_shape, int64_t fan_in, int64_t fan_out,
+    int64_t outmaps, const Params& params) {
+  auto W = scope.get_or_create(
+      "W", w_shape,
+      params.w_init ? params.w_init
+                    : glorot_uniform_initializer(fan_in, fan_out));
+  VariablePtr b;
+  if (params.with_bias) {
+    b = scope.get_or_create(
+        "b", {outmaps},
+        params.b_init ? params.b_init : constant_initializer(0.0f));
+  }
+  return {W, b};
+}
 }  // namespace detail
 
 /// x: (batch..., C, spatial...); W: (OC, C / group, kernel...); b: (OC,).

@@ -85,17 +85,8 @@ VariablePtr deconvolution(const VariablePtr& x, int64_t outmaps,
                           std::vector<int64_t> kernel, ParameterScope scope,
                           const DeconvolutionParams& params) {
   const std::string tag = "[deconvolution] ";
-  if (!x) throw std::invalid_argument(tag + "x is a null variable");
-  const Shape& xs = x->shape();
   const int base = params.base_axis;
-  if (base < 0 || base > static_cast<int>(xs.size()) - 2) {
-    throw std::invalid_argument(
-        tag + "base_axis " + std::to_string(base) + " must be in [0, " +
-        std::to_string(static_cast<int>(xs.size()) - 2) +
-        "] for x with shape " + shape_str(xs) +
-        ", which needs a channel axis and at least one spatial axis from "
-        "base_axis on");
-  }
+  const Shape& xs = detail::conv_layer_input_shape(tag, x, base);
   if (outmaps <= 0 || params.group <= 0 || outmaps % params.group != 0) {
     throw std::invalid_argument(tag + "outmaps " + std::to_string(outmaps) +
                                 " must be a positive multiple of group " +
@@ -105,16 +96,8 @@ VariablePtr deconvolution(const VariablePtr& x, int64_t outmaps,
   const int64_t out_per_group = outmaps / params.group;
   Shape wshape{xs[base], out_per_group};
   wshape.insert(wshape.end(), kernel.begin(), kernel.end());
-  auto w_init = params.w_init ? params.w_init
-                              : glorot_uniform_initializer(out_per_group * k,
-                                                           xs[base] * k);
-  auto W = scope.get_or_create("W", wshape, w_init);
-  VariablePtr b;
-  if (params.with_bias) {
-    b = scope.get_or_create(
-        "b", {outmaps},
-        params.b_init ? params.b_init : constant_initializer(0.0f));
-  }
+  const auto [W, b] = detail::conv_layer_parameters(
+      scope, wshape, out_per_group * k, xs[base] * k, outmaps, params);
   return functions::deconvolution(
       x, W, b,
       DeconvolutionOptions{base, params.pad, params.stride, params.dilation,

@@ -8,19 +8,6 @@
 namespace mg::test {
 namespace {
 
-// Runs f and expects std::invalid_argument whose message holds every part.
-void expect_error(const std::function<void()>& f,
-                  const std::vector<std::string>& parts) {
-  try {
-    f();
-    FAIL() << "expected an exception";
-  } catch (const std::invalid_argument& e) {
-    for (const auto& p : parts) {
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-    }
-  }
-}
-
 // Element (i0, i1, i2) of a row-major (d0, d1, d2) array.
 int64_t at(const Shape& s, int64_t i0, int64_t i1, int64_t i2) {
   return (i0 * s[1] + i1) * s[2] + i2;

@@ -10,18 +10,6 @@
 namespace mg::test {
 namespace {
 
-void expect_error(const std::function<void()>& f,
-                  const std::vector<std::string>& parts) {
-  try {
-    f();
-    FAIL() << "expected an exception";
-  } catch (const std::invalid_argument& e) {
-    for (const auto& p : parts) {
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-    }
-  }
-}
-
 // Attention for one (L, E) x (S, E) x (S, Ev) problem, given as strided
 // accessors so the multi-head reference can reuse it.
 using At = std::function<double(int64_t, int64_t)>;

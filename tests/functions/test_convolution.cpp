@@ -2,35 +2,18 @@
 
 #include <cmath>
 
+#include "../support/conv_reference.hpp"
 #include "../support/function_tester.hpp"
 
 namespace mg::test {
 namespace {
 
-// A convolution's geometry with 1 to 3 spatial axes as 3 (leading axes of
-// size 1), for the reference loops.
-struct Geo {
-  int64_t n, c, oc, group;
-  int64_t in[3], out[3], k[3], pad[3], stride[3], dil[3];
-};
-
-Geo geo(const Shape& xs, const Shape& ws, const ConvolutionOptions& o) {
-  Geo g;
-  const int base = o.base_axis;
-  const int axes = static_cast<int>(xs.size()) - base - 1;
-  const int lead = 3 - axes;
-  g.n = shape_size(xs, 0, base);
-  g.c = xs[base];
+// The geometry for the reference loops: out by the convolution's rule.
+ConvRefGeometry geo(const Shape& xs, const Shape& ws,
+                    const ConvolutionOptions& o) {
+  ConvRefGeometry g = conv_ref_geometry(xs, ws, o);
   g.oc = ws[0];
-  g.group = o.group;
   for (int a = 0; a < 3; ++a) {
-    const int i = a - lead;
-    const bool on = a >= lead;
-    g.in[a] = on ? xs[base + 1 + i] : 1;
-    g.k[a] = on ? ws[2 + i] : 1;
-    g.pad[a] = on && !o.pad.empty() ? o.pad[i] : 0;
-    g.stride[a] = on && !o.stride.empty() ? o.stride[i] : 1;
-    g.dil[a] = on && !o.dilation.empty() ? o.dilation[i] : 1;
     g.out[a] =
         (g.in[a] + 2 * g.pad[a] - (g.dil[a] * (g.k[a] - 1) + 1)) / g.stride[a] +
         1;
@@ -38,15 +21,9 @@ Geo geo(const Shape& xs, const Shape& ws, const ConvolutionOptions& o) {
   return g;
 }
 
-// Row-major index of (outer, i0, i1, i2) in an array (..., d0, d1, d2).
-int64_t at(int64_t outer, const int64_t* d, int64_t i0, int64_t i1,
-           int64_t i2) {
-  return ((outer * d[0] + i0) * d[1] + i1) * d[2] + i2;
-}
-
 // y[n, o, p] = b[o] + sum_{c in o's group, k} x[n, c, p * stride - pad +
 // k * dilation] W[o, c, k], in double.
-Doubles conv_ref(const std::vector<Doubles>& in, const Geo& g) {
+Doubles conv_ref(const std::vector<Doubles>& in, const ConvRefGeometry& g) {
   const Doubles &x = in[0], &w = in[1];
   const int64_t cg = g.c / g.group, og = g.oc / g.group;
   // The input position read by output p and kernel tap k along axis a.
@@ -89,7 +66,7 @@ void check_conv(const Shape& xs, const Shape& ws, bool bias,
   c.build = [opts](const std::vector<VariablePtr>& in) {
     return F::convolution(in[0], in[1], in.size() > 2 ? in[2] : nullptr, opts);
   };
-  const Geo g = geo(xs, ws, opts);
+  const ConvRefGeometry g = geo(xs, ws, opts);
   c.reference = [g](const std::vector<Doubles>& in) { return conv_ref(in, g); };
   // Reduced types against float. Inputs in [-1, 1) round with relative
   // error 2^-11 (half) or 2^-9 (bf16); an output sums K = C/group * prod(k)
@@ -234,15 +211,8 @@ TEST(Convolution, HalfReadsFloatMasterWeightsAndWritesFloatGrads) {
   EXPECT_EQ(grad_doubles(b), (Doubles{4, 4}));
 }
 
-void expect_error(const std::function<void()>& fn, const std::string& text) {
-  try {
-    fn();
-    FAIL() << "expected an exception with: " << text;
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-    EXPECT_EQ(std::string(e.what()).rfind("[convolution] ", 0), 0u) << e.what();
-  }
-}
+// Every error names the function first.
+const char kTag[] = "[convolution] ";
 
 TEST(Convolution, ChannelMismatchNamesShapes) {
   try {
@@ -264,7 +234,7 @@ TEST(Convolution, KernelLargerThanPaddedInput) {
         F::convolution(make_variable({2, 3, 4, 4}), make_variable({4, 3, 5, 5}),
                        nullptr, o);
       },
-      "spans 5 along spatial axis 1, more than the padded input's 4");
+      {"spans 5 along spatial axis 1, more than the padded input's 4"}, kTag);
   o.pad = {};
   o.dilation = {3, 1};
   expect_error(
@@ -272,7 +242,7 @@ TEST(Convolution, KernelLargerThanPaddedInput) {
         F::convolution(make_variable({2, 3, 6, 6}), make_variable({4, 3, 3, 3}),
                        nullptr, o);
       },
-      "spans 7 along spatial axis 0");
+      {"spans 7 along spatial axis 0"}, kTag);
 }
 
 TEST(Convolution, GroupMustDivideChannels) {
@@ -283,22 +253,24 @@ TEST(Convolution, GroupMustDivideChannels) {
         F::convolution(make_variable({2, 3, 8, 8}), make_variable({4, 1, 3, 3}),
                        nullptr, o);
       },
-      "x with shape (2, 3, 8, 8) has 3 channels, which group 2 does not "
-      "divide");
+      {"x with shape (2, 3, 8, 8) has 3 channels, which group 2 does not "
+       "divide"},
+      kTag);
   expect_error(
       [&] {
         F::convolution(make_variable({2, 4, 8, 8}), make_variable({3, 2, 3, 3}),
                        nullptr, o);
       },
-      "W with shape (3, 2, 3, 3) has 3 output channels, which group 2 does "
-      "not divide");
+      {"W with shape (3, 2, 3, 3) has 3 output channels, which group 2 does "
+       "not divide"},
+      kTag);
   o.group = 0;
   expect_error(
       [&] {
         F::convolution(make_variable({2, 4, 8, 8}), make_variable({4, 4, 3, 3}),
                        nullptr, o);
       },
-      "group 0 must be positive");
+      {"group 0 must be positive"}, kTag);
 }
 
 TEST(Convolution, WrongWeightRank) {
@@ -306,7 +278,7 @@ TEST(Convolution, WrongWeightRank) {
       [] {
         F::convolution(make_variable({2, 3, 8, 8}), make_variable({4, 3, 3}));
       },
-      "W with shape (4, 3, 3) must have 4 dimensions");
+      {"W with shape (4, 3, 3) must have 4 dimensions"}, kTag);
 }
 
 TEST(Convolution, BadOptions) {
@@ -314,39 +286,43 @@ TEST(Convolution, BadOptions) {
   auto w = make_variable({4, 3, 3, 3});
   ConvolutionOptions o;
   o.stride = {2};
-  expect_error([&] { F::convolution(x, w, nullptr, o); },
-               "stride (2,) must have 2 values, one per spatial axis of x with "
-               "shape (2, 3, 8, 8)");
+  expect_error(
+      [&] { F::convolution(x, w, nullptr, o); },
+      {"stride (2,) must have 2 values, one per spatial axis of x with "
+       "shape (2, 3, 8, 8)"},
+      kTag);
   o = {};
   o.stride = {0, 1};
   expect_error([&] { F::convolution(x, w, nullptr, o); },
-               "stride (0, 1) must be positive");
+               {"stride (0, 1) must be positive"}, kTag);
   o = {};
   o.pad = {-1, 0};
   expect_error([&] { F::convolution(x, w, nullptr, o); },
-               "pad (-1, 0) must be non-negative");
+               {"pad (-1, 0) must be non-negative"}, kTag);
   o = {};
   o.dilation = {1, 0};
   expect_error([&] { F::convolution(x, w, nullptr, o); },
-               "dilation (1, 0) must be positive");
+               {"dilation (1, 0) must be positive"}, kTag);
   o = {};
   o.base_axis = 3;
   expect_error([&] { F::convolution(x, w, nullptr, o); },
-               "base_axis 3 must be in [0, 2] for x with shape (2, 3, 8, 8)");
+               {"base_axis 3 must be in [0, 2] for x with shape (2, 3, 8, 8)"},
+               kTag);
   expect_error(
       [&] {
         F::convolution(make_variable({1, 1, 2, 2, 2, 2}),
                        make_variable({1, 1, 1, 1, 1, 1}));
       },
-      "has 4 spatial axes; 1 to 3 are supported");
+      {"has 4 spatial axes; 1 to 3 are supported"}, kTag);
   expect_error([&] { F::convolution(x, w, make_variable({3})); },
-               "b with shape (3,) must have shape (4,) to match W with shape "
-               "(4, 3, 3, 3)");
+               {"b with shape (3,) must have shape (4,) to match W with shape "
+                "(4, 3, 3, 3)"},
+               kTag);
   expect_error(
       [&] {
         F::convolution(x, make_variable({4, 3, 0, 3}));
       },
-      "W with shape (4, 3, 0, 3) must have no empty dimension");
+      {"W with shape (4, 3, 0, 3) must have no empty dimension"}, kTag);
 }
 
 TEST(ParametricConvolution, CreatesGlorotWeightsAndZeroBias) {
@@ -380,6 +356,38 @@ TEST(ParametricConvolution, CreatesGlorotWeightsAndZeroBias) {
   nb.with_bias = false;
   PF::convolution(x, 8, {3, 3}, params["conv2"], nb);
   EXPECT_EQ(params["conv2"].parameters().size(), 1u);
+}
+
+// The layer's own checks, made before it creates W and b.
+TEST(ParametricConvolution, BadInputs) {
+  ParameterScope params;
+  expect_error(
+      [&] {
+        PF::convolution(nullptr, 4, {3, 3}, params["c"]);
+      },
+      {"x is a null variable"}, kTag);
+  parametric_functions::ConvolutionParams p;
+  p.base_axis = 3;
+  expect_error(
+      [&] {
+        PF::convolution(make_variable({2, 3, 8, 8}), 4, {3, 3}, params["c"], p);
+      },
+      {"base_axis 3 must be in [0, 2] for x with shape (2, 3, 8, 8)"}, kTag);
+  expect_error(
+      [&] {
+        PF::convolution(make_variable({2, 3, 8, 8}), 0, {3, 3}, params["c"]);
+      },
+      {"outmaps must be positive, got 0"}, kTag);
+  p = {};
+  p.group = 2;
+  expect_error(
+      [&] {
+        PF::convolution(make_variable({2, 3, 8, 8}), 4, {3, 3}, params["c"], p);
+      },
+      {"x with shape (2, 3, 8, 8) has 3 channels, which group 2 does not "
+       "divide"},
+      kTag);
+  EXPECT_EQ(params.size(), 0u);
 }
 
 TEST(ParametricConvolution, TutorialShapes) {

@@ -2,52 +2,28 @@
 
 #include <cmath>
 
+#include "../support/conv_reference.hpp"
 #include "../support/function_tester.hpp"
 
 namespace mg::test {
 namespace {
 
-// A deconvolution's geometry with 1 to 3 spatial axes as 3 (leading axes
-// of size 1), for the reference loops.
-struct Geo {
-  int64_t n, c, oc, group;
-  int64_t in[3], out[3], k[3], pad[3], stride[3], dil[3];
-};
-
-Geo geo(const Shape& xs, const Shape& ws, const DeconvolutionOptions& o) {
-  Geo g;
-  const int base = o.base_axis;
-  const int axes = static_cast<int>(xs.size()) - base - 1;
-  const int lead = 3 - axes;
-  g.n = shape_size(xs, 0, base);
-  g.c = xs[base];
-  g.group = o.group;
+// The geometry for the reference loops: out by the deconvolution's rule.
+ConvRefGeometry geo(const Shape& xs, const Shape& ws,
+                    const DeconvolutionOptions& o) {
+  ConvRefGeometry g = conv_ref_geometry(xs, ws, o);
   g.oc = ws[1] * o.group;
+  const auto extra = last3(o.output_padding, 0);
   for (int a = 0; a < 3; ++a) {
-    const int i = a - lead;
-    const bool on = a >= lead;
-    g.in[a] = on ? xs[base + 1 + i] : 1;
-    g.k[a] = on ? ws[2 + i] : 1;
-    g.pad[a] = on && !o.pad.empty() ? o.pad[i] : 0;
-    g.stride[a] = on && !o.stride.empty() ? o.stride[i] : 1;
-    g.dil[a] = on && !o.dilation.empty() ? o.dilation[i] : 1;
-    const int64_t extra =
-        on && !o.output_padding.empty() ? o.output_padding[i] : 0;
     g.out[a] = (g.in[a] - 1) * g.stride[a] - 2 * g.pad[a] +
-               g.dil[a] * (g.k[a] - 1) + 1 + extra;
+               g.dil[a] * (g.k[a] - 1) + 1 + extra[a];
   }
   return g;
 }
 
-// Row-major index of (outer, i0, i1, i2) in an array (..., d0, d1, d2).
-int64_t at(int64_t outer, const int64_t* d, int64_t i0, int64_t i1,
-           int64_t i2) {
-  return ((outer * d[0] + i0) * d[1] + i1) * d[2] + i2;
-}
-
 // Every x[n, c, i] scatters x W[c, o, k] to y[n, o, i * stride - pad +
 // k * dilation] for the outputs o of c's group; then the bias; in double.
-Doubles deconv_ref(const std::vector<Doubles>& in, const Geo& g) {
+Doubles deconv_ref(const std::vector<Doubles>& in, const ConvRefGeometry& g) {
   const Doubles &x = in[0], &w = in[1];
   const int64_t cg = g.c / g.group, og = g.oc / g.group;
   const int64_t osz = g.out[0] * g.out[1] * g.out[2];
@@ -96,7 +72,7 @@ void check_deconv(const Shape& xs, const Shape& ws, bool bias,
     return F::deconvolution(in[0], in[1], in.size() > 2 ? in[2] : nullptr,
                             opts);
   };
-  const Geo g = geo(xs, ws, opts);
+  const ConvRefGeometry g = geo(xs, ws, opts);
   c.reference = [g](const std::vector<Doubles>& in) {
     return deconv_ref(in, g);
   };
@@ -200,16 +176,8 @@ TEST(Deconvolution, OutputShape) {
   EXPECT_EQ(y->shape(), (Shape{2, 6, 10, 16}));
 }
 
-void expect_error(const std::function<void()>& fn, const std::string& text) {
-  try {
-    fn();
-    FAIL() << "expected an exception with: " << text;
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-    EXPECT_EQ(std::string(e.what()).rfind("[deconvolution] ", 0), 0u)
-        << e.what();
-  }
-}
+// Every error names the function first.
+const char kTag[] = "[deconvolution] ";
 
 TEST(Deconvolution, ChannelMismatchNamesShapes) {
   try {
@@ -231,13 +199,14 @@ TEST(Deconvolution, BadInputs) {
         F::deconvolution(make_variable({2, 3, 4, 4}),
                          make_variable({3, 2, 3, 3}), nullptr, o);
       },
-      "x with shape (2, 3, 4, 4) has 3 channels, which group 2 does not "
-      "divide");
+      {"x with shape (2, 3, 4, 4) has 3 channels, which group 2 does not "
+       "divide"},
+      kTag);
   expect_error(
       [] {
         F::deconvolution(make_variable({2, 3, 4, 4}), make_variable({3, 2, 3}));
       },
-      "W with shape (3, 2, 3) must have 4 dimensions");
+      {"W with shape (3, 2, 3) must have 4 dimensions"}, kTag);
   o = {};
   o.pad = {3, 0};
   expect_error(
@@ -245,7 +214,7 @@ TEST(Deconvolution, BadInputs) {
         F::deconvolution(make_variable({2, 3, 2, 2}),
                          make_variable({3, 2, 3, 3}), nullptr, o);
       },
-      "give an empty output along spatial axis 0 (size -2)");
+      {"give an empty output along spatial axis 0 (size -2)"}, kTag);
   o = {};
   o.stride = {2, 2};
   o.output_padding = {2, 0};
@@ -254,13 +223,13 @@ TEST(Deconvolution, BadInputs) {
         F::deconvolution(make_variable({2, 3, 4, 4}),
                          make_variable({3, 2, 3, 3}), nullptr, o);
       },
-      "output_padding (2, 0) must be smaller than stride (2, 2)");
+      {"output_padding (2, 0) must be smaller than stride (2, 2)"}, kTag);
   expect_error(
       [] {
         F::deconvolution(make_variable({2, 3, 4, 4}),
                          make_variable({3, 2, 3, 3}), make_variable({3}));
       },
-      "b with shape (3,) must have shape (2,)");
+      {"b with shape (3,) must have shape (2,)"}, kTag);
 }
 
 TEST(ParametricDeconvolution, CreatesWeightsWithInputChannelsFirst) {
@@ -281,6 +250,33 @@ TEST(ParametricDeconvolution, CreatesWeightsWithInputChannelsFirst) {
   for (int64_t i = 0; i < list[0].second->size(); ++i) {
     EXPECT_LE(std::fabs(w[i]), limit);
   }
+}
+
+// The layer's own checks, made before it creates W and b.
+TEST(ParametricDeconvolution, BadInputs) {
+  ParameterScope params;
+  expect_error(
+      [&] {
+        PF::deconvolution(nullptr, 4, {3, 3}, params["d"]);
+      },
+      {"x is a null variable"}, kTag);
+  parametric_functions::DeconvolutionParams p;
+  p.base_axis = 3;
+  expect_error(
+      [&] {
+        PF::deconvolution(make_variable({2, 3, 8, 8}), 4, {3, 3}, params["d"],
+                          p);
+      },
+      {"base_axis 3 must be in [0, 2] for x with shape (2, 3, 8, 8)"}, kTag);
+  p = {};
+  p.group = 2;
+  expect_error(
+      [&] {
+        PF::deconvolution(make_variable({2, 4, 8, 8}), 3, {3, 3}, params["d"],
+                          p);
+      },
+      {"outmaps 3 must be a positive multiple of group 2"}, kTag);
+  EXPECT_EQ(params.size(), 0u);
 }
 
 }  // namespace

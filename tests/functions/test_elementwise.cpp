@@ -8,21 +8,6 @@
 namespace mg::test {
 namespace {
 
-using UnaryRef = std::function<double(double)>;
-
-FunctionCheck unary_check(std::function<VariablePtr(const VariablePtr&)> f,
-                          UnaryRef ref, float low = -2.0f, float high = 2.0f) {
-  FunctionCheck c;
-  c.inputs = {{{3, 4, 5}, low, high}};
-  c.build = [f](const std::vector<VariablePtr>& in) { return f(in[0]); };
-  c.reference = [ref](const std::vector<Doubles>& in) {
-    Doubles y(in[0].size());
-    for (size_t i = 0; i < y.size(); ++i) y[i] = ref(in[0][i]);
-    return y;
-  };
-  return c;
-}
-
 TEST(ReLU, All) {
   check_all(unary_check([](auto x) { return F::relu(x); },
                         [](double x) { return x > 0 ? x : 0; }));

@@ -6,18 +6,6 @@
 namespace mg::test {
 namespace {
 
-void expect_error(const std::function<void()>& f,
-                  const std::vector<std::string>& parts) {
-  try {
-    f();
-    FAIL() << "expected an exception";
-  } catch (const std::invalid_argument& e) {
-    for (const auto& p : parts) {
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-    }
-  }
-}
-
 TEST(Embed, All) {
   FunctionCheck c;
   // Ids repeat (0 and 3 twice) so W's grad sums rows.

@@ -9,18 +9,6 @@
 namespace mg::test {
 namespace {
 
-void expect_error(const std::function<void()>& f,
-                  const std::vector<std::string>& parts) {
-  try {
-    f();
-    FAIL() << "expected an exception";
-  } catch (const std::invalid_argument& e) {
-    for (const auto& p : parts) {
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-    }
-  }
-}
-
 // The reference in double: group(idx) names each element's statistics
 // group; beta and gamma (of `ps`, each axis 1 or x's) broadcast to x.
 using GroupFn = std::function<int64_t(const std::vector<int64_t>&)>;

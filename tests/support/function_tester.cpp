@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <stdexcept>
 
 namespace mg::test {
 
@@ -280,6 +281,40 @@ void check_all(const FunctionCheck& c) {
   {
     SCOPED_TRACE("bfloat16");
     check_reduced(c, "bfloat16");
+  }
+}
+
+FunctionCheck unary_check(std::function<VariablePtr(const VariablePtr&)> f,
+                          std::function<double(double)> ref, float low,
+                          float high) {
+  FunctionCheck c;
+  c.inputs = {{{3, 4, 5}, low, high}};
+  c.build = [f](const std::vector<VariablePtr>& in) { return f(in[0]); };
+  c.reference = [ref](const std::vector<Doubles>& in) {
+    Doubles y(in[0].size());
+    for (size_t i = 0; i < y.size(); ++i) y[i] = ref(in[0][i]);
+    return y;
+  };
+  return c;
+}
+
+void expect_error(const std::function<void()>& f,
+                  const std::vector<std::string>& parts,
+                  const std::string& tag) {
+  try {
+    f();
+    FAIL() << "expected an exception with: "
+           << (parts.empty() ? tag : parts.front());
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    for (const auto& p : parts) {
+      EXPECT_NE(what.find(p), std::string::npos)
+          << "missing \"" << p << "\" in: " << what;
+    }
+    if (!tag.empty()) {
+      EXPECT_EQ(what.rfind(tag, 0), 0u)
+          << "does not start with \"" << tag << "\": " << what;
+    }
   }
 }
 

@@ -51,6 +51,12 @@ struct FunctionCheck {
   uint32_t seed = 1;
 };
 
+/// y = f(x) for one (3, 4, 5) input in [low, high), against `ref` applied to
+/// each element in double: the check of an elementwise unary function.
+FunctionCheck unary_check(std::function<VariablePtr(const VariablePtr&)> f,
+                          std::function<double(double)> ref, float low = -2.0f,
+                          float high = 2.0f);
+
 /// Every check below, each under SCOPED_TRACE.
 void check_all(const FunctionCheck& c);
 
@@ -69,6 +75,11 @@ Doubles grad_doubles(const VariablePtr& v);
 /// Element-wise |a - b| <= atol + rtol |b|, reporting the worst element.
 void expect_near(const Doubles& actual, const Doubles& expected, double atol,
                  double rtol, const std::string& what);
+/// Runs f and expects std::invalid_argument whose message holds every one
+/// of `parts` and, unless `tag` is empty, starts with `tag`.
+void expect_error(const std::function<void()>& f,
+                  const std::vector<std::string>& parts,
+                  const std::string& tag = "");
 /// A variable holding the given values.
 VariablePtr variable_from(const Shape& shape, const std::vector<float>& values,
                           bool need_grad = false);
