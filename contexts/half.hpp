@@ -58,12 +58,18 @@ MG_HD inline uint16_t float_to_half_bits(float f) {
   return static_cast<uint16_t>(sign | h);
 }
 
-// binary16 bits -> float (exact).
+// binary16 bits -> float (exact). A signalling nan comes back quiet (the
+// payload kept), as F16C's and AVX-512's vcvtph2ps give it: the host's
+// vector paths, this scalar path and the CUDA conversion kernels then agree
+// bit for bit on all 65536 patterns.
 MG_HD inline float half_bits_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;
   const uint32_t mant = h & 0x3ffu;
-  if (exp == 0x1fu) return bits_float(sign | 0x7f800000u | (mant << 13));
+  if (exp == 0x1fu) {
+    return bits_float(sign | 0x7f800000u | (mant << 13) |
+                      (mant ? 0x400000u : 0u));
+  }
   if (exp != 0) return bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
   if (mant == 0) return bits_float(sign);
   // Subnormal half: value = mant * 2^-24, exactly representable in float.

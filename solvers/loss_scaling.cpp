@@ -92,8 +92,13 @@ bool DynamicLossScalingUpdater::update() {
   // when the unscaled one is).
   const bool unscale_first = options_.clip_grad_by_global_norm ||
                              options_.weight_decay || scale < 1.0f;
+  // With clipping, the global norm comes from the unscale pass itself (on a
+  // device: the same launches and the same one host read).
+  const bool clip = options_.clip_grad_by_global_norm.has_value();
+  double norm2 = 0.0;
   const bool overflow =
-      unscale_first ? solver_->scale_grad_and_check_inf_or_nan(1.0f / scale)
+      unscale_first ? solver_->scale_grad_and_check_inf_or_nan(
+                          1.0f / scale, clip ? &norm2 : nullptr)
                     : solver_->check_inf_or_nan_grad();
   if (overflow) {
     ++state_.skipped_steps;
@@ -113,8 +118,12 @@ bool DynamicLossScalingUpdater::update() {
     state_.scale = std::max(scale / options_.scaling_factor, options_.min_scale);
     return false;
   }
-  if (options_.clip_grad_by_global_norm) {
-    solver_->clip_grad_by_global_norm(*options_.clip_grad_by_global_norm);
+  if (clip) {  // as Solver::clip_grad_by_global_norm, from that norm
+    const float max_norm = *options_.clip_grad_by_global_norm;
+    const double total = std::sqrt(norm2);
+    if (total > max_norm) {
+      solver_->scale_grad(static_cast<float>(max_norm / total));
+    }
   }
   if (options_.weight_decay) solver_->weight_decay(*options_.weight_decay);
   solver_->update(unscale_first ? 1.0f : 1.0f / scale);

@@ -15,10 +15,11 @@ namespace mg::cuda {
 
 namespace {
 
-// The five cuBLAS entry points mixgraph uses.
+// The six cuBLAS entry points mixgraph uses.
 struct Cublas {
   cublasStatus_t (*create)(cublasHandle_t*);
   cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
+  cublasStatus_t (*set_math_mode)(cublasHandle_t, cublasMath_t);
   cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t,
                             cublasOperation_t, int, int, int, const void*,
                             const void*, cudaDataType, int, const void*,
@@ -50,6 +51,8 @@ const Cublas& cublas() {
     a.create = reinterpret_cast<decltype(a.create)>(sym("cublasCreate_v2"));
     a.set_stream =
         reinterpret_cast<decltype(a.set_stream)>(sym("cublasSetStream_v2"));
+    a.set_math_mode =
+        reinterpret_cast<decltype(a.set_math_mode)>(sym("cublasSetMathMode"));
     a.gemm_ex = reinterpret_cast<decltype(a.gemm_ex)>(sym("cublasGemmEx"));
     a.status_name =
         reinterpret_cast<decltype(a.status_name)>(sym("cublasGetStatusName"));
@@ -97,6 +100,13 @@ cublasHandle_t cublas_handle(int index) {
   cublasHandle_t h = nullptr;
   MG_CUBLAS_CHECK(cublas().create(&h));
   MG_CUBLAS_CHECK(cublas().set_stream(h, CudaDevice::get(index).stream()));
+  // fp32 compute all the way: by default cuBLAS may add split-K partial
+  // products in the output type (fp16 / bf16) when it is narrower than the
+  // compute type. Tensor cores stay allowed for fp16 and bf16 inputs.
+  MG_CUBLAS_CHECK(cublas().set_math_mode(
+      h, static_cast<cublasMath_t>(
+             CUBLAS_DEFAULT_MATH |
+             CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
   handles->emplace(index, h);
   return h;
 }

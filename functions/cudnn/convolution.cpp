@@ -7,6 +7,7 @@
 // the CPU.
 #include <mixgraph/functions/convolution.hpp>
 
+#include <algorithm>
 #include <tuple>
 #include <vector>
 
@@ -94,6 +95,14 @@ const Perf& pick(const std::vector<Perf>& perf, int n, Dtype dtype,
   return *first;
 }
 
+// The math type a direction runs with: the chosen algorithm's for fp16 and
+// bf16, always FMA for float. The heuristics report CUDNN_DEFAULT_MATH for
+// float algorithms, and DEFAULT_MATH lets cuDNN 8+ run them on TF32 tensor
+// cores on sm_80 and later (10-bit mantissas, errors near 1e-3).
+cudnnMathType_t math_for(Dtype dtype, cudnnMathType_t chosen) {
+  return dtype == Dtype::f32 ? CUDNN_FMA_MATH : chosen;
+}
+
 std::shared_ptr<ConvPlan> make_plan(int index, Dtype dtype,
                                     const ConvGeometry& geom) {
   DeviceGuard guard(index);
@@ -129,8 +138,13 @@ std::shared_ptr<ConvPlan> make_plan(int index, Dtype dtype,
       h, p->x, p->w, p->fwd_conv, p->y, max, &n, fwd.data()));
   const auto& f = pick(fwd, n, dtype, "forward");
   p->fwd = f.algo;
-  p->fwd_ws = f.memory;
-  MG_CUDNN_CHECK(cudnnSetConvolutionMathType(p->fwd_conv, f.mathType));
+  MG_CUDNN_CHECK(
+      cudnnSetConvolutionMathType(p->fwd_conv, math_for(dtype, f.mathType)));
+  // The workspace for the math type now set (not only the heuristics').
+  size_t ws = 0;
+  MG_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
+      h, p->x, p->w, p->fwd_conv, p->y, p->fwd, &ws));
+  p->fwd_ws = std::max(f.memory, ws);
 
   set_conv(p->data_conv, g, math);
   MG_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max));
@@ -139,8 +153,11 @@ std::shared_ptr<ConvPlan> make_plan(int index, Dtype dtype,
       h, p->w, p->y, p->data_conv, p->x, max, &n, bd.data()));
   const auto& d = pick(bd, n, dtype, "backward data");
   p->data = d.algo;
-  p->data_ws = d.memory;
-  MG_CUDNN_CHECK(cudnnSetConvolutionMathType(p->data_conv, d.mathType));
+  MG_CUDNN_CHECK(
+      cudnnSetConvolutionMathType(p->data_conv, math_for(dtype, d.mathType)));
+  MG_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+      h, p->w, p->y, p->data_conv, p->x, p->data, &ws));
+  p->data_ws = std::max(d.memory, ws);
 
   set_conv(p->filter_conv, g, math);
   MG_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max));
@@ -149,8 +166,11 @@ std::shared_ptr<ConvPlan> make_plan(int index, Dtype dtype,
       h, p->x, p->y, p->filter_conv, p->w, max, &n, bf.data()));
   const auto& w = pick(bf, n, dtype, "backward filter");
   p->filter = w.algo;
-  p->filter_ws = w.memory;
-  MG_CUDNN_CHECK(cudnnSetConvolutionMathType(p->filter_conv, w.mathType));
+  MG_CUDNN_CHECK(cudnnSetConvolutionMathType(p->filter_conv,
+                                             math_for(dtype, w.mathType)));
+  MG_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+      h, p->x, p->y, p->filter_conv, p->w, p->filter, &ws));
+  p->filter_ws = std::max(w.memory, ws);
   return p;
 }
 

@@ -127,6 +127,19 @@ TEST_F(CudaFunctions, UnaryArithmetic) {
       unary([](auto& x) { return F::pow_scalar(x, 1.7f); }, 0.5f, 2.0f));
 }
 
+// The rest of ops/op_list.hpp's unary ops.
+TEST_F(CudaFunctions, UnaryOthers) {
+  compare_all_types(unary([](auto& x) { return F::softplus(x, 1.5f); }));
+  compare_all_types(unary([](auto& x) { return F::swish(x); }));
+  compare_all_types(unary([](auto& x) { return F::hard_tanh(x); }));
+  compare_all_types(
+      unary([](auto& x) { return F::clip_by_value(x, -0.5f, 1.0f); }));
+  compare_all_types(unary([](auto& x) { return F::sqrt(x); }, 0.5f, 3.0f));
+  compare_all_types(unary([](auto& x) { return F::rsqrt(x); }, 0.5f, 3.0f));
+  compare_all_types(unary([](auto& x) { return F::abs(x); }));
+  compare_all_types(unary([](auto& x) { return F::erf(x); }));
+}
+
 TEST_F(CudaFunctions, BinaryWithBroadcasting) {
   const std::vector<std::pair<Shape, Shape>> shapes = {{{2, 3, 4}, {2, 3, 4}},
                                                        {{2, 3, 4}, {3, 1}},
@@ -146,6 +159,10 @@ TEST_F(CudaFunctions, BinaryWithBroadcasting) {
         two([](const Vars& v) { return F::div2(v[0], v[1]); }, 0.5f));
     compare_all_types(
         two([](const Vars& v) { return F::squared_error(v[0], v[1]); }));
+    compare_all_types(
+        two([](const Vars& v) { return F::maximum2(v[0], v[1]); }));
+    compare_all_types(
+        two([](const Vars& v) { return F::minimum2(v[0], v[1]); }));
   }
 }
 
