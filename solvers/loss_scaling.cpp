@@ -86,20 +86,19 @@ bool DynamicLossScalingUpdater::update() {
                    /*clear_no_need_grad=*/options_.clear_buffer);
     loss_->backward(scale, options_.clear_buffer);
   }
-  // Clipping and weight decay need the unscaled grads in memory: one fused
-  // pass writes them. Else only a read-only check runs here and update()
-  // unscales inside its own pass (for scale >= 1 a grad is finite exactly
-  // when the unscaled one is).
-  const bool unscale_first = options_.clip_grad_by_global_norm ||
-                             options_.weight_decay || scale < 1.0f;
-  // With clipping, the global norm comes from the unscale pass itself (on a
-  // device: the same launches and the same one host read).
+  // One pass checks every grad (and takes the global norm when clipping).
+  // It only reads them, and update() unscales (and clips) inside its own
+  // pass, unless weight decay must add to unscaled grads in memory, or a
+  // scale below 1 could overflow them in the unscale: then this pass writes
+  // the unscaled grads. (For scale >= 1 a grad is finite exactly when the
+  // unscaled one is.)
+  const bool unscale_first = options_.weight_decay || scale < 1.0f;
   const bool clip = options_.clip_grad_by_global_norm.has_value();
   double norm2 = 0.0;
+  double* norm = clip ? &norm2 : nullptr;
   const bool overflow =
-      unscale_first ? solver_->scale_grad_and_check_inf_or_nan(
-                          1.0f / scale, clip ? &norm2 : nullptr)
-                    : solver_->check_inf_or_nan_grad();
+      unscale_first ? solver_->scale_grad_and_check_inf_or_nan(1.0f / scale, norm)
+                    : solver_->check_inf_or_nan_grad(norm);
   if (overflow) {
     ++state_.skipped_steps;
     state_.counter = 0;
@@ -118,15 +117,22 @@ bool DynamicLossScalingUpdater::update() {
     state_.scale = std::max(scale / options_.scaling_factor, options_.min_scale);
     return false;
   }
-  if (clip) {  // as Solver::clip_grad_by_global_norm, from that norm
+  // What update() multiplies the grads in memory by.
+  float grad_scale = unscale_first ? 1.0f : 1.0f / scale;
+  if (clip) {  // as Solver::clip_grad_by_global_norm, from the pass's norm
+    const double total = std::sqrt(norm2) * grad_scale;  // unscaled
     const float max_norm = *options_.clip_grad_by_global_norm;
-    const double total = std::sqrt(norm2);
     if (total > max_norm) {
-      solver_->scale_grad(static_cast<float>(max_norm / total));
+      const float factor = static_cast<float>(max_norm / total);
+      if (options_.weight_decay) {
+        solver_->scale_grad(factor);  // decay adds to the clipped grads
+      } else {
+        grad_scale *= factor;
+      }
     }
   }
   if (options_.weight_decay) solver_->weight_decay(*options_.weight_decay);
-  solver_->update(unscale_first ? 1.0f : 1.0f / scale);
+  solver_->update(grad_scale);
   ++state_.applied_steps;
   if (++state_.counter >= options_.interval) {
     state_.scale = std::min(scale * options_.scaling_factor, options_.max_scale);

@@ -38,16 +38,16 @@ struct LossScalerState {
 
 /// One training step with a dynamic loss scale:
 ///   zero grads; accum_grad times: feeder(), forward, backward(scale);
-///   check every grad for inf/nan in one read-only pass;
+///   check every grad for inf/nan in one read-only pass (which also takes
+///   the global norm when clipping);
 ///   on overflow: scale /= factor (not below min_scale), skip the step;
-///   else: update(1 / scale), which unscales inside the update's own pass,
-///   and after `interval` applied steps in a row scale *= factor (not above
-///   max_scale).
-/// With clipping or weight decay (which need the unscaled grads), or a
-/// scale below 1, the check is a pass that also unscales the grads, then
-/// clip, weight decay and a plain update() follow. So after update() the
-/// grads hold the scaled values backward wrote in the first case and the
-/// unscaled ones in the second.
+///   else: update(1 / scale), which unscales (and clips) inside the update's
+///   own pass, and after `interval` applied steps in a row scale *= factor
+///   (not above max_scale).
+/// With weight decay (which adds to the unscaled, clipped grads) or a scale
+/// below 1 (where unscaling can overflow), the check's pass also writes the
+/// unscaled grads. So after update() the grads hold the scaled values
+/// backward wrote in the first case and unscaled ones in the second.
 /// A skipped step changes nothing in the solver: no weight decay, no
 /// momentum, its step count t stays.
 class DynamicLossScalingUpdater {

@@ -62,14 +62,13 @@ class Solver {
   float clip_grad_by_global_norm(float norm);
   /// grad *= s for every parameter.
   void scale_grad(float s);
-  /// True if any grad holds an inf or nan: one pass, one answer.
-  bool check_inf_or_nan_grad() const;
+  /// True if any grad holds an inf or nan: one read-only pass, one answer;
+  /// with norm2, also the sum of squares of the grads from the same pass.
+  bool check_inf_or_nan_grad(double* norm2 = nullptr) const;
   /// Unscales every grad by `s` and reports whether any is inf or nan, in one
-  /// pass over the grads (the dynamic loss scaler's step).
-  bool scale_grad_and_check_inf_or_nan(float s);
-  /// The same, also giving the sum of squares of the unscaled grads in
-  /// `*norm2` (on a device, from the same pass).
-  bool scale_grad_and_check_inf_or_nan(float s, double* norm2);
+  /// pass over the grads; with norm2, also the sum of squares of the
+  /// unscaled grads from the same pass (on a device, the same launches).
+  bool scale_grad_and_check_inf_or_nan(float s, double* norm2 = nullptr);
   /// The sum of squares of every grad (fp32 accumulation).
   double grad_norm_squared() const;
 

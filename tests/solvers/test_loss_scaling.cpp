@@ -200,6 +200,23 @@ TEST(DynamicLossScaling, ClippingSeesUnscaledGradsAndWeightDecayApplies) {
               "clipped step");
 }
 
+// Weight decay adds to the unscaled grads after clipping: g = k x + wd W.
+TEST(DynamicLossScaling, WeightDecayAddsToTheClippedUnscaledGrads) {
+  Scripted s(".");
+  auto solver = solvers::Sgd(1.0f);
+  solver->set_parameters(s.params.parameters());
+  DynamicLossScalingOptions o;
+  o.scale = 512;
+  o.clip_grad_by_global_norm = 0.5f;
+  o.weight_decay = 0.1f;
+  DynamicLossScalingUpdater up(solver, s.loss, s.feeder(), o);
+  EXPECT_TRUE(up.update());
+  const double k = 0.5 / std::sqrt(3.5);
+  expect_near(to_doubles(s.W),
+              {1 - 0.5 * k - 0.1, 1 - k - 0.1, 1 - 1.5 * k - 0.1}, 1e-5, 0,
+              "clipped and decayed step");
+}
+
 TEST(DynamicLossScaling, HalfTrainingOverflowIsCaughtInHalfGrads) {
   Scripted s("...", "half");
   auto solver = solvers::Sgd(0.01f);
