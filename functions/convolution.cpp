@@ -98,10 +98,23 @@ ConvGeometry conv_common(const std::string& tag, const Shape& x, const Shape& w,
 }
 
 const Shape& conv_layer_input_shape(const std::string& tag,
-                                    const VariablePtr& x, int base_axis) {
+                                    const VariablePtr& x, int base_axis,
+                                    const Shape& kernel) {
   if (!x) throw std::invalid_argument(tag + "x is a null variable");
-  check_conv_base_axis(tag, x->shape(), base_axis);
-  return x->shape();
+  const Shape& xs = x->shape();
+  check_conv_base_axis(tag, xs, base_axis);
+  // Checked before W is made, so a bad kernel leaves nothing in the scope.
+  const size_t axes = xs.size() - static_cast<size_t>(base_axis) - 1;
+  bool positive = true;
+  for (int64_t k : kernel) positive = positive && k > 0;
+  if (kernel.size() != axes || !positive) {
+    throw std::invalid_argument(
+        tag + "kernel " + shape_str(kernel) + " must have " +
+        std::to_string(axes) + " positive sizes, one per spatial axis of x " +
+        "with shape " + shape_str(xs) + " and base_axis " +
+        std::to_string(base_axis));
+  }
+  return xs;
 }
 
 }  // namespace detail
@@ -178,7 +191,7 @@ VariablePtr convolution(const VariablePtr& x, int64_t outmaps,
                         const ConvolutionParams& params) {
   const std::string tag = "[convolution] ";
   const int base = params.base_axis;
-  const Shape& xs = detail::conv_layer_input_shape(tag, x, base);
+  const Shape& xs = detail::conv_layer_input_shape(tag, x, base, kernel);
   if (outmaps <= 0) {
     throw std::invalid_argument(tag + "outmaps must be positive, got " +
                                 std::to_string(outmaps));

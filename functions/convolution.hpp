@@ -60,10 +60,12 @@ ConvGeometry conv_common(const std::string& tag, const Shape& x, const Shape& w,
                          const std::vector<int64_t>& stride,
                          const std::vector<int64_t>& dilation, int group);
 /// x's shape, after the checks that the convolution and deconvolution
-/// layers make before they create parameters: x is not null and base_axis
-/// leaves it a channel axis and a spatial axis.
+/// layers make before they create parameters: x is not null, base_axis
+/// leaves it a channel axis and a spatial axis, and kernel has one positive
+/// size per spatial axis.
 const Shape& conv_layer_input_shape(const std::string& tag,
-                                    const VariablePtr& x, int base_axis);
+                                    const VariablePtr& x, int base_axis,
+                                    const Shape& kernel);
 
 /// The parameters of a convolution or deconvolution layer in `scope`: "W"
 /// with `w_shape`, filled by params.w_init or else Glorot-uniform with

@@ -86,7 +86,7 @@ VariablePtr deconvolution(const VariablePtr& x, int64_t outmaps,
                           const DeconvolutionParams& params) {
   const std::string tag = "[deconvolution] ";
   const int base = params.base_axis;
-  const Shape& xs = detail::conv_layer_input_shape(tag, x, base);
+  const Shape& xs = detail::conv_layer_input_shape(tag, x, base, kernel);
   if (outmaps <= 0 || params.group <= 0 || outmaps % params.group != 0) {
     throw std::invalid_argument(tag + "outmaps " + std::to_string(outmaps) +
                                 " must be a positive multiple of group " +

@@ -387,6 +387,16 @@ TEST(ParametricConvolution, BadInputs) {
       {"x with shape (2, 3, 8, 8) has 3 channels, which group 2 does not "
        "divide"},
       kTag);
+  for (const Shape& kernel : {Shape{3}, Shape{0, 3}, Shape{3, -1}}) {
+    expect_error(
+        [&] {
+          PF::convolution(make_variable({2, 3, 8, 8}), 4, kernel, params["c"]);
+        },
+        {"kernel " + shape_str(kernel) +
+         " must have 2 positive sizes, one per spatial axis of x with shape "
+         "(2, 3, 8, 8) and base_axis 1"},
+        kTag);
+  }
   EXPECT_EQ(params.size(), 0u);
 }
 

@@ -276,6 +276,11 @@ TEST(ParametricDeconvolution, BadInputs) {
                           p);
       },
       {"outmaps 3 must be a positive multiple of group 2"}, kTag);
+  expect_error(
+      [&] {
+        PF::deconvolution(make_variable({2, 4, 8, 8}), 4, {3, 0}, params["d"]);
+      },
+      {"kernel (3, 0) must have 2 positive sizes"}, kTag);
   EXPECT_EQ(params.size(), 0u);
 }
 
