@@ -266,8 +266,6 @@ class RuleGradScaleGuard {
 
 float detail::rule_grad_scale() { return rule_grad_scale_value; }
 
-
-
 void Solver::update(float grad_scale) {
   for (auto& [key, var] : params_) {
     if (!has_grad(var)) continue;
