@@ -47,7 +47,7 @@ VariablePtr affine(const VariablePtr& x, const VariablePtr& W,
                    const VariablePtr& b, const AffineOptions& opts) {
   std::vector<VariablePtr> inputs{x, W};
   if (b) inputs.push_back(b);
-  return apply_function1("Affine", opts, std::move(inputs));
+  return apply_function1(decl::Affine, opts, std::move(inputs));
 }
 
 }  // namespace functions

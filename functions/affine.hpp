@@ -17,14 +17,19 @@ void visit_fields(AffineOptions& o, V&& v) {
   v("base_axis", o.base_axis);
 }
 
+namespace decl {
+/// Affine's declaration.
+inline constexpr FunctionDeclOf<AffineOptions> Affine{{
+    "Affine", "affine",
+    {Port{"x"}, Port{"W"}, Port{"b", Port::floating, true, true}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// x: (..., K) flattened from base_axis; W: (K, outmaps...); b: (outmaps...).
 /// y: x.shape[:base_axis] + W.shape[1:].
 class Affine : public Function {
  public:
   explicit Affine(const AffineOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "Affine"; }
-  int min_inputs() const override { return 2; }
-  int max_inputs() const override { return 3; }
   bool grad_depends_input_data(int i) const override { return i < 2; }
   const AffineOptions& options() const { return opts_; }
 

@@ -170,26 +170,25 @@ std::vector<VariablePtr> split(const VariablePtr& x, int axis) {
                                 " has no slices along axis " +
                                 std::to_string(a));
   }
-  return apply_function("Split", SplitOptions{axis, static_cast<int>(s[a])},
+  return apply_function(decl::Split, SplitOptions{axis, static_cast<int>(s[a])},
                         {x});
 }
 
 VariablePtr stack(std::vector<VariablePtr> xs, int axis) {
-  return apply_function1("Stack", StackOptions{axis}, std::move(xs));
+  return apply_function1(decl::Stack, StackOptions{axis}, std::move(xs));
 }
 
 VariablePtr broadcast(const VariablePtr& x, Shape shape) {
-  return apply_function1("Broadcast", BroadcastOptions{std::move(shape)}, {x});
+  return apply_function1(decl::Broadcast, BroadcastOptions{std::move(shape)}, {x});
 }
 
 VariablePtr pad(const VariablePtr& x, std::vector<int> pad_width,
                 const std::string& mode, float constant_value) {
-  return apply_function1(
-      "Pad", PadOptions{std::move(pad_width), mode, constant_value}, {x});
+  return apply_function1(decl::Pad, PadOptions{std::move(pad_width), mode, constant_value}, {x});
 }
 
 VariablePtr flip(const VariablePtr& x, std::vector<int> axes) {
-  return apply_function1("Flip", FlipOptions{std::move(axes)}, {x});
+  return apply_function1(decl::Flip, FlipOptions{std::move(axes)}, {x});
 }
 
 }  // namespace functions

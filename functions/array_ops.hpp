@@ -23,13 +23,20 @@ void visit_fields(SplitOptions& o, V&& v) {
   v("num_outputs", o.num_outputs);
 }
 
+namespace decl {
+/// Split's declaration.
+inline constexpr FunctionDeclOf<SplitOptions> Split{{
+    "Split", "split",
+    {Port{"x", Port::any}},
+    {Port{"y", Port::any}},
+    Precision::reduced, /*variadic=*/false, /*variadic_outputs=*/true}};
+}  // namespace decl
+
 /// y_k = x[..., k, ...] for each k along axis: x.shape[axis] outputs, each
 /// with the axis removed (NNabla's Split).
 class Split : public Function {
  public:
   explicit Split(const SplitOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "Split"; }
-  int min_inputs() const override { return 1; }
   int num_outputs() const override { return opts_.num_outputs; }
   bool grad_depends_input_data(int) const override { return false; }
   const SplitOptions& options() const { return opts_; }
@@ -51,13 +58,19 @@ void visit_fields(StackOptions& o, V&& v) {
   v("axis", o.axis);
 }
 
+namespace decl {
+/// Stack's declaration.
+inline constexpr FunctionDeclOf<StackOptions> Stack{{
+    "Stack", "stack",
+    {Port{"x", Port::any}},
+    {Port{"y", Port::any}},
+    Precision::reduced, /*variadic=*/true}};
+}  // namespace decl
+
 /// y = the inputs (all of one shape) joined along a new axis.
 class Stack : public Function {
  public:
   explicit Stack(const StackOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "Stack"; }
-  int min_inputs() const override { return 1; }
-  int max_inputs() const override { return INT_MAX; }
   bool grad_depends_input_data(int) const override { return false; }
   const StackOptions& options() const { return opts_; }
 
@@ -78,13 +91,19 @@ void visit_fields(BroadcastOptions& o, V&& v) {
   v("shape", o.shape);
 }
 
+namespace decl {
+/// Broadcast's declaration.
+inline constexpr FunctionDeclOf<BroadcastOptions> Broadcast{{
+    "Broadcast", "broadcast",
+    {Port{"x", Port::any}},
+    {Port{"y", Port::any}}}};
+}  // namespace decl
+
 /// y = x repeated along its size-1 axes to `shape` (x aligned on the right,
 /// as in NumPy); the grad sums over the repeated axes in fp32.
 class Broadcast : public Function {
  public:
   explicit Broadcast(const BroadcastOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "Broadcast"; }
-  int min_inputs() const override { return 1; }
   bool grad_depends_input_data(int) const override { return false; }
   const BroadcastOptions& options() const { return opts_; }
 
@@ -111,12 +130,18 @@ void visit_fields(PadOptions& o, V&& v) {
   v("constant_value", o.constant_value);
 }
 
+namespace decl {
+/// Pad's declaration.
+inline constexpr FunctionDeclOf<PadOptions> Pad{{
+    "Pad", "pad",
+    {Port{"x", Port::any}},
+    {Port{"y", Port::any}}}};
+}  // namespace decl
+
 /// y = x padded on the last axes.
 class Pad : public Function {
  public:
   explicit Pad(const PadOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "Pad"; }
-  int min_inputs() const override { return 1; }
   bool grad_depends_input_data(int) const override { return false; }
   const PadOptions& options() const { return opts_; }
 
@@ -138,12 +163,18 @@ void visit_fields(FlipOptions& o, V&& v) {
   v("axes", o.axes);
 }
 
+namespace decl {
+/// Flip's declaration.
+inline constexpr FunctionDeclOf<FlipOptions> Flip{{
+    "Flip", "flip",
+    {Port{"x", Port::any}},
+    {Port{"y", Port::any}}}};
+}  // namespace decl
+
 /// y = x with the order of its elements reversed along axes.
 class Flip : public Function {
  public:
   explicit Flip(const FlipOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "Flip"; }
-  int min_inputs() const override { return 1; }
   bool grad_depends_input_data(int) const override { return false; }
   const FlipOptions& options() const { return opts_; }
 

@@ -48,7 +48,7 @@ namespace functions {
 
 VariablePtr batch_matmul(const VariablePtr& a, const VariablePtr& b,
                          bool transpose_a, bool transpose_b) {
-  return apply_function1("BatchMatmul",
+  return apply_function1(decl::BatchMatmul,
                          BatchMatmulOptions{transpose_a, transpose_b}, {a, b});
 }
 

@@ -18,14 +18,20 @@ void visit_fields(BatchMatmulOptions& o, V&& v) {
   v("transpose_b", o.transpose_b);
 }
 
+namespace decl {
+/// BatchMatmul's declaration.
+inline constexpr FunctionDeclOf<BatchMatmulOptions> BatchMatmul{{
+    "BatchMatmul", "batch_matmul",
+    {Port{"a"}, Port{"b"}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// a: (..., M, K) ((..., K, M) with transpose_a); b: (..., K, N) ((..., N,
 /// K) with transpose_b); the batch axes (...) hold the same number of
 /// matrices. y: a.shape[:-2] + (M, N), accumulated in fp32.
 class BatchMatmul : public Function {
  public:
   explicit BatchMatmul(const BatchMatmulOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "BatchMatmul"; }
-  int min_inputs() const override { return 2; }
   const BatchMatmulOptions& options() const { return opts_; }
 
  protected:

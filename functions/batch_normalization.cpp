@@ -99,7 +99,7 @@ VariablePtr batch_normalization(const VariablePtr& x, const VariablePtr& beta,
                                 const VariablePtr& mean,
                                 const VariablePtr& variance,
                                 const BatchNormalizationOptions& opts) {
-  return apply_function1("BatchNormalization", opts,
+  return apply_function1(decl::BatchNormalization, opts,
                          {x, beta, gamma, mean, variance});
 }
 

@@ -30,6 +30,14 @@ void visit_fields(BatchNormalizationOptions& o, V&& v) {
   v("batch_stat", o.batch_stat);
 }
 
+namespace decl {
+/// BatchNormalization's declaration.
+inline constexpr FunctionDeclOf<BatchNormalizationOptions> BatchNormalization{{
+    "BatchNormalization", "batch_normalization",
+    {Port{"x"}, Port{"beta"}, Port{"gamma"}, Port{"mean", Port::float32, false}, Port{"variance", Port::float32, false}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// Inputs x, beta, gamma, mean, variance; the last four have x's shape with 1
 /// outside `axes` ((1, C, 1, 1) for NCHW and axes {1}). y = (x - mu) /
 /// sqrt(var + eps) * gamma + beta, per channel. In training the running mean
@@ -40,8 +48,6 @@ class BatchNormalization : public Function {
  public:
   explicit BatchNormalization(const BatchNormalizationOptions& opts)
       : opts_(opts) {}
-  std::string name() const override { return "BatchNormalization"; }
-  int min_inputs() const override { return 5; }
   // Backward reads x and gamma; the running statistics only in inference.
   bool grad_depends_input_data(int i) const override {
     return i == 0 || i == 2 || (i >= 3 && !opts_.batch_stat);

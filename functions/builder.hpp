@@ -6,14 +6,14 @@
 
 namespace mg {
 
-/// Creates function `name` with `opts` in the default context, links it to
-/// `inputs` and returns its outputs (setup has run; in auto-forward mode,
-/// forward too).
+/// Creates the function declared by `decl` with `opts` in the default
+/// context, links it to `inputs` and returns its outputs (setup has run; in
+/// auto-forward mode, forward too).
 template <class Options>
-std::vector<VariablePtr> apply_function(const std::string& name,
+std::vector<VariablePtr> apply_function(const FunctionDeclOf<Options>& decl,
                                         const Options& opts,
                                         std::vector<VariablePtr> inputs) {
-  auto fn = create_function(name, opts);
+  auto fn = create_function(decl, opts);
   const int n = fn->num_outputs();
   return connect(std::make_shared<FunctionNode>(std::move(fn),
                                                 std::move(inputs)),
@@ -22,9 +22,10 @@ std::vector<VariablePtr> apply_function(const std::string& name,
 
 /// The single-output form.
 template <class Options>
-VariablePtr apply_function1(const std::string& name, const Options& opts,
+VariablePtr apply_function1(const FunctionDeclOf<Options>& decl,
+                            const Options& opts,
                             std::vector<VariablePtr> inputs) {
-  return apply_function(name, opts, std::move(inputs)).front();
+  return apply_function(decl, opts, std::move(inputs)).front();
 }
 
 }  // namespace mg

@@ -11,7 +11,7 @@ void Cast::setup_impl(const Variables& in, const Variables& out) {
 namespace functions {
 
 VariablePtr cast(const VariablePtr& x, Dtype dtype) {
-  return apply_function1("Cast", CastOptions{dtype}, {x});
+  return apply_function1(decl::Cast, CastOptions{dtype}, {x});
 }
 
 }  // namespace functions

@@ -17,14 +17,20 @@ void visit_fields(CastOptions& o, V&& v) {
   v("dtype", o.dtype);
 }
 
+namespace decl {
+/// Cast's declaration.
+inline constexpr FunctionDeclOf<CastOptions> Cast{{
+    "Cast", "cast",
+    {Port{"x", Port::any}},
+    {Port{"y", Port::any}}}};
+}  // namespace decl
+
 /// y = x stored in `dtype` (whatever the context's type): x is read in the
 /// dtype it holds and converted once, rounding to nearest even. The grad
 /// goes back in x's dtype when that is float, half or bfloat16.
 class Cast : public Function {
  public:
   explicit Cast(const CastOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "Cast"; }
-  int min_inputs() const override { return 1; }
   bool grad_depends_input_data(int) const override { return false; }
   const CastOptions& options() const { return opts_; }
 

@@ -179,7 +179,7 @@ VariablePtr convolution(const VariablePtr& x, const VariablePtr& W,
                         const VariablePtr& b, const ConvolutionOptions& opts) {
   std::vector<VariablePtr> inputs{x, W};
   if (b) inputs.push_back(b);
-  return apply_function1("Convolution", opts, std::move(inputs));
+  return apply_function1(decl::Convolution, opts, std::move(inputs));
 }
 
 }  // namespace functions

@@ -89,15 +89,20 @@ std::pair<VariablePtr, VariablePtr> conv_layer_parameters(
 }
 }  // namespace detail
 
+namespace decl {
+/// Convolution's declaration.
+inline constexpr FunctionDeclOf<ConvolutionOptions> Convolution{{
+    "Convolution", "convolution",
+    {Port{"x"}, Port{"W"}, Port{"b", Port::floating, true, true}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// x: (batch..., C, spatial...); W: (OC, C / group, kernel...); b: (OC,).
 /// y: (batch..., OC, out...) with out = (in + 2 pad - (dilation (k - 1) + 1))
 /// / stride + 1 per spatial axis.
 class Convolution : public Function {
  public:
   explicit Convolution(const ConvolutionOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "Convolution"; }
-  int min_inputs() const override { return 2; }
-  int max_inputs() const override { return 3; }
   bool grad_depends_input_data(int i) const override { return i < 2; }
   const ConvolutionOptions& options() const { return opts_; }
 

@@ -74,7 +74,7 @@ VariablePtr deconvolution(const VariablePtr& x, const VariablePtr& W,
                           const DeconvolutionOptions& opts) {
   std::vector<VariablePtr> inputs{x, W};
   if (b) inputs.push_back(b);
-  return apply_function1("Deconvolution", opts, std::move(inputs));
+  return apply_function1(decl::Deconvolution, opts, std::move(inputs));
 }
 
 }  // namespace functions

@@ -30,15 +30,20 @@ void visit_fields(DeconvolutionOptions& o, V&& v) {
   v("output_padding", o.output_padding);
 }
 
+namespace decl {
+/// Deconvolution's declaration.
+inline constexpr FunctionDeclOf<DeconvolutionOptions> Deconvolution{{
+    "Deconvolution", "deconvolution",
+    {Port{"x"}, Port{"W"}, Port{"b", Port::floating, true, true}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// x: (batch..., C, spatial...); W: (C, OC / group, kernel...); b: (OC,).
 /// y: (batch..., OC, out...) with out = (in - 1) stride - 2 pad +
 /// dilation (k - 1) + 1 + output_padding per spatial axis.
 class Deconvolution : public Function {
  public:
   explicit Deconvolution(const DeconvolutionOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "Deconvolution"; }
-  int min_inputs() const override { return 2; }
-  int max_inputs() const override { return 3; }
   bool grad_depends_input_data(int i) const override { return i < 2; }
   const DeconvolutionOptions& options() const { return opts_; }
 

@@ -45,7 +45,7 @@ void Dropout::draw_mask(int64_t n) {
 namespace functions {
 
 VariablePtr dropout(const VariablePtr& x, float p, int seed) {
-  return apply_function1("Dropout", DropoutOptions{p, seed}, {x});
+  return apply_function1(decl::Dropout, DropoutOptions{p, seed}, {x});
 }
 
 }  // namespace functions

@@ -24,14 +24,20 @@ void visit_fields(DropoutOptions& o, V&& v) {
   v("seed", o.seed);
 }
 
+namespace decl {
+/// Dropout's declaration.
+inline constexpr FunctionDeclOf<DropoutOptions> Dropout{{
+    "Dropout", "dropout",
+    {Port{"x"}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// y = x * mask / (1 - p), the mask drawn in forward (each element kept with
 /// probability 1 - p) and kept for backward: dx = dy * mask / (1 - p). Two
 /// functions created with the same seed draw the same masks.
 class Dropout : public Function {
  public:
   explicit Dropout(const DropoutOptions& opts);
-  std::string name() const override { return "Dropout"; }
-  int min_inputs() const override { return 1; }
   bool grad_depends_input_data(int) const override { return false; }
   const DropoutOptions& options() const { return opts_; }
   /// The mask of the last forward: 1 where x was kept.

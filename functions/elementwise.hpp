@@ -5,9 +5,38 @@
 // its arguments (LeakyReLU's alpha) and its name (Op::name).
 #pragma once
 
+#include <type_traits>
+
 #include <mixgraph/graph/function.hpp>
 
 namespace mg {
+
+namespace detail {
+/// An op's default precision: Op::precision where it declares one, else
+/// reduced.
+template <class Op, class = void>
+struct OpPrecision {
+  static constexpr Precision value = Precision::reduced;
+};
+template <class Op>
+struct OpPrecision<Op, std::void_t<decltype(Op::precision)>> {
+  static constexpr Precision value = Op::precision;
+};
+}  // namespace detail
+
+namespace decl {
+/// The declaration of a unary elementwise function: names and precision
+/// from its functor Op, input x, output y.
+template <class Op>
+inline constexpr FunctionDeclOf<Op> unary{{Op::name, Op::snake, {Port{"x"}},
+                                           {Port{"y"}},
+                                           detail::OpPrecision<Op>::value}};
+/// The declaration of a binary elementwise function: inputs x0 and x1.
+template <class Op>
+inline constexpr FunctionDeclOf<Op> binary{
+    {Op::name, Op::snake, {Port{"x0"}, Port{"x1"}}, {Port{"y"}},
+     detail::OpPrecision<Op>::value}};
+}  // namespace decl
 
 /// y = op(x). Op: operator()(float) and grad(x, y, dy), with the flags
 /// grad_uses_x / grad_uses_y saying what backward reads.
@@ -15,8 +44,6 @@ template <class Op>
 class UnaryFunction : public Function {
  public:
   explicit UnaryFunction(const Op& op) : op_(op) {}
-  std::string name() const override { return Op::name; }
-  int min_inputs() const override { return 1; }
   bool grad_depends_input_data(int) const override { return Op::grad_uses_x; }
   bool grad_depends_output_data(int) const override { return Op::grad_uses_y; }
   /// dx[i] depends on dy[i] alone (the drivers read a block before writing
@@ -49,8 +76,6 @@ template <class Op>
 class BinaryFunction : public Function {
  public:
   explicit BinaryFunction(const Op& op) : op_(op) {}
-  std::string name() const override { return Op::name; }
-  int min_inputs() const override { return 2; }
   bool grad_depends_input_data(int) const override { return Op::grad_uses_x; }
   bool grad_depends_output_data(int) const override { return Op::grad_uses_y; }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include <mixgraph/functions/builder.hpp>
+#include <mixgraph/functions/elementwise.hpp>
 #include <mixgraph/functions/ops/binary_ops.hpp>
 #include <mixgraph/functions/ops/unary_ops.hpp>
 
@@ -13,12 +14,12 @@ namespace {
 
 template <class Op>
 VariablePtr unary(const VariablePtr& x, const Op& op = {}) {
-  return apply_function1(Op::name, op, {x});
+  return apply_function1(decl::unary<Op>, op, {x});
 }
 
 template <class Op>
 VariablePtr binary(const VariablePtr& x0, const VariablePtr& x1) {
-  return apply_function1(Op::name, Op{}, {x0, x1});
+  return apply_function1(decl::binary<Op>, Op{}, {x0, x1});
 }
 
 }  // namespace

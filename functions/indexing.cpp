@@ -105,22 +105,22 @@ void Where::setup_impl(const Variables& in, const Variables& out) {
 namespace functions {
 
 VariablePtr embed(const VariablePtr& x, const VariablePtr& W) {
-  return apply_function1("Embed", EmbedOptions{}, {x, W});
+  return apply_function1(decl::Embed, EmbedOptions{}, {x, W});
 }
 
 VariablePtr gather(const VariablePtr& x, const VariablePtr& indices, int axis,
                    int batch_dims) {
-  return apply_function1("Gather", GatherOptions{axis, batch_dims},
+  return apply_function1(decl::Gather, GatherOptions{axis, batch_dims},
                          {x, indices});
 }
 
 VariablePtr one_hot(const VariablePtr& x, Shape shape) {
-  return apply_function1("OneHot", OneHotOptions{std::move(shape)}, {x});
+  return apply_function1(decl::OneHot, OneHotOptions{std::move(shape)}, {x});
 }
 
 VariablePtr where(const VariablePtr& condition, const VariablePtr& x_true,
                   const VariablePtr& x_false) {
-  return apply_function1("Where", WhereOptions{}, {condition, x_true, x_false});
+  return apply_function1(decl::Where, WhereOptions{}, {condition, x_true, x_false});
 }
 
 }  // namespace functions

@@ -11,13 +11,19 @@ namespace mg {
 /// Embed has no arguments.
 struct EmbedOptions {};
 
+namespace decl {
+/// Embed's declaration.
+inline constexpr FunctionDeclOf<EmbedOptions> Embed{{
+    "Embed", "embed",
+    {Port{"x", Port::integer, false}, Port{"W"}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// Inputs x (ids, any shape) and W (n_inputs, ...); y = W[x], of shape
 /// x.shape + W.shape[1:]. The grad goes to W only, summed in fp32.
 class Embed : public Function {
  public:
   explicit Embed(const EmbedOptions&) {}
-  std::string name() const override { return "Embed"; }
-  int min_inputs() const override { return 2; }
   bool grad_depends_input_data(int i) const override { return i == 0; }
 
  protected:
@@ -39,13 +45,19 @@ void visit_fields(GatherOptions& o, V&& v) {
   v("batch_dims", o.batch_dims);
 }
 
+namespace decl {
+/// Gather's declaration.
+inline constexpr FunctionDeclOf<GatherOptions> Gather{{
+    "Gather", "gather",
+    {Port{"x"}, Port{"indices", Port::integer, false}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// y = x[..., indices, ...] along axis: shape x.shape[:axis] +
 /// indices.shape[batch_dims:] + x.shape[axis + 1:].
 class Gather : public Function {
  public:
   explicit Gather(const GatherOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "Gather"; }
-  int min_inputs() const override { return 2; }
   bool grad_depends_input_data(int i) const override { return i == 1; }
   const GatherOptions& options() const { return opts_; }
 
@@ -67,13 +79,19 @@ void visit_fields(OneHotOptions& o, V&& v) {
   v("shape", o.shape);
 }
 
+namespace decl {
+/// OneHot's declaration.
+inline constexpr FunctionDeclOf<OneHotOptions> OneHot{{
+    "OneHot", "one_hot",
+    {Port{"x", Port::integer, false}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// x: ids of shape (..., len(shape)); y of shape x.shape[:-1] + shape is 1 at
 /// the ids and 0 elsewhere. No gradient.
 class OneHot : public Function {
  public:
   explicit OneHot(const OneHotOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "OneHot"; }
-  int min_inputs() const override { return 1; }
   bool grad_depends_input_data(int) const override { return false; }
   const OneHotOptions& options() const { return opts_; }
 
@@ -85,13 +103,19 @@ class OneHot : public Function {
 /// Where has no arguments.
 struct WhereOptions {};
 
+namespace decl {
+/// Where's declaration.
+inline constexpr FunctionDeclOf<WhereOptions> Where{{
+    "Where", "where",
+    {Port{"condition", Port::any, false}, Port{"x_true"}, Port{"x_false"}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// y = condition != 0 ? x_true : x_false. x_true and x_false have one shape;
 /// condition broadcasts to it (NumPy rules). The condition gets no gradient.
 class Where : public Function {
  public:
   explicit Where(const WhereOptions&) {}
-  std::string name() const override { return "Where"; }
-  int min_inputs() const override { return 3; }
   bool grad_depends_input_data(int i) const override { return i == 0; }
 
  protected:

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include <mixgraph/functions/builder.hpp>
+#include <mixgraph/functions/elementwise.hpp>
 #include <mixgraph/functions/ops/binary_ops.hpp>
 
 namespace mg {
@@ -62,22 +63,22 @@ namespace functions {
 
 VariablePtr softmax_cross_entropy(const VariablePtr& x, const VariablePtr& t,
                                   int axis) {
-  return apply_function1("SoftmaxCrossEntropy",
+  return apply_function1(decl::SoftmaxCrossEntropy,
                          SoftmaxCrossEntropyOptions{axis}, {x, t});
 }
 
 VariablePtr sigmoid_cross_entropy(const VariablePtr& x, const VariablePtr& t) {
-  return apply_function1("SigmoidCrossEntropy", SigmoidCrossEntropyOptions{},
+  return apply_function1(decl::SigmoidCrossEntropy, SigmoidCrossEntropyOptions{},
                          {x, t});
 }
 
 VariablePtr squared_error(const VariablePtr& x0, const VariablePtr& x1) {
-  return apply_function1("SquaredError", ops::SquaredError{}, {x0, x1});
+  return apply_function1(decl::binary<ops::SquaredError>, ops::SquaredError{}, {x0, x1});
 }
 
 VariablePtr top_n_error(const VariablePtr& x, const VariablePtr& t, int axis,
                         int n) {
-  return apply_function1("TopNError", TopNErrorOptions{axis, n}, {x, t});
+  return apply_function1(decl::TopNError, TopNErrorOptions{axis, n}, {x, t});
 }
 
 }  // namespace functions

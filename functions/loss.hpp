@@ -17,6 +17,14 @@ void visit_fields(SoftmaxCrossEntropyOptions& o, V&& v) {
   v("axis", o.axis);
 }
 
+namespace decl {
+/// SoftmaxCrossEntropy's declaration.
+inline constexpr FunctionDeclOf<SoftmaxCrossEntropyOptions> SoftmaxCrossEntropy{{
+    "SoftmaxCrossEntropy", "softmax_cross_entropy",
+    {Port{"x"}, Port{"t", Port::integer, false}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// y = -log softmax(x)[t] along the axis. x: (..., C, ...); t: integer class
 /// labels, x's shape with 1 at the axis (NNabla: x (N, C), t (N, 1)); y: t's
 /// shape. t gets no gradient.
@@ -24,8 +32,6 @@ class SoftmaxCrossEntropy : public Function {
  public:
   explicit SoftmaxCrossEntropy(const SoftmaxCrossEntropyOptions& opts)
       : opts_(opts) {}
-  std::string name() const override { return "SoftmaxCrossEntropy"; }
-  int min_inputs() const override { return 2; }
   const SoftmaxCrossEntropyOptions& options() const { return opts_; }
 
  protected:
@@ -37,14 +43,20 @@ class SoftmaxCrossEntropy : public Function {
 /// SigmoidCrossEntropy has no options.
 struct SigmoidCrossEntropyOptions {};
 
+namespace decl {
+/// SigmoidCrossEntropy's declaration.
+inline constexpr FunctionDeclOf<SigmoidCrossEntropyOptions> SigmoidCrossEntropy{{
+    "SigmoidCrossEntropy", "sigmoid_cross_entropy",
+    {Port{"x"}, Port{"t", Port::floating, false}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// y = -(t log s(x) + (1 - t) log(1 - s(x))) elementwise, computed as
 /// max(x, 0) - x t + log(1 + exp(-|x|)); t in [0, 1], x's shape; t gets no
 /// gradient.
 class SigmoidCrossEntropy : public Function {
  public:
   explicit SigmoidCrossEntropy(const SigmoidCrossEntropyOptions&) {}
-  std::string name() const override { return "SigmoidCrossEntropy"; }
-  int min_inputs() const override { return 2; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
@@ -64,14 +76,20 @@ void visit_fields(TopNErrorOptions& o, V&& v) {
   v("n", o.n);
 }
 
+namespace decl {
+/// TopNError's declaration.
+inline constexpr FunctionDeclOf<TopNErrorOptions> TopNError{{
+    "TopNError", "top_n_error",
+    {Port{"x", Port::floating, false}, Port{"t", Port::integer, false}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// y = 1 where more than n classes score at least the true class's score,
 /// else 0 (NNabla's rule: ties count against). Shapes as SoftmaxCrossEntropy.
 /// A metric: it has no gradient.
 class TopNError : public Function {
  public:
   explicit TopNError(const TopNErrorOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "TopNError"; }
-  int min_inputs() const override { return 2; }
   bool grad_depends_input_data(int) const override { return false; }
   const TopNErrorOptions& options() const { return opts_; }
 

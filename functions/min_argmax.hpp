@@ -6,16 +6,31 @@
 
 namespace mg {
 
+namespace decl {
+/// Min's declaration.
+inline constexpr FunctionDeclOf<ReduceOptions> Min{{
+    "Min", "min",
+    {Port{"x"}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// y = the min of x over the axes; backward routes the grad to the first
 /// minimum, whose index forward keeps.
 class Min : public Reduction {
  public:
   using Reduction::Reduction;
-  std::string name() const override { return "Min"; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
 };
+
+namespace decl {
+/// ArgMax's declaration.
+inline constexpr FunctionDeclOf<ReduceOptions> ArgMax{{
+    "ArgMax", "argmax",
+    {Port{"x", Port::floating, false}},
+    {Port{"y", Port::float32}}}};
+}  // namespace decl
 
 /// y = the position of the first max of x over the axes, counted row-major
 /// within the reduced axes (for one axis: the index along it). y is written
@@ -23,17 +38,23 @@ class Min : public Reduction {
 class ArgMax : public Reduction {
  public:
   using Reduction::Reduction;
-  std::string name() const override { return "ArgMax"; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
 };
 
+namespace decl {
+/// ArgMin's declaration.
+inline constexpr FunctionDeclOf<ReduceOptions> ArgMin{{
+    "ArgMin", "argmin",
+    {Port{"x", Port::floating, false}},
+    {Port{"y", Port::float32}}}};
+}  // namespace decl
+
 /// As ArgMax, for the first min.
 class ArgMin : public ArgMax {
  public:
   using ArgMax::ArgMax;
-  std::string name() const override { return "ArgMin"; }
 };
 
 namespace functions {

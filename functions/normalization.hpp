@@ -72,8 +72,6 @@ void visit_fields(InstanceNormalizationOptions& o, V&& v) {
 /// fp32. The subclasses say which elements form a group.
 class Normalization : public Function {
  public:
-  int min_inputs() const override { return 1; }
-  int max_inputs() const override { return 3; }
   // Backward reads x and gamma, not beta.
   bool grad_depends_input_data(int i) const override {
     return i != beta_index();
@@ -100,12 +98,19 @@ class Normalization : public Function {
   Layout layout_;
 };
 
+namespace decl {
+/// LayerNormalization's declaration.
+inline constexpr FunctionDeclOf<LayerNormalizationOptions> LayerNormalization{{
+    "LayerNormalization", "layer_normalization",
+    {Port{"x"}, Port{"beta", Port::floating, true, true}, Port{"gamma", Port::floating, true, true}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// Statistics per sample (per index of the batch axes) over all other axes.
 class LayerNormalization : public Normalization {
  public:
   explicit LayerNormalization(const LayerNormalizationOptions& opts)
       : Normalization(opts.eps, opts.no_scale, opts.no_bias), opts_(opts) {}
-  std::string name() const override { return "LayerNormalization"; }
   const LayerNormalizationOptions& options() const { return opts_; }
 
  protected:
@@ -113,12 +118,19 @@ class LayerNormalization : public Normalization {
   const LayerNormalizationOptions opts_;
 };
 
+namespace decl {
+/// GroupNormalization's declaration.
+inline constexpr FunctionDeclOf<GroupNormalizationOptions> GroupNormalization{{
+    "GroupNormalization", "group_normalization",
+    {Port{"x"}, Port{"beta", Port::floating, true, true}, Port{"gamma", Port::floating, true, true}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// Statistics per sample and group of num_groups consecutive channels.
 class GroupNormalization : public Normalization {
  public:
   explicit GroupNormalization(const GroupNormalizationOptions& opts)
       : Normalization(opts.eps, opts.no_scale, opts.no_bias), opts_(opts) {}
-  std::string name() const override { return "GroupNormalization"; }
   const GroupNormalizationOptions& options() const { return opts_; }
 
  protected:
@@ -126,12 +138,19 @@ class GroupNormalization : public Normalization {
   const GroupNormalizationOptions opts_;
 };
 
+namespace decl {
+/// InstanceNormalization's declaration.
+inline constexpr FunctionDeclOf<InstanceNormalizationOptions> InstanceNormalization{{
+    "InstanceNormalization", "instance_normalization",
+    {Port{"x"}, Port{"beta", Port::floating, true, true}, Port{"gamma", Port::floating, true, true}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// Statistics per sample and channel, over the remaining (spatial) axes.
 class InstanceNormalization : public Normalization {
  public:
   explicit InstanceNormalization(const InstanceNormalizationOptions& opts)
       : Normalization(opts.eps, opts.no_scale, opts.no_bias), opts_(opts) {}
-  std::string name() const override { return "InstanceNormalization"; }
   const InstanceNormalizationOptions& options() const { return opts_; }
 
  protected:

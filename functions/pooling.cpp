@@ -81,18 +81,18 @@ namespace functions {
 
 VariablePtr max_pooling(const VariablePtr& x, std::vector<int64_t> kernel,
                         const PoolingOptions& opts) {
-  return apply_function1("MaxPooling", PoolingArgs{std::move(kernel), opts},
+  return apply_function1(decl::MaxPooling, PoolingArgs{std::move(kernel), opts},
                          {x});
 }
 
 VariablePtr average_pooling(const VariablePtr& x, std::vector<int64_t> kernel,
                             const PoolingOptions& opts) {
-  return apply_function1("AveragePooling", PoolingArgs{std::move(kernel), opts},
+  return apply_function1(decl::AveragePooling, PoolingArgs{std::move(kernel), opts},
                          {x});
 }
 
 VariablePtr global_average_pooling(const VariablePtr& x) {
-  return apply_function1("GlobalAveragePooling", GlobalAveragePoolingOptions{},
+  return apply_function1(decl::GlobalAveragePooling, GlobalAveragePoolingOptions{},
                          {x});
 }
 

@@ -49,7 +49,6 @@ struct PoolingGeometry {
 class Pooling : public Function {
  public:
   explicit Pooling(const PoolingArgs& args) : args_(args) {}
-  int min_inputs() const override { return 1; }
   /// The kernel and options it was made from.
   const PoolingArgs& options() const { return args_; }
 
@@ -59,31 +58,51 @@ class Pooling : public Function {
   PoolingGeometry geom_;
 };
 
+namespace decl {
+/// MaxPooling's declaration.
+inline constexpr FunctionDeclOf<PoolingArgs> MaxPooling{{
+    "MaxPooling", "max_pooling",
+    {Port{"x"}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// The maximum of each window; backward routes the grad to the first
 /// maximum (recomputed from x).
 class MaxPooling : public Pooling {
  public:
   using Pooling::Pooling;
-  std::string name() const override { return "MaxPooling"; }
 };
+
+namespace decl {
+/// AveragePooling's declaration.
+inline constexpr FunctionDeclOf<PoolingArgs> AveragePooling{{
+    "AveragePooling", "average_pooling",
+    {Port{"x"}},
+    {Port{"y"}}}};
+}  // namespace decl
 
 /// The mean of each window, accumulated in fp32.
 class AveragePooling : public Pooling {
  public:
   using Pooling::Pooling;
-  std::string name() const override { return "AveragePooling"; }
   bool grad_depends_input_data(int) const override { return false; }
 };
 
 struct GlobalAveragePoolingOptions {};
+
+namespace decl {
+/// GlobalAveragePooling's declaration.
+inline constexpr FunctionDeclOf<GlobalAveragePoolingOptions> GlobalAveragePooling{{
+    "GlobalAveragePooling", "global_average_pooling",
+    {Port{"x"}},
+    {Port{"y"}}}};
+}  // namespace decl
 
 /// x (N, C, ...) -> y (N, C, 1, 1): the mean over every axis after the
 /// second, accumulated in fp32.
 class GlobalAveragePooling : public Function {
  public:
   explicit GlobalAveragePooling(const GlobalAveragePoolingOptions&) {}
-  std::string name() const override { return "GlobalAveragePooling"; }
-  int min_inputs() const override { return 1; }
   bool grad_depends_input_data(int) const override { return false; }
 
  protected:

@@ -5,88 +5,101 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
+
+#include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/functions/registry.hpp>
 
 namespace mg {
 
-const std::string& default_policy_yaml() {
-  static const std::string yaml = R"(# mixgraph's default precision policy.
-# reduced: fp16/bf16 in and out. accumulate_float: reduced storage, fp32 sums.
-# float: fp32 in and out under every type_config.
-reduced: [Affine, Convolution, Deconvolution, MaxPooling, AveragePooling,
-          GlobalAveragePooling, ReLU, LeakyReLU, Sigmoid, Tanh, ELU, GELU,
-          Add2, Sub2, Mul2, Div2, AddScalar, MulScalar, Reshape, Transpose,
-          Concatenate, Slice, Dropout, Identity, Max, Cast,
-          BatchMatmul, Embed, SoftPlus, Swish, HardTanh, ClipByValue, Sqrt,
-          Rsqrt, Abs, Erf, Maximum2, Minimum2, Where, Split, Stack,
-          Broadcast, Pad, Flip, OneHot, Gather, Min, ArgMax, ArgMin]
-accumulate_float: [Sum, Mean, Softmax, LogSoftmax, SoftmaxCrossEntropy,
-                   SigmoidCrossEntropy, SquaredError, BatchNormalization,
-                   TopNError, LayerNormalization, GroupNormalization,
-                   InstanceNormalization]
-float: [Exp, Log, PowScalar]
-)";
-  return yaml;
+namespace {
+
+const FunctionDecl& known(const std::string& name, const std::string& where) {
+  return FunctionRegistry::instance().decl(name, where);
 }
 
-const char* precision_name(Precision p) {
-  switch (p) {
-    case Precision::reduced: return "reduced";
-    case Precision::accumulate_float: return "accumulate_float";
-    case Precision::float32: return "float";
+std::string policy_yaml(const std::map<std::string, Precision>& overrides) {
+  std::map<Precision, std::vector<std::string>> groups;
+  for (const FunctionDecl* d : FunctionRegistry::instance().decls()) {
+    auto it = overrides.find(d->name);
+    groups[it == overrides.end() ? d->precision : it->second].push_back(
+        d->name);
   }
-  return "invalid";
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  for (Precision p : {Precision::reduced, Precision::float32}) {
+    out << YAML::Key << precision_name(p) << YAML::Value << YAML::Flow
+        << groups[p];
+  }
+  out << YAML::EndMap;
+  return out.c_str();
 }
+
+}  // namespace
 
 PrecisionPolicy& PrecisionPolicy::instance() {
   static PrecisionPolicy policy;
   return policy;
 }
 
-PrecisionPolicy::PrecisionPolicy() { reset(); }
-
-void PrecisionPolicy::reset() { load_string(default_policy_yaml(), "<default>"); }
+void PrecisionPolicy::reset() { overrides_.clear(); }
 
 void PrecisionPolicy::load_string(const std::string& yaml,
                                   const std::string& source) {
+  auto where = [&](const YAML::Mark& m) {
+    return msg("[PrecisionPolicy] ", source, ":", m.line + 1, ": ");
+  };
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
   } catch (const YAML::Exception& e) {
-    throw std::invalid_argument("[PrecisionPolicy] " + source + ":" +
-                                std::to_string(e.mark.line + 1) + ": " + e.msg);
+    throw std::invalid_argument(where(e.mark) + e.msg);
+  }
+  std::map<std::string, Precision> overrides;
+  if (root.IsNull()) {  // an empty file: no overrides
+    overrides_ = std::move(overrides);
+    return;
   }
   if (!root.IsMap()) {
-    throw std::invalid_argument(
-        "[PrecisionPolicy] " + source +
-        ": expected a map with keys reduced, accumulate_float and float");
+    throw std::invalid_argument(msg("[PrecisionPolicy] ", source,
+                                    ": expected a map with the keys reduced "
+                                    "and float"));
   }
-  std::map<std::string, Precision> table;
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     Precision p;
     if (key == "reduced") {
       p = Precision::reduced;
-    } else if (key == "accumulate_float") {
-      p = Precision::accumulate_float;
     } else if (key == "float") {
       p = Precision::float32;
-    } else {
+    } else if (key == "accumulate_float") {
       throw std::invalid_argument(
-          "[PrecisionPolicy] " + source + ":" +
-          std::to_string(kv.first.Mark().line + 1) + ": unknown key '" + key +
-          "'; expected reduced, accumulate_float or float");
+          where(kv.first.Mark()) +
+          "'accumulate_float' is no longer a category: every function sums "
+          "in fp32 already; list these functions under 'reduced'");
+    } else {
+      throw std::invalid_argument(where(kv.first.Mark()) + "unknown key '" +
+                                  key + "'; expected reduced or float");
     }
     if (!kv.second.IsSequence()) {
-      throw std::invalid_argument("[PrecisionPolicy] " + source + ":" +
-                                  std::to_string(kv.second.Mark().line + 1) +
-                                  ": '" + key +
+      throw std::invalid_argument(where(kv.second.Mark()) + "'" + key +
                                   "' must be a list of function names");
     }
-    for (const auto& name : kv.second) {
-      table[name.as<std::string>()] = p;
+    for (const auto& item : kv.second) {
+      const std::string name = item.as<std::string>();
+      if (!FunctionRegistry::instance().has(name)) {
+        throw std::invalid_argument(
+            where(item.Mark()) + "unknown function '" + name + "'" +
+            did_you_mean(FunctionRegistry::instance().names(), name));
+      }
+      if (overrides.count(name) && overrides[name] != p) {
+        throw std::invalid_argument(where(item.Mark()) + "'" + name +
+                                    "' is listed under both reduced and float");
+      }
+      overrides[name] = p;
     }
   }
-  table_ = std::move(table);
+  overrides_ = std::move(overrides);
 }
 
 void PrecisionPolicy::load_file(const std::string& path) {
@@ -100,26 +113,27 @@ void PrecisionPolicy::load_file(const std::string& path) {
 }
 
 void PrecisionPolicy::set(const std::string& function, Precision precision) {
-  table_[function] = precision;
+  known(function, "PrecisionPolicy");
+  overrides_[function] = precision;
+}
+
+Precision PrecisionPolicy::get(const FunctionDecl& decl) const {
+  auto it = overrides_.find(decl.name);
+  return it == overrides_.end() ? decl.precision : it->second;
 }
 
 Precision PrecisionPolicy::get(const std::string& function) const {
-  auto it = table_.find(function);
-  return it == table_.end() ? Precision::reduced : it->second;
+  return get(known(function, "PrecisionPolicy"));
 }
 
-std::string PrecisionPolicy::to_yaml() const {
-  std::map<Precision, std::vector<std::string>> groups;
-  for (const auto& kv : table_) groups[kv.second].push_back(kv.first);
-  YAML::Emitter out;
-  out << YAML::BeginMap;
-  for (Precision p : {Precision::reduced, Precision::accumulate_float,
-                      Precision::float32}) {
-    out << YAML::Key << precision_name(p) << YAML::Value << YAML::Flow
-        << groups[p];
-  }
-  out << YAML::EndMap;
-  return out.c_str();
+std::string PrecisionPolicy::to_yaml() const { return policy_yaml(overrides_); }
+
+std::string default_policy_yaml() {
+  return "# mixgraph's default precision policy, from the functions' "
+         "declarations.\n# reduced: the type_config's fp16/bf16 in and out. "
+         "float: fp32 whatever the\n# context. Every sum accumulates in "
+         "fp32 in both.\n" +
+         policy_yaml({});
 }
 
 }  // namespace mg

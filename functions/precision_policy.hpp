@@ -4,48 +4,46 @@
 #include <map>
 #include <string>
 
+#include <mixgraph/graph/function_decl.hpp>
+
 namespace mg {
 
-/// How a function runs under a half or bfloat16 context.
-enum class Precision {
-  reduced,           // fp16/bf16 in and out
-  accumulate_float,  // fp16/bf16 storage, fp32 sums (every reduction does)
-  float32,           // fp32 in and out, whatever the context
-};
-
-/// "reduced", "accumulate_float" or "float".
-const char* precision_name(Precision p);
-
-/// Per-function precision, read from YAML:
-///   reduced: [Affine, ReLU, ...]
-///   accumulate_float: [Sum, Mean, ...]
-///   float: [Exp, Log, ...]
-/// A function the policy does not list runs reduced. The compiled-in default
-/// is default_policy_yaml(); users load their own or override one function.
+/// Per-function precision. Each function's declaration gives its default
+/// (mg::function_list() lists them); the policy holds the overrides, read
+/// from YAML
+///   reduced: [Exp, ...]      # run in the type_config's fp16/bf16
+///   float: [Tanh, ...]       # run in fp32 whatever the context
+/// or set one at a time. Every name is checked against the registered
+/// functions; a function a file does not mention keeps its default. Sums
+/// accumulate in fp32 in both categories.
 class PrecisionPolicy {
  public:
   /// The process-wide policy the registry consults.
   static PrecisionPolicy& instance();
 
-  /// The compiled-in default.
-  PrecisionPolicy();
-  /// Replaces the policy with the YAML text; `source` names it in errors.
-  void load_string(const std::string& yaml, const std::string& source = "<string>");
-  /// Replaces the policy with a YAML file.
+  /// Replaces the overrides with the YAML text; `source` names it in
+  /// errors. On error (syntax, an unknown key or function name, with the
+  /// line) the policy is unchanged.
+  void load_string(const std::string& yaml,
+                   const std::string& source = "<string>");
+  /// Replaces the overrides with a YAML file.
   void load_file(const std::string& path);
-  /// Overrides one function.
+  /// Overrides one function; an unknown name is std::invalid_argument.
   void set(const std::string& function, Precision precision);
+  /// The precision `decl` runs in now.
+  Precision get(const FunctionDecl& decl) const;
+  /// The same by name; an unknown name is std::invalid_argument.
   Precision get(const std::string& function) const;
-  /// Back to the compiled-in default.
+  /// Drops every override: back to the declarations' defaults.
   void reset();
-  /// The policy as YAML.
+  /// The whole policy (every function, defaults included) as YAML.
   std::string to_yaml() const;
 
  private:
-  std::map<std::string, Precision> table_;
+  std::map<std::string, Precision> overrides_;
 };
 
-/// The YAML compiled into the library.
-const std::string& default_policy_yaml();
+/// The declarations' defaults as a policy file.
+std::string default_policy_yaml();
 
 }  // namespace mg

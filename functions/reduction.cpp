@@ -73,16 +73,16 @@ void Max::setup_impl(const Variables& in, const Variables& out) {
 namespace functions {
 
 VariablePtr sum(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
-  return apply_function1("Sum", ReduceOptions{std::move(axes), keep_dims}, {x});
+  return apply_function1(decl::Sum, ReduceOptions{std::move(axes), keep_dims}, {x});
 }
 
 VariablePtr mean(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
-  return apply_function1("Mean", ReduceOptions{std::move(axes), keep_dims},
+  return apply_function1(decl::Mean, ReduceOptions{std::move(axes), keep_dims},
                          {x});
 }
 
 VariablePtr max(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
-  return apply_function1("Max", ReduceOptions{std::move(axes), keep_dims}, {x});
+  return apply_function1(decl::Max, ReduceOptions{std::move(axes), keep_dims}, {x});
 }
 
 }  // namespace functions

@@ -27,7 +27,6 @@ void visit_fields(ReduceOptions& o, V&& v) {
 class Reduction : public Function {
  public:
   explicit Reduction(const ReduceOptions& opts) : opts_(opts) {}
-  int min_inputs() const override { return 1; }
   bool grad_depends_input_data(int) const override { return false; }
   const ReduceOptions& options() const { return opts_; }
 
@@ -38,26 +37,47 @@ class Reduction : public Function {
   int64_t count_ = 1;      // elements reduced into each output
 };
 
+namespace decl {
+/// Sum's declaration.
+inline constexpr FunctionDeclOf<ReduceOptions> Sum{{
+    "Sum", "sum",
+    {Port{"x"}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// y = the sum of x over the axes.
 class Sum : public Reduction {
  public:
   using Reduction::Reduction;
-  std::string name() const override { return "Sum"; }
 };
+
+namespace decl {
+/// Mean's declaration.
+inline constexpr FunctionDeclOf<ReduceOptions> Mean{{
+    "Mean", "mean",
+    {Port{"x"}},
+    {Port{"y"}}}};
+}  // namespace decl
 
 /// y = the mean of x over the axes.
 class Mean : public Reduction {
  public:
   using Reduction::Reduction;
-  std::string name() const override { return "Mean"; }
 };
+
+namespace decl {
+/// Max's declaration.
+inline constexpr FunctionDeclOf<ReduceOptions> Max{{
+    "Max", "max",
+    {Port{"x"}},
+    {Port{"y"}}}};
+}  // namespace decl
 
 /// y = the max of x over the axes; backward routes the grad to the first
 /// maximum, whose index forward keeps.
 class Max : public Reduction {
  public:
   using Reduction::Reduction;
-  std::string name() const override { return "Max"; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;

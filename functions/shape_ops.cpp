@@ -183,26 +183,25 @@ void Slice::setup_impl(const Variables& in, const Variables& out) {
 namespace functions {
 
 VariablePtr reshape(const VariablePtr& x, Shape shape, bool inplace) {
-  return apply_function1("Reshape", ReshapeOptions{std::move(shape), inplace},
+  return apply_function1(decl::Reshape, ReshapeOptions{std::move(shape), inplace},
                          {x});
 }
 
 VariablePtr transpose(const VariablePtr& x, std::vector<int> axes) {
-  return apply_function1("Transpose", TransposeOptions{std::move(axes)}, {x});
+  return apply_function1(decl::Transpose, TransposeOptions{std::move(axes)}, {x});
 }
 
 VariablePtr concatenate(std::vector<VariablePtr> xs, int axis) {
   if (xs.empty()) {
     throw std::invalid_argument("[concatenate] needs at least one input");
   }
-  return apply_function1("Concatenate", ConcatenateOptions{axis},
+  return apply_function1(decl::Concatenate, ConcatenateOptions{axis},
                          std::move(xs));
 }
 
 VariablePtr slice(const VariablePtr& x, std::vector<int64_t> start,
                   std::vector<int64_t> stop, std::vector<int64_t> step) {
-  return apply_function1(
-      "Slice", SliceOptions{std::move(start), std::move(stop), std::move(step)},
+  return apply_function1(decl::Slice, SliceOptions{std::move(start), std::move(stop), std::move(step)},
       {x});
 }
 

@@ -24,13 +24,19 @@ void visit_fields(ReshapeOptions& o, V&& v) {
   v("inplace", o.inplace);
 }
 
+namespace decl {
+/// Reshape's declaration.
+inline constexpr FunctionDeclOf<ReshapeOptions> Reshape{{
+    "Reshape", "reshape",
+    {Port{"x", Port::any}},
+    {Port{"y", Port::any}}}};
+}  // namespace decl
+
 /// y = x with another shape of the same size. The data is copied: sharing
 /// x's buffer would let clear_buffer free y's data together with x's.
 class Reshape : public Function {
  public:
   explicit Reshape(const ReshapeOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "Reshape"; }
-  int min_inputs() const override { return 1; }
   bool grad_depends_input_data(int) const override { return false; }
   const ReshapeOptions& options() const { return opts_; }
 
@@ -50,12 +56,18 @@ void visit_fields(TransposeOptions& o, V&& v) {
   v("axes", o.axes);
 }
 
+namespace decl {
+/// Transpose's declaration.
+inline constexpr FunctionDeclOf<TransposeOptions> Transpose{{
+    "Transpose", "transpose",
+    {Port{"x", Port::any}},
+    {Port{"y", Port::any}}}};
+}  // namespace decl
+
 /// y = x with its axes permuted.
 class Transpose : public Function {
  public:
   explicit Transpose(const TransposeOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "Transpose"; }
-  int min_inputs() const override { return 1; }
   bool grad_depends_input_data(int) const override { return false; }
   const TransposeOptions& options() const { return opts_; }
 
@@ -76,13 +88,19 @@ void visit_fields(ConcatenateOptions& o, V&& v) {
   v("axis", o.axis);
 }
 
+namespace decl {
+/// Concatenate's declaration.
+inline constexpr FunctionDeclOf<ConcatenateOptions> Concatenate{{
+    "Concatenate", "concatenate",
+    {Port{"x", Port::any}},
+    {Port{"y", Port::any}},
+    Precision::reduced, /*variadic=*/true}};
+}  // namespace decl
+
 /// y = the inputs joined along axis; they must match on every other axis.
 class Concatenate : public Function {
  public:
   explicit Concatenate(const ConcatenateOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "Concatenate"; }
-  int min_inputs() const override { return 1; }
-  int max_inputs() const override { return INT_MAX; }
   bool grad_depends_input_data(int) const override { return false; }
   const ConcatenateOptions& options() const { return opts_; }
 
@@ -108,12 +126,18 @@ void visit_fields(SliceOptions& o, V&& v) {
   v("step", o.step);
 }
 
+namespace decl {
+/// Slice's declaration.
+inline constexpr FunctionDeclOf<SliceOptions> Slice{{
+    "Slice", "slice",
+    {Port{"x", Port::any}},
+    {Port{"y", Port::any}}}};
+}  // namespace decl
+
 /// y = x[start:stop:step] on every axis.
 class Slice : public Function {
  public:
   explicit Slice(const SliceOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "Slice"; }
-  int min_inputs() const override { return 1; }
   bool grad_depends_input_data(int) const override { return false; }
   const SliceOptions& options() const { return opts_; }
 

@@ -29,11 +29,11 @@ void Softmax::setup_impl(const Variables& in, const Variables& out) {
 namespace functions {
 
 VariablePtr softmax(const VariablePtr& x, int axis) {
-  return apply_function1("Softmax", SoftmaxOptions{axis}, {x});
+  return apply_function1(decl::Softmax, SoftmaxOptions{axis}, {x});
 }
 
 VariablePtr log_softmax(const VariablePtr& x, int axis) {
-  return apply_function1("LogSoftmax", SoftmaxOptions{axis}, {x});
+  return apply_function1(decl::LogSoftmax, SoftmaxOptions{axis}, {x});
 }
 
 }  // namespace functions

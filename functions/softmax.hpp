@@ -32,12 +32,18 @@ void visit_fields(SoftmaxOptions& o, V&& v) {
   v("axis", o.axis);
 }
 
+namespace decl {
+/// Softmax's declaration.
+inline constexpr FunctionDeclOf<SoftmaxOptions> Softmax{{
+    "Softmax", "softmax",
+    {Port{"x"}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// y = exp(x - max) / sum(exp(x - max)) along the axis; sums in fp32.
 class Softmax : public Function {
  public:
   explicit Softmax(const SoftmaxOptions& opts) : opts_(opts) {}
-  std::string name() const override { return "Softmax"; }
-  int min_inputs() const override { return 1; }
   // dx = y (dy - sum(dy y)): backward reads y, not x.
   bool grad_depends_input_data(int) const override { return false; }
   bool grad_depends_output_data(int) const override { return true; }
@@ -49,11 +55,18 @@ class Softmax : public Function {
   AxisSplit split_;
 };
 
+namespace decl {
+/// LogSoftmax's declaration.
+inline constexpr FunctionDeclOf<SoftmaxOptions> LogSoftmax{{
+    "LogSoftmax", "log_softmax",
+    {Port{"x"}},
+    {Port{"y"}}}};
+}  // namespace decl
+
 /// y = x - max - log(sum(exp(x - max))) along the axis; sums in fp32.
 class LogSoftmax : public Softmax {
  public:
   using Softmax::Softmax;
-  std::string name() const override { return "LogSoftmax"; }
 };
 
 namespace functions {

@@ -1,37 +1,8 @@
 #include <mixgraph/graph/function.hpp>
 
-#include <cctype>
 #include <stdexcept>
 
 namespace mg {
-
-std::string snake_case(const std::string& pascal) {
-  // Acronyms read as one word: ReLU -> relu, GELU -> gelu, LeakyReLU ->
-  // leaky_relu; other runs of capitals split before their last letter.
-  std::string name = pascal;
-  for (const char* acronym : {"ReLU", "GELU", "ELU"}) {
-    const std::string a = acronym;
-    std::string word = a.substr(0, 1);
-    for (size_t i = 1; i < a.size(); ++i) {
-      word += static_cast<char>(std::tolower(static_cast<unsigned char>(a[i])));
-    }
-    for (size_t pos; (pos = name.find(a)) != std::string::npos;) {
-      name.replace(pos, a.size(), word);
-    }
-  }
-  auto upper = [](char c) { return std::isupper(static_cast<unsigned char>(c)); };
-  std::string s;
-  for (size_t i = 0; i < name.size(); ++i) {
-    const char c = name[i];
-    if (upper(c) && i > 0) {
-      const bool after_lower = !upper(name[i - 1]);
-      const bool ends_run = i + 1 < name.size() && !upper(name[i + 1]);
-      if (after_lower || ends_run) s += '_';
-    }
-    s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return s;
-}
 
 std::string shapes_str(const Variables& vars) {
   std::string s;
@@ -42,7 +13,17 @@ std::string shapes_str(const Variables& vars) {
   return s;
 }
 
-std::string Function::tag() const { return "[" + snake_case(name()) + "] "; }
+const FunctionDecl Function::kUndeclared{"Undeclared", "undeclared"};
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::reduced: return "reduced";
+    case Precision::float32: return "float";
+  }
+  return "invalid";
+}
+
+std::string Function::tag() const { return decl_->tag(); }
 
 void Function::setup(const Variables& inputs, const Variables& outputs) {
   const int n = static_cast<int>(inputs.size());

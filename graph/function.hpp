@@ -9,6 +9,7 @@
 
 #include <mixgraph/contexts/context.hpp>
 #include <mixgraph/graph/function_args.hpp>
+#include <mixgraph/graph/function_decl.hpp>
 #include <mixgraph/graph/variable.hpp>
 
 namespace mg {
@@ -22,12 +23,18 @@ class Function {
  public:
   virtual ~Function() = default;
 
+  /// Its declaration (names, ports, default precision); set by the
+  /// registry when it creates the function.
+  const FunctionDecl& decl() const { return *decl_; }
+  void set_decl(const FunctionDecl& decl) { decl_ = &decl; }
   /// The registered name, PascalCase: "Affine".
-  virtual std::string name() const = 0;
-  /// How many inputs it takes: [min_inputs, max_inputs].
-  virtual int min_inputs() const = 0;
-  virtual int max_inputs() const { return min_inputs(); }
-  virtual int num_outputs() const { return 1; }
+  std::string name() const { return decl_->name; }
+  /// How many inputs it takes: [min_inputs, max_inputs], from its ports.
+  int min_inputs() const { return decl_->min_inputs(); }
+  int max_inputs() const { return decl_->max_inputs(); }
+  /// How many outputs it makes: its declared outputs, unless the options
+  /// set the count (Split).
+  virtual int num_outputs() const { return decl_->outputs.size; }
   /// Whether backward reads input i's data (else clear_no_need_grad frees it).
   virtual bool grad_depends_input_data(int /*i*/) const { return true; }
   /// Whether backward reads output o's data.
@@ -68,13 +75,12 @@ class Function {
                              const std::vector<bool>& accum) = 0;
 
  private:
+  static const FunctionDecl kUndeclared;
+  const FunctionDecl* decl_ = &kUndeclared;
   Backend backend_{"cpu", Dtype::f32};
   std::string device_ = "cpu";
   FunctionArgs args_;
 };
-
-/// "SoftmaxCrossEntropy" -> "softmax_cross_entropy".
-std::string snake_case(const std::string& pascal);
 
 /// "(64, 10), (20, 5)": the shapes of several variables, for messages.
 std::string shapes_str(const Variables& vars);

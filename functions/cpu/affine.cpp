@@ -87,7 +87,7 @@ class AffineCpu : public Affine {
 }  // namespace
 
 void register_affine(FunctionRegistry& r) {
-  register_float_types<AffineCpu, AffineOptions>(r, "Affine", "cpu");
+  register_float_types<AffineCpu>(r, decl::Affine, "cpu");
 }
 
 }  // namespace mg::cpu

@@ -247,11 +247,11 @@ class FlipCpu : public Flip {
 }  // namespace
 
 void register_array_ops(FunctionRegistry& r) {
-  register_float_types<SplitCpu, SplitOptions>(r, "Split", "cpu");
-  register_float_types<StackCpu, StackOptions>(r, "Stack", "cpu");
-  register_float_types<BroadcastCpu, BroadcastOptions>(r, "Broadcast", "cpu");
-  register_float_types<PadCpu, PadOptions>(r, "Pad", "cpu");
-  register_float_types<FlipCpu, FlipOptions>(r, "Flip", "cpu");
+  register_float_types<SplitCpu>(r, decl::Split, "cpu");
+  register_float_types<StackCpu>(r, decl::Stack, "cpu");
+  register_float_types<BroadcastCpu>(r, decl::Broadcast, "cpu");
+  register_float_types<PadCpu>(r, decl::Pad, "cpu");
+  register_float_types<FlipCpu>(r, decl::Flip, "cpu");
 }
 
 }  // namespace mg::cpu

@@ -67,7 +67,7 @@ class BatchMatmulCpu : public BatchMatmul {
 }  // namespace
 
 void register_batch_matmul(FunctionRegistry& r) {
-  register_float_types<BatchMatmulCpu, BatchMatmulOptions>(r, "BatchMatmul",
+  register_float_types<BatchMatmulCpu>(r, decl::BatchMatmul,
                                                            "cpu");
 }
 

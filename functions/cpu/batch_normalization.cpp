@@ -239,8 +239,7 @@ class BatchNormalizationCpu : public BatchNormalization {
 }  // namespace
 
 void register_batch_normalization(FunctionRegistry& r) {
-  register_float_types<BatchNormalizationCpu, BatchNormalizationOptions>(
-      r, "BatchNormalization", "cpu");
+  register_float_types<BatchNormalizationCpu>(r, decl::BatchNormalization, "cpu");
 }
 
 }  // namespace mg::cpu

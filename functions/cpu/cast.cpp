@@ -54,7 +54,7 @@ class CastCpu : public Cast {
 }  // namespace
 
 void register_cast(FunctionRegistry& r) {
-  register_float_types<CastCpu, CastOptions>(r, "Cast", "cpu");
+  register_float_types<CastCpu>(r, decl::Cast, "cpu");
 }
 
 }  // namespace mg::cpu

@@ -56,8 +56,7 @@ class DeconvolutionCpu : public Deconvolution {
 }  // namespace
 
 void register_deconvolution(FunctionRegistry& r) {
-  register_float_types<DeconvolutionCpu, DeconvolutionOptions>(
-      r, "Deconvolution", "cpu");
+  register_float_types<DeconvolutionCpu>(r, decl::Deconvolution, "cpu");
 }
 
 }  // namespace mg::cpu

@@ -46,7 +46,7 @@ class DropoutCpu : public Dropout {
 }  // namespace
 
 void register_dropout(FunctionRegistry& r) {
-  register_float_types<DropoutCpu, DropoutOptions>(r, "Dropout", "cpu");
+  register_float_types<DropoutCpu>(r, decl::Dropout, "cpu");
 }
 
 }  // namespace mg::cpu

@@ -159,17 +159,17 @@ class BinaryCpu : public BinaryFunction<Op> {
 /// Registers UnaryCpu<T, Op> for float, half and bfloat16.
 template <class Op>
 void register_unary(FunctionRegistry& r) {
-  register_one<UnaryCpu<float, Op>, Op>(r, Op::name, {"cpu", Dtype::f32});
-  register_one<UnaryCpu<Half, Op>, Op>(r, Op::name, {"cpu", Dtype::f16});
-  register_one<UnaryCpu<BFloat16, Op>, Op>(r, Op::name, {"cpu", Dtype::bf16});
+  register_one<UnaryCpu<float, Op>>(r, decl::unary<Op>, {"cpu", Dtype::f32});
+  register_one<UnaryCpu<Half, Op>>(r, decl::unary<Op>, {"cpu", Dtype::f16});
+  register_one<UnaryCpu<BFloat16, Op>>(r, decl::unary<Op>, {"cpu", Dtype::bf16});
 }
 
 /// Registers BinaryCpu<T, Op> for float, half and bfloat16.
 template <class Op>
 void register_binary(FunctionRegistry& r) {
-  register_one<BinaryCpu<float, Op>, Op>(r, Op::name, {"cpu", Dtype::f32});
-  register_one<BinaryCpu<Half, Op>, Op>(r, Op::name, {"cpu", Dtype::f16});
-  register_one<BinaryCpu<BFloat16, Op>, Op>(r, Op::name, {"cpu", Dtype::bf16});
+  register_one<BinaryCpu<float, Op>>(r, decl::binary<Op>, {"cpu", Dtype::f32});
+  register_one<BinaryCpu<Half, Op>>(r, decl::binary<Op>, {"cpu", Dtype::f16});
+  register_one<BinaryCpu<BFloat16, Op>>(r, decl::binary<Op>, {"cpu", Dtype::bf16});
 }
 
 }  // namespace mg::cpu

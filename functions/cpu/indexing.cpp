@@ -212,10 +212,10 @@ class WhereCpu : public Where {
 }  // namespace
 
 void register_indexing(FunctionRegistry& r) {
-  register_float_types<EmbedCpu, EmbedOptions>(r, "Embed", "cpu");
-  register_float_types<GatherCpu, GatherOptions>(r, "Gather", "cpu");
-  register_float_types<OneHotCpu, OneHotOptions>(r, "OneHot", "cpu");
-  register_float_types<WhereCpu, WhereOptions>(r, "Where", "cpu");
+  register_float_types<EmbedCpu>(r, decl::Embed, "cpu");
+  register_float_types<GatherCpu>(r, decl::Gather, "cpu");
+  register_float_types<OneHotCpu>(r, decl::OneHot, "cpu");
+  register_float_types<WhereCpu>(r, decl::Where, "cpu");
 }
 
 }  // namespace mg::cpu

@@ -186,11 +186,9 @@ class SigmoidCrossEntropyCpu : public SigmoidCrossEntropy {
 }  // namespace
 
 void register_loss(FunctionRegistry& r) {
-  register_float_types<SoftmaxCrossEntropyCpu, SoftmaxCrossEntropyOptions>(
-      r, "SoftmaxCrossEntropy", "cpu");
-  register_float_types<SigmoidCrossEntropyCpu, SigmoidCrossEntropyOptions>(
-      r, "SigmoidCrossEntropy", "cpu");
-  register_float_types<TopNErrorCpu, TopNErrorOptions>(r, "TopNError", "cpu");
+  register_float_types<SoftmaxCrossEntropyCpu>(r, decl::SoftmaxCrossEntropy, "cpu");
+  register_float_types<SigmoidCrossEntropyCpu>(r, decl::SigmoidCrossEntropy, "cpu");
+  register_float_types<TopNErrorCpu>(r, decl::TopNError, "cpu");
 }
 
 }  // namespace mg::cpu

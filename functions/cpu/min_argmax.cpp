@@ -53,9 +53,9 @@ using ArgMinCpu = ArgCpu<T, reduce_ops::Min, ArgMin>;
 }  // namespace
 
 void register_min_argmax(FunctionRegistry& r) {
-  register_float_types<MinCpu, ReduceOptions>(r, "Min", "cpu");
-  register_float_types<ArgMaxCpu, ReduceOptions>(r, "ArgMax", "cpu");
-  register_float_types<ArgMinCpu, ReduceOptions>(r, "ArgMin", "cpu");
+  register_float_types<MinCpu>(r, decl::Min, "cpu");
+  register_float_types<ArgMaxCpu>(r, decl::ArgMax, "cpu");
+  register_float_types<ArgMinCpu>(r, decl::ArgMin, "cpu");
 }
 
 }  // namespace mg::cpu

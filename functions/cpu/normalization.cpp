@@ -231,12 +231,9 @@ using InstanceNormalizationCpu =
 }  // namespace
 
 void register_normalization(FunctionRegistry& r) {
-  register_float_types<LayerNormalizationCpu, LayerNormalizationOptions>(
-      r, "LayerNormalization", "cpu");
-  register_float_types<GroupNormalizationCpu, GroupNormalizationOptions>(
-      r, "GroupNormalization", "cpu");
-  register_float_types<InstanceNormalizationCpu, InstanceNormalizationOptions>(
-      r, "InstanceNormalization", "cpu");
+  register_float_types<LayerNormalizationCpu>(r, decl::LayerNormalization, "cpu");
+  register_float_types<GroupNormalizationCpu>(r, decl::GroupNormalization, "cpu");
+  register_float_types<InstanceNormalizationCpu>(r, decl::InstanceNormalization, "cpu");
 }
 
 }  // namespace mg::cpu

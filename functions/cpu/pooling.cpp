@@ -508,11 +508,10 @@ class GlobalAveragePoolingCpu : public GlobalAveragePooling {
 }  // namespace
 
 void register_pooling(FunctionRegistry& r) {
-  register_float_types<MaxPoolingCpu, PoolingArgs>(r, "MaxPooling", "cpu");
-  register_float_types<AveragePoolingCpu, PoolingArgs>(r, "AveragePooling",
+  register_float_types<MaxPoolingCpu>(r, decl::MaxPooling, "cpu");
+  register_float_types<AveragePoolingCpu>(r, decl::AveragePooling,
                                                        "cpu");
-  register_float_types<GlobalAveragePoolingCpu, GlobalAveragePoolingOptions>(
-      r, "GlobalAveragePooling", "cpu");
+  register_float_types<GlobalAveragePoolingCpu>(r, decl::GlobalAveragePooling, "cpu");
 }
 
 }  // namespace mg::cpu

@@ -52,9 +52,9 @@ using MaxCpu = ExtremumCpu<T, reduce_ops::Max, Max>;
 }  // namespace
 
 void register_reduction(FunctionRegistry& r) {
-  register_float_types<SumCpu, ReduceOptions>(r, "Sum", "cpu");
-  register_float_types<MeanCpu, ReduceOptions>(r, "Mean", "cpu");
-  register_float_types<MaxCpu, ReduceOptions>(r, "Max", "cpu");
+  register_float_types<SumCpu>(r, decl::Sum, "cpu");
+  register_float_types<MeanCpu>(r, decl::Mean, "cpu");
+  register_float_types<MaxCpu>(r, decl::Max, "cpu");
 }
 
 }  // namespace mg::cpu

@@ -268,11 +268,11 @@ class SliceCpu : public Slice {
 }  // namespace
 
 void register_shape_ops(FunctionRegistry& r) {
-  register_float_types<ReshapeCpu, ReshapeOptions>(r, "Reshape", "cpu");
-  register_float_types<TransposeCpu, TransposeOptions>(r, "Transpose", "cpu");
-  register_float_types<ConcatenateCpu, ConcatenateOptions>(r, "Concatenate",
+  register_float_types<ReshapeCpu>(r, decl::Reshape, "cpu");
+  register_float_types<TransposeCpu>(r, decl::Transpose, "cpu");
+  register_float_types<ConcatenateCpu>(r, decl::Concatenate,
                                                            "cpu");
-  register_float_types<SliceCpu, SliceOptions>(r, "Slice", "cpu");
+  register_float_types<SliceCpu>(r, decl::Slice, "cpu");
 }
 
 }  // namespace mg::cpu

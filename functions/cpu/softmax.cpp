@@ -87,8 +87,8 @@ using LogSoftmaxImpl = SoftmaxCpu<T, true>;
 }  // namespace
 
 void register_softmax(FunctionRegistry& r) {
-  register_float_types<SoftmaxImpl, SoftmaxOptions>(r, "Softmax", "cpu");
-  register_float_types<LogSoftmaxImpl, SoftmaxOptions>(r, "LogSoftmax", "cpu");
+  register_float_types<SoftmaxImpl>(r, decl::Softmax, "cpu");
+  register_float_types<LogSoftmaxImpl>(r, decl::LogSoftmax, "cpu");
 }
 
 }  // namespace mg::cpu

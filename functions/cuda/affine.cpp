@@ -76,7 +76,7 @@ class AffineCuda : public Affine {
 }  // namespace
 
 void register_affine(FunctionRegistry& r) {
-  register_float_types<AffineCuda, AffineOptions>(r, "Affine", "cuda");
+  register_float_types<AffineCuda>(r, decl::Affine, "cuda");
 }
 
 }  // namespace mg::cuda

@@ -53,13 +53,13 @@ T* input_grad(const Function& f, Variable* v, bool accum) {
 /// The same function on the CPU (cpu:type, then cpu:float), for a
 /// configuration the device code does not take: it reads and writes host
 /// copies, and SyncedArray moves the data.
-inline std::shared_ptr<Function> cpu_stand_in(const std::string& name,
+inline std::shared_ptr<Function> cpu_stand_in(const FunctionDecl& decl,
                                               Dtype type,
                                               std::type_index options,
                                               const void* opts) {
   Context ctx;
   ctx.backends = {{"cpu", type}, {"cpu", Dtype::f32}};
-  return FunctionRegistry::instance().create(name, ctx, options, opts);
+  return FunctionRegistry::instance().create(decl, ctx, options, opts);
 }
 
 }  // namespace mg::cuda

@@ -303,16 +303,16 @@ class SigmoidCrossEntropyCuda : public SigmoidCrossEntropy {
 
 template <class Op>
 void register_unary(FunctionRegistry& r) {
-  register_one<UnaryCuda<float, Op>, Op>(r, Op::name, {"cuda", Dtype::f32});
-  register_one<UnaryCuda<Half, Op>, Op>(r, Op::name, {"cuda", Dtype::f16});
-  register_one<UnaryCuda<BFloat16, Op>, Op>(r, Op::name, {"cuda", Dtype::bf16});
+  register_one<UnaryCuda<float, Op>>(r, decl::unary<Op>, {"cuda", Dtype::f32});
+  register_one<UnaryCuda<Half, Op>>(r, decl::unary<Op>, {"cuda", Dtype::f16});
+  register_one<UnaryCuda<BFloat16, Op>>(r, decl::unary<Op>, {"cuda", Dtype::bf16});
 }
 
 template <class Op>
 void register_binary(FunctionRegistry& r) {
-  register_one<BinaryCuda<float, Op>, Op>(r, Op::name, {"cuda", Dtype::f32});
-  register_one<BinaryCuda<Half, Op>, Op>(r, Op::name, {"cuda", Dtype::f16});
-  register_one<BinaryCuda<BFloat16, Op>, Op>(r, Op::name,
+  register_one<BinaryCuda<float, Op>>(r, decl::binary<Op>, {"cuda", Dtype::f32});
+  register_one<BinaryCuda<Half, Op>>(r, decl::binary<Op>, {"cuda", Dtype::f16});
+  register_one<BinaryCuda<BFloat16, Op>>(r, decl::binary<Op>,
                                              {"cuda", Dtype::bf16});
 }
 
@@ -325,8 +325,7 @@ void register_elementwise(FunctionRegistry& r) {
   ops::for_each_binary_op([&](auto tag) {
     register_binary<typename decltype(tag)::type>(r);
   });
-  register_float_types<SigmoidCrossEntropyCuda, SigmoidCrossEntropyOptions>(
-      r, "SigmoidCrossEntropy", "cuda");
+  register_float_types<SigmoidCrossEntropyCuda>(r, decl::SigmoidCrossEntropy, "cuda");
 }
 
 }  // namespace mg::cuda

@@ -407,11 +407,10 @@ void reduce_sum_f32(int index, const float* x, const Shape& shape,
 }
 
 void register_reduction(FunctionRegistry& r) {
-  register_float_types<SumCuda, ReduceOptions>(r, "Sum", "cuda");
-  register_float_types<MeanCuda, ReduceOptions>(r, "Mean", "cuda");
-  register_float_types<MaxCuda, ReduceOptions>(r, "Max", "cuda");
-  register_float_types<GlobalAveragePoolingCuda, GlobalAveragePoolingOptions>(
-      r, "GlobalAveragePooling", "cuda");
+  register_float_types<SumCuda>(r, decl::Sum, "cuda");
+  register_float_types<MeanCuda>(r, decl::Mean, "cuda");
+  register_float_types<MaxCuda>(r, decl::Max, "cuda");
+  register_float_types<GlobalAveragePoolingCuda>(r, decl::GlobalAveragePooling, "cuda");
 }
 
 }  // namespace mg::cuda

@@ -191,7 +191,7 @@ class ConvolutionCudnn : public Convolution {
     if (geom_.in_spatial.empty() || geom_.in_spatial.size() > 3 ||
         geom_.x_size() == 0 || geom_.y_size() == 0) {
       stand_in_ =
-          cpu_stand_in(name(), dtype_of<T>, typeid(ConvolutionOptions), &opts_);
+          cpu_stand_in(decl(), dtype_of<T>, typeid(ConvolutionOptions), &opts_);
       stand_in_->setup(in, out);
       return;
     }
@@ -263,7 +263,7 @@ class ConvolutionCudnn : public Convolution {
 }  // namespace
 
 void register_convolution(FunctionRegistry& r) {
-  register_float_types<ConvolutionCudnn, ConvolutionOptions>(r, "Convolution",
+  register_float_types<ConvolutionCudnn>(r, decl::Convolution,
                                                              "cudnn");
 }
 

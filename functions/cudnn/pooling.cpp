@@ -26,7 +26,7 @@ class PoolingCudnn : public Base {
     Base::setup_impl(in, out);
     stand_in_.reset();
     if (!fits_cudnn()) {
-      stand_in_ = cpu_stand_in(this->name(), dtype_of<T>, typeid(PoolingArgs),
+      stand_in_ = cpu_stand_in(this->decl(), dtype_of<T>, typeid(PoolingArgs),
                                &this->args_);
       stand_in_->setup(in, out);
       return;
@@ -120,13 +120,13 @@ using AveragePoolingCudnn = PoolingCudnn<T, AveragePooling, false>;
 // bf16 pooling falls back to cudnn:float (converted on the device): the
 // legacy API does not document bf16 pooling.
 void register_pooling(FunctionRegistry& r) {
-  register_one<MaxPoolingCudnn<float>, PoolingArgs>(r, "MaxPooling",
+  register_one<MaxPoolingCudnn<float>>(r, decl::MaxPooling,
                                                     {"cudnn", Dtype::f32});
-  register_one<MaxPoolingCudnn<Half>, PoolingArgs>(r, "MaxPooling",
+  register_one<MaxPoolingCudnn<Half>>(r, decl::MaxPooling,
                                                    {"cudnn", Dtype::f16});
-  register_one<AveragePoolingCudnn<float>, PoolingArgs>(r, "AveragePooling",
+  register_one<AveragePoolingCudnn<float>>(r, decl::AveragePooling,
                                                         {"cudnn", Dtype::f32});
-  register_one<AveragePoolingCudnn<Half>, PoolingArgs>(r, "AveragePooling",
+  register_one<AveragePoolingCudnn<Half>>(r, decl::AveragePooling,
                                                        {"cudnn", Dtype::f16});
 }
 

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <mixgraph/contexts/macros.hpp>
+#include <mixgraph/graph/function_decl.hpp>
 
 namespace mg::ops {
 
 struct Add2 {
   static constexpr const char* name = "Add2";
+  static constexpr const char* snake = "add2";
   static constexpr bool grad_uses_x = false, grad_uses_y = false;
   MG_HD float operator()(float a, float b) const { return a + b; }
   MG_HD float grad0(float, float, float, float dy) const { return dy; }
@@ -16,6 +18,7 @@ struct Add2 {
 
 struct Sub2 {
   static constexpr const char* name = "Sub2";
+  static constexpr const char* snake = "sub2";
   static constexpr bool grad_uses_x = false, grad_uses_y = false;
   MG_HD float operator()(float a, float b) const { return a - b; }
   MG_HD float grad0(float, float, float, float dy) const { return dy; }
@@ -24,6 +27,7 @@ struct Sub2 {
 
 struct Mul2 {
   static constexpr const char* name = "Mul2";
+  static constexpr const char* snake = "mul2";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   MG_HD float operator()(float a, float b) const { return a * b; }
   MG_HD float grad0(float, float b, float, float dy) const { return dy * b; }
@@ -32,6 +36,7 @@ struct Mul2 {
 
 struct Div2 {
   static constexpr const char* name = "Div2";
+  static constexpr const char* snake = "div2";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   MG_HD float operator()(float a, float b) const { return a / b; }
   MG_HD float grad0(float, float b, float, float dy) const { return dy / b; }
@@ -43,6 +48,7 @@ struct Div2 {
 /// (a - b)^2, NNabla's SquaredError (a loss, broadcasting like the others).
 struct SquaredError {
   static constexpr const char* name = "SquaredError";
+  static constexpr const char* snake = "squared_error";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   MG_HD float operator()(float a, float b) const { return (a - b) * (a - b); }
   MG_HD float grad0(float a, float b, float, float dy) const {
@@ -56,6 +62,7 @@ struct SquaredError {
 /// max(a, b); on a tie the grad goes to a.
 struct Maximum2 {
   static constexpr const char* name = "Maximum2";
+  static constexpr const char* snake = "maximum2";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   MG_HD float operator()(float a, float b) const { return a >= b ? a : b; }
   MG_HD float grad0(float a, float b, float, float dy) const {
@@ -69,6 +76,7 @@ struct Maximum2 {
 /// min(a, b); on a tie the grad goes to a.
 struct Minimum2 {
   static constexpr const char* name = "Minimum2";
+  static constexpr const char* snake = "minimum2";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   MG_HD float operator()(float a, float b) const { return a <= b ? a : b; }
   MG_HD float grad0(float a, float b, float, float dy) const {

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include <mixgraph/contexts/macros.hpp>
+#include <mixgraph/graph/function_decl.hpp>
 
 namespace mg::ops {
 
@@ -16,6 +17,7 @@ namespace mg::ops {
 // PyTorch's threshold_backward does.
 struct ReLU {
   static constexpr const char* name = "ReLU";
+  static constexpr const char* snake = "relu";
   static constexpr bool grad_uses_x = false, grad_uses_y = true;
   MG_HD float operator()(float x) const { return x > 0.0f ? x : 0.0f; }
   MG_HD float grad(float, float y, float dy) const {
@@ -25,6 +27,7 @@ struct ReLU {
 
 struct LeakyReLU {
   static constexpr const char* name = "LeakyReLU";
+  static constexpr const char* snake = "leaky_relu";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   float alpha = 0.1f;
   MG_HD float operator()(float x) const { return x > 0.0f ? x : alpha * x; }
@@ -35,6 +38,7 @@ struct LeakyReLU {
 
 struct Sigmoid {
   static constexpr const char* name = "Sigmoid";
+  static constexpr const char* snake = "sigmoid";
   static constexpr bool grad_uses_x = false, grad_uses_y = true;
   MG_HD float operator()(float x) const { return 1.0f / (1.0f + expf(-x)); }
   MG_HD float grad(float, float y, float dy) const {
@@ -44,6 +48,7 @@ struct Sigmoid {
 
 struct Tanh {
   static constexpr const char* name = "Tanh";
+  static constexpr const char* snake = "tanh";
   static constexpr bool grad_uses_x = false, grad_uses_y = true;
   MG_HD float operator()(float x) const { return tanhf(x); }
   MG_HD float grad(float, float y, float dy) const {
@@ -53,6 +58,7 @@ struct Tanh {
 
 struct ELU {
   static constexpr const char* name = "ELU";
+  static constexpr const char* snake = "elu";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   float alpha = 1.0f;
   MG_HD float operator()(float x) const {
@@ -67,6 +73,7 @@ struct ELU {
 /// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
 struct GELU {
   static constexpr const char* name = "GELU";
+  static constexpr const char* snake = "gelu";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   static constexpr float kC = 0.7978845608028654f;  // sqrt(2 / pi)
   MG_HD float operator()(float x) const {
@@ -81,6 +88,9 @@ struct GELU {
 
 struct Exp {
   static constexpr const char* name = "Exp";
+  static constexpr const char* snake = "exp";
+  // fp32 whatever the context: its range overflows fp16.
+  static constexpr Precision precision = Precision::float32;
   static constexpr bool grad_uses_x = false, grad_uses_y = true;
   MG_HD float operator()(float x) const { return expf(x); }
   MG_HD float grad(float, float y, float dy) const { return dy * y; }
@@ -88,6 +98,9 @@ struct Exp {
 
 struct Log {
   static constexpr const char* name = "Log";
+  static constexpr const char* snake = "log";
+  // fp32 whatever the context: its range overflows fp16.
+  static constexpr Precision precision = Precision::float32;
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   MG_HD float operator()(float x) const { return logf(x); }
   MG_HD float grad(float x, float, float dy) const { return dy / x; }
@@ -95,6 +108,7 @@ struct Log {
 
 struct Identity {
   static constexpr const char* name = "Identity";
+  static constexpr const char* snake = "identity";
   static constexpr bool grad_uses_x = false, grad_uses_y = false;
   MG_HD float operator()(float x) const { return x; }
   MG_HD float grad(float, float, float dy) const { return dy; }
@@ -102,6 +116,7 @@ struct Identity {
 
 struct AddScalar {
   static constexpr const char* name = "AddScalar";
+  static constexpr const char* snake = "add_scalar";
   static constexpr bool grad_uses_x = false, grad_uses_y = false;
   float val = 1.0f;
   MG_HD float operator()(float x) const { return x + val; }
@@ -110,6 +125,7 @@ struct AddScalar {
 
 struct MulScalar {
   static constexpr const char* name = "MulScalar";
+  static constexpr const char* snake = "mul_scalar";
   static constexpr bool grad_uses_x = false, grad_uses_y = false;
   float val = 1.0f;
   MG_HD float operator()(float x) const { return x * val; }
@@ -118,6 +134,9 @@ struct MulScalar {
 
 struct PowScalar {
   static constexpr const char* name = "PowScalar";
+  static constexpr const char* snake = "pow_scalar";
+  // fp32 whatever the context: its range overflows fp16.
+  static constexpr Precision precision = Precision::float32;
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   float val = 1.0f;
   MG_HD float operator()(float x) const { return powf(x, val); }
@@ -136,6 +155,7 @@ template <class V> void visit_fields(PowScalar& o, V&& v) { v("val", o.val); }
 /// NNabla's SoftPlus: log(1 + exp(beta x)) / beta, computed without overflow.
 struct SoftPlus {
   static constexpr const char* name = "SoftPlus";
+  static constexpr const char* snake = "softplus";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   float beta = 1.0f;
   MG_HD float operator()(float x) const {
@@ -150,6 +170,7 @@ struct SoftPlus {
 /// x sigmoid(x) (SiLU).
 struct Swish {
   static constexpr const char* name = "Swish";
+  static constexpr const char* snake = "swish";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   MG_HD float operator()(float x) const { return x / (1.0f + expf(-x)); }
   MG_HD float grad(float x, float, float dy) const {
@@ -161,6 +182,7 @@ struct Swish {
 /// max(-1, min(1, x)); the grad passes only strictly inside (-1, 1).
 struct HardTanh {
   static constexpr const char* name = "HardTanh";
+  static constexpr const char* snake = "hard_tanh";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   MG_HD float operator()(float x) const {
     return x < -1.0f ? -1.0f : (x > 1.0f ? 1.0f : x);
@@ -173,6 +195,7 @@ struct HardTanh {
 /// min(max(x, min), max); the grad passes where min <= x <= max.
 struct ClipByValue {
   static constexpr const char* name = "ClipByValue";
+  static constexpr const char* snake = "clip_by_value";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   float min = -1.0f, max = 1.0f;
   MG_HD float operator()(float x) const {
@@ -185,6 +208,7 @@ struct ClipByValue {
 
 struct Sqrt {
   static constexpr const char* name = "Sqrt";
+  static constexpr const char* snake = "sqrt";
   static constexpr bool grad_uses_x = false, grad_uses_y = true;
   MG_HD float operator()(float x) const { return sqrtf(x); }
   MG_HD float grad(float, float y, float dy) const { return 0.5f * dy / y; }
@@ -193,6 +217,7 @@ struct Sqrt {
 /// 1 / sqrt(x).
 struct Rsqrt {
   static constexpr const char* name = "Rsqrt";
+  static constexpr const char* snake = "rsqrt";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   MG_HD float operator()(float x) const { return 1.0f / sqrtf(x); }
   MG_HD float grad(float x, float, float dy) const {
@@ -203,6 +228,7 @@ struct Rsqrt {
 /// |x|; the grad at 0 is 0 (sign(0) = 0).
 struct Abs {
   static constexpr const char* name = "Abs";
+  static constexpr const char* snake = "abs";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   MG_HD float operator()(float x) const { return fabsf(x); }
   MG_HD float grad(float x, float, float dy) const {
@@ -213,6 +239,7 @@ struct Abs {
 /// The Gauss error function.
 struct Erf {
   static constexpr const char* name = "Erf";
+  static constexpr const char* snake = "erf";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   static constexpr float kC = 1.1283791670955126f;  // 2 / sqrt(pi)
   MG_HD float operator()(float x) const { return erff(x); }

@@ -76,7 +76,7 @@ TEST(Affine, BiasShapeMismatch) {
 TEST(Affine, WrongNumberOfInputs) {
   auto x = make_variable({2, 4});
   try {
-    apply_function1("Affine", AffineOptions{}, {x});
+    apply_function1(decl::Affine, AffineOptions{}, {x});
     FAIL() << "expected an exception";
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(),

@@ -52,7 +52,7 @@ TEST(Split, NumOutputsMustMatchTheAxis) {
       {"[split] axis 2 is out of range for x with shape (2, 3)"});
   expect_error(
       [] {
-        apply_function("Split", SplitOptions{0, 3}, {make_variable({2, 3})});
+        apply_function(decl::Split, SplitOptions{0, 3}, {make_variable({2, 3})});
       },
       {"[split] x with shape (2, 3) has 2 slices along axis 0, but "
        "num_outputs is 3"});

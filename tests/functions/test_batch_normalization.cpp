@@ -371,7 +371,7 @@ TEST(BatchNormalization, TrainingNeedsTwoValuesPerChannel) {
 
 TEST(BatchNormalization, WrongNumberOfInputs) {
   EXPECT_EQ(error_of([] {
-              apply_function1("BatchNormalization", BatchNormalizationOptions{},
+              apply_function1(decl::BatchNormalization, BatchNormalizationOptions{},
                               {make_variable({2, 3}), make_variable({1, 3})});
             }),
             "[batch_normalization] takes 5 inputs, but got 2 with shapes "

@@ -216,7 +216,7 @@ TEST(Normalization, BadArguments) {
                {"[instance_normalization] channel_axis 5 is out of range"});
   expect_error(
       [&] {
-        apply_function1("LayerNormalization", LayerNormalizationOptions{},
+        apply_function1(decl::LayerNormalization, LayerNormalizationOptions{},
                         {x, make_variable({1, 4, 3})});
       },
       {"[layer_normalization] takes 3 inputs (x, beta, gamma) with no_bias "

@@ -322,8 +322,8 @@ TEST(Reduce, MaxOfAnEmptyAxisIsRejected) {
 
 TEST(Reduce, PrecisionPolicy) {
   auto& policy = PrecisionPolicy::instance();
-  EXPECT_EQ(policy.get("Sum"), Precision::accumulate_float);
-  EXPECT_EQ(policy.get("Mean"), Precision::accumulate_float);
+  EXPECT_EQ(policy.get("Sum"), Precision::reduced);  // fp32 sums inside
+  EXPECT_EQ(policy.get("Mean"), Precision::reduced);
   EXPECT_EQ(policy.get("Max"), Precision::reduced);  // a max does not round
 }
 

@@ -15,11 +15,11 @@ namespace {
 
 // A function registered only for cpu:float, to see the fallback.
 struct FloatOnlyOptions {};
+inline constexpr FunctionDeclOf<FloatOnlyOptions> kFloatOnly{
+    {"FloatOnlyForTest", "float_only_for_test", {Port{"x"}}, {Port{"y"}}}};
 class FloatOnly : public Function {
  public:
   explicit FloatOnly(const FloatOnlyOptions&) {}
-  std::string name() const override { return "FloatOnlyForTest"; }
-  int min_inputs() const override { return 1; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override {
@@ -44,12 +44,11 @@ void expect_message(const std::function<void()>& f, const std::string& part) {
 }
 
 TEST(Registry, AFunctionWithoutAHalfKernelFallsBackToFloat) {
-  register_one<FloatOnly, FloatOnlyOptions>(FunctionRegistry::instance(),
-                                            "FloatOnlyForTest",
-                                            {"cpu", Dtype::f32});
+  register_one<FloatOnly>(FunctionRegistry::instance(), kFloatOnly,
+                          {"cpu", Dtype::f32});
   ContextGuard g(context("cpu", "half"));
   auto x = variable_from({2}, {1, 2});
-  auto y = apply_function1("FloatOnlyForTest", FloatOnlyOptions{}, {x});
+  auto y = apply_function1(kFloatOnly, FloatOnlyOptions{}, {x});
   EXPECT_EQ(y->parent()->function().backend().str(), "cpu:float");
   auto z = F::relu(y);  // the next half function reads the float output
   z->forward();
@@ -70,17 +69,67 @@ TEST(Registry, ListsFunctionsAndTheirBackends) {
   EXPECT_NE(std::find(names.begin(), names.end(), "Add2"), names.end());
 }
 
-TEST(Registry, UnknownFunctionIsNamed) {
-  expect_message(
-      [] { create_function("NoSuchFunction", ops::ReLU{}); },
-      "[create_function] unknown function 'NoSuchFunction'");
+TEST(Registry, UnknownFunctionIsNamedWithTheNearestNames) {
+  auto& r = FunctionRegistry::instance();
+  expect_message([&] { r.create_from_args("NoSuchFunction", context("cpu", "float"), {}); },
+                 "[create_function] unknown function 'NoSuchFunction'");
+  expect_message([&] { r.create_from_args("Tahn", context("cpu", "float"), {}); },
+                 "unknown function 'Tahn'; did you mean 'Tanh'?");
+  expect_message([&] { r.decl("tanh", "load_network"); },
+                 "[load_network] unknown function 'tanh'; did you mean 'Tanh'?");
+}
+
+TEST(Registry, ADeclarationIsTheOnlyPlaceANameIsWritten) {
+  // The builder's tag, the registry's key and the function's name all come
+  // from decl::MaxPooling.
+  auto x = make_variable({1, 1, 4, 4});
+  auto y = F::max_pooling(x, {2, 2});
+  const Function& f = y->parent()->function();
+  EXPECT_EQ(&f.decl(), &static_cast<const FunctionDecl&>(decl::MaxPooling));
+  EXPECT_EQ(f.name(), "MaxPooling");
+  EXPECT_EQ(f.tag(), "[max_pooling] ");
+  EXPECT_EQ(FunctionRegistry::instance().find_decl("MaxPooling"),
+            &static_cast<const FunctionDecl&>(decl::MaxPooling));
+  // A second declaration under a taken name is refused.
+  static constexpr FunctionDeclOf<FloatOnlyOptions> impostor{
+      {"MaxPooling", "max_pooling", {Port{"x"}}, {Port{"y"}}}};
+  EXPECT_THROW(register_one<FloatOnly>(FunctionRegistry::instance(), impostor,
+                                       {"cpu", Dtype::f32}),
+               std::logic_error);
+}
+
+TEST(Registry, FunctionListDescribesEveryFunction) {
+  const auto list = function_list();
+  EXPECT_EQ(list.size(), FunctionRegistry::instance().names().size());
+  auto find = [&](const std::string& name) -> const FunctionInfo& {
+    for (const auto& info : list) {
+      if (name == info.decl->name) return info;
+    }
+    throw std::runtime_error("not listed: " + name);
+  };
+  const FunctionInfo& sce = find("SoftmaxCrossEntropy");
+  EXPECT_STREQ(sce.decl->snake, "softmax_cross_entropy");
+  ASSERT_EQ(sce.decl->inputs.size, 2);
+  EXPECT_EQ(sce.decl->inputs[1].kind, Port::integer);
+  EXPECT_FALSE(sce.decl->inputs[1].grad);
+  EXPECT_EQ(find("Exp").precision, Precision::float32);
+  EXPECT_EQ(find("Affine").decl->min_inputs(), 2);
+  EXPECT_EQ(find("Affine").decl->max_inputs(), 3);
+  EXPECT_EQ(find("Concatenate").decl->max_inputs(), INT32_MAX);
+  for (const auto& info : list) {
+    SCOPED_TRACE(info.decl->name);
+    EXPECT_EQ(std::count_if(info.backends.begin(), info.backends.end(),
+                            [](const Backend& b) { return b.name == "cpu"; }),
+              3)
+        << "every function runs on the CPU in float, half and bfloat16";
+  }
 }
 
 TEST(Registry, MissingBackendListsWhatWasTried) {
   // TopNError is a metric with CPU kernels only, in every build.
   expect_message(
       [] {
-        create_function("TopNError", TopNErrorOptions{},
+        create_function(decl::TopNError, TopNErrorOptions{},
                         parse_context("cuda:half,cuda:float"));
       },
       "TopNError has no implementation for context 'cuda:half,cuda:float' "
@@ -88,10 +137,6 @@ TEST(Registry, MissingBackendListsWhatWasTried) {
       "cpu:half, cpu:bfloat16");
 }
 
-TEST(Registry, OptionsOfTheWrongTypeAreRejected) {
-  expect_message([] { create_function("ReLU", ops::Tanh{}); },
-                 "ReLU was given options of the wrong type");
-}
 
 TEST(PrecisionPolicy, DefaultKeepsExpAndLogInFloat) {
   ContextGuard g(context("cpu", "half"));
@@ -122,7 +167,9 @@ TEST(PrecisionPolicy, LoadsAUserFile) {
   policy.load_file(path);
   EXPECT_EQ(policy.get("Exp"), Precision::reduced);
   EXPECT_EQ(policy.get("Tanh"), Precision::float32);
-  EXPECT_EQ(policy.get("Unlisted"), Precision::reduced);
+  EXPECT_EQ(policy.get("Log"), Precision::float32)
+      << "a function the file does not mention keeps its default";
+  EXPECT_EQ(policy.get("Sigmoid"), Precision::reduced);
   EXPECT_NE(policy.to_yaml().find("ReLU"), std::string::npos);
   policy.reset();
   EXPECT_EQ(policy.get("Exp"), Precision::float32);
@@ -137,9 +184,31 @@ TEST(PrecisionPolicy, BadYamlNamesTheSourceAndLine) {
                  "my.yaml:2: unknown key 'fast'");
   expect_message([&] { p.load_string("float: Exp\n", "my.yaml"); },
                  "my.yaml:1: 'float' must be a list of function names");
+  expect_message([&] { p.load_string("reduced: [Affine]\nfloat: [Tahn]\n", "my.yaml"); },
+                 "my.yaml:2: unknown function 'Tahn'; did you mean 'Tanh'?");
+  expect_message([&] { p.load_string("reduced: [Exp]\nfloat: [Exp]\n", "my.yaml"); },
+                 "my.yaml:2: 'Exp' is listed under both reduced and float");
+  expect_message(
+      [&] { p.load_string("accumulate_float: [Sum]\n", "my.yaml"); },
+      "my.yaml:1: 'accumulate_float' is no longer a category");
+  expect_message([&] { p.set("NoSuch", Precision::float32); },
+                 "[PrecisionPolicy] unknown function 'NoSuch'");
+  expect_message([&] { p.get("NoSuch"); },
+                 "[PrecisionPolicy] unknown function 'NoSuch'");
   expect_message([&] { p.load_file("/nonexistent/policy.yaml"); },
                  "cannot open '/nonexistent/policy.yaml'");
   EXPECT_EQ(p.get("Exp"), Precision::float32) << "a failed load keeps the old policy";
+}
+
+TEST(PrecisionPolicy, DefaultIsGeneratedFromTheDeclarations) {
+  const std::string yaml = default_policy_yaml();
+  PrecisionPolicy p;
+  p.load_string(yaml, "<default>");
+  for (const auto& info : function_list()) {
+    SCOPED_TRACE(info.decl->name);
+    EXPECT_NE(yaml.find(info.decl->name), std::string::npos);
+    EXPECT_EQ(p.get(*info.decl), info.decl->precision);
+  }
 }
 
 }  // namespace

@@ -192,7 +192,7 @@ TEST(Softmax, AxisOutOfRange) {
 
 TEST(Softmax, WrongNumberOfInputs) {
   try {
-    apply_function1("Softmax", SoftmaxOptions{},
+    apply_function1(decl::Softmax, SoftmaxOptions{},
                     {make_variable({2, 3}), make_variable({2, 3})});
     FAIL() << "expected an exception";
   } catch (const std::invalid_argument& e) {

@@ -103,11 +103,10 @@ TEST(Graph, UnaryBackwardSharesTheGradBufferUnderClearBuffer) {
 // does. Here v = 2x is read by mul2's backward only; a probe on another
 // branch, whose backward runs between mul2's and v's producer's, sees it
 // gone.
+constexpr FunctionDecl kProbe{"Probe", "probe", {Port{"x"}}, {Port{"y"}}};
 class Probe : public Function {
  public:
-  explicit Probe(Variable* watched) : watched_(watched) {}
-  std::string name() const override { return "Probe"; }
-  int min_inputs() const override { return 1; }
+  explicit Probe(Variable* watched) : watched_(watched) { set_decl(kProbe); }
   size_t copies_seen = 99;
 
  protected:

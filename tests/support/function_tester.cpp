@@ -238,7 +238,7 @@ void check_reduced(const FunctionCheck& c, const std::string& type_config) {
   Function& fn = y->parent()->function();
   const Dtype reduced = context("cpu", type_config).type_config();
   const bool keep_float =
-      PrecisionPolicy::instance().get(fn.name()) == Precision::float32;
+      PrecisionPolicy::instance().get(fn.decl()) == Precision::float32;
   EXPECT_EQ(fn.dtype(), keep_float ? Dtype::f32 : reduced)
       << fn.name() << " did not run in " << type_config;
   y->forward();
