@@ -1,5 +1,6 @@
 #include <cmath>
 #include <limits>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/affine.hpp>
 #include <mixgraph/functions/attention.hpp>
 #include <mixgraph/functions/batch_matmul.hpp>
@@ -50,13 +51,24 @@ VariablePtr scaled_dot_product_attention(const VariablePtr& q,
   // Scaling q rather than the scores keeps q k^T small in half.
   auto scores = batch_matmul(mul_scalar(q, s), k, false, true);
   if (causal) {
+    // Aligned bottom-right (as FlashAttention and decoding with a key
+    // cache): query i is the (len_k - len_q + i)-th position, so it sees
+    // keys 0 .. i + len_k - len_q.
     const int64_t len_q = qs[qs.size() - 2], len_k = ks[ks.size() - 2];
+    if (len_q > len_k) {
+      throw std::invalid_argument(
+          msg(tag, "causal attention with ", len_q, " queries and ", len_k,
+              " keys: the first query would see no key (the mask is "
+              "aligned bottom-right; pass at least as many keys as "
+              "queries)"));
+    }
     auto mask = make_variable({len_q, len_k});
     float* m = mask->data()->cast<float>(/*write_only=*/true);
     for (int64_t i = 0; i < len_q; ++i) {
       for (int64_t j = 0; j < len_k; ++j) {
         m[i * len_k + j] =
-            j <= i ? 0.0f : -std::numeric_limits<float>::infinity();
+            j <= i + len_k - len_q ? 0.0f
+                                   : -std::numeric_limits<float>::infinity();
       }
     }
     scores = add2(scores, mask);

@@ -9,8 +9,10 @@ namespace mg {
 namespace functions {
 /// softmax(q k^T * scale [+ causal mask]) v over the last two axes: q (...,
 /// L, E), k (..., S, E), v (..., S, Ev) -> (..., L, Ev). scale <= 0 means
-/// 1 / sqrt(E). With causal, query i attends to keys j <= i only (the mask
-/// is -inf, so masked weights are exactly 0).
+/// 1 / sqrt(E). With causal, query i attends to keys j <= i + S - L only:
+/// the mask is aligned bottom-right, so with fewer queries than keys
+/// (decoding against a cache) the last query sees every key; L > S is an
+/// error. The mask is -inf, so masked weights are exactly 0.
 VariablePtr scaled_dot_product_attention(const VariablePtr& q,
                                          const VariablePtr& k,
                                          const VariablePtr& v,

@@ -2,6 +2,8 @@
 #include <mixgraph/functions/builder.hpp>
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
+
 namespace mg {
 
 void BatchMatmul::setup_impl(const Variables& in, const Variables& out) {
@@ -30,14 +32,17 @@ void BatchMatmul::setup_impl(const Variables& in, const Variables& out) {
         shape_str(b) + with(opts_.transpose_b) + " has " + std::to_string(kb) +
         " rows");
   }
-  batch_ = shape_size(a, 0, static_cast<int>(na) - 2);
-  const int64_t batch_b = shape_size(b, 0, static_cast<int>(nb) - 2);
-  if (batch_ != batch_b) {
+  // Matrix i of a meets matrix i of b, so the batch dimensions must be
+  // equal one by one: equal counts alone would pair (2, 3) with (3, 2)
+  // wrongly.
+  const Shape batch_a(a.begin(), a.end() - 2), batch_b(b.begin(), b.end() - 2);
+  if (batch_a != batch_b) {
     throw std::invalid_argument(
-        tag() + "a with shape " + shape_str(a) + " holds " +
-        std::to_string(batch_) + " matrices, but b with shape " + shape_str(b) +
-        " holds " + std::to_string(batch_b) + "; the batch sizes must match");
+        msg(tag(), "a with shape ", shape_str(a), " has batch dimensions ",
+            shape_str(batch_a), ", but b with shape ", shape_str(b), " has ",
+            shape_str(batch_b), "; they must be equal"));
   }
+  batch_ = shape_size(batch_a);
   Shape y(a.begin(), a.end() - 2);
   y.push_back(m_);
   y.push_back(n_);

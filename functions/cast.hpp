@@ -22,7 +22,8 @@ namespace decl {
 inline constexpr FunctionDeclOf<CastOptions> Cast{{
     "Cast", "cast",
     {Port{"x", Port::any}},
-    {Port{"y", Port::any}}}};
+    // y holds the dtype the options name: floating unless asked for ints.
+    {Port{"y"}}}};
 }  // namespace decl
 
 /// y = x stored in `dtype` (whatever the context's type): x is read in the

@@ -13,7 +13,7 @@ std::string shapes_str(const Variables& vars) {
   return s;
 }
 
-const FunctionDecl Function::kUndeclared{"Undeclared", "undeclared"};
+const FunctionDecl Function::kUndeclared{"Undeclared", "undeclared", {}, {}};
 
 const char* precision_name(Precision p) {
   switch (p) {

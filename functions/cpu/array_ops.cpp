@@ -53,10 +53,13 @@ class SplitCpu : public Split {
 
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
-    std::vector<T*> ys;
-    for (Variable* v : out) ys.push_back(output<T>(v));
-    move_parts(const_cast<T*>(input<T>(in[0])), ys, outer_, inner_, true,
-               false);
+    dispatch_layout<T>(in, tag(), [&](auto tag_u) {
+      using U = typename decltype(tag_u)::type;
+      std::vector<U*> ys;
+      for (Variable* v : out) ys.push_back(output<U>(v));
+      move_parts(const_cast<U*>(input<U>(in[0])), ys, outer_, inner_, true,
+                 false);
+    });
   }
 
   void backward_impl(const Variables& in, const Variables& out,
@@ -77,9 +80,12 @@ class StackCpu : public Stack {
 
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
-    std::vector<T*> xs;
-    for (Variable* v : in) xs.push_back(const_cast<T*>(input<T>(v)));
-    move_parts(output<T>(out[0]), xs, outer_, inner_, false, false);
+    dispatch_layout<T>(in, tag(), [&](auto tag_u) {
+      using U = typename decltype(tag_u)::type;
+      std::vector<U*> xs;
+      for (Variable* v : in) xs.push_back(const_cast<U*>(input<U>(v)));
+      move_parts(output<U>(out[0]), xs, outer_, inner_, false, false);
+    });
   }
 
   void backward_impl(const Variables& in, const Variables& out,
@@ -106,12 +112,14 @@ class BroadcastCpu : public Broadcast {
   void forward_impl(const Variables& in, const Variables& out) override {
     const BroadcastPlan p =
         broadcast_plan(in[0]->shape(), out[0]->shape(), tag());
-    const T* x = input<T>(in[0]);
-    T* y = output<T>(out[0]);
-    for_each_broadcast_row(p, [&](int64_t o, int64_t o0, int64_t s0, int64_t,
-                                  int64_t, int64_t len) {
-      float buf[kBlock];
-      store(load_strided(x + o0, s0, buf, len), y + o, len);
+    dispatch_layout<T>(in, tag(), [&](auto tag_u) {
+      using U = typename decltype(tag_u)::type;
+      const U* x = input<U>(in[0]);
+      U* y = output<U>(out[0]);
+      for_each_broadcast_row(p, [&](int64_t o, int64_t o0, int64_t s0,
+                                    int64_t, int64_t, int64_t len) {
+        for (int64_t j = 0; j < len; ++j) y[o + j] = x[o0 + j * s0];
+      });
     });
   }
 
@@ -190,8 +198,11 @@ class PadCpu : public Pad {
 
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
-    gather_source(input<T>(in[0]), in[0]->shape(), output<T>(out[0]),
-                  out[0]->shape(), source_, opts_.constant_value);
+    dispatch_layout<T>(in, tag(), [&](auto tag_u) {
+      using U = typename decltype(tag_u)::type;
+      gather_source(input<U>(in[0]), in[0]->shape(), output<U>(out[0]),
+                    out[0]->shape(), source_, opts_.constant_value);
+    });
   }
 
   void backward_impl(const Variables& in, const Variables& out,
@@ -211,8 +222,11 @@ class FlipCpu : public Flip {
 
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
-    gather_source(input<T>(in[0]), in[0]->shape(), output<T>(out[0]),
-                  out[0]->shape(), source(in[0]->shape()), 0.0f);
+    dispatch_layout<T>(in, tag(), [&](auto tag_u) {
+      using U = typename decltype(tag_u)::type;
+      gather_source(input<U>(in[0]), in[0]->shape(), output<U>(out[0]),
+                    out[0]->shape(), source(in[0]->shape()), 0.0f);
+    });
   }
 
   // A flip is its own inverse, and no two elements share a source.

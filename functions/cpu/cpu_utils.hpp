@@ -8,6 +8,7 @@
 
 #include <mixgraph/contexts/convert.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/contexts/dtype_dispatch.hpp>
 #include <mixgraph/graph/variable.hpp>
 
 namespace mg::cpu {
@@ -134,6 +135,52 @@ void store_grad(const float* g, Variable* v, bool accum) {
     store(g, input_grad<T>(v, accum), v->size(), accum);
   }
 }
+
+/// True when v holds integer data (labels, ids, indices): its head copy is
+/// an integer type. Such data is never converted to the type_config.
+inline bool holds_integers(Variable* v) {
+  const SyncedArray& a = v->data()->array();
+  return a.has_head() && !is_floating(a.dtype());
+}
+
+/// For a layout function (Reshape, Slice, Concatenate, ...: it moves
+/// elements without arithmetic): calls fn(TypeTag<U>) with U the integer
+/// type the inputs hold, so that integer data passes through exactly in
+/// every type_config, or U = T for floating data. Inputs that mix integer
+/// and floating data, or two integer types, are std::invalid_argument.
+template <class T, class Fn>
+void dispatch_layout(const std::vector<Variable*>& in, const std::string& tag,
+                     Fn&& fn) {
+  Dtype held = dtype_of<T>;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Dtype d = holds_integers(in[i]) ? in[i]->data()->array().dtype()
+                                          : dtype_of<T>;
+    if (i == 0) {
+      held = d;
+    } else if (d != held) {
+      throw std::invalid_argument(
+          tag + "input 0 holds " + dtype_name(held) + " data but input " +
+          std::to_string(i) + " holds " + dtype_name(d) +
+          "; convert them to one type with F::cast");
+    }
+  }
+  if (is_floating(held)) return fn(TypeTag<T>{});
+  dispatch_all_types(held, tag.c_str(), [&](auto tag_u) {
+    using U = typename decltype(tag_u)::type;
+    if constexpr (!std::is_floating_point_v<U> && !std::is_same_v<U, Half> &&
+                  !std::is_same_v<U, BFloat16>) {
+      fn(tag_u);
+    }
+  });
+}
+
+/// Integer data (labels, ids, indices) of input v as int32, checked: held as
+/// an integer type it is read as it is; held as floating data (a float
+/// variable used as labels) every value must be a whole number that fits
+/// int32, else std::invalid_argument naming `what` ("t"), the value and its
+/// flat index. Callers check the range their function needs.
+const int32_t* index_data(Variable* v, const std::string& tag,
+                          const char* what);
 
 /// Calls fn(begin, length) for consecutive blocks of [0, n), in parallel
 /// when n is large.

@@ -15,8 +15,9 @@ namespace {
 // v's values as int32, each checked to be in [0, limit). `has` says where
 // the limit comes from: "W with shape (10, 4) has 10 rows".
 const int32_t* indices(Variable* v, int64_t limit, const std::string& has,
-                       const std::string& tag_name) {
-  const int32_t* ids = v->data()->get<const int32_t>();
+                       const std::string& tag, const char* what) {
+  const int32_t* ids = index_data(v, tag, what);
+  const std::string tag_name = tag + what;
   const int64_t n = v->size();
   for (int64_t i = 0; i < n; ++i) {
     if (ids[i] < 0 || ids[i] >= limit) {
@@ -45,7 +46,7 @@ class EmbedCpu : public Embed {
     const int32_t* ids = indices(in[0], rows_,
                                  "W with shape " + shape_str(in[1]->shape()) +
                                      " has " + std::to_string(rows_) + " rows",
-                                 tag() + "x");
+                                 tag(), "x");
     const T* w = input<T>(in[1]);
     T* y = output<T>(out[0]);
     const int64_t n = in[0]->size();
@@ -85,7 +86,7 @@ class GatherCpu : public Gather {
                 "x with shape " + shape_str(in[0]->shape()) + " has " +
                     std::to_string(size_) + " entries along axis " +
                     std::to_string(opts_.axis),
-                tag() + "indices");
+                tag(), "indices");
     const T* x = input<T>(in[0]);
     T* y = output<T>(out[0]);
     const int64_t rows = batch_ * outer_ * count_;
@@ -130,7 +131,7 @@ class OneHotCpu : public OneHot {
   void forward_impl(const Variables& in, const Variables& out) override {
     const Shape& s = opts_.shape;
     const int k = static_cast<int>(s.size());
-    const int32_t* ids = in[0]->data()->get<const int32_t>();
+    const int32_t* ids = index_data(in[0], tag(), "x");
     const int64_t rows = in[0]->size() / k, width = shape_size(s);
     T* y = output<T>(out[0]);
     std::fill_n(y, out[0]->size(), T(0.0f));

@@ -18,7 +18,7 @@ namespace {
 // parallel loop, which must not throw.
 const int32_t* labels(const Variables& in, const AxisSplit& s,
                       const std::string& tag) {
-  const int32_t* l = in[1]->data()->get<const int32_t>();
+  const int32_t* l = index_data(in[1], tag, "t");
   const int64_t n = in[1]->size();
   for (int64_t i = 0; i < n; ++i) {
     if (l[i] < 0 || l[i] >= s.size) {

@@ -157,7 +157,10 @@ class ReshapeCpu : public Reshape {
 
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
-    copy_add(input<T>(in[0]), output<T>(out[0]), in[0]->size(), false);
+    dispatch_layout<T>(in, tag(), [&](auto tag_u) {
+      using U = typename decltype(tag_u)::type;
+      copy_add(input<U>(in[0]), output<U>(out[0]), in[0]->size(), false);
+    });
   }
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
@@ -179,7 +182,10 @@ class TransposeCpu : public Transpose {
     const auto xs = in[0]->data()->strides();
     StridedView v{out[0]->shape(), std::vector<int64_t>(perm_.size()), 0};
     for (size_t i = 0; i < perm_.size(); ++i) v.stride[i] = xs[perm_[i]];
-    gather(input<T>(in[0]), v, output<T>(out[0]));
+    dispatch_layout<T>(in, tag(), [&](auto tag_u) {
+      using U = typename decltype(tag_u)::type;
+      gather(input<U>(in[0]), v, output<U>(out[0]));
+    });
   }
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
@@ -202,18 +208,21 @@ class ConcatenateCpu : public Concatenate {
  protected:
   // Input k fills y[o, offset(k) : offset(k) + chunk(k)] for each outer o.
   void forward_impl(const Variables& in, const Variables& out) override {
-    const int64_t row = out[0]->size() / std::max<int64_t>(outer_, 1);
-    T* y = output<T>(out[0]);
-    int64_t offset = 0;
-    for (Variable* x : in) {
-      const int64_t chunk = outer_ ? x->size() / outer_ : 0;
-      const T* src = input<T>(x);
+    dispatch_layout<T>(in, tag(), [&](auto tag_u) {
+      using U = typename decltype(tag_u)::type;
+      const int64_t row = out[0]->size() / std::max<int64_t>(outer_, 1);
+      U* y = output<U>(out[0]);
+      int64_t offset = 0;
+      for (Variable* x : in) {
+        const int64_t chunk = outer_ ? x->size() / outer_ : 0;
+        const U* src = input<U>(x);
 #pragma omp parallel for schedule(static) if (x->size() >= kParallelMin)
-      for (int64_t o = 0; o < outer_; ++o) {
-        copy_add(src + o * chunk, y + o * row + offset, chunk, false);
+        for (int64_t o = 0; o < outer_; ++o) {
+          copy_add(src + o * chunk, y + o * row + offset, chunk, false);
+        }
+        offset += chunk;
       }
-      offset += chunk;
-    }
+    });
   }
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
@@ -252,7 +261,10 @@ class SliceCpu : public Slice {
     return v;
   }
   void forward_impl(const Variables& in, const Variables& out) override {
-    gather(input<T>(in[0]), view(in, out), output<T>(out[0]));
+    dispatch_layout<T>(in, tag(), [&](auto tag_u) {
+      using U = typename decltype(tag_u)::type;
+      gather(input<U>(in[0]), view(in, out), output<U>(out[0]));
+    });
   }
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,

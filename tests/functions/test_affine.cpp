@@ -3,6 +3,7 @@
 #include <mixgraph/functions/builder.hpp>
 
 #include "../support/function_tester.hpp"
+#include "../support/harness.hpp"
 
 namespace mg::test {
 namespace {
@@ -21,7 +22,7 @@ Doubles affine_ref(const std::vector<Doubles>& in, int64_t n, int64_t k,
   return y;
 }
 
-TEST(Affine, WithBias) {
+const bool kAffineWithBias = harness::add(decl::Affine, {{"with bias", [] {
   FunctionCheck c;
   c.inputs = {{{4, 2, 3}}, {{6, 5}}, {{5}}};
   c.build = [](const std::vector<VariablePtr>& in) {
@@ -30,10 +31,10 @@ TEST(Affine, WithBias) {
   c.reference = [](const std::vector<Doubles>& in) {
     return affine_ref(in, 4, 6, 5);
   };
-  check_all(c);
-}
+  return c;
+}}});
 
-TEST(Affine, WithoutBiasAndBaseAxis2) {
+const bool kAffineWithoutBiasAndBaseAxis2 = harness::add(decl::Affine, {{"without bias and base axis2", [] {
   FunctionCheck c;
   c.inputs = {{{2, 3, 4}}, {{4, 2, 3}}};
   c.build = [](const std::vector<VariablePtr>& in) {
@@ -42,8 +43,8 @@ TEST(Affine, WithoutBiasAndBaseAxis2) {
   c.reference = [](const std::vector<Doubles>& in) {
     return affine_ref(in, 6, 4, 6);
   };
-  check_all(c);
-}
+  return c;
+}}});
 
 TEST(Affine, OutputShapeKeepsBatchAxesAndWeightOutputAxes) {
   auto y = F::affine(make_variable({2, 3, 4}), make_variable({4, 2, 3}),
@@ -147,6 +148,30 @@ TEST(ParametricAffine, ExistingParameterWithOtherShapeIsAnError) {
   EXPECT_THROW(PF::affine(make_variable({8, 12}), 6, params["fc"]),
                std::invalid_argument);
 }
+
+// 2048 products in [0, 1) per output (sums near 512, where an fp16
+// accumulator's spacing is 0.5): against double in half and bfloat16.
+const bool kAffineLong = harness::add(
+    decl::Affine, {{"2048-term sums", [] {
+                      FunctionCheck c;
+                      c.inputs = {{{2, 2048}, 0.0f, 1.0f}, {{2048, 3}, 0.0f, 1.0f}};
+                      c.build = [](const std::vector<VariablePtr>& in) {
+                        return F::affine(in[0], in[1], nullptr);
+                      };
+                      c.reference = [](const std::vector<Doubles>& in) {
+                        Doubles y(6, 0.0);
+                        for (int n = 0; n < 2; ++n)
+                          for (int o = 0; o < 3; ++o)
+                            for (int k = 0; k < 2048; ++k)
+                              y[n * 3 + o] += in[0][n * 2048 + k] * in[1][k * 3 + o];
+                        return y;
+                      };
+                      c.half_atol = c.bf16_atol = 0.0;
+                      c.half_rtol = 2e-3;
+                      c.bf16_rtol = 1e-2;
+                      c.check_grad = false;
+                      return c;
+                    }, /*long_sum=*/true}});
 
 }  // namespace
 }  // namespace mg::test

@@ -4,6 +4,7 @@
 #include <mixgraph/functions/builder.hpp>
 
 #include "../support/function_tester.hpp"
+#include "../support/harness.hpp"
 
 namespace mg::test {
 namespace {
@@ -24,7 +25,7 @@ TEST(Split, OutputsAreTheSlicesWithTheAxisRemoved) {
 }
 
 // y = 2 y_0 - y_2 (y_1 unused: its grad is zero) checks every output's grad.
-TEST(Split, All) {
+FunctionCheck split_check() {
   FunctionCheck c;
   c.inputs = {{{2, 3, 4}}};
   c.build = [](const std::vector<VariablePtr>& in) {
@@ -41,8 +42,29 @@ TEST(Split, All) {
     }
     return y;
   };
-  check_all(c);
+  return c;
 }
+
+// The last slice alone: int32 data passes through.
+FunctionCheck split_last_check() {
+  FunctionCheck c;
+  c.inputs = {{{2, 3, 4}}};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::split(in[0], 1)[2];
+  };
+  c.reference = [](const std::vector<Doubles>& in) {
+    Doubles y(8);
+    for (int i = 0; i < 2; ++i) {
+      for (int k = 0; k < 4; ++k) y[i * 4 + k] = in[0][at({2, 3, 4}, i, 2, k)];
+    }
+    return y;
+  };
+  return c;
+}
+
+const bool kSplit = harness::add(
+    decl::Split, {{"2 y_0 - y_2 along axis 1", split_check, false, false},
+                  {"the last slice along axis 1", split_last_check}});
 
 TEST(Split, NumOutputsMustMatchTheAxis) {
   expect_error(
@@ -58,8 +80,7 @@ TEST(Split, NumOutputsMustMatchTheAxis) {
        "num_outputs is 3"});
 }
 
-TEST(Stack, All) {
-  for (int axis : {0, 1, -1}) {
+FunctionCheck stack_check(int axis) {
     FunctionCheck c;
     c.inputs = {{{2, 3}}, {{2, 3}}, {{2, 3}}};
     c.build = [axis](const std::vector<VariablePtr>& in) {
@@ -79,9 +100,13 @@ TEST(Stack, All) {
       }
       return y;
     };
-    check_all(c);
-  }
+    return c;
 }
+
+const bool kStack = harness::add(
+    decl::Stack, {{"axis 0", [] { return stack_check(0); }},
+                  {"axis 1", [] { return stack_check(1); }},
+                  {"axis -1", [] { return stack_check(-1); }}});
 
 TEST(Stack, SplitUndoesStack) {
   auto a = variable_from({2}, {1, 2}), b = variable_from({2}, {3, 4});
@@ -103,9 +128,9 @@ TEST(Stack, ShapesMustMatch) {
                {"[stack] axis 2 is out of range"});
 }
 
-TEST(Broadcast, All) {
+FunctionCheck broadcast_check(const Shape& from) {
   FunctionCheck c;
-  c.inputs = {{{3, 1}}};
+  c.inputs = {{from}};
   c.build = [](const std::vector<VariablePtr>& in) {
     return F::broadcast(in[0], {2, 3, 4});
   };
@@ -114,22 +139,14 @@ TEST(Broadcast, All) {
     for (int i = 0; i < 24; ++i) y[i] = in[0][(i / 4) % 3];
     return y;
   };
-  check_all(c);
+  return c;
 }
 
-TEST(Broadcast, SameRank) {
-  FunctionCheck c;
-  c.inputs = {{{1, 3, 1}}};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::broadcast(in[0], {2, 3, 4});
-  };
-  c.reference = [](const std::vector<Doubles>& in) {
-    Doubles y(24);
-    for (int i = 0; i < 24; ++i) y[i] = in[0][(i / 4) % 3];
-    return y;
-  };
-  check_all(c);
-}
+// The grad sums 8 copies (a long sum of 4096 is HalfGradSumsInFloat).
+const bool kBroadcast = harness::add(
+    decl::Broadcast,
+    {{"(3, 1) to (2, 3, 4)", [] { return broadcast_check({3, 1}); }},
+     {"(1, 3, 1) to (2, 3, 4)", [] { return broadcast_check({1, 3, 1}); }}});
 
 TEST(Broadcast, HalfGradSumsInFloat) {
   // 4096 copies of one value: the grad (4096) is exact only with fp32 sums.
@@ -176,10 +193,7 @@ Doubles pad_ref(const Doubles& x, const std::string& mode, bool rows) {
   return y;
 }
 
-TEST(Pad, AllModes) {
-  for (std::string mode : {"constant", "reflect", "repeat"}) {
-    for (bool rows : {false, true}) {
-      SCOPED_TRACE(mode + (rows ? " on both axes" : " on the last axis"));
+FunctionCheck pad_check(const std::string& mode, bool rows) {
       FunctionCheck c;
       c.inputs = {{{2, 3}}};
       c.build = [=](const std::vector<VariablePtr>& in) {
@@ -190,10 +204,21 @@ TEST(Pad, AllModes) {
       c.reference = [=](const std::vector<Doubles>& in) {
         return pad_ref(in[0], mode, rows);
       };
-      check_all(c);
+      return c;
+}
+
+std::vector<harness::Case> pad_cases() {
+  std::vector<harness::Case> out;
+  for (std::string mode : {"constant", "reflect", "repeat"}) {
+    for (bool rows : {false, true}) {
+      out.push_back({mode + (rows ? " on both axes" : " on the last axis"),
+                     [=] { return pad_check(mode, rows); }});
     }
   }
+  return out;
 }
+
+const bool kPad = harness::add(decl::Pad, pad_cases());
 
 TEST(Pad, BadArguments) {
   expect_error(
@@ -219,8 +244,7 @@ TEST(Pad, BadArguments) {
       {"negative entry"});
 }
 
-TEST(Flip, All) {
-  for (std::vector<int> axes : {std::vector<int>{-1}, {0}, {0, 2}}) {
+FunctionCheck flip_check(const std::vector<int>& axes) {
     FunctionCheck c;
     c.inputs = {{{2, 3, 4}}};
     c.build = [axes](const std::vector<VariablePtr>& in) {
@@ -243,9 +267,13 @@ TEST(Flip, All) {
       }
       return y;
     };
-    check_all(c);
-  }
+    return c;
 }
+
+const bool kFlip = harness::add(
+    decl::Flip, {{"axis -1", [] { return flip_check({-1}); }},
+                 {"axis 0", [] { return flip_check({0}); }},
+                 {"axes 0 and 2", [] { return flip_check({0, 2}); }}});
 
 TEST(Flip, BadAxes) {
   expect_error(

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "../support/function_tester.hpp"
+#include "../support/harness.hpp"
 
 namespace mg::test {
 namespace {
@@ -23,7 +24,9 @@ Doubles attend(At q, At k, At v, int64_t L, int64_t S, int64_t E, int64_t Ev,
     for (int64_t j = 0; j < S; ++j) {
       double s = 0;
       for (int64_t e = 0; e < E; ++e) s += q(i, e) * k(j, e);
-      w[j] = (causal && j > i) ? -std::numeric_limits<double>::infinity()
+      // Aligned bottom-right: query i sees keys up to i + S - L.
+      w[j] = (causal && j > i + S - L)
+                 ? -std::numeric_limits<double>::infinity()
                                : s / std::sqrt(static_cast<double>(E));
       mx = std::max(mx, w[j]);
     }
@@ -35,8 +38,8 @@ Doubles attend(At q, At k, At v, int64_t L, int64_t S, int64_t E, int64_t Ev,
   return out;
 }
 
-FunctionCheck sdpa_check(bool causal) {
-  const int64_t B = 2, L = 4, S = causal ? 4 : 5, E = 3, Ev = 2;
+FunctionCheck sdpa_check(bool causal, int64_t L = 4) {
+  const int64_t B = 2, S = causal ? 4 : 5, E = 3, Ev = 2;
   FunctionCheck c;
   c.inputs = {{{B, L, E}}, {{B, S, E}}, {{B, S, Ev}}};
   c.build = [causal](const std::vector<VariablePtr>& in) {
@@ -57,9 +60,39 @@ FunctionCheck sdpa_check(bool causal) {
   return c;
 }
 
+// A composite of BatchMatmul, Softmax and Add2 (no harness case of its
+// own: those functions have theirs).
 TEST(ScaledDotProductAttention, All) { check_all(sdpa_check(false)); }
 
 TEST(ScaledDotProductAttention, Causal) { check_all(sdpa_check(true)); }
+
+// Fewer queries than keys (decoding with a cache): the mask is aligned
+// bottom-right, so the last query sees every key.
+TEST(ScaledDotProductAttention, CausalShorterQuery) {
+  check_all(sdpa_check(true, 2));
+}
+
+TEST(ScaledDotProductAttention, CausalLastOfTwoQueriesSeesEveryKey) {
+  auto q = variable_from({1, 2, 1}, {0, 0});
+  auto k = variable_from({1, 3, 1}, {1, 1, 1});
+  auto v = variable_from({1, 3, 1}, {3, 6, 9});
+  auto y = F::scaled_dot_product_attention(q, k, v, true);
+  y->forward();
+  // Query 0 sees keys 0 and 1 (mean 4.5), query 1 all three (mean 6).
+  EXPECT_NEAR(to_doubles(y)[0], 4.5, 1e-6);
+  EXPECT_NEAR(to_doubles(y)[1], 6.0, 1e-6);
+}
+
+TEST(ScaledDotProductAttention, CausalNeedsAsManyKeysAsQueries) {
+  expect_error(
+      [] {
+        F::scaled_dot_product_attention(make_variable({1, 3, 2}),
+                                        make_variable({1, 2, 2}),
+                                        make_variable({1, 2, 2}), true);
+      },
+      {"[scaled_dot_product_attention] causal attention with 3 queries and "
+       "2 keys: the first query would see no key"});
+}
 
 TEST(ScaledDotProductAttention, CausalFirstQuerySeesOnlyTheFirstKey) {
   auto q = variable_from({1, 2, 1}, {1, 1});

@@ -9,6 +9,7 @@
 #include <mixgraph/functions/builder.hpp>
 
 #include "../support/function_tester.hpp"
+#include "../support/harness.hpp"
 
 namespace mg::test {
 namespace {
@@ -96,30 +97,29 @@ BatchNormalizationOptions with_axes(std::vector<int> axes,
   return o;
 }
 
-TEST(BatchNormalization, TrainingNCHW) {
-  check_all(bn_check({4, 3, 2, 2}, {1, 3, 1, 1}, {4, 3, 4}, {}));
-}
+const bool kBatchNormalizationTrainingNCHW = harness::add(decl::BatchNormalization, {{"training n c h w", [] {
+  return bn_check({4, 3, 2, 2}, {1, 3, 1, 1}, {4, 3, 4}, {});
+}}});
 
-TEST(BatchNormalization, TrainingNC) {
-  check_all(bn_check({8, 5}, {1, 5}, {8, 5, 1}, {}));
-}
+const bool kBatchNormalizationTrainingNC = harness::add(decl::BatchNormalization, {{"training n c", [] {
+  return bn_check({8, 5}, {1, 5}, {8, 5, 1}, {});
+}}});
 
-TEST(BatchNormalization, TrainingLastAxisByNegativeIndex) {
-  check_all(bn_check({3, 2, 4}, {1, 1, 4}, {6, 4, 1}, with_axes({-1})));
-}
+const bool kBatchNormalizationTrainingLastAxisByNegativeIndex = harness::add(decl::BatchNormalization, {{"training last axis by negative index", [] {
+  return bn_check({3, 2, 4}, {1, 1, 4}, {6, 4, 1}, with_axes({-1}));
+}}});
 
-TEST(BatchNormalization, TrainingTwoConsecutiveAxes) {
-  check_all(bn_check({3, 2, 3, 2}, {1, 2, 3, 1}, {3, 6, 2}, with_axes({1, 2})));
-}
+const bool kBatchNormalizationTrainingTwoConsecutiveAxes = harness::add(decl::BatchNormalization, {{"training two consecutive axes", [] {
+  return bn_check({3, 2, 3, 2}, {1, 2, 3, 1}, {3, 6, 2}, with_axes({1, 2}));
+}}});
 
-TEST(BatchNormalization, InferenceNCHW) {
-  check_all(
-      bn_check({4, 3, 2, 2}, {1, 3, 1, 1}, {4, 3, 4}, with_axes({1}, false)));
-}
+const bool kBatchNormalizationInferenceNCHW = harness::add(decl::BatchNormalization, {{"inference n c h w", [] {
+  return bn_check({4, 3, 2, 2}, {1, 3, 1, 1}, {4, 3, 4}, with_axes({1}, false));
+}}});
 
-TEST(BatchNormalization, InferenceNC) {
-  check_all(bn_check({8, 5}, {1, 5}, {8, 5, 1}, with_axes({1}, false)));
-}
+const bool kBatchNormalizationInferenceNC = harness::add(decl::BatchNormalization, {{"inference n c", [] {
+  return bn_check({8, 5}, {1, 5}, {8, 5, 1}, with_axes({1}, false));
+}}});
 
 // Random values in [low, high), rounded to the given dtype so that float and
 // reduced runs see the same input.
@@ -433,6 +433,17 @@ TEST(ParametricBatchNormalization, BadAxesNameTheLayer) {
             "with shape (2, 3)");
   EXPECT_EQ(params.size(), 0u);
 }
+
+// 8192 values in [0, 2) per channel (sums near 8192, where an fp16
+// accumulator's spacing is 8): the batch statistics against double.
+const bool kBatchNormalizationLong = harness::add(
+    decl::BatchNormalization,
+    {{"8192 values per channel", [] {
+        FunctionCheck c = bn_check({32, 2, 16, 16}, {1, 2, 1, 1}, {32, 2, 256}, {});
+        c.inputs[0].low = 0.0f;
+        c.check_grad = false;
+        return c;
+      }, /*long_sum=*/true}});
 
 }  // namespace
 }  // namespace mg::test

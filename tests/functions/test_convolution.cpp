@@ -4,6 +4,7 @@
 
 #include "../support/conv_reference.hpp"
 #include "../support/function_tester.hpp"
+#include "../support/harness.hpp"
 
 namespace mg::test {
 namespace {
@@ -58,8 +59,8 @@ Doubles conv_ref(const std::vector<Doubles>& in, const ConvRefGeometry& g) {
 }
 
 // The full check of a convolution of x (xs) with W (ws) and, with bias, b.
-void check_conv(const Shape& xs, const Shape& ws, bool bias,
-                const ConvolutionOptions& opts) {
+FunctionCheck conv_check(const Shape& xs, const Shape& ws, bool bias,
+                         const ConvolutionOptions& opts) {
   FunctionCheck c;
   c.inputs = {{xs}, {ws}};
   if (bias) c.inputs.push_back({{ws[0]}});
@@ -77,60 +78,60 @@ void check_conv(const Shape& xs, const Shape& ws, bool bias,
   // index or kernel errs by O(1) per element.
   c.half_atol = 5e-3, c.half_rtol = 2e-3;
   c.bf16_atol = 3e-2, c.bf16_rtol = 1e-2;
-  check_all(c);
+  return c;
 }
 
-TEST(Convolution, Basic2dWithBias) {
-  check_conv({2, 3, 6, 6}, {4, 3, 3, 3}, true, {});
-}
+const bool kConvolutionBasic2dWithBias = harness::add(decl::Convolution, {{"basic2d with bias", [] {
+  return conv_check({2, 3, 6, 6}, {4, 3, 3, 3}, true, {});
+}}});
 
-TEST(Convolution, Stride2Pad1) {
+const bool kConvolutionStride2Pad1 = harness::add(decl::Convolution, {{"stride2 pad1", [] {
   ConvolutionOptions o;
   o.pad = {1, 1};
   o.stride = {2, 2};
-  check_conv({2, 3, 7, 8}, {4, 3, 3, 3}, true, o);
-}
+  return conv_check({2, 3, 7, 8}, {4, 3, 3, 3}, true, o);
+}}});
 
-TEST(Convolution, Dilation2AndUnevenKernel) {
+const bool kConvolutionDilation2AndUnevenKernel = harness::add(decl::Convolution, {{"dilation2 and uneven kernel", [] {
   ConvolutionOptions o;
   o.pad = {2, 1};
   o.dilation = {2, 2};
-  check_conv({2, 2, 7, 6}, {3, 2, 3, 2}, true, o);
-}
+  return conv_check({2, 2, 7, 6}, {3, 2, 3, 2}, true, o);
+}}});
 
-TEST(Convolution, Group2WithoutBias) {
+const bool kConvolutionGroup2WithoutBias = harness::add(decl::Convolution, {{"group2 without bias", [] {
   ConvolutionOptions o;
   o.group = 2;
   o.pad = {1, 1};
-  check_conv({2, 4, 5, 5}, {6, 2, 3, 3}, false, o);
-}
+  return conv_check({2, 4, 5, 5}, {6, 2, 3, 3}, false, o);
+}}});
 
-TEST(Convolution, Depthwise) {
+const bool kConvolutionDepthwise = harness::add(decl::Convolution, {{"depthwise", [] {
   ConvolutionOptions o;
   o.group = 4;
   o.pad = {1, 1};
-  check_conv({2, 4, 5, 5}, {4, 1, 3, 3}, true, o);
-}
+  return conv_check({2, 4, 5, 5}, {4, 1, 3, 3}, true, o);
+}}});
 
-TEST(Convolution, OneDimensional) {
+const bool kConvolutionOneDimensional = harness::add(decl::Convolution, {{"one dimensional", [] {
   ConvolutionOptions o;
   o.pad = {1};
   o.stride = {2};
-  check_conv({2, 3, 9}, {4, 3, 3}, true, o);
-}
+  return conv_check({2, 3, 9}, {4, 3, 3}, true, o);
+}}});
 
-TEST(Convolution, ThreeDimensional) {
+const bool kConvolutionThreeDimensional = harness::add(decl::Convolution, {{"three dimensional", [] {
   ConvolutionOptions o;
   o.pad = {1, 0, 1};
   o.stride = {2, 1, 1};
-  check_conv({2, 2, 4, 4, 3}, {3, 2, 2, 3, 2}, true, o);
-}
+  return conv_check({2, 2, 4, 4, 3}, {3, 2, 2, 3, 2}, true, o);
+}}});
 
-TEST(Convolution, BaseAxis2FoldsLeadingAxesIntoTheBatch) {
+const bool kConvolutionBaseAxis2FoldsLeadingAxesIntoTheBatch = harness::add(decl::Convolution, {{"base axis2 folds leading axes into the batch", [] {
   ConvolutionOptions o;
   o.base_axis = 2;
-  check_conv({2, 2, 3, 5, 5}, {4, 3, 3, 3}, true, o);
-}
+  return conv_check({2, 2, 3, 5, 5}, {4, 3, 3, 3}, true, o);
+}}});
 
 TEST(Convolution, OutputShape) {
   ConvolutionOptions o;
@@ -408,6 +409,19 @@ TEST(ParametricConvolution, TutorialShapes) {
   h = F::max_pooling(h, {2, 2});
   EXPECT_EQ(h->shape(), (Shape{64, 16, 12, 12}));
 }
+
+// 576 products in [0, 1) per output (C = 64, 3x3; sums near 144, where an
+// fp16 accumulator's spacing is 0.125): against double.
+const bool kConvolutionLong = harness::add(
+    decl::Convolution, {{"576-term sums", [] {
+                           FunctionCheck c = conv_check({1, 64, 4, 4}, {2, 64, 3, 3}, false, {});
+                           for (auto& in : c.inputs) in.low = 0.0f;
+                           c.half_atol = c.bf16_atol = 0.0;
+                           c.half_rtol = 2e-3;
+                           c.bf16_rtol = 1e-2;
+                           c.check_grad = false;
+                           return c;
+                         }, /*long_sum=*/true}});
 
 }  // namespace
 }  // namespace mg::test

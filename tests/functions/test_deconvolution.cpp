@@ -4,6 +4,7 @@
 
 #include "../support/conv_reference.hpp"
 #include "../support/function_tester.hpp"
+#include "../support/harness.hpp"
 
 namespace mg::test {
 namespace {
@@ -63,8 +64,8 @@ Doubles deconv_ref(const std::vector<Doubles>& in, const ConvRefGeometry& g) {
   return y;
 }
 
-void check_deconv(const Shape& xs, const Shape& ws, bool bias,
-                  const DeconvolutionOptions& opts) {
+FunctionCheck deconv_check(const Shape& xs, const Shape& ws, bool bias,
+                         const DeconvolutionOptions& opts) {
   FunctionCheck c;
   c.inputs = {{xs}, {ws}};
   if (bias) c.inputs.push_back({{ws[1] * opts.group}});
@@ -81,54 +82,54 @@ void check_deconv(const Shape& xs, const Shape& ws, bool bias,
   // 2.4e-3, bf16 2.0e-2; the tolerances leave about 3x.
   c.half_atol = 5e-3, c.half_rtol = 2e-3;
   c.bf16_atol = 3e-2, c.bf16_rtol = 1e-2;
-  check_all(c);
+  return c;
 }
 
-TEST(Deconvolution, Basic2dWithBias) {
-  check_deconv({2, 3, 4, 4}, {3, 4, 3, 3}, true, {});
-}
+const bool kDeconvolutionBasic2dWithBias = harness::add(decl::Deconvolution, {{"basic2d with bias", [] {
+  return deconv_check({2, 3, 4, 4}, {3, 4, 3, 3}, true, {});
+}}});
 
-TEST(Deconvolution, Stride2Pad1) {
+const bool kDeconvolutionStride2Pad1 = harness::add(decl::Deconvolution, {{"stride2 pad1", [] {
   DeconvolutionOptions o;
   o.pad = {1, 1};
   o.stride = {2, 2};
-  check_deconv({2, 3, 4, 3}, {3, 2, 3, 3}, true, o);
-}
+  return deconv_check({2, 3, 4, 3}, {3, 2, 3, 3}, true, o);
+}}});
 
-TEST(Deconvolution, Stride2OutputPadding1) {
+const bool kDeconvolutionStride2OutputPadding1 = harness::add(decl::Deconvolution, {{"stride2 output padding1", [] {
   DeconvolutionOptions o;
   o.pad = {1, 1};
   o.stride = {2, 2};
   o.output_padding = {1, 0};
-  check_deconv({2, 3, 3, 3}, {3, 2, 3, 3}, true, o);
-}
+  return deconv_check({2, 3, 3, 3}, {3, 2, 3, 3}, true, o);
+}}});
 
-TEST(Deconvolution, Dilation2) {
+const bool kDeconvolutionDilation2 = harness::add(decl::Deconvolution, {{"dilation2", [] {
   DeconvolutionOptions o;
   o.dilation = {2, 2};
   o.pad = {1, 0};
-  check_deconv({2, 2, 4, 3}, {2, 3, 3, 2}, true, o);
-}
+  return deconv_check({2, 2, 4, 3}, {2, 3, 3, 2}, true, o);
+}}});
 
-TEST(Deconvolution, Group2WithoutBias) {
+const bool kDeconvolutionGroup2WithoutBias = harness::add(decl::Deconvolution, {{"group2 without bias", [] {
   DeconvolutionOptions o;
   o.group = 2;
   o.stride = {2, 1};
-  check_deconv({2, 4, 3, 4}, {4, 3, 2, 3}, false, o);
-}
+  return deconv_check({2, 4, 3, 4}, {4, 3, 2, 3}, false, o);
+}}});
 
-TEST(Deconvolution, OneDimensional) {
+const bool kDeconvolutionOneDimensional = harness::add(decl::Deconvolution, {{"one dimensional", [] {
   DeconvolutionOptions o;
   o.stride = {2};
   o.pad = {1};
-  check_deconv({2, 3, 5}, {3, 4, 3}, true, o);
-}
+  return deconv_check({2, 3, 5}, {3, 4, 3}, true, o);
+}}});
 
-TEST(Deconvolution, ThreeDimensional) {
+const bool kDeconvolutionThreeDimensional = harness::add(decl::Deconvolution, {{"three dimensional", [] {
   DeconvolutionOptions o;
   o.stride = {2, 1, 1};
-  check_deconv({2, 2, 2, 3, 3}, {2, 3, 2, 2, 2}, true, o);
-}
+  return deconv_check({2, 2, 2, 3, 3}, {2, 3, 2, 2, 2}, true, o);
+}}});
 
 TEST(Deconvolution, IsTheTransposeOfConvolution) {
   // <conv(x, W), y> = <x, deconv(y, W)> for the same W and options.

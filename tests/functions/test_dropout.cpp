@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "../support/function_tester.hpp"
+#include "../support/harness.hpp"
 
 namespace mg::test {
 namespace {
@@ -25,7 +26,7 @@ VariablePtr uniform(const Shape& shape, float low, float high, uint32_t seed,
   return x;
 }
 
-TEST(Dropout, CheckerWithAFixedSeed) {
+const bool kDropoutCheckerWithAFixedSeed = harness::add(decl::Dropout, {{"checker with a fixed seed", [] {
   // The checker rebuilds the graph for each evaluation; a fixed seed gives
   // every build the same mask. There is no reference: the mask is random.
   FunctionCheck c;
@@ -33,8 +34,8 @@ TEST(Dropout, CheckerWithAFixedSeed) {
   c.build = [](const std::vector<VariablePtr>& in) {
     return F::dropout(in[0], 0.3f, 42);
   };
-  check_all(c);
-}
+  return c;
+}}});
 
 TEST(Dropout, ForwardMatchesTheMaskItShows) {
   const float p = 0.3f;

@@ -4,73 +4,74 @@
 #include <cmath>
 
 #include "../support/function_tester.hpp"
+#include "../support/harness.hpp"
 
 namespace mg::test {
 namespace {
 
-TEST(ReLU, All) {
-  check_all(unary_check([](auto x) { return F::relu(x); },
-                        [](double x) { return x > 0 ? x : 0; }));
-}
+const bool kReLUAll = harness::add(decl::unary<ops::ReLU>, {{"default", [] {
+  return unary_check([](auto x) { return F::relu(x); },
+                        [](double x) { return x > 0 ? x : 0; });
+}}});
 
-TEST(LeakyReLU, All) {
-  check_all(unary_check([](auto x) { return F::leaky_relu(x, 0.2f); },
-                        [](double x) { return x > 0 ? x : 0.2 * x; }));
-}
+const bool kLeakyReLUAll = harness::add(decl::unary<ops::LeakyReLU>, {{"default", [] {
+  return unary_check([](auto x) { return F::leaky_relu(x, 0.2f); },
+                        [](double x) { return x > 0 ? x : 0.2 * x; });
+}}});
 
-TEST(Sigmoid, All) {
-  check_all(unary_check([](auto x) { return F::sigmoid(x); },
-                        [](double x) { return 1 / (1 + std::exp(-x)); }));
-}
+const bool kSigmoidAll = harness::add(decl::unary<ops::Sigmoid>, {{"default", [] {
+  return unary_check([](auto x) { return F::sigmoid(x); },
+                        [](double x) { return 1 / (1 + std::exp(-x)); });
+}}});
 
-TEST(Tanh, All) {
-  check_all(unary_check([](auto x) { return F::tanh(x); },
-                        [](double x) { return std::tanh(x); }));
-}
+const bool kTanhAll = harness::add(decl::unary<ops::Tanh>, {{"default", [] {
+  return unary_check([](auto x) { return F::tanh(x); },
+                        [](double x) { return std::tanh(x); });
+}}});
 
-TEST(ELU, All) {
-  check_all(unary_check([](auto x) { return F::elu(x, 0.5f); }, [](double x) {
+const bool kELUAll = harness::add(decl::unary<ops::ELU>, {{"default", [] {
+  return unary_check([](auto x) { return F::elu(x, 0.5f); }, [](double x) {
     return x >= 0 ? x : 0.5 * (std::exp(x) - 1);
-  }));
-}
+  });
+}}});
 
-TEST(GELU, All) {
-  check_all(unary_check([](auto x) { return F::gelu(x); }, [](double x) {
+const bool kGELUAll = harness::add(decl::unary<ops::GELU>, {{"default", [] {
+  return unary_check([](auto x) { return F::gelu(x); }, [](double x) {
     const double c = std::sqrt(2 / M_PI);
     return 0.5 * x * (1 + std::tanh(c * (x + 0.044715 * x * x * x)));
-  }));
-}
+  });
+}}});
 
-TEST(Exp, All) {
-  check_all(unary_check([](auto x) { return F::exp(x); },
-                        [](double x) { return std::exp(x); }));
-}
+const bool kExpAll = harness::add(decl::unary<ops::Exp>, {{"default", [] {
+  return unary_check([](auto x) { return F::exp(x); },
+                        [](double x) { return std::exp(x); });
+}}});
 
-TEST(Log, All) {
-  check_all(unary_check([](auto x) { return F::log(x); },
-                        [](double x) { return std::log(x); }, 0.5f, 3.0f));
-}
+const bool kLogAll = harness::add(decl::unary<ops::Log>, {{"default", [] {
+  return unary_check([](auto x) { return F::log(x); },
+                        [](double x) { return std::log(x); }, 0.5f, 3.0f);
+}}});
 
-TEST(Identity, All) {
-  check_all(unary_check([](auto x) { return F::identity(x); },
-                        [](double x) { return x; }));
-}
+const bool kIdentityAll = harness::add(decl::unary<ops::Identity>, {{"default", [] {
+  return unary_check([](auto x) { return F::identity(x); },
+                        [](double x) { return x; });
+}}});
 
-TEST(AddScalar, All) {
-  check_all(unary_check([](auto x) { return F::add_scalar(x, 1.5f); },
-                        [](double x) { return x + 1.5; }));
-}
+const bool kAddScalarAll = harness::add(decl::unary<ops::AddScalar>, {{"default", [] {
+  return unary_check([](auto x) { return F::add_scalar(x, 1.5f); },
+                        [](double x) { return x + 1.5; });
+}}});
 
-TEST(MulScalar, All) {
-  check_all(unary_check([](auto x) { return F::mul_scalar(x, -3.0f); },
-                        [](double x) { return -3 * x; }));
-}
+const bool kMulScalarAll = harness::add(decl::unary<ops::MulScalar>, {{"default", [] {
+  return unary_check([](auto x) { return F::mul_scalar(x, -3.0f); },
+                        [](double x) { return -3 * x; });
+}}});
 
-TEST(PowScalar, All) {
+const bool kPowScalarAll = harness::add(decl::unary<ops::PowScalar>, {{"default", [] {
   auto c = unary_check([](auto x) { return F::pow_scalar(x, 2.5f); },
                        [](double x) { return std::pow(x, 2.5); }, 0.5f, 2.0f);
-  check_all(c);
-}
+  return c;
+}}});
 
 // ---- binary, with broadcasting ----
 
@@ -121,15 +122,14 @@ struct BinaryCase {
 
 class Binary : public ::testing::TestWithParam<BinaryCase> {};
 
-TEST_P(Binary, SameShape) {
-  const auto& p = GetParam();
-  check_all(binary_check(p.f, p.ref, {2, 3, 4}, {2, 3, 4}, p.low));
-}
-
-TEST_P(Binary, Broadcast) {
-  const auto& p = GetParam();
-  check_all(binary_check(p.f, p.ref, {2, 3, 4}, {3, 1}, p.low));
-  check_all(binary_check(p.f, p.ref, {1, 4}, {2, 3, 1}, p.low));
+// Same shapes, and broadcasting either way.
+std::vector<harness::Case> binary_cases(const BinaryCase& p) {
+  return {{"same shape",
+           [p] { return binary_check(p.f, p.ref, {2, 3, 4}, {2, 3, 4}, p.low); }},
+          {"x1 broadcast",
+           [p] { return binary_check(p.f, p.ref, {2, 3, 4}, {3, 1}, p.low); }},
+          {"both broadcast",
+           [p] { return binary_check(p.f, p.ref, {1, 4}, {2, 3, 1}, p.low); }}};
 }
 
 TEST_P(Binary, ShapesThatDoNotBroadcastAreRejected) {
@@ -146,18 +146,26 @@ TEST_P(Binary, ShapesThatDoNotBroadcastAreRejected) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Arithmetic, Binary,
-    ::testing::Values(
-        BinaryCase{"Add2", [](auto a, auto b) { return F::add2(a, b); },
-                   [](double a, double b) { return a + b; }, -2.0f},
-        BinaryCase{"Sub2", [](auto a, auto b) { return F::sub2(a, b); },
-                   [](double a, double b) { return a - b; }, -2.0f},
-        BinaryCase{"Mul2", [](auto a, auto b) { return F::mul2(a, b); },
-                   [](double a, double b) { return a * b; }, -2.0f},
-        BinaryCase{"Div2", [](auto a, auto b) { return F::div2(a, b); },
-                   [](double a, double b) { return a / b; }, 0.5f}),
-    [](const auto& info) { return std::string(info.param.name); });
+const BinaryCase kAdd2{"Add2", [](auto a, auto b) { return F::add2(a, b); },
+                       [](double a, double b) { return a + b; }, -2.0f};
+const BinaryCase kSub2{"Sub2", [](auto a, auto b) { return F::sub2(a, b); },
+                       [](double a, double b) { return a - b; }, -2.0f};
+const BinaryCase kMul2{"Mul2", [](auto a, auto b) { return F::mul2(a, b); },
+                       [](double a, double b) { return a * b; }, -2.0f};
+const BinaryCase kDiv2{"Div2", [](auto a, auto b) { return F::div2(a, b); },
+                       [](double a, double b) { return a / b; }, 0.5f};
+
+const bool kHarness =
+    harness::add(decl::binary<ops::Add2>, binary_cases(kAdd2)) &&
+    harness::add(decl::binary<ops::Sub2>, binary_cases(kSub2)) &&
+    harness::add(decl::binary<ops::Mul2>, binary_cases(kMul2)) &&
+    harness::add(decl::binary<ops::Div2>, binary_cases(kDiv2));
+
+INSTANTIATE_TEST_SUITE_P(Arithmetic, Binary,
+                         ::testing::Values(kAdd2, kSub2, kMul2, kDiv2),
+                         [](const auto& info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(Mul2, SameVariableTwiceGetsBothGrads) {
   auto x = variable_from({3}, {1, 2, 3}, true);

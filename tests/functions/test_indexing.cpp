@@ -2,11 +2,12 @@
 #include <gtest/gtest.h>
 
 #include "../support/function_tester.hpp"
+#include "../support/harness.hpp"
 
 namespace mg::test {
 namespace {
 
-TEST(Embed, All) {
+const bool kEmbedAll = harness::add(decl::Embed, {{"all", [] {
   FunctionCheck c;
   // Ids repeat (0 and 3 twice) so W's grad sums rows.
   c.inputs = {InputSpec::fixed({2, 3}, {3, 0, 4, 0, 3, 1}), {{5, 2, 2}}};
@@ -21,8 +22,8 @@ TEST(Embed, All) {
     }
     return y;
   };
-  check_all(c);
-}
+  return c;
+}}});
 
 TEST(Embed, OutputShapeAndParametricDefaults) {
   ParameterScope params;
@@ -56,7 +57,7 @@ TEST(Embed, IdOutOfRange) {
                {"[embed] W with shape () must have at least 1 dimension"});
 }
 
-TEST(Gather, Axis1) {
+const bool kGatherAxis1 = harness::add(decl::Gather, {{"axis1", [] {
   FunctionCheck c;
   c.inputs = {{{2, 4, 3}}, InputSpec::fixed({2, 2}, {3, 0, 0, 2})};
   c.build = [](const std::vector<VariablePtr>& in) {
@@ -73,10 +74,10 @@ TEST(Gather, Axis1) {
     }
     return y;
   };
-  check_all(c);
-}
+  return c;
+}}});
 
-TEST(Gather, BatchDims) {
+const bool kGatherBatchDims = harness::add(decl::Gather, {{"batch dims", [] {
   FunctionCheck c;
   c.inputs = {{{2, 4, 3}}, InputSpec::fixed({2, 3}, {1, 1, 3, 0, 2, 2})};
   c.build = [](const std::vector<VariablePtr>& in) {
@@ -93,8 +94,8 @@ TEST(Gather, BatchDims) {
     }
     return y;
   };
-  check_all(c);
-}
+  return c;
+}}});
 
 TEST(Gather, BadArguments) {
   expect_error(
@@ -114,7 +115,7 @@ TEST(Gather, BadArguments) {
                 "shape (2, 3) has 3 entries along axis 1"});
 }
 
-TEST(OneHot, Forward) {
+const bool kOneHotForward = harness::add(decl::OneHot, {{"forward", [] {
   FunctionCheck c;
   c.inputs = {InputSpec::fixed({3, 2}, {0, 1, 2, 0, 1, 2})};
   c.build = [](const std::vector<VariablePtr>& in) {
@@ -128,8 +129,8 @@ TEST(OneHot, Forward) {
     return y;
   };
   c.check_grad = false;
-  check_all(c);
-}
+  return c;
+}}});
 
 TEST(OneHot, BadIdsAndShapes) {
   expect_error(
@@ -148,7 +149,7 @@ TEST(OneHot, BadIdsAndShapes) {
                 "(5,) has size 5"});
 }
 
-TEST(Where, BroadcastCondition) {
+const bool kWhereBroadcastCondition = harness::add(decl::Where, {{"broadcast condition", [] {
   FunctionCheck c;
   c.inputs = {InputSpec::fixed({3, 1}, {1, 0, 1}), {{2, 3, 4}}, {{2, 3, 4}}};
   c.build = [](const std::vector<VariablePtr>& in) {
@@ -161,10 +162,10 @@ TEST(Where, BroadcastCondition) {
     }
     return y;
   };
-  check_all(c);
-}
+  return c;
+}}});
 
-TEST(Where, SameShapeCondition) {
+const bool kWhereSameShapeCondition = harness::add(decl::Where, {{"same shape condition", [] {
   FunctionCheck c;
   c.inputs = {InputSpec::fixed({4}, {0, 1, 1, 0}), {{4}}, {{4}}};
   c.build = [](const std::vector<VariablePtr>& in) {
@@ -175,8 +176,8 @@ TEST(Where, SameShapeCondition) {
     for (int i = 0; i < 4; ++i) y[i] = in[0][i] != 0 ? in[1][i] : in[2][i];
     return y;
   };
-  check_all(c);
-}
+  return c;
+}}});
 
 TEST(Where, BadShapes) {
   expect_error(

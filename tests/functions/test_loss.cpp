@@ -7,6 +7,7 @@
 #include <mixgraph/functions/builder.hpp>
 
 #include "../support/function_tester.hpp"
+#include "../support/harness.hpp"
 
 namespace mg::test {
 namespace {
@@ -69,7 +70,7 @@ std::string error_of(Fn&& fn) {
 
 // ---- SoftmaxCrossEntropy ----
 
-TEST(SoftmaxCrossEntropy, LabelsOfShapeNBy1) {
+const bool kSoftmaxCrossEntropyLabelsOfShapeNBy1 = harness::add(decl::SoftmaxCrossEntropy, {{"labels of shape n by1", [] {
   FunctionCheck c;
   c.inputs = {{{4, 10}, -3.0f, 3.0f}, InputSpec::fixed({4, 1}, {3, 0, 9, 5})};
   c.build = [](const std::vector<VariablePtr>& in) {
@@ -79,10 +80,10 @@ TEST(SoftmaxCrossEntropy, LabelsOfShapeNBy1) {
     return softmax_ce_ref(in[0], in[1], 4, 10, 1);
   };
   reduced_tolerances(c);
-  check_all(c);
-}
+  return c;
+}}});
 
-TEST(SoftmaxCrossEntropy, MiddleAxis) {
+const bool kSoftmaxCrossEntropyMiddleAxis = harness::add(decl::SoftmaxCrossEntropy, {{"middle axis", [] {
   FunctionCheck c;
   c.inputs = {{{2, 5, 3}, -3.0f, 3.0f},
               InputSpec::fixed({2, 1, 3}, cycling_labels(6, 5))};
@@ -93,8 +94,8 @@ TEST(SoftmaxCrossEntropy, MiddleAxis) {
     return softmax_ce_ref(in[0], in[1], 2, 5, 3);
   };
   reduced_tolerances(c);
-  check_all(c);
-}
+  return c;
+}}});
 
 TEST(SoftmaxCrossEntropy, OutputHasLabelShape) {
   auto y = F::softmax_cross_entropy(make_variable({2, 5, 3}),
@@ -177,7 +178,7 @@ double sigmoid_ce_ref(double x, double t) {
   return -(t * std::log(s) + (1 - t) * std::log(1 - s));
 }
 
-TEST(SigmoidCrossEntropy, All) {
+const bool kSigmoidCrossEntropyAll = harness::add(decl::SigmoidCrossEntropy, {{"all", [] {
   FunctionCheck c;
   c.inputs = {{{3, 4, 5}, -4.0f, 4.0f}, {{3, 4, 5}, 0.0f, 1.0f, false}};
   c.build = [](const std::vector<VariablePtr>& in) {
@@ -190,8 +191,8 @@ TEST(SigmoidCrossEntropy, All) {
     return y;
   };
   reduced_tolerances(c);
-  check_all(c);
-}
+  return c;
+}}});
 
 // log(sigmoid(x)) of a large |x| underflows to log(0) when formed naively.
 TEST(SigmoidCrossEntropy, LargeLogitsAreStable) {
@@ -229,7 +230,7 @@ TEST(SigmoidCrossEntropy, TargetsWithGradIsAnError) {
 
 // ---- SquaredError ----
 
-TEST(SquaredError, All) {
+const bool kSquaredErrorAll = harness::add(decl::binary<ops::SquaredError>, {{"all", [] {
   FunctionCheck c;
   c.inputs = {{{3, 4}, -2.0f, 2.0f}, {{3, 4}, -2.0f, 2.0f}};
   c.build = [](const std::vector<VariablePtr>& in) {
@@ -243,8 +244,8 @@ TEST(SquaredError, All) {
     return y;
   };
   reduced_tolerances(c);
-  check_all(c);
-}
+  return c;
+}}});
 
 TEST(SquaredError, SameVariableTwiceHasZeroGrad) {
   auto x = variable_from({3}, {1, -2, 3}, true);
@@ -306,13 +307,13 @@ FunctionCheck top_n_check(const Shape& xs, const Shape& ts, int axis, int n,
   return c;
 }
 
-TEST(TopNError, Top1) {
-  check_all(top_n_check({16, 10}, {16, 1}, -1, 1, 16, 10, 1));
-}
+const bool kTopNErrorTop1 = harness::add(decl::TopNError, {{"top1", [] {
+  return top_n_check({16, 10}, {16, 1}, -1, 1, 16, 10, 1);
+}}});
 
-TEST(TopNError, Top3MiddleAxis) {
-  check_all(top_n_check({4, 6, 5}, {4, 1, 5}, 1, 3, 4, 6, 5));
-}
+const bool kTopNErrorTop3MiddleAxis = harness::add(decl::TopNError, {{"top3 middle axis", [] {
+  return top_n_check({4, 6, 5}, {4, 1, 5}, 1, 3, 4, 6, 5);
+}}});
 
 TEST(TopNError, HandPicked) {
   auto x = variable_from({3, 4}, {0.1f, 0.9f, 0.3f, 0.2f,    // best: 1
@@ -355,6 +356,27 @@ TEST(TopNError, BadInputs) {
             "[top_n_error] t holds label 3 at flat index 1, but x with shape "
             "(2, 3) has 3 classes along axis 1: labels must be in [0, 3)");
 }
+
+// 3000 classes and labels past 2048 (2049 rounds to 2048 in half, 2999 to
+// 3008 in bfloat16): a 3000-term sum, and labels that must stay exact.
+FunctionCheck softmax_ce_wide_check() {
+  FunctionCheck c;
+  c.inputs = {{{2, 3000}, -3.0f, 3.0f}, InputSpec::fixed({2, 1}, {2049, 2999})};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::softmax_cross_entropy(in[0], in[1]);
+  };
+  c.reference = [](const std::vector<Doubles>& in) {
+    return softmax_ce_ref(in[0], in[1], 2, 3000, 1);
+  };
+  reduced_tolerances(c);
+  c.check_grad = false;
+  return c;
+}
+
+const bool kSoftmaxCrossEntropyWide = harness::add(
+    decl::SoftmaxCrossEntropy,
+    {{"3000 classes, labels 2049 and 2999", softmax_ce_wide_check,
+      /*long_sum=*/true}});
 
 }  // namespace
 }  // namespace mg::test

@@ -5,20 +5,20 @@
 #include <cmath>
 
 #include "../support/function_tester.hpp"
+#include "../support/harness.hpp"
 
 namespace mg::test {
 namespace {
 
-TEST(SoftPlus, All) {
-  check_all(unary_check([](auto x) { return F::softplus(x); },
-                        [](double x) { return std::log1p(std::exp(x)); }));
-}
+const bool kSoftPlusAll = harness::add(decl::unary<ops::SoftPlus>, {{"default", [] {
+  return unary_check([](auto x) { return F::softplus(x); },
+                        [](double x) { return std::log1p(std::exp(x)); });
+}}});
 
-TEST(SoftPlus, Beta) {
-  check_all(
-      unary_check([](auto x) { return F::softplus(x, 2.0f); },
-                  [](double x) { return std::log1p(std::exp(2 * x)) / 2; }));
-}
+const bool kSoftPlusBeta = harness::add(decl::unary<ops::SoftPlus>, {{"beta", [] {
+  return unary_check([](auto x) { return F::softplus(x, 2.0f); },
+                  [](double x) { return std::log1p(std::exp(2 * x)) / 2; });
+}}});
 
 TEST(SoftPlus, LargeInputsDoNotOverflow) {
   auto x = variable_from({3}, {100.0f, -100.0f, 0.0f});
@@ -30,22 +30,20 @@ TEST(SoftPlus, LargeInputsDoNotOverflow) {
   EXPECT_NEAR(v[2], std::log(2.0), 1e-6);
 }
 
-TEST(Swish, All) {
-  check_all(unary_check([](auto x) { return F::swish(x); },
-                        [](double x) { return x / (1 + std::exp(-x)); }));
-}
+const bool kSwishAll = harness::add(decl::unary<ops::Swish>, {{"default", [] {
+  return unary_check([](auto x) { return F::swish(x); },
+                        [](double x) { return x / (1 + std::exp(-x)); });
+}}});
 
-TEST(HardTanh, All) {
-  check_all(
-      unary_check([](auto x) { return F::hard_tanh(x); },
-                  [](double x) { return std::max(-1.0, std::min(1.0, x)); }));
-}
+const bool kHardTanhAll = harness::add(decl::unary<ops::HardTanh>, {{"default", [] {
+  return unary_check([](auto x) { return F::hard_tanh(x); },
+                  [](double x) { return std::max(-1.0, std::min(1.0, x)); });
+}}});
 
-TEST(ClipByValue, All) {
-  check_all(
-      unary_check([](auto x) { return F::clip_by_value(x, -0.5f, 1.2f); },
-                  [](double x) { return std::max(-0.5, std::min(1.2, x)); }));
-}
+const bool kClipByValueAll = harness::add(decl::unary<ops::ClipByValue>, {{"default", [] {
+  return unary_check([](auto x) { return F::clip_by_value(x, -0.5f, 1.2f); },
+                  [](double x) { return std::max(-0.5, std::min(1.2, x)); });
+}}});
 
 TEST(ClipByValue, MinAboveMaxIsRejected) {
   try {
@@ -58,20 +56,20 @@ TEST(ClipByValue, MinAboveMaxIsRejected) {
   }
 }
 
-TEST(Sqrt, All) {
-  check_all(unary_check([](auto x) { return F::sqrt(x); },
-                        [](double x) { return std::sqrt(x); }, 0.5f, 3.0f));
-}
+const bool kSqrtAll = harness::add(decl::unary<ops::Sqrt>, {{"default", [] {
+  return unary_check([](auto x) { return F::sqrt(x); },
+                        [](double x) { return std::sqrt(x); }, 0.5f, 3.0f);
+}}});
 
-TEST(Rsqrt, All) {
-  check_all(unary_check([](auto x) { return F::rsqrt(x); },
-                        [](double x) { return 1 / std::sqrt(x); }, 0.5f, 3.0f));
-}
+const bool kRsqrtAll = harness::add(decl::unary<ops::Rsqrt>, {{"default", [] {
+  return unary_check([](auto x) { return F::rsqrt(x); },
+                        [](double x) { return 1 / std::sqrt(x); }, 0.5f, 3.0f);
+}}});
 
-TEST(Abs, All) {
-  check_all(unary_check([](auto x) { return F::abs(x); },
-                        [](double x) { return std::fabs(x); }));
-}
+const bool kAbsAll = harness::add(decl::unary<ops::Abs>, {{"default", [] {
+  return unary_check([](auto x) { return F::abs(x); },
+                        [](double x) { return std::fabs(x); });
+}}});
 
 TEST(Abs, GradAtZeroIsZero) {
   auto x = variable_from({3}, {-1.0f, 0.0f, 2.0f}, true);
@@ -81,10 +79,10 @@ TEST(Abs, GradAtZeroIsZero) {
   EXPECT_EQ(grad_doubles(x), (Doubles{-1, 0, 1}));
 }
 
-TEST(Erf, All) {
-  check_all(unary_check([](auto x) { return F::erf(x); },
-                        [](double x) { return std::erf(x); }));
-}
+const bool kErfAll = harness::add(decl::unary<ops::Erf>, {{"default", [] {
+  return unary_check([](auto x) { return F::erf(x); },
+                        [](double x) { return std::erf(x); });
+}}});
 
 // ---- binary, with broadcasting ----
 
@@ -109,19 +107,23 @@ FunctionCheck binary_check(BinaryFn f, BinaryRef ref, bool broadcast) {
   return c;
 }
 
-TEST(Maximum2, SameShapeAndBroadcast) {
-  auto ref = [](double a, double b) { return std::max(a, b); };
-  auto f = [](auto a, auto b) { return F::maximum2(a, b); };
-  check_all(binary_check(f, ref, false));
-  check_all(binary_check(f, ref, true));
-}
+const bool kMaximum2 = [] {
+  BinaryRef ref = [](double a, double b) { return std::max(a, b); };
+  BinaryFn f = [](auto a, auto b) { return F::maximum2(a, b); };
+  return harness::add(
+      decl::binary<ops::Maximum2>,
+      {{"same shape", [=] { return binary_check(f, ref, false); }},
+       {"broadcast", [=] { return binary_check(f, ref, true); }}});
+}();
 
-TEST(Minimum2, SameShapeAndBroadcast) {
-  auto ref = [](double a, double b) { return std::min(a, b); };
-  auto f = [](auto a, auto b) { return F::minimum2(a, b); };
-  check_all(binary_check(f, ref, false));
-  check_all(binary_check(f, ref, true));
-}
+const bool kMinimum2 = [] {
+  BinaryRef ref = [](double a, double b) { return std::min(a, b); };
+  BinaryFn f = [](auto a, auto b) { return F::minimum2(a, b); };
+  return harness::add(
+      decl::binary<ops::Minimum2>,
+      {{"same shape", [=] { return binary_check(f, ref, false); }},
+       {"broadcast", [=] { return binary_check(f, ref, true); }}});
+}();
 
 TEST(Maximum2, TieSendsTheGradToTheFirstInput) {
   auto a = variable_from({2}, {1.0f, 2.0f}, true);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "../support/function_tester.hpp"
+#include "../support/harness.hpp"
 
 namespace mg::test {
 namespace {
@@ -22,7 +23,7 @@ Doubles reduce_axis1(const Doubles& x, bool want_index, bool is_min) {
   return y;
 }
 
-TEST(Min, Axis) {
+const bool kMinAxis = harness::add(decl::Min, {{"axis", [] {
   FunctionCheck c;
   c.inputs = {{{2, 3, 4}}};
   c.build = [](const std::vector<VariablePtr>& in) {
@@ -31,10 +32,10 @@ TEST(Min, Axis) {
   c.reference = [](const std::vector<Doubles>& in) {
     return reduce_axis1(in[0], false, true);
   };
-  check_all(c);
-}
+  return c;
+}}});
 
-TEST(Min, AllAxesKeepDims) {
+FunctionCheck min_all_axes_check() {
   FunctionCheck c;
   c.inputs = {{{3, 4}}};
   c.build = [](const std::vector<VariablePtr>& in) {
@@ -43,13 +44,18 @@ TEST(Min, AllAxesKeepDims) {
   c.reference = [](const std::vector<Doubles>& in) {
     return Doubles{*std::min_element(in[0].begin(), in[0].end())};
   };
-  check_all(c);
+  return c;
+}
+
+const bool kMinAllAxes =
+    harness::add(decl::Min, {{"all axes, keep_dims", min_all_axes_check}});
+
+TEST(Min, AllAxesKeepDims) {
   auto y = F::min(make_variable({3, 4}), {}, true);
   EXPECT_EQ(y->shape(), (Shape{1, 1}));
 }
 
-TEST(ArgMax, AxisAndArgMin) {
-  for (bool is_min : {false, true}) {
+FunctionCheck arg_check(bool is_min) {
     FunctionCheck c;
     c.inputs = {{{2, 3, 4}}};
     c.build = [is_min](const std::vector<VariablePtr>& in) {
@@ -61,9 +67,13 @@ TEST(ArgMax, AxisAndArgMin) {
     c.check_grad = false;
     c.half_atol = c.bf16_atol = 0;  // the same index, or a tie broken alike
     c.half_rtol = c.bf16_rtol = 0;
-    check_all(c);
-  }
+    return c;
 }
+
+const bool kArgMax =
+    harness::add(decl::ArgMax, {{"axis 1", [] { return arg_check(false); }}});
+const bool kArgMin =
+    harness::add(decl::ArgMin, {{"axis 1", [] { return arg_check(true); }}});
 
 TEST(ArgMax, FlattenedAndFirstOfTies) {
   auto x = variable_from({2, 3}, {1, 5, 2, 5, 0, 3});

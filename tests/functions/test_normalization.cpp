@@ -5,6 +5,7 @@
 #include <mixgraph/functions/builder.hpp>
 
 #include "../support/function_tester.hpp"
+#include "../support/harness.hpp"
 
 namespace mg::test {
 namespace {
@@ -45,7 +46,7 @@ Doubles norm_ref(const Shape& xs, const Doubles& x, const GroupFn& group,
   return y;
 }
 
-TEST(LayerNormalization, PerSample) {
+const bool kLayerNormalizationPerSample = harness::add(decl::LayerNormalization, {{"per sample", [] {
   FunctionCheck c;
   const Shape xs{3, 4, 5}, ps{1, 4, 5};
   c.inputs = {{xs}, {ps}, {ps, 0.5f, 1.5f}};
@@ -56,10 +57,10 @@ TEST(LayerNormalization, PerSample) {
     return norm_ref(
         xs, in[0], [](const auto& i) { return i[0]; }, ps, &in[1], &in[2]);
   };
-  check_all(c);
-}
+  return c;
+}}});
 
-TEST(LayerNormalization, LastAxisOfASequence) {
+const bool kLayerNormalizationLastAxisOfASequence = harness::add(decl::LayerNormalization, {{"last axis of a sequence", [] {
   // (T, N, E) with batch axes {0, 1}: a Transformer's layer norm.
   FunctionCheck c;
   const Shape xs{3, 2, 8}, ps{1, 1, 8};
@@ -72,13 +73,12 @@ TEST(LayerNormalization, LastAxisOfASequence) {
         xs, in[0], [](const auto& i) { return i[0] * 2 + i[1]; }, ps, &in[1],
         &in[2]);
   };
-  check_all(c);
-}
+  return c;
+}}});
 
-TEST(LayerNormalization, NoScaleNoBiasAndInnerBatchAxis) {
-  // batch_axis 1 of (4, 3, 5): the groups are not contiguous in memory.
-  for (int variant = 0; variant < 3; ++variant) {
-    SCOPED_TRACE(variant);
+// batch_axis 1 of (4, 3, 5): the groups are not contiguous in memory.
+// variant 0: neither beta nor gamma, 1: beta only, 2: gamma only.
+FunctionCheck layer_norm_inner_check(int variant) {
     FunctionCheck c;
     const Shape xs{4, 3, 5}, ps{4, 1, 5};
     c.inputs = {{xs}};
@@ -94,9 +94,16 @@ TEST(LayerNormalization, NoScaleNoBiasAndInnerBatchAxis) {
           xs, in[0], [](const auto& i) { return i[1]; }, ps,
           variant == 1 ? &in[1] : nullptr, variant == 2 ? &in[1] : nullptr);
     };
-    check_all(c);
-  }
+    return c;
 }
+
+const bool kLayerNormalizationInner = harness::add(
+    decl::LayerNormalization,
+    {{"inner batch axis, no beta, no gamma",
+      [] { return layer_norm_inner_check(0); }},
+     {"inner batch axis, beta only", [] { return layer_norm_inner_check(1); }},
+     {"inner batch axis, gamma only",
+      [] { return layer_norm_inner_check(2); }}});
 
 TEST(LayerNormalization, HalfMatchesFloatOnALargeOffsetSample) {
   // 50,000 values near 100 per sample: a half sum stalls at 2048 * 16 and a
@@ -128,7 +135,7 @@ TEST(LayerNormalization, ParametricShapes) {
   EXPECT_EQ(params.get("ln/beta")->shape(), (Shape{1, 1, 8}));
 }
 
-TEST(GroupNormalization, TwoGroups) {
+const bool kGroupNormalizationTwoGroups = harness::add(decl::GroupNormalization, {{"two groups", [] {
   FunctionCheck c;
   const Shape xs{2, 4, 3, 2}, ps{1, 4, 1, 1};
   c.inputs = {{xs}, {ps}, {ps, 0.5f, 1.5f}};
@@ -140,10 +147,10 @@ TEST(GroupNormalization, TwoGroups) {
         xs, in[0], [](const auto& i) { return i[0] * 2 + i[1] / 2; }, ps,
         &in[1], &in[2]);
   };
-  check_all(c);
-}
+  return c;
+}}});
 
-TEST(GroupNormalization, ChannelsLast) {
+const bool kGroupNormalizationChannelsLast = harness::add(decl::GroupNormalization, {{"channels last", [] {
   FunctionCheck c;
   const Shape xs{2, 3, 4}, ps{1, 1, 4};
   c.inputs = {{xs}, {ps}, {ps, 0.5f, 1.5f}};
@@ -155,11 +162,10 @@ TEST(GroupNormalization, ChannelsLast) {
         xs, in[0], [](const auto& i) { return i[0] * 2 + i[2] / 2; }, ps,
         &in[1], &in[2]);
   };
-  check_all(c);
-}
+  return c;
+}}});
 
-TEST(InstanceNormalization, ChannelsFirstAndLast) {
-  for (int axis : {1, 2}) {
+FunctionCheck instance_norm_check(int axis) {
     FunctionCheck c;
     const Shape xs{2, 3, 6};
     const Shape ps = axis == 1 ? Shape{1, 3, 1} : Shape{1, 1, 6};
@@ -175,9 +181,13 @@ TEST(InstanceNormalization, ChannelsFirstAndLast) {
           },
           ps, &in[1], &in[2]);
     };
-    check_all(c);
-  }
+    return c;
 }
+
+const bool kInstanceNormalization = harness::add(
+    decl::InstanceNormalization,
+    {{"channels first", [] { return instance_norm_check(1); }},
+     {"channels last", [] { return instance_norm_check(2); }}});
 
 TEST(Normalization, ParametricGroupAndInstance) {
   ParameterScope params;
@@ -222,6 +232,28 @@ TEST(Normalization, BadArguments) {
       {"[layer_normalization] takes 3 inputs (x, beta, gamma) with no_bias "
        "false and no_scale false, but got 2"});
 }
+
+// 4096 values in [0, 1) per sample (sums near 2048, where an fp16
+// accumulator's spacing is 2): the statistics against double.
+const bool kLayerNormalizationLong = harness::add(
+    decl::LayerNormalization,
+    {{"4096 values per sample", [] {
+        FunctionCheck c;
+        const Shape xs{2, 4096};
+        c.inputs = {{xs, 0.0f, 1.0f}};
+        c.build = [](const std::vector<VariablePtr>& in) {
+          return F::layer_normalization(in[0], nullptr, nullptr);
+        };
+        c.reference = [=](const std::vector<Doubles>& in) {
+          return norm_ref(
+              xs, in[0], [](const auto& i) { return i[0]; }, {1, 4096}, nullptr,
+              nullptr);
+        };
+        c.half_atol = 4e-3, c.half_rtol = 4e-3;
+        c.bf16_atol = 3e-2, c.bf16_rtol = 2e-2;
+        c.check_grad = false;
+        return c;
+      }, /*long_sum=*/true}});
 
 }  // namespace
 }  // namespace mg::test

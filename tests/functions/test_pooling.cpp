@@ -7,6 +7,7 @@
 #include <random>
 
 #include "../support/function_tester.hpp"
+#include "../support/harness.hpp"
 
 namespace mg::test {
 namespace {
@@ -130,8 +131,8 @@ void set_tolerances(FunctionCheck& c) {
   c.bf16_atol = 1e-2, c.bf16_rtol = 1e-2;
 }
 
-void check_max(const Shape& xs, const std::vector<int64_t>& kernel,
-               const PoolingOptions& o) {
+FunctionCheck max_check(const Shape& xs, const std::vector<int64_t>& kernel,
+                        const PoolingOptions& o) {
   FunctionCheck c;
   c.inputs = {InputSpec::fixed(xs, distinct_values(shape_size(xs), 7), true)};
   c.build = [kernel, o](const std::vector<VariablePtr>& in) {
@@ -140,11 +141,12 @@ void check_max(const Shape& xs, const std::vector<int64_t>& kernel,
   const Geo g = geo(xs, kernel, o);
   c.reference = [g](const std::vector<Doubles>& in) { return max_ref(in, g); };
   set_tolerances(c);
-  check_all(c);
+  return c;
 }
 
-void check_average(const Shape& xs, const std::vector<int64_t>& kernel,
-                   const PoolingOptions& o) {
+FunctionCheck average_check(const Shape& xs,
+                            const std::vector<int64_t>& kernel,
+                            const PoolingOptions& o) {
   FunctionCheck c;
   c.inputs = {{xs}};
   c.build = [kernel, o](const std::vector<VariablePtr>& in) {
@@ -155,7 +157,7 @@ void check_average(const Shape& xs, const std::vector<int64_t>& kernel,
     return average_ref(in, g);
   };
   set_tolerances(c);
-  check_all(c);
+  return c;
 }
 
 PoolingOptions opts(std::vector<int64_t> stride, std::vector<int64_t> pad,
@@ -168,36 +170,26 @@ PoolingOptions opts(std::vector<int64_t> stride, std::vector<int64_t> pad,
   return o;
 }
 
-TEST(MaxPooling, Default2x2) { check_max({2, 3, 6, 6}, {2, 2}, {}); }
+const bool kMaxPoolingDefault2x2 = harness::add(decl::MaxPooling, {{"default2x2", [] { return max_check({2, 3, 6, 6}, {2, 2}, {}); }}});
 
 // A row of 33 windows: two AVX-512 blocks of 16 and a masked one, with the
 // last input column in no window (134 values: still distinct in bf16).
-TEST(MaxPooling, WideRows2x2) { check_max({1, 1, 2, 67}, {2, 2}, {}); }
+const bool kMaxPoolingWideRows2x2 = harness::add(decl::MaxPooling, {{"wide rows2x2", [] { return max_check({1, 1, 2, 67}, {2, 2}, {}); }}});
 
 // Windows that all lie inside the map (no padding) but are not 2x2: the
 // inside path, in two and three dimensions.
-TEST(MaxPooling, InsideWindows3x3Stride2) {
-  check_max({2, 2, 9, 11}, {3, 3}, opts({2, 2}, {}));
-}
-TEST(MaxPooling, InsideWindows3d) { check_max({2, 2, 4, 6, 6}, {2, 2, 2}, {}); }
+const bool kMaxPoolingInsideWindows3x3Stride2 = harness::add(decl::MaxPooling, {{"inside windows3x3 stride2", [] { return max_check({2, 2, 9, 11}, {3, 3}, opts({2, 2}, {})); }}});
+const bool kMaxPoolingInsideWindows3d = harness::add(decl::MaxPooling, {{"inside windows3d", [] { return max_check({2, 2, 4, 6, 6}, {2, 2, 2}, {}); }}});
 
-TEST(MaxPooling, OverlappingStride2Pad1) {
-  check_max({2, 2, 7, 6}, {3, 3}, opts({2, 2}, {1, 1}));
-}
+const bool kMaxPoolingOverlappingStride2Pad1 = harness::add(decl::MaxPooling, {{"overlapping stride2 pad1", [] { return max_check({2, 2, 7, 6}, {3, 3}, opts({2, 2}, {1, 1})); }}});
 
-TEST(MaxPooling, IgnoreBorderFalseKeepsPartialWindows) {
-  check_max({2, 2, 5, 7}, {3, 2}, opts({2, 3}, {}, false));
-}
+const bool kMaxPoolingIgnoreBorderFalseKeepsPartialWindows = harness::add(decl::MaxPooling, {{"ignore border false keeps partial windows", [] { return max_check({2, 2, 5, 7}, {3, 2}, opts({2, 3}, {}, false)); }}});
 
-TEST(MaxPooling, IgnoreBorderFalseWithPad) {
-  check_max({2, 2, 6, 5}, {3, 3}, opts({2, 2}, {1, 1}, false));
-}
+const bool kMaxPoolingIgnoreBorderFalseWithPad = harness::add(decl::MaxPooling, {{"ignore border false with pad", [] { return max_check({2, 2, 6, 5}, {3, 3}, opts({2, 2}, {1, 1}, false)); }}});
 
-TEST(MaxPooling, OneDimensional) { check_max({2, 3, 10}, {3}, opts({2}, {1})); }
+const bool kMaxPoolingOneDimensional = harness::add(decl::MaxPooling, {{"one dimensional", [] { return max_check({2, 3, 10}, {3}, opts({2}, {1})); }}});
 
-TEST(MaxPooling, ThreeDimensional) {
-  check_max({2, 2, 4, 5, 4}, {2, 2, 2}, opts({}, {}, false));
-}
+const bool kMaxPoolingThreeDimensional = harness::add(decl::MaxPooling, {{"three dimensional", [] { return max_check({2, 2, 4, 5, 4}, {2, 2, 2}, opts({}, {}, false)); }}});
 
 TEST(MaxPooling, NanPropagates) {
   std::vector<float> v(16, 0.5f);
@@ -251,35 +243,23 @@ TEST(MaxPooling, GradGoesToTheFirstMaximumOfATie) {
   EXPECT_EQ(grad_doubles(x), (Doubles{0, 1, 0, 0}));
 }
 
-TEST(AveragePooling, Default2x2) { check_average({2, 3, 6, 6}, {2, 2}, {}); }
+const bool kAveragePoolingDefault2x2 = harness::add(decl::AveragePooling, {{"default2x2", [] { return average_check({2, 3, 6, 6}, {2, 2}, {}); }}});
 
-TEST(AveragePooling, Pad1IncludingPad) {
-  check_average({2, 2, 5, 6}, {3, 3}, opts({2, 2}, {1, 1}));
-}
+const bool kAveragePoolingPad1IncludingPad = harness::add(decl::AveragePooling, {{"pad1 including pad", [] { return average_check({2, 2, 5, 6}, {3, 3}, opts({2, 2}, {1, 1})); }}});
 
-TEST(AveragePooling, Pad1ExcludingPad) {
-  check_average({2, 2, 5, 6}, {3, 3}, opts({2, 2}, {1, 1}, true, false));
-}
+const bool kAveragePoolingPad1ExcludingPad = harness::add(decl::AveragePooling, {{"pad1 excluding pad", [] { return average_check({2, 2, 5, 6}, {3, 3}, opts({2, 2}, {1, 1}, true, false)); }}});
 
-TEST(AveragePooling, IgnoreBorderFalse) {
-  check_average({2, 2, 5, 7}, {3, 2}, opts({2, 3}, {}, false));
-}
+const bool kAveragePoolingIgnoreBorderFalse = harness::add(decl::AveragePooling, {{"ignore border false", [] { return average_check({2, 2, 5, 7}, {3, 2}, opts({2, 3}, {}, false)); }}});
 
-TEST(AveragePooling, IgnoreBorderFalseWithPadBothWays) {
-  check_average({2, 2, 6, 5}, {3, 3}, opts({2, 2}, {1, 1}, false, true));
-  check_average({2, 2, 6, 5}, {3, 3}, opts({2, 2}, {1, 1}, false, false));
-}
+const bool kAveragePoolingIgnoreBorderFalseWithPadBothWays = harness::add(decl::AveragePooling, {{"ignore border false with pad both ways 1", [] { return average_check({2, 2, 6, 5}, {3, 3}, opts({2, 2}, {1, 1}, false, true)); }},
+    {"ignore border false with pad both ways 2", [] { return average_check({2, 2, 6, 5}, {3, 3}, opts({2, 2}, {1, 1}, false, false)); }}});
 
-TEST(AveragePooling, OneAndThreeDimensional) {
-  check_average({2, 3, 10}, {3}, opts({2}, {1}));
-  check_average({2, 2, 4, 5, 4}, {2, 2, 2}, opts({1, 2, 2}, {}));
-}
+const bool kAveragePoolingOneAndThreeDimensional = harness::add(decl::AveragePooling, {{"one and three dimensional 1", [] { return average_check({2, 3, 10}, {3}, opts({2}, {1})); }},
+    {"one and three dimensional 2", [] { return average_check({2, 2, 4, 5, 4}, {2, 2, 2}, opts({1, 2, 2}, {})); }}});
 
-TEST(AveragePooling, PoolsEveryAxisWhenKernelCoversTheShape) {
-  check_average({6, 4}, {2, 2}, {});
-}
+const bool kAveragePoolingPoolsEveryAxisWhenKernelCoversTheShape = harness::add(decl::AveragePooling, {{"pools every axis when kernel covers the shape", [] { return average_check({6, 4}, {2, 2}, {}); }}});
 
-TEST(GlobalAveragePooling, MeansOverSpace) {
+const bool kGlobalAveragePoolingMeansOverSpace = harness::add(decl::GlobalAveragePooling, {{"means over space", [] {
   FunctionCheck c;
   c.inputs = {{{2, 3, 4, 5}}};
   c.build = [](const std::vector<VariablePtr>& in) {
@@ -294,8 +274,8 @@ TEST(GlobalAveragePooling, MeansOverSpace) {
     return y;
   };
   set_tolerances(c);
-  check_all(c);
-}
+  return c;
+}}});
 
 TEST(GlobalAveragePooling, OutputShapeIsNC11) {
   EXPECT_EQ(F::global_average_pooling(make_variable({2, 3, 4, 5}))->shape(),
@@ -393,6 +373,31 @@ TEST(Pooling, BadOptions) {
                {"x with shape (5,) must have at least 2 dimensions"},
                "[global_average_pooling] ");
 }
+
+// 4096 values in [0, 1) per map (sums near 2048, where an fp16
+// accumulator's spacing is 2): against double.
+const bool kGlobalAveragePoolingLong = harness::add(
+    decl::GlobalAveragePooling,
+    {{"4096 values per map", [] {
+        FunctionCheck c;
+        c.inputs = {{{2, 2, 64, 64}, 0.0f, 1.0f}};
+        c.build = [](const std::vector<VariablePtr>& in) {
+          return F::global_average_pooling(in[0]);
+        };
+        c.reference = [](const std::vector<Doubles>& in) {
+          Doubles y(4, 0.0);
+          for (int r = 0; r < 4; ++r) {
+            for (int i = 0; i < 4096; ++i) y[r] += in[0][r * 4096 + i];
+            y[r] /= 4096;
+          }
+          return y;
+        };
+        c.half_atol = c.bf16_atol = 0.0;
+        c.half_rtol = 2e-3;
+        c.bf16_rtol = 1e-2;
+        c.check_grad = false;
+        return c;
+      }, /*long_sum=*/true}});
 
 }  // namespace
 }  // namespace mg::test

@@ -31,6 +31,15 @@ std::vector<VariablePtr> make_inputs(const FunctionCheck& c,
                                      const std::vector<std::vector<float>>& v) {
   std::vector<VariablePtr> vars;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
+    if (c.inputs[i].integer) {
+      auto x = make_variable(c.inputs[i].shape, c.inputs[i].need_grad);
+      int32_t* p = x->data()->cast<int32_t>(true);
+      for (size_t j = 0; j < v[i].size(); ++j) {
+        p[j] = static_cast<int32_t>(v[i][j]);
+      }
+      vars.push_back(x);
+      continue;
+    }
     vars.push_back(variable_from(c.inputs[i].shape, v[i], c.inputs[i].need_grad));
   }
   return vars;
@@ -172,9 +181,12 @@ void check_numerical_grad(const FunctionCheck& c) {
   }
 }
 
-void check_accumulation(const FunctionCheck& c) {
+void check_accumulation(const FunctionCheck& c, const std::string& type_config) {
   if (!c.check_grad) return;
-  ContextGuard guard(context("cpu", "float"));
+  ContextGuard guard(context("cpu", type_config));
+  const double tol = type_config == "float"  ? 1e-5
+                     : type_config == "half" ? c.half_atol
+                                             : c.bf16_atol;
   auto values = make_values(c);
   Run fresh = run(c, values, true);
   auto inputs = make_inputs(c, values);
@@ -192,14 +204,17 @@ void check_accumulation(const FunctionCheck& c) {
     if (!c.inputs[i].need_grad) continue;
     Doubles expected = fresh.grads[i];
     for (size_t j = 0; j < expected.size(); ++j) expected[j] += before[i][j];
-    expect_near(grad_doubles(inputs[i]), expected, 1e-5, 1e-5,
+    expect_near(grad_doubles(inputs[i]), expected, tol, tol,
                 "accumulated grad of input " + std::to_string(i));
   }
 }
 
-void check_clear_buffer(const FunctionCheck& c) {
+void check_clear_buffer(const FunctionCheck& c, const std::string& type_config) {
   if (!c.check_grad) return;
-  ContextGuard guard(context("cpu", "float"));
+  ContextGuard guard(context("cpu", type_config));
+  const double tol = type_config == "float"  ? 1e-5
+                     : type_config == "half" ? c.half_atol
+                                             : c.bf16_atol;
   auto values = make_values(c);
   Run fresh = run(c, values, true);
   // identity -> f -> mul_scalar(2): the function's inputs and output are
@@ -216,7 +231,7 @@ void check_clear_buffer(const FunctionCheck& c) {
   z->backward(array_from(z->shape(), half_w), /*clear_buffer=*/true);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!c.inputs[i].need_grad) continue;
-    expect_near(grad_doubles(inputs[i]), fresh.grads[i], 1e-5, 1e-5,
+    expect_near(grad_doubles(inputs[i]), fresh.grads[i], tol, tol,
                 "grad of input " + std::to_string(i) + " under clear_buffer");
   }
   EXPECT_EQ(y->grad()->array().num_copies(), 0u)
@@ -282,6 +297,17 @@ void check_all(const FunctionCheck& c) {
     SCOPED_TRACE("bfloat16");
     check_reduced(c, "bfloat16");
   }
+}
+
+Doubles run_forward(const FunctionCheck& c,
+                    const std::vector<std::vector<float>>& values,
+                    const std::string& type_config) {
+  ContextGuard guard(context("cpu", type_config));
+  return run(c, values, false).y;
+}
+
+std::vector<std::vector<float>> input_values(const FunctionCheck& c) {
+  return make_values(c);
 }
 
 FunctionCheck unary_check(std::function<VariablePtr(const VariablePtr&)> f,

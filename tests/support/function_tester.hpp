@@ -28,6 +28,9 @@ struct InputSpec {
   float low, high;  // uniform random values in [low, high)
   bool need_grad;
   std::vector<float> values;  // explicit values instead, when not empty
+  /// Fed as int32 data (labels, ids, indices held as integers) instead of
+  /// float.
+  bool integer = false;
 };
 
 using Doubles = std::vector<double>;
@@ -62,12 +65,25 @@ void check_all(const FunctionCheck& c);
 
 void check_forward(const FunctionCheck& c);
 void check_numerical_grad(const FunctionCheck& c);
-void check_accumulation(const FunctionCheck& c);
-void check_clear_buffer(const FunctionCheck& c);
+/// Grads added to existing grads; in `type_config` ("float", "half",
+/// "bfloat16").
+void check_accumulation(const FunctionCheck& c,
+                        const std::string& type_config = "float");
+/// The same grads when backward frees buffers as it goes.
+void check_clear_buffer(const FunctionCheck& c,
+                        const std::string& type_config = "float");
 /// Runs in `type_config` ("half" or "bfloat16") and compares with float; also
 /// checks the function ran in the reduced type unless the precision policy
 /// keeps it in float.
 void check_reduced(const FunctionCheck& c, const std::string& type_config);
+
+/// The function's output (as doubles) for c's inputs with the values
+/// `values` (one vector per input) in `type_config`.
+Doubles run_forward(const FunctionCheck& c,
+                    const std::vector<std::vector<float>>& values,
+                    const std::string& type_config);
+/// The inputs' values for c: explicit ones, else uniform from the seed.
+std::vector<std::vector<float>> input_values(const FunctionCheck& c);
 
 /// Reads any variable's data as doubles.
 Doubles to_doubles(const VariablePtr& v);
