@@ -22,7 +22,10 @@ namespace decl {
 inline constexpr FunctionDeclOf<SoftmaxCrossEntropyOptions> SoftmaxCrossEntropy{{
     "SoftmaxCrossEntropy", "softmax_cross_entropy",
     {Port{"x"}, Port{"t", Port::integer, false}},
-    {Port{"y"}}}};
+    {Port{"y"}},
+    // A loss: it runs in fp32 under half and bfloat16 (as PyTorch's autocast
+    // runs its losses), so the loss and the scaled seed of backward are fp32.
+    Precision::float32}};
 }  // namespace decl
 
 /// y = -log softmax(x)[t] along the axis. x: (..., C, ...); t: integer class
@@ -48,7 +51,10 @@ namespace decl {
 inline constexpr FunctionDeclOf<SigmoidCrossEntropyOptions> SigmoidCrossEntropy{{
     "SigmoidCrossEntropy", "sigmoid_cross_entropy",
     {Port{"x"}, Port{"t", Port::floating, false}},
-    {Port{"y"}}}};
+    {Port{"y"}},
+    // A loss: it runs in fp32 under half and bfloat16 (as PyTorch's autocast
+    // runs its losses), so the loss and the scaled seed of backward are fp32.
+    Precision::float32}};
 }  // namespace decl
 
 /// y = -(t log s(x) + (1 - t) log(1 - s(x))) elementwise, computed as

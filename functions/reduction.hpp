@@ -42,7 +42,11 @@ namespace decl {
 inline constexpr FunctionDeclOf<ReduceOptions> Sum{{
     "Sum", "sum",
     {Port{"x"}},
-    {Port{"y"}}}};
+    {Port{"y"}},
+    // Runs in fp32 under half and bfloat16 (PyTorch's autocast does the
+    // same for sum): it is how a loss is reduced, and the reduced loss must
+    // hold a scaled seed of 2^16 or more. A policy file may set it reduced.
+    Precision::float32}};
 }  // namespace decl
 
 /// y = the sum of x over the axes.
@@ -56,7 +60,11 @@ namespace decl {
 inline constexpr FunctionDeclOf<ReduceOptions> Mean{{
     "Mean", "mean",
     {Port{"x"}},
-    {Port{"y"}}}};
+    {Port{"y"}},
+    // Runs in fp32 under half and bfloat16 (PyTorch's autocast does the
+    // same for sum): it is how a loss is reduced, and the reduced loss must
+    // hold a scaled seed of 2^16 or more. A policy file may set it reduced.
+    Precision::float32}};
 }  // namespace decl
 
 /// y = the mean of x over the axes.

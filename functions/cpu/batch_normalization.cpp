@@ -192,12 +192,12 @@ class BatchNormalizationCpu : public BatchNormalization {
       sums = reduce_row_blocks(rb, 2 * C, 2 * rb.per_block * L, add_grad_sums);
     }
     if (propagate_down[1]) {
-      store(sums.data(), input_grad<T>(in[1], accum[1]), C, accum[1]);
+      store_grad<T>(sums.data(), in[1], accum[1]);  // fp32 for an fp32 master
     }
     if (propagate_down[2]) {
       std::vector<float> dgamma(C);
       for (int64_t c = 0; c < C; ++c) dgamma[c] = sums[C + c] * inv_std_[c];
-      store(dgamma.data(), input_grad<T>(in[2], accum[2]), C, accum[2]);
+      store_grad<T>(dgamma.data(), in[2], accum[2]);
     }
     if (!propagate_down[0]) return;
     // dx = a dy + b (x - mu) + k per channel.

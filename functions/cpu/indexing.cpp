@@ -70,7 +70,7 @@ class EmbedCpu : public Embed {
       float* s = sum.data() + ids[i] * width_;
       for (int64_t j = 0; j < width_; ++j) s[j] += g[j];
     }
-    store(sum.data(), input_grad<T>(in[1], accum[1]), rows_ * width_, accum[1]);
+    store_grad<T>(sum.data(), in[1], accum[1]);  // fp32 for an fp32 master
   }
 };
 

@@ -155,8 +155,7 @@ class NormalizationCpu : public Base {
             }
           },
           /*serial=*/true);
-      store(sum.data(), input_grad<T>(in[p], accum[p]), in[p]->size(),
-            accum[p]);
+      store_grad<T>(sum.data(), in[p], accum[p]);  // fp32 for an fp32 master
     }
     if (!propagate_down[0]) return;
     if (const int gi = this->gamma_index(); gi >= 0) {

@@ -49,6 +49,8 @@ struct Div2 {
 struct SquaredError {
   static constexpr const char* name = "SquaredError";
   static constexpr const char* snake = "squared_error";
+  /// A loss: fp32 under half and bfloat16, as the other losses.
+  static constexpr Precision precision = Precision::float32;
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   MG_HD float operator()(float a, float b) const { return (a - b) * (a - b); }
   MG_HD float grad0(float a, float b, float, float dy) const {

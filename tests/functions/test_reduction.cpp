@@ -160,7 +160,33 @@ float read_float(const VariablePtr& y) {
   return y->data()->get<const float>()[0];
 }
 
+// Sum and Mean run in fp32 by default (they reduce losses); these tests set
+// them reduced to check that their half and bfloat16 kernels, stored in the
+// reduced type, still accumulate in fp32.
+struct ReducedSumAndMean {
+  ReducedSumAndMean() {
+    PrecisionPolicy::instance().set("Sum", Precision::reduced);
+    PrecisionPolicy::instance().set("Mean", Precision::reduced);
+  }
+  ~ReducedSumAndMean() { PrecisionPolicy::instance().reset(); }
+};
+
+TEST(ReduceAccumulation, SumAndMeanOutputFloatByDefault) {
+  for (const char* type : {"half", "bfloat16"}) {
+    SCOPED_TRACE(type);
+    ContextGuard guard(context("cpu", type));
+    auto x = make_variable({3});
+    auto y = F::mean(F::mul_scalar(x, 2.0f));
+    EXPECT_EQ(y->parent()->function().dtype(), Dtype::f32);
+    y->forward();
+    EXPECT_EQ(y->data()->array().dtype(), Dtype::f32);
+    auto z = F::sum(x);
+    EXPECT_EQ(z->parent()->function().dtype(), Dtype::f32);
+  }
+}
+
 TEST(ReduceAccumulation, MeanOfOneHundredThousandOnesIsOneInHalf) {
+  ReducedSumAndMean reduced;
   ContextGuard guard(context("cpu", "half"));
   auto y = F::mean(filled(100000, 1.0f));
   EXPECT_EQ(y->parent()->function().dtype(), Dtype::f16);
@@ -179,6 +205,7 @@ TEST(ReduceAccumulation, HalfAccumulationWouldSaturate) {
 }
 
 TEST(ReduceAccumulation, SumOfSixtyThousandOnesInHalf) {
+  ReducedSumAndMean reduced;
   // 100,000 would overflow the half output (max 65504); 60000 = 1875 * 32
   // is exact in half.
   ContextGuard guard(context("cpu", "half"));
@@ -188,6 +215,7 @@ TEST(ReduceAccumulation, SumOfSixtyThousandOnesInHalf) {
 }
 
 TEST(ReduceAccumulation, SumOfOneHundredThousandHalvesInHalf) {
+  ReducedSumAndMean reduced;
   // The fp32 sum is exactly 50000; half spacing at 50000 is 32, so the
   // stored output is 50000 rounded to half: 49984 (the tie goes to even).
   ContextGuard guard(context("cpu", "half"));
@@ -198,6 +226,7 @@ TEST(ReduceAccumulation, SumOfOneHundredThousandHalvesInHalf) {
 }
 
 TEST(ReduceAccumulation, MeanOfOneHundredThousandOnesIsOneInBFloat16) {
+  ReducedSumAndMean reduced;
   ContextGuard guard(context("cpu", "bfloat16"));
   auto y = F::mean(filled(100000, 1.0f));
   EXPECT_EQ(y->parent()->function().dtype(), Dtype::bf16);
@@ -206,6 +235,7 @@ TEST(ReduceAccumulation, MeanOfOneHundredThousandOnesIsOneInBFloat16) {
 }
 
 TEST(ReduceAccumulation, MeanKeepDimsOverNonAdjacentAxesInHalf) {
+  ReducedSumAndMean reduced;
   // 2 x 5000 x 3 x 10: each output averages 50000 values; fp16 accumulation
   // would be far off, fp32 is exact for these values (multiples of 1/4).
   ContextGuard guard(context("cpu", "half"));
@@ -336,8 +366,8 @@ TEST(Reduce, MaxOfAnEmptyAxisIsRejected) {
 
 TEST(Reduce, PrecisionPolicy) {
   auto& policy = PrecisionPolicy::instance();
-  EXPECT_EQ(policy.get("Sum"), Precision::reduced);  // fp32 sums inside
-  EXPECT_EQ(policy.get("Mean"), Precision::reduced);
+  EXPECT_EQ(policy.get("Sum"), Precision::float32);  // losses are reduced
+  EXPECT_EQ(policy.get("Mean"), Precision::float32);
   EXPECT_EQ(policy.get("Max"), Precision::reduced);  // a max does not round
 }
 
