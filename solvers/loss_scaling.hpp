@@ -15,6 +15,15 @@ enum class MinScalePolicy { warn, error };
 
 /// The updater's options; the defaults are NNabla's.
 struct DynamicLossScalingOptions {
+  /// false: a plain updater for float and bfloat16 training, which need no
+  /// loss scale: backward is seeded with 1 and the scale stays 1 (scale,
+  /// scaling_factor, interval, min_scale and max_scale are not used and
+  /// options() reads 1 for the three scales). Accumulation, weight decay and
+  /// clipping work as with scaling. The inf/nan check still runs (one
+  /// read-only pass over the grads, the same pass that takes the norm when
+  /// clipping): a non-finite step is skipped and counted, with the warning
+  /// or error of at_min_scale.
+  bool loss_scaling = true;
   float scale = 8.0f;           // initial loss scale
   float scaling_factor = 2.0f;  // back off by it on overflow, grow by it
   int interval = 2000;          // grow after this many applied steps in a row

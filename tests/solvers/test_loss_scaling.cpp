@@ -244,6 +244,106 @@ TEST(DynamicLossScaling, StateRoundTrip) {
   EXPECT_THROW(up.set_state(st), std::invalid_argument);
 }
 
+// loss_scaling = false: a plain updater for float and bfloat16. Two
+// accumulated batches and weight decay, seeded with 1: the grads in memory
+// are 2x + wd W and W moves by lr times that, exactly (every value is a
+// short binary fraction, exact in bfloat16 too).
+TEST(PlainUpdater, AccumulatesAndDecaysWithoutAScaleInFloatAndBfloat16) {
+  for (const char* type_config : {"float", "bfloat16"}) {
+    SCOPED_TRACE(type_config);
+    Scripted s("....", type_config);
+    auto solver = solvers::Sgd(0.25f);
+    solver->set_parameters(s.params.parameters());
+    DynamicLossScalingOptions o;
+    o.loss_scaling = false;
+    o.accum_grad = 2;
+    o.weight_decay = 0.5f;
+    o.interval = 1;  // not used: the scale never grows
+    DynamicLossScalingUpdater up(solver, s.loss, s.feeder(), o);
+    EXPECT_EQ(up.scale(), 1.0f);
+    EXPECT_EQ(up.options().scale, 1.0f);
+    EXPECT_EQ(up.options().max_scale, 1.0f);
+    ContextGuard g(s.ctx);
+    EXPECT_TRUE(up.update());
+    EXPECT_EQ(s.fed, 2u);
+    EXPECT_EQ(grad_doubles(s.W), (std::vector<double>{1.5, 2.5, 3.5}))
+        << "seeded with 1, then decayed: 2x + 0.5 W";
+    EXPECT_EQ(to_doubles(s.W), (std::vector<double>{0.625, 0.375, 0.125}));
+    EXPECT_TRUE(up.update());
+    // g = 2x + 0.5 W = (1.3125, 2.1875, 3.0625); W -= g / 4.
+    EXPECT_EQ(to_doubles(s.W),
+              (std::vector<double>{0.296875, -0.171875, -0.640625}));
+    EXPECT_EQ(up.scale(), 1.0f);
+    EXPECT_EQ(up.scale_history(), (std::vector<float>{1, 1}));
+  }
+}
+
+TEST(PlainUpdater, ClipsToTheGlobalNormWithoutAScale) {
+  Scripted s(".", "bfloat16");
+  auto solver = solvers::Sgd(1.0f);
+  solver->set_parameters(s.params.parameters());
+  DynamicLossScalingOptions o;
+  o.loss_scaling = false;
+  o.clip_grad_by_global_norm = 0.5f;
+  DynamicLossScalingUpdater up(solver, s.loss, s.feeder(), o);
+  EXPECT_TRUE(up.update());
+  const double k = 0.5 / std::sqrt(3.5);
+  expect_near(to_doubles(s.W), {1 - 0.5 * k, 1 - k, 1 - 1.5 * k}, 1e-6, 0,
+              "clipped step");
+  expect_near(grad_doubles(s.W), {0.5, 1, 1.5}, 0, 0,
+              "the grads stay as backward wrote them, seeded with 1");
+}
+
+TEST(PlainUpdater, SkipsANonFiniteStepAndWarnsOrThrows) {
+  Scripted s("i.n", "float");
+  auto solver = solvers::Sgd(0.25f);
+  solver->set_parameters(s.params.parameters());
+  DynamicLossScalingOptions o;
+  o.loss_scaling = false;
+  DynamicLossScalingUpdater up(solver, s.loss, s.feeder(), o);
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(up.update());
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("gradients are inf or nan (step 1) with loss scaling off"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(to_doubles(s.W), (std::vector<double>{1, 1, 1}));
+  EXPECT_EQ(up.scale(), 1.0f);
+  EXPECT_TRUE(up.update());
+  EXPECT_EQ(to_doubles(s.W), (std::vector<double>{0.875, 0.75, 0.625}));
+  DynamicLossScalingOptions strict = o;
+  strict.at_min_scale = MinScalePolicy::error;
+  DynamicLossScalingUpdater up2(solver, s.loss, s.feeder(), strict);
+  EXPECT_THROW(up2.update(), std::runtime_error);
+  EXPECT_EQ(up2.skipped_steps(), 1);
+  EXPECT_EQ(up.applied_steps() + up.skipped_steps(), 2);
+}
+
+TEST(PlainUpdater, RefusesAScaledState) {
+  Scripted s(".");
+  auto solver = solvers::Sgd(0.25f);
+  solver->set_parameters(s.params.parameters());
+  DynamicLossScalingOptions o;
+  o.loss_scaling = false;
+  DynamicLossScalingUpdater up(solver, s.loss, s.feeder(), o);
+  LossScalerState st;
+  st.scale = 1.0f;
+  st.applied_steps = 7;
+  up.set_state(st);
+  EXPECT_EQ(up.applied_steps(), 7);
+  st.scale = 8.0f;
+  try {
+    up.set_state(st);
+    FAIL() << "a scale of 8 was accepted with loss scaling off";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "loss scaling is off (options.loss_scaling = false), so the "
+                  "scale must be 1, got 8"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 void expect_bad_option(const std::function<void(DynamicLossScalingOptions&)>& set,
                        const std::string& part) {
   Scripted s(".");
@@ -264,10 +364,11 @@ TEST(DynamicLossScaling, BadOptionsAreRejected) {
   expect_bad_option([](auto& o) { o.scaling_factor = 0.5f; },
                     "scaling_factor must be > 1");
   expect_bad_option([](auto& o) { o.min_scale = 8; o.max_scale = 4; },
-                    "min_scale 8.000000 is above max_scale 4.000000");
+                    "min_scale 8 is above max_scale 4");
   expect_bad_option([](auto& o) { o.interval = 0; }, "interval must be >= 1");
   expect_bad_option([](auto& o) { o.accum_grad = 0; }, "accum_grad must be >= 1");
-  expect_bad_option([](auto& o) { o.scale = 1e9f; }, "scale 1000000000");
+  expect_bad_option([](auto& o) { o.scale = 1e9f; },
+                    "scale 1e+09 must be in [min_scale 1, max_scale 1.67772e+07]");
   Scripted s(".");
   EXPECT_THROW(DynamicLossScalingUpdater(nullptr, s.loss, s.feeder()),
                std::invalid_argument);
