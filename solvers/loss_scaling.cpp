@@ -46,6 +46,10 @@ void check_options(const DynamicLossScalingOptions& o) {
     fail(msg("clip_grad_by_global_norm must be > 0, got ",
              *o.clip_grad_by_global_norm));
   }
+  if (o.scale_history_length < 1) {
+    fail(msg("scale_history_length must be >= 1, got ",
+             o.scale_history_length));
+  }
   check_scale(o.scale, o);
 }
 
@@ -86,9 +90,22 @@ void DynamicLossScalingUpdater::set_state(const LossScalerState& state) {
   state_ = state;
 }
 
+std::vector<float> DynamicLossScalingUpdater::scale_history() const {
+  std::vector<float> ordered(history_.begin() + history_next_, history_.end());
+  ordered.insert(ordered.end(), history_.begin(),
+                 history_.begin() + history_next_);
+  return ordered;
+}
+
 bool DynamicLossScalingUpdater::update() {
   const float scale = state_.scale;
-  history_.push_back(scale);
+  const auto length = static_cast<size_t>(options_.scale_history_length);
+  if (history_.size() < length) {
+    history_.push_back(scale);
+  } else {
+    history_[history_next_] = scale;
+    history_next_ = (history_next_ + 1) % length;
+  }
   solver_->zero_grad();
   // The scale stays fixed across accumulated batches: they add up in one
   // set of grads that is unscaled once.
