@@ -120,8 +120,7 @@ bool DynamicLossScalingUpdater::update() {
   // pass, unless weight decay must add to unscaled grads in memory, or a
   // scale below 1 could overflow them in the unscale: then this pass writes
   // the unscaled grads. (For scale >= 1 a grad is finite exactly when the
-  // unscaled one is.)
-  // (At scale 1 the grads in memory are already the unscaled ones.)
+  // unscaled one is; at scale 1 the grads are already unscaled.)
   const bool unscale_first =
       (options_.weight_decay && scale != 1.0f) || scale < 1.0f;
   const bool clip = options_.clip_grad_by_global_norm.has_value();

@@ -60,12 +60,15 @@ struct LossScalerState {
 ///   else: update(1 / scale), which unscales (and clips) inside the update's
 ///   own pass, and after `interval` applied steps in a row scale *= factor
 ///   (not above max_scale).
-/// With weight decay (which adds to the unscaled, clipped grads) or a scale
-/// below 1 (where unscaling can overflow), the check's pass also writes the
-/// unscaled grads. So after update() the grads hold the scaled values
-/// backward wrote in the first case and unscaled ones in the second.
+/// With weight decay (which adds to the unscaled, clipped grads) at a scale
+/// other than 1, or a scale below 1 (where unscaling can overflow), the
+/// check's pass also writes the unscaled grads. So after update() the grads
+/// hold the values backward wrote (scaled) when neither applies, and
+/// unscaled ones when one does.
 /// A skipped step changes nothing in the solver: no weight decay, no
 /// momentum, its step count t stays.
+/// With options.loss_scaling = false it is the plain updater of float and
+/// bfloat16 training: the same step at a scale fixed at 1.
 class DynamicLossScalingUpdater {
  public:
   using Feeder = std::function<void()>;
