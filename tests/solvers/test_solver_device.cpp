@@ -298,6 +298,49 @@ TEST(SolverDevice, TheBackendFindsTheRuleBySlot) {
             (std::vector<int>{decay, decay, step, step}));
 }
 
+// A user's solver that reads w and g itself (and so must run on the host)
+// says nothing about elementwise_update: it stays on the host, and it gets
+// the grad scale from its context.
+class HostSignSgd : public Solver {
+ public:
+  HostSignSgd() : Solver(0.5f) {}
+  std::string name() const override { return "HostSignSgd"; }
+  std::vector<std::string> state_names() const override { return {}; }
+  float seen_scale = 0;
+  std::string seen_device;
+
+ protected:
+  void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                   SolverState&, int64_t n) override {
+    seen_scale = ctx.grad_scale;
+    seen_device = ctx.device;
+    for (int64_t i = 0; i < n; ++i) {
+      const float gi = g[i] * ctx.grad_scale;
+      w[i] -= learning_rate_ * static_cast<float>((gi > 0) - (gi < 0));
+    }
+  }
+};
+
+TEST(SolverDevice, ASolverThatDoesNotSayItIsElementwiseStaysOnTheHost) {
+  FakeSetup s;
+  auto params = make_params();
+  auto solver = std::make_shared<HostSignSgd>();
+  solver->set_parameters(params);
+  write_grads(params, "fake:0", 0);
+  const auto before = data_of(params[0].second);
+  solver->update(0.125f);
+  EXPECT_EQ(FakeSolverOps::instance().rules, 0);
+  EXPECT_EQ(solver->seen_scale, 0.125f);
+  EXPECT_EQ(solver->seen_device, "cpu");
+  EXPECT_EQ(params[0].second->data()->array().head_device(), "cpu");
+  const float* g = params[0].second->grad()->get<const float>();
+  const auto after = data_of(params[0].second);
+  for (int i = 0; i < 15; ++i) {
+    const float sign = static_cast<float>((g[i] > 0) - (g[i] < 0));
+    EXPECT_EQ(after[i], before[i] - 0.5f * sign) << i;
+  }
+}
+
 TEST(SolverDevice, SolversTheDeviceDoesNotRunStayOnTheHost) {
   FakeSetup s;
   auto host_params = make_params(), dev_params = make_params();
