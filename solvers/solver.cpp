@@ -7,6 +7,7 @@
 
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/contexts/device.hpp>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/solvers/device_ops.hpp>
 #include <mixgraph/solvers/update_rule.hpp>
 #include <mixgraph/solvers/weight_decay_rule.hpp>
@@ -168,10 +169,9 @@ void check_hyper(const std::string& solver, const std::string& name, float v,
                  float lo, bool lo_inclusive) {
   const bool ok = lo_inclusive ? v >= lo : v > lo;
   if (!ok || std::isnan(v)) {
-    throw std::invalid_argument("[" + solver + "] " + name + " must be " +
-                                (lo_inclusive ? ">= " : "> ") +
-                                std::to_string(lo) + ", got " +
-                                std::to_string(v));
+    throw std::invalid_argument(msg("[", solver, "] ", name, " must be ",
+                                    lo_inclusive ? ">= " : "> ", lo, ", got ",
+                                    v));
   }
 }
 
@@ -275,11 +275,10 @@ void Solver::weight_decay(float rate) {
   if (decoupled_decay_rate() >= 0.0f) {
     if (rate != decoupled_decay_rate()) {
       throw std::invalid_argument(
-          "[" + name() + "::weight_decay] " + name() +
-          " decays the weights inside update() at wd = " +
-          std::to_string(decoupled_decay_rate()) +
-          " given at construction; weight_decay(" + std::to_string(rate) +
-          ") asks for another rate");
+          msg("[", name(), "::weight_decay] ", name(),
+              " decays the weights inside update() at wd = ",
+              decoupled_decay_rate(), " given at construction; weight_decay(",
+              rate, ") asks for another rate"));
     }
     return;
   }
