@@ -52,10 +52,10 @@ AdaBoundRule AdaBound::rule(uint32_t t, bool bias_correction) const {
                       static_cast<float>(final_lr * (1.0 + 1.0 / gt))};
 }
 
-void AdaBound::update_impl(float* w, const float* g, SolverState& state,
-                           int64_t n) {
-  apply_rule(rule(state.t, true), n, w, g, state_data(state, "mean"),
-             state_data(state, "var"));
+void AdaBound::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                           SolverState& state, int64_t n) {
+  apply_rule(ctx, rule(state.t, true), n, w, g, state_data(ctx, state, "mean"),
+             state_data(ctx, state, "var"));
 }
 
 AMSBound::AMSBound(float alpha, float beta1, float beta2, float eps,
@@ -63,10 +63,11 @@ AMSBound::AMSBound(float alpha, float beta1, float beta2, float eps,
     : AdaBound("AMSBound", alpha, beta1, beta2, eps, final_lr, gamma),
       bias_correction_(bias_correction) {}
 
-void AMSBound::update_impl(float* w, const float* g, SolverState& state,
-                           int64_t n) {
-  apply_rule(rule(state.t, bias_correction_), n, w, g, state_data(state, "m"),
-             state_data(state, "v"), state_data(state, "v_hat"));
+void AMSBound::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                           SolverState& state, int64_t n) {
+  apply_rule(ctx, rule(state.t, bias_correction_), n, w, g,
+             state_data(ctx, state, "m"), state_data(ctx, state, "v"),
+             state_data(ctx, state, "v_hat"));
 }
 
 namespace solvers {

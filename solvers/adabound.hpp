@@ -52,8 +52,9 @@ class AdaBound : public Solver {
   /// Checks the hyper-parameters in the name of `solver`.
   AdaBound(const char* solver, float alpha, float beta1, float beta2, float eps,
            float final_lr, float gamma);
-  void update_impl(float* w, const float* g, SolverState& state,
-                   int64_t n) override;
+  bool elementwise_update() const override { return true; }
+  void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                   SolverState& state, int64_t n) override;
   /// The rule at step t; bias_correction picks Adam's alpha_t or alpha.
   AdaBoundRule rule(uint32_t t, bool bias_correction) const;
   float beta1_, beta2_, eps_, final_lr_, gamma_, initial_alpha_;
@@ -73,8 +74,9 @@ class AMSBound : public AdaBound {
   }
 
  protected:
-  void update_impl(float* w, const float* g, SolverState& state,
-                   int64_t n) override;
+  bool elementwise_update() const override { return true; }
+  void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                   SolverState& state, int64_t n) override;
   bool bias_correction_;
 };
 

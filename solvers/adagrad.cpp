@@ -9,10 +9,10 @@ Adagrad::Adagrad(float lr, float eps) : Solver(lr), eps_(eps) {
   check_hyper("Adagrad", "eps", eps, 0);
 }
 
-void Adagrad::update_impl(float* w, const float* g, SolverState& state,
-                          int64_t n) {
-  apply_rule(AdagradRule{learning_rate_, eps_}, n, w, g,
-             state_data(state, "v"));
+void Adagrad::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                          SolverState& state, int64_t n) {
+  apply_rule(ctx, AdagradRule{learning_rate_, eps_}, n, w, g,
+             state_data(ctx, state, "v"));
 }
 
 Adadelta::Adadelta(float lr, float decay, float eps)
@@ -23,10 +23,11 @@ Adadelta::Adadelta(float lr, float decay, float eps)
   check_hyper("Adadelta", "eps", eps, 0, false);
 }
 
-void Adadelta::update_impl(float* w, const float* g, SolverState& state,
-                           int64_t n) {
-  apply_rule(AdadeltaRule{learning_rate_, decay_, eps_}, n, w, g,
-             state_data(state, "e_sqr_grad"), state_data(state, "e_sqr_delta"));
+void Adadelta::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                           SolverState& state, int64_t n) {
+  apply_rule(ctx, AdadeltaRule{learning_rate_, decay_, eps_}, n, w, g,
+             state_data(ctx, state, "e_sqr_grad"),
+             state_data(ctx, state, "e_sqr_delta"));
 }
 
 namespace solvers {

@@ -25,8 +25,9 @@ class Adagrad : public Solver {
   std::vector<std::string> state_names() const override { return {"v"}; }
 
  protected:
-  void update_impl(float* w, const float* g, SolverState& state,
-                   int64_t n) override;
+  bool elementwise_update() const override { return true; }
+  void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                   SolverState& state, int64_t n) override;
   float eps_;
 };
 
@@ -54,8 +55,9 @@ class Adadelta : public Solver {
   }
 
  protected:
-  void update_impl(float* w, const float* g, SolverState& state,
-                   int64_t n) override;
+  bool elementwise_update() const override { return true; }
+  void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                   SolverState& state, int64_t n) override;
   float decay_, eps_;
 };
 

@@ -20,10 +20,10 @@ AdamRule Adam::rule(uint32_t t) const {
   return AdamRule{alpha_t, beta1_, beta2_, eps_};
 }
 
-void Adam::update_impl(float* w, const float* g, SolverState& state,
-                       int64_t n) {
-  apply_rule(rule(state.t), n, w, g, state_data(state, "mean"),
-             state_data(state, "var"));
+void Adam::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                       SolverState& state, int64_t n) {
+  apply_rule(ctx, rule(state.t), n, w, g, state_data(ctx, state, "mean"),
+             state_data(ctx, state, "var"));
 }
 
 AdamW::AdamW(float alpha, float beta1, float beta2, float eps, float wd)

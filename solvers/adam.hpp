@@ -32,8 +32,9 @@ class Adam : public Solver {
   }
 
  protected:
-  void update_impl(float* w, const float* g, SolverState& state,
-                   int64_t n) override;
+  bool elementwise_update() const override { return true; }
+  void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                   SolverState& state, int64_t n) override;
   /// The rule for step t (bias corrections and decay folded in).
   virtual AdamRule rule(uint32_t t) const;
   float beta1_, beta2_, eps_;

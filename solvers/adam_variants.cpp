@@ -26,13 +26,13 @@ Adamax::Adamax(float alpha, float beta1, float beta2, float eps)
   check_adam_like("Adamax", alpha, beta1, beta2, eps);
 }
 
-void Adamax::update_impl(float* w, const float* g, SolverState& state,
-                         int64_t n) {
+void Adamax::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                         SolverState& state, int64_t n) {
   // NNabla corrects only the first moment's bias: u is a max, not a mean.
   const auto alpha_t =
       static_cast<float>(learning_rate_ / one_minus_pow(beta1_, state.t));
-  apply_rule(AdamaxRule{alpha_t, beta1_, beta2_, eps_}, n, w, g,
-             state_data(state, "m"), state_data(state, "u"));
+  apply_rule(ctx, AdamaxRule{alpha_t, beta1_, beta2_, eps_}, n, w, g,
+             state_data(ctx, state, "m"), state_data(ctx, state, "u"));
 }
 
 AMSGrad::AMSGrad(float alpha, float beta1, float beta2, float eps,
@@ -45,16 +45,17 @@ AMSGrad::AMSGrad(float alpha, float beta1, float beta2, float eps,
   check_adam_like("AMSGRAD", alpha, beta1, beta2, eps);
 }
 
-void AMSGrad::update_impl(float* w, const float* g, SolverState& state,
-                          int64_t n) {
+void AMSGrad::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                          SolverState& state, int64_t n) {
   double alpha_t = learning_rate_;
   if (bias_correction_) {
     alpha_t *= std::sqrt(one_minus_pow(beta2_, state.t)) /
                one_minus_pow(beta1_, state.t);
   }
-  apply_rule(AmsgradRule{static_cast<float>(alpha_t), beta1_, beta2_, eps_}, n,
-             w, g, state_data(state, "m"), state_data(state, "v"),
-             state_data(state, "v_hat"));
+  apply_rule(ctx,
+             AmsgradRule{static_cast<float>(alpha_t), beta1_, beta2_, eps_}, n,
+             w, g, state_data(ctx, state, "m"), state_data(ctx, state, "v"),
+             state_data(ctx, state, "v_hat"));
 }
 
 AdaBelief::AdaBelief(float alpha, float beta1, float beta2, float eps, float wd,
@@ -78,8 +79,8 @@ std::vector<std::string> AdaBelief::state_names() const {
   return {"mean", "var"};
 }
 
-void AdaBelief::update_impl(float* w, const float* g, SolverState& state,
-                            int64_t n) {
+void AdaBelief::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                            SolverState& state, int64_t n) {
   const uint32_t t = state.t;
   const double c1 = one_minus_pow(beta1_, t);
   const double c2_sq = one_minus_pow(beta2_, t);
@@ -104,11 +105,11 @@ void AdaBelief::update_impl(float* w, const float* g, SolverState& state,
   rule.sgd = sgd;
   if (weight_decouple_) rule.decay = fixed_decay_ ? wd_ : wd_ * learning_rate_;
   if (amsgrad_) {
-    apply_rule(rule, n, w, g, state_data(state, "mean"),
-               state_data(state, "var"), state_data(state, "s_max"));
+    apply_rule(ctx, rule, n, w, g, state_data(ctx, state, "mean"),
+               state_data(ctx, state, "var"), state_data(ctx, state, "s_max"));
   } else {
-    apply_rule(rule, n, w, g, state_data(state, "mean"),
-               state_data(state, "var"));
+    apply_rule(ctx, rule, n, w, g, state_data(ctx, state, "mean"),
+               state_data(ctx, state, "var"));
   }
 }
 

@@ -28,8 +28,9 @@ class Adamax : public Solver {
   std::vector<std::string> state_names() const override { return {"m", "u"}; }
 
  protected:
-  void update_impl(float* w, const float* g, SolverState& state,
-                   int64_t n) override;
+  bool elementwise_update() const override { return true; }
+  void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                   SolverState& state, int64_t n) override;
   float beta1_, beta2_, eps_;
 };
 
@@ -61,8 +62,9 @@ class AMSGrad : public Solver {
   }
 
  protected:
-  void update_impl(float* w, const float* g, SolverState& state,
-                   int64_t n) override;
+  bool elementwise_update() const override { return true; }
+  void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                   SolverState& state, int64_t n) override;
   float beta1_, beta2_, eps_;
   bool bias_correction_;
 };
@@ -115,8 +117,9 @@ class AdaBelief : public Solver {
   float decoupled_decay_rate() const override {
     return weight_decouple_ ? wd_ : -1.0f;
   }
-  void update_impl(float* w, const float* g, SolverState& state,
-                   int64_t n) override;
+  bool elementwise_update() const override { return true; }
+  void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                   SolverState& state, int64_t n) override;
   float beta1_, beta2_, eps_, wd_;
   bool amsgrad_, weight_decouple_, fixed_decay_, rectify_;
 };

@@ -17,8 +17,6 @@ Table& table() {
   return *t;
 }
 
-thread_local const detail::RuleDevice* rule_device = nullptr;
-
 }  // namespace
 
 void register_solver_device_ops(const std::string& name, SolverDeviceOps* ops) {
@@ -33,18 +31,5 @@ SolverDeviceOps* find_solver_device_ops(const std::string& name) {
   auto it = t.ops.find(name);
   return it == t.ops.end() ? nullptr : it->second;
 }
-
-namespace detail {
-
-const RuleDevice* current_rule_device() { return rule_device; }
-
-RuleDeviceGuard::RuleDeviceGuard(const RuleDevice* device)
-    : previous_(rule_device) {
-  rule_device = device;
-}
-
-RuleDeviceGuard::~RuleDeviceGuard() { rule_device = previous_; }
-
-}  // namespace detail
 
 }  // namespace mg

@@ -24,11 +24,11 @@ Lamb::Lamb(float eta, float beta1, float beta2, float gamma_l, float gamma_u,
   check_hyper("Lamb", "eps", eps, 0);
 }
 
-void Lamb::update_impl(float* w, const float* g, SolverState& state,
-                       int64_t n) {
-  float* m = state_data(state, "mean");
-  float* v = state_data(state, "var");
-  apply_rule(LambMomentsRule{beta1_, beta2_}, n, w, g, m, v);
+void Lamb::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                       SolverState& state, int64_t n) {
+  float* m = state_data(ctx, state, "mean");
+  float* v = state_data(ctx, state, "var");
+  apply_rule(ctx, LambMomentsRule{beta1_, beta2_}, n, w, g, m, v);
 
   const uint32_t t = state.t;
   LambDirection r{1.0f, 1.0f, eps_, fused_decay_rate()};
@@ -44,8 +44,8 @@ void Lamb::update_impl(float* w, const float* g, SolverState& state,
   const double r_norm = std::sqrt(
       sum_of_squares(n, [&](int64_t i) { return r(w[i], m[i], v[i]); }));
   const double ratio = r_norm > eps_ ? w_norm / r_norm : 1.0;
-  apply_rule(LambStepRule{r, static_cast<float>(learning_rate_ * ratio)}, n, w,
-             g, m, v);
+  apply_rule(ctx, LambStepRule{r, static_cast<float>(learning_rate_ * ratio)},
+             n, w, g, m, v);
 }
 
 namespace solvers {

@@ -53,8 +53,8 @@ class Lamb : public Solver {
 
  protected:
   bool fuses_weight_decay() const override { return true; }
-  void update_impl(float* w, const float* g, SolverState& state,
-                   int64_t n) override;
+  void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                   SolverState& state, int64_t n) override;
   float beta1_, beta2_, gamma_l_, gamma_u_, eps_;
   bool bias_correction_;
 };

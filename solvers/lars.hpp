@@ -29,8 +29,8 @@ class Lars : public Solver {
 
  protected:
   bool fuses_weight_decay() const override { return true; }
-  void update_impl(float* w, const float* g, SolverState& state,
-                   int64_t n) override;
+  void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                   SolverState& state, int64_t n) override;
   float momentum_, coefficient_, eps_;
 };
 

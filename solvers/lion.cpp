@@ -11,10 +11,10 @@ Lion::Lion(float lr, float beta1, float beta2)
   check_hyper("Lion", "beta2", beta2, 0);
 }
 
-void Lion::update_impl(float* w, const float* g, SolverState& state,
-                       int64_t n) {
-  apply_rule(LionRule{learning_rate_, beta1_, beta2_, fused_decay_rate()}, n, w,
-             g, state_data(state, "m"));
+void Lion::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                       SolverState& state, int64_t n) {
+  apply_rule(ctx, LionRule{learning_rate_, beta1_, beta2_, fused_decay_rate()},
+             n, w, g, state_data(ctx, state, "m"));
 }
 
 namespace solvers {

@@ -29,8 +29,9 @@ class Lion : public Solver {
 
  protected:
   bool fuses_weight_decay() const override { return true; }
-  void update_impl(float* w, const float* g, SolverState& state,
-                   int64_t n) override;
+  bool elementwise_update() const override { return true; }
+  void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                   SolverState& state, int64_t n) override;
   float beta1_, beta2_;
 };
 

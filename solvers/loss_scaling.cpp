@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <mixgraph/contexts/strings.hpp>
+
 namespace mg {
 
 namespace {
@@ -13,38 +15,40 @@ const char* kTag = "[DynamicLossScalingUpdater] ";
 
 void check_scale(float scale, const DynamicLossScalingOptions& o) {
   if (!(scale >= o.min_scale && scale <= o.max_scale) || !std::isfinite(scale)) {
-    throw std::invalid_argument(std::string(kTag) + "scale " +
-                                std::to_string(scale) + " must be in [min_scale " +
-                                std::to_string(o.min_scale) + ", max_scale " +
-                                std::to_string(o.max_scale) + "]");
+    throw std::invalid_argument(msg(kTag, "scale ", scale,
+                                    " must be in [min_scale ", o.min_scale,
+                                    ", max_scale ", o.max_scale, "]"));
   }
 }
 
 void check_options(const DynamicLossScalingOptions& o) {
   auto fail = [](const std::string& what) {
-    throw std::invalid_argument(std::string(kTag) + what);
+    throw std::invalid_argument(kTag + what);
   };
   if (!(o.scaling_factor > 1.0f) || !std::isfinite(o.scaling_factor)) {
-    fail("scaling_factor must be > 1, got " + std::to_string(o.scaling_factor));
+    fail(msg("scaling_factor must be > 1, got ", o.scaling_factor));
   }
-  if (o.interval < 1) fail("interval must be >= 1, got " + std::to_string(o.interval));
+  if (o.interval < 1) fail(msg("interval must be >= 1, got ", o.interval));
   if (o.accum_grad < 1) {
-    fail("accum_grad must be >= 1, got " + std::to_string(o.accum_grad));
+    fail(msg("accum_grad must be >= 1, got ", o.accum_grad));
   }
   if (!(o.min_scale > 0.0f)) {
-    fail("min_scale must be > 0, got " + std::to_string(o.min_scale));
+    fail(msg("min_scale must be > 0, got ", o.min_scale));
   }
   if (!std::isfinite(o.max_scale)) fail("max_scale must be finite");
   if (o.min_scale > o.max_scale) {
-    fail("min_scale " + std::to_string(o.min_scale) + " is above max_scale " +
-         std::to_string(o.max_scale));
+    fail(msg("min_scale ", o.min_scale, " is above max_scale ", o.max_scale));
   }
   if (o.weight_decay && !(*o.weight_decay >= 0.0f)) {
-    fail("weight_decay must be >= 0, got " + std::to_string(*o.weight_decay));
+    fail(msg("weight_decay must be >= 0, got ", *o.weight_decay));
   }
   if (o.clip_grad_by_global_norm && !(*o.clip_grad_by_global_norm > 0.0f)) {
-    fail("clip_grad_by_global_norm must be > 0, got " +
-         std::to_string(*o.clip_grad_by_global_norm));
+    fail(msg("clip_grad_by_global_norm must be > 0, got ",
+             *o.clip_grad_by_global_norm));
+  }
+  if (o.scale_history_length < 1) {
+    fail(msg("scale_history_length must be >= 1, got ",
+             o.scale_history_length));
   }
   check_scale(o.scale, o);
 }
@@ -58,25 +62,50 @@ DynamicLossScalingUpdater::DynamicLossScalingUpdater(
       loss_(std::move(loss)),
       feeder_(std::move(feeder)),
       options_(options) {
-  if (!solver_) throw std::invalid_argument(std::string(kTag) + "solver is null");
-  if (!loss_) throw std::invalid_argument(std::string(kTag) + "loss is null");
-  if (!feeder_) throw std::invalid_argument(std::string(kTag) + "feeder is empty");
+  if (!solver_) throw std::invalid_argument(msg(kTag, "solver is null"));
+  if (!loss_) throw std::invalid_argument(msg(kTag, "loss is null"));
+  if (!feeder_) throw std::invalid_argument(msg(kTag, "feeder is empty"));
+  if (!options_.loss_scaling) {
+    // A plain updater: the scale is 1 and never moves.
+    options_.scale = options_.min_scale = options_.max_scale = 1.0f;
+  }
   check_options(options_);
   state_.scale = options_.scale;
 }
 
 void DynamicLossScalingUpdater::set_state(const LossScalerState& state) {
+  if (!options_.loss_scaling && state.scale != 1.0f) {
+    throw std::invalid_argument(
+        msg(kTag, "loss scaling is off (options.loss_scaling = false), so the "
+                  "scale must be 1, got ",
+            state.scale, " (a checkpoint of a run with loss scaling?)"));
+  }
   check_scale(state.scale, options_);
   if (state.counter < 0 || state.applied_steps < 0 || state.skipped_steps < 0) {
-    throw std::invalid_argument(std::string(kTag) +
-                                "state counters must not be negative");
+    throw std::invalid_argument(
+        msg(kTag, "state counters must not be negative, got counter ",
+            state.counter, ", applied_steps ", state.applied_steps,
+            ", skipped_steps ", state.skipped_steps));
   }
   state_ = state;
 }
 
+std::vector<float> DynamicLossScalingUpdater::scale_history() const {
+  std::vector<float> ordered(history_.begin() + history_next_, history_.end());
+  ordered.insert(ordered.end(), history_.begin(),
+                 history_.begin() + history_next_);
+  return ordered;
+}
+
 bool DynamicLossScalingUpdater::update() {
   const float scale = state_.scale;
-  history_.push_back(scale);
+  const auto length = static_cast<size_t>(options_.scale_history_length);
+  if (history_.size() < length) {
+    history_.push_back(scale);
+  } else {
+    history_[history_next_] = scale;
+    history_next_ = (history_next_ + 1) % length;
+  }
   solver_->zero_grad();
   // The scale stays fixed across accumulated batches: they add up in one
   // set of grads that is unscaled once.
@@ -91,8 +120,9 @@ bool DynamicLossScalingUpdater::update() {
   // pass, unless weight decay must add to unscaled grads in memory, or a
   // scale below 1 could overflow them in the unscale: then this pass writes
   // the unscaled grads. (For scale >= 1 a grad is finite exactly when the
-  // unscaled one is.)
-  const bool unscale_first = options_.weight_decay || scale < 1.0f;
+  // unscaled one is; at scale 1 the grads are already unscaled.)
+  const bool unscale_first =
+      (options_.weight_decay && scale != 1.0f) || scale < 1.0f;
   const bool clip = options_.clip_grad_by_global_norm.has_value();
   double norm2 = 0.0;
   double* norm = clip ? &norm2 : nullptr;
@@ -103,16 +133,21 @@ bool DynamicLossScalingUpdater::update() {
     ++state_.skipped_steps;
     state_.counter = 0;
     if (scale <= options_.min_scale) {
-      const std::string msg =
-          std::string(kTag) + "gradients overflowed at the minimum loss scale " +
-          std::to_string(options_.min_scale) + " (step " +
-          std::to_string(state_.applied_steps + state_.skipped_steps) +
-          "): the loss or the gradients are inf or nan without scaling; "
-          "check the data, the learning rate, or lower min_scale";
+      const int64_t step = state_.applied_steps + state_.skipped_steps;
+      const std::string text =
+          options_.loss_scaling
+              ? msg(kTag, "gradients overflowed at the minimum loss scale ",
+                    options_.min_scale, " (step ", step,
+                    "): the loss or the gradients are inf or nan without "
+                    "scaling; check the data, the learning rate, or lower "
+                    "min_scale")
+              : msg(kTag, "gradients are inf or nan (step ", step,
+                    ") with loss scaling off: the step is skipped; check the "
+                    "data and the learning rate");
       if (options_.at_min_scale == MinScalePolicy::error) {
-        throw std::runtime_error(msg);
+        throw std::runtime_error(text);
       }
-      std::fprintf(stderr, "warning: %s\n", msg.c_str());
+      std::fprintf(stderr, "warning: %s\n", text.c_str());
     }
     state_.scale = std::max(scale / options_.scaling_factor, options_.min_scale);
     return false;

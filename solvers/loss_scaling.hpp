@@ -13,9 +13,22 @@ namespace mg {
 /// What happens when a step overflows while the scale is already min_scale.
 enum class MinScalePolicy { warn, error };
 
-/// The updater's options; the defaults are NNabla's.
+/// The updater's options; the defaults are NNabla's, except the initial
+/// scale: 2^16 as PyTorch's GradScaler (NNabla starts at 8). Losses are fp32
+/// under half, so a seed of 2^16 does not overflow; a too large start only
+/// costs a skipped step per halving, a too small one underflows small grads
+/// until `interval` clean steps have grown it.
 struct DynamicLossScalingOptions {
-  float scale = 8.0f;           // initial loss scale
+  /// false: a plain updater for float and bfloat16 training, which need no
+  /// loss scale: backward is seeded with 1 and the scale stays 1 (scale,
+  /// scaling_factor, interval, min_scale and max_scale are not used and
+  /// options() reads 1 for the three scales). Accumulation, weight decay and
+  /// clipping work as with scaling. The inf/nan check still runs (one
+  /// read-only pass over the grads, the same pass that takes the norm when
+  /// clipping): a non-finite step is skipped and counted, with the warning
+  /// or error of at_min_scale.
+  bool loss_scaling = true;
+  float scale = 65536.0f;       // initial loss scale (2^16)
   float scaling_factor = 2.0f;  // back off by it on overflow, grow by it
   int interval = 2000;          // grow after this many applied steps in a row
   bool clear_buffer = true;     // free intermediates during forward/backward
@@ -26,11 +39,14 @@ struct DynamicLossScalingOptions {
   MinScalePolicy at_min_scale = MinScalePolicy::warn;
   /// Clips the unscaled grads to this global L2 norm before the step.
   std::optional<float> clip_grad_by_global_norm;
+  /// How many of the latest scales scale_history() keeps: a ring, so a long
+  /// run's memory stays bounded. At least 1.
+  int scale_history_length = 1024;
 };
 
 /// The updater's counters, saved in checkpoints.
 struct LossScalerState {
-  float scale = 8.0f;
+  float scale = 65536.0f;
   int counter = 0;            // applied steps since the scale last changed
   int64_t applied_steps = 0;
   int64_t skipped_steps = 0;
@@ -44,12 +60,15 @@ struct LossScalerState {
 ///   else: update(1 / scale), which unscales (and clips) inside the update's
 ///   own pass, and after `interval` applied steps in a row scale *= factor
 ///   (not above max_scale).
-/// With weight decay (which adds to the unscaled, clipped grads) or a scale
-/// below 1 (where unscaling can overflow), the check's pass also writes the
-/// unscaled grads. So after update() the grads hold the scaled values
-/// backward wrote in the first case and unscaled ones in the second.
+/// With weight decay (which adds to the unscaled, clipped grads) at a scale
+/// other than 1, or a scale below 1 (where unscaling can overflow), the
+/// check's pass also writes the unscaled grads. So after update() the grads
+/// hold the values backward wrote (scaled) when neither applies, and
+/// unscaled ones when one does.
 /// A skipped step changes nothing in the solver: no weight decay, no
 /// momentum, its step count t stays.
+/// With options.loss_scaling = false it is the plain updater of float and
+/// bfloat16 training: the same step at a scale fixed at 1.
 class DynamicLossScalingUpdater {
  public:
   using Feeder = std::function<void()>;
@@ -62,8 +81,10 @@ class DynamicLossScalingUpdater {
   float scale() const { return state_.scale; }
   int64_t applied_steps() const { return state_.applied_steps; }
   int64_t skipped_steps() const { return state_.skipped_steps; }
-  /// The scale used by each update() so far, in order.
-  const std::vector<float>& scale_history() const { return history_; }
+  /// The scales the latest update() calls ran with, oldest first: the last
+  /// options().scale_history_length of them (a ring; applied_steps() +
+  /// skipped_steps() counts them all). back() is the latest step's.
+  std::vector<float> scale_history() const;
   const DynamicLossScalingOptions& options() const { return options_; }
   const SolverPtr& solver() const { return solver_; }
 
@@ -78,7 +99,8 @@ class DynamicLossScalingUpdater {
   Feeder feeder_;
   DynamicLossScalingOptions options_;
   LossScalerState state_;
-  std::vector<float> history_;
+  std::vector<float> history_;  // a ring of scale_history_length scales
+  size_t history_next_ = 0;     // where the next scale goes once it is full
 };
 
 }  // namespace mg

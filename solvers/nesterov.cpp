@@ -9,10 +9,10 @@ Nesterov::Nesterov(float lr, float momentum) : Solver(lr), momentum_(momentum) {
   check_hyper("Nesterov", "momentum", momentum, 0);
 }
 
-void Nesterov::update_impl(float* w, const float* g, SolverState& state,
-                           int64_t n) {
-  apply_rule(NesterovRule{learning_rate_, momentum_}, n, w, g,
-             state_data(state, "m"));
+void Nesterov::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                           SolverState& state, int64_t n) {
+  apply_rule(ctx, NesterovRule{learning_rate_, momentum_}, n, w, g,
+             state_data(ctx, state, "m"));
 }
 
 namespace solvers {

@@ -25,8 +25,9 @@ class Nesterov : public Solver {
   std::vector<std::string> state_names() const override { return {"m"}; }
 
  protected:
-  void update_impl(float* w, const float* g, SolverState& state,
-                   int64_t n) override;
+  bool elementwise_update() const override { return true; }
+  void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                   SolverState& state, int64_t n) override;
   float momentum_;
 };
 

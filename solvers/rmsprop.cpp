@@ -11,10 +11,10 @@ RMSprop::RMSprop(float lr, float decay, float eps)
   check_hyper("RMSprop", "eps", eps, 0);
 }
 
-void RMSprop::update_impl(float* w, const float* g, SolverState& state,
-                          int64_t n) {
-  apply_rule(RmspropRule{learning_rate_, decay_, eps_}, n, w, g,
-             state_data(state, "v"));
+void RMSprop::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                          SolverState& state, int64_t n) {
+  apply_rule(ctx, RmspropRule{learning_rate_, decay_, eps_}, n, w, g,
+             state_data(ctx, state, "v"));
 }
 
 RMSpropGraves::RMSpropGraves(float lr, float decay, float momentum, float eps)
@@ -27,11 +27,11 @@ RMSpropGraves::RMSpropGraves(float lr, float decay, float momentum, float eps)
   check_hyper("RMSpropGraves", "eps", eps, 0, false);
 }
 
-void RMSpropGraves::update_impl(float* w, const float* g, SolverState& state,
-                                int64_t n) {
-  apply_rule(RmspropGravesRule{learning_rate_, decay_, momentum_, eps_}, n, w,
-             g, state_data(state, "n"), state_data(state, "g"),
-             state_data(state, "d"));
+void RMSpropGraves::update_impl(const UpdateContext& ctx, float* w,
+                                const float* g, SolverState& state, int64_t n) {
+  apply_rule(ctx, RmspropGravesRule{learning_rate_, decay_, momentum_, eps_}, n,
+             w, g, state_data(ctx, state, "n"), state_data(ctx, state, "g"),
+             state_data(ctx, state, "d"));
 }
 
 namespace solvers {

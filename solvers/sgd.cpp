@@ -6,8 +6,9 @@ namespace mg {
 
 Sgd::Sgd(float lr) : Solver(lr) { check_hyper("Sgd", "learning rate", lr, 0); }
 
-void Sgd::update_impl(float* w, const float* g, SolverState&, int64_t n) {
-  apply_rule(SgdRule{learning_rate_}, n, w, g);
+void Sgd::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                      SolverState&, int64_t n) {
+  apply_rule(ctx, SgdRule{learning_rate_}, n, w, g);
 }
 
 Momentum::Momentum(float lr, float momentum) : Solver(lr), momentum_(momentum) {
@@ -15,10 +16,10 @@ Momentum::Momentum(float lr, float momentum) : Solver(lr), momentum_(momentum) {
   check_hyper("Momentum", "momentum", momentum, 0);
 }
 
-void Momentum::update_impl(float* w, const float* g, SolverState& state,
-                           int64_t n) {
-  apply_rule(MomentumRule{learning_rate_, momentum_}, n, w, g,
-             state_data(state, "m"));
+void Momentum::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                           SolverState& state, int64_t n) {
+  apply_rule(ctx, MomentumRule{learning_rate_, momentum_}, n, w, g,
+             state_data(ctx, state, "m"));
 }
 
 namespace solvers {

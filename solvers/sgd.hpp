@@ -20,8 +20,9 @@ class Sgd : public Solver {
   std::vector<std::string> state_names() const override { return {}; }
 
  protected:
-  void update_impl(float* w, const float* g, SolverState& state,
-                   int64_t n) override;
+  bool elementwise_update() const override { return true; }
+  void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                   SolverState& state, int64_t n) override;
 };
 
 /// m = momentum * m + lr * g; w -= m (NNabla's Momentum).
@@ -41,8 +42,9 @@ class Momentum : public Solver {
   std::vector<std::string> state_names() const override { return {"m"}; }
 
  protected:
-  void update_impl(float* w, const float* g, SolverState& state,
-                   int64_t n) override;
+  bool elementwise_update() const override { return true; }
+  void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                   SolverState& state, int64_t n) override;
   float momentum_;
 };
 

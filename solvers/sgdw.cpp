@@ -11,11 +11,11 @@ SgdW::SgdW(float lr, float momentum, float wd)
   check_hyper("SgdW", "wd", wd, 0);
 }
 
-void SgdW::update_impl(float* w, const float* g, SolverState& state,
-                       int64_t n) {
+void SgdW::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                       SolverState& state, int64_t n) {
   const float eta_t = initial_lr_ > 0 ? learning_rate_ / initial_lr_ : 0;
-  apply_rule(SgdWRule{learning_rate_, momentum_, eta_t * wd_}, n, w, g,
-             state_data(state, "m"));
+  apply_rule(ctx, SgdWRule{learning_rate_, momentum_, eta_t * wd_}, n, w, g,
+             state_data(ctx, state, "m"));
 }
 
 namespace solvers {

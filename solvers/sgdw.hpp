@@ -26,8 +26,9 @@ class SgdW : public Solver {
 
  protected:
   float decoupled_decay_rate() const override { return wd_; }
-  void update_impl(float* w, const float* g, SolverState& state,
-                   int64_t n) override;
+  bool elementwise_update() const override { return true; }
+  void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                   SolverState& state, int64_t n) override;
   float momentum_, wd_, initial_lr_;
 };
 

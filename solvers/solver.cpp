@@ -7,6 +7,7 @@
 
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/contexts/device.hpp>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/solvers/device_ops.hpp>
 #include <mixgraph/solvers/update_rule.hpp>
 #include <mixgraph/solvers/weight_decay_rule.hpp>
@@ -25,17 +26,23 @@ const float* grad_f32_read(const VariablePtr& v) {
 // A grad that nothing wrote since zero_grad (or ever) has no step.
 bool has_grad(const VariablePtr& v) { return !v->grad()->array().zeroing(); }
 
-// Where a parameter's update runs: on the device its grad lives on when
-// that device's backend runs this solver there; on the host otherwise (the
+// Where a parameter's update runs: on the device its grad lives on when the
+// solver's update is elementwise (Solver::elementwise_update) and that
+// device's backend registered solver ops; on the host otherwise (the
 // weights then come to the host too).
-detail::RuleDevice rule_device(const VariablePtr& v,
-                               const std::string& solver) {
+UpdateContext update_context(const VariablePtr& v, const std::string& solver,
+                             bool elementwise, float grad_scale) {
+  UpdateContext ctx;
+  ctx.grad_scale = grad_scale;
   const std::string dev = v->grad()->array().head_device();
-  if (dev == "cpu") return {nullptr, 0, "cpu"};
+  if (dev == "cpu" || !elementwise) return ctx;
   const DeviceRef ref = resolve_device(dev, "[" + solver + "::update] ");
   SolverDeviceOps* ops = find_solver_device_ops(ref.name);
-  if (!ops || !ops->runs(solver)) return {nullptr, 0, "cpu"};
-  return {ops, ref.index, dev};
+  if (!ops) return ctx;
+  ctx.ops = ops;
+  ctx.index = ref.index;
+  ctx.device = dev;
+  return ctx;
 }
 
 // The fused pass over every grad with a step, on the device when all of
@@ -118,8 +125,7 @@ bool grad_pass_on_this_cpu(const float* in, float* out, int64_t n, float s,
 }
 
 // The pass above with out and norm2 optional (null: not written).
-bool grad_pass(const float* in, float* out, int64_t n, float s,
-               double* norm2) {
+bool grad_pass(const float* in, float* out, int64_t n, float s, double* norm2) {
   if (out) {
     return norm2 ? grad_pass_on_this_cpu<true, true>(in, out, n, s, norm2)
                  : grad_pass_on_this_cpu<true, false>(in, out, n, s, norm2);
@@ -163,10 +169,9 @@ void check_hyper(const std::string& solver, const std::string& name, float v,
                  float lo, bool lo_inclusive) {
   const bool ok = lo_inclusive ? v >= lo : v > lo;
   if (!ok || std::isnan(v)) {
-    throw std::invalid_argument("[" + solver + "] " + name + " must be " +
-                                (lo_inclusive ? ">= " : "> ") +
-                                std::to_string(lo) + ", got " +
-                                std::to_string(v));
+    throw std::invalid_argument(msg("[", solver, "] ", name, " must be ",
+                                    lo_inclusive ? ">= " : "> ", lo, ", got ",
+                                    v));
   }
 }
 
@@ -196,8 +201,9 @@ void Solver::set_parameters(const ParameterList& params, bool reset,
   }
   for (const auto& [key, var] : params) {
     if (!var) {
-      throw std::invalid_argument("[" + name() + "::set_parameters] parameter '" +
-                                  key + "' is a null variable");
+      throw std::invalid_argument("[" + name() +
+                                  "::set_parameters] parameter '" + key +
+                                  "' is a null variable");
     }
     auto it = entries_.find(key);
     if (it != entries_.end()) {  // already held: replace the variable
@@ -223,9 +229,8 @@ void Solver::set_parameters(const ParameterList& params, bool reset,
 void Solver::remove_parameters(const std::vector<std::string>& names) {
   for (const auto& n : names) {
     if (!entries_.erase(n)) {
-      throw std::invalid_argument("[" + name() +
-                                  "::remove_parameters] no parameter named '" +
-                                  n + "'");
+      throw std::invalid_argument(
+          "[" + name() + "::remove_parameters] no parameter named '" + n + "'");
     }
   }
   ParameterList kept;
@@ -244,43 +249,20 @@ void Solver::zero_grad() {
   for (auto& p : params_) p.second->grad()->zero();
 }
 
-namespace {
-
-thread_local float rule_grad_scale_value = 1.0f;
-
-// Sets rule_grad_scale() while it lives.
-class RuleGradScaleGuard {
- public:
-  explicit RuleGradScaleGuard(float s) : previous_(rule_grad_scale_value) {
-    rule_grad_scale_value = s;
-  }
-  ~RuleGradScaleGuard() { rule_grad_scale_value = previous_; }
-  RuleGradScaleGuard(const RuleGradScaleGuard&) = delete;
-  RuleGradScaleGuard& operator=(const RuleGradScaleGuard&) = delete;
-
- private:
-  float previous_;
-};
-
-}  // namespace
-
-float detail::rule_grad_scale() { return rule_grad_scale_value; }
-
 void Solver::update(float grad_scale) {
   for (auto& [key, var] : params_) {
     if (!has_grad(var)) continue;
     Entry& e = entries_.at(key);
-    // On the grad's device when its backend runs this solver there; the
-    // rules and states follow (update_rule.hpp).
-    const detail::RuleDevice where = rule_device(var, name());
-    detail::RuleDeviceGuard guard(where.ops ? &where : nullptr);
-    RuleGradScaleGuard scale(grad_scale);
+    // On the grad's device when this solver's update runs there; the rules
+    // and states follow (update_rule.hpp).
+    const UpdateContext ctx =
+        update_context(var, name(), elementwise_update(), grad_scale);
     // fp32 grads and fp32 master weights: cast(float) makes the fp32 data
     // the head and drops the stale half copy, which the next pass remakes.
-    const float* g = var->grad()->get<const float>(where.device);
-    float* w = var->data()->cast<float>(false, where.device);
+    const float* g = var->grad()->get<const float>(ctx.device);
+    float* w = var->data()->cast<float>(false, ctx.device);
     ++e.state.t;
-    update_impl(w, g, e.state, var->size());
+    update_impl(ctx, w, g, e.state, var->size());
   }
   fused_decay_rate_ = 0.0f;  // a fused rate holds for one step, as NNabla's
 }
@@ -293,11 +275,10 @@ void Solver::weight_decay(float rate) {
   if (decoupled_decay_rate() >= 0.0f) {
     if (rate != decoupled_decay_rate()) {
       throw std::invalid_argument(
-          "[" + name() + "::weight_decay] " + name() +
-          " decays the weights inside update() at wd = " +
-          std::to_string(decoupled_decay_rate()) +
-          " given at construction; weight_decay(" + std::to_string(rate) +
-          ") asks for another rate");
+          msg("[", name(), "::weight_decay] ", name(),
+              " decays the weights inside update() at wd = ",
+              decoupled_decay_rate(), " given at construction; weight_decay(",
+              rate, ") asks for another rate"));
     }
     return;
   }
@@ -305,11 +286,11 @@ void Solver::weight_decay(float rate) {
   for (auto& [key, var] : params_) {
     if (!has_grad(var)) continue;
     // On the device where update() will run, or on the host.
-    const detail::RuleDevice where = rule_device(var, name());
-    detail::RuleDeviceGuard guard(where.ops ? &where : nullptr);
-    const float* w = var->data()->get<const float>(where.device);
-    apply_rule(WeightDecayRule{rate}, var->size(),
-               var->grad()->cast<float>(false, where.device), w);
+    const UpdateContext ctx =
+        update_context(var, name(), elementwise_update(), 1.0f);
+    const float* w = var->data()->get<const float>(ctx.device);
+    apply_rule(ctx, WeightDecayRule{rate}, var->size(),
+               var->grad()->cast<float>(false, ctx.device), w);
   }
 }
 
@@ -361,23 +342,23 @@ void Solver::set_states(const std::map<std::string, SolverState>& states) {
   for (const auto& [key, s] : states) {
     auto it = entries_.find(key);
     if (it == entries_.end()) {
-      throw std::invalid_argument("[" + name() +
-                                  "::set_states] no parameter named '" + key +
-                                  "'");
+      throw std::invalid_argument(
+          "[" + name() + "::set_states] no parameter named '" + key + "'");
     }
     std::set<std::string> got;
     for (const auto& [sname, arr] : s.pstate) {
       got.insert(sname);
       if (!expected.count(sname)) {
         throw std::invalid_argument("[" + name() + "::set_states] parameter '" +
-                                    key + "' has unknown state '" + sname + "'");
+                                    key + "' has unknown state '" + sname +
+                                    "'");
       }
       if (!arr || arr->shape() != it->second.var->shape()) {
-        throw std::invalid_argument(
-            "[" + name() + "::set_states] state '" + sname + "' of '" + key +
-            "' has shape " + (arr ? shape_str(arr->shape()) : "null") +
-            ", but the parameter has shape " +
-            shape_str(it->second.var->shape()));
+        throw std::invalid_argument("[" + name() + "::set_states] state '" +
+                                    sname + "' of '" + key + "' has shape " +
+                                    (arr ? shape_str(arr->shape()) : "null") +
+                                    ", but the parameter has shape " +
+                                    shape_str(it->second.var->shape()));
       }
     }
     if (got != expected) {

@@ -18,6 +18,21 @@ struct SolverState {
   uint32_t t = 0;
 };
 
+class SolverDeviceOps;
+
+/// What one parameter's update runs with, given to update_impl by update()
+/// (and passed on to apply_rule and state_data): the factor every grad is
+/// multiplied by inside the update, and the device the rules run on.
+struct UpdateContext {
+  /// The grads in memory times grad_scale are the grads of this step: the
+  /// loss scaler's 1 / scale (and clipping factor), 1 for a plain update().
+  float grad_scale = 1.0f;
+  /// The device backend that runs the rules, or null for the host.
+  SolverDeviceOps* ops = nullptr;
+  int index = 0;               // the device's index in its backend
+  std::string device = "cpu";  // where w, g and the states live ("cuda:0")
+};
+
 /// The base of every solver. It keeps parameters by name in insertion
 /// order. Grads are always read as fp32 and the fp32 data is updated
 /// (SyncedArray get / cast), whatever the type_config, so the weights a half
@@ -89,6 +104,12 @@ class Solver {
 
  protected:
   explicit Solver(float learning_rate);
+  /// True when update_impl reaches the weights, grads and states only
+  /// through apply_rule and state_data (update_rule.hpp): then update() runs
+  /// it on the device the grads live on, whose backend has a kernel for
+  /// every rule. False (the default) keeps the update on the host, as for
+  /// Lars and Lamb, which take whole-parameter norms there.
+  virtual bool elementwise_update() const { return false; }
   /// The decoupled weight decay rate applied inside update_impl; negative
   /// for solvers whose weight decay goes into the grad.
   virtual float decoupled_decay_rate() const { return -1.0f; }
@@ -101,11 +122,12 @@ class Solver {
   float fused_decay_rate() const { return fused_decay_rate_; }
   /// Updates n fp32 weights w from fp32 grads g with this parameter's state;
   /// state.t is already the step count of this step (1 on the first).
-  /// During update(grad_scale), g holds grads still to be multiplied by
-  /// detail::rule_grad_scale(); apply_rule does it, and an update that reads
-  /// g itself (Lars's norm) must too.
-  virtual void update_impl(float* w, const float* g, SolverState& state,
-                           int64_t n) = 0;
+  /// g holds grads still to be multiplied by ctx.grad_scale: apply_rule
+  /// does it, and an update that reads g itself (Lars's norm) must too.
+  /// w, g and the states live where ctx says (on the host unless
+  /// elementwise_update()).
+  virtual void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                           SolverState& state, int64_t n) = 0;
   /// Fresh state for a parameter of `shape` (zeros by default).
   virtual SolverState make_state(const Shape& shape) const;
 

@@ -4,11 +4,8 @@
 // fp32, inf/nan check and sum of squares over every grad, one launch per
 // grad dtype and one host read. Registered as "cuda" at load time.
 #include <algorithm>
-#include <map>
-#include <set>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include <mixgraph/contexts/cuda/cuda_utils.hpp>
@@ -22,6 +19,7 @@
 #include <mixgraph/solvers/lion.hpp>
 #include <mixgraph/solvers/nesterov.hpp>
 #include <mixgraph/solvers/rmsprop.hpp>
+#include <mixgraph/solvers/rule_list.hpp>
 #include <mixgraph/solvers/sgd.hpp>
 #include <mixgraph/solvers/sgdw.hpp>
 #include <mixgraph/solvers/weight_decay_rule.hpp>
@@ -71,42 +69,17 @@ void launch_rule(cudaStream_t stream, const void* rule, int64_t n, float* w,
   MG_CUDA_CHECK_LAUNCH();
 }
 
-using RuleKey = std::pair<std::type_index, int>;
-
-// Every rule with the number of state arrays it is applied with. A solver
-// listed in kDeviceSolvers must find each of its rules here.
-const std::map<RuleKey, Launcher>& rule_table() {
-  static const auto* table = new std::map<RuleKey, Launcher>{
-      {{typeid(WeightDecayRule), 0}, &launch_rule<WeightDecayRule, 0>},
-      {{typeid(SgdRule), 0}, &launch_rule<SgdRule, 0>},
-      {{typeid(MomentumRule), 1}, &launch_rule<MomentumRule, 1>},
-      {{typeid(SgdWRule), 1}, &launch_rule<SgdWRule, 1>},
-      {{typeid(NesterovRule), 1}, &launch_rule<NesterovRule, 1>},
-      {{typeid(LionRule), 1}, &launch_rule<LionRule, 1>},
-      {{typeid(AdagradRule), 1}, &launch_rule<AdagradRule, 1>},
-      {{typeid(RmspropRule), 1}, &launch_rule<RmspropRule, 1>},
-      {{typeid(LarsRule), 1}, &launch_rule<LarsRule, 1>},
-      {{typeid(AdamRule), 2}, &launch_rule<AdamRule, 2>},
-      {{typeid(AdamaxRule), 2}, &launch_rule<AdamaxRule, 2>},
-      {{typeid(AdadeltaRule), 2}, &launch_rule<AdadeltaRule, 2>},
-      {{typeid(AdaBoundRule), 2}, &launch_rule<AdaBoundRule, 2>},
-      {{typeid(AdaBoundRule), 3}, &launch_rule<AdaBoundRule, 3>},
-      {{typeid(AdaBeliefRule), 2}, &launch_rule<AdaBeliefRule, 2>},
-      {{typeid(AdaBeliefRule), 3}, &launch_rule<AdaBeliefRule, 3>},
-      {{typeid(LambMomentsRule), 2}, &launch_rule<LambMomentsRule, 2>},
-      {{typeid(LambStepRule), 2}, &launch_rule<LambStepRule, 2>},
-      {{typeid(AmsgradRule), 3}, &launch_rule<AmsgradRule, 3>},
-      {{typeid(RmspropGravesRule), 3}, &launch_rule<RmspropGravesRule, 3>},
-  };
-  return *table;
-}
-
-// The solvers whose update_impl is apply_rule and state_data only. Lars and
-// Lamb take whole-parameter norms on the host and stay there.
-const std::set<std::string> kDeviceSolvers = {
-    "Sgd",      "Momentum",  "SgdW",          "Nesterov", "Lion",  "Adagrad",
-    "Adadelta", "RMSprop",   "RMSpropGraves", "Adam",     "AdamW", "Adamax",
-    "AMSGRAD",  "AdaBelief", "AdaBound",      "AMSBound"};
+// One launcher per entry of MG_UPDATE_RULES, at the entry's slot: every rule
+// a solver can apply has its kernel (apply_rule checks the list at compile
+// time).
+constexpr Launcher kLaunchers[] = {
+#define MG_RULE_LAUNCHER(R, N) &launch_rule<R, N>,
+    MG_UPDATE_RULES(MG_RULE_LAUNCHER)
+#undef MG_RULE_LAUNCHER
+};
+static_assert(sizeof(kLaunchers) / sizeof(kLaunchers[0]) ==
+                  mg::detail::kNumRuleSlots,
+              "one launcher per rule slot");
 
 // ---- the fused unscale / check / norm pass ----
 
@@ -194,25 +167,18 @@ __global__ void scale_check_kernel(const Tensor* tensors, int count,
 
 class CudaSolverOps final : public SolverDeviceOps {
  public:
-  bool runs(const std::string& solver) const override {
-    return kDeviceSolvers.count(solver) != 0;
-  }
-
-  void apply_rule(int index, std::type_index rule_type, const void* rule,
-                  int64_t n, float* w, const float* g, float grad_scale,
-                  float* const* states, int num_states) override {
-    const auto& table = rule_table();
-    auto it = table.find({rule_type, num_states});
-    if (it == table.end()) {
-      throw std::runtime_error(std::string("[cuda solver] update rule ") +
-                               rule_type.name() + " with " +
-                               std::to_string(num_states) +
-                               " state arrays has no CUDA kernel; add it to "
-                               "solvers/cuda/solver_ops.cu");
+  void apply_rule(int index, int rule_slot, const void* rule, int64_t n,
+                  float* w, const float* g, float grad_scale,
+                  float* const* states) override {
+    if (rule_slot < 0 || rule_slot >= mg::detail::kNumRuleSlots) {
+      throw std::out_of_range(
+          "[cuda solver] update rule slot " + std::to_string(rule_slot) +
+          " is outside MG_UPDATE_RULES (" +
+          std::to_string(mg::detail::kNumRuleSlots) + " rules)");
     }
     if (n == 0) return;
     DeviceGuard guard(index);
-    it->second(stream(index), rule, n, w, g, grad_scale, states);
+    kLaunchers[rule_slot](stream(index), rule, n, w, g, grad_scale, states);
   }
 
   bool scale_check(int index, const std::vector<FusedGrad>& grads, float scale,

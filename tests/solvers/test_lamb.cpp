@@ -136,7 +136,7 @@ TEST(Lamb, BadHyperParameters) {
   expect_invalid([] { solvers::Lamb(1e-3f, 0.9f, 0.999f, -1.0f); },
                  "[Lamb] gamma_l must be >= 0");
   expect_invalid([] { solvers::Lamb(1e-3f, 0.9f, 0.999f, 2.0f, 1.0f); },
-                 "[Lamb] gamma_u must be >= 2.0");
+                 "[Lamb] gamma_u must be >= 2, got 1");
   expect_invalid([] { solvers::Lamb(1e-3f, 0.9f, 0.999f, 0.0f, 10.0f, -1.0f); },
                  "[Lamb] eps must be >= 0");
 }

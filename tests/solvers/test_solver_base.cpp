@@ -168,7 +168,31 @@ TEST(Solver, NegativeLearningRateIsRejected) {
 TEST(Solver, DecoupledDecayRejectsAnotherRate) {
   auto s = solvers::AdamW(1e-3f, 0.9f, 0.999f, 1e-8f, 1e-4f);
   s->weight_decay(1e-4f);  // the same rate: accepted, applied in update()
-  EXPECT_THROW(s->weight_decay(1e-2f), std::invalid_argument);
+  try {
+    s->weight_decay(1e-2f);
+    FAIL() << "another rate was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "[AdamW::weight_decay] AdamW decays the weights inside "
+                 "update() at wd = 0.0001 given at construction; "
+                 "weight_decay(0.01) asks for another rate");
+  }
+}
+
+// Hyper-parameters print with their digits (not std::to_string's 0.000000).
+TEST(Solver, BadHyperParametersAreNamedWithTheirValues) {
+  try {
+    solvers::Adam(1e-3f, -0.05f);
+    FAIL() << "a negative beta1 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "[Adam] beta1 must be >= 0, got -0.05");
+  }
+  try {
+    solvers::Lamb(1e-3f, 0.9f, 0.999f, 0.5f, 0.25f);
+    FAIL() << "gamma_u below gamma_l was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "[Lamb] gamma_u must be >= 0.5, got 0.25");
+  }
 }
 
 }  // namespace

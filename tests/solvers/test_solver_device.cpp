@@ -6,11 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <mixgraph/mixgraph.hpp>
 #include <mixgraph/solvers/device_ops.hpp>
+#include <mixgraph/solvers/rule_list.hpp>
 #include <mixgraph/solvers/weight_decay_rule.hpp>
 
 #include "../support/fake_device.hpp"
@@ -20,7 +25,34 @@ namespace {
 
 using test::FakeDevice;
 
-// Applies the rules it knows on the host; counts what it was asked to do.
+// One rule of MG_UPDATE_RULES applied on the host, as a device kernel would.
+template <class Rule, int NS>
+void host_rule(const void* rule, int64_t n, float* w, const float* g, float gs,
+               float* const* s) {
+  const Rule& r = *static_cast<const Rule*>(rule);
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (NS == 0) {
+      r(w[i], g[i] * gs);
+    } else if constexpr (NS == 1) {
+      r(w[i], g[i] * gs, s[0][i]);
+    } else if constexpr (NS == 2) {
+      r(w[i], g[i] * gs, s[0][i], s[1][i]);
+    } else {
+      r(w[i], g[i] * gs, s[0][i], s[1][i], s[2][i]);
+    }
+  }
+}
+
+using HostRule = void (*)(const void*, int64_t, float*, const float*, float,
+                          float* const*);
+// Built from the list as the CUDA backend builds its kernels.
+constexpr HostRule kHostRules[] = {
+#define MG_HOST_RULE(R, N) &host_rule<R, N>,
+    MG_UPDATE_RULES(MG_HOST_RULE)
+#undef MG_HOST_RULE
+};
+
+// Applies every rule on the host by its slot; counts what it was asked to do.
 class FakeSolverOps : public SolverDeviceOps {
  public:
   static FakeSolverOps& instance() {
@@ -31,32 +63,11 @@ class FakeSolverOps : public SolverDeviceOps {
     }();
     return *ops;
   }
-  bool runs(const std::string& solver) const override {
-    return solver == "Sgd" || solver == "Momentum" || solver == "Adam";
-  }
-  void apply_rule(int, std::type_index type, const void* rule, int64_t n,
-                  float* w, const float* g, float gs, float* const* s,
-                  int ns) override {
+  void apply_rule(int, int slot, const void* rule, int64_t n, float* w,
+                  const float* g, float gs, float* const* s) override {
     ++rules;
-    if (type == typeid(WeightDecayRule) && ns == 0) {
-      for (int64_t i = 0; i < n; ++i) {
-        (*static_cast<const WeightDecayRule*>(rule))(w[i], g[i] * gs);
-      }
-    } else if (type == typeid(SgdRule) && ns == 0) {
-      for (int64_t i = 0; i < n; ++i)
-        (*static_cast<const SgdRule*>(rule))(w[i], g[i] * gs);
-    } else if (type == typeid(MomentumRule) && ns == 1) {
-      for (int64_t i = 0; i < n; ++i) {
-        (*static_cast<const MomentumRule*>(rule))(w[i], g[i] * gs, s[0][i]);
-      }
-    } else if (type == typeid(AdamRule) && ns == 2) {
-      for (int64_t i = 0; i < n; ++i) {
-        (*static_cast<const AdamRule*>(rule))(w[i], g[i] * gs, s[0][i],
-                                              s[1][i]);
-      }
-    } else {
-      throw std::runtime_error("no fake kernel");
-    }
+    slots.push_back(slot);
+    kHostRules[slot](rule, n, w, g, gs, s);
   }
   bool scale_check(int, const std::vector<FusedGrad>& grads, float scale,
                    double* norm2) override {
@@ -78,6 +89,7 @@ class FakeSolverOps : public SolverDeviceOps {
     return bad;
   }
   int rules = 0, passes = 0;
+  std::vector<int> slots;  // the rule slots applied, in order
   std::vector<FusedGrad> last;
 };
 
@@ -86,6 +98,7 @@ struct FakeSetup {
     FakeDevice::instance().devices = 2;
     FakeSolverOps::instance().rules = 0;
     FakeSolverOps::instance().passes = 0;
+    FakeSolverOps::instance().slots.clear();
   }
 };
 
@@ -170,10 +183,12 @@ TEST(SolverDevice, UpdateWithAGradScaleUnscalesInTheRuleKernel) {
     plain->update();
     scaled->update(1.0f / 256.0f);
   }
-  EXPECT_EQ(FakeSolverOps::instance().passes, passes_before);  // no pass of its own
+  EXPECT_EQ(FakeSolverOps::instance().passes,
+            passes_before);  // no pass of its own
   for (size_t p = 0; p < 2; ++p) {
     EXPECT_EQ(scaled_params[p].second->data()->array().head_device(), "fake:0");
-    EXPECT_EQ(data_of(scaled_params[p].second), data_of(plain_params[p].second));
+    EXPECT_EQ(data_of(scaled_params[p].second),
+              data_of(plain_params[p].second));
   }
 }
 
@@ -196,6 +211,133 @@ TEST(SolverDevice, WeightDecayRunsOnTheDeviceToo) {
   for (size_t p = 0; p < 2; ++p) {
     EXPECT_EQ(dev_params[p].second->data()->array().head_device(), "fake:0");
     EXPECT_EQ(data_of(dev_params[p].second), data_of(host_params[p].second));
+  }
+}
+
+// Every solver against itself on the host: the elementwise ones run on the
+// device through the rule list (no name list anywhere), Lars and Lamb stay
+// on the host; both give the same bits.
+TEST(SolverDevice, EverySolverRunsWhereItsUpdateSaysAndMatchesTheHost) {
+  FakeSetup s;
+  using Factory = std::function<SolverPtr()>;
+  const std::vector<std::pair<std::string, Factory>> all = {
+      {"Sgd", [] { return solvers::Sgd(0.1f); }},
+      {"Momentum", [] { return solvers::Momentum(0.1f, 0.9f); }},
+      {"Nesterov", [] { return solvers::Nesterov(0.1f, 0.9f); }},
+      {"SgdW", [] { return solvers::SgdW(0.1f, 0.9f, 1e-2f); }},
+      {"Lion", [] { return solvers::Lion(1e-2f); }},
+      {"Adagrad", [] { return solvers::Adagrad(0.1f); }},
+      {"Adadelta", [] { return solvers::Adadelta(); }},
+      {"RMSprop", [] { return solvers::RMSprop(1e-2f); }},
+      {"RMSpropGraves", [] { return solvers::RMSpropGraves(1e-2f); }},
+      {"Adam", [] { return solvers::Adam(1e-2f); }},
+      {"AdamW", [] { return solvers::AdamW(1e-2f); }},
+      {"Adamax", [] { return solvers::Adamax(1e-2f); }},
+      {"AMSGRAD", [] { return solvers::AMSGRAD(1e-2f); }},
+      {"AdaBelief", [] { return solvers::AdaBelief(1e-2f); }},
+      {"AdaBelief amsgrad",
+       [] {
+         return solvers::AdaBelief(1e-2f, 0.9f, 0.999f, 1e-8f, 0.0f, true);
+       }},
+      {"AdaBound", [] { return solvers::AdaBound(1e-2f); }},
+      {"AMSBound", [] { return solvers::AMSBound(1e-2f); }},
+      {"Lars", [] { return solvers::Lars(0.1f); }},
+      {"Lamb", [] { return solvers::Lamb(1e-2f); }},
+  };
+  for (const auto& [name, make] : all) {
+    SCOPED_TRACE(name);
+    const bool on_device = name != "Lars" && name != "Lamb";
+    auto host_params = make_params(), dev_params = make_params();
+    auto host = make(), dev = make();
+    host->set_parameters(host_params);
+    dev->set_parameters(dev_params);
+    const int rules_before = FakeSolverOps::instance().rules;
+    for (int step = 0; step < 3; ++step) {
+      write_grads(host_params, "cpu", step, 4.0f);
+      write_grads(dev_params, "fake:0", step, 4.0f);
+      host->update(0.25f);
+      dev->update(0.25f);
+    }
+    EXPECT_EQ(FakeSolverOps::instance().rules > rules_before, on_device);
+    const auto host_states = host->states(), dev_states = dev->states();
+    for (size_t p = 0; p < 2; ++p) {
+      const auto& key = host_params[p].first;
+      EXPECT_EQ(dev_params[p].second->data()->array().head_device(),
+                on_device ? "fake:0" : "cpu");
+      EXPECT_EQ(data_of(dev_params[p].second), data_of(host_params[p].second));
+      for (const auto& [sname, arr] : host_states.at(key).pstate) {
+        const auto& darr = dev_states.at(key).pstate.at(sname);
+        EXPECT_EQ(darr->array().head_device(), on_device ? "fake:0" : "cpu")
+            << sname;
+        const float* hd = arr->get<const float>();
+        const float* dd = darr->get<const float>();
+        EXPECT_EQ(std::vector<float>(dd, dd + 15),
+                  std::vector<float>(hd, hd + 15))
+            << sname;
+      }
+    }
+  }
+}
+
+// The backend is handed the rule's slot in MG_UPDATE_RULES: decay, then step.
+TEST(SolverDevice, TheBackendFindsTheRuleBySlot) {
+  static_assert(detail::rule_slot<SgdRule, 0>() >= 0);
+  static_assert(detail::rule_slot<SgdRule, 1>() == -1, "Sgd has no state");
+  static_assert(detail::rule_slot<AdaBoundRule, 2>() !=
+                detail::rule_slot<AdaBoundRule, 3>());
+  FakeSetup s;
+  auto params = make_params();
+  auto solver = solvers::Momentum(0.1f, 0.9f);
+  solver->set_parameters(params);
+  write_grads(params, "fake:0", 0);
+  solver->weight_decay(0.01f);
+  solver->update();
+  const int decay = detail::rule_slot<WeightDecayRule, 0>();
+  const int step = detail::rule_slot<MomentumRule, 1>();
+  EXPECT_EQ(FakeSolverOps::instance().slots,
+            (std::vector<int>{decay, decay, step, step}));
+}
+
+// A user's solver that reads w and g itself (and so must run on the host)
+// says nothing about elementwise_update: it stays on the host, and it gets
+// the grad scale from its context.
+class HostSignSgd : public Solver {
+ public:
+  HostSignSgd() : Solver(0.5f) {}
+  std::string name() const override { return "HostSignSgd"; }
+  std::vector<std::string> state_names() const override { return {}; }
+  float seen_scale = 0;
+  std::string seen_device;
+
+ protected:
+  void update_impl(const UpdateContext& ctx, float* w, const float* g,
+                   SolverState&, int64_t n) override {
+    seen_scale = ctx.grad_scale;
+    seen_device = ctx.device;
+    for (int64_t i = 0; i < n; ++i) {
+      const float gi = g[i] * ctx.grad_scale;
+      w[i] -= learning_rate_ * static_cast<float>((gi > 0) - (gi < 0));
+    }
+  }
+};
+
+TEST(SolverDevice, ASolverThatDoesNotSayItIsElementwiseStaysOnTheHost) {
+  FakeSetup s;
+  auto params = make_params();
+  auto solver = std::make_shared<HostSignSgd>();
+  solver->set_parameters(params);
+  write_grads(params, "fake:0", 0);
+  const auto before = data_of(params[0].second);
+  solver->update(0.125f);
+  EXPECT_EQ(FakeSolverOps::instance().rules, 0);
+  EXPECT_EQ(solver->seen_scale, 0.125f);
+  EXPECT_EQ(solver->seen_device, "cpu");
+  EXPECT_EQ(params[0].second->data()->array().head_device(), "cpu");
+  const float* g = params[0].second->grad()->get<const float>();
+  const auto after = data_of(params[0].second);
+  for (int i = 0; i < 15; ++i) {
+    const float sign = static_cast<float>((g[i] > 0) - (g[i] < 0));
+    EXPECT_EQ(after[i], before[i] - 0.5f * sign) << i;
   }
 }
 
