@@ -76,6 +76,7 @@ VariablePtr sqrt(const VariablePtr& x) { return unary<ops::Sqrt>(x); }
 VariablePtr rsqrt(const VariablePtr& x) { return unary<ops::Rsqrt>(x); }
 VariablePtr abs(const VariablePtr& x) { return unary<ops::Abs>(x); }
 VariablePtr erf(const VariablePtr& x) { return unary<ops::Erf>(x); }
+VariablePtr sin(const VariablePtr& x) { return unary<ops::Sin>(x); }
 VariablePtr maximum2(const VariablePtr& x0, const VariablePtr& x1) {
   return binary<ops::Maximum2>(x0, x1);
 }

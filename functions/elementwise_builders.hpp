@@ -47,6 +47,7 @@ VariablePtr rsqrt(const VariablePtr& x);
 VariablePtr abs(const VariablePtr& x);
 /// The Gauss error function.
 VariablePtr erf(const VariablePtr& x);
+VariablePtr sin(const VariablePtr& x);
 /// Elementwise max(x0, x1) and min(x0, x1), with NumPy broadcasting.
 VariablePtr maximum2(const VariablePtr& x0, const VariablePtr& x1);
 VariablePtr minimum2(const VariablePtr& x0, const VariablePtr& x1);

@@ -1,6 +1,7 @@
 #include <mixgraph/functions/registry.hpp>
 
 #include <algorithm>
+#include <sstream>
 #include <stdexcept>
 
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
@@ -150,6 +151,44 @@ std::vector<Backend> FunctionRegistry::backends(const std::string& name) const {
     for (const auto& e : f->entries) out.push_back(e.backend);
   }
   return out;
+}
+
+namespace {
+
+std::string port_text(const Port& p, bool input) {
+  std::string s = p.name;
+  switch (p.kind) {
+    case Port::floating: break;
+    case Port::integer: s += " (integer)"; break;
+    case Port::float32: s += " (fp32)"; break;
+    case Port::any: s += " (any dtype)"; break;
+  }
+  if (input && !p.grad) s += " (no grad)";
+  if (input && p.optional) s += " (optional)";
+  return s;
+}
+
+}  // namespace
+
+std::string function_table_markdown() {
+  std::ostringstream os;
+  os << "| function | builder | inputs | outputs | under half / bf16 |\n"
+     << "| --- | --- | --- | --- | --- |\n";
+  for (const FunctionDecl* d : FunctionRegistry::instance().decls()) {
+    os << "| " << d->name << " | `F::" << d->snake << "` | ";
+    for (int i = 0; i < d->inputs.size; ++i) {
+      os << (i ? ", " : "") << port_text(d->inputs[i], true);
+    }
+    if (d->variadic) os << ", ...";
+    os << " | ";
+    for (int i = 0; i < d->outputs.size; ++i) {
+      os << (i ? ", " : "") << port_text(d->outputs[i], false);
+    }
+    if (d->variadic_outputs) os << ", ...";
+    os << " | "
+       << (d->precision == Precision::float32 ? "fp32" : "reduced") << " |\n";
+  }
+  return os.str();
 }
 
 std::vector<FunctionInfo> function_list() {

@@ -91,6 +91,12 @@ struct FunctionInfo {
 /// backends. Documentation and tools are generated from it.
 std::vector<FunctionInfo> function_list();
 
+/// The README's function table, generated from the declarations: one row
+/// per function with its builder, inputs (kind, grad, optional), outputs
+/// and default precision under half and bfloat16. Backends are left out
+/// (they depend on the build: see function_list()).
+std::string function_table_markdown();
+
 /// Creates the function declared by `decl` with `opts` for `ctx`.
 template <class Options>
 std::shared_ptr<Function> create_function(

@@ -17,7 +17,7 @@ void for_each_unary_op(F&& f) {
   f(TypeTag<AddScalar>{}), f(TypeTag<MulScalar>{}), f(TypeTag<PowScalar>{});
   f(TypeTag<SoftPlus>{}), f(TypeTag<Swish>{}), f(TypeTag<HardTanh>{});
   f(TypeTag<ClipByValue>{}), f(TypeTag<Sqrt>{}), f(TypeTag<Rsqrt>{});
-  f(TypeTag<Abs>{}), f(TypeTag<Erf>{});
+  f(TypeTag<Abs>{}), f(TypeTag<Erf>{}), f(TypeTag<Sin>{});
 }
 
 /// Calls f(TypeTag<Op>{}) for every binary elementwise op (broadcasting).

@@ -248,6 +248,15 @@ struct Erf {
   }
 };
 
+/// sin(x) (NNabla's Sin); its grad is cos(x) dy.
+struct Sin {
+  static constexpr const char* name = "Sin";
+  static constexpr const char* snake = "sin";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return sinf(x); }
+  MG_HD float grad(float x, float, float dy) const { return cosf(x) * dy; }
+};
+
 template <class V> void visit_fields(SoftPlus& o, V&& v) { v("beta", o.beta); }
 template <class V> void visit_fields(ClipByValue& o, V&& v) {
   v("min", o.min);

@@ -5,7 +5,10 @@
 // without a case fails. The cases live beside each function's own tests.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "../support/harness.hpp"
 
@@ -80,6 +83,32 @@ TEST(HarnessCoverage, EveryRegisteredFunctionHasACase) {
             << "in half and bfloat16; " << layouts << " layout functions "
             << "moving int32 data near 2^31; " << integers
             << " functions with integer inputs)\n";
+}
+
+// The README's function table is generated from the declarations; when a
+// function is added or changed, MIXGRAPH_UPDATE_README=1 rewrites it.
+TEST(FunctionTable, TheReadmeListsEveryFunctionAsDeclared) {
+  const std::string begin = "<!-- function table: generated from the "
+                            "declarations by mg::function_table_markdown() "
+                            "-->\n";
+  const std::string end = "<!-- end of the function table -->";
+  std::ifstream in(MIXGRAPH_README);
+  ASSERT_TRUE(in) << "cannot read " << MIXGRAPH_README;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string readme = ss.str();
+  const size_t b = readme.find(begin), e = readme.find(end);
+  ASSERT_NE(b, std::string::npos) << "README.md lacks the line " << begin;
+  ASSERT_NE(e, std::string::npos) << "README.md lacks the line " << end;
+  const std::string want = function_table_markdown();
+  const std::string have = readme.substr(b + begin.size(), e - b - begin.size());
+  if (have != want && std::getenv("MIXGRAPH_UPDATE_README")) {
+    readme.replace(b + begin.size(), e - b - begin.size(), want);
+    std::ofstream(MIXGRAPH_README) << readme;
+    return;
+  }
+  EXPECT_EQ(have, want) << "README.md's function table is stale: run this "
+                           "test with MIXGRAPH_UPDATE_README=1 to rewrite it";
 }
 
 }  // namespace

@@ -84,6 +84,13 @@ const bool kErfAll = harness::add(decl::unary<ops::Erf>, {{"default", [] {
                         [](double x) { return std::erf(x); });
 }}});
 
+const bool kSin = harness::add(
+    decl::unary<ops::Sin>,
+    {{"(3, 4, 5) in [-4, 4)", [] {
+       return unary_check([](auto x) { return F::sin(x); },
+                          [](double x) { return std::sin(x); }, -4.0f, 4.0f);
+     }}});
+
 // ---- binary, with broadcasting ----
 
 using BinaryRef = std::function<double(double, double)>;
