@@ -54,4 +54,12 @@ using NdArrayPtr = std::shared_ptr<NdArray>;
 /// A new zero-filled array.
 NdArrayPtr make_ndarray(const Shape& shape);
 
+/// True when the array's data is held in fp32: a parameter's master copy
+/// (or a pending fill, which materialises in whatever type is asked for).
+/// Kernels on half and bfloat16 read such a weight as it is and write its
+/// grad in fp32, on every backend.
+inline bool held_in_float(const NdArray& a) {
+  return a.array().filling() || a.array().has_copy(Dtype::f32);
+}
+
 }  // namespace mg

@@ -59,10 +59,7 @@ Dtype compute_type() {
 
 /// True when a weight's data is held in fp32: a parameter's master copy
 /// (or a pending fill, which materialises in whatever type is asked for).
-inline bool held_in_float(Variable* v) {
-  const SyncedArray& a = v->data()->array();
-  return a.filling() || a.has_copy(Dtype::f32);
-}
+inline bool held_in_float(Variable* v) { return held_in_float(*v->data()); }
 
 /// An input for a kernel on T: where the kernel computes in fp32 and the
 /// input is held in fp32 (a parameter's master copy, data fed in fp32, the

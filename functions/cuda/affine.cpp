@@ -57,18 +57,23 @@ class AffineCuda : public Affine {
            input<T>(*this, in[1]), t, accum[0] ? 1.0f : 0.0f,
            input_grad<T>(*this, in[0], accum[0]), t);
     }
-    if (propagate_down[1]) {  // dW = x^T dy
+    if (propagate_down[1]) {  // dW = x^T dy, fp32 for an fp32 master
+      const bool f32 =
+          !std::is_same_v<T, float> && held_in_float(*in[1]->data());
+      void* dw = f32 ? static_cast<void*>(
+                           input_grad<float>(*this, in[1], accum[1]))
+                     : static_cast<void*>(
+                           input_grad<T>(*this, in[1], accum[1]));
       gemm(l.index, true, false, features_, outputs_, batch_, 1.0f,
-           input<T>(*this, in[0]), t, dy, t, accum[1] ? 1.0f : 0.0f,
-           input_grad<T>(*this, in[1], accum[1]), t);
+           input<T>(*this, in[0]), t, dy, t, accum[1] ? 1.0f : 0.0f, dw,
+           f32 ? Dtype::f32 : t);
     }
     if (in.size() == 3 && propagate_down[2]) {  // db = sum over the batch
       auto sums = l.scratch(outputs_ * sizeof(float));
       float* s = static_cast<float*>(sums->ptr());
       channel_sums<T>(dy, nullptr, nullptr, batch_, outputs_, 1, s, nullptr,
                       l.stream);
-      store_f32<T>(s, input_grad<T>(*this, in[2], accum[2]), outputs_, accum[2],
-                   l.stream);
+      store_param_grad<T>(*this, s, in[2], accum[2], l.stream);
     }
   }
 };

@@ -6,8 +6,10 @@
 #include <memory>
 #include <string>
 #include <typeindex>
+#include <type_traits>
 
 #include <mixgraph/contexts/cuda/cuda_utils.hpp>
+#include <mixgraph/functions/cuda/kernels.hpp>
 #include <mixgraph/functions/registry.hpp>
 #include <mixgraph/graph/function.hpp>
 
@@ -48,6 +50,20 @@ const T* output_grad(const Function& f, Variable* v) {
 template <class T>
 T* input_grad(const Function& f, Variable* v, bool accum) {
   return v->grad()->cast<T>(/*write_only=*/!accum, f.device());
+}
+
+/// Stores a parameter grad computed in fp32 (`src`, n values on the device)
+/// into v's grad: in fp32 where v is an fp32 master weight (the rule of
+/// every backend), else in T; adds to it with accum.
+template <class T>
+void store_param_grad(const Function& f, const float* src, Variable* v,
+                      bool accum, cudaStream_t stream) {
+  const int64_t n = v->size();
+  if (!std::is_same_v<T, float> && held_in_float(*v->data())) {
+    store_f32<float>(src, input_grad<float>(f, v, accum), n, accum, stream);
+  } else {
+    store_f32<T>(src, input_grad<T>(f, v, accum), n, accum, stream);
+  }
 }
 
 /// The same function on the CPU (cpu:type, then cpu:float), for a

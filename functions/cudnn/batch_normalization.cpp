@@ -67,12 +67,12 @@ class BatchNormalizationCudnn : public BatchNormalization {
     const T* dy = output_grad<T>(*this, out[0]);
     const float* gamma = input<float>(*this, in[2]);
     T* dx = propagate_down[0] ? input_grad<T>(*this, in[0], accum[0]) : nullptr;
-    T* dbeta =
-        propagate_down[1] ? input_grad<T>(*this, in[1], accum[1]) : nullptr;
-    T* dgamma =
-        propagate_down[2] ? input_grad<T>(*this, in[2], accum[2]) : nullptr;
     if (in[0]->size() == 0) return;
     if (!opts_.batch_stat) {
+      T* dbeta =
+          propagate_down[1] ? input_grad<T>(*this, in[1], accum[1]) : nullptr;
+      T* dgamma =
+          propagate_down[2] ? input_grad<T>(*this, in[2], accum[2]) : nullptr;
       // mu and 1 / sqrt(var + eps) are constants: dx = gamma inv_std dy.
       const float* rm = input<float>(*this, in[3]);
       const float* rv = input<float>(*this, in[4]);
@@ -104,8 +104,13 @@ class BatchNormalizationCudnn : public BatchNormalization {
         cudnn_handle(l.index), kMode, &one, &beta_dx, &one, &zero, x_, x, x_,
         dy, x_, dx, bn_, gamma, dgamma32, dbeta32, opts_.eps, save_mean_->ptr(),
         save_inv_std_->ptr()));
-    if (dbeta) store_f32<T>(dbeta32, dbeta, C, accum[1], l.stream);
-    if (dgamma) store_f32<T>(dgamma32, dgamma, C, accum[2], l.stream);
+    // fp32 grads for the fp32 master beta and gamma, as on the CPU.
+    if (propagate_down[1]) {
+      store_param_grad<T>(*this, dbeta32, in[1], accum[1], l.stream);
+    }
+    if (propagate_down[2]) {
+      store_param_grad<T>(*this, dgamma32, in[2], accum[2], l.stream);
+    }
   }
 
  private:

@@ -250,8 +250,7 @@ class ConvolutionCudnn : public Convolution {
       float* s = static_cast<float*>(sums->ptr());
       channel_sums<T>(dy, nullptr, nullptr, geom_.batch, oc,
                       shape_size(geom_.out_spatial), s, nullptr, l.stream);
-      store_f32<T>(s, input_grad<T>(*this, in[2], accum[2]), oc, accum[2],
-                   l.stream);
+      store_param_grad<T>(*this, s, in[2], accum[2], l.stream);
     }
   }
 
