@@ -45,7 +45,7 @@ CsvWriter::CsvWriter(const std::string& path, std::vector<std::string> columns,
     std::string header;
     if (in && std::getline(in, header)) {
       if (header != join(columns_)) {
-        throw std::runtime_error("[CsvWriter] " + path + ": its header \"" +
+        throw std::invalid_argument("[CsvWriter] " + path + ": its header \"" +
                                  header + "\" is not \"" + join(columns_) +
                                  "\", so it cannot be continued");
       }

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <cmath>
+#include <limits>
 #include <random>
 
 #include <mixgraph/contexts/convert.hpp>
@@ -29,12 +31,14 @@ std::string temp_path(const std::string& name) {
          name;
 }
 
-void expect_runtime_error(const std::function<void()>& f,
-                          const std::vector<std::string>& parts) {
+// A bad or damaged file is std::invalid_argument (the README's rule: bad
+// input; std::runtime_error is for failed writes).
+void expect_file_error(const std::function<void()>& f,
+                       const std::vector<std::string>& parts) {
   try {
     f();
     FAIL() << "expected an error mentioning " << parts.front();
-  } catch (const std::runtime_error& e) {
+  } catch (const std::invalid_argument& e) {
     for (const auto& p : parts) {
       EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
     }
@@ -88,7 +92,7 @@ TEST(Parameters, LoadingChecksShapesAndDtypesAndChangesNothingOnError) {
   ParameterScope wrong;
   auto W = wrong["fc"].get_or_create("W", {2, 3}, constant_initializer(5));
   wrong["fc"].get_or_create("b", {4}, constant_initializer(5));
-  expect_runtime_error([&] { load_parameters(path, wrong); },
+  expect_file_error([&] { load_parameters(path, wrong); },
                        {"[load_parameters]", path,
                         "'fc/b' has shape (3,) in the file, but (4,) in the scope"});
   EXPECT_EQ(W->data()->get<const float>()[0], 5.0f) << "nothing was loaded";
@@ -96,7 +100,7 @@ TEST(Parameters, LoadingChecksShapesAndDtypesAndChangesNothingOnError) {
   ParameterScope half;
   auto H = half["fc"].get_or_create("W", {2, 3}, nullptr);
   H->data()->array().cast(Dtype::f16);
-  expect_runtime_error([&] { load_parameters(path, half); },
+  expect_file_error([&] { load_parameters(path, half); },
                        {"'fc/W' is float in the file, but half in the scope"});
   load_parameters(path, half, {/*convert_dtype=*/true});
   EXPECT_EQ(H->data()->array().dtype(), Dtype::f16);
@@ -108,9 +112,9 @@ TEST(Files, CorruptInputGivesErrorsThatNameFileAndEntry) {
   const std::string text = temp_path("text.h5");
   std::ofstream(text) << "not an hdf5 file";
   ParameterScope p;
-  expect_runtime_error([&] { load_parameters(text, p); },
+  expect_file_error([&] { load_parameters(text, p); },
                        {text, "is not an HDF5 file"});
-  expect_runtime_error([&] { load_parameters(temp_path("missing.h5"), p); },
+  expect_file_error([&] { load_parameters(temp_path("missing.h5"), p); },
                        {"cannot be read"});
 
   const std::string good = temp_path("good.h5");
@@ -121,7 +125,7 @@ TEST(Files, CorruptInputGivesErrorsThatNameFileAndEntry) {
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
   const std::string cut = temp_path("truncated.h5");
   std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
-  expect_runtime_error([&] { load_parameters(cut, p); }, {cut});
+  expect_file_error([&] { load_parameters(cut, p); }, {cut});
   EXPECT_TRUE(p.parameters().empty());
 
   // An 'index' attribute that is a float, and a missing 'need_grad'.
@@ -133,14 +137,14 @@ TEST(Files, CorruptInputGivesErrorsThatNameFileAndEntry) {
     h5::write_double_attr(f, ds.get(), "index", 0.5);
     h5::write_int_attr(f, ds.get(), "need_grad", 1);
   });
-  expect_runtime_error([&] { load_parameters(odd, p); },
+  expect_file_error([&] { load_parameters(odd, p); },
                        {odd, "entry 'W'", "attribute 'index' must be an integer"});
   const std::string bare = temp_path("bare.h5");
   h5::write_atomically(bare, "test", [](h5::File& f) {
     float v[2] = {1, 2};
     h5::write_dataset(f, f.handle.get(), "W", {2}, Dtype::f32, v);
   });
-  expect_runtime_error([&] { load_parameters(bare, p); },
+  expect_file_error([&] { load_parameters(bare, p); },
                        {"entry 'W'", "lacks the attribute 'index'"});
   for (auto& f : {text, good, cut, odd, bare}) std::remove(f.c_str());
 }
@@ -163,11 +167,11 @@ TEST(SolverStates, RoundTripInNNablaLayoutAndMissingDatasetsAreNamed) {
 
   auto momentum = solvers::Momentum();
   momentum->set_parameters({{"fc/W", w2}});
-  expect_runtime_error([&] { load_states(path, *momentum); },
+  expect_file_error([&] { load_states(path, *momentum); },
                        {"[load_states]", "entry 'm'", "is missing"});
   auto wrong_shape = solvers::Adam();
   wrong_shape->set_parameters({{"fc/W", variable_from({2}, {1, 2}, true)}});
-  expect_runtime_error([&] { load_states(path, *wrong_shape); },
+  expect_file_error([&] { load_states(path, *wrong_shape); },
                        {"entry 'fc/W/mean'", "has shape (3,)"});
   std::remove(path.c_str());
 }
@@ -313,10 +317,57 @@ TEST(Checkpoint, LoadingIntoAnotherNetworkChangesNothing) {
   auto W = params["fc1"].get_or_create("W", {4, 7}, constant_initializer(3));
   auto solver = solvers::Momentum();
   solver->set_parameters(params.parameters());
-  expect_runtime_error([&] { load_checkpoint(path, params, *solver); },
+  expect_file_error([&] { load_checkpoint(path, params, *solver); },
                        {"[load_checkpoint]", path});
   EXPECT_EQ(W->data()->get<const float>()[0], 3.0f);
   EXPECT_EQ(solver->states().at("fc1/W").t, 0u);
+  std::remove(path.c_str());
+}
+
+TEST(Checkpoint, ExtrasKeepTheirTypesAndValuesBitForBit) {
+  const std::string path = temp_path("extras.h5");
+  TrainingRun run("float");
+  CheckpointExtras extras;
+  extras.set("steps", int64_t{1} << 40);
+  extras.set("negative", -3);
+  extras.set("third", 1.0 / 3.0);
+  extras.set("scale", 0.1f);
+  extras.set("nan", std::numeric_limits<double>::quiet_NaN());
+  extras.set("state", std::string("a\0b\nc", 5));
+  extras.set("empty", "");
+  save_checkpoint(path, run.params, *run.solver, *run.updater, 3, extras);
+  TrainingRun fresh("float");
+  const CheckpointInfo info = load_checkpoint(
+      path, fresh.params, *fresh.solver, fresh.updater.get());
+  const CheckpointExtras& e = info.extras;
+  EXPECT_EQ(e.size(), 7u);
+  EXPECT_EQ(e.get_int("steps"), int64_t{1} << 40);
+  EXPECT_EQ(e.get_int("negative"), -3);
+  EXPECT_EQ(e.get_float("third"), 1.0 / 3.0);
+  EXPECT_EQ(static_cast<float>(e.get_float("scale")), 0.1f);
+  EXPECT_TRUE(std::isnan(e.get_float("nan")));
+  EXPECT_EQ(e.get_string("state"), std::string("a\0b\nc", 5));
+  EXPECT_EQ(e.get_string("empty"), "");
+  EXPECT_EQ(e.source, path);
+  try {
+    e.get_int("step");
+    ADD_FAILURE() << "a missing extra must throw";
+  } catch (const std::invalid_argument& err) {
+    EXPECT_NE(std::string(err.what()).find("[CheckpointExtras] the extras of '" +
+                                           path + "' have no value 'step'; did "
+                                           "you mean 'steps'?"),
+              std::string::npos)
+        << err.what();
+  }
+  try {
+    e.get_float("steps");
+    ADD_FAILURE() << "a type mismatch must throw";
+  } catch (const std::invalid_argument& err) {
+    EXPECT_NE(std::string(err.what()).find("'steps' of '" + path +
+                                           "' is an integer, not a float"),
+              std::string::npos)
+        << err.what();
+  }
   std::remove(path.c_str());
 }
 

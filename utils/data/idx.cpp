@@ -15,7 +15,7 @@ namespace {
 
 [[noreturn]] void fail(const std::string& tag, const std::string& path,
                        const std::string& what) {
-  throw std::runtime_error("[" + tag + "] " + path + ": " + what);
+  throw std::invalid_argument("[" + tag + "] " + path + ": " + what);
 }
 
 const char* type_name(int code) {

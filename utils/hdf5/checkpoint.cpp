@@ -3,6 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/graph/random.hpp>
 #include <mixgraph/utils/hdf5/parameters_io.hpp>
 
@@ -64,7 +65,44 @@ std::map<std::string, SolverState> read_states(const h5::File& f, hid_t group,
   return states;
 }
 
+const char* type_name(const CheckpointExtras::Value& v) {
+  return std::holds_alternative<int64_t>(v)  ? "an integer"
+         : std::holds_alternative<double>(v) ? "a float"
+                                             : "a string";
+}
+
 }  // namespace
+
+const CheckpointExtras::Value& CheckpointExtras::at(const std::string& name,
+                                                    const char* type) const {
+  const std::string from = source.empty() ? "" : " of '" + source + "'";
+  auto it = values_.find(name);
+  if (it == values_.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, v] : values_) names.push_back(n);
+    throw std::invalid_argument(msg("[CheckpointExtras] the extras", from,
+                                    " have no value '", name, "'",
+                                    did_you_mean(names, name)));
+  }
+  if (std::string(type_name(it->second)) != type) {
+    throw std::invalid_argument(msg("[CheckpointExtras] '", name, "'", from,
+                                    " is ", type_name(it->second), ", not ",
+                                    type));
+  }
+  return it->second;
+}
+
+int64_t CheckpointExtras::get_int(const std::string& name) const {
+  return std::get<int64_t>(at(name, "an integer"));
+}
+
+double CheckpointExtras::get_float(const std::string& name) const {
+  return std::get<double>(at(name, "a float"));
+}
+
+const std::string& CheckpointExtras::get_string(const std::string& name) const {
+  return std::get<std::string>(at(name, "a string"));
+}
 
 void save_states(const std::string& path, const Solver& solver) {
   h5::write_atomically(path, "save_states", [&](h5::File& f) {
@@ -81,7 +119,7 @@ void save_checkpoint(const std::string& path, const ParameterScope& params,
                      const Solver& solver,
                      const DynamicLossScalingUpdater* updater,
                      int64_t iteration, const CheckpointExtras& extras) {
-  for (const auto& [name, bytes] : extras) {
+  for (const auto& [name, value] : extras.values()) {
     if (name.empty() || name.find('/') != std::string::npos) {
       throw std::invalid_argument("[save_checkpoint] extra '" + name +
                                   "' for " + path +
@@ -109,10 +147,17 @@ void save_checkpoint(const std::string& path, const ParameterScope& params,
     }
     if (!extras.empty()) {
       h5::Handle eg = h5::create_group(root, "extras");
-      for (const auto& [name, bytes] : extras) {
-        h5::write_dataset(f, eg.get(), name,
-                          {static_cast<int64_t>(bytes.size())}, Dtype::u8,
-                          bytes.data());
+      for (const auto& [name, value] : extras.values()) {
+        if (auto i = std::get_if<int64_t>(&value)) {
+          h5::write_int_attr(f, eg.get(), name, *i);
+        } else if (auto d = std::get_if<double>(&value)) {
+          h5::write_double_attr(f, eg.get(), name, *d);
+        } else {
+          const auto& bytes = std::get<std::string>(value);
+          h5::write_dataset(f, eg.get(), name,
+                            {static_cast<int64_t>(bytes.size())}, Dtype::u8,
+                            bytes.data());
+        }
       }
     }
   });
@@ -132,6 +177,7 @@ CheckpointInfo load_checkpoint(const std::string& path, ParameterScope& params,
   hid_t root = f.handle.get();
   // Read and check everything first; apply only when all of it is good.
   CheckpointInfo info;
+  info.extras.source = path;
   h5::read_dataset(f, root, "iteration", Dtype::i64, &info.iteration, 1);
   const auto rng_info = h5::dataset_info(f, root, "rng_state");
   std::string rng(rng_info.shape.empty() ? 0 : rng_info.shape[0], '\0');
@@ -149,7 +195,18 @@ CheckpointInfo load_checkpoint(const std::string& path, ParameterScope& params,
       std::string bytes(einfo.shape[0], '\0');
       h5::read_dataset(f, eg.get(), name, Dtype::u8, bytes.data(),
                        einfo.shape[0]);
-      info.extras[name] = std::move(bytes);
+      info.extras.set(name, std::move(bytes));
+    }
+    for (const auto& [name, cls] : h5::list_attrs(f, eg.get())) {
+      if (cls == H5T_INTEGER) {
+        info.extras.set(name, h5::read_int_attr(f, eg.get(), "extras", name));
+      } else if (cls == H5T_FLOAT) {
+        info.extras.set(name,
+                        h5::read_double_attr(f, eg.get(), "extras", name));
+      } else {
+        h5::fail(f.tag, f.path, "extras",
+                 "attribute '" + name + "' must be an integer or a float");
+      }
     }
   }
   h5::Handle sg = h5::open_group(f, root, "solver");

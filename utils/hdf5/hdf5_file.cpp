@@ -48,11 +48,25 @@ Handle::~Handle() {
   if (id_ >= 0 && close_) close_(id_);
 }
 
-void fail(const std::string& tag, const std::string& file,
-          const std::string& entry, const std::string& what) {
+namespace {
+
+std::string where(const std::string& tag, const std::string& file,
+                  const std::string& entry) {
   std::string msg = "[" + tag + "] '" + file + "'";
   if (!entry.empty()) msg += ", entry '" + entry + "'";
-  throw std::runtime_error(msg + ": " + what);
+  return msg + ": ";
+}
+
+}  // namespace
+
+void fail(const std::string& tag, const std::string& file,
+          const std::string& entry, const std::string& what) {
+  throw std::invalid_argument(where(tag, file, entry) + what);
+}
+
+void fail_write(const std::string& tag, const std::string& file,
+                const std::string& entry, const std::string& what) {
+  throw std::runtime_error(where(tag, file, entry) + what);
 }
 
 File open_for_read(const std::string& path, const std::string& tag) {
@@ -76,14 +90,14 @@ void write_atomically(const std::string& path, const std::string& tag,
   {
     hid_t id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (id < 0) {
-      fail(tag, path, "", "cannot create the temporary file '" + tmp +
+      fail_write(tag, path, "", "cannot create the temporary file '" + tmp +
                               "' beside it (does the directory exist?)");
     }
     File f{Handle(id, H5Fclose), path, tag};
     try {
       write(f);
       if (H5Fflush(f.handle.get(), H5F_SCOPE_GLOBAL) < 0) {
-        fail(tag, path, "", "flushing the temporary file failed");
+        fail_write(tag, path, "", "flushing the temporary file failed");
       }
     } catch (...) {
       f.handle = Handle();
@@ -94,7 +108,7 @@ void write_atomically(const std::string& path, const std::string& tag,
   fsync_path(tmp, O_RDONLY);
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
-    fail(tag, path, "", "renaming the temporary file over it failed");
+    fail_write(tag, path, "", "renaming the temporary file over it failed");
   }
   fsync_path(parent_dir(path), O_RDONLY | O_DIRECTORY);
 }
@@ -176,10 +190,10 @@ void write_dataset(File& f, hid_t loc, const std::string& name,
   Handle ds(H5Dcreate2(loc, name.c_str(), type.get(), space.get(), H5P_DEFAULT,
                        H5P_DEFAULT, H5P_DEFAULT),
             H5Dclose);
-  if (!ds.valid()) fail(f.tag, f.path, name, "cannot create the dataset");
+  if (!ds.valid()) fail_write(f.tag, f.path, name, "cannot create the dataset");
   if (shape_size(shape) > 0 &&
       H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
-    fail(f.tag, f.path, name, "writing the dataset failed (disk full?)");
+    fail_write(f.tag, f.path, name, "writing the dataset failed (disk full?)");
   }
 }
 
@@ -192,7 +206,7 @@ void write_attr(File& f, hid_t obj, const std::string& name, hid_t type, T v) {
                       H5P_DEFAULT),
            H5Aclose);
   if (!a.valid() || H5Awrite(a.get(), type, &v) < 0) {
-    fail(f.tag, f.path, name, "cannot write the attribute");
+    fail_write(f.tag, f.path, name, "cannot write the attribute");
   }
 }
 
@@ -274,6 +288,32 @@ double read_double_attr(const File& f, hid_t obj, const std::string& entry,
 
 bool has_attr(hid_t obj, const std::string& name) {
   return H5Aexists(obj, name.c_str()) > 0;
+}
+
+namespace {
+
+herr_t collect_attr(hid_t obj, const char* name, const H5A_info_t*,
+                    void* data) {
+  auto* out =
+      static_cast<std::vector<std::pair<std::string, H5T_class_t>>*>(data);
+  Handle a(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
+  Handle type(a.valid() ? H5Aget_type(a.get()) : -1, H5Tclose);
+  out->emplace_back(name, type.valid() ? H5Tget_class(type.get())
+                                       : H5T_NO_CLASS);
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, H5T_class_t>> list_attrs(const File& f,
+                                                            hid_t obj) {
+  std::vector<std::pair<std::string, H5T_class_t>> out;
+  hsize_t idx = 0;
+  if (H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, collect_attr, &out) <
+      0) {
+    fail(f.tag, f.path, "", "cannot list attributes (file damaged?)");
+  }
+  return out;
 }
 
 bool exists(hid_t loc, const std::string& name) {
