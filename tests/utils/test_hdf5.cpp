@@ -168,11 +168,14 @@ TEST(SolverStates, RoundTripInNNablaLayoutAndMissingDatasetsAreNamed) {
   auto momentum = solvers::Momentum();
   momentum->set_parameters({{"fc/W", w2}});
   expect_file_error([&] { load_states(path, *momentum); },
-                       {"[load_states]", "entry 'm'", "is missing"});
+                    {"[load_states]", "does not fit the solver Momentum (the "
+                     "file's is Adam)", "parameter 'fc/W' has the states "
+                     "'mean', 'var' (of Adam), but Momentum needs 'm'"});
   auto wrong_shape = solvers::Adam();
   wrong_shape->set_parameters({{"fc/W", variable_from({2}, {1, 2}, true)}});
   expect_file_error([&] { load_states(path, *wrong_shape); },
-                       {"entry 'fc/W/mean'", "has shape (3,)"});
+                    {"state 'fc/W/mean' has shape (3,), but parameter 'fc/W' "
+                     "has shape (2,)"});
   std::remove(path.c_str());
 }
 
@@ -318,7 +321,10 @@ TEST(Checkpoint, LoadingIntoAnotherNetworkChangesNothing) {
   auto solver = solvers::Momentum();
   solver->set_parameters(params.parameters());
   expect_file_error([&] { load_checkpoint(path, params, *solver); },
-                       {"[load_checkpoint]", path});
+                    {"[load_checkpoint]", path,
+                     "'fc1/W' has shape (4, 6) in the file, but (4, 7) in the "
+                     "network",
+                     "'fc2/W' (6, 2) is in the file but not in the network"});
   EXPECT_EQ(W->data()->get<const float>()[0], 3.0f);
   EXPECT_EQ(solver->states().at("fc1/W").t, 0u);
   std::remove(path.c_str());
@@ -368,6 +374,66 @@ TEST(Checkpoint, ExtrasKeepTheirTypesAndValuesBitForBit) {
               std::string::npos)
         << err.what();
   }
+  std::remove(path.c_str());
+}
+
+// Inference needs the weights only: a checkpoint's parameters load without
+// its solver, into a new scope or over a network's parameters.
+TEST(Checkpoint, ParametersLoadWithoutASolver) {
+  const std::string path = temp_path("weights_only.h5");
+  TrainingRun run("float");
+  run.train(3);
+  save_checkpoint(path, run.params, *run.solver, *run.updater, run.iteration);
+  ParameterScope fresh;
+  load_parameters(path, fresh);
+  ASSERT_EQ(fresh.parameters().size(), run.params.parameters().size());
+  for (const auto& [name, v] : run.params.parameters()) {
+    ASSERT_TRUE(fresh.get(name)) << name;
+    EXPECT_EQ(to_doubles(fresh.get(name)), to_doubles(v)) << name;
+  }
+}
+
+TEST(Checkpoint, AnotherSolverIsNamedWithTheParameter) {
+  const std::string path = temp_path("other_solver.h5");
+  TrainingRun run("float");
+  run.train(2);
+  save_checkpoint(path, run.params, *run.solver, *run.updater, run.iteration);
+  TrainingRun other("float");
+  auto adam = solvers::Adam();
+  adam->set_parameters(other.params.parameters());
+  expect_file_error(
+      [&] { load_checkpoint(path, other.params, *adam); },
+      {"[load_checkpoint]", path, "entry 'solver'",
+       "does not fit the solver Adam (the file's is Momentum)",
+       "parameter 'fc1/W' has the states 'm' (of Momentum), but Adam needs "
+       "'mean', 'var'",
+       "parameter 'fc2/b' has the states 'm'"});
+  EXPECT_EQ(adam->states().at("fc1/W").t, 0u) << "nothing changed";
+  std::remove(path.c_str());
+}
+
+// A checkpoint of a network whose first layer then grew from 6 to 8 units:
+// every parameter that differs is listed, not only the first.
+TEST(Checkpoint, ALargerLayerListsEveryMismatch) {
+  const std::string path = temp_path("grown.h5");
+  TrainingRun run("float");
+  save_checkpoint(path, run.params, *run.solver, *run.updater, 0);
+  ParameterScope grown;
+  auto x = make_variable({8, 4});
+  auto h = F::tanh(PF::affine(x, 8, grown["fc1"]));
+  PF::affine(h, 2, grown["fc2"]);
+  grown["extra"].get_or_create("W", {3}, constant_initializer(7));
+  auto solver = solvers::Momentum();
+  solver->set_parameters(grown.parameters());
+  const float before = grown.get("fc2/b")->data()->get<const float>()[0];
+  expect_file_error(
+      [&] { load_checkpoint(path, grown, *solver); },
+      {"entry 'parameters': was written for another network:",
+       "'fc1/W' has shape (4, 6) in the file, but (4, 8) in the network",
+       "'fc1/b' has shape (6,) in the file, but (8,) in the network",
+       "'fc2/W' has shape (6, 2) in the file, but (8, 2) in the network",
+       "'extra/W' (3,) is not in the file"});
+  EXPECT_EQ(grown.get("fc2/b")->data()->get<const float>()[0], before);
   std::remove(path.c_str());
 }
 

@@ -1,5 +1,6 @@
 #include <mixgraph/utils/hdf5/checkpoint.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -33,11 +34,42 @@ void write_states(h5::File& f, hid_t group, const Solver& solver) {
   }
 }
 
+// The states of every parameter the solver holds; every problem (a
+// parameter without states, states of another solver, a shape) is listed in
+// one error naming the parameters and both solvers.
 std::map<std::string, SolverState> read_states(const h5::File& f, hid_t group,
+                                               const std::string& group_name,
                                                const Solver& solver) {
+  const std::string written_by =
+      h5::read_string_attr(f, group, group_name, "solver");
+  const auto needed = solver.state_names();
+  auto join = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
+    return out.empty() ? std::string("none") : out;
+  };
   std::map<std::string, SolverState> states;
+  std::string problems;
   for (const auto& [pname, var] : solver.parameters()) {
+    if (!h5::exists(group, pname)) {
+      problems += "\n  parameter '" + pname + "' has no state in the file";
+      continue;
+    }
     h5::Handle g = h5::open_group(f, group, pname);
+    std::vector<std::string> have;
+    for (const auto& n : h5::list_datasets(f, g.get())) {
+      if (n != "t") have.push_back(n);
+    }
+    std::vector<std::string> sorted_needed = needed;
+    std::sort(sorted_needed.begin(), sorted_needed.end());
+    std::sort(have.begin(), have.end());
+    if (have != sorted_needed) {
+      problems += "\n  parameter '" + pname + "' has the states " +
+                  join(have) +
+                  (written_by.empty() ? "" : " (of " + written_by + ")") +
+                  ", but " + solver.name() + " needs " + join(needed);
+      continue;
+    }
     SolverState s;
     int64_t t = 0;
     const auto tinfo = h5::dataset_info(f, g.get(), "t");
@@ -47,20 +79,30 @@ std::map<std::string, SolverState> read_states(const h5::File& f, hid_t group,
     }
     h5::read_dataset(f, g.get(), "t", Dtype::i64, &t, 1);
     s.t = static_cast<uint32_t>(t);
-    for (const auto& sname : solver.state_names()) {
-      const std::string entry = pname + "/" + sname;
+    bool shapes_ok = true;
+    for (const auto& sname : needed) {
       const auto info = h5::dataset_info(f, g.get(), sname);
       if (info.shape != var->shape()) {
-        h5::fail(f.tag, f.path, entry,
-                 "has shape " + shape_str(info.shape) + ", but parameter '" +
-                     pname + "' has shape " + shape_str(var->shape()));
+        problems += "\n  state '" + pname + "/" + sname + "' has shape " +
+                    shape_str(info.shape) + ", but parameter '" + pname +
+                    "' has shape " + shape_str(var->shape());
+        shapes_ok = false;
       }
-      auto a = make_ndarray(info.shape);
+    }
+    if (!shapes_ok) continue;
+    for (const auto& sname : needed) {
+      auto a = make_ndarray(var->shape());
       h5::read_dataset(f, g.get(), sname, Dtype::f32, a->cast<float>(true),
                        a->size());
       s.pstate[sname] = a;
     }
     states[pname] = std::move(s);
+  }
+  if (!problems.empty()) {
+    h5::fail(f.tag, f.path, group_name,
+             "does not fit the solver " + solver.name() +
+                 (written_by.empty() ? "" : " (the file's is " + written_by + ")") +
+                 ":" + problems);
   }
   return states;
 }
@@ -107,12 +149,13 @@ const std::string& CheckpointExtras::get_string(const std::string& name) const {
 void save_states(const std::string& path, const Solver& solver) {
   h5::write_atomically(path, "save_states", [&](h5::File& f) {
     write_states(f, f.handle.get(), solver);
+    h5::write_string_attr(f, f.handle.get(), "solver", solver.name());
   });
 }
 
 void load_states(const std::string& path, Solver& solver) {
   h5::File f = h5::open_for_read(path, "load_states");
-  solver.set_states(read_states(f, f.handle.get(), solver));
+  solver.set_states(read_states(f, f.handle.get(), "/", solver));
 }
 
 void save_checkpoint(const std::string& path, const ParameterScope& params,
@@ -132,6 +175,7 @@ void save_checkpoint(const std::string& path, const ParameterScope& params,
     h5::write_parameters(f, pg.get(), params.parameters());
     h5::Handle sg = h5::create_group(root, "solver");
     write_states(f, sg.get(), solver);
+    h5::write_string_attr(f, sg.get(), "solver", solver.name());
     h5::write_double_attr(f, sg.get(), "learning_rate", solver.learning_rate());
     h5::write_dataset(f, root, "iteration", {}, Dtype::i64, &iteration);
     const std::string rng = random_state();
@@ -209,8 +253,40 @@ CheckpointInfo load_checkpoint(const std::string& path, ParameterScope& params,
       }
     }
   }
+  // The parameters first: every one the network and the file do not share,
+  // or whose shape differs, listed together (a checkpoint of a smaller
+  // network names every layer that grew).
+  h5::Handle pg = h5::open_group(f, root, "parameters");
+  std::string problems;
+  std::map<std::string, Shape> in_file;
+  for (const auto& name : h5::list_datasets(f, pg.get())) {
+    in_file[name] = h5::dataset_info(f, pg.get(), name).shape;
+  }
+  for (const auto& [name, var] : params.parameters()) {
+    auto it = in_file.find(name);
+    if (it == in_file.end()) {
+      problems += "\n  '" + name + "' " + shape_str(var->shape()) +
+                  " is not in the file";
+    } else if (it->second != var->shape()) {
+      problems += "\n  '" + name + "' has shape " + shape_str(it->second) +
+                  " in the file, but " + shape_str(var->shape()) +
+                  " in the network";
+    }
+  }
+  for (const auto& [name, shape] : in_file) {
+    if (!params.get(name)) {
+      problems += "\n  '" + name + "' " + shape_str(shape) +
+                  " is in the file but not in the network";
+    }
+  }
+  if (!problems.empty()) {
+    h5::fail(f.tag, f.path, "parameters",
+             "was written for another network:" + problems);
+  }
+  ParameterScope staged;  // the file's parameters, checked against `params`
+  h5::read_parameters(f, pg.get(), staged, {});
   h5::Handle sg = h5::open_group(f, root, "solver");
-  auto states = read_states(f, sg.get(), solver);
+  auto states = read_states(f, sg.get(), "solver", solver);
   const double lr = h5::read_double_attr(f, sg.get(), "solver", "learning_rate");
   LossScalerState scaler;
   if (updater) {
@@ -223,28 +299,6 @@ CheckpointInfo load_checkpoint(const std::string& path, ParameterScope& params,
         h5::read_int_attr(f, lg.get(), "loss_scaler", "applied_steps");
     scaler.skipped_steps =
         h5::read_int_attr(f, lg.get(), "loss_scaler", "skipped_steps");
-  }
-  // Parameters must exist already: check the file covers exactly them.
-  h5::Handle pg = h5::open_group(f, root, "parameters");
-  for (const auto& [name, var] : params.parameters()) {
-    if (!h5::exists(pg.get(), name)) {
-      h5::fail(f.tag, f.path, "parameters/" + name,
-               "is missing: the checkpoint was written for another network");
-    }
-  }
-  ParameterScope staged;  // the file's parameters, checked against `params`
-  h5::read_parameters(f, pg.get(), staged, {});
-  for (const auto& [name, v] : staged.parameters()) {
-    auto have = params.get(name);
-    if (!have) {
-      h5::fail(f.tag, f.path, "parameters/" + name,
-               "is not a parameter of this network");
-    }
-    if (have->shape() != v->shape()) {
-      h5::fail(f.tag, f.path, "parameters/" + name,
-               "has shape " + shape_str(v->shape()) + ", but the network's is " +
-                   shape_str(have->shape()));
-    }
   }
   if (updater) {
     LossScalerState check = scaler;

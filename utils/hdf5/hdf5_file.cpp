@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 
 namespace mg::h5 {
@@ -218,6 +219,43 @@ void write_int_attr(File& f, hid_t obj, const std::string& name, int64_t v) {
 
 void write_double_attr(File& f, hid_t obj, const std::string& name, double v) {
   write_attr(f, obj, name, H5T_NATIVE_DOUBLE, v);
+}
+
+void write_string_attr(File& f, hid_t obj, const std::string& name,
+                       const std::string& v) {
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.get(), v.empty() ? 1 : v.size());
+  H5Tset_strpad(type.get(), H5T_STR_NULLPAD);
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle a(H5Acreate2(obj, name.c_str(), type.get(), space.get(), H5P_DEFAULT,
+                      H5P_DEFAULT),
+           H5Aclose);
+  std::string padded = v.empty() ? std::string(1, '\0') : v;
+  if (!a.valid() || H5Awrite(a.get(), type.get(), padded.data()) < 0) {
+    fail_write(f.tag, f.path, name, "cannot write the attribute");
+  }
+}
+
+std::string read_string_attr(const File& f, hid_t obj, const std::string& entry,
+                             const std::string& name) {
+  if (H5Aexists(obj, name.c_str()) <= 0) return "";
+  Handle a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose);
+  Handle type(H5Aget_type(a.get()), H5Tclose);
+  if (H5Tget_class(type.get()) != H5T_STRING ||
+      H5Tis_variable_str(type.get()) > 0) {
+    fail(f.tag, f.path, entry,
+         "attribute '" + name + "' must be a fixed-length string");
+  }
+  const size_t size = H5Tget_size(type.get());
+  if (size == 0 || size > (1u << 20)) {
+    fail(f.tag, f.path, entry, "attribute '" + name + "' has a bad size");
+  }
+  std::string v(size, '\0');
+  if (H5Aread(a.get(), type.get(), v.data()) < 0) {
+    fail(f.tag, f.path, entry, "cannot read the attribute '" + name + "'");
+  }
+  v.resize(std::strlen(v.c_str()));
+  return v;
 }
 
 DatasetInfo dataset_info(const File& f, hid_t loc, const std::string& name) {

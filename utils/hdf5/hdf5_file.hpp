@@ -80,6 +80,13 @@ void write_int_attr(File& f, hid_t obj, const std::string& name, int64_t v);
 /// Writes a double attribute.
 void write_double_attr(File& f, hid_t obj, const std::string& name, double v);
 
+/// Writes a string attribute (fixed length, ASCII: h5py reads it as str).
+void write_string_attr(File& f, hid_t obj, const std::string& name,
+                       const std::string& v);
+/// Reads a string attribute; "" when it is missing.
+std::string read_string_attr(const File& f, hid_t obj, const std::string& entry,
+                             const std::string& name);
+
 /// What a dataset holds.
 struct DatasetInfo {
   Shape shape;
