@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -309,7 +311,7 @@ TEST_P(Checkpoint, ResumingInAFreshProcessContinuesBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TypeConfigs, Checkpoint,
-                         ::testing::Values("float", "half"));
+                         ::testing::Values("float", "half", "bfloat16"));
 
 TEST(Checkpoint, LoadingIntoAnotherNetworkChangesNothing) {
   const std::string path = temp_path("other.h5");
@@ -437,32 +439,133 @@ TEST(Checkpoint, ALargerLayerListsEveryMismatch) {
   std::remove(path.c_str());
 }
 
-// A writer killed at a random point never leaves a checkpoint that fails to
-// load: the rename is the only step that replaces the old file.
-TEST(Checkpoint, AWriteKilledHalfwayLeavesTheOldCheckpointLoadable) {
+// What the killed writer's save number k holds: every weight k + i / 8
+// (i its position), the iteration k and the extra "save" k, so that a
+// loaded file tells which save it is and whether it is whole.
+void set_save(TrainingRun& run, int64_t k) {
+  int64_t i = 0;
+  for (auto& [name, v] : run.params.parameters()) {
+    float* w = v->data()->cast<float>(true);
+    for (int64_t j = 0; j < v->size(); ++j) w[j] = k + (i++ % 8) / 8.0f;
+  }
+}
+
+bool is_save(TrainingRun& run, int64_t k) {
+  int64_t i = 0;
+  for (auto& [name, v] : run.params.parameters()) {
+    const float* w = v->data()->get<const float>();
+    for (int64_t j = 0; j < v->size(); ++j) {
+      if (w[j] != k + (i++ % 8) / 8.0f) return false;
+    }
+  }
+  return true;
+}
+
+// Where the writer is, in memory it shares with the test: the saves begun
+// and finished. A kill that lands with begun > finished landed inside
+// save_checkpoint (between its first and last instruction).
+struct WriterProgress {
+  std::atomic<int64_t> begun{0}, finished{0};
+};
+
+// A writer killed at a random point never leaves a torn checkpoint: the
+// file loads and is exactly one complete save, the last one finished (or
+// the one whose rename the kill interrupted after it happened).
+TEST(Checkpoint, AWriteKilledHalfwayLeavesExactlyOneCompleteSave) {
   const std::string path = temp_path("killed.h5");
   TrainingRun run("float");
+  set_save(run, 0);
   save_checkpoint(path, run.params, *run.solver, *run.updater, 0);
+  auto* progress = static_cast<WriterProgress*>(
+      ::mmap(nullptr, sizeof(WriterProgress), PROT_READ | PROT_WRITE,
+             MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(progress, MAP_FAILED);
   std::mt19937 rng(5);
-  for (int trial = 0; trial < 12; ++trial) {
+  int inside = 0, trials = 12;
+  for (int trial = 0; trial < trials; ++trial) {
+    new (progress) WriterProgress();
     const pid_t child = ::fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
-      for (int64_t it = 1;; ++it) {
-        save_checkpoint(path, run.params, *run.solver, *run.updater, it);
+      for (int64_t k = 1;; ++k) {
+        set_save(run, k);
+        CheckpointExtras extras;
+        extras.set("save", k);
+        progress->begun = k;
+        save_checkpoint(path, run.params, *run.solver, *run.updater, k, extras);
+        progress->finished = k;
       }
     }
-    ::usleep(std::uniform_int_distribution<int>(200, 20000)(rng));
+    // Let it finish a few saves first, then kill it at a random moment.
+    while (progress->finished < 2) ::usleep(100);
+    ::usleep(std::uniform_int_distribution<int>(0, 3000)(rng));
     ::kill(child, SIGKILL);
     int status = 0;
-    ::waitpid(child, &status, 0);
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+        << "the writer must die of the kill, not exit or crash; status "
+        << status;
+    const int64_t begun = progress->begun, finished = progress->finished;
+    inside += begun > finished;
     TrainingRun fresh("float");
-    EXPECT_NO_THROW(load_checkpoint(path, fresh.params, *fresh.solver,
-                                    fresh.updater.get()))
+    CheckpointInfo info;
+    ASSERT_NO_THROW(info = load_checkpoint(path, fresh.params, *fresh.solver,
+                                           fresh.updater.get()))
         << "trial " << trial;
+    EXPECT_TRUE(info.iteration == finished ||
+                (info.iteration == begun && begun == finished + 1))
+        << "trial " << trial << ": loaded save " << info.iteration
+        << ", begun " << begun << ", finished " << finished;
+    EXPECT_TRUE(is_save(fresh, info.iteration))
+        << "trial " << trial << ": the weights are not those of save "
+        << info.iteration;
+    EXPECT_EQ(info.extras.get_int("save"), info.iteration);
     std::remove((path + ".tmp." + std::to_string(child)).c_str());
   }
+  // The writer spends nearly all its time inside save_checkpoint, so most
+  // kills land there; all of them is likely, none would mean the test
+  // tests nothing.
+  std::printf("kills inside a write: %d of %d\n", inside, trials);
+  EXPECT_GE(inside, trials / 2);
+  ::munmap(progress, sizeof(WriterProgress));
   std::remove(path.c_str());
+}
+
+// Every prefix of a checkpoint file (cut at 40 places) and a damaged
+// superblock are errors naming the file, never a crash or a partial load.
+TEST(Checkpoint, TruncatedOrDamagedFilesAreErrorsThatNameTheFile) {
+  const std::string path = temp_path("whole.h5");
+  TrainingRun run("float");
+  run.train(2);
+  save_checkpoint(path, run.params, *run.solver, *run.updater, run.iteration);
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  const std::string cut = temp_path("cut.h5");
+  int refused = 0;
+  for (int i = 0; i < 40; ++i) {
+    const size_t n = bytes.size() * i / 40;
+    std::ofstream(cut, std::ios::binary | std::ios::trunc) << bytes.substr(0, n);
+    TrainingRun fresh("float");
+    const auto before = fresh.weights();
+    try {
+      load_checkpoint(cut, fresh.params, *fresh.solver, fresh.updater.get());
+      ADD_FAILURE() << "a checkpoint cut to " << n << " of " << bytes.size()
+                    << " bytes loaded";
+    } catch (const std::invalid_argument& e) {
+      ++refused;
+      EXPECT_NE(std::string(e.what()).find(cut), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(fresh.weights(), before) << "nothing changes on error";
+  }
+  EXPECT_EQ(refused, 40);
+  std::string damaged = bytes;
+  for (int i = 0; i < 8; ++i) damaged[i] ^= 0x5a;  // the HDF5 signature
+  std::ofstream(cut, std::ios::binary | std::ios::trunc) << damaged;
+  TrainingRun fresh("float");
+  expect_file_error([&] { load_checkpoint(cut, fresh.params, *fresh.solver); },
+                    {cut, "is not an HDF5 file"});
+  std::remove(path.c_str());
+  std::remove(cut.c_str());
 }
 
 }  // namespace
