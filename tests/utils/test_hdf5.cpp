@@ -208,6 +208,7 @@ assert f['net/half/W'][1, 0] == 65504
 assert int(f['net/half/W'].attrs['need_grad']) == 1
 assert int(f['net/float/W'].attrs['need_grad']) == 0
 assert [int(f[n].attrs['index']) for n in names] == list(range(len(names)))
+assert all(f[n].fletcher32 for n in names), 'every array carries a checksum'
 print('h5py ok', len(names))
 )";
   const std::string cmd = "/usr/bin/python3 " + script + " " + path;
@@ -393,6 +394,7 @@ TEST(Checkpoint, ParametersLoadWithoutASolver) {
     ASSERT_TRUE(fresh.get(name)) << name;
     EXPECT_EQ(to_doubles(fresh.get(name)), to_doubles(v)) << name;
   }
+  std::remove(path.c_str());
 }
 
 TEST(Checkpoint, AnotherSolverIsNamedWithTheParameter) {
@@ -467,6 +469,140 @@ bool is_save(TrainingRun& run, int64_t k) {
 struct WriterProgress {
   std::atomic<int64_t> begun{0}, finished{0};
 };
+
+// ---- checksums ----
+
+// Every array dataset of a file, with where its (single) chunk lies.
+struct StoredArray {
+  std::string name;
+  haddr_t address;
+  hsize_t bytes;
+};
+
+herr_t visit_dataset(hid_t root, const char* name, const H5O_info_t* info,
+                     void* out) {
+  if (info->type != H5O_TYPE_DATASET) return 0;
+  h5::Handle ds(H5Dopen2(root, name, H5P_DEFAULT), H5Dclose);
+  h5::Handle dcpl(H5Dget_create_plist(ds.get()), H5Pclose);
+  if (H5Pget_layout(dcpl.get()) != H5D_CHUNKED) return 0;
+  hsize_t offset[8] = {};
+  unsigned mask = 0;
+  haddr_t address = 0;
+  hsize_t bytes = 0;
+  h5::Handle space(H5Dget_space(ds.get()), H5Sclose);
+  if (H5Dget_chunk_info(ds.get(), space.get(), 0, offset, &mask, &address,
+                        &bytes) >= 0) {
+    static_cast<std::vector<StoredArray>*>(out)->push_back(
+        {name, address, bytes});
+  }
+  return 0;
+}
+
+std::vector<StoredArray> stored_arrays(const std::string& path) {
+  h5::Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  std::vector<StoredArray> out;
+  H5Ovisit(f.get(), H5_INDEX_NAME, H5_ITER_INC, visit_dataset, &out);
+  return out;
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+// One flipped bit in any array of a checkpoint (parameters, solver states,
+// the RNG state, string extras) is an error naming the file and the
+// dataset; nothing is loaded.
+TEST(Checksums, ADamagedByteInAnyArrayIsAnErrorNamingTheDataset) {
+  const std::string path = temp_path("checked.h5");
+  TrainingRun run("half");
+  run.train(3);
+  CheckpointExtras extras;
+  extras.set("position", std::string(100, 'p'));
+  save_checkpoint(path, run.params, *run.solver, *run.updater, run.iteration,
+                  extras);
+  const std::string bytes = file_bytes(path);
+  const auto arrays = stored_arrays(path);
+  // 4 parameters, 4 momentum states, the RNG state, the extra.
+  ASSERT_EQ(arrays.size(), 10u);
+  const std::string bad = temp_path("bad.h5");
+  for (const auto& a : arrays) {
+    SCOPED_TRACE(a.name);
+    std::string damaged = bytes;
+    damaged[a.address + a.bytes / 2] ^= 0x10;
+    std::ofstream(bad, std::ios::binary | std::ios::trunc) << damaged;
+    TrainingRun fresh("half");
+    const auto before = fresh.weights();
+    expect_file_error(
+        [&] {
+          load_checkpoint(bad, fresh.params, *fresh.solver,
+                          fresh.updater.get());
+        },
+        {"[load_checkpoint] '" + bad + "', entry '" + a.name + "'",
+         "its checksum does not match"});
+    EXPECT_EQ(fresh.weights(), before);
+  }
+  // The same through load_parameters and load_states.
+  const std::string params = temp_path("checked_params.h5");
+  save_parameters(params, run.params);
+  const auto p_arrays = stored_arrays(params);
+  ASSERT_EQ(p_arrays.size(), 4u);
+  std::string damaged = file_bytes(params);
+  damaged[p_arrays[1].address + 3] ^= 0x01;
+  std::ofstream(bad, std::ios::binary | std::ios::trunc) << damaged;
+  ParameterScope scope;
+  expect_file_error([&] { load_parameters(bad, scope); },
+                    {"[load_parameters]", bad, "entry '" + p_arrays[1].name,
+                     "checksum"});
+  EXPECT_TRUE(scope.parameters().empty());
+  const std::string states = temp_path("checked_states.h5");
+  save_states(states, *run.solver);
+  const auto s_arrays = stored_arrays(states);
+  ASSERT_EQ(s_arrays.size(), 4u);
+  damaged = file_bytes(states);
+  damaged[s_arrays[0].address] ^= 0x80;
+  std::ofstream(bad, std::ios::binary | std::ios::trunc) << damaged;
+  expect_file_error([&] { load_states(bad, *run.solver); },
+                    {"[load_states]", bad, "entry '" + s_arrays[0].name,
+                     "checksum"});
+  for (auto& f : {path, bad, params, states}) std::remove(f.c_str());
+}
+
+// Files written before checksums (contiguous datasets, the default HDF5
+// format, as NNabla and h5py write by default) still load.
+TEST(Checksums, FilesWithoutChecksumsStillLoad) {
+  const std::string path = temp_path("plain.h5");
+  {
+    h5::Handle f(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT,
+                           H5P_DEFAULT),
+                 H5Fclose);
+    h5::Handle g(H5Gcreate2(f.get(), "fc", H5P_DEFAULT, H5P_DEFAULT,
+                            H5P_DEFAULT),
+                 H5Gclose);
+    const hsize_t dims[2] = {2, 3};
+    h5::Handle space(H5Screate_simple(2, dims, nullptr), H5Sclose);
+    h5::Handle ds(H5Dcreate2(g.get(), "W", H5T_IEEE_F32LE, space.get(),
+                             H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                  H5Dclose);
+    const float w[6] = {1, 2, 3, 4, 5, 6};
+    H5Dwrite(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, w);
+    h5::Handle scalar(H5Screate(H5S_SCALAR), H5Sclose);
+    for (const char* attr : {"index", "need_grad"}) {
+      h5::Handle a(H5Acreate2(ds.get(), attr, H5T_STD_I64LE, scalar.get(),
+                              H5P_DEFAULT, H5P_DEFAULT),
+                   H5Aclose);
+      const int64_t v = attr[0] == 'n';
+      H5Awrite(a.get(), H5T_NATIVE_INT64, &v);
+    }
+  }
+  EXPECT_TRUE(stored_arrays(path).empty()) << "no chunked dataset";
+  ParameterScope scope;
+  load_parameters(path, scope);
+  ASSERT_TRUE(scope.get("fc/W"));
+  EXPECT_EQ(to_doubles(scope.get("fc/W")), (Doubles{1, 2, 3, 4, 5, 6}));
+  EXPECT_TRUE(scope.get("fc/W")->need_grad());
+  std::remove(path.c_str());
+}
 
 // A writer killed at a random point never leaves a torn checkpoint: the
 // file loads and is exactly one complete save, the last one finished (or

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -89,7 +90,12 @@ void write_atomically(const std::string& path, const std::string& tag,
   silence_hdf5();
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
-    hid_t id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    // The 1.10 file format: object headers, groups' link storage and the
+    // superblock carry checksums, and a chunked dataset's single chunk is
+    // indexed from its (checksummed) header. h5py reads it (HDF5 >= 1.10).
+    Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+    H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_LATEST);
+    hid_t id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
     if (id < 0) {
       fail_write(tag, path, "", "cannot create the temporary file '" + tmp +
                               "' beside it (does the directory exist?)");
@@ -180,6 +186,45 @@ Handle ensure_parent_groups(hid_t root, const std::string& name) {
   return current;
 }
 
+namespace {
+
+// Every dataset is checked on read. An array is chunked with the Fletcher32
+// filter (a checksum per chunk, verified by H5Dread); chunks stay under
+// 64 MiB by splitting the leading dimensions. A scalar or an empty array is
+// compact: its bytes live in the object header, whose checksum covers them.
+Handle checksummed_layout(const Shape& shape, Dtype dtype) {
+  Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  if (shape.empty() || shape_size(shape) == 0) {
+    H5Pset_layout(dcpl.get(), H5D_COMPACT);
+    return dcpl;
+  }
+  std::vector<hsize_t> chunk(shape.begin(), shape.end());
+  const hsize_t limit = hsize_t{64} << 20;
+  auto bytes = [&] {
+    hsize_t b = dtype_size(dtype);
+    for (hsize_t c : chunk) b *= c;
+    return b;
+  };
+  for (size_t d = 0; d < chunk.size() && bytes() > limit; ++d) {
+    while (chunk[d] > 1 && bytes() > limit) chunk[d] = (chunk[d] + 1) / 2;
+  }
+  H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data());
+  H5Pset_fletcher32(dcpl.get());
+  return dcpl;
+}
+
+// "solver/fc1/W/m": the dataset's path in the file, for errors.
+std::string path_in_file(hid_t loc, const std::string& name) {
+  char buf[1024];
+  const ssize_t n = H5Iget_name(loc, buf, sizeof buf);
+  std::string base = n > 0 ? std::string(buf, std::min<size_t>(n, sizeof buf - 1))
+                           : std::string();
+  while (!base.empty() && base.front() == '/') base.erase(0, 1);
+  return base.empty() ? name : base + "/" + name;
+}
+
+}  // namespace
+
 void write_dataset(File& f, hid_t loc, const std::string& name,
                    const Shape& shape, Dtype dtype, const void* data) {
   std::vector<hsize_t> dims(shape.begin(), shape.end());
@@ -188,8 +233,9 @@ void write_dataset(File& f, hid_t loc, const std::string& name,
                H5Sclose);
   if (shape.empty()) space = Handle(H5Screate(H5S_SCALAR), H5Sclose);
   Handle type = file_type(dtype);
+  Handle dcpl = checksummed_layout(shape, dtype);
   Handle ds(H5Dcreate2(loc, name.c_str(), type.get(), space.get(), H5P_DEFAULT,
-                       H5P_DEFAULT, H5P_DEFAULT),
+                       dcpl.get(), H5P_DEFAULT),
             H5Dclose);
   if (!ds.valid()) fail_write(f.tag, f.path, name, "cannot create the dataset");
   if (shape_size(shape) > 0 &&
@@ -259,9 +305,12 @@ std::string read_string_attr(const File& f, hid_t obj, const std::string& entry,
 }
 
 DatasetInfo dataset_info(const File& f, hid_t loc, const std::string& name) {
-  if (!exists(loc, name)) fail(f.tag, f.path, name, "is missing");
+  if (!exists(loc, name)) fail(f.tag, f.path, path_in_file(loc, name), "is missing");
   Handle ds(H5Dopen2(loc, name.c_str(), H5P_DEFAULT), H5Dclose);
-  if (!ds.valid()) fail(f.tag, f.path, name, "is not a dataset");
+  if (!ds.valid()) {
+    fail(f.tag, f.path, path_in_file(loc, name),
+         "is not a dataset, or its header is damaged");
+  }
   Handle type(H5Dget_type(ds.get()), H5Tclose);
   Handle space(H5Dget_space(ds.get()), H5Sclose);
   const int nd = H5Sget_simple_extent_ndims(space.get());
@@ -276,12 +325,31 @@ DatasetInfo dataset_info(const File& f, hid_t loc, const std::string& name) {
 
 void read_dataset(const File& f, hid_t loc, const std::string& name,
                   Dtype dtype, void* out, int64_t n) {
+  const std::string entry = path_in_file(loc, name);
   Handle ds(H5Dopen2(loc, name.c_str(), H5P_DEFAULT), H5Dclose);
-  if (!ds.valid()) fail(f.tag, f.path, name, "is missing or not a dataset");
+  if (!ds.valid()) fail(f.tag, f.path, entry, "is missing or not a dataset");
+  Handle space(H5Dget_space(ds.get()), H5Sclose);
+  const hssize_t stored = H5Sget_simple_extent_npoints(space.get());
+  if (stored != n) {
+    fail(f.tag, f.path, entry,
+         "holds " + std::to_string(stored) + " values, " + std::to_string(n) +
+             " were expected");
+  }
   if (n == 0) return;
   Handle type = file_type(dtype);
   if (H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
-    fail(f.tag, f.path, name, "reading the data failed (file truncated?)");
+    Handle dcpl(H5Dget_create_plist(ds.get()), H5Pclose);
+    unsigned flags = 0, config = 0;
+    size_t nvalues = 0;
+    const bool checked =
+        dcpl.valid() &&
+        H5Pget_filter_by_id2(dcpl.get(), H5Z_FILTER_FLETCHER32, &flags,
+                             &nvalues, nullptr, 0, nullptr, &config) >= 0;
+    fail(f.tag, f.path, entry,
+         checked ? "its checksum does not match: the file is damaged (or "
+                   "truncated)"
+                 : "reading the data failed: the file is damaged or "
+                   "truncated");
   }
 }
 

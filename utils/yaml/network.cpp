@@ -356,9 +356,33 @@ void save_network(const std::string& path, const std::string& name,
   }
 }
 
+namespace {
+
+Network build_network(const std::string& yaml, ParameterScope& params,
+                      const std::string& source,
+                      const NetworkOptions& options);
+
+}  // namespace
+
+// yaml-cpp's own exceptions (a list where a name belongs: a bad conversion)
+// become std::invalid_argument with the line, as every error of a bad file.
 Network network_from_yaml(const std::string& yaml, ParameterScope& params,
                           const std::string& source,
                           const NetworkOptions& options) {
+  try {
+    return build_network(yaml, params, source, options);
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument("[load_network] " + source + ":" +
+                                std::to_string(e.mark.line + 1) + ": " +
+                                e.msg);
+  }
+}
+
+namespace {
+
+Network build_network(const std::string& yaml, ParameterScope& params,
+                      const std::string& source,
+                      const NetworkOptions& options) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
@@ -456,6 +480,8 @@ Network network_from_yaml(const std::string& yaml, ParameterScope& params,
   }
   return result;
 }
+
+}  // namespace
 
 Network load_network(const std::string& path, ParameterScope& params,
                      const NetworkOptions& options) {
