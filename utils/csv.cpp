@@ -76,7 +76,10 @@ void CsvWriter::write_row(const std::vector<std::string>& cells) {
 
 std::vector<std::vector<std::string>> read_csv(const std::string& path) {
   std::ifstream in(path);
-  if (!in) io_error("read_csv", path, "cannot open");
+  if (!in) {
+    throw std::invalid_argument("[read_csv] " + path + ": cannot open: " +
+                                std::strerror(errno));
+  }
   std::vector<std::vector<std::string>> rows;
   for (std::string line; std::getline(in, line);) rows.push_back(split(line));
   return rows;

@@ -382,6 +382,8 @@ TEST(Csv, WritesAppendsAndTruncates) {
         CsvWriter(path, {"step", "scale"}, true);
       },
       {"[CsvWriter]", path, "step,loss,type_config"});
+  expect_error([&] { read_csv(path + ".missing"); },
+               {"[read_csv]", path + ".missing", "cannot open"});
   std::remove(path.c_str());
 }
 
