@@ -122,6 +122,20 @@ TEST(Idx, TruncatedHeader) {
   std::remove(path.c_str());
 }
 
+// A damaged header that claims 2^40 bytes is a truncated file, not an
+// attempt to allocate them.
+TEST(Idx, AHeaderClaimingMoreThanTheFileHoldsIsTruncated) {
+  const std::string path = temp_path("claims_too_much.idx");
+  write_bytes(path, std::string("\0\0\x08\x03\x00\x10\x00\x00"
+                                "\x00\x00\x04\x00\x00\x00\x04\x00"
+                                "abcdef",
+                                22));
+  expect_error([&] { read_idx(path); },
+               {"[read_idx]", path, "truncated", "(1048576, 1024, 1024)",
+                "ends after 6"});
+  std::remove(path.c_str());
+}
+
 TEST(Idx, TruncatedDataPlain) {
   const std::string path = temp_path("short.idx");
   write_idx(path, counting_images(5, 3, 4), false);
