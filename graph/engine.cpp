@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/graph/function_node.hpp>
 #include <mixgraph/graph/variable.hpp>
 
@@ -110,6 +111,23 @@ bool share_grad(const Step& step, const Variable* root,
   return false;
 }
 
+// Backward runs on the sizes of the last setup; a variable reshaped since
+// then would have it read or write out of bounds.
+void check_set_up(const Step& step) {
+  if (!step.node->shapes_changed(step.out)) return;
+  const std::vector<Shape>& was = step.node->setup_input_shapes();
+  std::string was_str;
+  for (size_t i = 0; i < was.size(); ++i) {
+    was_str += (i ? ", " : "") + shape_str(was[i]);
+  }
+  throw std::invalid_argument(
+      msg("[backward] ", step.node->function().name(),
+          " was set up for inputs of shapes ", was_str,
+          ", but its inputs and outputs now have shapes ", shapes_str(step.in),
+          " and ", shapes_str(step.out),
+          ": run forward() after reshaping, before backward()"));
+}
+
 }  // namespace
 
 void Variable::forward(bool clear_buffer, bool clear_no_need_grad) {
@@ -138,6 +156,11 @@ void Variable::forward(bool clear_buffer, bool clear_no_need_grad) {
   }
 
   for (size_t s = 0; s < order.size(); ++s) {
+    // An input reshaped since setup (a new batch size): set up again down
+    // the graph, so that no function runs on the sizes of the old shapes.
+    if (order[s].node->shapes_changed(order[s].out)) {
+      order[s].node->setup_again(order[s].in, order[s].out);
+    }
     order[s].node->function().forward(order[s].in, order[s].out);
     if (!clearing) continue;
     for (Variable* v : order[s].in) {
@@ -182,6 +205,7 @@ void Variable::backward(const NdArrayPtr& grad, bool clear_buffer) {
   std::vector<size_t> first_reader(clear_buffer ? slots : 0, order.size());
   for (size_t s = 0; s < order.size(); ++s) {
     Step& step = order[s];
+    check_set_up(step);
     bool any = false;
     for (Variable* v : step.in) any = any || var_needs_grad(v);
     any = any && step.node->grad_enabled();
