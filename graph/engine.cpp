@@ -5,6 +5,7 @@
 // flat arrays indexed by (step, output): a step of a small network costs
 // well under a microsecond of engine time per function (bench_training).
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <unordered_set>
@@ -184,7 +185,14 @@ void Variable::backward(const NdArrayPtr& grad, bool clear_buffer) {
           "[backward] the grad has shape " + shape_str(grad->shape()) +
           ", but variable '" + name_ + "' has shape " + shape_str(shape()));
     }
-    grad_->set_array(grad->array_ptr());
+    // A copy, not the caller's buffer: the root's grad is the graph's (a
+    // later backward(float) fills it), and the caller's array stays theirs.
+    SyncedArray& src = grad->array();
+    const Dtype dtype = src.dtype();
+    auto seed = std::make_shared<SyncedArray>(src.size());
+    std::memcpy(seed->cast(dtype, "cpu", /*write_only=*/true),
+                src.get(dtype, "cpu"), src.size() * dtype_size(dtype));
+    grad_->set_array(std::move(seed));
   }
   size_t slots = 0;
   std::vector<Step> order = topological_order(this, &slots);

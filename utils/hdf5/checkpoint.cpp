@@ -91,7 +91,7 @@ void save_checkpoint(const std::string& path, const ParameterScope& params,
   h5::write_atomically(path, "save_checkpoint", [&](h5::File& f) {
     hid_t root = f.handle.get();
     h5::Handle pg = h5::create_group(root, "parameters");
-    h5::write_parameters(f, pg.get(), params.parameters());
+    h5::write_parameters(f, pg.get(), params.parameters(/*grad_only=*/false));
     h5::Handle sg = h5::create_group(root, "solver");
     write_states(f, sg.get(), solver);
     h5::write_double_attr(f, sg.get(), "learning_rate", solver.learning_rate());
@@ -169,7 +169,7 @@ CheckpointInfo load_checkpoint(const std::string& path, ParameterScope& params,
   }
   // Parameters must exist already: check the file covers exactly them.
   h5::Handle pg = h5::open_group(f, root, "parameters");
-  for (const auto& [name, var] : params.parameters()) {
+  for (const auto& [name, var] : params.parameters(/*grad_only=*/false)) {
     if (!h5::exists(pg.get(), name)) {
       h5::fail(f.tag, f.path, "parameters/" + name,
                "is missing: the checkpoint was written for another network");
@@ -177,7 +177,7 @@ CheckpointInfo load_checkpoint(const std::string& path, ParameterScope& params,
   }
   ParameterScope staged;  // the file's parameters, checked against `params`
   h5::read_parameters(f, pg.get(), staged, {});
-  for (const auto& [name, v] : staged.parameters()) {
+  for (const auto& [name, v] : staged.parameters(/*grad_only=*/false)) {
     auto have = params.get(name);
     if (!have) {
       h5::fail(f.tag, f.path, "parameters/" + name,
@@ -202,7 +202,7 @@ CheckpointInfo load_checkpoint(const std::string& path, ParameterScope& params,
   }
   solver.set_states(states);  // validates all, then applies
   solver.set_learning_rate(static_cast<float>(lr));
-  for (const auto& [name, v] : staged.parameters()) {
+  for (const auto& [name, v] : staged.parameters(/*grad_only=*/false)) {
     SyncedArray& src = v->data()->array();
     const Dtype dt = src.dtype();
     std::memcpy(params.get(name)->data()->array().cast(dt, "cpu", true),
