@@ -68,6 +68,7 @@
 #include <mixgraph/solvers/nesterov.hpp>
 #include <mixgraph/solvers/norms.hpp>
 #include <mixgraph/solvers/rmsprop.hpp>
+#include <mixgraph/solvers/rule_list.hpp>
 #include <mixgraph/solvers/sgd.hpp>
 #include <mixgraph/solvers/sgdw.hpp>
 #include <mixgraph/solvers/solver.hpp>

@@ -70,7 +70,8 @@ TEST(Parameters, EveryDtypeRoundTripsWithNamesOrderAndNeedGrad) {
   save_parameters(path, src);
   ParameterScope dst;
   load_parameters(path, dst);
-  auto a = src.parameters(), b = dst.parameters();
+  auto a = src.parameters(/*grad_only=*/false),
+       b = dst.parameters(/*grad_only=*/false);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].first, b[i].first);
@@ -128,7 +129,7 @@ TEST(Files, CorruptInputGivesErrorsThatNameFileAndEntry) {
   const std::string cut = temp_path("truncated.h5");
   std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   expect_file_error([&] { load_parameters(cut, p); }, {cut});
-  EXPECT_TRUE(p.parameters().empty());
+  EXPECT_TRUE(p.parameters(/*grad_only=*/false).empty());
 
   // An 'index' attribute that is a float, and a missing 'need_grad'.
   const std::string odd = temp_path("odd.h5");
@@ -251,7 +252,9 @@ struct TrainingRun {
   }
   std::vector<Doubles> weights() {
     std::vector<Doubles> w;
-    for (auto& [n, v] : params.parameters()) w.push_back(to_doubles(v));
+    for (auto& [n, v] : params.parameters(/*grad_only=*/false)) {
+      w.push_back(to_doubles(v));
+    }
     return w;
   }
   Context ctx;

@@ -95,6 +95,7 @@ int uses_every_header() {
   n += mg::sum_of_squares(2, [](int64_t) { return 1.0; }) == 2.0;  // norms
   n += sizeof(mg::WeightDecayRule) > 0;                    // weight_decay_rule
   n += sizeof(&mg::state_data) > 0;                       // update_rule
+  n += mg::detail::kNumRuleSlots > 0;                      // rule_list
   // utils/
   n += sizeof(mg::CsvWriter) > 0;                          // csv
   n += mg::BatchIterator(4, 2, 1).batches_per_epoch() == 2;  // batch_iterator

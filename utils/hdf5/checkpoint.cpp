@@ -172,7 +172,7 @@ void save_checkpoint(const std::string& path, const ParameterScope& params,
   h5::write_atomically(path, "save_checkpoint", [&](h5::File& f) {
     hid_t root = f.handle.get();
     h5::Handle pg = h5::create_group(root, "parameters");
-    h5::write_parameters(f, pg.get(), params.parameters());
+    h5::write_parameters(f, pg.get(), params.parameters(/*grad_only=*/false));
     h5::Handle sg = h5::create_group(root, "solver");
     write_states(f, sg.get(), solver);
     h5::write_string_attr(f, sg.get(), "solver", solver.name());
@@ -262,7 +262,7 @@ CheckpointInfo load_checkpoint(const std::string& path, ParameterScope& params,
   for (const auto& name : h5::list_datasets(f, pg.get())) {
     in_file[name] = h5::dataset_info(f, pg.get(), name).shape;
   }
-  for (const auto& [name, var] : params.parameters()) {
+  for (const auto& [name, var] : params.parameters(/*grad_only=*/false)) {
     auto it = in_file.find(name);
     if (it == in_file.end()) {
       problems += "\n  '" + name + "' " + shape_str(var->shape()) +
@@ -313,7 +313,7 @@ CheckpointInfo load_checkpoint(const std::string& path, ParameterScope& params,
   }
   solver.set_states(states);  // validates all, then applies
   solver.set_learning_rate(static_cast<float>(lr));
-  for (const auto& [name, v] : staged.parameters()) {
+  for (const auto& [name, v] : staged.parameters(/*grad_only=*/false)) {
     SyncedArray& src = v->data()->array();
     const Dtype dt = src.dtype();
     std::memcpy(params.get(name)->data()->array().cast(dt, "cpu", true),

@@ -264,7 +264,9 @@ std::string network_to_yaml(
     const std::vector<std::pair<std::string, VariablePtr>>& outputs,
     const ParameterScope& params, const SaveNetworkOptions& options) {
   std::unordered_map<const Variable*, std::string> param_names;
-  for (const auto& [pname, v] : params.parameters()) param_names[v.get()] = pname;
+  for (const auto& [pname, v] : params.parameters(/*grad_only=*/false)) {
+    param_names[v.get()] = pname;
+  }
   std::unordered_map<const Variable*, std::string> names;
   std::vector<std::pair<std::string, const Variable*>> inputs, used_params;
   const auto order = functions_in_order(outputs);
