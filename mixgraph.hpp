@@ -1,53 +1,90 @@
-// mixgraph: the umbrella header. Include this and nothing else.
+// mixgraph: the umbrella header. Include this and nothing else: it holds
+// every public header of the library (tests/utils/test_umbrella.cpp checks
+// that none is missing and compiles a program that uses each through it).
+// Only the internal HDF5 plumbing (utils/hdf5/hdf5_file.hpp,
+// parameters_io.hpp, which include hdf5.h) and the backend folders (cpu/,
+// cuda/, cudnn/, ops/) are left out.
 #pragma once
 
+
+#include <mixgraph/contexts/caching_allocator.hpp>
 #include <mixgraph/contexts/context.hpp>
+#include <mixgraph/contexts/convert.hpp>
+#include <mixgraph/contexts/convert_one.hpp>
 #include <mixgraph/contexts/device.hpp>
 #include <mixgraph/contexts/dtype.hpp>
+#include <mixgraph/contexts/dtype_dispatch.hpp>
 #include <mixgraph/contexts/half.hpp>
+#include <mixgraph/contexts/macros.hpp>
 #include <mixgraph/contexts/memory.hpp>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/contexts/synced_array.hpp>
+
+#include <mixgraph/graph/function.hpp>
+#include <mixgraph/graph/function_args.hpp>
+#include <mixgraph/graph/function_decl.hpp>
 #include <mixgraph/graph/function_node.hpp>
 #include <mixgraph/graph/initializer.hpp>
 #include <mixgraph/graph/ndarray.hpp>
 #include <mixgraph/graph/parameter_scope.hpp>
 #include <mixgraph/graph/random.hpp>
+#include <mixgraph/graph/shape.hpp>
 #include <mixgraph/graph/variable.hpp>
+
 #include <mixgraph/functions/affine.hpp>
+#include <mixgraph/functions/args_codec.hpp>
+#include <mixgraph/functions/array_ops.hpp>
+#include <mixgraph/functions/attention.hpp>
+#include <mixgraph/functions/batch_matmul.hpp>
 #include <mixgraph/functions/batch_normalization.hpp>
+#include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/cast.hpp>
 #include <mixgraph/functions/convolution.hpp>
 #include <mixgraph/functions/deconvolution.hpp>
 #include <mixgraph/functions/dropout.hpp>
+#include <mixgraph/functions/elementwise.hpp>
 #include <mixgraph/functions/elementwise_builders.hpp>
+#include <mixgraph/functions/indexing.hpp>
 #include <mixgraph/functions/loss.hpp>
+#include <mixgraph/functions/lstm.hpp>
+#include <mixgraph/functions/min_argmax.hpp>
+#include <mixgraph/functions/normalization.hpp>
 #include <mixgraph/functions/pooling.hpp>
 #include <mixgraph/functions/precision_policy.hpp>
 #include <mixgraph/functions/reduction.hpp>
 #include <mixgraph/functions/registry.hpp>
 #include <mixgraph/functions/shape_ops.hpp>
 #include <mixgraph/functions/softmax.hpp>
+
 #include <mixgraph/solvers/adabound.hpp>
 #include <mixgraph/solvers/adagrad.hpp>
 #include <mixgraph/solvers/adam.hpp>
 #include <mixgraph/solvers/adam_variants.hpp>
+#include <mixgraph/solvers/device_ops.hpp>
 #include <mixgraph/solvers/lamb.hpp>
 #include <mixgraph/solvers/lars.hpp>
 #include <mixgraph/solvers/lion.hpp>
 #include <mixgraph/solvers/loss_scaling.hpp>
 #include <mixgraph/solvers/nesterov.hpp>
+#include <mixgraph/solvers/norms.hpp>
 #include <mixgraph/solvers/rmsprop.hpp>
+#include <mixgraph/solvers/rule_list.hpp>
 #include <mixgraph/solvers/sgd.hpp>
 #include <mixgraph/solvers/sgdw.hpp>
+#include <mixgraph/solvers/solver.hpp>
+#include <mixgraph/solvers/update_rule.hpp>
+#include <mixgraph/solvers/weight_decay_rule.hpp>
+
+#include <mixgraph/utils/csv.hpp>
+#include <mixgraph/utils/data/batch_iterator.hpp>
+#include <mixgraph/utils/data/fashion_mnist.hpp>
+#include <mixgraph/utils/data/feed.hpp>
+#include <mixgraph/utils/data/idx.hpp>
 #include <mixgraph/utils/hdf5/checkpoint.hpp>
 #include <mixgraph/utils/hdf5/parameters.hpp>
-#include <mixgraph/functions/array_ops.hpp>
-#include <mixgraph/functions/attention.hpp>
-#include <mixgraph/functions/batch_matmul.hpp>
-#include <mixgraph/functions/indexing.hpp>
-#include <mixgraph/functions/lstm.hpp>
-#include <mixgraph/functions/min_argmax.hpp>
-#include <mixgraph/functions/normalization.hpp>
+#include <mixgraph/utils/interrupt.hpp>
+#include <mixgraph/utils/progress.hpp>
+#include <mixgraph/utils/yaml/network.hpp>
 
 namespace mg {
 namespace F = functions;

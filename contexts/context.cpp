@@ -1,5 +1,7 @@
 #include <mixgraph/contexts/context.hpp>
 
+#include <mixgraph/contexts/device.hpp>
+
 #include <sstream>
 #include <stdexcept>
 
@@ -63,6 +65,10 @@ Context context(const std::string& ext, const std::string& type_config,
     if (t != Dtype::f32) add("cuda", Dtype::f32);
     add("cpu", Dtype::f32);
     ctx.array_class = "CudaArray";
+    // Fail here, where the program asked for the GPU, rather than at the
+    // first array it moves there: "device 'cuda:0' is not available:
+    // mixgraph was built without CUDA" (or: no GPU present, ...).
+    resolve_device(ctx.device(), "[context] " + ext + ": ");
   } else {
     throw std::invalid_argument("[context] unknown extension '" + ext +
                                 "'; expected cpu, cuda or cudnn");

@@ -37,7 +37,9 @@ struct Context {
 
 /// Builds the context for an extension ("cpu", "cuda", "cudnn") and a
 /// type_config ("float", "half", "bfloat16"), as DESIGN.md's table lists.
-/// Throws std::invalid_argument naming what is not understood.
+/// Throws std::invalid_argument naming what is not understood, and for
+/// "cuda" / "cudnn" when the device is not available (a build without CUDA,
+/// no GPU, no such device id), saying why.
 Context context(const std::string& ext = "cpu",
                 const std::string& type_config = "float",
                 const std::string& device_id = "0");

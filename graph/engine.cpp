@@ -5,10 +5,12 @@
 // flat arrays indexed by (step, output): a step of a small network costs
 // well under a microsecond of engine time per function (bench_training).
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <unordered_set>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/graph/function_node.hpp>
 #include <mixgraph/graph/variable.hpp>
 
@@ -110,6 +112,23 @@ bool share_grad(const Step& step, const Variable* root,
   return false;
 }
 
+// Backward runs on the sizes of the last setup; a variable reshaped since
+// then would have it read or write out of bounds.
+void check_set_up(const Step& step) {
+  if (!step.node->shapes_changed(step.out)) return;
+  const std::vector<Shape>& was = step.node->setup_input_shapes();
+  std::string was_str;
+  for (size_t i = 0; i < was.size(); ++i) {
+    was_str += (i ? ", " : "") + shape_str(was[i]);
+  }
+  throw std::invalid_argument(
+      msg("[backward] ", step.node->function().name(),
+          " was set up for inputs of shapes ", was_str,
+          ", but its inputs and outputs now have shapes ", shapes_str(step.in),
+          " and ", shapes_str(step.out),
+          ": run forward() after reshaping, before backward()"));
+}
+
 }  // namespace
 
 void Variable::forward(bool clear_buffer, bool clear_no_need_grad) {
@@ -138,6 +157,11 @@ void Variable::forward(bool clear_buffer, bool clear_no_need_grad) {
   }
 
   for (size_t s = 0; s < order.size(); ++s) {
+    // An input reshaped since setup (a new batch size): set up again down
+    // the graph, so that no function runs on the sizes of the old shapes.
+    if (order[s].node->shapes_changed(order[s].out)) {
+      order[s].node->setup_again(order[s].in, order[s].out);
+    }
     order[s].node->function().forward(order[s].in, order[s].out);
     if (!clearing) continue;
     for (Variable* v : order[s].in) {
@@ -161,7 +185,14 @@ void Variable::backward(const NdArrayPtr& grad, bool clear_buffer) {
           "[backward] the grad has shape " + shape_str(grad->shape()) +
           ", but variable '" + name_ + "' has shape " + shape_str(shape()));
     }
-    grad_->set_array(grad->array_ptr());
+    // A copy, not the caller's buffer: the root's grad is the graph's (a
+    // later backward(float) fills it), and the caller's array stays theirs.
+    SyncedArray& src = grad->array();
+    const Dtype dtype = src.dtype();
+    auto seed = std::make_shared<SyncedArray>(src.size());
+    std::memcpy(seed->cast(dtype, "cpu", /*write_only=*/true),
+                src.get(dtype, "cpu"), src.size() * dtype_size(dtype));
+    grad_->set_array(std::move(seed));
   }
   size_t slots = 0;
   std::vector<Step> order = topological_order(this, &slots);
@@ -182,6 +213,7 @@ void Variable::backward(const NdArrayPtr& grad, bool clear_buffer) {
   std::vector<size_t> first_reader(clear_buffer ? slots : 0, order.size());
   for (size_t s = 0; s < order.size(); ++s) {
     Step& step = order[s];
+    check_set_up(step);
     bool any = false;
     for (Variable* v : step.in) any = any || var_needs_grad(v);
     any = any && step.node->grad_enabled();

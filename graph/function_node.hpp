@@ -26,6 +26,18 @@ class FunctionNode {
   /// False when built under NoGradGuard: backward stops here.
   bool grad_enabled() const { return grad_enabled_; }
 
+  /// Whether an input or an output (`outputs`, as outputs() gives them) has
+  /// another shape than when setup last ran: an input reshaped to a new
+  /// batch size after the graph was built.
+  bool shapes_changed(const Variables& outputs) const;
+  /// Runs setup again on the inputs' present shapes (the outputs take their
+  /// new shapes) and records them. Where the function cannot take them, throws
+  /// std::invalid_argument naming the function, the shapes it was set up for
+  /// and the new ones, with setup's reason.
+  void setup_again(const Variables& inputs, const Variables& outputs);
+  /// The input shapes setup last ran on.
+  const std::vector<Shape>& setup_input_shapes() const { return input_shapes_; }
+
   /// The engine's scratch: the traversal that last visited this node and
   /// the node's place in that traversal's order (no hash sets per run).
   uint64_t visit_mark = 0;
@@ -38,7 +50,8 @@ class FunctionNode {
   std::shared_ptr<Function> function_;
   std::vector<VariablePtr> inputs_;
   std::vector<std::weak_ptr<Variable>> outputs_;
-  std::vector<Shape> output_shapes_;
+  std::vector<Shape> input_shapes_;   // as setup last saw them
+  std::vector<Shape> output_shapes_;  // as setup last set them
   bool grad_enabled_ = true;
 };
 

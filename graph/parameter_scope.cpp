@@ -74,10 +74,12 @@ void ParameterScope::clear() {
   }
 }
 
-ParameterList ParameterScope::parameters() const {
+ParameterList ParameterScope::parameters(bool grad_only) const {
   ParameterList out;
   for (const auto& kv : store_->ordered) {
-    if (kv.first.compare(0, prefix_.size(), prefix_) == 0) out.push_back(kv);
+    if (kv.first.compare(0, prefix_.size(), prefix_) != 0) continue;
+    if (grad_only && !kv.second->need_grad()) continue;
+    out.push_back(kv);
   }
   return out;
 }

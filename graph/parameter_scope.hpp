@@ -37,9 +37,13 @@ class ParameterScope {
   void clear();
 
   /// Parameters in this scope with their full names, in insertion order.
-  ParameterList parameters() const;
-  /// Number of parameters in this scope.
-  size_t size() const { return parameters().size(); }
+  /// With grad_only (the default, as NNabla's get_parameters) only those
+  /// with need_grad: what a solver trains, without BatchNormalization's
+  /// running mean and variance. parameters(/*grad_only=*/false) gives them
+  /// all, for saving and loading.
+  ParameterList parameters(bool grad_only = true) const;
+  /// Number of parameters in this scope, need_grad or not.
+  size_t size() const { return parameters(/*grad_only=*/false).size(); }
 
  private:
   struct Store;

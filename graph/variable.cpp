@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
+
 #include <mixgraph/graph/function_node.hpp>
 
 namespace mg {
@@ -80,6 +82,44 @@ std::vector<VariablePtr> FunctionNode::outputs() {
   return outs;
 }
 
+bool FunctionNode::shapes_changed(const Variables& outputs) const {
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (inputs_[i]->shape() != input_shapes_[i]) return true;
+  }
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    if (outputs[o]->shape() != output_shapes_[o]) return true;
+  }
+  return false;
+}
+
+void FunctionNode::setup_again(const Variables& inputs,
+                               const Variables& outputs) {
+  try {
+    function_->setup(inputs, outputs);
+  } catch (const std::exception& e) {
+    std::string was, now;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      was += (i ? ", " : "") + shape_str(input_shapes_[i]);
+      now += (i ? ", " : "") + shape_str(inputs[i]->shape());
+    }
+    throw std::invalid_argument(
+        msg(function_->tag(), "was set up for inputs of shapes ", was,
+            ", but they now have shapes ", now,
+            ", which it cannot take: ", e.what()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    input_shapes_[i] = inputs[i]->shape();
+    // A leaf whose data alone was reshaped: its grad follows, so backward
+    // never writes a grad of the old size.
+    if (inputs[i]->grad()->shape() != inputs[i]->shape()) {
+      inputs[i]->grad()->reshape(inputs[i]->shape());
+    }
+  }
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    output_shapes_[o] = outputs[o]->shape();
+  }
+}
+
 namespace {
 
 Variables raw(const std::vector<VariablePtr>& vars) {
@@ -117,6 +157,7 @@ std::vector<VariablePtr> connect(std::shared_ptr<FunctionNode> node,
     outputs.push_back(make_variable({}, need_grad));
   }
   node->function().setup(raw(node->inputs_), raw(outputs));
+  for (const auto& in : node->inputs_) node->input_shapes_.push_back(in->shape());
   for (auto& out : outputs) {
     out->parent_ = node;
     node->outputs_.push_back(out);

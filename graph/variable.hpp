@@ -46,8 +46,15 @@ class Variable : public std::enable_shared_from_this<Variable> {
 
   /// The function that computed this variable; null for a leaf.
   const std::shared_ptr<FunctionNode>& parent() const { return parent_; }
-  /// Cuts this variable off the graph: it becomes a leaf.
-  void unlink() { parent_.reset(); }
+  /// Cuts this variable off the graph: it becomes a leaf with need_grad
+  /// false, so backward from the functions that read it stops here and no
+  /// grad flows to (or is kept for) what computed it (NNabla's
+  /// get_unlinked_variable). Its data stays. set_need_grad(true) after it
+  /// makes it a leaf that collects its grad.
+  void unlink() {
+    parent_.reset();
+    need_grad_ = false;
+  }
 
   /// Runs every function this variable depends on, in topological order.
   /// clear_buffer frees each intermediate as soon as no later function reads

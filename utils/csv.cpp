@@ -45,7 +45,7 @@ CsvWriter::CsvWriter(const std::string& path, std::vector<std::string> columns,
     std::string header;
     if (in && std::getline(in, header)) {
       if (header != join(columns_)) {
-        throw std::runtime_error("[CsvWriter] " + path + ": its header \"" +
+        throw std::invalid_argument("[CsvWriter] " + path + ": its header \"" +
                                  header + "\" is not \"" + join(columns_) +
                                  "\", so it cannot be continued");
       }
@@ -76,7 +76,10 @@ void CsvWriter::write_row(const std::vector<std::string>& cells) {
 
 std::vector<std::vector<std::string>> read_csv(const std::string& path) {
   std::ifstream in(path);
-  if (!in) io_error("read_csv", path, "cannot open");
+  if (!in) {
+    throw std::invalid_argument("[read_csv] " + path + ": cannot open: " +
+                                std::strerror(errno));
+  }
   std::vector<std::vector<std::string>> rows;
   for (std::string line; std::getline(in, line);) rows.push_back(split(line));
   return rows;

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <mixgraph/contexts/context.hpp>
+#include <mixgraph/contexts/device.hpp>
 
 namespace mg {
 namespace {
@@ -9,9 +10,35 @@ TEST(Context, TypeConfigPicksTheBackendList) {
   EXPECT_EQ(context("cpu", "float").str(), "cpu:float");
   EXPECT_EQ(context("cpu", "half").str(), "cpu:half,cpu:float");
   EXPECT_EQ(context("cpu", "bfloat16").str(), "cpu:bfloat16,cpu:float");
+  EXPECT_EQ(context("cpu", "half").type_config(), Dtype::f16);
+}
+
+TEST(Context, CudaListsCudnnThenCudaThenTheHost) {
+  if (device_count("cuda") == 0) GTEST_SKIP() << "no GPU";
   EXPECT_EQ(context("cudnn", "half").str(),
             "cudnn:half,cudnn:float,cuda:half,cuda:float,cpu:float");
-  EXPECT_EQ(context("cpu", "half").type_config(), Dtype::f16);
+}
+
+// Without a GPU (or in a build without CUDA) asking for one fails where the
+// context is made, saying why, not at the first array moved there.
+TEST(Context, CudaWithoutAGpuFailsAtCreationSayingWhy) {
+  std::string why;
+  if (device_count("cuda", &why) > 0) {
+    EXPECT_THROW(context("cuda", "float", "99"), std::invalid_argument);
+    return;
+  }
+  for (const char* ext : {"cuda", "cudnn"}) {
+    try {
+      context(ext, "half");
+      ADD_FAILURE() << ext << " must throw without a GPU";
+    } catch (const std::invalid_argument& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(std::string("[context] ") + ext +
+                       ": device 'cuda:0' is not available: " + why),
+                std::string::npos)
+          << m;
+    }
+  }
 }
 
 TEST(Context, ParsesBackendLists) {

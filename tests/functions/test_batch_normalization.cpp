@@ -386,7 +386,7 @@ TEST(ParametricBatchNormalization, CreatesNNablaParametersOnce) {
   auto y1 = PF::batch_normalization(x, params["bn1"]);
   auto y2 = PF::batch_normalization(x, params["bn1"]);
   EXPECT_EQ(y1->shape(), x->shape());
-  auto list = params.parameters();
+  auto list = params.parameters(/*grad_only=*/false);
   ASSERT_EQ(list.size(), 4u);
   const char* names[] = {"bn1/beta", "bn1/gamma", "bn1/mean", "bn1/var"};
   const float values[] = {0, 1, 0, 1};

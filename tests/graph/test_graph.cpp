@@ -235,6 +235,42 @@ TEST(Graph, BackwardWithAnArrayOfTheWrongShapeIsAnError) {
   }
 }
 
+TEST(Graph, BackwardCopiesTheSeedArray) {
+  auto x = variable_from({2}, {1, 2}, true);
+  auto y = F::mul_scalar(x, 2);
+  y->forward();
+  auto seed = make_ndarray({2});
+  seed->cast<float>()[0] = 3;
+  seed->cast<float>()[1] = 4;
+  y->backward(seed);
+  EXPECT_EQ(grad_doubles(x), (Doubles{6, 8}));
+  EXPECT_NE(y->grad()->array_ptr(), seed->array_ptr());
+  // A later seed fills the loss's grad, never the caller's array.
+  y->backward(5.0f);
+  EXPECT_EQ(seed->get<const float>()[0], 3.0f);
+  EXPECT_EQ(seed->get<const float>()[1], 4.0f);
+  // Writing the caller's array after backward changes nothing of the graph.
+  seed->cast<float>()[0] = 100;
+  EXPECT_EQ(grad_doubles(y), (Doubles{5, 5}));
+}
+
+TEST(Graph, UnlinkCutsTheGrad) {
+  auto x = variable_from({2}, {1, 2}, true);
+  auto h = F::mul_scalar(x, 2);
+  ASSERT_TRUE(h->need_grad());
+  h->forward();
+  h->unlink();
+  EXPECT_EQ(h->parent(), nullptr);
+  EXPECT_FALSE(h->need_grad()) << "a leaf cut from the graph asks no grad";
+  auto y = F::mul_scalar(h, 3);
+  EXPECT_FALSE(y->need_grad());
+  y->forward();
+  EXPECT_EQ(to_doubles(y), (Doubles{6, 12})) << "the data stays";
+  y->backward();
+  EXPECT_EQ(grad_doubles(x), (Doubles{0, 0}));
+  EXPECT_TRUE(h->grad()->array().zeroing()) << "no grad was written to h";
+}
+
 TEST(Graph, SetDataChecksTheShape) {
   auto x = make_variable({2, 3});
   x->set_name("x");

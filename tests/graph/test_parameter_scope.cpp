@@ -25,6 +25,24 @@ TEST(ParameterScope, HierarchicalNamesInInsertionOrder) {
   EXPECT_EQ(list[0].second->name(), "conv1/W");
 }
 
+TEST(ParameterScope, ParametersLeaveOutThoseWithoutGradUnlessAskedForAll) {
+  ParameterScope params;
+  auto y = parametric_functions::batch_normalization(make_variable({4, 3}),
+                                                     params["bn"]);
+  params["fc"].get_or_create("W", {3, 2}, nullptr);
+  std::vector<std::string> trained, all;
+  for (const auto& [name, v] : params.parameters()) trained.push_back(name);
+  for (const auto& [name, v] : params.parameters(/*grad_only=*/false)) {
+    all.push_back(name);
+  }
+  EXPECT_EQ(trained, (std::vector<std::string>{"bn/beta", "bn/gamma", "fc/W"}))
+      << "the running statistics are not handed to a solver";
+  EXPECT_EQ(all, (std::vector<std::string>{"bn/beta", "bn/gamma", "bn/mean",
+                                           "bn/var", "fc/W"}));
+  EXPECT_EQ(params.size(), 5u);
+  EXPECT_EQ(params["bn"].parameters().size(), 2u);
+}
+
 TEST(ParameterScope, GetOrCreateReturnsTheSameVariable) {
   ParameterScope params;
   auto a = params.get_or_create("W", {2}, constant_initializer(3));

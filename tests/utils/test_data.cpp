@@ -30,13 +30,14 @@ std::string temp_path(const std::string& name) {
          "_" + name;
 }
 
-// Runs f, expects a std::runtime_error whose message holds every part.
+// Runs f, expects a std::invalid_argument (a bad file or bad input) whose
+// message holds every part.
 void expect_error(const std::function<void()>& f,
                   const std::vector<std::string>& parts) {
   try {
     f();
     ADD_FAILURE() << "expected an error mentioning " << parts.front();
-  } catch (const std::runtime_error& e) {
+  } catch (const std::invalid_argument& e) {
     for (const auto& p : parts) {
       EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
           << "missing \"" << p << "\" in: " << e.what();
@@ -118,6 +119,20 @@ TEST(Idx, TruncatedHeader) {
   write_bytes(path, std::string("\0\0", 2));
   expect_error([&] { read_idx(path); },
                {"[read_idx]", path, "truncated", "magic number"});
+  std::remove(path.c_str());
+}
+
+// A damaged header that claims 2^40 bytes is a truncated file, not an
+// attempt to allocate them.
+TEST(Idx, AHeaderClaimingMoreThanTheFileHoldsIsTruncated) {
+  const std::string path = temp_path("claims_too_much.idx");
+  write_bytes(path, std::string("\0\0\x08\x03\x00\x10\x00\x00"
+                                "\x00\x00\x04\x00\x00\x00\x04\x00"
+                                "abcdef",
+                                22));
+  expect_error([&] { read_idx(path); },
+               {"[read_idx]", path, "truncated", "(1048576, 1024, 1024)",
+                "ends after 6"});
   std::remove(path.c_str());
 }
 
@@ -331,22 +346,25 @@ TEST(BatchIterator, PositionRoundTripsThroughACheckpoint) {
   BatchIterator it(30, 4, 5);
   take(it, 9);
   const std::string path = temp_path("iterator.h5");
-  save_checkpoint(path, params, *solver, nullptr, 9,
-                  {{"data_iterator", it.state()}, {"empty", ""}});
+  CheckpointExtras extras;
+  extras.set("data_iterator", it.state());
+  extras.set("empty", "");
+  save_checkpoint(path, params, *solver, nullptr, 9, extras);
   const auto after = take(it, 12);
 
   const CheckpointInfo info = load_checkpoint(path, params, *solver);
   EXPECT_EQ(info.iteration, 9);
   ASSERT_EQ(info.extras.size(), 2u);
-  EXPECT_EQ(info.extras.at("empty"), "");
+  EXPECT_EQ(info.extras.get_string("empty"), "");
   BatchIterator resumed(30, 4, 0);
-  resumed.set_state(info.extras.at("data_iterator"));
+  resumed.set_state(info.extras.get_string("data_iterator"));
   EXPECT_EQ(take(resumed, 12), after);
   std::remove(path.c_str());
 
-  EXPECT_THROW(
-      save_checkpoint(path, params, *solver, nullptr, 0, {{"a/b", ""}}),
-      std::invalid_argument);
+  CheckpointExtras slash;
+  slash.set("a/b", "");
+  EXPECT_THROW(save_checkpoint(path, params, *solver, nullptr, 0, slash),
+               std::invalid_argument);
 }
 
 // ---- CSV and progress ----
@@ -378,6 +396,8 @@ TEST(Csv, WritesAppendsAndTruncates) {
         CsvWriter(path, {"step", "scale"}, true);
       },
       {"[CsvWriter]", path, "step,loss,type_config"});
+  expect_error([&] { read_csv(path + ".missing"); },
+               {"[read_csv]", path + ".missing", "cannot open"});
   std::remove(path.c_str());
 }
 

@@ -4,41 +4,19 @@
 
 #include <algorithm>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <map>
 #include <numeric>
 #include <sstream>
 #include <stdexcept>
 
+#include <mixgraph/utils/data/feed.hpp>
+
 namespace tutorial {
 
 namespace F = mg::functions;
 
 namespace {
-
-volatile std::sig_atomic_t g_interrupted = 0;
-struct sigaction g_previous_sigint;
-int g_handlers = 0;  // Training objects alive with the handler installed
-
-extern "C" void on_sigint(int) { g_interrupted = 1; }
-
-// The first Ctrl-C asks the runs to stop after their step and save; the
-// handler resets itself, so a second one ends the process at once.
-void install_sigint() {
-  if (g_handlers++ > 0) return;
-  struct sigaction action = {};
-  action.sa_handler = on_sigint;
-  action.sa_flags = SA_RESETHAND;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, &g_previous_sigint);
-}
-
-void remove_sigint() {
-  if (--g_handlers == 0 && !g_interrupted) {
-    sigaction(SIGINT, &g_previous_sigint, nullptr);
-  }
-}
 
 bool file_exists(const std::string& path) {
   struct stat st;
@@ -55,29 +33,6 @@ std::shared_ptr<const mg::ImageDataset> dataset(const std::string& split,
         mg::load_fashion_mnist(split, dir));
   }
   return slot;
-}
-
-// Scaled images and labels of `indices` into x and t.
-void fill(const mg::ImageDataset& data, const std::vector<int64_t>& indices,
-          const mg::VariablePtr& x, const mg::VariablePtr& t) {
-  const int64_t pixels = data.height * data.width;
-  const auto n = static_cast<int64_t>(indices.size());
-  if (x->shape() != mg::Shape{n, 1, data.height, data.width} ||
-      t->shape() != mg::Shape{n, 1}) {
-    throw std::invalid_argument("[Training::feed] x must be " +
-                                mg::shape_str({n, 1, data.height, data.width}) +
-                                " and t " + mg::shape_str({n, 1}) +
-                                " for batches of " + std::to_string(n) +
-                                ", got x " + mg::shape_str(x->shape()) +
-                                " and t " + mg::shape_str(t->shape()));
-  }
-  float* px = x->data()->cast<float>(true);
-  float* pt = t->data()->cast<float>(true);
-  for (int64_t b = 0; b < n; ++b) {
-    const uint8_t* image = &data.images[indices[b] * pixels];
-    for (int64_t p = 0; p < pixels; ++p) px[b * pixels + p] = image[p] / 255.0f;
-    pt[b] = data.labels[indices[b]];
-  }
 }
 
 uint64_t weights_hash(const mg::ParameterScope& params) {
@@ -114,16 +69,15 @@ Training::Training(std::string name, const Options& options)
   mg::seed(options.seed);
 }
 
-Training::~Training() {
-  bar_.reset();
-  if (started_) remove_sigint();
-}
+Training::~Training() { bar_.reset(); }
 
-bool Training::interrupted() { return g_interrupted != 0; }
+bool Training::interrupted() { return mg::InterruptGuard::requested(); }
 
 void Training::feed(const mg::VariablePtr& x, const mg::VariablePtr& t) {
   const int64_t epoch = batches_.epoch();
-  fill(*train_, batches_.next(), x, t);
+  const auto& indices = batches_.next();
+  mg::feed_images(*train_, indices, *x);
+  mg::feed_labels(*train_, indices, *t);
   epoch_ended_ = epoch_ended_ || batches_.epoch() != epoch;
 }
 
@@ -162,7 +116,11 @@ bool Training::running() {
       throw std::logic_error("[Training] call attach(loss, solver) first");
     }
     started_ = true;
-    install_sigint();
+    // Ctrl-C: the loop stops after its step and saves where it is.
+    interrupt_ = std::make_unique<mg::InterruptGuard>([this] {
+      bar_.reset();
+      save_checkpoint();
+    });
     if (options_.resume) resume();
     if (!options_.csv.empty()) {
       csv_ = std::make_unique<mg::CsvWriter>(
@@ -175,7 +133,7 @@ bool Training::running() {
   const bool more =
       batches_.epoch() < options_.epochs &&
       (options_.iterations == 0 || summary_.steps < options_.iterations);
-  if (!more || g_interrupted) {
+  if (!more || interrupt_->stop()) {
     bar_.reset();
     return false;
   }
@@ -253,33 +211,23 @@ void Training::step_done(float loss_scale, bool applied) {
 
 double Training::evaluate() {
   if (!test_) test_ = dataset("test", options_.data_dir);
-  const int64_t n = options_.batch_size;
-  int64_t wrong = 0;
-  std::vector<int64_t> indices(n);
-  for (int64_t begin = 0; begin < test_->size; begin += n) {
-    const int64_t valid = std::min(n, test_->size - begin);
-    // The last batch is padded with image 0; only `valid` results count.
-    for (int64_t i = 0; i < n; ++i) indices[i] = i < valid ? begin + i : 0;
-    fill(*test_, indices, test_x_, test_t_);
-    test_error_->forward(/*clear_buffer=*/true);
-    const float* error = test_error_->data()->get<const float>();
-    for (int64_t i = 0; i < valid; ++i) wrong += error[i] != 0.0f;
-  }
-  return 100.0 * (test_->size - wrong) / test_->size;
+  return 100.0 * (1.0 - mg::evaluate_error_rate(*test_, test_x_, test_t_,
+                                                test_error_));
 }
 
 mg::CheckpointExtras Training::extras() const {
-  std::ostringstream s;
-  s << "steps " << summary_.steps << "\nskipped_steps "
-    << summary_.skipped_steps << "\nepochs_done " << summary_.epochs_done
-    << "\ntest_accuracy " << str(summary_.test_accuracy) << "\ntrain_seconds "
-    << str(summary_.train_seconds) << "\nimages " << summary_.images
-    << "\npeak_bytes " << summary_.peak_bytes << "\n";
-  for (const auto& [name, v] : kept_floats_)
-    s << "keep." << name << ' ' << str(*v) << '\n';
-  for (const auto& [name, v] : kept_ints_)
-    s << "keep." << name << ' ' << *v << '\n';
-  return {{"data_iterator", batches_.state()}, {"training", s.str()}};
+  mg::CheckpointExtras e;
+  e.set("data_iterator", batches_.state());
+  e.set("steps", summary_.steps);
+  e.set("skipped_steps", summary_.skipped_steps);
+  e.set("epochs_done", summary_.epochs_done);
+  e.set("test_accuracy", summary_.test_accuracy);
+  e.set("train_seconds", summary_.train_seconds);
+  e.set("images", summary_.images);
+  e.set("peak_bytes", static_cast<int64_t>(summary_.peak_bytes));
+  for (const auto& [name, v] : kept_floats_) e.set("keep." + name, *v);
+  for (const auto& [name, v] : kept_ints_) e.set("keep." + name, *v);
+  return e;
 }
 
 void Training::save_checkpoint() {
@@ -299,31 +247,28 @@ void Training::resume() {
   }
   const mg::CheckpointInfo info =
       mg::load_checkpoint(path, params, *solver_, updater_);
-  const auto missing = [&](const char* what) {
-    return std::runtime_error("[Training] " + path + " has no " + what +
-                              ": it was not written by a tutorial");
-  };
-  if (!info.extras.count("data_iterator")) throw missing("data iterator");
-  if (!info.extras.count("training")) throw missing("training counters");
-  batches_.set_state(info.extras.at("data_iterator"));
-  std::map<std::string, std::string> values;
-  std::istringstream in(info.extras.at("training"));
-  for (std::string key, value; in >> key >> value;) values[key] = value;
-  const auto get = [&](const std::string& key) {
-    if (!values.count(key)) throw missing(("a value for " + key).c_str());
-    return values.at(key);
-  };
-  summary_.steps = std::stoll(get("steps"));
-  summary_.skipped_steps = std::stoll(get("skipped_steps"));
-  summary_.epochs_done = std::stoll(get("epochs_done"));
-  summary_.test_accuracy = std::stod(get("test_accuracy"));
-  summary_.train_seconds = std::stod(get("train_seconds"));
-  summary_.images = std::stoll(get("images"));
-  summary_.peak_bytes = std::stoull(get("peak_bytes"));
-  for (auto& [name, v] : kept_floats_) *v = std::stof(get("keep." + name));
-  for (auto& [name, v] : kept_ints_) *v = std::stoi(get("keep." + name));
+  const mg::CheckpointExtras& e = info.extras;
+  if (!e.has("data_iterator") || !e.has("steps")) {
+    throw std::invalid_argument("[Training] " + path +
+                                " has no data iterator or step count: it was "
+                                "not written by a tutorial");
+  }
+  batches_.set_state(e.get_string("data_iterator"));
+  summary_.steps = e.get_int("steps");
+  summary_.skipped_steps = e.get_int("skipped_steps");
+  summary_.epochs_done = e.get_int("epochs_done");
+  summary_.test_accuracy = e.get_float("test_accuracy");
+  summary_.train_seconds = e.get_float("train_seconds");
+  summary_.images = e.get_int("images");
+  summary_.peak_bytes = static_cast<size_t>(e.get_int("peak_bytes"));
+  for (auto& [name, v] : kept_floats_) {
+    *v = static_cast<float>(e.get_float("keep." + name));
+  }
+  for (auto& [name, v] : kept_ints_) {
+    *v = static_cast<int>(e.get_int("keep." + name));
+  }
   if (summary_.steps != info.iteration) {
-    throw std::runtime_error(
+    throw std::invalid_argument(
         "[Training] " + path + ": iteration " + std::to_string(info.iteration) +
         " disagrees with its step count " + std::to_string(summary_.steps));
   }

@@ -16,6 +16,7 @@
 #include <mixgraph/utils/csv.hpp>
 #include <mixgraph/utils/data/batch_iterator.hpp>
 #include <mixgraph/utils/data/fashion_mnist.hpp>
+#include <mixgraph/utils/interrupt.hpp>
 #include <mixgraph/utils/progress.hpp>
 
 #include "lenet.hpp"
@@ -109,6 +110,7 @@ class Training {
   std::vector<std::pair<std::string, int*>> kept_ints_;
   std::unique_ptr<mg::CsvWriter> csv_;
   std::unique_ptr<mg::ProgressBar> bar_;
+  std::unique_ptr<mg::InterruptGuard> interrupt_;
   int64_t bar_steps_ = 0, bar_images_ = 0;
   double bar_seconds_ = 0;
   bool started_ = false, epoch_ended_ = false, show_scale_ = false;

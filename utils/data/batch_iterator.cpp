@@ -11,7 +11,7 @@ namespace {
 constexpr const char* kHeader = "mixgraph.BatchIterator 1";
 
 [[noreturn]] void bad_state(const std::string& what) {
-  throw std::runtime_error("[BatchIterator] cannot restore the saved state: " +
+  throw std::invalid_argument("[BatchIterator] cannot restore the saved state: " +
                            what);
 }
 

@@ -35,7 +35,7 @@ class BatchIterator {
   /// The position as text, for a checkpoint.
   std::string state() const;
   /// Restores a position from state(); the size and batch size must match
-  /// this iterator's, and the text must be intact, else std::runtime_error
+  /// this iterator's, and the text must be intact, else std::invalid_argument
   /// saying what differs (nothing changes).
   void set_state(const std::string& state);
 

@@ -27,7 +27,7 @@ std::string find_file(const std::string& dir, const std::string& name,
   if (is_file(gz)) return gz;
   if (is_file(dir + "/" + name)) return dir + "/" + name;
   if (!report) return "";
-  throw std::runtime_error(
+  throw std::invalid_argument(
       "[load_fashion_mnist] " + gz + " does not exist (nor " + name +
       " without .gz): install the data set with "
       "`apt-get install dataset-fashion-mnist`, or point "
@@ -73,12 +73,12 @@ ImageDataset load_fashion_mnist(const std::string& split,
   IdxArray images = read_idx(image_path);
   IdxArray labels = read_idx(label_path);
   if (images.shape.size() != 3) {
-    throw std::runtime_error("[load_fashion_mnist] " + image_path +
+    throw std::invalid_argument("[load_fashion_mnist] " + image_path +
                              ": images must have shape (N, rows, cols), got " +
                              shape_str(images.shape));
   }
   if (labels.shape.size() != 1 || labels.shape[0] != images.shape[0]) {
-    throw std::runtime_error(
+    throw std::invalid_argument(
         "[load_fashion_mnist] " + label_path + ": labels with shape " +
         shape_str(labels.shape) + " do not match the " +
         std::to_string(images.shape[0]) + " images of " + image_path);
@@ -87,7 +87,7 @@ ImageDataset load_fashion_mnist(const std::string& split,
   ds.classes = 10;
   for (size_t i = 0; i < labels.data.size(); ++i) {
     if (labels.data[i] >= ds.classes) {
-      throw std::runtime_error("[load_fashion_mnist] " + label_path +
+      throw std::invalid_argument("[load_fashion_mnist] " + label_path +
                                ": label " + std::to_string(labels.data[i]) +
                                " at index " + std::to_string(i) +
                                " is not a class in [0, 10)");

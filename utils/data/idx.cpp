@@ -15,7 +15,7 @@ namespace {
 
 [[noreturn]] void fail(const std::string& tag, const std::string& path,
                        const std::string& what) {
-  throw std::runtime_error("[" + tag + "] " + path + ": " + what);
+  throw std::invalid_argument("[" + tag + "] " + path + ": " + what);
 }
 
 const char* type_name(int code) {
@@ -136,8 +136,19 @@ IdxArray read_idx(const std::string& path) {
                "... (more than 2^40 elements)");
     }
   }
-  array.data.resize(total);
-  const uint64_t got_data = in.read(array.data.data(), total);
+  // Grow with what the file holds, not with what its header claims: a
+  // damaged header that promises 2^39 bytes is then "truncated", not a
+  // bad_alloc (or the OOM killer).
+  uint64_t got_data = 0;
+  const uint64_t step = uint64_t{16} << 20;
+  while (got_data < total) {
+    const uint64_t want = std::min(step, total - got_data);
+    array.data.resize(got_data + want);
+    const uint64_t n = in.read(array.data.data() + got_data, want);
+    got_data += n;
+    if (n < want) break;
+  }
+  array.data.resize(got_data);
   if (got_data < total) {
     fail("read_idx", path,
          "is truncated: shape " + shape_str(array.shape) + " needs " +

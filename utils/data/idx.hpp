@@ -18,7 +18,7 @@ struct IdxArray {
 /// Reads an idx file of unsigned bytes (type 0x08), gzip-compressed or not
 /// (zlib reads both). A missing file, a bad magic number, another element
 /// type, a truncated or corrupt file and bytes after the data are
-/// std::runtime_error naming the file and what is wrong.
+/// std::invalid_argument naming the file and what is wrong.
 IdxArray read_idx(const std::string& path);
 
 /// Writes an unsigned byte idx file, gzip-compressed when `gzip` (tests and

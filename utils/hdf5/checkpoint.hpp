@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <variant>
 
 #include <mixgraph/graph/parameter_scope.hpp>
 #include <mixgraph/solvers/loss_scaling.hpp>
@@ -20,9 +22,47 @@ void save_states(const std::string& path, const Solver& solver);
 /// before anything changes.
 void load_states(const std::string& path, Solver& solver);
 
-/// Named byte strings a program stores beside its arrays (a data iterator's
-/// position, its own counters); saved as uint8 datasets under "extras/".
-using CheckpointExtras = std::map<std::string, std::string>;
+/// Named values a program stores beside its arrays: integers and floats (its
+/// counters, a hand-written loss scaler's state) and strings (a data
+/// iterator's position). Integers and floats are attributes of the group
+/// "extras", strings uint8 datasets in it, so h5py reads them all. A value
+/// comes back with the type it was set with, floats bit for bit.
+class CheckpointExtras {
+ public:
+  using Value = std::variant<int64_t, double, std::string>;
+
+  void set(const std::string& name, int64_t value) { values_[name] = value; }
+  void set(const std::string& name, int value) {
+    values_[name] = static_cast<int64_t>(value);
+  }
+  void set(const std::string& name, double value) { values_[name] = value; }
+  void set(const std::string& name, float value) {
+    values_[name] = static_cast<double>(value);
+  }
+  void set(const std::string& name, std::string value) {
+    values_[name] = std::move(value);
+  }
+  void set(const std::string& name, const char* value) {
+    values_[name] = std::string(value);
+  }
+
+  bool has(const std::string& name) const { return values_.count(name) > 0; }
+  /// The value set under `name`; a missing name (with the nearest names) or
+  /// another type is std::invalid_argument naming the file it came from.
+  int64_t get_int(const std::string& name) const;
+  double get_float(const std::string& name) const;
+  const std::string& get_string(const std::string& name) const;
+
+  const std::map<std::string, Value>& values() const { return values_; }
+  size_t size() const { return values_.size(); }
+  bool empty() const { return values_.empty(); }
+  /// The file the values were read from ("" when set in memory), for errors.
+  std::string source;
+
+ private:
+  const Value& at(const std::string& name, const char* type) const;
+  std::map<std::string, Value> values_;
+};
 
 /// What a checkpoint restores besides the arrays.
 struct CheckpointInfo {

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 
 namespace mg::h5 {
@@ -48,11 +50,25 @@ Handle::~Handle() {
   if (id_ >= 0 && close_) close_(id_);
 }
 
-void fail(const std::string& tag, const std::string& file,
-          const std::string& entry, const std::string& what) {
+namespace {
+
+std::string where(const std::string& tag, const std::string& file,
+                  const std::string& entry) {
   std::string msg = "[" + tag + "] '" + file + "'";
   if (!entry.empty()) msg += ", entry '" + entry + "'";
-  throw std::runtime_error(msg + ": " + what);
+  return msg + ": ";
+}
+
+}  // namespace
+
+void fail(const std::string& tag, const std::string& file,
+          const std::string& entry, const std::string& what) {
+  throw std::invalid_argument(where(tag, file, entry) + what);
+}
+
+void fail_write(const std::string& tag, const std::string& file,
+                const std::string& entry, const std::string& what) {
+  throw std::runtime_error(where(tag, file, entry) + what);
 }
 
 File open_for_read(const std::string& path, const std::string& tag) {
@@ -74,16 +90,21 @@ void write_atomically(const std::string& path, const std::string& tag,
   silence_hdf5();
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
-    hid_t id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    // The 1.10 file format: object headers, groups' link storage and the
+    // superblock carry checksums, and a chunked dataset's single chunk is
+    // indexed from its (checksummed) header. h5py reads it (HDF5 >= 1.10).
+    Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+    H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_LATEST);
+    hid_t id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
     if (id < 0) {
-      fail(tag, path, "", "cannot create the temporary file '" + tmp +
+      fail_write(tag, path, "", "cannot create the temporary file '" + tmp +
                               "' beside it (does the directory exist?)");
     }
     File f{Handle(id, H5Fclose), path, tag};
     try {
       write(f);
       if (H5Fflush(f.handle.get(), H5F_SCOPE_GLOBAL) < 0) {
-        fail(tag, path, "", "flushing the temporary file failed");
+        fail_write(tag, path, "", "flushing the temporary file failed");
       }
     } catch (...) {
       f.handle = Handle();
@@ -94,7 +115,7 @@ void write_atomically(const std::string& path, const std::string& tag,
   fsync_path(tmp, O_RDONLY);
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
-    fail(tag, path, "", "renaming the temporary file over it failed");
+    fail_write(tag, path, "", "renaming the temporary file over it failed");
   }
   fsync_path(parent_dir(path), O_RDONLY | O_DIRECTORY);
 }
@@ -165,6 +186,45 @@ Handle ensure_parent_groups(hid_t root, const std::string& name) {
   return current;
 }
 
+namespace {
+
+// Every dataset is checked on read. An array is chunked with the Fletcher32
+// filter (a checksum per chunk, verified by H5Dread); chunks stay under
+// 64 MiB by splitting the leading dimensions. A scalar or an empty array is
+// compact: its bytes live in the object header, whose checksum covers them.
+Handle checksummed_layout(const Shape& shape, Dtype dtype) {
+  Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  if (shape.empty() || shape_size(shape) == 0) {
+    H5Pset_layout(dcpl.get(), H5D_COMPACT);
+    return dcpl;
+  }
+  std::vector<hsize_t> chunk(shape.begin(), shape.end());
+  const hsize_t limit = hsize_t{64} << 20;
+  auto bytes = [&] {
+    hsize_t b = dtype_size(dtype);
+    for (hsize_t c : chunk) b *= c;
+    return b;
+  };
+  for (size_t d = 0; d < chunk.size() && bytes() > limit; ++d) {
+    while (chunk[d] > 1 && bytes() > limit) chunk[d] = (chunk[d] + 1) / 2;
+  }
+  H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data());
+  H5Pset_fletcher32(dcpl.get());
+  return dcpl;
+}
+
+// "solver/fc1/W/m": the dataset's path in the file, for errors.
+std::string path_in_file(hid_t loc, const std::string& name) {
+  char buf[1024];
+  const ssize_t n = H5Iget_name(loc, buf, sizeof buf);
+  std::string base = n > 0 ? std::string(buf, std::min<size_t>(n, sizeof buf - 1))
+                           : std::string();
+  while (!base.empty() && base.front() == '/') base.erase(0, 1);
+  return base.empty() ? name : base + "/" + name;
+}
+
+}  // namespace
+
 void write_dataset(File& f, hid_t loc, const std::string& name,
                    const Shape& shape, Dtype dtype, const void* data) {
   std::vector<hsize_t> dims(shape.begin(), shape.end());
@@ -173,13 +233,14 @@ void write_dataset(File& f, hid_t loc, const std::string& name,
                H5Sclose);
   if (shape.empty()) space = Handle(H5Screate(H5S_SCALAR), H5Sclose);
   Handle type = file_type(dtype);
+  Handle dcpl = checksummed_layout(shape, dtype);
   Handle ds(H5Dcreate2(loc, name.c_str(), type.get(), space.get(), H5P_DEFAULT,
-                       H5P_DEFAULT, H5P_DEFAULT),
+                       dcpl.get(), H5P_DEFAULT),
             H5Dclose);
-  if (!ds.valid()) fail(f.tag, f.path, name, "cannot create the dataset");
+  if (!ds.valid()) fail_write(f.tag, f.path, name, "cannot create the dataset");
   if (shape_size(shape) > 0 &&
       H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
-    fail(f.tag, f.path, name, "writing the dataset failed (disk full?)");
+    fail_write(f.tag, f.path, name, "writing the dataset failed (disk full?)");
   }
 }
 
@@ -192,7 +253,7 @@ void write_attr(File& f, hid_t obj, const std::string& name, hid_t type, T v) {
                       H5P_DEFAULT),
            H5Aclose);
   if (!a.valid() || H5Awrite(a.get(), type, &v) < 0) {
-    fail(f.tag, f.path, name, "cannot write the attribute");
+    fail_write(f.tag, f.path, name, "cannot write the attribute");
   }
 }
 
@@ -206,10 +267,50 @@ void write_double_attr(File& f, hid_t obj, const std::string& name, double v) {
   write_attr(f, obj, name, H5T_NATIVE_DOUBLE, v);
 }
 
+void write_string_attr(File& f, hid_t obj, const std::string& name,
+                       const std::string& v) {
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.get(), v.empty() ? 1 : v.size());
+  H5Tset_strpad(type.get(), H5T_STR_NULLPAD);
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle a(H5Acreate2(obj, name.c_str(), type.get(), space.get(), H5P_DEFAULT,
+                      H5P_DEFAULT),
+           H5Aclose);
+  std::string padded = v.empty() ? std::string(1, '\0') : v;
+  if (!a.valid() || H5Awrite(a.get(), type.get(), padded.data()) < 0) {
+    fail_write(f.tag, f.path, name, "cannot write the attribute");
+  }
+}
+
+std::string read_string_attr(const File& f, hid_t obj, const std::string& entry,
+                             const std::string& name) {
+  if (H5Aexists(obj, name.c_str()) <= 0) return "";
+  Handle a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose);
+  Handle type(H5Aget_type(a.get()), H5Tclose);
+  if (H5Tget_class(type.get()) != H5T_STRING ||
+      H5Tis_variable_str(type.get()) > 0) {
+    fail(f.tag, f.path, entry,
+         "attribute '" + name + "' must be a fixed-length string");
+  }
+  const size_t size = H5Tget_size(type.get());
+  if (size == 0 || size > (1u << 20)) {
+    fail(f.tag, f.path, entry, "attribute '" + name + "' has a bad size");
+  }
+  std::string v(size, '\0');
+  if (H5Aread(a.get(), type.get(), v.data()) < 0) {
+    fail(f.tag, f.path, entry, "cannot read the attribute '" + name + "'");
+  }
+  v.resize(std::strlen(v.c_str()));
+  return v;
+}
+
 DatasetInfo dataset_info(const File& f, hid_t loc, const std::string& name) {
-  if (!exists(loc, name)) fail(f.tag, f.path, name, "is missing");
+  if (!exists(loc, name)) fail(f.tag, f.path, path_in_file(loc, name), "is missing");
   Handle ds(H5Dopen2(loc, name.c_str(), H5P_DEFAULT), H5Dclose);
-  if (!ds.valid()) fail(f.tag, f.path, name, "is not a dataset");
+  if (!ds.valid()) {
+    fail(f.tag, f.path, path_in_file(loc, name),
+         "is not a dataset, or its header is damaged");
+  }
   Handle type(H5Dget_type(ds.get()), H5Tclose);
   Handle space(H5Dget_space(ds.get()), H5Sclose);
   const int nd = H5Sget_simple_extent_ndims(space.get());
@@ -224,12 +325,31 @@ DatasetInfo dataset_info(const File& f, hid_t loc, const std::string& name) {
 
 void read_dataset(const File& f, hid_t loc, const std::string& name,
                   Dtype dtype, void* out, int64_t n) {
+  const std::string entry = path_in_file(loc, name);
   Handle ds(H5Dopen2(loc, name.c_str(), H5P_DEFAULT), H5Dclose);
-  if (!ds.valid()) fail(f.tag, f.path, name, "is missing or not a dataset");
+  if (!ds.valid()) fail(f.tag, f.path, entry, "is missing or not a dataset");
+  Handle space(H5Dget_space(ds.get()), H5Sclose);
+  const hssize_t stored = H5Sget_simple_extent_npoints(space.get());
+  if (stored != n) {
+    fail(f.tag, f.path, entry,
+         "holds " + std::to_string(stored) + " values, " + std::to_string(n) +
+             " were expected");
+  }
   if (n == 0) return;
   Handle type = file_type(dtype);
   if (H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
-    fail(f.tag, f.path, name, "reading the data failed (file truncated?)");
+    Handle dcpl(H5Dget_create_plist(ds.get()), H5Pclose);
+    unsigned flags = 0, config = 0;
+    size_t nvalues = 0;
+    const bool checked =
+        dcpl.valid() &&
+        H5Pget_filter_by_id2(dcpl.get(), H5Z_FILTER_FLETCHER32, &flags,
+                             &nvalues, nullptr, 0, nullptr, &config) >= 0;
+    fail(f.tag, f.path, entry,
+         checked ? "its checksum does not match: the file is damaged (or "
+                   "truncated)"
+                 : "reading the data failed: the file is damaged or "
+                   "truncated");
   }
 }
 
@@ -274,6 +394,32 @@ double read_double_attr(const File& f, hid_t obj, const std::string& entry,
 
 bool has_attr(hid_t obj, const std::string& name) {
   return H5Aexists(obj, name.c_str()) > 0;
+}
+
+namespace {
+
+herr_t collect_attr(hid_t obj, const char* name, const H5A_info_t*,
+                    void* data) {
+  auto* out =
+      static_cast<std::vector<std::pair<std::string, H5T_class_t>>*>(data);
+  Handle a(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
+  Handle type(a.valid() ? H5Aget_type(a.get()) : -1, H5Tclose);
+  out->emplace_back(name, type.valid() ? H5Tget_class(type.get())
+                                       : H5T_NO_CLASS);
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, H5T_class_t>> list_attrs(const File& f,
+                                                            hid_t obj) {
+  std::vector<std::pair<std::string, H5T_class_t>> out;
+  hsize_t idx = 0;
+  if (H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, collect_attr, &out) <
+      0) {
+    fail(f.tag, f.path, "", "cannot list attributes (file damaged?)");
+  }
+  return out;
 }
 
 bool exists(hid_t loc, const std::string& name) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mixgraph/contexts/dtype.hpp>
@@ -33,9 +34,15 @@ class Handle {
   herr_t (*close_)(hid_t) = nullptr;
 };
 
-/// An error about `entry` in `file`, tagged by the API call ("load_parameters").
+/// An error about `entry` in `file`, tagged by the API call
+/// ("load_parameters"): std::invalid_argument, for a file that is missing,
+/// damaged or does not fit what reads it.
 [[noreturn]] void fail(const std::string& tag, const std::string& file,
                        const std::string& entry, const std::string& what);
+/// The same as std::runtime_error, for a write that failed (the disk, not
+/// the caller's input).
+[[noreturn]] void fail_write(const std::string& tag, const std::string& file,
+                             const std::string& entry, const std::string& what);
 
 /// An open file with the name and tag used in its errors.
 struct File {
@@ -73,6 +80,13 @@ void write_int_attr(File& f, hid_t obj, const std::string& name, int64_t v);
 /// Writes a double attribute.
 void write_double_attr(File& f, hid_t obj, const std::string& name, double v);
 
+/// Writes a string attribute (fixed length, ASCII: h5py reads it as str).
+void write_string_attr(File& f, hid_t obj, const std::string& name,
+                       const std::string& v);
+/// Reads a string attribute; "" when it is missing.
+std::string read_string_attr(const File& f, hid_t obj, const std::string& entry,
+                             const std::string& name);
+
 /// What a dataset holds.
 struct DatasetInfo {
   Shape shape;
@@ -88,6 +102,10 @@ int64_t read_int_attr(const File& f, hid_t obj, const std::string& entry,
 double read_double_attr(const File& f, hid_t obj, const std::string& entry,
                         const std::string& name);
 bool has_attr(hid_t obj, const std::string& name);
+/// The names of an object's attributes with their classes (H5T_INTEGER,
+/// H5T_FLOAT, ...).
+std::vector<std::pair<std::string, H5T_class_t>> list_attrs(const File& f,
+                                                            hid_t obj);
 bool exists(hid_t loc, const std::string& name);
 Handle open_group(const File& f, hid_t loc, const std::string& name);
 

@@ -97,14 +97,23 @@ void read_parameters(const File& f, hid_t group, ParameterScope& scope,
 
 void save_parameters(const std::string& path, const ParameterScope& scope) {
   h5::write_atomically(path, "save_parameters", [&](h5::File& f) {
-    h5::write_parameters(f, f.handle.get(), scope.parameters());
+    h5::write_parameters(f, f.handle.get(),
+                        scope.parameters(/*grad_only=*/false));
   });
 }
 
 void load_parameters(const std::string& path, ParameterScope& scope,
                      const LoadParametersOptions& options) {
   h5::File f = h5::open_for_read(path, "load_parameters");
-  h5::read_parameters(f, f.handle.get(), scope, options);
+  hid_t root = f.handle.get();
+  // A checkpoint holds the parameters in its group "parameters", beside the
+  // solver's states: read those, no solver needed.
+  if (h5::exists(root, "iteration") && h5::exists(root, "parameters")) {
+    h5::Handle group = h5::open_group(f, root, "parameters");
+    h5::read_parameters(f, group.get(), scope, options);
+    return;
+  }
+  h5::read_parameters(f, root, scope, options);
 }
 
 }  // namespace mg

@@ -19,7 +19,9 @@ struct LoadParametersOptions {
 /// "need_grad" and "index" (the insertion order).
 void save_parameters(const std::string& path, const ParameterScope& scope);
 
-/// Reads parameters from `path` into `scope`, in the file's index order. A
+/// Reads parameters from `path` into `scope`, in the file's index order;
+/// `path` is save_parameters' file or a checkpoint (save_checkpoint), whose
+/// parameters are read without its solver's states (for inference). A
 /// name the scope lacks is created (fp32 data in the file's dtype,
 /// persistent, need_grad from the file); one it has must match in shape and
 /// dtype (or convert_dtype). Every difference is checked before anything is

@@ -2,14 +2,17 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/registry.hpp>
 #include <mixgraph/graph/function_node.hpp>
+#include <mixgraph/utils/hdf5/parameters.hpp>
 
 namespace mg {
 
@@ -119,8 +122,118 @@ Shape to_shape(const YAML::Node& n, const std::string& source) {
     } catch (const YAML::Exception&) {
       fail(source, e, "'shape' must be a list of integers, got '" + e.Scalar() + "'");
     }
+    if (s.back() < 0) {
+      fail(source, e, "'shape' " + shape_str(s) + "...: a dimension is negative");
+    }
   }
   return s;
+}
+
+// An input's shape: its first dimension may be free (null or -1), then
+// options.batch_size sets it.
+Shape to_input_shape(const YAML::Node& n, const std::string& source,
+                     const std::string& name, const NetworkOptions& options) {
+  if (!n || !n.IsSequence() || n.size() == 0) {
+    fail(source, n, "input '" + name + "': 'shape' must be a list of integers");
+  }
+  const YAML::Node first = n[0];
+  const bool free = first.IsNull() ||
+                    (first.IsScalar() && (first.Scalar() == "-1"));
+  if (!free) return to_shape(n, source);
+  if (options.batch_size <= 0) {
+    fail(source, n, "input '" + name +
+                        "' has a free batch dimension (null or -1): set "
+                        "NetworkOptions::batch_size to the batch size to run");
+  }
+  YAML::Node rest(YAML::NodeType::Sequence);
+  for (size_t i = 1; i < n.size(); ++i) rest.push_back(n[i]);
+  Shape s = to_shape(rest, source);
+  s.insert(s.begin(), options.batch_size);
+  return s;
+}
+
+// Creates function `type` from `args`; when the arguments do not fit, finds
+// out which names are wrong: an unknown name whose nearest known name is
+// missing is a typo ("axis" for "axes"). The registry reports one problem at
+// a time, so this renames or drops the offending name and asks again.
+std::shared_ptr<Function> create_function_from_yaml(
+    const std::string& type, const FunctionArgs& args,
+    const std::string& source, const YAML::Node& where_node) {
+  auto& registry = FunctionRegistry::instance();
+  try {
+    return registry.create_from_args(type, default_context(), args);
+  } catch (const std::invalid_argument& first_error) {
+    const std::string first = first_error.what();
+    auto quoted_after = [](const std::string& text, const std::string& key,
+                           std::string* out) {
+      const size_t at = text.find(key);
+      if (at == std::string::npos) return false;
+      const size_t begin = at + key.size();
+      const size_t end = text.find('\'', begin);
+      if (end == std::string::npos) return false;
+      *out = text.substr(begin, end - begin);
+      return true;
+    };
+    FunctionArgs trial = args;
+    std::vector<std::string> unknown, typo_of;  // typo_of[i]: its known name
+    std::shared_ptr<Function> fn;
+    for (size_t attempt = 0; attempt <= args.size() + 1 && !fn; ++attempt) {
+      try {
+        fn = registry.create_from_args(type, default_context(), trial);
+      } catch (const std::invalid_argument& e) {
+        const std::string text = e.what();
+        std::string name;
+        if (quoted_after(text, "missing argument '", &name)) {
+          // A given name that is not known and is near the missing one.
+          std::vector<std::string> candidates;
+          for (const auto& [k, v] : trial) {
+            const bool taken =
+                std::find(typo_of.begin(), typo_of.end(), k) != typo_of.end();
+            if (!taken && !nearest_names({name}, k, 1).empty()) {
+              candidates.push_back(k);
+            }
+          }
+          if (candidates.empty()) break;
+          for (auto& kv : trial) {
+            if (kv.first == candidates[0]) kv.first = name;
+          }
+          unknown.push_back(candidates[0]);
+          typo_of.push_back(name);
+        } else if (quoted_after(text, "unknown argument '", &name)) {
+          trial.erase(std::remove_if(trial.begin(), trial.end(),
+                                     [&](const auto& kv) {
+                                       return kv.first == name;
+                                     }),
+                      trial.end());
+          unknown.push_back(name);
+          typo_of.emplace_back();
+        } else {
+          break;
+        }
+      }
+    }
+    if (unknown.empty()) fail(source, where_node, first);
+    std::vector<std::string> known;
+    if (fn) {
+      for (const auto& kv : fn->args()) known.push_back(kv.first);
+    }
+    std::string what = "[" + type + "] unknown argument";
+    what += unknown.size() > 1 ? "s " : " ";
+    for (size_t i = 0; i < unknown.size(); ++i) {
+      what += (i ? ", '" : "'") + unknown[i] + "'";
+      what += typo_of[i].empty()
+                  ? did_you_mean(known, unknown[i])
+                  : " (did you mean '" + typo_of[i] + "'?)";
+    }
+    if (fn) {
+      what += "; it takes ";
+      for (size_t i = 0; i < known.size(); ++i) {
+        what += (i ? ", '" : "'") + known[i] + "'";
+      }
+      if (known.empty()) what += "no arguments";
+    }
+    fail(source, where_node, what);
+  }
 }
 
 YAML::Node need(const YAML::Node& parent, const char* key,
@@ -149,9 +262,11 @@ VariablePtr Network::output(const std::string& n) const {
 std::string network_to_yaml(
     const std::string& name,
     const std::vector<std::pair<std::string, VariablePtr>>& outputs,
-    const ParameterScope& params) {
+    const ParameterScope& params, const SaveNetworkOptions& options) {
   std::unordered_map<const Variable*, std::string> param_names;
-  for (const auto& [pname, v] : params.parameters()) param_names[v.get()] = pname;
+  for (const auto& [pname, v] : params.parameters(/*grad_only=*/false)) {
+    param_names[v.get()] = pname;
+  }
   std::unordered_map<const Variable*, std::string> names;
   std::vector<std::pair<std::string, const Variable*>> inputs, used_params;
   const auto order = functions_in_order(outputs);
@@ -199,8 +314,15 @@ std::string network_to_yaml(
   out << YAML::Key << "inputs" << YAML::Value << YAML::BeginSeq;
   for (const auto& [n, v] : inputs) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << n
-        << YAML::Key << "shape" << YAML::Value << YAML::Flow << v->shape()
-        << YAML::EndMap;
+        << YAML::Key << "shape" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (size_t i = 0; i < v->shape().size(); ++i) {
+      if (i == 0 && options.free_batch) {
+        out << YAML::Null;
+      } else {
+        out << v->shape()[i];
+      }
+    }
+    out << YAML::EndSeq << YAML::EndMap;
   }
   out << YAML::EndSeq;
   out << YAML::Key << "parameters" << YAML::Value << YAML::BeginSeq;
@@ -220,8 +342,9 @@ std::string network_to_yaml(
 
 void save_network(const std::string& path, const std::string& name,
                   const std::vector<std::pair<std::string, VariablePtr>>& outputs,
-                  const ParameterScope& params) {
-  const std::string text = network_to_yaml(name, outputs, params);
+                  const ParameterScope& params,
+                  const SaveNetworkOptions& options) {
+  const std::string text = network_to_yaml(name, outputs, params, options);
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp);
@@ -235,8 +358,33 @@ void save_network(const std::string& path, const std::string& name,
   }
 }
 
+namespace {
+
+Network build_network(const std::string& yaml, ParameterScope& params,
+                      const std::string& source,
+                      const NetworkOptions& options);
+
+}  // namespace
+
+// yaml-cpp's own exceptions (a list where a name belongs: a bad conversion)
+// become std::invalid_argument with the line, as every error of a bad file.
 Network network_from_yaml(const std::string& yaml, ParameterScope& params,
-                          const std::string& source) {
+                          const std::string& source,
+                          const NetworkOptions& options) {
+  try {
+    return build_network(yaml, params, source, options);
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument("[load_network] " + source + ":" +
+                                std::to_string(e.mark.line + 1) + ": " +
+                                e.msg);
+  }
+}
+
+namespace {
+
+Network build_network(const std::string& yaml, ParameterScope& params,
+                      const std::string& source,
+                      const NetworkOptions& options) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
@@ -253,21 +401,33 @@ Network network_from_yaml(const std::string& yaml, ParameterScope& params,
   std::unordered_map<std::string, VariablePtr> vars;
   for (const auto& in : net["inputs"]) {
     const std::string n = need(in, "name", source, "an input").as<std::string>();
-    auto v = make_variable(to_shape(in["shape"], source));
+    auto v = make_variable(to_input_shape(in["shape"], source, n, options));
     v->set_name(n);
     vars[n] = v;
     result.inputs.emplace_back(n, v);
   }
+  std::string missing;
   for (const auto& p : net["parameters"]) {
     const std::string n = need(p, "name", source, "a parameter").as<std::string>();
     const Shape shape = to_shape(p["shape"], source);
     VariablePtr v = params.get(n);
-    if (v && v->shape() != shape) {
+    if (!v) {
+      missing += "\n  '" + n + "' " + shape_str(shape) + " (line " +
+                 std::to_string(p.Mark().line + 1) + ")";
+      continue;
+    }
+    if (v->shape() != shape) {
       fail(source, p, "parameter '" + n + "' has shape " + shape_str(shape) +
                           " here, but " + shape_str(v->shape()) + " in the scope");
     }
-    if (!v) v = params.get_or_create(n, shape, constant_initializer(0.0f));
     vars[n] = v;
+  }
+  if (!missing.empty()) {
+    throw std::invalid_argument(
+        "[load_network] " + source +
+        ": these parameters have no value in the scope (load them first with "
+        "load_parameters, or use load_trained_network):" +
+        missing);
   }
   const YAML::Node functions = net["functions"];
   if (!functions || !functions.IsSequence()) {
@@ -276,7 +436,9 @@ Network network_from_yaml(const std::string& yaml, ParameterScope& params,
   for (const auto& f : functions) {
     const std::string type = need(f, "type", source, "a function").as<std::string>();
     if (!FunctionRegistry::instance().has(type)) {
-      fail(source, f, "unknown function '" + type + "'");
+      fail(source, f, "unknown function '" + type + "'" +
+                          did_you_mean(FunctionRegistry::instance().names(),
+                                       type));
     }
     std::vector<VariablePtr> inputs;
     for (const auto& in : need(f, "inputs", source, type)) {
@@ -296,9 +458,8 @@ Network network_from_yaml(const std::string& yaml, ParameterScope& params,
       }
     }
     std::vector<VariablePtr> outs;
+    auto fn = create_function_from_yaml(type, args, source, f);
     try {
-      auto fn = FunctionRegistry::instance().create_from_args(
-          type, default_context(), args);
       const int n = fn->num_outputs();
       outs = connect(std::make_shared<FunctionNode>(std::move(fn), inputs), n);
     } catch (const std::invalid_argument& e) {
@@ -322,12 +483,23 @@ Network network_from_yaml(const std::string& yaml, ParameterScope& params,
   return result;
 }
 
-Network load_network(const std::string& path, ParameterScope& params) {
+}  // namespace
+
+Network load_network(const std::string& path, ParameterScope& params,
+                     const NetworkOptions& options) {
   std::ifstream in(path);
   if (!in) throw std::invalid_argument("[load_network] cannot open '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
-  return network_from_yaml(ss.str(), params, path);
+  return network_from_yaml(ss.str(), params, path, options);
+}
+
+Network load_trained_network(const std::string& network_path,
+                             const std::string& parameters_path,
+                             ParameterScope& params,
+                             const NetworkOptions& options) {
+  load_parameters(parameters_path, params);
+  return load_network(network_path, params, options);
 }
 
 }  // namespace mg
