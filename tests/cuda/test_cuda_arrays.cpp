@@ -139,7 +139,18 @@ TEST(CudaWithoutGpu, ContextsSayNoGpuIsPresent) {
   std::string why;
   if (device_count("cuda", &why) > 0) GTEST_SKIP() << "a GPU is present";
   EXPECT_NE(why.find("no GPU present"), std::string::npos) << why;
-  ContextGuard guard(context("cudnn", "half"));
+  // context() refuses where the program asks for the GPU ...
+  try {
+    context("cudnn", "half");
+    FAIL() << "context(\"cudnn\") was created without a GPU";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("[context] cudnn: device 'cuda:0' "
+                                         "is not available: no GPU present"),
+              std::string::npos)
+        << e.what();
+  }
+  // ... and a context spelled out by hand fails at the first function run.
+  ContextGuard guard(parse_context("cuda:half,cuda:float,cpu:float"));
   auto x = make_variable({2, 3});
   auto y = F::relu(x);
   EXPECT_EQ(y->parent()->function().backend().str(), "cuda:half");
