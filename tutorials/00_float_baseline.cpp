@@ -6,6 +6,17 @@
 //
 //   ./00_float_baseline --epochs 3
 //   ./00_float_baseline --iterations 30 --batch-size 32   # a quick look
+//   ./00_float_baseline --updater --accum-grad 2 --clip-grad-norm 5
+//
+// With --updater the same step is taken by mg::DynamicLossScalingUpdater in
+// its plain mode (loss_scaling = false: no scale, as float and bfloat16
+// need none), which adds what a hand-written loop would have to write:
+// grad accumulation over several batches, clipping by the global norm,
+// weight decay, and skipping a step whose grads are not finite. Without
+// those options it takes exactly the steps of the loop below (a test checks
+// the weights bit for bit).
+#include <CLI/CLI.hpp>
+
 #include <mixgraph/mixgraph.hpp>
 
 #include "common/lenet.hpp"
@@ -14,8 +25,22 @@
 namespace F = mg::functions;
 
 int main(int argc, char** argv) {
-  tutorial::Options options = tutorial::parse_flags(
-      argc, argv, "Step 0: LeNet on Fashion-MNIST in float");
+  tutorial::Options options;
+  bool use_updater = false;
+  mg::DynamicLossScalingOptions plain;
+  plain.loss_scaling = false;  // the plain updater: no loss scale
+  CLI::App app("Step 0: LeNet on Fashion-MNIST in float");
+  tutorial::add_flags(app, options);
+  app.add_flag("--updater", use_updater,
+               "take each step with the plain DynamicLossScalingUpdater");
+  app.add_option("--accum-grad", plain.accum_grad,
+                 "--updater: batches whose grads add up to one step")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--clip-grad-norm", plain.clip_grad_by_global_norm,
+                 "--updater: clip the grads to this global L2 norm")
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
 
   // Every function created from here on computes in the context's type.
   mg::set_default_context(mg::context("cpu", options.type_config));
@@ -33,6 +58,17 @@ int main(int argc, char** argv) {
   // Adam with NNabla's defaults (alpha 1e-3) over every parameter.
   auto solver = mg::solvers::Adam(1e-3f);
   solver->set_parameters(run.params.parameters());
+  if (use_updater) {
+    // The same step, by the updater: it calls the feeder accum_grad times.
+    mg::DynamicLossScalingUpdater updater(
+        solver, loss, [&] { run.feed(x, t); }, plain);
+    run.attach(loss, solver, &updater);
+    while (run.running()) {
+      const bool applied = updater.update();  // false: non-finite, skipped
+      run.step_done(1.0f, applied);
+    }
+    return run.finish();
+  }
   run.attach(loss, solver);
 
   // The training step: zero the grads, feed, forward, backward, update.

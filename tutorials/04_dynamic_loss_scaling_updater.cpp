@@ -27,7 +27,8 @@ namespace F = mg::functions;
 int main(int argc, char** argv) {
   tutorial::Options options;
   options.type_config = "half";
-  mg::DynamicLossScalingOptions scaling;  // NNabla's: scale 8, factor 2, 2000
+  // Defaults: scale 2^16 (PyTorch's; NNabla's is 8), factor 2, interval 2000.
+  mg::DynamicLossScalingOptions scaling;
   CLI::App app("Step 4: LeNet on Fashion-MNIST in half, the updater");
   tutorial::add_flags(app, options);
   app.add_option("--loss-scale", scaling.scale, "initial loss scale")

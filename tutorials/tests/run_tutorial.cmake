@@ -3,6 +3,8 @@
 #                and the CSV are written.
 #   MODE=resume: 20 steps, then --resume to 40, against a straight 40-step
 #                run: the same final loss, weights, loss scale and CSV.
+#   MODE=updater: tutorial 00's loop against its --updater form (the plain
+#                updater): the same weights; accumulation and clipping run.
 #   MODE=main:   the main job for 20 steps per type_config: its table and
 #                files; --resume then finds every run finished.
 # Prints "SKIPPED: ..." (the test's skip pattern) when Fashion-MNIST is not
@@ -92,6 +94,24 @@ elseif(MODE STREQUAL "resume")
   endif()
   message("resumed run = straight run: final loss ${a_final_loss}, weights "
           "${a_weights_hash}, ${a_skipped_steps} skipped steps")
+elseif(MODE STREQUAL "updater")
+  # Tutorial 00's loop and its --updater form (the plain updater) take the
+  # same 20 steps, bit for bit; accumulation and clipping change them.
+  run_tutorial(loop --iterations 20 --checkpoint loop.h5)
+  run_tutorial(plain --iterations 20 --checkpoint plain.h5 --updater)
+  expect_equal("steps" "${plain_steps}" 20)
+  expect_equal("skipped steps" "${plain_skipped_steps}" 0)
+  expect_equal("weights (loop vs plain updater)" "${loop_weights_hash}"
+               "${plain_weights_hash}")
+  run_tutorial(clip --iterations 20 --checkpoint clip.h5 --updater
+               --accum-grad 2 --clip-grad-norm 0.5)
+  expect_equal("steps" "${clip_steps}" 20)
+  if(clip_weights_hash STREQUAL plain_weights_hash)
+    message(FATAL_ERROR "--accum-grad 2 --clip-grad-norm 0.5 changed nothing")
+  endif()
+  message("the plain updater took the loop's steps (weights "
+          "${plain_weights_hash}); with accumulation and clipping: "
+          "${clip_weights_hash}")
 elseif(MODE STREQUAL "main")
   set(args --iterations 20 --type-configs float,half,bfloat16 --out-dir out)
   run_tutorial(m ${args})
