@@ -1,12 +1,11 @@
-#include <mixgraph/functions/elementwise_builders.hpp>
-
-#include <stdexcept>
-#include <string>
-
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/elementwise.hpp>
+#include <mixgraph/functions/elementwise_builders.hpp>
 #include <mixgraph/functions/ops/binary_ops.hpp>
 #include <mixgraph/functions/ops/unary_ops.hpp>
+#include <stdexcept>
+#include <string>
 
 namespace mg::functions {
 
@@ -67,8 +66,8 @@ VariablePtr swish(const VariablePtr& x) { return unary<ops::Swish>(x); }
 VariablePtr hard_tanh(const VariablePtr& x) { return unary<ops::HardTanh>(x); }
 VariablePtr clip_by_value(const VariablePtr& x, float min, float max) {
   if (!(min <= max)) {
-    throw std::invalid_argument("[clip_by_value] min " + std::to_string(min) +
-                                " must not exceed max " + std::to_string(max));
+    throw std::invalid_argument(
+        msg("[clip_by_value] min ", min, " must not exceed max ", max));
   }
   return unary(x, ops::ClipByValue{min, max});
 }
@@ -77,6 +76,58 @@ VariablePtr rsqrt(const VariablePtr& x) { return unary<ops::Rsqrt>(x); }
 VariablePtr abs(const VariablePtr& x) { return unary<ops::Abs>(x); }
 VariablePtr erf(const VariablePtr& x) { return unary<ops::Erf>(x); }
 VariablePtr sin(const VariablePtr& x) { return unary<ops::Sin>(x); }
+VariablePtr cos(const VariablePtr& x) { return unary<ops::Cos>(x); }
+VariablePtr tan(const VariablePtr& x) { return unary<ops::Tan>(x); }
+VariablePtr asin(const VariablePtr& x) { return unary<ops::ASin>(x); }
+VariablePtr acos(const VariablePtr& x) { return unary<ops::ACos>(x); }
+VariablePtr atan(const VariablePtr& x) { return unary<ops::ATan>(x); }
+VariablePtr sinh(const VariablePtr& x) { return unary<ops::Sinh>(x); }
+VariablePtr cosh(const VariablePtr& x) { return unary<ops::Cosh>(x); }
+VariablePtr asinh(const VariablePtr& x) { return unary<ops::ASinh>(x); }
+VariablePtr acosh(const VariablePtr& x) { return unary<ops::ACosh>(x); }
+VariablePtr atanh(const VariablePtr& x) { return unary<ops::ATanh>(x); }
+VariablePtr round(const VariablePtr& x) { return unary<ops::Round>(x); }
+VariablePtr ceil(const VariablePtr& x) { return unary<ops::Ceil>(x); }
+VariablePtr floor(const VariablePtr& x) { return unary<ops::Floor>(x); }
+VariablePtr relu6(const VariablePtr& x) { return unary<ops::ReLU6>(x); }
+VariablePtr hard_sigmoid(const VariablePtr& x) {
+  return unary<ops::HardSigmoid>(x);
+}
+VariablePtr log_sigmoid(const VariablePtr& x) {
+  return unary<ops::LogSigmoid>(x);
+}
+VariablePtr softsign(const VariablePtr& x) { return unary<ops::SoftSign>(x); }
+VariablePtr tanh_shrink(const VariablePtr& x) {
+  return unary<ops::TanhShrink>(x);
+}
+VariablePtr sinc(const VariablePtr& x) { return unary<ops::Sinc>(x); }
+VariablePtr mish(const VariablePtr& x) { return unary<ops::Mish>(x); }
+VariablePtr sign(const VariablePtr& x, float alpha) {
+  return unary(x, ops::Sign{alpha});
+}
+VariablePtr selu(const VariablePtr& x, float scale, float alpha) {
+  return unary(x, ops::SELU{scale, alpha});
+}
+VariablePtr r_sub_scalar(const VariablePtr& x, float val) {
+  return unary(x, ops::RSubScalar{val});
+}
+VariablePtr r_div_scalar(const VariablePtr& x, float val) {
+  return unary(x, ops::RDivScalar{val});
+}
+VariablePtr r_pow_scalar(const VariablePtr& x, float val) {
+  if (!(val > 0.0f)) {
+    throw std::invalid_argument(
+        msg("[r_pow_scalar] val ", val,
+            " must be positive (val ^ x is not real for every x otherwise)"));
+  }
+  return unary(x, ops::RPowScalar{val});
+}
+VariablePtr maximum_scalar(const VariablePtr& x, float val) {
+  return unary(x, ops::MaximumScalar{val});
+}
+VariablePtr minimum_scalar(const VariablePtr& x, float val) {
+  return unary(x, ops::MinimumScalar{val});
+}
 VariablePtr maximum2(const VariablePtr& x0, const VariablePtr& x1) {
   return binary<ops::Maximum2>(x0, x1);
 }

@@ -48,6 +48,47 @@ VariablePtr abs(const VariablePtr& x);
 /// The Gauss error function.
 VariablePtr erf(const VariablePtr& x);
 VariablePtr sin(const VariablePtr& x);
+VariablePtr cos(const VariablePtr& x);
+VariablePtr tan(const VariablePtr& x);
+VariablePtr asin(const VariablePtr& x);
+VariablePtr acos(const VariablePtr& x);
+VariablePtr atan(const VariablePtr& x);
+VariablePtr sinh(const VariablePtr& x);
+VariablePtr cosh(const VariablePtr& x);
+VariablePtr asinh(const VariablePtr& x);
+VariablePtr acosh(const VariablePtr& x);
+VariablePtr atanh(const VariablePtr& x);
+/// Rounding (halves away from zero), ceiling and floor; their grads pass
+/// straight through (dx = dy), as NNabla's.
+VariablePtr round(const VariablePtr& x);
+VariablePtr ceil(const VariablePtr& x);
+VariablePtr floor(const VariablePtr& x);
+/// 1, -1, or alpha at 0; the grad passes straight through.
+VariablePtr sign(const VariablePtr& x, float alpha = 1.0f);
+/// scale x for x > 0, scale alpha (exp(x) - 1) otherwise.
+VariablePtr selu(const VariablePtr& x, float scale = 1.05070098735548f,
+                 float alpha = 1.673263242354377f);
+/// min(max(x, 0), 6).
+VariablePtr relu6(const VariablePtr& x);
+/// min(max(0.2 x + 0.5, 0), 1).
+VariablePtr hard_sigmoid(const VariablePtr& x);
+/// log(sigmoid(x)).
+VariablePtr log_sigmoid(const VariablePtr& x);
+/// x / (1 + |x|).
+VariablePtr softsign(const VariablePtr& x);
+/// x - tanh(x).
+VariablePtr tanh_shrink(const VariablePtr& x);
+/// sin(x) / x (1 at 0).
+VariablePtr sinc(const VariablePtr& x);
+/// x tanh(softplus(x)).
+VariablePtr mish(const VariablePtr& x);
+/// val - x, val / x, val ^ x.
+VariablePtr r_sub_scalar(const VariablePtr& x, float val = 1.0f);
+VariablePtr r_div_scalar(const VariablePtr& x, float val = 1.0f);
+VariablePtr r_pow_scalar(const VariablePtr& x, float val = 1.0f);
+/// max(x, val) and min(x, val).
+VariablePtr maximum_scalar(const VariablePtr& x, float val = 1.0f);
+VariablePtr minimum_scalar(const VariablePtr& x, float val = 1.0f);
 /// Elementwise max(x0, x1) and min(x0, x1), with NumPy broadcasting.
 VariablePtr maximum2(const VariablePtr& x0, const VariablePtr& x1);
 VariablePtr minimum2(const VariablePtr& x0, const VariablePtr& x1);

@@ -18,6 +18,16 @@ void for_each_unary_op(F&& f) {
   f(TypeTag<SoftPlus>{}), f(TypeTag<Swish>{}), f(TypeTag<HardTanh>{});
   f(TypeTag<ClipByValue>{}), f(TypeTag<Sqrt>{}), f(TypeTag<Rsqrt>{});
   f(TypeTag<Abs>{}), f(TypeTag<Erf>{}), f(TypeTag<Sin>{});
+  f(TypeTag<Cos>{}), f(TypeTag<Tan>{}), f(TypeTag<ASin>{});
+  f(TypeTag<ACos>{}), f(TypeTag<ATan>{}), f(TypeTag<Sinh>{});
+  f(TypeTag<Cosh>{}), f(TypeTag<ASinh>{}), f(TypeTag<ACosh>{});
+  f(TypeTag<ATanh>{}), f(TypeTag<Round>{}), f(TypeTag<Ceil>{});
+  f(TypeTag<Floor>{}), f(TypeTag<Sign>{}), f(TypeTag<SELU>{});
+  f(TypeTag<ReLU6>{}), f(TypeTag<HardSigmoid>{}), f(TypeTag<LogSigmoid>{});
+  f(TypeTag<SoftSign>{}), f(TypeTag<TanhShrink>{}), f(TypeTag<Sinc>{});
+  f(TypeTag<Mish>{}), f(TypeTag<RSubScalar>{}), f(TypeTag<RDivScalar>{});
+  f(TypeTag<RPowScalar>{}), f(TypeTag<MaximumScalar>{});
+  f(TypeTag<MinimumScalar>{});
 }
 
 /// Calls f(TypeTag<Op>{}) for every binary elementwise op (broadcasting).

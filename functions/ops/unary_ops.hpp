@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cmath>
-
 #include <mixgraph/contexts/macros.hpp>
 #include <mixgraph/graph/function_decl.hpp>
 
@@ -146,11 +145,26 @@ struct PowScalar {
 };
 
 // The fields of the ops that have arguments (for saving graphs).
-template <class V> void visit_fields(LeakyReLU& o, V&& v) { v("alpha", o.alpha); }
-template <class V> void visit_fields(ELU& o, V&& v) { v("alpha", o.alpha); }
-template <class V> void visit_fields(AddScalar& o, V&& v) { v("val", o.val); }
-template <class V> void visit_fields(MulScalar& o, V&& v) { v("val", o.val); }
-template <class V> void visit_fields(PowScalar& o, V&& v) { v("val", o.val); }
+template <class V>
+void visit_fields(LeakyReLU& o, V&& v) {
+  v("alpha", o.alpha);
+}
+template <class V>
+void visit_fields(ELU& o, V&& v) {
+  v("alpha", o.alpha);
+}
+template <class V>
+void visit_fields(AddScalar& o, V&& v) {
+  v("val", o.val);
+}
+template <class V>
+void visit_fields(MulScalar& o, V&& v) {
+  v("val", o.val);
+}
+template <class V>
+void visit_fields(PowScalar& o, V&& v) {
+  v("val", o.val);
+}
 
 /// NNabla's SoftPlus: log(1 + exp(beta x)) / beta, computed without overflow.
 struct SoftPlus {
@@ -257,10 +271,361 @@ struct Sin {
   MG_HD float grad(float x, float, float dy) const { return cosf(x) * dy; }
 };
 
-template <class V> void visit_fields(SoftPlus& o, V&& v) { v("beta", o.beta); }
-template <class V> void visit_fields(ClipByValue& o, V&& v) {
+template <class V>
+void visit_fields(SoftPlus& o, V&& v) {
+  v("beta", o.beta);
+}
+template <class V>
+void visit_fields(ClipByValue& o, V&& v) {
   v("min", o.min);
   v("max", o.max);
+}
+
+// ---- trigonometric and hyperbolic functions and their inverses (NNabla's
+// Math category); each grad is the derivative times dy, in fp32 ----
+
+/// cos(x).
+struct Cos {
+  static constexpr const char* name = "Cos";
+  static constexpr const char* snake = "cos";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return cosf(x); }
+  MG_HD float grad(float x, float, float dy) const { return -sinf(x) * dy; }
+};
+
+/// tan(x); its grad is (1 + y^2) dy.
+struct Tan {
+  static constexpr const char* name = "Tan";
+  static constexpr const char* snake = "tan";
+  static constexpr bool grad_uses_x = false, grad_uses_y = true;
+  MG_HD float operator()(float x) const { return tanf(x); }
+  MG_HD float grad(float, float y, float dy) const {
+    return (1.0f + y * y) * dy;
+  }
+};
+
+/// asin(x), for |x| <= 1.
+struct ASin {
+  static constexpr const char* name = "ASin";
+  static constexpr const char* snake = "asin";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return asinf(x); }
+  MG_HD float grad(float x, float, float dy) const {
+    return dy / sqrtf(1.0f - x * x);
+  }
+};
+
+/// acos(x), for |x| <= 1.
+struct ACos {
+  static constexpr const char* name = "ACos";
+  static constexpr const char* snake = "acos";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return acosf(x); }
+  MG_HD float grad(float x, float, float dy) const {
+    return -dy / sqrtf(1.0f - x * x);
+  }
+};
+
+/// atan(x).
+struct ATan {
+  static constexpr const char* name = "ATan";
+  static constexpr const char* snake = "atan";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return atanf(x); }
+  MG_HD float grad(float x, float, float dy) const {
+    return dy / (1.0f + x * x);
+  }
+};
+
+/// sinh(x).
+struct Sinh {
+  static constexpr const char* name = "Sinh";
+  static constexpr const char* snake = "sinh";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return sinhf(x); }
+  MG_HD float grad(float x, float, float dy) const { return coshf(x) * dy; }
+};
+
+/// cosh(x).
+struct Cosh {
+  static constexpr const char* name = "Cosh";
+  static constexpr const char* snake = "cosh";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return coshf(x); }
+  MG_HD float grad(float x, float, float dy) const { return sinhf(x) * dy; }
+};
+
+/// asinh(x).
+struct ASinh {
+  static constexpr const char* name = "ASinh";
+  static constexpr const char* snake = "asinh";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return asinhf(x); }
+  MG_HD float grad(float x, float, float dy) const {
+    return dy / sqrtf(x * x + 1.0f);
+  }
+};
+
+/// acosh(x), for x >= 1.
+struct ACosh {
+  static constexpr const char* name = "ACosh";
+  static constexpr const char* snake = "acosh";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return acoshf(x); }
+  MG_HD float grad(float x, float, float dy) const {
+    return dy / sqrtf(x * x - 1.0f);
+  }
+};
+
+/// atanh(x), for |x| < 1.
+struct ATanh {
+  static constexpr const char* name = "ATanh";
+  static constexpr const char* snake = "atanh";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return atanhf(x); }
+  MG_HD float grad(float x, float, float dy) const {
+    return dy / (1.0f - x * x);
+  }
+};
+
+// ---- rounding: NNabla passes the grad straight through (dx = dy), the
+// straight-through estimator quantization-aware training relies on ----
+
+/// x rounded to the nearest integer, halves away from zero; grad dy.
+struct Round {
+  static constexpr const char* name = "Round";
+  static constexpr const char* snake = "round";
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return roundf(x); }
+  MG_HD float grad(float, float, float dy) const { return dy; }
+};
+
+/// The smallest integer >= x; grad dy (straight through).
+struct Ceil {
+  static constexpr const char* name = "Ceil";
+  static constexpr const char* snake = "ceil";
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return ceilf(x); }
+  MG_HD float grad(float, float, float dy) const { return dy; }
+};
+
+/// The largest integer <= x; grad dy (straight through).
+struct Floor {
+  static constexpr const char* name = "Floor";
+  static constexpr const char* snake = "floor";
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return floorf(x); }
+  MG_HD float grad(float, float, float dy) const { return dy; }
+};
+
+/// 1 for x > 0, -1 for x < 0, alpha for x = 0 (NNabla's Sign); grad dy
+/// (straight through, as NNabla's).
+struct Sign {
+  static constexpr const char* name = "Sign";
+  static constexpr const char* snake = "sign";
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  float alpha = 1.0f;
+  MG_HD float operator()(float x) const {
+    return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : alpha);
+  }
+  MG_HD float grad(float, float, float dy) const { return dy; }
+};
+
+// ---- activations ----
+
+/// scale x for x > 0, scale alpha (exp(x) - 1) otherwise; NNabla's defaults
+/// are the self-normalizing constants of Klambauer et al.
+struct SELU {
+  static constexpr const char* name = "SELU";
+  static constexpr const char* snake = "selu";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  float scale = 1.05070098735548f, alpha = 1.673263242354377f;
+  MG_HD float operator()(float x) const {
+    return x > 0.0f ? scale * x : scale * alpha * (expf(x) - 1.0f);
+  }
+  MG_HD float grad(float x, float, float dy) const {
+    return x > 0.0f ? scale * dy : scale * alpha * expf(x) * dy;
+  }
+};
+
+/// min(max(x, 0), 6); the grad passes strictly inside (0, 6).
+struct ReLU6 {
+  static constexpr const char* name = "ReLU6";
+  static constexpr const char* snake = "relu6";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const {
+    return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x);
+  }
+  MG_HD float grad(float x, float, float dy) const {
+    return (x > 0.0f && x < 6.0f) ? dy : 0.0f;
+  }
+};
+
+/// min(max(0.2 x + 0.5, 0), 1); the grad 0.2 dy strictly inside (-2.5, 2.5).
+struct HardSigmoid {
+  static constexpr const char* name = "HardSigmoid";
+  static constexpr const char* snake = "hard_sigmoid";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const {
+    const float v = 0.2f * x + 0.5f;
+    return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
+  }
+  MG_HD float grad(float x, float, float dy) const {
+    return (x > -2.5f && x < 2.5f) ? 0.2f * dy : 0.0f;
+  }
+};
+
+/// log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|)), without overflow.
+struct LogSigmoid {
+  static constexpr const char* name = "LogSigmoid";
+  static constexpr const char* snake = "log_sigmoid";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const {
+    return fminf(x, 0.0f) - log1pf(expf(-fabsf(x)));
+  }
+  MG_HD float grad(float x, float, float dy) const {
+    return dy / (1.0f + expf(x));
+  }
+};
+
+/// x / (1 + |x|).
+struct SoftSign {
+  static constexpr const char* name = "SoftSign";
+  static constexpr const char* snake = "softsign";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return x / (1.0f + fabsf(x)); }
+  MG_HD float grad(float x, float, float dy) const {
+    const float d = 1.0f + fabsf(x);
+    return dy / (d * d);
+  }
+};
+
+/// x - tanh(x).
+struct TanhShrink {
+  static constexpr const char* name = "TanhShrink";
+  static constexpr const char* snake = "tanh_shrink";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return x - tanhf(x); }
+  MG_HD float grad(float x, float, float dy) const {
+    const float t = tanhf(x);
+    return t * t * dy;
+  }
+};
+
+/// sin(x) / x, and 1 at x = 0 (NNabla's unnormalized sinc).
+struct Sinc {
+  static constexpr const char* name = "Sinc";
+  static constexpr const char* snake = "sinc";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const {
+    return x == 0.0f ? 1.0f : sinf(x) / x;
+  }
+  MG_HD float grad(float x, float, float dy) const {
+    return x == 0.0f ? 0.0f : (cosf(x) - sinf(x) / x) / x * dy;
+  }
+};
+
+/// x tanh(softplus(x)) (Misra 2019).
+struct Mish {
+  static constexpr const char* name = "Mish";
+  static constexpr const char* snake = "mish";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float x) const {
+    return x * tanhf(fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))));
+  }
+  MG_HD float grad(float x, float, float dy) const {
+    const float t = tanhf(fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))));
+    const float s = 1.0f / (1.0f + expf(-x));
+    return (t + x * (1.0f - t * t) * s) * dy;
+  }
+};
+
+// ---- scalar arithmetic with x on the right, and scalar max/min ----
+
+/// val - x.
+struct RSubScalar {
+  static constexpr const char* name = "RSubScalar";
+  static constexpr const char* snake = "r_sub_scalar";
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  float val = 1.0f;
+  MG_HD float operator()(float x) const { return val - x; }
+  MG_HD float grad(float, float, float dy) const { return -dy; }
+};
+
+/// val / x; its grad is -y / x dy.
+struct RDivScalar {
+  static constexpr const char* name = "RDivScalar";
+  static constexpr const char* snake = "r_div_scalar";
+  static constexpr bool grad_uses_x = true, grad_uses_y = true;
+  float val = 1.0f;
+  MG_HD float operator()(float x) const { return val / x; }
+  MG_HD float grad(float x, float y, float dy) const { return -y / x * dy; }
+};
+
+/// val ^ x; its grad is y log(val) dy.
+struct RPowScalar {
+  static constexpr const char* name = "RPowScalar";
+  static constexpr const char* snake = "r_pow_scalar";
+  static constexpr bool grad_uses_x = false, grad_uses_y = true;
+  float val = 1.0f;
+  MG_HD float operator()(float x) const { return powf(val, x); }
+  MG_HD float grad(float, float y, float dy) const {
+    return y * logf(val) * dy;
+  }
+};
+
+/// max(x, val); the grad passes where x > val (NNabla's rule).
+struct MaximumScalar {
+  static constexpr const char* name = "MaximumScalar";
+  static constexpr const char* snake = "maximum_scalar";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  float val = 1.0f;
+  MG_HD float operator()(float x) const { return x > val ? x : val; }
+  MG_HD float grad(float x, float, float dy) const {
+    return x > val ? dy : 0.0f;
+  }
+};
+
+/// min(x, val); the grad passes where x < val (NNabla's rule).
+struct MinimumScalar {
+  static constexpr const char* name = "MinimumScalar";
+  static constexpr const char* snake = "minimum_scalar";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  float val = 1.0f;
+  MG_HD float operator()(float x) const { return x < val ? x : val; }
+  MG_HD float grad(float x, float, float dy) const {
+    return x < val ? dy : 0.0f;
+  }
+};
+
+template <class V>
+void visit_fields(Sign& o, V&& v) {
+  v("alpha", o.alpha);
+}
+template <class V>
+void visit_fields(SELU& o, V&& v) {
+  v("scale", o.scale);
+  v("alpha", o.alpha);
+}
+template <class V>
+void visit_fields(RSubScalar& o, V&& v) {
+  v("val", o.val);
+}
+template <class V>
+void visit_fields(RDivScalar& o, V&& v) {
+  v("val", o.val);
+}
+template <class V>
+void visit_fields(RPowScalar& o, V&& v) {
+  v("val", o.val);
+}
+template <class V>
+void visit_fields(MaximumScalar& o, V&& v) {
+  v("val", o.val);
+}
+template <class V>
+void visit_fields(MinimumScalar& o, V&& v) {
+  v("val", o.val);
 }
 
 }  // namespace mg::ops
