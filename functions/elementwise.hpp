@@ -5,9 +5,8 @@
 // its arguments (LeakyReLU's alpha) and its name (Op::name).
 #pragma once
 
-#include <type_traits>
-
 #include <mixgraph/graph/function.hpp>
+#include <type_traits>
 
 namespace mg {
 
@@ -22,19 +21,37 @@ template <class Op>
 struct OpPrecision<Op, std::void_t<decltype(Op::precision)>> {
   static constexpr Precision value = Op::precision;
 };
+/// Whether an op has a grad: false where Op declares has_grad = false
+/// (comparisons and logical ops, as NNabla's: backward leaves their inputs'
+/// grads alone), else true.
+template <class Op, class = void>
+struct OpHasGrad {
+  static constexpr bool value = true;
+};
+template <class Op>
+struct OpHasGrad<Op, std::void_t<decltype(Op::has_grad)>> {
+  static constexpr bool value = Op::has_grad;
+};
 }  // namespace detail
 
 namespace decl {
 /// The declaration of a unary elementwise function: names and precision
 /// from its functor Op, input x, output y.
 template <class Op>
-inline constexpr FunctionDeclOf<Op> unary{{Op::name, Op::snake, {Port{"x"}},
-                                           {Port{"y"}},
-                                           detail::OpPrecision<Op>::value}};
+inline constexpr FunctionDeclOf<Op> unary{
+    {Op::name,
+     Op::snake,
+     {Port{"x", Port::floating, detail::OpHasGrad<Op>::value}},
+     {Port{"y"}},
+     detail::OpPrecision<Op>::value}};
 /// The declaration of a binary elementwise function: inputs x0 and x1.
 template <class Op>
 inline constexpr FunctionDeclOf<Op> binary{
-    {Op::name, Op::snake, {Port{"x0"}, Port{"x1"}}, {Port{"y"}},
+    {Op::name,
+     Op::snake,
+     {Port{"x0", Port::floating, detail::OpHasGrad<Op>::value},
+      Port{"x1", Port::floating, detail::OpHasGrad<Op>::value}},
+     {Port{"y"}},
      detail::OpPrecision<Op>::value}};
 }  // namespace decl
 

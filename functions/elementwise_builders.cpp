@@ -135,4 +135,69 @@ VariablePtr minimum2(const VariablePtr& x0, const VariablePtr& x1) {
   return binary<ops::Minimum2>(x0, x1);
 }
 
+VariablePtr equal(const VariablePtr& x0, const VariablePtr& x1) {
+  return binary<ops::Equal>(x0, x1);
+}
+VariablePtr not_equal(const VariablePtr& x0, const VariablePtr& x1) {
+  return binary<ops::NotEqual>(x0, x1);
+}
+VariablePtr greater(const VariablePtr& x0, const VariablePtr& x1) {
+  return binary<ops::Greater>(x0, x1);
+}
+VariablePtr greater_equal(const VariablePtr& x0, const VariablePtr& x1) {
+  return binary<ops::GreaterEqual>(x0, x1);
+}
+VariablePtr less(const VariablePtr& x0, const VariablePtr& x1) {
+  return binary<ops::Less>(x0, x1);
+}
+VariablePtr less_equal(const VariablePtr& x0, const VariablePtr& x1) {
+  return binary<ops::LessEqual>(x0, x1);
+}
+VariablePtr logical_and(const VariablePtr& x0, const VariablePtr& x1) {
+  return binary<ops::LogicalAnd>(x0, x1);
+}
+VariablePtr logical_or(const VariablePtr& x0, const VariablePtr& x1) {
+  return binary<ops::LogicalOr>(x0, x1);
+}
+VariablePtr logical_xor(const VariablePtr& x0, const VariablePtr& x1) {
+  return binary<ops::LogicalXor>(x0, x1);
+}
+VariablePtr equal_scalar(const VariablePtr& x, float val) {
+  return unary(x, ops::EqualScalar{val});
+}
+VariablePtr not_equal_scalar(const VariablePtr& x, float val) {
+  return unary(x, ops::NotEqualScalar{val});
+}
+VariablePtr greater_scalar(const VariablePtr& x, float val) {
+  return unary(x, ops::GreaterScalar{val});
+}
+VariablePtr greater_equal_scalar(const VariablePtr& x, float val) {
+  return unary(x, ops::GreaterEqualScalar{val});
+}
+VariablePtr less_scalar(const VariablePtr& x, float val) {
+  return unary(x, ops::LessScalar{val});
+}
+VariablePtr less_equal_scalar(const VariablePtr& x, float val) {
+  return unary(x, ops::LessEqualScalar{val});
+}
+VariablePtr logical_and_scalar(const VariablePtr& x, bool val) {
+  return unary(x, ops::LogicalAndScalar{val});
+}
+VariablePtr logical_or_scalar(const VariablePtr& x, bool val) {
+  return unary(x, ops::LogicalOrScalar{val});
+}
+VariablePtr logical_xor_scalar(const VariablePtr& x, bool val) {
+  return unary(x, ops::LogicalXorScalar{val});
+}
+VariablePtr reset_nan(const VariablePtr& x, float val) {
+  return unary(x, ops::ResetNaN{val});
+}
+VariablePtr reset_inf(const VariablePtr& x, float val) {
+  return unary(x, ops::ResetInf{val});
+}
+VariablePtr logical_not(const VariablePtr& x) {
+  return unary<ops::LogicalNot>(x);
+}
+VariablePtr isnan(const VariablePtr& x) { return unary<ops::IsNaN>(x); }
+VariablePtr isinf(const VariablePtr& x) { return unary<ops::IsInf>(x); }
 }  // namespace mg::functions

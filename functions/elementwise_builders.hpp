@@ -93,4 +93,37 @@ VariablePtr minimum_scalar(const VariablePtr& x, float val = 1.0f);
 VariablePtr maximum2(const VariablePtr& x0, const VariablePtr& x1);
 VariablePtr minimum2(const VariablePtr& x0, const VariablePtr& x1);
 
+/// Comparisons and logical ops, with NumPy broadcasting: y is 1 where the
+/// relation holds and 0 elsewhere, in the context's type (exact in half and
+/// bfloat16), so it multiplies straight into a mask. Nonzero means true for
+/// the logical ops. They have no grad (their inputs' grads are zero), as
+/// NNabla's.
+VariablePtr equal(const VariablePtr& x0, const VariablePtr& x1);
+VariablePtr not_equal(const VariablePtr& x0, const VariablePtr& x1);
+VariablePtr greater(const VariablePtr& x0, const VariablePtr& x1);
+VariablePtr greater_equal(const VariablePtr& x0, const VariablePtr& x1);
+VariablePtr less(const VariablePtr& x0, const VariablePtr& x1);
+VariablePtr less_equal(const VariablePtr& x0, const VariablePtr& x1);
+VariablePtr logical_and(const VariablePtr& x0, const VariablePtr& x1);
+VariablePtr logical_or(const VariablePtr& x0, const VariablePtr& x1);
+VariablePtr logical_xor(const VariablePtr& x0, const VariablePtr& x1);
+/// The same against a scalar.
+VariablePtr equal_scalar(const VariablePtr& x, float val = 1.0f);
+VariablePtr not_equal_scalar(const VariablePtr& x, float val = 1.0f);
+VariablePtr greater_scalar(const VariablePtr& x, float val = 1.0f);
+VariablePtr greater_equal_scalar(const VariablePtr& x, float val = 1.0f);
+VariablePtr less_scalar(const VariablePtr& x, float val = 1.0f);
+VariablePtr less_equal_scalar(const VariablePtr& x, float val = 1.0f);
+VariablePtr logical_and_scalar(const VariablePtr& x, bool val);
+VariablePtr logical_or_scalar(const VariablePtr& x, bool val);
+VariablePtr logical_xor_scalar(const VariablePtr& x, bool val);
+/// 1 where x is 0.
+VariablePtr logical_not(const VariablePtr& x);
+/// 1 where x is nan; 1 where x is +inf or -inf.
+VariablePtr isnan(const VariablePtr& x);
+VariablePtr isinf(const VariablePtr& x);
+/// x with nan (inf) replaced by val; the grad passes elsewhere.
+VariablePtr reset_nan(const VariablePtr& x, float val = 0.0f);
+VariablePtr reset_inf(const VariablePtr& x, float val = 0.0f);
+
 }  // namespace mg::functions

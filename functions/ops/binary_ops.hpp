@@ -89,4 +89,121 @@ struct Minimum2 {
   }
 };
 
+// ---- comparisons and logical ops (NNabla's Logical category): y is 1 or 0
+// in the type_config's type (exact in half and bfloat16), ready to multiply
+// into a mask; has_grad = false: their inputs get zero grads ----
+
+/// a == b.
+struct Equal {
+  static constexpr const char* name = "Equal";
+  static constexpr const char* snake = "equal";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const {
+    return a == b ? 1.0f : 0.0f;
+  }
+  MG_HD float grad0(float, float, float, float) const { return 0.0f; }
+  MG_HD float grad1(float, float, float, float) const { return 0.0f; }
+};
+
+/// a != b.
+struct NotEqual {
+  static constexpr const char* name = "NotEqual";
+  static constexpr const char* snake = "not_equal";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const {
+    return a != b ? 1.0f : 0.0f;
+  }
+  MG_HD float grad0(float, float, float, float) const { return 0.0f; }
+  MG_HD float grad1(float, float, float, float) const { return 0.0f; }
+};
+
+/// a > b.
+struct Greater {
+  static constexpr const char* name = "Greater";
+  static constexpr const char* snake = "greater";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const { return a > b ? 1.0f : 0.0f; }
+  MG_HD float grad0(float, float, float, float) const { return 0.0f; }
+  MG_HD float grad1(float, float, float, float) const { return 0.0f; }
+};
+
+/// a >= b.
+struct GreaterEqual {
+  static constexpr const char* name = "GreaterEqual";
+  static constexpr const char* snake = "greater_equal";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const {
+    return a >= b ? 1.0f : 0.0f;
+  }
+  MG_HD float grad0(float, float, float, float) const { return 0.0f; }
+  MG_HD float grad1(float, float, float, float) const { return 0.0f; }
+};
+
+/// a < b.
+struct Less {
+  static constexpr const char* name = "Less";
+  static constexpr const char* snake = "less";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const { return a < b ? 1.0f : 0.0f; }
+  MG_HD float grad0(float, float, float, float) const { return 0.0f; }
+  MG_HD float grad1(float, float, float, float) const { return 0.0f; }
+};
+
+/// a <= b.
+struct LessEqual {
+  static constexpr const char* name = "LessEqual";
+  static constexpr const char* snake = "less_equal";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const {
+    return a <= b ? 1.0f : 0.0f;
+  }
+  MG_HD float grad0(float, float, float, float) const { return 0.0f; }
+  MG_HD float grad1(float, float, float, float) const { return 0.0f; }
+};
+
+/// a and b, nonzero meaning true.
+struct LogicalAnd {
+  static constexpr const char* name = "LogicalAnd";
+  static constexpr const char* snake = "logical_and";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const {
+    return (a != 0.0f && b != 0.0f) ? 1.0f : 0.0f;
+  }
+  MG_HD float grad0(float, float, float, float) const { return 0.0f; }
+  MG_HD float grad1(float, float, float, float) const { return 0.0f; }
+};
+
+/// a or b, nonzero meaning true.
+struct LogicalOr {
+  static constexpr const char* name = "LogicalOr";
+  static constexpr const char* snake = "logical_or";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const {
+    return (a != 0.0f || b != 0.0f) ? 1.0f : 0.0f;
+  }
+  MG_HD float grad0(float, float, float, float) const { return 0.0f; }
+  MG_HD float grad1(float, float, float, float) const { return 0.0f; }
+};
+
+/// a xor b, nonzero meaning true.
+struct LogicalXor {
+  static constexpr const char* name = "LogicalXor";
+  static constexpr const char* snake = "logical_xor";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const {
+    return ((a != 0.0f) != (b != 0.0f)) ? 1.0f : 0.0f;
+  }
+  MG_HD float grad0(float, float, float, float) const { return 0.0f; }
+  MG_HD float grad1(float, float, float, float) const { return 0.0f; }
+};
+
 }  // namespace mg::ops

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cmath>
-
 #include <mixgraph/contexts/macros.hpp>
 
 namespace mg::ops {
@@ -18,6 +17,5 @@ struct SigmoidCrossEntropyOp {
     return dy * (1.0f / (1.0f + expf(-x)) - t);
   }
 };
-
 
 }  // namespace mg::ops

@@ -27,7 +27,13 @@ void for_each_unary_op(F&& f) {
   f(TypeTag<SoftSign>{}), f(TypeTag<TanhShrink>{}), f(TypeTag<Sinc>{});
   f(TypeTag<Mish>{}), f(TypeTag<RSubScalar>{}), f(TypeTag<RDivScalar>{});
   f(TypeTag<RPowScalar>{}), f(TypeTag<MaximumScalar>{});
-  f(TypeTag<MinimumScalar>{});
+  f(TypeTag<MinimumScalar>{}), f(TypeTag<EqualScalar>{});
+  f(TypeTag<NotEqualScalar>{}), f(TypeTag<GreaterScalar>{});
+  f(TypeTag<GreaterEqualScalar>{}), f(TypeTag<LessScalar>{});
+  f(TypeTag<LessEqualScalar>{}), f(TypeTag<LogicalAndScalar>{});
+  f(TypeTag<LogicalOrScalar>{}), f(TypeTag<LogicalXorScalar>{});
+  f(TypeTag<LogicalNot>{}), f(TypeTag<IsNaN>{}), f(TypeTag<IsInf>{});
+  f(TypeTag<ResetNaN>{}), f(TypeTag<ResetInf>{});
 }
 
 /// Calls f(TypeTag<Op>{}) for every binary elementwise op (broadcasting).
@@ -35,7 +41,10 @@ template <class F>
 void for_each_binary_op(F&& f) {
   f(TypeTag<Add2>{}), f(TypeTag<Sub2>{}), f(TypeTag<Mul2>{});
   f(TypeTag<Div2>{}), f(TypeTag<SquaredError>{}), f(TypeTag<Maximum2>{});
-  f(TypeTag<Minimum2>{});
+  f(TypeTag<Minimum2>{}), f(TypeTag<Equal>{}), f(TypeTag<NotEqual>{});
+  f(TypeTag<Greater>{}), f(TypeTag<GreaterEqual>{}), f(TypeTag<Less>{});
+  f(TypeTag<LessEqual>{}), f(TypeTag<LogicalAnd>{}), f(TypeTag<LogicalOr>{});
+  f(TypeTag<LogicalXor>{});
 }
 
 }  // namespace mg::ops

@@ -628,4 +628,217 @@ void visit_fields(MinimumScalar& o, V&& v) {
   v("val", o.val);
 }
 
+// nan and inf tests that mean the same on host and device, whatever the
+// <cmath> overloads in scope (nan is the one value unequal to itself).
+MG_HD inline bool is_nan(float x) { return x != x; }
+MG_HD inline bool is_inf(float x) { return fabsf(x) > 3.40282347e+38f; }
+
+// ---- comparisons with a scalar, logical ops and the nan/inf tests: 1 or 0
+// in the type_config's type; has_grad = false (zero grads) ----
+
+/// x == val.
+struct EqualScalar {
+  static constexpr const char* name = "EqualScalar";
+  static constexpr const char* snake = "equal_scalar";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  float val = 1.0f;
+  MG_HD float operator()(float x) const { return x == val ? 1.0f : 0.0f; }
+  MG_HD float grad(float, float, float) const { return 0.0f; }
+};
+
+/// x != val.
+struct NotEqualScalar {
+  static constexpr const char* name = "NotEqualScalar";
+  static constexpr const char* snake = "not_equal_scalar";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  float val = 1.0f;
+  MG_HD float operator()(float x) const { return x != val ? 1.0f : 0.0f; }
+  MG_HD float grad(float, float, float) const { return 0.0f; }
+};
+
+/// x > val.
+struct GreaterScalar {
+  static constexpr const char* name = "GreaterScalar";
+  static constexpr const char* snake = "greater_scalar";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  float val = 1.0f;
+  MG_HD float operator()(float x) const { return x > val ? 1.0f : 0.0f; }
+  MG_HD float grad(float, float, float) const { return 0.0f; }
+};
+
+/// x >= val.
+struct GreaterEqualScalar {
+  static constexpr const char* name = "GreaterEqualScalar";
+  static constexpr const char* snake = "greater_equal_scalar";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  float val = 1.0f;
+  MG_HD float operator()(float x) const { return x >= val ? 1.0f : 0.0f; }
+  MG_HD float grad(float, float, float) const { return 0.0f; }
+};
+
+/// x < val.
+struct LessScalar {
+  static constexpr const char* name = "LessScalar";
+  static constexpr const char* snake = "less_scalar";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  float val = 1.0f;
+  MG_HD float operator()(float x) const { return x < val ? 1.0f : 0.0f; }
+  MG_HD float grad(float, float, float) const { return 0.0f; }
+};
+
+/// x <= val.
+struct LessEqualScalar {
+  static constexpr const char* name = "LessEqualScalar";
+  static constexpr const char* snake = "less_equal_scalar";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  float val = 1.0f;
+  MG_HD float operator()(float x) const { return x <= val ? 1.0f : 0.0f; }
+  MG_HD float grad(float, float, float) const { return 0.0f; }
+};
+
+/// x and val, nonzero x meaning true.
+struct LogicalAndScalar {
+  static constexpr const char* name = "LogicalAndScalar";
+  static constexpr const char* snake = "logical_and_scalar";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  bool val = true;
+  MG_HD float operator()(float x) const {
+    return (x != 0.0f && val) ? 1.0f : 0.0f;
+  }
+  MG_HD float grad(float, float, float) const { return 0.0f; }
+};
+
+/// x or val, nonzero x meaning true.
+struct LogicalOrScalar {
+  static constexpr const char* name = "LogicalOrScalar";
+  static constexpr const char* snake = "logical_or_scalar";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  bool val = true;
+  MG_HD float operator()(float x) const {
+    return (x != 0.0f || val) ? 1.0f : 0.0f;
+  }
+  MG_HD float grad(float, float, float) const { return 0.0f; }
+};
+
+/// x xor val, nonzero x meaning true.
+struct LogicalXorScalar {
+  static constexpr const char* name = "LogicalXorScalar";
+  static constexpr const char* snake = "logical_xor_scalar";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  bool val = true;
+  MG_HD float operator()(float x) const {
+    return ((x != 0.0f) != val) ? 1.0f : 0.0f;
+  }
+  MG_HD float grad(float, float, float) const { return 0.0f; }
+};
+
+/// not x: 1 where x is 0.
+struct LogicalNot {
+  static constexpr const char* name = "LogicalNot";
+  static constexpr const char* snake = "logical_not";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return (x == 0.0f) ? 1.0f : 0.0f; }
+  MG_HD float grad(float, float, float) const { return 0.0f; }
+};
+
+/// 1 where x is nan.
+struct IsNaN {
+  static constexpr const char* name = "IsNaN";
+  static constexpr const char* snake = "isnan";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return is_nan(x) ? 1.0f : 0.0f; }
+  MG_HD float grad(float, float, float) const { return 0.0f; }
+};
+
+/// 1 where x is +inf or -inf.
+struct IsInf {
+  static constexpr const char* name = "IsInf";
+  static constexpr const char* snake = "isinf";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return is_inf(x) ? 1.0f : 0.0f; }
+  MG_HD float grad(float, float, float) const { return 0.0f; }
+};
+
+/// x, with every nan replaced by val; the grad passes where x is not nan.
+struct ResetNaN {
+  static constexpr const char* name = "ResetNaN";
+  static constexpr const char* snake = "reset_nan";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  float val = 0.0f;
+  MG_HD float operator()(float x) const { return is_nan(x) ? val : x; }
+  MG_HD float grad(float x, float, float dy) const {
+    return is_nan(x) ? 0.0f : dy;
+  }
+};
+
+/// x, with every +inf and -inf replaced by val; the grad passes where x is
+/// finite (or nan).
+struct ResetInf {
+  static constexpr const char* name = "ResetInf";
+  static constexpr const char* snake = "reset_inf";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  float val = 0.0f;
+  MG_HD float operator()(float x) const { return is_inf(x) ? val : x; }
+  MG_HD float grad(float x, float, float dy) const {
+    return is_inf(x) ? 0.0f : dy;
+  }
+};
+
+template <class V>
+void visit_fields(EqualScalar& o, V&& v) {
+  v("val", o.val);
+}
+template <class V>
+void visit_fields(NotEqualScalar& o, V&& v) {
+  v("val", o.val);
+}
+template <class V>
+void visit_fields(GreaterScalar& o, V&& v) {
+  v("val", o.val);
+}
+template <class V>
+void visit_fields(GreaterEqualScalar& o, V&& v) {
+  v("val", o.val);
+}
+template <class V>
+void visit_fields(LessScalar& o, V&& v) {
+  v("val", o.val);
+}
+template <class V>
+void visit_fields(LessEqualScalar& o, V&& v) {
+  v("val", o.val);
+}
+template <class V>
+void visit_fields(LogicalAndScalar& o, V&& v) {
+  v("val", o.val);
+}
+template <class V>
+void visit_fields(LogicalOrScalar& o, V&& v) {
+  v("val", o.val);
+}
+template <class V>
+void visit_fields(LogicalXorScalar& o, V&& v) {
+  v("val", o.val);
+}
+template <class V>
+void visit_fields(ResetNaN& o, V&& v) {
+  v("val", o.val);
+}
+template <class V>
+void visit_fields(ResetInf& o, V&& v) {
+  v("val", o.val);
+}
+
 }  // namespace mg::ops
