@@ -200,4 +200,13 @@ VariablePtr logical_not(const VariablePtr& x) {
 }
 VariablePtr isnan(const VariablePtr& x) { return unary<ops::IsNaN>(x); }
 VariablePtr isinf(const VariablePtr& x) { return unary<ops::IsInf>(x); }
+VariablePtr bc_add2(const VariablePtr& x0, const VariablePtr& x1) {
+  return binary<ops::BcAdd2>(x0, x1);
+}
+VariablePtr pow2(const VariablePtr& x0, const VariablePtr& x1) {
+  return binary<ops::Pow2>(x0, x1);
+}
+VariablePtr atan2(const VariablePtr& x0, const VariablePtr& x1) {
+  return binary<ops::ATan2>(x0, x1);
+}
 }  // namespace mg::functions

@@ -107,6 +107,12 @@ VariablePtr less_equal(const VariablePtr& x0, const VariablePtr& x1);
 VariablePtr logical_and(const VariablePtr& x0, const VariablePtr& x1);
 VariablePtr logical_or(const VariablePtr& x0, const VariablePtr& x1);
 VariablePtr logical_xor(const VariablePtr& x0, const VariablePtr& x1);
+/// x0 + x1 (NNabla's broadcasting add; the same as add2 here).
+VariablePtr bc_add2(const VariablePtr& x0, const VariablePtr& x1);
+/// x0 ^ x1.
+VariablePtr pow2(const VariablePtr& x0, const VariablePtr& x1);
+/// atan2(x0, x1).
+VariablePtr atan2(const VariablePtr& x0, const VariablePtr& x1);
 /// The same against a scalar.
 VariablePtr equal_scalar(const VariablePtr& x, float val = 1.0f);
 VariablePtr not_equal_scalar(const VariablePtr& x, float val = 1.0f);

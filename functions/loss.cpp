@@ -1,10 +1,9 @@
-#include <mixgraph/functions/loss.hpp>
-
-#include <stdexcept>
-
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/elementwise.hpp>
+#include <mixgraph/functions/loss.hpp>
 #include <mixgraph/functions/ops/binary_ops.hpp>
+#include <stdexcept>
 
 namespace mg {
 
@@ -68,12 +67,43 @@ VariablePtr softmax_cross_entropy(const VariablePtr& x, const VariablePtr& t,
 }
 
 VariablePtr sigmoid_cross_entropy(const VariablePtr& x, const VariablePtr& t) {
-  return apply_function1(decl::SigmoidCrossEntropy, SigmoidCrossEntropyOptions{},
-                         {x, t});
+  return apply_function1(decl::SigmoidCrossEntropy,
+                         SigmoidCrossEntropyOptions{}, {x, t});
 }
 
 VariablePtr squared_error(const VariablePtr& x0, const VariablePtr& x1) {
-  return apply_function1(decl::binary<ops::SquaredError>, ops::SquaredError{}, {x0, x1});
+  return apply_function1(decl::binary<ops::SquaredError>, ops::SquaredError{},
+                         {x0, x1});
+}
+
+VariablePtr absolute_error(const VariablePtr& x0, const VariablePtr& x1) {
+  return apply_function1(decl::binary<ops::AbsoluteError>, ops::AbsoluteError{},
+                         {x0, x1});
+}
+
+VariablePtr huber_loss(const VariablePtr& x0, const VariablePtr& x1,
+                       float delta) {
+  if (!(delta > 0.0f)) {
+    throw std::invalid_argument(
+        msg("[huber_loss] delta ", delta, " must be positive"));
+  }
+  return apply_function1(decl::binary<ops::HuberLoss>, ops::HuberLoss{delta},
+                         {x0, x1});
+}
+
+VariablePtr epsilon_insensitive_loss(const VariablePtr& x0,
+                                     const VariablePtr& x1, float epsilon) {
+  if (!(epsilon >= 0.0f)) {
+    throw std::invalid_argument(msg("[epsilon_insensitive_loss] epsilon ",
+                                    epsilon, " must not be negative"));
+  }
+  return apply_function1(decl::binary<ops::EpsilonInsensitiveLoss>,
+                         ops::EpsilonInsensitiveLoss{epsilon}, {x0, x1});
+}
+
+VariablePtr binary_cross_entropy(const VariablePtr& x, const VariablePtr& t) {
+  return apply_function1(decl::binary<ops::BinaryCrossEntropy>,
+                         ops::BinaryCrossEntropy{}, {x, t});
 }
 
 VariablePtr top_n_error(const VariablePtr& x, const VariablePtr& t, int axis,

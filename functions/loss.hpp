@@ -19,13 +19,14 @@ void visit_fields(SoftmaxCrossEntropyOptions& o, V&& v) {
 
 namespace decl {
 /// SoftmaxCrossEntropy's declaration.
-inline constexpr FunctionDeclOf<SoftmaxCrossEntropyOptions> SoftmaxCrossEntropy{{
-    "SoftmaxCrossEntropy", "softmax_cross_entropy",
-    {Port{"x"}, Port{"t", Port::integer, false}},
-    {Port{"y"}},
-    // A loss: it runs in fp32 under half and bfloat16 (as PyTorch's autocast
-    // runs its losses), so the loss and the scaled seed of backward are fp32.
-    Precision::float32}};
+inline constexpr FunctionDeclOf<SoftmaxCrossEntropyOptions> SoftmaxCrossEntropy{
+    {"SoftmaxCrossEntropy",
+     "softmax_cross_entropy",
+     {Port{"x"}, Port{"t", Port::integer, false}},
+     {Port{"y"}},
+     // A loss: it runs in fp32 under half and bfloat16 (as PyTorch's autocast
+     // runs its losses), so the loss and the scaled seed of backward are fp32.
+     Precision::float32}};
 }  // namespace decl
 
 /// y = -log softmax(x)[t] along the axis. x: (..., C, ...); t: integer class
@@ -48,13 +49,14 @@ struct SigmoidCrossEntropyOptions {};
 
 namespace decl {
 /// SigmoidCrossEntropy's declaration.
-inline constexpr FunctionDeclOf<SigmoidCrossEntropyOptions> SigmoidCrossEntropy{{
-    "SigmoidCrossEntropy", "sigmoid_cross_entropy",
-    {Port{"x"}, Port{"t", Port::floating, false}},
-    {Port{"y"}},
-    // A loss: it runs in fp32 under half and bfloat16 (as PyTorch's autocast
-    // runs its losses), so the loss and the scaled seed of backward are fp32.
-    Precision::float32}};
+inline constexpr FunctionDeclOf<SigmoidCrossEntropyOptions> SigmoidCrossEntropy{
+    {"SigmoidCrossEntropy",
+     "sigmoid_cross_entropy",
+     {Port{"x"}, Port{"t", Port::floating, false}},
+     {Port{"y"}},
+     // A loss: it runs in fp32 under half and bfloat16 (as PyTorch's autocast
+     // runs its losses), so the loss and the scaled seed of backward are fp32.
+     Precision::float32}};
 }  // namespace decl
 
 /// y = -(t log s(x) + (1 - t) log(1 - s(x))) elementwise, computed as
@@ -84,10 +86,11 @@ void visit_fields(TopNErrorOptions& o, V&& v) {
 
 namespace decl {
 /// TopNError's declaration.
-inline constexpr FunctionDeclOf<TopNErrorOptions> TopNError{{
-    "TopNError", "top_n_error",
-    {Port{"x", Port::floating, false}, Port{"t", Port::integer, false}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<TopNErrorOptions> TopNError{
+    {"TopNError",
+     "top_n_error",
+     {Port{"x", Port::floating, false}, Port{"t", Port::integer, false}},
+     {Port{"y"}}}};
 }  // namespace decl
 
 /// y = 1 where more than n classes score at least the true class's score,
@@ -113,6 +116,18 @@ VariablePtr softmax_cross_entropy(const VariablePtr& x, const VariablePtr& t,
 VariablePtr sigmoid_cross_entropy(const VariablePtr& x, const VariablePtr& t);
 /// (x0 - x1)^2, elementwise with NumPy broadcasting.
 VariablePtr squared_error(const VariablePtr& x0, const VariablePtr& x1);
+/// |x0 - x1|, elementwise with broadcasting.
+VariablePtr absolute_error(const VariablePtr& x0, const VariablePtr& x1);
+/// NNabla's Huber loss: d^2 for |d| < delta, delta (2 |d| - delta) beyond
+/// (d = x0 - x1).
+VariablePtr huber_loss(const VariablePtr& x0, const VariablePtr& x1,
+                       float delta = 1.0f);
+/// max(|x0 - x1| - epsilon, 0).
+VariablePtr epsilon_insensitive_loss(const VariablePtr& x0,
+                                     const VariablePtr& x1, float epsilon);
+/// -(t log x + (1 - t) log(1 - x)) for probabilities x and targets t in
+/// [0, 1], elementwise; both have grads.
+VariablePtr binary_cross_entropy(const VariablePtr& x, const VariablePtr& t);
 /// 1 where label t is not among the n best classes of x along `axis`.
 VariablePtr top_n_error(const VariablePtr& x, const VariablePtr& t,
                         int axis = -1, int n = 1);

@@ -2,6 +2,7 @@
 // grad0 / grad1 (a, b, y, dy) return the grads of a and b.
 #pragma once
 
+#include <cmath>
 #include <mixgraph/contexts/macros.hpp>
 #include <mixgraph/graph/function_decl.hpp>
 
@@ -205,5 +206,136 @@ struct LogicalXor {
   MG_HD float grad0(float, float, float, float) const { return 0.0f; }
   MG_HD float grad1(float, float, float, float) const { return 0.0f; }
 };
+
+// ---- more arithmetic and math ----
+
+/// x0 + x1 with broadcasting (NNabla's BcAdd2, the broadcasting form of
+/// Add2; here every binary function broadcasts).
+struct BcAdd2 {
+  static constexpr const char* name = "BcAdd2";
+  static constexpr const char* snake = "bc_add2";
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const { return a + b; }
+  MG_HD float grad0(float, float, float, float dy) const { return dy; }
+  MG_HD float grad1(float, float, float, float dy) const { return dy; }
+};
+
+/// x0 ^ x1 (NNabla's Pow2); the grad of x1 is y log(x0) dy, defined for
+/// x0 > 0.
+struct Pow2 {
+  static constexpr const char* name = "Pow2";
+  static constexpr const char* snake = "pow2";
+  static constexpr bool grad_uses_x = true, grad_uses_y = true;
+  MG_HD float operator()(float a, float b) const { return powf(a, b); }
+  MG_HD float grad0(float a, float b, float, float dy) const {
+    return b * powf(a, b - 1.0f) * dy;
+  }
+  MG_HD float grad1(float a, float, float y, float dy) const {
+    return y * logf(a) * dy;
+  }
+};
+
+/// atan2(x0, x1): the angle of the point (x1, x0).
+struct ATan2 {
+  static constexpr const char* name = "ATan2";
+  static constexpr const char* snake = "atan2";
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const { return atan2f(a, b); }
+  MG_HD float grad0(float a, float b, float, float dy) const {
+    return b / (a * a + b * b) * dy;
+  }
+  MG_HD float grad1(float a, float b, float, float dy) const {
+    return -a / (a * a + b * b) * dy;
+  }
+};
+
+// ---- elementwise losses: fp32 under half and bfloat16, as every loss ----
+
+/// |x0 - x1| (NNabla's AbsoluteError); the grad at 0 is 0.
+struct AbsoluteError {
+  static constexpr const char* name = "AbsoluteError";
+  static constexpr const char* snake = "absolute_error";
+  static constexpr Precision precision = Precision::float32;
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const { return fabsf(a - b); }
+  MG_HD float grad0(float a, float b, float, float dy) const {
+    return a > b ? dy : (a < b ? -dy : 0.0f);
+  }
+  MG_HD float grad1(float a, float b, float, float dy) const {
+    return a > b ? -dy : (a < b ? dy : 0.0f);
+  }
+};
+
+/// NNabla's HuberLoss: d^2 for |d| < delta, delta (2 |d| - delta) beyond,
+/// with d = x0 - x1 (twice the textbook Huber loss, as NNabla defines it).
+struct HuberLoss {
+  static constexpr const char* name = "HuberLoss";
+  static constexpr const char* snake = "huber_loss";
+  static constexpr Precision precision = Precision::float32;
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  float delta = 1.0f;
+  MG_HD float operator()(float a, float b) const {
+    const float d = a - b, ad = fabsf(d);
+    return ad < delta ? d * d : delta * (2.0f * ad - delta);
+  }
+  MG_HD float grad0(float a, float b, float, float dy) const {
+    const float d = a - b;
+    return (fabsf(d) < delta ? 2.0f * d : (d > 0.0f ? 2.0f : -2.0f) * delta) *
+           dy;
+  }
+  MG_HD float grad1(float a, float b, float y, float dy) const {
+    return -grad0(a, b, y, dy);
+  }
+};
+
+/// |x0 - x1| - epsilon where that is positive, else 0.
+struct EpsilonInsensitiveLoss {
+  static constexpr const char* name = "EpsilonInsensitiveLoss";
+  static constexpr const char* snake = "epsilon_insensitive_loss";
+  static constexpr Precision precision = Precision::float32;
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  float epsilon = 0.1f;
+  MG_HD float operator()(float a, float b) const {
+    const float ad = fabsf(a - b);
+    return ad > epsilon ? ad - epsilon : 0.0f;
+  }
+  MG_HD float grad0(float a, float b, float, float dy) const {
+    const float d = a - b;
+    return fabsf(d) > epsilon ? (d > 0.0f ? dy : -dy) : 0.0f;
+  }
+  MG_HD float grad1(float a, float b, float y, float dy) const {
+    return -grad0(a, b, y, dy);
+  }
+};
+
+/// -(x1 log x0 + (1 - x1) log(1 - x0)) for a probability x0 and a target
+/// x1 in [0, 1] (NNabla's BinaryCrossEntropy); the logs are taken of at
+/// least 1e-12, so x0 of exactly 0 or 1 gives a large finite loss, not inf.
+struct BinaryCrossEntropy {
+  static constexpr const char* name = "BinaryCrossEntropy";
+  static constexpr const char* snake = "binary_cross_entropy";
+  static constexpr Precision precision = Precision::float32;
+  static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  static constexpr float kTiny = 1e-12f;
+  MG_HD float operator()(float x, float t) const {
+    return -(t * logf(fmaxf(x, kTiny)) +
+             (1.0f - t) * logf(fmaxf(1.0f - x, kTiny)));
+  }
+  MG_HD float grad0(float x, float t, float, float dy) const {
+    return (x - t) / fmaxf(x * (1.0f - x), kTiny) * dy;
+  }
+  MG_HD float grad1(float x, float, float, float dy) const {
+    return (logf(fmaxf(1.0f - x, kTiny)) - logf(fmaxf(x, kTiny))) * dy;
+  }
+};
+
+template <class V>
+void visit_fields(HuberLoss& o, V&& v) {
+  v("delta", o.delta);
+}
+template <class V>
+void visit_fields(EpsilonInsensitiveLoss& o, V&& v) {
+  v("epsilon", o.epsilon);
+}
 
 }  // namespace mg::ops

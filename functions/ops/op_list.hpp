@@ -44,7 +44,9 @@ void for_each_binary_op(F&& f) {
   f(TypeTag<Minimum2>{}), f(TypeTag<Equal>{}), f(TypeTag<NotEqual>{});
   f(TypeTag<Greater>{}), f(TypeTag<GreaterEqual>{}), f(TypeTag<Less>{});
   f(TypeTag<LessEqual>{}), f(TypeTag<LogicalAnd>{}), f(TypeTag<LogicalOr>{});
-  f(TypeTag<LogicalXor>{});
+  f(TypeTag<LogicalXor>{}), f(TypeTag<BcAdd2>{}), f(TypeTag<Pow2>{});
+  f(TypeTag<ATan2>{}), f(TypeTag<AbsoluteError>{}), f(TypeTag<HuberLoss>{});
+  f(TypeTag<EpsilonInsensitiveLoss>{}), f(TypeTag<BinaryCrossEntropy>{});
 }
 
 }  // namespace mg::ops
