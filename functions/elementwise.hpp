@@ -5,8 +5,9 @@
 // its arguments (LeakyReLU's alpha) and its name (Op::name).
 #pragma once
 
-#include <mixgraph/graph/function.hpp>
 #include <type_traits>
+
+#include <mixgraph/graph/function.hpp>
 
 namespace mg {
 

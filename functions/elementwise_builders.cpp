@@ -1,11 +1,13 @@
+#include <mixgraph/functions/elementwise_builders.hpp>
+
+#include <stdexcept>
+#include <string>
+
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/elementwise.hpp>
-#include <mixgraph/functions/elementwise_builders.hpp>
 #include <mixgraph/functions/ops/binary_ops.hpp>
 #include <mixgraph/functions/ops/unary_ops.hpp>
-#include <stdexcept>
-#include <string>
 
 namespace mg::functions {
 

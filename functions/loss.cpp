@@ -1,9 +1,11 @@
+#include <mixgraph/functions/loss.hpp>
+
+#include <stdexcept>
+
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/elementwise.hpp>
-#include <mixgraph/functions/loss.hpp>
 #include <mixgraph/functions/ops/binary_ops.hpp>
-#include <stdexcept>
 
 namespace mg {
 

@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/graph/check_finite.hpp>
 #include <mixgraph/graph/function_node.hpp>
 #include <mixgraph/graph/variable.hpp>
 
@@ -163,6 +164,10 @@ void Variable::forward(bool clear_buffer, bool clear_no_need_grad) {
       order[s].node->setup_again(order[s].in, order[s].out);
     }
     order[s].node->function().forward(order[s].in, order[s].out);
+    if (detail::check_finite_depth) {
+      detail::check_outputs_finite(order[s].node->function(), order[s].in,
+                                   order[s].out);
+    }
     if (!clearing) continue;
     for (Variable* v : order[s].in) {
       if (!is_intermediate(v, this)) continue;
@@ -196,6 +201,13 @@ void Variable::backward(const NdArrayPtr& grad, bool clear_buffer) {
   }
   size_t slots = 0;
   std::vector<Step> order = topological_order(this, &slots);
+  // For CheckFiniteGuard's message: a scalar root's seed is the loss scale.
+  std::string seed;
+  if (detail::check_finite_depth && size() == 1) {
+    const float value =
+        *static_cast<const float*>(grad_->array().get(Dtype::f32, "cpu"));
+    seed = msg(value, " (the loss scale)");
+  }
 
   // Which outputs get a grad: those computed from a leaf that asks for one
   // by functions not cut off by NoGradGuard.
@@ -291,6 +303,10 @@ void Variable::backward(const NdArrayPtr& grad, bool clear_buffer) {
       shared_grad =
           clear_buffer && share_grad(step, this, propagate_down, accum);
       step.node->function().backward(step.in, step.out, propagate_down, accum);
+      if (detail::check_finite_depth) {
+        detail::check_grads_finite(step.node->function(), step.in, step.out,
+                                   propagate_down, seed);
+      }
     }
     if (!clear_buffer) continue;
     // Intermediates whose data no later backward reads, and this step's

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+
 #include <mixgraph/contexts/macros.hpp>
 #include <mixgraph/graph/function_decl.hpp>
 
