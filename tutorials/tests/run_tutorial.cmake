@@ -5,6 +5,7 @@
 #                run: the same final loss, weights, loss scale and CSV.
 #   MODE=updater: tutorial 00's loop against its --updater form (the plain
 #                updater): the same weights; accumulation and clipping run.
+#   MODE=explain: tutorial 05 names the function of the first overflow.
 #   MODE=main:   the main job for 20 steps per type_config: its table and
 #                files; --resume then finds every run finished.
 # Prints "SKIPPED: ..." (the test's skip pattern) when Fashion-MNIST is not
@@ -112,6 +113,20 @@ elseif(MODE STREQUAL "updater")
   message("the plain updater took the loop's steps (weights "
           "${plain_weights_hash}); with accumulation and clipping: "
           "${clip_weights_hash}")
+elseif(MODE STREQUAL "explain")
+  # Tutorial 05 at 2^24: the first step overflows, and the guard names the
+  # function where the inf started, in backward, with the loss scale.
+  run_tutorial(e --iterations 5 --checkpoint e.h5)
+  foreach(part "step 1 skipped; under CheckFiniteGuard:"
+          "[check_finite] " " backward: the grad of input "
+          "the overflow started here"
+          "backward was seeded with 1.67772e+07 (the loss scale)")
+    string(FIND "${e_output}" "${part}" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "tutorial 05 did not print '${part}'")
+    endif()
+  endforeach()
+  message("the guard named where the first skipped step's inf started")
 elseif(MODE STREQUAL "main")
   set(args --iterations 20 --type-configs float,half,bfloat16 --out-dir out)
   run_tutorial(m ${args})
