@@ -18,8 +18,10 @@ std::string msg(const Args&... args) {
   return out.str();
 }
 
-/// The candidates closest to `name` (case-insensitive edit distance, at most
-/// a third of the name's length plus one), best first, at most `most`.
+/// The candidates closest to `name`: those at the smallest case-insensitive
+/// edit distance (a swap of neighbours is one edit), if that is at most a
+/// third of the name's length plus one; same-length names first, at most
+/// `most`.
 std::vector<std::string> nearest_names(const std::vector<std::string>& candidates,
                                        const std::string& name, size_t most = 3);
 

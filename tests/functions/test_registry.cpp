@@ -74,7 +74,7 @@ TEST(Registry, UnknownFunctionIsNamedWithTheNearestNames) {
   expect_message([&] { r.create_from_args("NoSuchFunction", context("cpu", "float"), {}); },
                  "[create_function] unknown function 'NoSuchFunction'");
   expect_message([&] { r.create_from_args("Tahn", context("cpu", "float"), {}); },
-                 "unknown function 'Tahn'; did you mean 'Tanh'?");
+                 "unknown function 'Tahn'; did you mean 'Tanh' or 'Tan'?");
   expect_message([&] { r.decl("tanh", "load_network"); },
                  "[load_network] unknown function 'tanh'; did you mean 'Tanh'?");
 }
@@ -118,6 +118,8 @@ TEST(Registry, FunctionListDescribesEveryFunction) {
   EXPECT_EQ(find("Concatenate").decl->max_inputs(), INT32_MAX);
   for (const auto& info : list) {
     SCOPED_TRACE(info.decl->name);
+    // This file's own test function is registered for float only.
+    if (std::string(info.decl->name) == kFloatOnly.name) continue;
     EXPECT_EQ(std::count_if(info.backends.begin(), info.backends.end(),
                             [](const Backend& b) { return b.name == "cpu"; }),
               3)
@@ -185,7 +187,7 @@ TEST(PrecisionPolicy, BadYamlNamesTheSourceAndLine) {
   expect_message([&] { p.load_string("float: Exp\n", "my.yaml"); },
                  "my.yaml:1: 'float' must be a list of function names");
   expect_message([&] { p.load_string("reduced: [Affine]\nfloat: [Tahn]\n", "my.yaml"); },
-                 "my.yaml:2: unknown function 'Tahn'; did you mean 'Tanh'?");
+                 "my.yaml:2: unknown function 'Tahn'; did you mean 'Tanh' or 'Tan'?");
   expect_message([&] { p.load_string("reduced: [Exp]\nfloat: [Exp]\n", "my.yaml"); },
                  "my.yaml:2: 'Exp' is listed under both reduced and float");
   expect_message(
