@@ -1,8 +1,9 @@
 // The one harness: it walks mg::function_list() and runs every registered
 // case of every function in float, half and bfloat16 (values against a
 // double reference, grads against numerical grads, accumulation,
-// clear_buffer, integer inputs, long sums in fp32); a registered function
-// without a case fails. The cases live beside each function's own tests.
+// clear_buffer, integer inputs, long sums in fp32, a new batch size between
+// two forwards); a registered function without a case fails. The cases live
+// beside each function's own tests.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

@@ -4,6 +4,9 @@
 // and runs every case in float, half and bfloat16, fails for a registered
 // function without a case, and prints the count.
 //
+// Each case also runs with a new batch size between two forwards of one
+// graph (run_batch_change; Case::batch_inputs, no_batch_change, at_batch).
+//
 // A test file registers at namespace scope:
 //   const bool kHarness = harness::add(decl::MaxPooling, {
 //       {"2x2", [] { return max_check({2, 3, 6, 6}, {2, 2}, {}); }},
