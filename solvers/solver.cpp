@@ -119,8 +119,9 @@ MG_GRAD_PASS(avx512, __attribute__((target("avx512f"))))
 template <bool kWrite, bool kNorm>
 bool grad_pass_on_this_cpu(const float* in, float* out, int64_t n, float s,
                            double* norm2) {
-  static const bool avx512_ok = cpu::cpu_features().avx512f;
-  return avx512_ok ? avx512::pass<kWrite, kNorm>(in, out, n, s, norm2)
+  // Read at each call (one load), so that a ScopedCpuFeatures can force the
+  // baseline pass in a test.
+  return cpu::cpu_features().avx512f ? avx512::pass<kWrite, kNorm>(in, out, n, s, norm2)
                    : baseline::pass<kWrite, kNorm>(in, out, n, s, norm2);
 }
 

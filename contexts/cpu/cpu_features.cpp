@@ -22,11 +22,33 @@ CpuFeatures detect() {
   return f;
 }
 
+// The features in use: the detected ones until a ScopedCpuFeatures limits
+// them.
+CpuFeatures& active() {
+  static CpuFeatures features = detected_cpu_features();
+  return features;
+}
+
 }  // namespace
 
-const CpuFeatures& cpu_features() {
+const CpuFeatures& detected_cpu_features() {
   static const CpuFeatures features = detect();
   return features;
 }
+
+const CpuFeatures& cpu_features() { return active(); }
+
+ScopedCpuFeatures::ScopedCpuFeatures(const CpuFeatures& allowed)
+    : saved_(active()) {
+  const CpuFeatures& has = detected_cpu_features();
+  CpuFeatures& f = active();
+  f.f16c = has.f16c && allowed.f16c;
+  f.avx512f = has.avx512f && allowed.avx512f;
+  f.avx512bf16 = has.avx512bf16 && allowed.avx512bf16;
+  f.avx512fp16 = has.avx512fp16 && allowed.avx512fp16;
+  f.amx_bf16 = has.amx_bf16 && allowed.amx_bf16;
+}
+
+ScopedCpuFeatures::~ScopedCpuFeatures() { active() = saved_; }
 
 }  // namespace mg::cpu

@@ -11,8 +11,30 @@ struct CpuFeatures {
   bool amx_bf16 = false;     // AMX tiles for bfloat16 matrix products
 };
 
-/// The features of this CPU. MIXGRAPH_CPU_BASELINE=1 in the environment
-/// reports none, to exercise the scalar fallbacks.
+/// The features kernels choose their paths by: those of this CPU, less any
+/// a ScopedCpuFeatures holds back. MIXGRAPH_CPU_BASELINE=1 in the
+/// environment reports none, to exercise the scalar fallbacks.
 const CpuFeatures& cpu_features();
+
+/// The features this CPU has (none under MIXGRAPH_CPU_BASELINE=1), whatever
+/// a ScopedCpuFeatures holds back.
+const CpuFeatures& detected_cpu_features();
+
+/// Runs kernels as if the CPU had only the features `allowed` names (and
+/// the CPU has: a path the CPU cannot run is never turned on), so that a
+/// test can run each ISA-specific path and its scalar twin in one process
+/// and compare them: ScopedCpuFeatures scalar({}) forces the scalar paths.
+/// The previous features come back at the end of the scope. For tests: it
+/// must not change while kernels run on other threads.
+class ScopedCpuFeatures {
+ public:
+  explicit ScopedCpuFeatures(const CpuFeatures& allowed);
+  ~ScopedCpuFeatures();
+  ScopedCpuFeatures(const ScopedCpuFeatures&) = delete;
+  ScopedCpuFeatures& operator=(const ScopedCpuFeatures&) = delete;
+
+ private:
+  CpuFeatures saved_;
+};
 
 }  // namespace mg::cpu

@@ -35,7 +35,11 @@ const bool kDropoutCheckerWithAFixedSeed = harness::add(decl::Dropout, {{"checke
     return F::dropout(in[0], 0.3f, 42);
   };
   return c;
-}}});
+}, false, true, {},
+  // The harness compares a graph set up again with a fresh one; Dropout
+  // draws a new mask at each forward, so no fresh graph has the same one.
+  "a new mask at each forward (Dropout.ANewBatchSizeKeepsTheMaskRule checks "
+  "it at b -> b + 3 -> 1)"}});
 
 TEST(Dropout, ForwardMatchesTheMaskItShows) {
   const float p = 0.3f;
@@ -61,6 +65,35 @@ TEST(Dropout, ForwardMatchesTheMaskItShows) {
     expected_grad[i] = yd[i] != 0.0 ? 1.0 / (1.0 - p) : 0.0;
   }
   expect_near(grad_doubles(x), expected_grad, 0, 1e-6, "dx against the mask");
+}
+
+// The harness's batch-change check, for a function whose output is random:
+// after the batch size changes, y and dx follow the new size and the rule
+// (each element dropped or scaled by 1 / (1 - p), dx by the same mask).
+TEST(Dropout, ANewBatchSizeKeepsTheMaskRule) {
+  const float p = 0.3f;
+  auto x = uniform({4, 5, 6}, 0.5f, 1.5f, 1, true);
+  auto y = F::dropout(x, p, 42);
+  y->forward();
+  for (int64_t batch : {7, 1}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    auto fresh = uniform({batch, 5, 6}, 0.5f, 1.5f, static_cast<uint32_t>(batch));
+    x->reshape({batch, 5, 6});
+    std::copy_n(fresh->data()->get<const float>(), fresh->size(),
+                x->data()->cast<float>(true));
+    x->grad()->zero();
+    y->forward();
+    y->backward();
+    ASSERT_EQ(y->shape(), (Shape{batch, 5, 6}));
+    const Doubles xd = to_doubles(x), yd = to_doubles(y), gd = grad_doubles(x);
+    const auto& mask = static_cast<Dropout&>(y->parent()->function()).mask();
+    ASSERT_EQ(mask.size(), xd.size());
+    for (size_t i = 0; i < xd.size(); ++i) {
+      const bool kept = mask[i] != 0;
+      EXPECT_NEAR(yd[i], kept ? xd[i] / (1.0 - p) : 0.0, 1e-6) << i;
+      EXPECT_NEAR(gd[i], kept ? 1.0 / (1.0 - p) : 0.0, 1e-6) << i;
+    }
+  }
 }
 
 TEST(Dropout, KeptFractionIsNearOneMinusP) {

@@ -1,8 +1,9 @@
 // The one harness: it walks mg::function_list() and runs every registered
 // case of every function in float, half and bfloat16 (values against a
 // double reference, grads against numerical grads, accumulation,
-// clear_buffer, integer inputs, long sums in fp32); a registered function
-// without a case fails. The cases live beside each function's own tests.
+// clear_buffer, integer inputs, long sums in fp32, a new batch size between
+// two forwards); a registered function without a case fails. The cases live
+// beside each function's own tests.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -56,6 +57,26 @@ TEST_P(Harness, ValuesGradsAccumulationIntegers) {
   }
 }
 
+// The batch size changes between two forwards of one graph (issue 20): the
+// graph sets itself up again and matches a fresh graph bit for bit, or
+// refuses with an error naming the function and both shapes.
+TEST_P(Harness, NewBatchSizeBetweenTwoForwards) {
+  const Param& p = GetParam();
+  const FunctionDecl& d =
+      FunctionRegistry::instance().decl(p.function, "harness");
+  for (const auto& c : harness::cases(p.function)) {
+    const harness::BatchChange r = harness::run_batch_change(d, c, p.type_config);
+    std::string batches;
+    for (int64_t b : r.batches) batches += (batches.empty() ? "" : " -> ") + std::to_string(b);
+    RecordProperty("case " + c.label,
+                   r.outcome == harness::BatchChange::set_up_again
+                       ? "set up again: batch " + batches
+                   : r.outcome == harness::BatchChange::refused
+                       ? "refused: " + r.detail
+                       : "opted out: " + r.detail);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryFunction, Harness,
                          ::testing::ValuesIn(every_function_and_type()),
                          [](const auto& info) {
@@ -83,6 +104,62 @@ TEST(HarnessCoverage, EveryRegisteredFunctionHasACase) {
             << "in half and bfloat16; " << layouts << " layout functions "
             << "moving int32 data near 2^31; " << integers
             << " functions with integer inputs)\n";
+}
+
+// The batch-change check over every function in float, with the counts: how
+// many functions were set up again at new batch sizes, which refused (with
+// the error), which opted out (with the reason).
+TEST(HarnessCoverage, EveryFunctionTakesANewBatchSizeOrSaysWhy) {
+  std::vector<std::string> again, refused, refused_all, opted_out;
+  size_t cases = 0, cases_again = 0;
+  for (const auto& info : function_list()) {
+    const FunctionDecl& d = *info.decl;
+    bool any_again = false, any_refused = false;
+    std::string reasons;
+    for (const auto& c : harness::cases(d.name)) {
+      ++cases;
+      const auto r = harness::run_batch_change(d, c, "float");
+      std::string sizes;
+      for (int64_t b : r.batches) sizes += (sizes.empty() ? "" : " -> ") + std::to_string(b);
+      if (r.outcome == harness::BatchChange::set_up_again) {
+        any_again = true;
+        ++cases_again;
+      } else if (r.outcome == harness::BatchChange::refused) {
+        // Refused at the last size, after the earlier ones set up again.
+        any_again |= r.batches.size() > 1;
+        any_refused = true;
+        refused.push_back(std::string(d.name) + " \"" + c.label + "\" after " +
+                          sizes + ": " + r.detail.substr(0, 160));
+      } else if (reasons.find(r.detail) == std::string::npos) {
+        reasons += (reasons.empty() ? "" : "; ") + r.detail;
+      }
+    }
+    if (any_again) {
+      again.push_back(d.name);
+    } else if (any_refused) {
+      refused_all.push_back(d.name);
+    } else if (!reasons.empty()) {
+      opted_out.push_back(std::string(d.name) + " (" + reasons + ")");
+    }
+  }
+  // Most functions take any batch size; the few that cannot are listed.
+  EXPECT_GE(again.size(), function_list().size() * 3 / 4);
+  EXPECT_EQ(again.size() + refused_all.size() + opted_out.size(),
+            function_list().size());
+  std::cout << again.size() << " of " << function_list().size()
+            << " functions set up again at new batch sizes (b -> b + 3 -> 1) "
+            << "and matched fresh graphs bit for bit (" << cases_again
+            << " of " << cases << " cases); " << refused.size()
+            << " cases refused a size, with an error naming the function and "
+            << "both shapes, where a fresh build fails too:";
+  for (const auto& r : refused) std::cout << "\n  refused: " << r;
+  std::cout << "\n" << refused_all.size()
+            << " functions refused every new batch size (their arguments "
+            << "fix the shapes):";
+  for (const auto& r : refused_all) std::cout << " " << r;
+  std::cout << "\n" << opted_out.size() << " functions opted out:";
+  for (const auto& o : opted_out) std::cout << "\n  opted out: " << o;
+  std::cout << "\n";
 }
 
 // The README's function table is generated from the declarations; when a

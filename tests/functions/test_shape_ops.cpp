@@ -249,7 +249,10 @@ FunctionCheck slice_check(const Shape& shape, std::vector<int64_t> start,
   c.inputs = {{shape}};
   c.build = [=](const std::vector<VariablePtr>& in) {
     auto y = F::slice(in[0], start, stop, step);
-    EXPECT_EQ(y->shape(), expected_shape);
+    // At the case's shape (the harness also builds at other batch sizes).
+    if (in[0]->shape() == shape) {
+      EXPECT_EQ(y->shape(), expected_shape);
+    }
     return y;
   };
   c.reference = [=](const std::vector<Doubles>& in) {

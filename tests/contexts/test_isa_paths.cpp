@@ -1,0 +1,355 @@
+// Every hand-written kernel with an ISA-specific path, run on each path this
+// CPU can run and compared with its scalar twin: the float <-> half and
+// float <-> bfloat16 converters (AVX-512F, F16C), 2x2 max pooling (AVX-512F)
+// and the solvers' grad pass (AVX-512F). cpu::ScopedCpuFeatures picks the
+// path in-process (the scalar one by holding every feature back); a path
+// the CPU lacks is skipped with a message naming the feature, and each test
+// records (and prints) the path it ran, so that a CI log shows which ran.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <random>
+
+#include <mixgraph/contexts/convert.hpp>
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/solvers/sgd.hpp>
+
+#include "../support/function_tester.hpp"
+
+namespace mg::test {
+namespace {
+
+using cpu::CpuFeatures;
+using cpu::ScopedCpuFeatures;
+
+CpuFeatures none() { return {}; }
+CpuFeatures f16c_only() {
+  CpuFeatures f;
+  f.f16c = true;
+  return f;
+}
+CpuFeatures avx512f_only() {
+  CpuFeatures f;
+  f.avx512f = true;
+  return f;
+}
+
+// Marks the path a test ran, in the XML report and on stdout.
+void ran(const std::string& kernel, const std::string& path) {
+  ::testing::Test::RecordProperty("isa_path", path);
+  std::cout << "[ISA path] " << kernel << ": ran " << path << "\n";
+}
+
+#define SKIP_WITHOUT(feature, name)                                          \
+  if (!cpu::detected_cpu_features().feature)                                 \
+  GTEST_SKIP() << "this CPU lacks " name                                     \
+               << " (or MIXGRAPH_CPU_BASELINE=1): its path cannot run here"
+
+float bits_to_float(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+// Random floats of every magnitude, the edge cases (ties, subnormals, the
+// top of half's range, infinities, nans) and every bfloat16 pattern widened;
+// an odd length, several vector blocks and chunks of the threaded split.
+std::vector<float> float_inputs() {
+  std::vector<float> v;
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<uint32_t> bits;
+  for (int i = 0; i < 70001; ++i) v.push_back(bits_to_float(bits(rng)));
+  std::uniform_real_distribution<float> unit(-4.0f, 4.0f);
+  for (int i = 0; i < 20000; ++i) v.push_back(unit(rng));
+  for (float f : {0.0f, 65504.0f, 65519.0f, 65520.0f, 1e-8f,
+                  std::ldexp(1.0f, -25), std::ldexp(1.0f, -24),
+                  std::ldexp(3.0f, -26), 1.0f + std::ldexp(1.0f, -11),
+                  1.0f + std::ldexp(1.0f, -8),
+                  std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::denorm_min(),
+                  std::numeric_limits<float>::quiet_NaN()}) {
+    v.push_back(f);
+    v.push_back(-f);
+  }
+  for (uint32_t b = 0; b < 65536; ++b) v.push_back(bits_to_float(b << 16));
+  return v;
+}
+
+// The features `path` turns on, as the CPU's features in effect.
+void expect_path(const CpuFeatures& want) {
+  EXPECT_EQ(cpu::cpu_features().avx512f, want.avx512f);
+  EXPECT_EQ(cpu::cpu_features().f16c, want.f16c);
+}
+
+// float -> reduced and reduced -> float on the path `features` selects,
+// against convert_scalar bit for bit (nans: a nan in both, payloads may
+// differ).
+void check_converters(const CpuFeatures& features, Dtype reduced) {
+  ScopedCpuFeatures path(features);
+  expect_path(features);
+  const auto in = float_inputs();
+  std::vector<uint16_t> got(in.size()), want(in.size());
+  convert(in.data(), Dtype::f32, got.data(), reduced, in.size());
+  convert_scalar(in.data(), Dtype::f32, want.data(), reduced, in.size());
+  const auto is_nan = [&](uint16_t b) {
+    return reduced == Dtype::f16 ? std::isnan(float(Half::from_bits(b)))
+                                 : std::isnan(float(BFloat16::from_bits(b)));
+  };
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const bool ok = is_nan(want[i]) ? is_nan(got[i]) : got[i] == want[i];
+    if (!ok && bad++ == 0) first = i;
+  }
+  EXPECT_EQ(bad, 0u) << "float -> " << dtype_name(reduced) << ": first at "
+                     << first << " (" << in[first] << "): got " << got[first]
+                     << ", scalar " << want[first];
+  // Back: every 16-bit pattern, bit for bit.
+  std::vector<uint16_t> patterns(65536 * 2 + 13);
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    patterns[i] = static_cast<uint16_t>(i * 40503u);
+  }
+  std::vector<float> back(patterns.size()), back_want(patterns.size());
+  convert(patterns.data(), reduced, back.data(), Dtype::f32, patterns.size());
+  convert_scalar(patterns.data(), reduced, back_want.data(), Dtype::f32,
+                 patterns.size());
+  EXPECT_EQ(0, std::memcmp(back.data(), back_want.data(),
+                           back.size() * sizeof(float)))
+      << dtype_name(reduced) << " -> float";
+}
+
+TEST(IsaPaths, DetectedFeaturesAreListed) {
+  const CpuFeatures& f = cpu::detected_cpu_features();
+  std::cout << "[ISA path] this CPU: f16c " << f.f16c << ", avx512f "
+            << f.avx512f << ", avx512bf16 " << f.avx512bf16 << ", avx512fp16 "
+            << f.avx512fp16 << ", amx_bf16 " << f.amx_bf16 << "\n";
+  // A guard never turns on what the CPU lacks, and gives back what it held.
+  {
+    CpuFeatures all;
+    all.f16c = all.avx512f = all.avx512bf16 = all.avx512fp16 = all.amx_bf16 =
+        true;
+    ScopedCpuFeatures g(all);
+    EXPECT_EQ(cpu::cpu_features().avx512f, f.avx512f);
+    EXPECT_EQ(cpu::cpu_features().f16c, f.f16c);
+    {
+      ScopedCpuFeatures scalar(none());
+      EXPECT_FALSE(cpu::cpu_features().avx512f);
+      EXPECT_FALSE(cpu::cpu_features().f16c);
+    }
+    EXPECT_EQ(cpu::cpu_features().f16c, f.f16c);
+  }
+  EXPECT_EQ(cpu::cpu_features().avx512f, f.avx512f);
+}
+
+TEST(IsaPaths, HalfConvertersF16c) {
+  SKIP_WITHOUT(f16c, "AVX2 + F16C");
+  check_converters(f16c_only(), Dtype::f16);
+  ran("float <-> half", "f16c");
+}
+
+TEST(IsaPaths, HalfConvertersAvx512) {
+  SKIP_WITHOUT(avx512f, "AVX-512F");
+  check_converters(avx512f_only(), Dtype::f16);
+  ran("float <-> half", "avx512f");
+}
+
+TEST(IsaPaths, BFloat16ConvertersAvx512) {
+  SKIP_WITHOUT(avx512f, "AVX-512F");
+  check_converters(avx512f_only(), Dtype::bf16);
+  ran("float <-> bfloat16", "avx512f");
+}
+
+// The scalar path taken through convert() itself (the dispatch with every
+// feature held back) on both types: what an AVX2-less CPU runs.
+TEST(IsaPaths, ConvertersScalar) {
+  check_converters(none(), Dtype::f16);
+  check_converters(none(), Dtype::bf16);
+  ran("float <-> half, float <-> bfloat16", "scalar");
+}
+
+// ---- 2x2 stride-2 max pooling ----
+
+// The rule the kernels share, written out: the first maximum of each
+// window in the order (0,0) (0,1) (1,0) (1,1), a nan taking over from a
+// number; backward adds dy to the winner.
+bool takes(float v, float m) { return v > m || (std::isnan(v) && !std::isnan(m)); }
+
+struct PoolRun {
+  Doubles y, dx;
+};
+
+// Maps of 71 columns (35 windows: two AVX-512 blocks of 16 and a masked
+// one, the last column in no window), few distinct values (ties) and nans.
+std::vector<float> pool_input(const Shape& s) {
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> level(-3, 3);
+  std::vector<float> v(shape_size(s));
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = i % 97 == 5 ? std::nanf("") : 0.25f * level(rng);
+  }
+  return v;
+}
+
+PoolRun pool_reference(const Shape& s, const std::vector<float>& x,
+                       const std::vector<float>& dy) {
+  const int64_t maps = s[0] * s[1], h = s[2], w = s[3], oh = h / 2, ow = w / 2;
+  PoolRun r{Doubles(maps * oh * ow), Doubles(x.size(), 0.0)};
+  for (int64_t m = 0; m < maps; ++m) {
+    for (int64_t i = 0; i < oh; ++i) {
+      for (int64_t j = 0; j < ow; ++j) {
+        int64_t best = m * h * w + 2 * i * w + 2 * j;
+        for (int64_t k : {int64_t{1}, w, w + 1}) {
+          const int64_t at = m * h * w + 2 * i * w + 2 * j + k;
+          if (takes(x[at], x[best])) best = at;
+        }
+        const int64_t o = (m * oh + i) * ow + j;
+        r.y[o] = x[best];
+        r.dx[best] += dy[o];
+      }
+    }
+  }
+  return r;
+}
+
+PoolRun pool_run(const Shape& s, const std::vector<float>& x,
+                 const std::vector<float>& dy, const std::string& type_config) {
+  ContextGuard guard(context("cpu", type_config));
+  auto xv = variable_from(s, x, true);
+  auto y = F::max_pooling(xv, {2, 2});
+  y->forward();
+  auto seed = make_ndarray(y->shape());
+  std::copy(dy.begin(), dy.end(), seed->cast<float>(true));
+  xv->grad()->zero();
+  y->backward(seed);
+  return {to_doubles(y), grad_doubles(xv)};
+}
+
+void expect_same(const Doubles& a, const Doubles& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const bool ok = std::isnan(b[i]) ? std::isnan(a[i]) : a[i] == b[i];
+    if (!ok && bad++ == 0) first = i;
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " differ, the first at "
+                     << first << ": " << a[first] << " against " << b[first];
+}
+
+// The path `features` selects against the written-out rule, in float and
+// (through the kernels' float buffers) half; returns the float run.
+PoolRun check_pooling(const CpuFeatures& features) {
+  ScopedCpuFeatures path(features);
+  expect_path(features);
+  const Shape s{2, 3, 6, 71};
+  const auto x = pool_input(s);
+  std::vector<float> dy(s[0] * s[1] * 3 * 35);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (auto& e : dy) e = 0.25f * std::round(8 * u(rng));  // exact in half
+  const PoolRun want = pool_reference(s, x, dy);
+  const PoolRun got = pool_run(s, x, dy, "float");
+  expect_same(got.y, want.y, "y in float");
+  expect_same(got.dx, want.dx, "dx in float");
+  const PoolRun half = pool_run(s, x, dy, "half");
+  expect_same(half.y, want.y, "y in half");
+  expect_same(half.dx, want.dx, "dx in half");
+  return got;
+}
+
+TEST(IsaPaths, MaxPooling2x2Scalar) {
+  check_pooling(none());
+  ran("2x2 max pooling", "scalar");
+}
+
+TEST(IsaPaths, MaxPooling2x2Avx512) {
+  SKIP_WITHOUT(avx512f, "AVX-512F");
+  const PoolRun vec = check_pooling(avx512f_only());
+  const PoolRun scalar = check_pooling(none());
+  expect_same(vec.y, scalar.y, "y: AVX-512 against scalar");
+  expect_same(vec.dx, scalar.dx, "dx: AVX-512 against scalar");
+  ran("2x2 max pooling", "avx512f");
+}
+
+// ---- the solvers' grad pass (scale, inf/nan check, sum of squares) ----
+
+struct GradRun {
+  std::vector<std::vector<float>> grads;
+  bool bad_clean, bad_inf, bad_nan;
+  double norm2;
+};
+
+// Three parameters (lengths 1, 37 and one long enough to be threaded):
+// scaled with the fused pass and its sum of squares, then checked with an
+// inf in the last element of the long one and a nan in the middle one.
+GradRun grad_pass_run(const CpuFeatures& features) {
+  ScopedCpuFeatures path(features);
+  expect_path(features);
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  ParameterList params;
+  for (int64_t n : {int64_t{1}, int64_t{37}, int64_t{300007}}) {
+    std::vector<float> g(static_cast<size_t>(n));
+    for (auto& e : g) e = u(rng);
+    auto v = variable_from({n}, std::vector<float>(g.size(), 0.0f), true);
+    std::copy(g.begin(), g.end(), v->grad()->cast<float>(true));
+    params.push_back({"p" + std::to_string(n), v});
+  }
+  auto s = solvers::Sgd(1.0f);
+  s->set_parameters(params);
+  GradRun r{};
+  r.bad_clean = s->scale_grad_and_check_inf_or_nan(0.375f, &r.norm2);
+  for (const auto& kv : params) {
+    const float* g = kv.second->grad()->get<const float>();
+    r.grads.emplace_back(g, g + kv.second->size());
+  }
+  float* last = params[2].second->grad()->cast<float>();
+  last[params[2].second->size() - 1] = std::numeric_limits<float>::infinity();
+  r.bad_inf = s->check_inf_or_nan_grad();
+  last[params[2].second->size() - 1] = 0.0f;
+  params[1].second->grad()->cast<float>()[18] = std::nanf("");
+  r.bad_nan = s->check_inf_or_nan_grad();
+  return r;
+}
+
+void check_grad_pass(const GradRun& r, const GradRun& scalar) {
+  EXPECT_FALSE(r.bad_clean);
+  EXPECT_TRUE(r.bad_inf);
+  EXPECT_TRUE(r.bad_nan);
+  ASSERT_EQ(r.grads.size(), scalar.grads.size());
+  for (size_t k = 0; k < r.grads.size(); ++k) {
+    EXPECT_EQ(r.grads[k], scalar.grads[k]) << "parameter " << k;
+  }
+  // The sums of squares in double differ only by the order of the adds.
+  EXPECT_NEAR(r.norm2, scalar.norm2, 1e-9 * scalar.norm2);
+}
+
+TEST(IsaPaths, SolverGradPassBaseline) {
+  const GradRun scalar = grad_pass_run(none());
+  // The baseline against the pass written out: g * s in float, the sum of
+  // the scaled squares in double.
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  double norm2 = 0;
+  for (size_t k = 0; k < scalar.grads.size(); ++k) {
+    for (size_t i = 0; i < scalar.grads[k].size(); ++i) {
+      const float v = u(rng) * 0.375f;
+      ASSERT_EQ(scalar.grads[k][i], v) << "parameter " << k << " at " << i;
+      norm2 += static_cast<double>(v) * v;
+    }
+  }
+  GradRun expected = scalar;
+  expected.norm2 = norm2;
+  check_grad_pass(scalar, expected);
+  ran("solver grad pass", "baseline");
+}
+
+TEST(IsaPaths, SolverGradPassAvx512) {
+  SKIP_WITHOUT(avx512f, "AVX-512F");
+  check_grad_pass(grad_pass_run(avx512f_only()), grad_pass_run(none()));
+  ran("solver grad pass", "avx512f");
+}
+
+}  // namespace
+}  // namespace mg::test
