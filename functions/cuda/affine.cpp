@@ -58,8 +58,7 @@ class AffineCuda : public Affine {
            input_grad<T>(*this, in[0], accum[0]), t);
     }
     if (propagate_down[1]) {  // dW = x^T dy, fp32 for an fp32 master
-      const bool f32 =
-          !std::is_same_v<T, float> && held_in_float(*in[1]->data());
+      const bool f32 = grad_in_float<T>(*this, in[1]);
       void* dw = f32 ? static_cast<void*>(
                            input_grad<float>(*this, in[1], accum[1]))
                      : static_cast<void*>(

@@ -52,6 +52,22 @@ T* input_grad(const Function& f, Variable* v, bool accum) {
   return v->grad()->cast<T>(/*write_only=*/!accum, f.device());
 }
 
+/// Whether a kernel on T writes v's grad in fp32: where v is held in fp32
+/// (an fp32 master weight, the rule of every backend), on the host or on
+/// f's device. held_in_float() looks at the host copy alone, and a solver
+/// that updates on the GPU leaves the fp32 master there only: after the
+/// first step the grads would otherwise come back in T.
+template <class T>
+bool grad_in_float(const Function& f, Variable* v) {
+  if constexpr (std::is_same_v<T, float>) {
+    (void)f, (void)v;
+    return false;
+  } else {
+    return held_in_float(*v->data()) ||
+           v->data()->array().has_copy(Dtype::f32, f.device());
+  }
+}
+
 /// Stores a parameter grad computed in fp32 (`src`, n values on the device)
 /// into v's grad: in fp32 where v is an fp32 master weight (the rule of
 /// every backend), else in T; adds to it with accum.
@@ -59,7 +75,7 @@ template <class T>
 void store_param_grad(const Function& f, const float* src, Variable* v,
                       bool accum, cudaStream_t stream) {
   const int64_t n = v->size();
-  if (!std::is_same_v<T, float> && held_in_float(*v->data())) {
+  if (grad_in_float<T>(f, v)) {
     store_f32<float>(src, input_grad<float>(f, v, accum), n, accum, stream);
   } else {
     store_f32<T>(src, input_grad<T>(f, v, accum), n, accum, stream);

@@ -69,19 +69,27 @@ class BatchNormalizationCudnn : public BatchNormalization {
     T* dx = propagate_down[0] ? input_grad<T>(*this, in[0], accum[0]) : nullptr;
     if (in[0]->size() == 0) return;
     if (!opts_.batch_stat) {
-      T* dbeta =
-          propagate_down[1] ? input_grad<T>(*this, in[1], accum[1]) : nullptr;
-      T* dgamma =
-          propagate_down[2] ? input_grad<T>(*this, in[2], accum[2]) : nullptr;
       // mu and 1 / sqrt(var + eps) are constants: dx = gamma inv_std dy.
       const float* rm = input<float>(*this, in[3]);
       const float* rv = input<float>(*this, in[4]);
-      auto buf = l.scratch(3 * C * sizeof(float));
+      // Channel sums, a = gamma inv_std, then dbeta and dgamma in fp32,
+      // stored as the batch-statistics path stores them (fp32 for the fp32
+      // master beta and gamma, as on the CPU).
+      auto buf = l.scratch(5 * C * sizeof(float));
       float* sums = static_cast<float*>(buf->ptr());
+      float* dbeta32 = sums + 3 * C;
+      float* dgamma32 = sums + 4 * C;
       channel_sums<T>(dy, x, rm, size0_, C, size2_, sums, sums + C, l.stream);
-      bn_inference_grads<T>(sums, sums + C, gamma, rv, opts_.eps, C,
-                            sums + 2 * C, dbeta, accum[1], dgamma, accum[2],
-                            l.stream);
+      bn_inference_grads<float>(
+          sums, sums + C, gamma, rv, opts_.eps, C, sums + 2 * C,
+          propagate_down[1] ? dbeta32 : nullptr, false,
+          propagate_down[2] ? dgamma32 : nullptr, false, l.stream);
+      if (propagate_down[1]) {
+        store_param_grad<T>(*this, dbeta32, in[1], accum[1], l.stream);
+      }
+      if (propagate_down[2]) {
+        store_param_grad<T>(*this, dgamma32, in[2], accum[2], l.stream);
+      }
       if (dx) {
         channel_scale<T>(dy, sums + 2 * C, dx, size0_, C, size2_, accum[0],
                          l.stream);

@@ -236,7 +236,9 @@ class ConvolutionCudnn : public Convolution {
           ws->ptr(), p.data_ws, &beta, p.x,
           input_grad<T>(*this, in[0], accum[0])));
     }
-    if (propagate_down[1]) {
+    if (propagate_down[1] && grad_in_float<T>(*this, in[1])) {
+      filter_grad_f32(l, in, out, dy, accum[1]);
+    } else if (propagate_down[1]) {
       const float beta = accum[1] ? 1.0f : 0.0f;
       auto ws = l.scratch(p.filter_ws);
       MG_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
@@ -255,6 +257,33 @@ class ConvolutionCudnn : public Convolution {
   }
 
  private:
+  // The fp32 grad of an fp32 master weight under half or bfloat16. cuDNN's
+  // backward filter writes dW in the type of x and dy, which would round
+  // it to T and overflow past 65504 under a loss scale, where the CPU
+  // (and cuBLAS for Affine) sums and stores it in fp32. So x and dy are
+  // widened (exactly) into fp32 scratch and the fp32 plan of the same
+  // geometry writes dW in fp32: the same sums as the CPU's, at the cost of
+  // an fp32 (non tensor-core) backward filter.
+  void filter_grad_f32(const Launch& l, const Variables& in,
+                       const Variables& out, const T* dy, bool accum) {
+    const std::shared_ptr<ConvPlan> plan32 =
+        plans().get({l.index, Dtype::f32, geom_},
+                    [&] { return make_plan(l.index, Dtype::f32, geom_); });
+    const int64_t nx = in[0]->size(), ny = out[0]->size();
+    auto x32 = l.scratch(nx * sizeof(float));
+    auto dy32 = l.scratch(ny * sizeof(float));
+    convert_on_device(input<T>(*this, in[0]), dtype_of<T>, x32->ptr(),
+                      Dtype::f32, nx, l.stream);
+    convert_on_device(dy, dtype_of<T>, dy32->ptr(), Dtype::f32, ny, l.stream);
+    auto ws = l.scratch(plan32->filter_ws);
+    const float one = 1.0f, beta = accum ? 1.0f : 0.0f;
+    MG_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+        cudnn_handle(l.index), &one, plan32->x, x32->ptr(), plan32->y,
+        dy32->ptr(), plan32->filter_conv, plan32->filter, ws->ptr(),
+        plan32->filter_ws, &beta, plan32->w,
+        input_grad<float>(*this, in[1], accum)));
+  }
+
   std::shared_ptr<ConvPlan> plan_;
   std::shared_ptr<Function> stand_in_;
 };

@@ -362,6 +362,9 @@ TEST_F(CudaFunctions, GraphsMixDeviceAndHostFunctionsAndAccumulateGrads) {
                      }});
 }
 
+// Grads stay on the device; an activation's grad is in the storage type,
+// an fp32 master weight's (W, created fp32 on the host) and the bias's
+// (a pending zero, read in fp32 on the device) in fp32, as in cpu:half.
 TEST_F(CudaFunctions, OutputsAndGradsStayOnTheDevice) {
   ContextGuard guard(context("cudnn", "half"));
   auto x = make_variable({8, 16}, true);
@@ -369,10 +372,12 @@ TEST_F(CudaFunctions, OutputsAndGradsStayOnTheDevice) {
   auto y = F::mean(F::relu(PF::affine(x, 4, params["fc"])));
   y->forward();
   y->backward();
-  const auto& w = params.parameters().front().second;
-  EXPECT_EQ(w->grad()->array().head_device(), "cuda:0");
-  EXPECT_EQ(w->grad()->array().dtype(), Dtype::f16);
+  for (const auto& [name, p] : params.parameters()) {
+    EXPECT_EQ(p->grad()->array().head_device(), "cuda:0") << name;
+    EXPECT_EQ(p->grad()->array().dtype(), Dtype::f32) << name;
+  }
   EXPECT_EQ(x->grad()->array().head_device(), "cuda:0");
+  EXPECT_EQ(x->grad()->array().dtype(), Dtype::f16);
 }
 
 }  // namespace

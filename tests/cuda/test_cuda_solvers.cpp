@@ -222,5 +222,49 @@ TEST_F(CudaSolvers, MixedPrecisionTrainingFollowsTheHost) {
   EXPECT_LT(dev.back(), 0.5f * dev.front()) << "the device run learns";
 }
 
+// The grad of an fp32 master weight is fp32 on every backend, also after
+// a solver step on the GPU has left the fp32 masters there alone (no host
+// copy): Affine, Convolution and BatchNormalization (with batch and with
+// running statistics), in half and bfloat16. Before each step too: the
+// first pass (weights still a pending fill) may write them in the type,
+// as the CPU does; from the second on they must be fp32.
+TEST_F(CudaSolvers, MasterWeightGradsAreFp32AfterDeviceSteps) {
+  for (const char* type : {"half", "bfloat16"}) {
+    for (bool batch_stat : {true, false}) {
+      SCOPED_TRACE(std::string(type) + (batch_stat ? ", batch statistics"
+                                                   : ", running statistics"));
+      ContextGuard guard(context("cudnn", type));
+      seed(5);
+      ParameterScope params;
+      auto x = make_variable({2, 3, 6, 6});
+      float* xd = x->data()->cast<float>(true);
+      for (int64_t i = 0; i < x->size(); ++i) {
+        xd[i] = 0.01f * static_cast<float>((i * 17) % 97) - 0.4f;
+      }
+      auto h = PF::convolution(x, 4, {3, 3}, params["conv"]);
+      h = PF::batch_normalization(h, params["bn"], batch_stat);
+      auto y = F::mean(PF::affine(F::relu(h), 2, params["fc"]));
+      auto solver = solvers::Momentum(0.01f, 0.9f);
+      solver->set_parameters(params.parameters());
+      for (int step = 0; step < 3; ++step) {
+        solver->zero_grad();
+        y->forward();
+        y->backward();
+        if (step > 0) {
+          for (const auto& [name, p] : params.parameters()) {
+            const SyncedArray& g = p->grad()->array();
+            EXPECT_EQ(g.dtype(), Dtype::f32) << name << " at step " << step;
+            EXPECT_EQ(g.head_device(), "cuda:0") << name;
+            EXPECT_FALSE(p->data()->array().has_copy(Dtype::f32, "cpu"))
+                << name << ": the master is meant to be on the device alone";
+          }
+        }
+        solver->update();
+      }
+      EXPECT_TRUE(std::isfinite(y->data()->get<const float>()[0]));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mg
