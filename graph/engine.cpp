@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/graph/backward_plan.hpp>
 #include <mixgraph/graph/check_finite.hpp>
 #include <mixgraph/graph/function_node.hpp>
 #include <mixgraph/graph/variable.hpp>
@@ -84,33 +85,29 @@ bool is_intermediate(const Variable* v, const Variable* root) {
   return v->parent() && !v->persistent() && v != root;
 }
 
-// Under clear_buffer, lets an input's grad take over the buffer of the
+// Under clear_buffer, an input's grad can take over the buffer of the
 // step's one output grad where the function writes it in place (ReLU and
 // the other unary functions): that grad is freed after the step anyway, so
 // backward then holds one buffer where it held two. Only for an
-// intermediate input read once and not accumulated into. Returns whether
-// it did.
-bool share_grad(const Step& step, const Variable* root,
-                const std::vector<bool>& propagate_down,
-                const std::vector<bool>& accum) {
-  if (step.out.size() != 1 || !is_intermediate(step.out[0], root)) {
-    return false;
-  }
-  Variable* y = step.out[0];
+// intermediate input read once and not accumulated into. Returns the
+// input's index, or -1.
+int shared_grad_input(const Step& step, const Variable* root,
+                      const std::vector<bool>& propagate_down,
+                      const std::vector<bool>& accum) {
+  if (step.out.size() != 1 || !is_intermediate(step.out[0], root)) return -1;
+  const Variable* y = step.out[0];
   for (size_t i = 0; i < step.in.size(); ++i) {
-    Variable* x = step.in[i];
+    const Variable* x = step.in[i];
     if (!propagate_down[i] || accum[i] || !is_intermediate(x, root) ||
         !step.node->function().inplace_grad(static_cast<int>(i)) ||
         x->size() != y->size()) {
       continue;
     }
     size_t uses = 0;
-    for (Variable* v : step.in) uses += v == x;
-    if (uses != 1) continue;
-    x->grad()->set_array(y->grad()->array_ptr());
-    return true;
+    for (const Variable* v : step.in) uses += v == x;
+    if (uses == 1) return static_cast<int>(i);
   }
-  return false;
+  return -1;
 }
 
 // Backward runs on the sizes of the last setup; a variable reshaped since
@@ -199,8 +196,8 @@ void Variable::backward(const NdArrayPtr& grad, bool clear_buffer) {
                 src.get(dtype, "cpu"), src.size() * dtype_size(dtype));
     grad_->set_array(std::move(seed));
   }
-  size_t slots = 0;
-  std::vector<Step> order = topological_order(this, &slots);
+  std::vector<detail::PlannedStep> plan =
+      detail::plan_backward(this, clear_buffer);
   // For CheckFiniteGuard's message: a scalar root's seed is the loss scale.
   std::string seed;
   if (detail::check_finite_depth && size() == 1) {
@@ -208,6 +205,14 @@ void Variable::backward(const NdArrayPtr& grad, bool clear_buffer) {
         *static_cast<const float*>(grad_->array().get(Dtype::f32, "cpu"));
     seed = msg(value, " (the loss scale)");
   }
+  detail::run_backward(plan, seed);
+}
+
+namespace detail {
+
+std::vector<PlannedStep> plan_backward(Variable* root, bool clear_buffer) {
+  size_t slots = 0;
+  std::vector<Step> order = topological_order(root, &slots);
 
   // Which outputs get a grad: those computed from a leaf that asks for one
   // by functions not cut off by NoGradGuard.
@@ -259,11 +264,12 @@ void Variable::backward(const NdArrayPtr& grad, bool clear_buffer) {
     }
   }
 
-  // Outputs whose grad has been written in this pass, and leaves likewise.
+  // Walk backward's order once, as it will run, tracking which grads have
+  // been written so far: a second write to one is an add.
   std::vector<char> written(slots, 0);
   std::unordered_set<Variable*> written_leaves;
   auto is_written = [&](Variable* v) {
-    if (v == this) return true;
+    if (v == root) return true;
     return v->parent() ? written[output_slot(order, v)] != 0
                        : written_leaves.count(v) != 0;
   };
@@ -274,54 +280,81 @@ void Variable::backward(const NdArrayPtr& grad, bool clear_buffer) {
       written_leaves.insert(v);
     }
   };
-  std::vector<bool> propagate_down, accum;
+  std::vector<PlannedStep> plan;
+  plan.reserve(order.size());
   for (size_t s = order.size(); s-- > 0;) {
     Step& step = order[s];
-    bool shared_grad = false;  // an input's grad took over the output's
+    PlannedStep p;
+    p.node = step.node;
     bool reached = false;
     for (Variable* v : step.out) reached = reached || is_written(v);
-    if (reached && needs_grad[step.first_out]) {
+    p.run = reached && needs_grad[step.first_out];
+    if (p.run) {
       // An output that no path from the root reaches has a zero grad.
-      for (Variable* v : step.out) {
-        if (!is_written(v)) v->grad()->zero();
+      for (size_t o = 0; o < step.out.size(); ++o) {
+        if (!is_written(step.out[o]))
+          p.zero_outputs.push_back(static_cast<int>(o));
       }
-      propagate_down.assign(step.in.size(), false);
-      accum.assign(step.in.size(), false);
+      p.propagate_down.assign(step.in.size(), false);
+      p.accum.assign(step.in.size(), false);
       for (size_t i = 0; i < step.in.size(); ++i) {
         Variable* v = step.in[i];
-        propagate_down[i] = var_needs_grad(v);
-        if (!propagate_down[i]) continue;
+        p.propagate_down[i] = var_needs_grad(v);
+        if (!p.propagate_down[i]) continue;
         if (v->parent()) {
-          accum[i] = is_written(v);
+          p.accum[i] = is_written(v);
         } else {
           // Leaves accumulate across backward calls; a deferred zero (from
           // zero_grad) needs no add. A leaf read twice here adds the second.
-          accum[i] = is_written(v) || !v->grad()->array().zeroing();
+          p.accum[i] = is_written(v) || !v->grad()->array().zeroing();
         }
         mark_written(v);
       }
-      shared_grad =
-          clear_buffer && share_grad(step, this, propagate_down, accum);
-      step.node->function().backward(step.in, step.out, propagate_down, accum);
-      if (detail::check_finite_depth) {
-        detail::check_grads_finite(step.node->function(), step.in, step.out,
-                                   propagate_down, seed);
+      if (clear_buffer) {
+        p.share_input =
+            shared_grad_input(step, root, p.propagate_down, p.accum);
       }
     }
-    if (!clear_buffer) continue;
-    // Intermediates whose data no later backward reads, and this step's
-    // outputs' grads (only this step read them).
-    for (Variable* v : step.in) {
-      if (is_intermediate(v, this) &&
-          data_free_after[output_slot(order, v)] == s) {
-        v->data()->array().clear();
+    if (clear_buffer) {
+      // Intermediates whose data no later backward reads, and this step's
+      // outputs' grads (only this step read them).
+      for (Variable* v : step.in) {
+        if (is_intermediate(v, root) &&
+            data_free_after[output_slot(order, v)] == s) {
+          p.free_data.push_back(v);
+        }
+      }
+      for (size_t o = 0; o < step.out.size(); ++o) {
+        Variable* v = step.out[o];
+        if (!is_intermediate(v, root)) continue;
+        if (data_free_after[step.first_out + o] == s) p.free_data.push_back(v);
+        p.free_grads.push_back(v);
       }
     }
-    for (size_t o = 0; o < step.out.size(); ++o) {
-      Variable* v = step.out[o];
-      if (!is_intermediate(v, this)) continue;
-      if (data_free_after[step.first_out + o] == s) v->data()->array().clear();
-      if (shared_grad) {  // the input keeps the buffer; this grad lets go
+    p.outputs = std::move(step.outputs);
+    p.in = std::move(step.in);
+    p.out = std::move(step.out);
+    plan.push_back(std::move(p));
+  }
+  return plan;
+}
+
+void run_backward(std::vector<PlannedStep>& plan, const std::string& seed) {
+  for (PlannedStep& p : plan) {
+    if (p.run) {
+      for (int o : p.zero_outputs) p.out[o]->grad()->zero();
+      if (p.share_input >= 0) {
+        p.in[p.share_input]->grad()->set_array(p.out[0]->grad()->array_ptr());
+      }
+      p.node->function().backward(p.in, p.out, p.propagate_down, p.accum);
+      if (check_finite_depth) {
+        check_grads_finite(p.node->function(), p.in, p.out, p.propagate_down,
+                           seed);
+      }
+    }
+    for (Variable* v : p.free_data) v->data()->array().clear();
+    for (Variable* v : p.free_grads) {
+      if (p.share_input >= 0) {  // the input keeps the buffer; this lets go
         v->grad()->set_array(
             std::make_shared<SyncedArray>(v->grad()->array().size()));
       } else {
@@ -330,5 +363,7 @@ void Variable::backward(const NdArrayPtr& grad, bool clear_buffer) {
     }
   }
 }
+
+}  // namespace detail
 
 }  // namespace mg
