@@ -6,7 +6,6 @@
 // cuda/, cudnn/, ops/) are left out.
 #pragma once
 
-
 #include <mixgraph/contexts/caching_allocator.hpp>
 #include <mixgraph/contexts/context.hpp>
 #include <mixgraph/contexts/convert.hpp>

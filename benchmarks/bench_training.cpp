@@ -272,11 +272,11 @@ void bench_model(const std::string& model, const Options& o) {
     char vs_torch[16] = "-";
     if (torch > 0)
       std::snprintf(vs_torch, sizeof vs_torch, "%.2f", speed / torch);
-    std::printf("%-6s %-9s %10.0f %8s %8.2f %9.1f %8.1f %9.2f %7.1f %9.2f %7lld\n",
-                model.c_str(), c.type.c_str(), speed, vs_torch,
-                speed / f32_speed, peak, act, peak / f32_act, grads,
-                (peak - grads) / f32_act,
-                static_cast<long long>(c.ours->skipped_steps()));
+    std::printf(
+        "%-6s %-9s %10.0f %8s %8.2f %9.1f %8.1f %9.2f %7.1f %9.2f %7lld\n",
+        model.c_str(), c.type.c_str(), speed, vs_torch, speed / f32_speed, peak,
+        act, peak / f32_act, grads, (peak - grads) / f32_act,
+        static_cast<long long>(c.ours->skipped_steps()));
   }
 }
 
@@ -313,13 +313,15 @@ int main(int argc, char** argv) {
   }
 
   if (!o.overhead) return 0;
-  std::printf("\ngraph overhead, us per function call (forward or "
-              "backward), float, batch 1:\n");
+  std::printf(
+      "\ngraph overhead, us per function call (forward or "
+      "backward), float, batch 1:\n");
   std::printf("  %-28s %14s %14s\n", "", "clear_buffer 0", "clear_buffer 1");
   for (bool affine : {false, true}) {
     for (int layers : {4, 32}) {
-      const std::string what = std::to_string(layers) +
-                               (affine ? " affine 4x4 (oneDNN)" : " identity (4)");
+      const std::string what =
+          std::to_string(layers) +
+          (affine ? " affine 4x4 (oneDNN)" : " identity (4)");
       std::printf("  %-28s %14.2f %14.2f\n", what.c_str(),
                   graph_overhead_us(layers, affine, false, o),
                   graph_overhead_us(layers, affine, true, o));

@@ -105,7 +105,6 @@ __attribute__((target("avx512f,avx512bw"))) void float_to_bf16_avx512(
   for (; i < n; ++i) dst[i] = detail::float_to_bf16_bits(src[i]);
 }
 
-
 // Splits a vector conversion across the OpenMP pool in contiguous chunks.
 template <class S, class D>
 void run_chunked(void (*fn)(const S*, D*, size_t), const void* src, void* dst,
@@ -129,15 +128,19 @@ void run_chunked(void (*fn)(const S*, D*, size_t), const void* src, void* dst,
 bool convert_vector(const void* src, Dtype st, void* dst, Dtype dt, size_t n) {
   const auto& cpu = cpu::cpu_features();
   if (st == Dtype::f16 && dt == Dtype::f32) {
-    if (cpu.avx512f) return run_chunked(half_to_float_avx512, src, dst, n), true;
+    if (cpu.avx512f)
+      return run_chunked(half_to_float_avx512, src, dst, n), true;
     if (cpu.f16c) return run_chunked(half_to_float_f16c, src, dst, n), true;
   } else if (st == Dtype::f32 && dt == Dtype::f16) {
-    if (cpu.avx512f) return run_chunked(float_to_half_avx512, src, dst, n), true;
+    if (cpu.avx512f)
+      return run_chunked(float_to_half_avx512, src, dst, n), true;
     if (cpu.f16c) return run_chunked(float_to_half_f16c, src, dst, n), true;
   } else if (st == Dtype::bf16 && dt == Dtype::f32) {
-    if (cpu.avx512f) return run_chunked(bf16_to_float_avx512, src, dst, n), true;
+    if (cpu.avx512f)
+      return run_chunked(bf16_to_float_avx512, src, dst, n), true;
   } else if (st == Dtype::f32 && dt == Dtype::bf16) {
-    if (cpu.avx512f) return run_chunked(float_to_bf16_avx512, src, dst, n), true;
+    if (cpu.avx512f)
+      return run_chunked(float_to_bf16_avx512, src, dst, n), true;
   }
   return false;
 }

@@ -6,14 +6,22 @@ namespace mg {
 
 size_t dtype_size(Dtype dtype) {
   switch (dtype) {
-    case Dtype::f32: return 4;
-    case Dtype::f16: return 2;
-    case Dtype::bf16: return 2;
-    case Dtype::f64: return 8;
-    case Dtype::i32: return 4;
-    case Dtype::i64: return 8;
-    case Dtype::u8: return 1;
-    case Dtype::b8: return 1;
+    case Dtype::f32:
+      return 4;
+    case Dtype::f16:
+      return 2;
+    case Dtype::bf16:
+      return 2;
+    case Dtype::f64:
+      return 8;
+    case Dtype::i32:
+      return 4;
+    case Dtype::i64:
+      return 8;
+    case Dtype::u8:
+      return 1;
+    case Dtype::b8:
+      return 1;
   }
   throw std::invalid_argument("[dtype_size] invalid dtype value " +
                               std::to_string(static_cast<int>(dtype)));
@@ -21,14 +29,22 @@ size_t dtype_size(Dtype dtype) {
 
 const char* dtype_name(Dtype dtype) {
   switch (dtype) {
-    case Dtype::f32: return "float";
-    case Dtype::f16: return "half";
-    case Dtype::bf16: return "bfloat16";
-    case Dtype::f64: return "double";
-    case Dtype::i32: return "int";
-    case Dtype::i64: return "long";
-    case Dtype::u8: return "uint8";
-    case Dtype::b8: return "bool";
+    case Dtype::f32:
+      return "float";
+    case Dtype::f16:
+      return "half";
+    case Dtype::bf16:
+      return "bfloat16";
+    case Dtype::f64:
+      return "double";
+    case Dtype::i32:
+      return "int";
+    case Dtype::i64:
+      return "long";
+    case Dtype::u8:
+      return "uint8";
+    case Dtype::b8:
+      return "bool";
   }
   return "invalid";
 }

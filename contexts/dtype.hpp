@@ -31,14 +31,38 @@ bool is_floating(Dtype dtype);
 
 template <class T>
 struct DtypeOf;
-template <> struct DtypeOf<float> { static constexpr Dtype value = Dtype::f32; };
-template <> struct DtypeOf<Half> { static constexpr Dtype value = Dtype::f16; };
-template <> struct DtypeOf<BFloat16> { static constexpr Dtype value = Dtype::bf16; };
-template <> struct DtypeOf<double> { static constexpr Dtype value = Dtype::f64; };
-template <> struct DtypeOf<int32_t> { static constexpr Dtype value = Dtype::i32; };
-template <> struct DtypeOf<int64_t> { static constexpr Dtype value = Dtype::i64; };
-template <> struct DtypeOf<uint8_t> { static constexpr Dtype value = Dtype::u8; };
-template <> struct DtypeOf<bool> { static constexpr Dtype value = Dtype::b8; };
+template <>
+struct DtypeOf<float> {
+  static constexpr Dtype value = Dtype::f32;
+};
+template <>
+struct DtypeOf<Half> {
+  static constexpr Dtype value = Dtype::f16;
+};
+template <>
+struct DtypeOf<BFloat16> {
+  static constexpr Dtype value = Dtype::bf16;
+};
+template <>
+struct DtypeOf<double> {
+  static constexpr Dtype value = Dtype::f64;
+};
+template <>
+struct DtypeOf<int32_t> {
+  static constexpr Dtype value = Dtype::i32;
+};
+template <>
+struct DtypeOf<int64_t> {
+  static constexpr Dtype value = Dtype::i64;
+};
+template <>
+struct DtypeOf<uint8_t> {
+  static constexpr Dtype value = Dtype::u8;
+};
+template <>
+struct DtypeOf<bool> {
+  static constexpr Dtype value = Dtype::b8;
+};
 
 /// The Dtype of a C++ element type (const is ignored).
 template <class T>

@@ -21,13 +21,17 @@ struct TypeTag {
 template <class Fn>
 decltype(auto) dispatch_float_types(Dtype dtype, const char* where, Fn&& fn) {
   switch (dtype) {
-    case Dtype::f32: return fn(TypeTag<float>{});
-    case Dtype::f16: return fn(TypeTag<Half>{});
-    case Dtype::bf16: return fn(TypeTag<BFloat16>{});
-    default: break;
+    case Dtype::f32:
+      return fn(TypeTag<float>{});
+    case Dtype::f16:
+      return fn(TypeTag<Half>{});
+    case Dtype::bf16:
+      return fn(TypeTag<BFloat16>{});
+    default:
+      break;
   }
-  throw std::invalid_argument(std::string("[") + where + "] unsupported dtype " +
-                              dtype_name(dtype) +
+  throw std::invalid_argument(std::string("[") + where +
+                              "] unsupported dtype " + dtype_name(dtype) +
                               "; expected float, half or bfloat16");
 }
 
@@ -35,14 +39,22 @@ decltype(auto) dispatch_float_types(Dtype dtype, const char* where, Fn&& fn) {
 template <class Fn>
 decltype(auto) dispatch_all_types(Dtype dtype, const char* where, Fn&& fn) {
   switch (dtype) {
-    case Dtype::f32: return fn(TypeTag<float>{});
-    case Dtype::f16: return fn(TypeTag<Half>{});
-    case Dtype::bf16: return fn(TypeTag<BFloat16>{});
-    case Dtype::f64: return fn(TypeTag<double>{});
-    case Dtype::i32: return fn(TypeTag<int32_t>{});
-    case Dtype::i64: return fn(TypeTag<int64_t>{});
-    case Dtype::u8: return fn(TypeTag<uint8_t>{});
-    case Dtype::b8: return fn(TypeTag<bool>{});
+    case Dtype::f32:
+      return fn(TypeTag<float>{});
+    case Dtype::f16:
+      return fn(TypeTag<Half>{});
+    case Dtype::bf16:
+      return fn(TypeTag<BFloat16>{});
+    case Dtype::f64:
+      return fn(TypeTag<double>{});
+    case Dtype::i32:
+      return fn(TypeTag<int32_t>{});
+    case Dtype::i64:
+      return fn(TypeTag<int64_t>{});
+    case Dtype::u8:
+      return fn(TypeTag<uint8_t>{});
+    case Dtype::b8:
+      return fn(TypeTag<bool>{});
   }
   throw std::invalid_argument(std::string("[") + where +
                               "] invalid dtype value " +

@@ -104,7 +104,9 @@ struct Half {
   MG_HD Half(int i) : Half(static_cast<float>(i)) {}
   MG_HD constexpr Half(uint16_t b, FromBits) : bits(b) {}
   MG_HD operator float() const { return detail::half_bits_to_float(bits); }
-  MG_HD static constexpr Half from_bits(uint16_t b) { return Half(b, FromBits{}); }
+  MG_HD static constexpr Half from_bits(uint16_t b) {
+    return Half(b, FromBits{});
+  }
 };
 
 /// bfloat16: the top 16 bits of a float. Arithmetic is in float.
@@ -169,15 +171,33 @@ class numeric_limits<mg::Half> {
   static constexpr int max_exponent10 = 4;
   static constexpr bool traps = false;
   static constexpr bool tinyness_before = false;
-  static constexpr mg::Half min() noexcept { return mg::Half::from_bits(0x0400); }
-  static constexpr mg::Half lowest() noexcept { return mg::Half::from_bits(0xfbff); }
-  static constexpr mg::Half max() noexcept { return mg::Half::from_bits(0x7bff); }
-  static constexpr mg::Half epsilon() noexcept { return mg::Half::from_bits(0x1400); }
-  static constexpr mg::Half round_error() noexcept { return mg::Half::from_bits(0x3800); }
-  static constexpr mg::Half infinity() noexcept { return mg::Half::from_bits(0x7c00); }
-  static constexpr mg::Half quiet_NaN() noexcept { return mg::Half::from_bits(0x7e00); }
-  static constexpr mg::Half signaling_NaN() noexcept { return mg::Half::from_bits(0x7d00); }
-  static constexpr mg::Half denorm_min() noexcept { return mg::Half::from_bits(0x0001); }
+  static constexpr mg::Half min() noexcept {
+    return mg::Half::from_bits(0x0400);
+  }
+  static constexpr mg::Half lowest() noexcept {
+    return mg::Half::from_bits(0xfbff);
+  }
+  static constexpr mg::Half max() noexcept {
+    return mg::Half::from_bits(0x7bff);
+  }
+  static constexpr mg::Half epsilon() noexcept {
+    return mg::Half::from_bits(0x1400);
+  }
+  static constexpr mg::Half round_error() noexcept {
+    return mg::Half::from_bits(0x3800);
+  }
+  static constexpr mg::Half infinity() noexcept {
+    return mg::Half::from_bits(0x7c00);
+  }
+  static constexpr mg::Half quiet_NaN() noexcept {
+    return mg::Half::from_bits(0x7e00);
+  }
+  static constexpr mg::Half signaling_NaN() noexcept {
+    return mg::Half::from_bits(0x7d00);
+  }
+  static constexpr mg::Half denorm_min() noexcept {
+    return mg::Half::from_bits(0x0001);
+  }
 };
 
 template <>
@@ -206,15 +226,33 @@ class numeric_limits<mg::BFloat16> {
   static constexpr int max_exponent10 = 38;
   static constexpr bool traps = false;
   static constexpr bool tinyness_before = false;
-  static constexpr mg::BFloat16 min() noexcept { return mg::BFloat16::from_bits(0x0080); }
-  static constexpr mg::BFloat16 lowest() noexcept { return mg::BFloat16::from_bits(0xff7f); }
-  static constexpr mg::BFloat16 max() noexcept { return mg::BFloat16::from_bits(0x7f7f); }
-  static constexpr mg::BFloat16 epsilon() noexcept { return mg::BFloat16::from_bits(0x3c00); }
-  static constexpr mg::BFloat16 round_error() noexcept { return mg::BFloat16::from_bits(0x3f00); }
-  static constexpr mg::BFloat16 infinity() noexcept { return mg::BFloat16::from_bits(0x7f80); }
-  static constexpr mg::BFloat16 quiet_NaN() noexcept { return mg::BFloat16::from_bits(0x7fc0); }
-  static constexpr mg::BFloat16 signaling_NaN() noexcept { return mg::BFloat16::from_bits(0x7fa0); }
-  static constexpr mg::BFloat16 denorm_min() noexcept { return mg::BFloat16::from_bits(0x0001); }
+  static constexpr mg::BFloat16 min() noexcept {
+    return mg::BFloat16::from_bits(0x0080);
+  }
+  static constexpr mg::BFloat16 lowest() noexcept {
+    return mg::BFloat16::from_bits(0xff7f);
+  }
+  static constexpr mg::BFloat16 max() noexcept {
+    return mg::BFloat16::from_bits(0x7f7f);
+  }
+  static constexpr mg::BFloat16 epsilon() noexcept {
+    return mg::BFloat16::from_bits(0x3c00);
+  }
+  static constexpr mg::BFloat16 round_error() noexcept {
+    return mg::BFloat16::from_bits(0x3f00);
+  }
+  static constexpr mg::BFloat16 infinity() noexcept {
+    return mg::BFloat16::from_bits(0x7f80);
+  }
+  static constexpr mg::BFloat16 quiet_NaN() noexcept {
+    return mg::BFloat16::from_bits(0x7fc0);
+  }
+  static constexpr mg::BFloat16 signaling_NaN() noexcept {
+    return mg::BFloat16::from_bits(0x7fa0);
+  }
+  static constexpr mg::BFloat16 denorm_min() noexcept {
+    return mg::BFloat16::from_bits(0x0001);
+  }
 };
 
 }  // namespace std

@@ -3,9 +3,9 @@
 #include <cstdlib>
 #include <mutex>
 #include <new>
-#include <unordered_map>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace mg {

@@ -8,9 +8,9 @@ namespace mg {
 
 /// Usage counters of an allocator, in bytes.
 struct MemoryStats {
-  size_t in_use = 0;   // held by live arrays
-  size_t peak = 0;     // the most ever in use since the last reset_peak()
-  size_t cached = 0;   // freed by arrays, kept for reuse
+  size_t in_use = 0;  // held by live arrays
+  size_t peak = 0;    // the most ever in use since the last reset_peak()
+  size_t cached = 0;  // freed by arrays, kept for reuse
 };
 
 /// Where a Memory block goes back to when destroyed (a device allocator);

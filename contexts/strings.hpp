@@ -22,8 +22,9 @@ std::string msg(const Args&... args) {
 /// edit distance (a swap of neighbours is one edit), if that is at most a
 /// third of the name's length plus one; same-length names first, at most
 /// `most`.
-std::vector<std::string> nearest_names(const std::vector<std::string>& candidates,
-                                       const std::string& name, size_t most = 3);
+std::vector<std::string> nearest_names(
+    const std::vector<std::string>& candidates, const std::string& name,
+    size_t most = 3);
 
 /// "; did you mean 'Tanh'?" (or "'a' or 'b'"), or "" when nothing is close.
 std::string did_you_mean(const std::vector<std::string>& candidates,

@@ -114,9 +114,8 @@ int main(int argc, char** argv) {
   std::printf(
       "ResNet on %s: %d training, %d test images; %d steps of %d in "
       "cpu:half\n",
-      real ? "Fashion-MNIST" : "synthetic images",
-      static_cast<int>(train.size), static_cast<int>(test.size),
-      steps, batch);
+      real ? "Fashion-MNIST" : "synthetic images", static_cast<int>(train.size),
+      static_cast<int>(test.size), steps, batch);
 
   mg::set_default_context(mg::context("cpu", "half"));
   mg::seed(1);

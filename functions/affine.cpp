@@ -23,11 +23,11 @@ void Affine::setup_impl(const Variables& in, const Variables& out) {
   features_ = shape_size(x, base, static_cast<int>(x.size()));
   outputs_ = shape_size(w, 1, static_cast<int>(w.size()));
   if (w[0] != features_) {
-    throw std::invalid_argument(
-        tag() + "x with shape " + shape_str(x) + " and base_axis " +
-        std::to_string(base) + " has " + std::to_string(features_) +
-        " features, but W with shape " + shape_str(w) + " expects " +
-        std::to_string(w[0]));
+    throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
+                                " and base_axis " + std::to_string(base) +
+                                " has " + std::to_string(features_) +
+                                " features, but W with shape " + shape_str(w) +
+                                " expects " + std::to_string(w[0]));
   }
   const Shape wout(w.begin() + 1, w.end());
   if (in.size() == 3 && in[2]->shape() != wout) {
@@ -59,18 +59,19 @@ VariablePtr affine(const VariablePtr& x, int64_t n_outmaps,
   if (!x) throw std::invalid_argument("[affine] x is a null variable");
   const Shape& xs = x->shape();
   if (params.base_axis < 0 || params.base_axis >= static_cast<int>(xs.size())) {
-    throw std::invalid_argument(
-        "[affine] base_axis " + std::to_string(params.base_axis) +
-        " must be in [0, " + std::to_string(xs.size()) +
-        ") for x with shape " + shape_str(xs));
+    throw std::invalid_argument("[affine] base_axis " +
+                                std::to_string(params.base_axis) +
+                                " must be in [0, " + std::to_string(xs.size()) +
+                                ") for x with shape " + shape_str(xs));
   }
   if (n_outmaps <= 0) {
     throw std::invalid_argument("[affine] n_outmaps must be positive, got " +
                                 std::to_string(n_outmaps));
   }
-  const int64_t k = shape_size(xs, params.base_axis, static_cast<int>(xs.size()));
-  auto w_init = params.w_init ? params.w_init
-                              : glorot_uniform_initializer(k, n_outmaps);
+  const int64_t k =
+      shape_size(xs, params.base_axis, static_cast<int>(xs.size()));
+  auto w_init =
+      params.w_init ? params.w_init : glorot_uniform_initializer(k, n_outmaps);
   auto W = scope.get_or_create("W", {k, n_outmaps}, w_init);
   VariablePtr b;
   if (params.with_bias) {

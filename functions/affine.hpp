@@ -19,10 +19,11 @@ void visit_fields(AffineOptions& o, V&& v) {
 
 namespace decl {
 /// Affine's declaration.
-inline constexpr FunctionDeclOf<AffineOptions> Affine{{
-    "Affine", "affine",
-    {Port{"x"}, Port{"W"}, Port{"b", Port::floating, true, true}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<AffineOptions> Affine{
+    {"Affine",
+     "affine",
+     {Port{"x"}, Port{"W"}, Port{"b", Port::floating, true, true}},
+     {Port{"y"}}}};
 }  // namespace decl
 
 /// x: (..., K) flattened from base_axis; W: (K, outmaps...); b: (outmaps...).

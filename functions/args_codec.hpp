@@ -55,8 +55,10 @@ std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>> from_value(
   type_error(fn, name, "an int", a);
 }
 template <class F>
-std::enable_if_t<std::is_floating_point_v<F>> from_value(
-    const ArgValue& a, F& out, const std::string& fn, const char* name) {
+std::enable_if_t<std::is_floating_point_v<F>> from_value(const ArgValue& a,
+                                                         F& out,
+                                                         const std::string& fn,
+                                                         const char* name) {
   if (auto p = std::get_if<double>(&a)) return void(out = static_cast<F>(*p));
   if (auto p = std::get_if<int64_t>(&a)) return void(out = static_cast<F>(*p));
   type_error(fn, name, "a number", a);
@@ -171,8 +173,8 @@ O options_from_args(const FunctionArgs& args, const std::string& fn) {
       return k.first == kv.first;
     });
     if (!ok) {
-      throw std::invalid_argument("[" + fn + "] unknown argument '" +
-                                  kv.first + "'");
+      throw std::invalid_argument("[" + fn + "] unknown argument '" + kv.first +
+                                  "'");
     }
   }
   return opts;

@@ -179,12 +179,14 @@ VariablePtr stack(std::vector<VariablePtr> xs, int axis) {
 }
 
 VariablePtr broadcast(const VariablePtr& x, Shape shape) {
-  return apply_function1(decl::Broadcast, BroadcastOptions{std::move(shape)}, {x});
+  return apply_function1(decl::Broadcast, BroadcastOptions{std::move(shape)},
+                         {x});
 }
 
 VariablePtr pad(const VariablePtr& x, std::vector<int> pad_width,
                 const std::string& mode, float constant_value) {
-  return apply_function1(decl::Pad, PadOptions{std::move(pad_width), mode, constant_value}, {x});
+  return apply_function1(
+      decl::Pad, PadOptions{std::move(pad_width), mode, constant_value}, {x});
 }
 
 VariablePtr flip(const VariablePtr& x, std::vector<int> axes) {

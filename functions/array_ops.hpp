@@ -25,11 +25,14 @@ void visit_fields(SplitOptions& o, V&& v) {
 
 namespace decl {
 /// Split's declaration.
-inline constexpr FunctionDeclOf<SplitOptions> Split{{
-    "Split", "split",
-    {Port{"x", Port::any}},
-    {Port{"y", Port::any}},
-    Precision::reduced, /*variadic=*/false, /*variadic_outputs=*/true}};
+inline constexpr FunctionDeclOf<SplitOptions> Split{
+    {"Split",
+     "split",
+     {Port{"x", Port::any}},
+     {Port{"y", Port::any}},
+     Precision::reduced,
+     /*variadic=*/false,
+     /*variadic_outputs=*/true}};
 }  // namespace decl
 
 /// y_k = x[..., k, ...] for each k along axis: x.shape[axis] outputs, each
@@ -60,11 +63,12 @@ void visit_fields(StackOptions& o, V&& v) {
 
 namespace decl {
 /// Stack's declaration.
-inline constexpr FunctionDeclOf<StackOptions> Stack{{
-    "Stack", "stack",
-    {Port{"x", Port::any}},
-    {Port{"y", Port::any}},
-    Precision::reduced, /*variadic=*/true}};
+inline constexpr FunctionDeclOf<StackOptions> Stack{{"Stack",
+                                                     "stack",
+                                                     {Port{"x", Port::any}},
+                                                     {Port{"y", Port::any}},
+                                                     Precision::reduced,
+                                                     /*variadic=*/true}};
 }  // namespace decl
 
 /// y = the inputs (all of one shape) joined along a new axis.
@@ -93,10 +97,8 @@ void visit_fields(BroadcastOptions& o, V&& v) {
 
 namespace decl {
 /// Broadcast's declaration.
-inline constexpr FunctionDeclOf<BroadcastOptions> Broadcast{{
-    "Broadcast", "broadcast",
-    {Port{"x", Port::any}},
-    {Port{"y", Port::any}}}};
+inline constexpr FunctionDeclOf<BroadcastOptions> Broadcast{
+    {"Broadcast", "broadcast", {Port{"x", Port::any}}, {Port{"y", Port::any}}}};
 }  // namespace decl
 
 /// y = x repeated along its size-1 axes to `shape` (x aligned on the right,
@@ -132,10 +134,8 @@ void visit_fields(PadOptions& o, V&& v) {
 
 namespace decl {
 /// Pad's declaration.
-inline constexpr FunctionDeclOf<PadOptions> Pad{{
-    "Pad", "pad",
-    {Port{"x", Port::any}},
-    {Port{"y", Port::any}}}};
+inline constexpr FunctionDeclOf<PadOptions> Pad{
+    {"Pad", "pad", {Port{"x", Port::any}}, {Port{"y", Port::any}}}};
 }  // namespace decl
 
 /// y = x padded on the last axes.
@@ -165,10 +165,8 @@ void visit_fields(FlipOptions& o, V&& v) {
 
 namespace decl {
 /// Flip's declaration.
-inline constexpr FunctionDeclOf<FlipOptions> Flip{{
-    "Flip", "flip",
-    {Port{"x", Port::any}},
-    {Port{"y", Port::any}}}};
+inline constexpr FunctionDeclOf<FlipOptions> Flip{
+    {"Flip", "flip", {Port{"x", Port::any}}, {Port{"y", Port::any}}}};
 }  // namespace decl
 
 /// y = x with the order of its elements reversed along axes.

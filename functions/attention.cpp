@@ -66,9 +66,9 @@ VariablePtr scaled_dot_product_attention(const VariablePtr& q,
     float* m = mask->data()->cast<float>(/*write_only=*/true);
     for (int64_t i = 0; i < len_q; ++i) {
       for (int64_t j = 0; j < len_k; ++j) {
-        m[i * len_k + j] =
-            j <= i + len_k - len_q ? 0.0f
-                                   : -std::numeric_limits<float>::infinity();
+        m[i * len_k + j] = j <= i + len_k - len_q
+                               ? 0.0f
+                               : -std::numeric_limits<float>::infinity();
       }
     }
     scores = add2(scores, mask);

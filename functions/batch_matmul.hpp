@@ -20,10 +20,8 @@ void visit_fields(BatchMatmulOptions& o, V&& v) {
 
 namespace decl {
 /// BatchMatmul's declaration.
-inline constexpr FunctionDeclOf<BatchMatmulOptions> BatchMatmul{{
-    "BatchMatmul", "batch_matmul",
-    {Port{"a"}, Port{"b"}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<BatchMatmulOptions> BatchMatmul{
+    {"BatchMatmul", "batch_matmul", {Port{"a"}, Port{"b"}}, {Port{"y"}}}};
 }  // namespace decl
 
 /// a: (..., M, K) ((..., K, M) with transpose_a); b: (..., K, N) ((..., N,

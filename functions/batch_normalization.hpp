@@ -32,10 +32,13 @@ void visit_fields(BatchNormalizationOptions& o, V&& v) {
 
 namespace decl {
 /// BatchNormalization's declaration.
-inline constexpr FunctionDeclOf<BatchNormalizationOptions> BatchNormalization{{
-    "BatchNormalization", "batch_normalization",
-    {Port{"x"}, Port{"beta"}, Port{"gamma"}, Port{"mean", Port::float32, false}, Port{"variance", Port::float32, false}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<BatchNormalizationOptions> BatchNormalization{
+    {"BatchNormalization",
+     "batch_normalization",
+     {Port{"x"}, Port{"beta"}, Port{"gamma"},
+      Port{"mean", Port::float32, false},
+      Port{"variance", Port::float32, false}},
+     {Port{"y"}}}};
 }  // namespace decl
 
 /// Inputs x, beta, gamma, mean, variance; the last four have x's shape with 1

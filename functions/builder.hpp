@@ -15,9 +15,8 @@ std::vector<VariablePtr> apply_function(const FunctionDeclOf<Options>& decl,
                                         std::vector<VariablePtr> inputs) {
   auto fn = create_function(decl, opts);
   const int n = fn->num_outputs();
-  return connect(std::make_shared<FunctionNode>(std::move(fn),
-                                                std::move(inputs)),
-                 n);
+  return connect(
+      std::make_shared<FunctionNode>(std::move(fn), std::move(inputs)), n);
 }
 
 /// The single-output form.

@@ -19,11 +19,12 @@ void visit_fields(CastOptions& o, V&& v) {
 
 namespace decl {
 /// Cast's declaration.
-inline constexpr FunctionDeclOf<CastOptions> Cast{{
-    "Cast", "cast",
-    {Port{"x", Port::any}},
-    // y holds the dtype the options name: floating unless asked for ints.
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<CastOptions> Cast{
+    {"Cast",
+     "cast",
+     {Port{"x", Port::any}},
+     // y holds the dtype the options name: floating unless asked for ints.
+     {Port{"y"}}}};
 }  // namespace decl
 
 /// y = x stored in `dtype` (whatever the context's type): x is read in the

@@ -108,11 +108,11 @@ const Shape& conv_layer_input_shape(const std::string& tag,
   bool positive = true;
   for (int64_t k : kernel) positive = positive && k > 0;
   if (kernel.size() != axes || !positive) {
-    throw std::invalid_argument(
-        tag + "kernel " + shape_str(kernel) + " must have " +
-        std::to_string(axes) + " positive sizes, one per spatial axis of x " +
-        "with shape " + shape_str(xs) + " and base_axis " +
-        std::to_string(base_axis));
+    throw std::invalid_argument(tag + "kernel " + shape_str(kernel) +
+                                " must have " + std::to_string(axes) +
+                                " positive sizes, one per spatial axis of x " +
+                                "with shape " + shape_str(xs) +
+                                " and base_axis " + std::to_string(base_axis));
   }
   return xs;
 }

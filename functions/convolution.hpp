@@ -91,10 +91,11 @@ std::pair<VariablePtr, VariablePtr> conv_layer_parameters(
 
 namespace decl {
 /// Convolution's declaration.
-inline constexpr FunctionDeclOf<ConvolutionOptions> Convolution{{
-    "Convolution", "convolution",
-    {Port{"x"}, Port{"W"}, Port{"b", Port::floating, true, true}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<ConvolutionOptions> Convolution{
+    {"Convolution",
+     "convolution",
+     {Port{"x"}, Port{"W"}, Port{"b", Port::floating, true, true}},
+     {Port{"y"}}}};
 }  // namespace decl
 
 /// x: (batch..., C, spatial...); W: (OC, C / group, kernel...); b: (OC,).

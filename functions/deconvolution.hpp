@@ -32,10 +32,11 @@ void visit_fields(DeconvolutionOptions& o, V&& v) {
 
 namespace decl {
 /// Deconvolution's declaration.
-inline constexpr FunctionDeclOf<DeconvolutionOptions> Deconvolution{{
-    "Deconvolution", "deconvolution",
-    {Port{"x"}, Port{"W"}, Port{"b", Port::floating, true, true}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<DeconvolutionOptions> Deconvolution{
+    {"Deconvolution",
+     "deconvolution",
+     {Port{"x"}, Port{"W"}, Port{"b", Port::floating, true, true}},
+     {Port{"y"}}}};
 }  // namespace decl
 
 /// x: (batch..., C, spatial...); W: (C, OC / group, kernel...); b: (OC,).

@@ -26,10 +26,8 @@ void visit_fields(DropoutOptions& o, V&& v) {
 
 namespace decl {
 /// Dropout's declaration.
-inline constexpr FunctionDeclOf<DropoutOptions> Dropout{{
-    "Dropout", "dropout",
-    {Port{"x"}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<DropoutOptions> Dropout{
+    {"Dropout", "dropout", {Port{"x"}}, {Port{"y"}}}};
 }  // namespace decl
 
 /// y = x * mask / (1 - p), the mask drawn in forward (each element kept with

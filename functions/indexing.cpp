@@ -120,7 +120,8 @@ VariablePtr one_hot(const VariablePtr& x, Shape shape) {
 
 VariablePtr where(const VariablePtr& condition, const VariablePtr& x_true,
                   const VariablePtr& x_false) {
-  return apply_function1(decl::Where, WhereOptions{}, {condition, x_true, x_false});
+  return apply_function1(decl::Where, WhereOptions{},
+                         {condition, x_true, x_false});
 }
 
 }  // namespace functions

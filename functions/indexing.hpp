@@ -13,10 +13,11 @@ struct EmbedOptions {};
 
 namespace decl {
 /// Embed's declaration.
-inline constexpr FunctionDeclOf<EmbedOptions> Embed{{
-    "Embed", "embed",
-    {Port{"x", Port::integer, false}, Port{"W"}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<EmbedOptions> Embed{
+    {"Embed",
+     "embed",
+     {Port{"x", Port::integer, false}, Port{"W"}},
+     {Port{"y"}}}};
 }  // namespace decl
 
 /// Inputs x (ids, any shape) and W (n_inputs, ...); y = W[x], of shape
@@ -47,10 +48,11 @@ void visit_fields(GatherOptions& o, V&& v) {
 
 namespace decl {
 /// Gather's declaration.
-inline constexpr FunctionDeclOf<GatherOptions> Gather{{
-    "Gather", "gather",
-    {Port{"x"}, Port{"indices", Port::integer, false}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<GatherOptions> Gather{
+    {"Gather",
+     "gather",
+     {Port{"x"}, Port{"indices", Port::integer, false}},
+     {Port{"y"}}}};
 }  // namespace decl
 
 /// y = x[..., indices, ...] along axis: shape x.shape[:axis] +
@@ -81,10 +83,8 @@ void visit_fields(OneHotOptions& o, V&& v) {
 
 namespace decl {
 /// OneHot's declaration.
-inline constexpr FunctionDeclOf<OneHotOptions> OneHot{{
-    "OneHot", "one_hot",
-    {Port{"x", Port::integer, false}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<OneHotOptions> OneHot{
+    {"OneHot", "one_hot", {Port{"x", Port::integer, false}}, {Port{"y"}}}};
 }  // namespace decl
 
 /// x: ids of shape (..., len(shape)); y of shape x.shape[:-1] + shape is 1 at
@@ -105,10 +105,11 @@ struct WhereOptions {};
 
 namespace decl {
 /// Where's declaration.
-inline constexpr FunctionDeclOf<WhereOptions> Where{{
-    "Where", "where",
-    {Port{"condition", Port::any, false}, Port{"x_true"}, Port{"x_false"}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<WhereOptions> Where{
+    {"Where",
+     "where",
+     {Port{"condition", Port::any, false}, Port{"x_true"}, Port{"x_false"}},
+     {Port{"y"}}}};
 }  // namespace decl
 
 /// y = condition != 0 ? x_true : x_false. x_true and x_false have one shape;

@@ -33,19 +33,20 @@ void ArgMax::setup_impl(const Variables& in, const Variables& out) {
 namespace functions {
 
 VariablePtr min(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
-  return apply_function1(decl::Min, ReduceOptions{std::move(axes), keep_dims}, {x});
+  return apply_function1(decl::Min, ReduceOptions{std::move(axes), keep_dims},
+                         {x});
 }
 
 VariablePtr argmax(const VariablePtr& x, std::vector<int> axes,
                    bool keep_dims) {
-  return apply_function1(decl::ArgMax, ReduceOptions{std::move(axes), keep_dims},
-                         {x});
+  return apply_function1(decl::ArgMax,
+                         ReduceOptions{std::move(axes), keep_dims}, {x});
 }
 
 VariablePtr argmin(const VariablePtr& x, std::vector<int> axes,
                    bool keep_dims) {
-  return apply_function1(decl::ArgMin, ReduceOptions{std::move(axes), keep_dims},
-                         {x});
+  return apply_function1(decl::ArgMin,
+                         ReduceOptions{std::move(axes), keep_dims}, {x});
 }
 
 }  // namespace functions

@@ -8,10 +8,8 @@ namespace mg {
 
 namespace decl {
 /// Min's declaration.
-inline constexpr FunctionDeclOf<ReduceOptions> Min{{
-    "Min", "min",
-    {Port{"x"}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<ReduceOptions> Min{
+    {"Min", "min", {Port{"x"}}, {Port{"y"}}}};
 }  // namespace decl
 
 /// y = the min of x over the axes; backward routes the grad to the first
@@ -26,10 +24,11 @@ class Min : public Reduction {
 
 namespace decl {
 /// ArgMax's declaration.
-inline constexpr FunctionDeclOf<ReduceOptions> ArgMax{{
-    "ArgMax", "argmax",
-    {Port{"x", Port::floating, false}},
-    {Port{"y", Port::float32}}}};
+inline constexpr FunctionDeclOf<ReduceOptions> ArgMax{
+    {"ArgMax",
+     "argmax",
+     {Port{"x", Port::floating, false}},
+     {Port{"y", Port::float32}}}};
 }  // namespace decl
 
 /// y = the position of the first max of x over the axes, counted row-major
@@ -45,10 +44,11 @@ class ArgMax : public Reduction {
 
 namespace decl {
 /// ArgMin's declaration.
-inline constexpr FunctionDeclOf<ReduceOptions> ArgMin{{
-    "ArgMin", "argmin",
-    {Port{"x", Port::floating, false}},
-    {Port{"y", Port::float32}}}};
+inline constexpr FunctionDeclOf<ReduceOptions> ArgMin{
+    {"ArgMin",
+     "argmin",
+     {Port{"x", Port::floating, false}},
+     {Port{"y", Port::float32}}}};
 }  // namespace decl
 
 /// As ArgMax, for the first min.

@@ -148,7 +148,8 @@ std::vector<VariablePtr> norm_inputs(const VariablePtr& x,
 VariablePtr layer_normalization(const VariablePtr& x, const VariablePtr& beta,
                                 const VariablePtr& gamma,
                                 std::vector<int> batch_axis, float eps) {
-  return apply_function1(decl::LayerNormalization,
+  return apply_function1(
+      decl::LayerNormalization,
       LayerNormalizationOptions{std::move(batch_axis), eps, !gamma, !beta},
       norm_inputs(x, beta, gamma));
 }
@@ -157,7 +158,8 @@ VariablePtr group_normalization(const VariablePtr& x, const VariablePtr& beta,
                                 const VariablePtr& gamma, int num_groups,
                                 int channel_axis, std::vector<int> batch_axis,
                                 float eps) {
-  return apply_function1(decl::GroupNormalization,
+  return apply_function1(
+      decl::GroupNormalization,
       GroupNormalizationOptions{num_groups, channel_axis, std::move(batch_axis),
                                 eps, !gamma, !beta},
       norm_inputs(x, beta, gamma));
@@ -167,7 +169,8 @@ VariablePtr instance_normalization(const VariablePtr& x,
                                    const VariablePtr& beta,
                                    const VariablePtr& gamma, int channel_axis,
                                    std::vector<int> batch_axis, float eps) {
-  return apply_function1(decl::InstanceNormalization,
+  return apply_function1(
+      decl::InstanceNormalization,
       InstanceNormalizationOptions{channel_axis, std::move(batch_axis), eps,
                                    !gamma, !beta},
       norm_inputs(x, beta, gamma));

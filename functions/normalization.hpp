@@ -100,10 +100,12 @@ class Normalization : public Function {
 
 namespace decl {
 /// LayerNormalization's declaration.
-inline constexpr FunctionDeclOf<LayerNormalizationOptions> LayerNormalization{{
-    "LayerNormalization", "layer_normalization",
-    {Port{"x"}, Port{"beta", Port::floating, true, true}, Port{"gamma", Port::floating, true, true}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<LayerNormalizationOptions> LayerNormalization{
+    {"LayerNormalization",
+     "layer_normalization",
+     {Port{"x"}, Port{"beta", Port::floating, true, true},
+      Port{"gamma", Port::floating, true, true}},
+     {Port{"y"}}}};
 }  // namespace decl
 
 /// Statistics per sample (per index of the batch axes) over all other axes.
@@ -120,10 +122,12 @@ class LayerNormalization : public Normalization {
 
 namespace decl {
 /// GroupNormalization's declaration.
-inline constexpr FunctionDeclOf<GroupNormalizationOptions> GroupNormalization{{
-    "GroupNormalization", "group_normalization",
-    {Port{"x"}, Port{"beta", Port::floating, true, true}, Port{"gamma", Port::floating, true, true}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<GroupNormalizationOptions> GroupNormalization{
+    {"GroupNormalization",
+     "group_normalization",
+     {Port{"x"}, Port{"beta", Port::floating, true, true},
+      Port{"gamma", Port::floating, true, true}},
+     {Port{"y"}}}};
 }  // namespace decl
 
 /// Statistics per sample and group of num_groups consecutive channels.
@@ -140,10 +144,12 @@ class GroupNormalization : public Normalization {
 
 namespace decl {
 /// InstanceNormalization's declaration.
-inline constexpr FunctionDeclOf<InstanceNormalizationOptions> InstanceNormalization{{
-    "InstanceNormalization", "instance_normalization",
-    {Port{"x"}, Port{"beta", Port::floating, true, true}, Port{"gamma", Port::floating, true, true}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<InstanceNormalizationOptions>
+    InstanceNormalization{{"InstanceNormalization",
+                           "instance_normalization",
+                           {Port{"x"}, Port{"beta", Port::floating, true, true},
+                            Port{"gamma", Port::floating, true, true}},
+                           {Port{"y"}}}};
 }  // namespace decl
 
 /// Statistics per sample and channel, over the remaining (spatial) axes.

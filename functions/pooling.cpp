@@ -87,13 +87,13 @@ VariablePtr max_pooling(const VariablePtr& x, std::vector<int64_t> kernel,
 
 VariablePtr average_pooling(const VariablePtr& x, std::vector<int64_t> kernel,
                             const PoolingOptions& opts) {
-  return apply_function1(decl::AveragePooling, PoolingArgs{std::move(kernel), opts},
-                         {x});
+  return apply_function1(decl::AveragePooling,
+                         PoolingArgs{std::move(kernel), opts}, {x});
 }
 
 VariablePtr global_average_pooling(const VariablePtr& x) {
-  return apply_function1(decl::GlobalAveragePooling, GlobalAveragePoolingOptions{},
-                         {x});
+  return apply_function1(decl::GlobalAveragePooling,
+                         GlobalAveragePoolingOptions{}, {x});
 }
 
 }  // namespace functions

@@ -60,10 +60,8 @@ class Pooling : public Function {
 
 namespace decl {
 /// MaxPooling's declaration.
-inline constexpr FunctionDeclOf<PoolingArgs> MaxPooling{{
-    "MaxPooling", "max_pooling",
-    {Port{"x"}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<PoolingArgs> MaxPooling{
+    {"MaxPooling", "max_pooling", {Port{"x"}}, {Port{"y"}}}};
 }  // namespace decl
 
 /// The maximum of each window; backward routes the grad to the first
@@ -75,10 +73,8 @@ class MaxPooling : public Pooling {
 
 namespace decl {
 /// AveragePooling's declaration.
-inline constexpr FunctionDeclOf<PoolingArgs> AveragePooling{{
-    "AveragePooling", "average_pooling",
-    {Port{"x"}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<PoolingArgs> AveragePooling{
+    {"AveragePooling", "average_pooling", {Port{"x"}}, {Port{"y"}}}};
 }  // namespace decl
 
 /// The mean of each window, accumulated in fp32.
@@ -92,10 +88,11 @@ struct GlobalAveragePoolingOptions {};
 
 namespace decl {
 /// GlobalAveragePooling's declaration.
-inline constexpr FunctionDeclOf<GlobalAveragePoolingOptions> GlobalAveragePooling{{
-    "GlobalAveragePooling", "global_average_pooling",
-    {Port{"x"}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<GlobalAveragePoolingOptions>
+    GlobalAveragePooling{{"GlobalAveragePooling",
+                          "global_average_pooling",
+                          {Port{"x"}},
+                          {Port{"y"}}}};
 }  // namespace decl
 
 /// x (N, C, ...) -> y (N, C, 1, 1): the mean over every axis after the

@@ -73,7 +73,8 @@ void Max::setup_impl(const Variables& in, const Variables& out) {
 namespace functions {
 
 VariablePtr sum(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
-  return apply_function1(decl::Sum, ReduceOptions{std::move(axes), keep_dims}, {x});
+  return apply_function1(decl::Sum, ReduceOptions{std::move(axes), keep_dims},
+                         {x});
 }
 
 VariablePtr mean(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
@@ -82,7 +83,8 @@ VariablePtr mean(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
 }
 
 VariablePtr max(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
-  return apply_function1(decl::Max, ReduceOptions{std::move(axes), keep_dims}, {x});
+  return apply_function1(decl::Max, ReduceOptions{std::move(axes), keep_dims},
+                         {x});
 }
 
 }  // namespace functions

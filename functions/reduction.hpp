@@ -39,14 +39,15 @@ class Reduction : public Function {
 
 namespace decl {
 /// Sum's declaration.
-inline constexpr FunctionDeclOf<ReduceOptions> Sum{{
-    "Sum", "sum",
-    {Port{"x"}},
-    {Port{"y"}},
-    // Runs in fp32 under half and bfloat16 (PyTorch's autocast does the
-    // same for sum): it is how a loss is reduced, and the reduced loss must
-    // hold a scaled seed of 2^16 or more. A policy file may set it reduced.
-    Precision::float32}};
+inline constexpr FunctionDeclOf<ReduceOptions> Sum{
+    {"Sum",
+     "sum",
+     {Port{"x"}},
+     {Port{"y"}},
+     // Runs in fp32 under half and bfloat16 (PyTorch's autocast does the
+     // same for sum): it is how a loss is reduced, and the reduced loss must
+     // hold a scaled seed of 2^16 or more. A policy file may set it reduced.
+     Precision::float32}};
 }  // namespace decl
 
 /// y = the sum of x over the axes.
@@ -57,14 +58,15 @@ class Sum : public Reduction {
 
 namespace decl {
 /// Mean's declaration.
-inline constexpr FunctionDeclOf<ReduceOptions> Mean{{
-    "Mean", "mean",
-    {Port{"x"}},
-    {Port{"y"}},
-    // Runs in fp32 under half and bfloat16 (PyTorch's autocast does the
-    // same for sum): it is how a loss is reduced, and the reduced loss must
-    // hold a scaled seed of 2^16 or more. A policy file may set it reduced.
-    Precision::float32}};
+inline constexpr FunctionDeclOf<ReduceOptions> Mean{
+    {"Mean",
+     "mean",
+     {Port{"x"}},
+     {Port{"y"}},
+     // Runs in fp32 under half and bfloat16 (PyTorch's autocast does the
+     // same for sum): it is how a loss is reduced, and the reduced loss must
+     // hold a scaled seed of 2^16 or more. A policy file may set it reduced.
+     Precision::float32}};
 }  // namespace decl
 
 /// y = the mean of x over the axes.
@@ -75,10 +77,8 @@ class Mean : public Reduction {
 
 namespace decl {
 /// Max's declaration.
-inline constexpr FunctionDeclOf<ReduceOptions> Max{{
-    "Max", "max",
-    {Port{"x"}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<ReduceOptions> Max{
+    {"Max", "max", {Port{"x"}}, {Port{"y"}}}};
 }  // namespace decl
 
 /// y = the max of x over the axes; backward routes the grad to the first

@@ -4,8 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/precision_policy.hpp>
 #ifdef MIXGRAPH_WITH_CUDA
 #include <mixgraph/functions/cuda/cuda_functions.hpp>  // no CUDA headers
@@ -41,8 +41,9 @@ void FunctionRegistry::add(const FunctionDecl& decl, const Backend& backend,
     table_.push_back(Function_{&decl, {}});
     f = &table_.back();
   } else if (f->decl != &decl) {
-    throw std::logic_error(msg("[FunctionRegistry] ", decl.name,
-                               " is declared twice: one name, one declaration"));
+    throw std::logic_error(
+        msg("[FunctionRegistry] ", decl.name,
+            " is declared twice: one name, one declaration"));
   }
   Entry entry{backend, options, std::move(factory), std::move(from_args)};
   for (auto& e : f->entries) {
@@ -89,16 +90,17 @@ const FunctionRegistry::Entry& FunctionRegistry::pick(
     if (!have.empty()) have += ", ";
     have += e.backend.str();
   }
-  throw std::invalid_argument(
-      msg("[create_function] ", decl.name, " has no implementation for context '",
-          ctx.str(), "' (tried ", tried.empty() ? "nothing" : tried,
-          keep_float ? "; the precision policy keeps it in float" : "",
-          "); it is implemented for ", have));
+  throw std::invalid_argument(msg(
+      "[create_function] ", decl.name, " has no implementation for context '",
+      ctx.str(), "' (tried ", tried.empty() ? "nothing" : tried,
+      keep_float ? "; the precision policy keeps it in float" : "",
+      "); it is implemented for ", have));
 }
 
-std::shared_ptr<Function> FunctionRegistry::finish(
-    const Entry& e, const FunctionDecl& decl, std::shared_ptr<Function> fn,
-    const Context& ctx) const {
+std::shared_ptr<Function> FunctionRegistry::finish(const Entry& e,
+                                                   const FunctionDecl& decl,
+                                                   std::shared_ptr<Function> fn,
+                                                   const Context& ctx) const {
   fn->set_decl(decl);
   fn->set_backend(e.backend);
   fn->set_device(e.backend.name == "cpu" ? "cpu" : ctx.device());
@@ -158,10 +160,17 @@ namespace {
 std::string port_text(const Port& p, bool input) {
   std::string s = p.name;
   switch (p.kind) {
-    case Port::floating: break;
-    case Port::integer: s += " (integer)"; break;
-    case Port::float32: s += " (fp32)"; break;
-    case Port::any: s += " (any dtype)"; break;
+    case Port::floating:
+      break;
+    case Port::integer:
+      s += " (integer)";
+      break;
+    case Port::float32:
+      s += " (fp32)";
+      break;
+    case Port::any:
+      s += " (any dtype)";
+      break;
   }
   if (input && !p.grad) s += " (no grad)";
   if (input && p.optional) s += " (optional)";
@@ -185,8 +194,8 @@ std::string function_table_markdown() {
       os << (i ? ", " : "") << port_text(d->outputs[i], false);
     }
     if (d->variadic_outputs) os << ", ...";
-    os << " | "
-       << (d->precision == Precision::float32 ? "fp32" : "reduced") << " |\n";
+    os << " | " << (d->precision == Precision::float32 ? "fp32" : "reduced")
+       << " |\n";
   }
   return os.str();
 }
@@ -195,8 +204,8 @@ std::vector<FunctionInfo> function_list() {
   const auto& registry = FunctionRegistry::instance();
   std::vector<FunctionInfo> out;
   for (const FunctionDecl* d : registry.decls()) {
-    out.push_back({d, PrecisionPolicy::instance().get(*d),
-                   registry.backends(d->name)});
+    out.push_back(
+        {d, PrecisionPolicy::instance().get(*d), registry.backends(d->name)});
   }
   return out;
 }

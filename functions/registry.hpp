@@ -16,7 +16,8 @@ namespace mg {
 /// Makes a function from a pointer to its options struct.
 using FunctionFactory = std::function<std::shared_ptr<Function>(const void*)>;
 /// Makes a function from its arguments as values (a graph read from a file).
-using ArgsFactory = std::function<std::shared_ptr<Function>(const FunctionArgs&)>;
+using ArgsFactory =
+    std::function<std::shared_ptr<Function>(const FunctionArgs&)>;
 
 /// Maps (function, backend, type) to a factory. Creating a function walks
 /// the context's backend list, skipping the reduced types for functions the
@@ -33,8 +34,8 @@ class FunctionRegistry {
            ArgsFactory from_args);
   /// Throws std::invalid_argument naming the function and every backend it
   /// tried when none fits.
-  std::shared_ptr<Function> create(const FunctionDecl& decl,
-                                   const Context& ctx, std::type_index options,
+  std::shared_ptr<Function> create(const FunctionDecl& decl, const Context& ctx,
+                                   std::type_index options,
                                    const void* opts) const;
   /// The same by name from arguments as values (a graph read from a file);
   /// an unknown name (with the nearest known names), or a missing, mistyped
@@ -102,8 +103,7 @@ template <class Options>
 std::shared_ptr<Function> create_function(
     const FunctionDeclOf<Options>& decl, const Options& opts,
     const Context& ctx = default_context()) {
-  return FunctionRegistry::instance().create(decl, ctx, typeid(Options),
-                                             &opts);
+  return FunctionRegistry::instance().create(decl, ctx, typeid(Options), &opts);
 }
 
 /// Registers Impl (constructed from `const Options&`) for one backend:type;

@@ -183,12 +183,13 @@ void Slice::setup_impl(const Variables& in, const Variables& out) {
 namespace functions {
 
 VariablePtr reshape(const VariablePtr& x, Shape shape, bool inplace) {
-  return apply_function1(decl::Reshape, ReshapeOptions{std::move(shape), inplace},
-                         {x});
+  return apply_function1(decl::Reshape,
+                         ReshapeOptions{std::move(shape), inplace}, {x});
 }
 
 VariablePtr transpose(const VariablePtr& x, std::vector<int> axes) {
-  return apply_function1(decl::Transpose, TransposeOptions{std::move(axes)}, {x});
+  return apply_function1(decl::Transpose, TransposeOptions{std::move(axes)},
+                         {x});
 }
 
 VariablePtr concatenate(std::vector<VariablePtr> xs, int axis) {
@@ -201,8 +202,9 @@ VariablePtr concatenate(std::vector<VariablePtr> xs, int axis) {
 
 VariablePtr slice(const VariablePtr& x, std::vector<int64_t> start,
                   std::vector<int64_t> stop, std::vector<int64_t> step) {
-  return apply_function1(decl::Slice, SliceOptions{std::move(start), std::move(stop), std::move(step)},
-      {x});
+  return apply_function1(
+      decl::Slice,
+      SliceOptions{std::move(start), std::move(stop), std::move(step)}, {x});
 }
 
 }  // namespace functions

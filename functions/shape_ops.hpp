@@ -26,10 +26,8 @@ void visit_fields(ReshapeOptions& o, V&& v) {
 
 namespace decl {
 /// Reshape's declaration.
-inline constexpr FunctionDeclOf<ReshapeOptions> Reshape{{
-    "Reshape", "reshape",
-    {Port{"x", Port::any}},
-    {Port{"y", Port::any}}}};
+inline constexpr FunctionDeclOf<ReshapeOptions> Reshape{
+    {"Reshape", "reshape", {Port{"x", Port::any}}, {Port{"y", Port::any}}}};
 }  // namespace decl
 
 /// y = x with another shape of the same size. The data is copied: sharing
@@ -58,10 +56,8 @@ void visit_fields(TransposeOptions& o, V&& v) {
 
 namespace decl {
 /// Transpose's declaration.
-inline constexpr FunctionDeclOf<TransposeOptions> Transpose{{
-    "Transpose", "transpose",
-    {Port{"x", Port::any}},
-    {Port{"y", Port::any}}}};
+inline constexpr FunctionDeclOf<TransposeOptions> Transpose{
+    {"Transpose", "transpose", {Port{"x", Port::any}}, {Port{"y", Port::any}}}};
 }  // namespace decl
 
 /// y = x with its axes permuted.
@@ -90,11 +86,13 @@ void visit_fields(ConcatenateOptions& o, V&& v) {
 
 namespace decl {
 /// Concatenate's declaration.
-inline constexpr FunctionDeclOf<ConcatenateOptions> Concatenate{{
-    "Concatenate", "concatenate",
-    {Port{"x", Port::any}},
-    {Port{"y", Port::any}},
-    Precision::reduced, /*variadic=*/true}};
+inline constexpr FunctionDeclOf<ConcatenateOptions> Concatenate{
+    {"Concatenate",
+     "concatenate",
+     {Port{"x", Port::any}},
+     {Port{"y", Port::any}},
+     Precision::reduced,
+     /*variadic=*/true}};
 }  // namespace decl
 
 /// y = the inputs joined along axis; they must match on every other axis.
@@ -128,10 +126,8 @@ void visit_fields(SliceOptions& o, V&& v) {
 
 namespace decl {
 /// Slice's declaration.
-inline constexpr FunctionDeclOf<SliceOptions> Slice{{
-    "Slice", "slice",
-    {Port{"x", Port::any}},
-    {Port{"y", Port::any}}}};
+inline constexpr FunctionDeclOf<SliceOptions> Slice{
+    {"Slice", "slice", {Port{"x", Port::any}}, {Port{"y", Port::any}}}};
 }  // namespace decl
 
 /// y = x[start:stop:step] on every axis.

@@ -34,10 +34,8 @@ void visit_fields(SoftmaxOptions& o, V&& v) {
 
 namespace decl {
 /// Softmax's declaration.
-inline constexpr FunctionDeclOf<SoftmaxOptions> Softmax{{
-    "Softmax", "softmax",
-    {Port{"x"}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<SoftmaxOptions> Softmax{
+    {"Softmax", "softmax", {Port{"x"}}, {Port{"y"}}}};
 }  // namespace decl
 
 /// y = exp(x - max) / sum(exp(x - max)) along the axis; sums in fp32.
@@ -57,10 +55,8 @@ class Softmax : public Function {
 
 namespace decl {
 /// LogSoftmax's declaration.
-inline constexpr FunctionDeclOf<SoftmaxOptions> LogSoftmax{{
-    "LogSoftmax", "log_softmax",
-    {Port{"x"}},
-    {Port{"y"}}}};
+inline constexpr FunctionDeclOf<SoftmaxOptions> LogSoftmax{
+    {"LogSoftmax", "log_softmax", {Port{"x"}}, {Port{"y"}}}};
 }  // namespace decl
 
 /// y = x - max - log(sum(exp(x - max))) along the axis; sums in fp32.

@@ -17,8 +17,10 @@ const FunctionDecl Function::kUndeclared{"Undeclared", "undeclared", {}, {}};
 
 const char* precision_name(Precision p) {
   switch (p) {
-    case Precision::reduced: return "reduced";
-    case Precision::float32: return "float";
+    case Precision::reduced:
+      return "reduced";
+    case Precision::float32:
+      return "float";
   }
   return "invalid";
 }
@@ -28,11 +30,10 @@ std::string Function::tag() const { return decl_->tag(); }
 void Function::setup(const Variables& inputs, const Variables& outputs) {
   const int n = static_cast<int>(inputs.size());
   if (n < min_inputs() || n > max_inputs()) {
-    const std::string expected =
-        min_inputs() == max_inputs()
-            ? std::to_string(min_inputs())
-            : std::to_string(min_inputs()) + " to " +
-                  std::to_string(max_inputs());
+    const std::string expected = min_inputs() == max_inputs()
+                                     ? std::to_string(min_inputs())
+                                     : std::to_string(min_inputs()) + " to " +
+                                           std::to_string(max_inputs());
     throw std::invalid_argument(tag() + "takes " + expected +
                                 " inputs, but got " + std::to_string(n) +
                                 " with shapes " + shapes_str(inputs));

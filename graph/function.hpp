@@ -67,7 +67,8 @@ class Function {
   void set_args(FunctionArgs args) { args_ = std::move(args); }
 
  protected:
-  virtual void setup_impl(const Variables& inputs, const Variables& outputs) = 0;
+  virtual void setup_impl(const Variables& inputs,
+                          const Variables& outputs) = 0;
   virtual void forward_impl(const Variables& inputs,
                             const Variables& outputs) = 0;
   virtual void backward_impl(const Variables& inputs, const Variables& outputs,

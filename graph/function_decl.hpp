@@ -86,7 +86,9 @@ struct FunctionDecl {
     return n;
   }
   /// The most inputs it takes (INT32_MAX when variadic).
-  constexpr int max_inputs() const { return variadic ? INT32_MAX : inputs.size; }
+  constexpr int max_inputs() const {
+    return variadic ? INT32_MAX : inputs.size;
+  }
   /// The declared port of input i (the last one for a variadic tail).
   constexpr const Port& input(int i) const {
     return inputs[i < inputs.size ? i : inputs.size - 1];

@@ -27,10 +27,9 @@ Initializer constant_initializer(float value) {
 
 Initializer uniform_initializer(float lower, float upper) {
   if (!(lower < upper)) {
-    throw std::invalid_argument("[uniform_initializer] lower " +
-                                std::to_string(lower) +
-                                " must be below upper " +
-                                std::to_string(upper));
+    throw std::invalid_argument(
+        "[uniform_initializer] lower " + std::to_string(lower) +
+        " must be below upper " + std::to_string(upper));
   }
   return [lower, upper](NdArray& a) {
     std::uniform_real_distribution<float> dist(lower, upper);

@@ -26,7 +26,8 @@ NdArray::NdArray(const Shape& shape) : shape_(shape) {
 void NdArray::reshape(const Shape& shape) {
   check_shape(shape, "NdArray::reshape");
   if (shape_size(shape) != size()) {
-    array_ = std::make_shared<SyncedArray>(static_cast<size_t>(shape_size(shape)));
+    array_ =
+        std::make_shared<SyncedArray>(static_cast<size_t>(shape_size(shape)));
   }
   shape_ = shape;
 }

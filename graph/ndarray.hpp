@@ -26,7 +26,8 @@ class NdArray {
   /// A readable pointer: `get<const float>()`.
   template <class T>
   const T* get(const std::string& device = "cpu") {
-    static_assert(std::is_const_v<T>, "get<T> takes a const type: get<const float>()");
+    static_assert(std::is_const_v<T>,
+                  "get<T> takes a const type: get<const float>()");
     return static_cast<const T*>(array_->get(dtype_of<T>, device));
   }
   /// A writable pointer that makes this dtype the head: `cast<float>()`.

@@ -36,10 +36,10 @@ VariablePtr ParameterScope::get_or_create(const std::string& name,
                                           bool need_grad) {
   if (VariablePtr v = get(name)) {
     if (v->shape() != shape) {
-      throw std::invalid_argument(
-          "[ParameterScope] parameter '" + prefix_ + name + "' has shape " +
-          shape_str(v->shape()) + ", but " + shape_str(shape) +
-          " was requested");
+      throw std::invalid_argument("[ParameterScope] parameter '" + prefix_ +
+                                  name + "' has shape " +
+                                  shape_str(v->shape()) + ", but " +
+                                  shape_str(shape) + " was requested");
     }
     return v;
   }

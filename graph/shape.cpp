@@ -35,8 +35,8 @@ std::vector<int64_t> shape_strides(const Shape& shape) {
 int normalize_axis(int axis, int ndim, const std::string& tag) {
   if (axis < -ndim || axis >= ndim) {
     throw std::invalid_argument(tag + "axis " + std::to_string(axis) +
-                                " is out of range for " +
-                                std::to_string(ndim) + " dimensions");
+                                " is out of range for " + std::to_string(ndim) +
+                                " dimensions");
   }
   return axis < 0 ? axis + ndim : axis;
 }

@@ -102,10 +102,10 @@ void FunctionNode::setup_again(const Variables& inputs,
       was += (i ? ", " : "") + shape_str(input_shapes_[i]);
       now += (i ? ", " : "") + shape_str(inputs[i]->shape());
     }
-    throw std::invalid_argument(
-        msg(function_->tag(), "was set up for inputs of shapes ", was,
-            ", but they now have shapes ", now,
-            ", which it cannot take: ", e.what()));
+    throw std::invalid_argument(msg(function_->tag(),
+                                    "was set up for inputs of shapes ", was,
+                                    ", but they now have shapes ", now,
+                                    ", which it cannot take: ", e.what()));
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     input_shapes_[i] = inputs[i]->shape();
@@ -157,7 +157,8 @@ std::vector<VariablePtr> connect(std::shared_ptr<FunctionNode> node,
     outputs.push_back(make_variable({}, need_grad));
   }
   node->function().setup(raw(node->inputs_), raw(outputs));
-  for (const auto& in : node->inputs_) node->input_shapes_.push_back(in->shape());
+  for (const auto& in : node->inputs_)
+    node->input_shapes_.push_back(in->shape());
   for (auto& out : outputs) {
     out->parent_ = node;
     node->outputs_.push_back(out);

@@ -14,7 +14,8 @@ namespace {
 const char* kTag = "[DynamicLossScalingUpdater] ";
 
 void check_scale(float scale, const DynamicLossScalingOptions& o) {
-  if (!(scale >= o.min_scale && scale <= o.max_scale) || !std::isfinite(scale)) {
+  if (!(scale >= o.min_scale && scale <= o.max_scale) ||
+      !std::isfinite(scale)) {
     throw std::invalid_argument(msg(kTag, "scale ", scale,
                                     " must be in [min_scale ", o.min_scale,
                                     ", max_scale ", o.max_scale, "]"));
@@ -47,8 +48,8 @@ void check_options(const DynamicLossScalingOptions& o) {
              *o.clip_grad_by_global_norm));
   }
   if (o.scale_history_length < 1) {
-    fail(msg("scale_history_length must be >= 1, got ",
-             o.scale_history_length));
+    fail(
+        msg("scale_history_length must be >= 1, got ", o.scale_history_length));
   }
   check_scale(o.scale, o);
 }
@@ -76,8 +77,9 @@ DynamicLossScalingUpdater::DynamicLossScalingUpdater(
 void DynamicLossScalingUpdater::set_state(const LossScalerState& state) {
   if (!options_.loss_scaling && state.scale != 1.0f) {
     throw std::invalid_argument(
-        msg(kTag, "loss scaling is off (options.loss_scaling = false), so the "
-                  "scale must be 1, got ",
+        msg(kTag,
+            "loss scaling is off (options.loss_scaling = false), so the "
+            "scale must be 1, got ",
             state.scale, " (a checkpoint of a run with loss scaling?)"));
   }
   check_scale(state.scale, options_);
@@ -127,8 +129,9 @@ bool DynamicLossScalingUpdater::update() {
   double norm2 = 0.0;
   double* norm = clip ? &norm2 : nullptr;
   const bool overflow =
-      unscale_first ? solver_->scale_grad_and_check_inf_or_nan(1.0f / scale, norm)
-                    : solver_->check_inf_or_nan_grad(norm);
+      unscale_first
+          ? solver_->scale_grad_and_check_inf_or_nan(1.0f / scale, norm)
+          : solver_->check_inf_or_nan_grad(norm);
   if (overflow) {
     ++state_.skipped_steps;
     state_.counter = 0;
@@ -149,7 +152,8 @@ bool DynamicLossScalingUpdater::update() {
       }
       std::fprintf(stderr, "warning: %s\n", text.c_str());
     }
-    state_.scale = std::max(scale / options_.scaling_factor, options_.min_scale);
+    state_.scale =
+        std::max(scale / options_.scaling_factor, options_.min_scale);
     return false;
   }
   // What update() multiplies the grads in memory by.
@@ -170,7 +174,8 @@ bool DynamicLossScalingUpdater::update() {
   solver_->update(grad_scale);
   ++state_.applied_steps;
   if (++state_.counter >= options_.interval) {
-    state_.scale = std::min(scale * options_.scaling_factor, options_.max_scale);
+    state_.scale =
+        std::min(scale * options_.scaling_factor, options_.max_scale);
     state_.counter = 0;
   }
   return true;

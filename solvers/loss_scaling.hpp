@@ -34,8 +34,8 @@ struct DynamicLossScalingOptions {
   bool clear_buffer = true;     // free intermediates during forward/backward
   int accum_grad = 1;           // batches whose grads add up to one step
   std::optional<float> weight_decay;  // solver->weight_decay(rate) per step
-  float min_scale = 1.0f;       // never backs off below
-  float max_scale = 16777216.0f;  // never grows above (2^24)
+  float min_scale = 1.0f;             // never backs off below
+  float max_scale = 16777216.0f;      // never grows above (2^24)
   MinScalePolicy at_min_scale = MinScalePolicy::warn;
   /// Clips the unscaled grads to this global L2 norm before the step.
   std::optional<float> clip_grad_by_global_norm;
@@ -47,7 +47,7 @@ struct DynamicLossScalingOptions {
 /// The updater's counters, saved in checkpoints.
 struct LossScalerState {
   float scale = 65536.0f;
-  int counter = 0;            // applied steps since the scale last changed
+  int counter = 0;  // applied steps since the scale last changed
   int64_t applied_steps = 0;
   int64_t skipped_steps = 0;
 };

@@ -10,7 +10,8 @@
 // for the step being explained.
 //
 //   ./05_finding_a_non_finite_value --iterations 30
-//   ./05_finding_a_non_finite_value --iterations 30 --loss-scale 65536  # no overflow
+//   ./05_finding_a_non_finite_value --iterations 30 --loss-scale 65536  # no
+//   overflow
 #include <CLI/CLI.hpp>
 
 #include <cstdio>

@@ -46,8 +46,8 @@ CsvWriter::CsvWriter(const std::string& path, std::vector<std::string> columns,
     if (in && std::getline(in, header)) {
       if (header != join(columns_)) {
         throw std::invalid_argument("[CsvWriter] " + path + ": its header \"" +
-                                 header + "\" is not \"" + join(columns_) +
-                                 "\", so it cannot be continued");
+                                    header + "\" is not \"" + join(columns_) +
+                                    "\", so it cannot be continued");
       }
       continuing = true;
     }
@@ -77,8 +77,8 @@ void CsvWriter::write_row(const std::vector<std::string>& cells) {
 std::vector<std::vector<std::string>> read_csv(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
-    throw std::invalid_argument("[read_csv] " + path + ": cannot open: " +
-                                std::strerror(errno));
+    throw std::invalid_argument("[read_csv] " + path +
+                                ": cannot open: " + std::strerror(errno));
   }
   std::vector<std::vector<std::string>> rows;
   for (std::string line; std::getline(in, line);) rows.push_back(split(line));

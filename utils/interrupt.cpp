@@ -11,7 +11,7 @@ namespace {
 
 volatile std::sig_atomic_t g_requested = 0;
 struct sigaction g_previous;
-int g_guards = 0;  // guards alive
+int g_guards = 0;      // guards alive
 int g_generation = 0;  // clear() calls: a guard handles each Ctrl-C once
 std::mutex g_mutex;
 

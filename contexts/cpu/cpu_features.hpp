@@ -4,11 +4,11 @@
 namespace mg::cpu {
 
 struct CpuFeatures {
-  bool f16c = false;         // 8-wide half <-> float conversions (with AVX2)
-  bool avx512f = false;      // 16-wide float, half <-> float conversions
-  bool avx512bf16 = false;   // float -> bfloat16 conversion and dot products
-  bool avx512fp16 = false;   // native half arithmetic
-  bool amx_bf16 = false;     // AMX tiles for bfloat16 matrix products
+  bool f16c = false;        // 8-wide half <-> float conversions (with AVX2)
+  bool avx512f = false;     // 16-wide float, half <-> float conversions
+  bool avx512bf16 = false;  // float -> bfloat16 conversion and dot products
+  bool avx512fp16 = false;  // native half arithmetic
+  bool amx_bf16 = false;    // AMX tiles for bfloat16 matrix products
 };
 
 /// The features kernels choose their paths by: those of this CPU, less any

@@ -116,8 +116,8 @@ class BroadcastCpu : public Broadcast {
       using U = typename decltype(tag_u)::type;
       const U* x = input<U>(in[0]);
       U* y = output<U>(out[0]);
-      for_each_broadcast_row(p, [&](int64_t o, int64_t o0, int64_t s0,
-                                    int64_t, int64_t, int64_t len) {
+      for_each_broadcast_row(p, [&](int64_t o, int64_t o0, int64_t s0, int64_t,
+                                    int64_t, int64_t len) {
         for (int64_t j = 0; j < len; ++j) y[o + j] = x[o0 + j * s0];
       });
     });

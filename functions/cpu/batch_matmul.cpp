@@ -67,8 +67,7 @@ class BatchMatmulCpu : public BatchMatmul {
 }  // namespace
 
 void register_batch_matmul(FunctionRegistry& r) {
-  register_float_types<BatchMatmulCpu>(r, decl::BatchMatmul,
-                                                           "cpu");
+  register_float_types<BatchMatmulCpu>(r, decl::BatchMatmul, "cpu");
 }
 
 }  // namespace mg::cpu

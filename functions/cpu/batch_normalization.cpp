@@ -239,7 +239,8 @@ class BatchNormalizationCpu : public BatchNormalization {
 }  // namespace
 
 void register_batch_normalization(FunctionRegistry& r) {
-  register_float_types<BatchNormalizationCpu>(r, decl::BatchNormalization, "cpu");
+  register_float_types<BatchNormalizationCpu>(r, decl::BatchNormalization,
+                                              "cpu");
 }
 
 }  // namespace mg::cpu

@@ -58,8 +58,7 @@ class ConvolutionCpu : public Convolution {
 }  // namespace
 
 void register_convolution(FunctionRegistry& r) {
-  register_float_types<ConvolutionCpu>(r, decl::Convolution,
-                                                           "cpu");
+  register_float_types<ConvolutionCpu>(r, decl::Convolution, "cpu");
 }
 
 }  // namespace mg::cpu

@@ -150,15 +150,15 @@ void dispatch_layout(const std::vector<Variable*>& in, const std::string& tag,
                      Fn&& fn) {
   Dtype held = dtype_of<T>;
   for (size_t i = 0; i < in.size(); ++i) {
-    const Dtype d = holds_integers(in[i]) ? in[i]->data()->array().dtype()
-                                          : dtype_of<T>;
+    const Dtype d =
+        holds_integers(in[i]) ? in[i]->data()->array().dtype() : dtype_of<T>;
     if (i == 0) {
       held = d;
     } else if (d != held) {
-      throw std::invalid_argument(
-          tag + "input 0 holds " + dtype_name(held) + " data but input " +
-          std::to_string(i) + " holds " + dtype_name(d) +
-          "; convert them to one type with F::cast");
+      throw std::invalid_argument(tag + "input 0 holds " + dtype_name(held) +
+                                  " data but input " + std::to_string(i) +
+                                  " holds " + dtype_name(d) +
+                                  "; convert them to one type with F::cast");
     }
   }
   if (is_floating(held)) return fn(TypeTag<T>{});

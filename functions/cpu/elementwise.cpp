@@ -7,12 +7,10 @@
 namespace mg::cpu {
 
 void register_elementwise(FunctionRegistry& r) {
-  ops::for_each_unary_op([&](auto tag) {
-    register_unary<typename decltype(tag)::type>(r);
-  });
-  ops::for_each_binary_op([&](auto tag) {
-    register_binary<typename decltype(tag)::type>(r);
-  });
+  ops::for_each_unary_op(
+      [&](auto tag) { register_unary<typename decltype(tag)::type>(r); });
+  ops::for_each_binary_op(
+      [&](auto tag) { register_binary<typename decltype(tag)::type>(r); });
 }
 
 }  // namespace mg::cpu

@@ -1,8 +1,8 @@
 // The CPU loop drivers for elementwise functions, and their registration.
 #pragma once
 
-#include <mixgraph/functions/elementwise.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/functions/elementwise.hpp>
 #include <mixgraph/functions/registry.hpp>
 
 namespace mg::cpu {
@@ -60,7 +60,8 @@ void for_each_broadcast_row(const BroadcastPlan& p, Fn&& fn,
   const int64_t rows = row ? shape_size(p.out_shape) / row : 0;
   const int64_t step0 = nd ? p.stride0[nd - 1] : 0;
   const int64_t step1 = nd ? p.stride1[nd - 1] : 0;
-#pragma omp parallel for schedule(static) if (!serial && rows * row >= kParallelMin)
+#pragma omp parallel for schedule(static) if (!serial && \
+                                              rows * row >= kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
     int64_t rem = r, off0 = 0, off1 = 0;
     for (int d = nd - 2; d >= 0; --d) {
@@ -97,15 +98,15 @@ class BinaryCpu : public BinaryFunction<Op> {
     const T* b = input<T>(in[1]);
     T* y = output<T>(out[0]);
     const Op& op = this->op_;
-    for_each_broadcast_row(this->plan_, [&](int64_t o, int64_t o0, int64_t s0,
-                                            int64_t o1, int64_t s1,
-                                            int64_t len) {
-      float ab[kBlock], bb[kBlock], yb[kBlock];
-      const float* af = load_strided(a + o0, s0, ab, len);
-      const float* bf = load_strided(b + o1, s1, bb, len);
-      for (int64_t i = 0; i < len; ++i) yb[i] = op(af[i], bf[i]);
-      store(yb, y + o, len);
-    });
+    for_each_broadcast_row(
+        this->plan_, [&](int64_t o, int64_t o0, int64_t s0, int64_t o1,
+                         int64_t s1, int64_t len) {
+          float ab[kBlock], bb[kBlock], yb[kBlock];
+          const float* af = load_strided(a + o0, s0, ab, len);
+          const float* bf = load_strided(b + o1, s1, bb, len);
+          for (int64_t i = 0; i < len; ++i) yb[i] = op(af[i], bf[i]);
+          store(yb, y + o, len);
+        });
   }
 
   void backward_impl(const Variables& in, const Variables& out,
@@ -161,7 +162,8 @@ template <class Op>
 void register_unary(FunctionRegistry& r) {
   register_one<UnaryCpu<float, Op>>(r, decl::unary<Op>, {"cpu", Dtype::f32});
   register_one<UnaryCpu<Half, Op>>(r, decl::unary<Op>, {"cpu", Dtype::f16});
-  register_one<UnaryCpu<BFloat16, Op>>(r, decl::unary<Op>, {"cpu", Dtype::bf16});
+  register_one<UnaryCpu<BFloat16, Op>>(r, decl::unary<Op>,
+                                       {"cpu", Dtype::bf16});
 }
 
 /// Registers BinaryCpu<T, Op> for float, half and bfloat16.
@@ -169,7 +171,8 @@ template <class Op>
 void register_binary(FunctionRegistry& r) {
   register_one<BinaryCpu<float, Op>>(r, decl::binary<Op>, {"cpu", Dtype::f32});
   register_one<BinaryCpu<Half, Op>>(r, decl::binary<Op>, {"cpu", Dtype::f16});
-  register_one<BinaryCpu<BFloat16, Op>>(r, decl::binary<Op>, {"cpu", Dtype::bf16});
+  register_one<BinaryCpu<BFloat16, Op>>(r, decl::binary<Op>,
+                                        {"cpu", Dtype::bf16});
 }
 
 }  // namespace mg::cpu

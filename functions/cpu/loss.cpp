@@ -186,8 +186,10 @@ class SigmoidCrossEntropyCpu : public SigmoidCrossEntropy {
 }  // namespace
 
 void register_loss(FunctionRegistry& r) {
-  register_float_types<SoftmaxCrossEntropyCpu>(r, decl::SoftmaxCrossEntropy, "cpu");
-  register_float_types<SigmoidCrossEntropyCpu>(r, decl::SigmoidCrossEntropy, "cpu");
+  register_float_types<SoftmaxCrossEntropyCpu>(r, decl::SoftmaxCrossEntropy,
+                                               "cpu");
+  register_float_types<SigmoidCrossEntropyCpu>(r, decl::SigmoidCrossEntropy,
+                                               "cpu");
   register_float_types<TopNErrorCpu>(r, decl::TopNError, "cpu");
 }
 

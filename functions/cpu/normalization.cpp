@@ -230,9 +230,12 @@ using InstanceNormalizationCpu =
 }  // namespace
 
 void register_normalization(FunctionRegistry& r) {
-  register_float_types<LayerNormalizationCpu>(r, decl::LayerNormalization, "cpu");
-  register_float_types<GroupNormalizationCpu>(r, decl::GroupNormalization, "cpu");
-  register_float_types<InstanceNormalizationCpu>(r, decl::InstanceNormalization, "cpu");
+  register_float_types<LayerNormalizationCpu>(r, decl::LayerNormalization,
+                                              "cpu");
+  register_float_types<GroupNormalizationCpu>(r, decl::GroupNormalization,
+                                              "cpu");
+  register_float_types<InstanceNormalizationCpu>(r, decl::InstanceNormalization,
+                                                 "cpu");
 }
 
 }  // namespace mg::cpu

@@ -509,9 +509,9 @@ class GlobalAveragePoolingCpu : public GlobalAveragePooling {
 
 void register_pooling(FunctionRegistry& r) {
   register_float_types<MaxPoolingCpu>(r, decl::MaxPooling, "cpu");
-  register_float_types<AveragePoolingCpu>(r, decl::AveragePooling,
-                                                       "cpu");
-  register_float_types<GlobalAveragePoolingCpu>(r, decl::GlobalAveragePooling, "cpu");
+  register_float_types<AveragePoolingCpu>(r, decl::AveragePooling, "cpu");
+  register_float_types<GlobalAveragePoolingCpu>(r, decl::GlobalAveragePooling,
+                                                "cpu");
 }
 
 }  // namespace mg::cpu

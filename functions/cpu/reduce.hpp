@@ -303,7 +303,7 @@ class ExtremumCpu : public Base {
     const float* g = load(output_grad<T>(out[0]), dy.data(), n);
     T* dx = input_grad<T>(in[0], accum[0]);
     if (!accum[0]) std::fill_n(dx, in[0]->size(), T(0.0f));
-    // Each input element is the extremum of at most one output: no races.
+      // Each input element is the extremum of at most one output: no races.
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
     for (int64_t o = 0; o < n; ++o) {
       T& d = dx[index_[o]];

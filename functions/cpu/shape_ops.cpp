@@ -282,8 +282,7 @@ class SliceCpu : public Slice {
 void register_shape_ops(FunctionRegistry& r) {
   register_float_types<ReshapeCpu>(r, decl::Reshape, "cpu");
   register_float_types<TransposeCpu>(r, decl::Transpose, "cpu");
-  register_float_types<ConcatenateCpu>(r, decl::Concatenate,
-                                                           "cpu");
+  register_float_types<ConcatenateCpu>(r, decl::Concatenate, "cpu");
   register_float_types<SliceCpu>(r, decl::Slice, "cpu");
 }
 

@@ -59,10 +59,9 @@ class AffineCuda : public Affine {
     }
     if (propagate_down[1]) {  // dW = x^T dy, fp32 for an fp32 master
       const bool f32 = grad_in_float<T>(*this, in[1]);
-      void* dw = f32 ? static_cast<void*>(
-                           input_grad<float>(*this, in[1], accum[1]))
-                     : static_cast<void*>(
-                           input_grad<T>(*this, in[1], accum[1]));
+      void* dw =
+          f32 ? static_cast<void*>(input_grad<float>(*this, in[1], accum[1]))
+              : static_cast<void*>(input_grad<T>(*this, in[1], accum[1]));
       gemm(l.index, true, false, features_, outputs_, batch_, 1.0f,
            input<T>(*this, in[0]), t, dy, t, accum[1] ? 1.0f : 0.0f, dw,
            f32 ? Dtype::f32 : t);

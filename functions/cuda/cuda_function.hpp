@@ -5,8 +5,8 @@
 
 #include <memory>
 #include <string>
-#include <typeindex>
 #include <type_traits>
+#include <typeindex>
 
 #include <mixgraph/contexts/cuda/cuda_utils.hpp>
 #include <mixgraph/functions/cuda/kernels.hpp>

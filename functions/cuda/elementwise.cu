@@ -305,27 +305,28 @@ template <class Op>
 void register_unary(FunctionRegistry& r) {
   register_one<UnaryCuda<float, Op>>(r, decl::unary<Op>, {"cuda", Dtype::f32});
   register_one<UnaryCuda<Half, Op>>(r, decl::unary<Op>, {"cuda", Dtype::f16});
-  register_one<UnaryCuda<BFloat16, Op>>(r, decl::unary<Op>, {"cuda", Dtype::bf16});
+  register_one<UnaryCuda<BFloat16, Op>>(r, decl::unary<Op>,
+                                        {"cuda", Dtype::bf16});
 }
 
 template <class Op>
 void register_binary(FunctionRegistry& r) {
-  register_one<BinaryCuda<float, Op>>(r, decl::binary<Op>, {"cuda", Dtype::f32});
+  register_one<BinaryCuda<float, Op>>(r, decl::binary<Op>,
+                                      {"cuda", Dtype::f32});
   register_one<BinaryCuda<Half, Op>>(r, decl::binary<Op>, {"cuda", Dtype::f16});
   register_one<BinaryCuda<BFloat16, Op>>(r, decl::binary<Op>,
-                                             {"cuda", Dtype::bf16});
+                                         {"cuda", Dtype::bf16});
 }
 
 }  // namespace
 
 void register_elementwise(FunctionRegistry& r) {
-  ops::for_each_unary_op([&](auto tag) {
-    register_unary<typename decltype(tag)::type>(r);
-  });
-  ops::for_each_binary_op([&](auto tag) {
-    register_binary<typename decltype(tag)::type>(r);
-  });
-  register_float_types<SigmoidCrossEntropyCuda>(r, decl::SigmoidCrossEntropy, "cuda");
+  ops::for_each_unary_op(
+      [&](auto tag) { register_unary<typename decltype(tag)::type>(r); });
+  ops::for_each_binary_op(
+      [&](auto tag) { register_binary<typename decltype(tag)::type>(r); });
+  register_float_types<SigmoidCrossEntropyCuda>(r, decl::SigmoidCrossEntropy,
+                                                "cuda");
 }
 
 }  // namespace mg::cuda

@@ -410,7 +410,8 @@ void register_reduction(FunctionRegistry& r) {
   register_float_types<SumCuda>(r, decl::Sum, "cuda");
   register_float_types<MeanCuda>(r, decl::Mean, "cuda");
   register_float_types<MaxCuda>(r, decl::Max, "cuda");
-  register_float_types<GlobalAveragePoolingCuda>(r, decl::GlobalAveragePooling, "cuda");
+  register_float_types<GlobalAveragePoolingCuda>(r, decl::GlobalAveragePooling,
+                                                 "cuda");
 }
 
 }  // namespace mg::cuda

@@ -132,8 +132,10 @@ class BatchNormalizationCudnn : public BatchNormalization {
 // bf16 falls back to cudnn:float (converted on the device): the legacy API
 // does not document bf16 batch normalization.
 void register_batch_normalization(FunctionRegistry& r) {
-  register_one<BatchNormalizationCudnn<float>>(r, decl::BatchNormalization, {"cudnn", Dtype::f32});
-  register_one<BatchNormalizationCudnn<Half>>(r, decl::BatchNormalization, {"cudnn", Dtype::f16});
+  register_one<BatchNormalizationCudnn<float>>(r, decl::BatchNormalization,
+                                               {"cudnn", Dtype::f32});
+  register_one<BatchNormalizationCudnn<Half>>(r, decl::BatchNormalization,
+                                              {"cudnn", Dtype::f16});
 }
 
 }  // namespace mg::cuda

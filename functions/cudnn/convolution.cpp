@@ -166,8 +166,8 @@ std::shared_ptr<ConvPlan> make_plan(int index, Dtype dtype,
       h, p->x, p->y, p->filter_conv, p->w, max, &n, bf.data()));
   const auto& w = pick(bf, n, dtype, "backward filter");
   p->filter = w.algo;
-  MG_CUDNN_CHECK(cudnnSetConvolutionMathType(p->filter_conv,
-                                             math_for(dtype, w.mathType)));
+  MG_CUDNN_CHECK(
+      cudnnSetConvolutionMathType(p->filter_conv, math_for(dtype, w.mathType)));
   MG_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
       h, p->x, p->y, p->filter_conv, p->w, p->filter, &ws));
   p->filter_ws = std::max(w.memory, ws);
@@ -291,8 +291,7 @@ class ConvolutionCudnn : public Convolution {
 }  // namespace
 
 void register_convolution(FunctionRegistry& r) {
-  register_float_types<ConvolutionCudnn>(r, decl::Convolution,
-                                                             "cudnn");
+  register_float_types<ConvolutionCudnn>(r, decl::Convolution, "cudnn");
 }
 
 }  // namespace mg::cuda

@@ -121,13 +121,13 @@ using AveragePoolingCudnn = PoolingCudnn<T, AveragePooling, false>;
 // legacy API does not document bf16 pooling.
 void register_pooling(FunctionRegistry& r) {
   register_one<MaxPoolingCudnn<float>>(r, decl::MaxPooling,
-                                                    {"cudnn", Dtype::f32});
+                                       {"cudnn", Dtype::f32});
   register_one<MaxPoolingCudnn<Half>>(r, decl::MaxPooling,
-                                                   {"cudnn", Dtype::f16});
+                                      {"cudnn", Dtype::f16});
   register_one<AveragePoolingCudnn<float>>(r, decl::AveragePooling,
-                                                        {"cudnn", Dtype::f32});
+                                           {"cudnn", Dtype::f32});
   register_one<AveragePoolingCudnn<Half>>(r, decl::AveragePooling,
-                                                       {"cudnn", Dtype::f16});
+                                          {"cudnn", Dtype::f16});
 }
 
 }  // namespace mg::cuda

@@ -65,11 +65,14 @@ class SoftmaxCudnn : public std::conditional_t<Log, LogSoftmax, Softmax> {
 // bf16 falls back to cudnn:float (converted on the device): the legacy API
 // does not document bf16 softmax.
 void register_softmax(FunctionRegistry& r) {
-  register_one<SoftmaxCudnn<float, false>>(r, decl::Softmax, {"cudnn", Dtype::f32});
-  register_one<SoftmaxCudnn<Half, false>>(r, decl::Softmax, {"cudnn", Dtype::f16});
-  register_one<SoftmaxCudnn<float, true>>(r, decl::LogSoftmax, {"cudnn", Dtype::f32});
+  register_one<SoftmaxCudnn<float, false>>(r, decl::Softmax,
+                                           {"cudnn", Dtype::f32});
+  register_one<SoftmaxCudnn<Half, false>>(r, decl::Softmax,
+                                          {"cudnn", Dtype::f16});
+  register_one<SoftmaxCudnn<float, true>>(r, decl::LogSoftmax,
+                                          {"cudnn", Dtype::f32});
   register_one<SoftmaxCudnn<Half, true>>(r, decl::LogSoftmax,
-                                                         {"cudnn", Dtype::f16});
+                                         {"cudnn", Dtype::f16});
 }
 
 }  // namespace mg::cuda

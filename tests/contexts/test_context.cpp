@@ -60,8 +60,9 @@ void expect_error(const std::function<void()>& f, const std::string& part) {
 TEST(Context, BadTextIsRejectedWithTheOffendingPart) {
   expect_error([] { context("cpu", "fp8"); }, "unknown type_config 'fp8'");
   expect_error([] { context("tpu", "half"); }, "unknown extension 'tpu'");
-  expect_error([] { parse_context("cpu-half"); },
-               "entry 'cpu-half' of 'cpu-half' is not of the form backend:type");
+  expect_error(
+      [] { parse_context("cpu-half"); },
+      "entry 'cpu-half' of 'cpu-half' is not of the form backend:type");
   expect_error([] { parse_context("cpu:half,gpu:float"); },
                "unknown backend 'gpu'");
   expect_error([] { parse_context("cpu:"); }, "not of the form");

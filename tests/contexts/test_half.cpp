@@ -93,7 +93,8 @@ TEST(BFloat16, RoundsToNearestEvenAndKeepsSpecials) {
   const BFloat16 nan(std::nanf(""));
   EXPECT_TRUE(std::isnan(static_cast<float>(nan)));
   // A nan whose payload is only in the low bits must not become inf.
-  EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16(bits_to_float(0x7f800001)))));
+  EXPECT_TRUE(
+      std::isnan(static_cast<float>(BFloat16(bits_to_float(0x7f800001)))));
   EXPECT_EQ(static_cast<float>(std::numeric_limits<BFloat16>::epsilon()),
             std::ldexp(1.0f, -7));
   EXPECT_EQ(static_cast<float>(std::numeric_limits<BFloat16>::max()),

@@ -43,9 +43,9 @@ void ran(const std::string& kernel, const std::string& path) {
   std::cout << "[ISA path] " << kernel << ": ran " << path << "\n";
 }
 
-#define SKIP_WITHOUT(feature, name)                                          \
-  if (!cpu::detected_cpu_features().feature)                                 \
-  GTEST_SKIP() << "this CPU lacks " name                                     \
+#define SKIP_WITHOUT(feature, name)          \
+  if (!cpu::detected_cpu_features().feature) \
+  GTEST_SKIP() << "this CPU lacks " name     \
                << " (or MIXGRAPH_CPU_BASELINE=1): its path cannot run here"
 
 float bits_to_float(uint32_t b) {
@@ -64,13 +64,13 @@ std::vector<float> float_inputs() {
   for (int i = 0; i < 70001; ++i) v.push_back(bits_to_float(bits(rng)));
   std::uniform_real_distribution<float> unit(-4.0f, 4.0f);
   for (int i = 0; i < 20000; ++i) v.push_back(unit(rng));
-  for (float f : {0.0f, 65504.0f, 65519.0f, 65520.0f, 1e-8f,
-                  std::ldexp(1.0f, -25), std::ldexp(1.0f, -24),
-                  std::ldexp(3.0f, -26), 1.0f + std::ldexp(1.0f, -11),
-                  1.0f + std::ldexp(1.0f, -8),
-                  std::numeric_limits<float>::infinity(),
-                  std::numeric_limits<float>::denorm_min(),
-                  std::numeric_limits<float>::quiet_NaN()}) {
+  for (float f :
+       {0.0f, 65504.0f, 65519.0f, 65520.0f, 1e-8f, std::ldexp(1.0f, -25),
+        std::ldexp(1.0f, -24), std::ldexp(3.0f, -26),
+        1.0f + std::ldexp(1.0f, -11), 1.0f + std::ldexp(1.0f, -8),
+        std::numeric_limits<float>::infinity(),
+        std::numeric_limits<float>::denorm_min(),
+        std::numeric_limits<float>::quiet_NaN()}) {
     v.push_back(f);
     v.push_back(-f);
   }
@@ -174,7 +174,9 @@ TEST(IsaPaths, ConvertersScalar) {
 // The rule the kernels share, written out: the first maximum of each
 // window in the order (0,0) (0,1) (1,0) (1,1), a nan taking over from a
 // number; backward adds dy to the winner.
-bool takes(float v, float m) { return v > m || (std::isnan(v) && !std::isnan(m)); }
+bool takes(float v, float m) {
+  return v > m || (std::isnan(v) && !std::isnan(m));
+}
 
 struct PoolRun {
   Doubles y, dx;
@@ -233,8 +235,8 @@ void expect_same(const Doubles& a, const Doubles& b, const std::string& what) {
     const bool ok = std::isnan(b[i]) ? std::isnan(a[i]) : a[i] == b[i];
     if (!ok && bad++ == 0) first = i;
   }
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " differ, the first at "
-                     << first << ": " << a[first] << " against " << b[first];
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " differ, the first at " << first
+                     << ": " << a[first] << " against " << b[first];
 }
 
 // The path `features` selects against the written-out rule, in float and

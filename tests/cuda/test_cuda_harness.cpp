@@ -75,7 +75,8 @@ NdArrayPtr output_grad(const Shape& shape, uint32_t seed) {
 // The grads an accumulation run finds before backward.
 std::vector<float> preset_grad(int64_t n) {
   std::vector<float> g(n);
-  for (int64_t j = 0; j < n; ++j) g[j] = 0.5f + 0.25f * static_cast<float>(j % 3);
+  for (int64_t j = 0; j < n; ++j)
+    g[j] = 0.5f + 0.25f * static_cast<float>(j % 3);
   return g;
 }
 

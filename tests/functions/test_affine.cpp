@@ -22,29 +22,32 @@ Doubles affine_ref(const std::vector<Doubles>& in, int64_t n, int64_t k,
   return y;
 }
 
-const bool kAffineWithBias = harness::add(decl::Affine, {{"with bias", [] {
-  FunctionCheck c;
-  c.inputs = {{{4, 2, 3}}, {{6, 5}}, {{5}}};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::affine(in[0], in[1], in[2]);
-  };
-  c.reference = [](const std::vector<Doubles>& in) {
-    return affine_ref(in, 4, 6, 5);
-  };
-  return c;
-}}});
+const bool kAffineWithBias = harness::add(
+    decl::Affine, {{"with bias", [] {
+                      FunctionCheck c;
+                      c.inputs = {{{4, 2, 3}}, {{6, 5}}, {{5}}};
+                      c.build = [](const std::vector<VariablePtr>& in) {
+                        return F::affine(in[0], in[1], in[2]);
+                      };
+                      c.reference = [](const std::vector<Doubles>& in) {
+                        return affine_ref(in, 4, 6, 5);
+                      };
+                      return c;
+                    }}});
 
-const bool kAffineWithoutBiasAndBaseAxis2 = harness::add(decl::Affine, {{"without bias and base axis2", [] {
-  FunctionCheck c;
-  c.inputs = {{{2, 3, 4}}, {{4, 2, 3}}};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::affine(in[0], in[1], nullptr, AffineOptions{2});
-  };
-  c.reference = [](const std::vector<Doubles>& in) {
-    return affine_ref(in, 6, 4, 6);
-  };
-  return c;
-}}});
+const bool kAffineWithoutBiasAndBaseAxis2 = harness::add(
+    decl::Affine, {{"without bias and base axis2", [] {
+                      FunctionCheck c;
+                      c.inputs = {{{2, 3, 4}}, {{4, 2, 3}}};
+                      c.build = [](const std::vector<VariablePtr>& in) {
+                        return F::affine(in[0], in[1], nullptr,
+                                         AffineOptions{2});
+                      };
+                      c.reference = [](const std::vector<Doubles>& in) {
+                        return affine_ref(in, 6, 4, 6);
+                      };
+                      return c;
+                    }}});
 
 TEST(Affine, OutputShapeKeepsBatchAxesAndWeightOutputAxes) {
   auto y = F::affine(make_variable({2, 3, 4}), make_variable({4, 2, 3}),
@@ -158,26 +161,29 @@ TEST(ParametricAffine, ExistingParameterWithOtherShapeIsAnError) {
 // 2048 products in [0, 1) per output (sums near 512, where an fp16
 // accumulator's spacing is 0.5): against double in half and bfloat16.
 const bool kAffineLong = harness::add(
-    decl::Affine, {{"2048-term sums", [] {
-                      FunctionCheck c;
-                      c.inputs = {{{2, 2048}, 0.0f, 1.0f}, {{2048, 3}, 0.0f, 1.0f}};
-                      c.build = [](const std::vector<VariablePtr>& in) {
-                        return F::affine(in[0], in[1], nullptr);
-                      };
-                      c.reference = [](const std::vector<Doubles>& in) {
-                        Doubles y(6, 0.0);
-                        for (int n = 0; n < 2; ++n)
-                          for (int o = 0; o < 3; ++o)
-                            for (int k = 0; k < 2048; ++k)
-                              y[n * 3 + o] += in[0][n * 2048 + k] * in[1][k * 3 + o];
-                        return y;
-                      };
-                      c.half_atol = c.bf16_atol = 0.0;
-                      c.half_rtol = 2e-3;
-                      c.bf16_rtol = 1e-2;
-                      c.check_grad = false;
-                      return c;
-                    }, /*long_sum=*/true}});
+    decl::Affine,
+    {{"2048-term sums",
+      [] {
+        FunctionCheck c;
+        c.inputs = {{{2, 2048}, 0.0f, 1.0f}, {{2048, 3}, 0.0f, 1.0f}};
+        c.build = [](const std::vector<VariablePtr>& in) {
+          return F::affine(in[0], in[1], nullptr);
+        };
+        c.reference = [](const std::vector<Doubles>& in) {
+          Doubles y(6, 0.0);
+          for (int n = 0; n < 2; ++n)
+            for (int o = 0; o < 3; ++o)
+              for (int k = 0; k < 2048; ++k)
+                y[n * 3 + o] += in[0][n * 2048 + k] * in[1][k * 3 + o];
+          return y;
+        };
+        c.half_atol = c.bf16_atol = 0.0;
+        c.half_rtol = 2e-3;
+        c.bf16_rtol = 1e-2;
+        c.check_grad = false;
+        return c;
+      },
+      /*long_sum=*/true}});
 
 }  // namespace
 }  // namespace mg::test

@@ -74,39 +74,40 @@ TEST(Split, NumOutputsMustMatchTheAxis) {
       {"[split] axis 2 is out of range for x with shape (2, 3)"});
   expect_error(
       [] {
-        apply_function(decl::Split, SplitOptions{0, 3}, {make_variable({2, 3})});
+        apply_function(decl::Split, SplitOptions{0, 3},
+                       {make_variable({2, 3})});
       },
       {"[split] x with shape (2, 3) has 2 slices along axis 0, but "
        "num_outputs is 3"});
 }
 
 FunctionCheck stack_check(int axis) {
-    FunctionCheck c;
-    c.inputs = {{{2, 3}}, {{2, 3}}, {{2, 3}}};
-    c.build = [axis](const std::vector<VariablePtr>& in) {
-      return F::stack(in, axis);
-    };
-    c.reference = [axis](const std::vector<Doubles>& in) {
-      Doubles y(18);
-      for (int k = 0; k < 3; ++k) {
-        for (int i = 0; i < 2; ++i) {
-          for (int j = 0; j < 3; ++j) {
-            const int64_t o = axis == 0   ? at({3, 2, 3}, k, i, j)
-                              : axis == 1 ? at({2, 3, 3}, i, k, j)
-                                          : at({2, 3, 3}, i, j, k);
-            y[o] = in[k][i * 3 + j];
-          }
+  FunctionCheck c;
+  c.inputs = {{{2, 3}}, {{2, 3}}, {{2, 3}}};
+  c.build = [axis](const std::vector<VariablePtr>& in) {
+    return F::stack(in, axis);
+  };
+  c.reference = [axis](const std::vector<Doubles>& in) {
+    Doubles y(18);
+    for (int k = 0; k < 3; ++k) {
+      for (int i = 0; i < 2; ++i) {
+        for (int j = 0; j < 3; ++j) {
+          const int64_t o = axis == 0   ? at({3, 2, 3}, k, i, j)
+                            : axis == 1 ? at({2, 3, 3}, i, k, j)
+                                        : at({2, 3, 3}, i, j, k);
+          y[o] = in[k][i * 3 + j];
         }
       }
-      return y;
-    };
-    return c;
+    }
+    return y;
+  };
+  return c;
 }
 
-const bool kStack = harness::add(
-    decl::Stack, {{"axis 0", [] { return stack_check(0); }},
-                  {"axis 1", [] { return stack_check(1); }},
-                  {"axis -1", [] { return stack_check(-1); }}});
+const bool kStack =
+    harness::add(decl::Stack, {{"axis 0", [] { return stack_check(0); }},
+                               {"axis 1", [] { return stack_check(1); }},
+                               {"axis -1", [] { return stack_check(-1); }}});
 
 TEST(Stack, SplitUndoesStack) {
   auto a = variable_from({2}, {1, 2}), b = variable_from({2}, {3, 4});
@@ -143,10 +144,14 @@ FunctionCheck broadcast_check(const Shape& from) {
 }
 
 // The grad sums 8 copies (a long sum of 4096 is HalfGradSumsInFloat).
-const bool kBroadcast = harness::add(
-    decl::Broadcast,
-    {{"(3, 1) to (2, 3, 4)", [] { return broadcast_check({3, 1}); }},
-     {"(1, 3, 1) to (2, 3, 4)", [] { return broadcast_check({1, 3, 1}); }}});
+const bool kBroadcast =
+    harness::add(decl::Broadcast, {{"(3, 1) to (2, 3, 4)",
+                                    [] {
+                                      return broadcast_check({3, 1});
+                                    }},
+                                   {"(1, 3, 1) to (2, 3, 4)", [] {
+                                      return broadcast_check({1, 3, 1});
+                                    }}});
 
 TEST(Broadcast, HalfGradSumsInFloat) {
   // 4096 copies of one value: the grad (4096) is exact only with fp32 sums.
@@ -194,17 +199,17 @@ Doubles pad_ref(const Doubles& x, const std::string& mode, bool rows) {
 }
 
 FunctionCheck pad_check(const std::string& mode, bool rows) {
-      FunctionCheck c;
-      c.inputs = {{{2, 3}}};
-      c.build = [=](const std::vector<VariablePtr>& in) {
-        std::vector<int> pw =
-            rows ? std::vector<int>{1, 1, 1, 2} : std::vector<int>{1, 2};
-        return F::pad(in[0], pw, mode, 0.5f);
-      };
-      c.reference = [=](const std::vector<Doubles>& in) {
-        return pad_ref(in[0], mode, rows);
-      };
-      return c;
+  FunctionCheck c;
+  c.inputs = {{{2, 3}}};
+  c.build = [=](const std::vector<VariablePtr>& in) {
+    std::vector<int> pw =
+        rows ? std::vector<int>{1, 1, 1, 2} : std::vector<int>{1, 2};
+    return F::pad(in[0], pw, mode, 0.5f);
+  };
+  c.reference = [=](const std::vector<Doubles>& in) {
+    return pad_ref(in[0], mode, rows);
+  };
+  return c;
 }
 
 std::vector<harness::Case> pad_cases() {
@@ -245,35 +250,37 @@ TEST(Pad, BadArguments) {
 }
 
 FunctionCheck flip_check(const std::vector<int>& axes) {
-    FunctionCheck c;
-    c.inputs = {{{2, 3, 4}}};
-    c.build = [axes](const std::vector<VariablePtr>& in) {
-      return F::flip(in[0], axes);
-    };
-    c.reference = [axes](const std::vector<Doubles>& in) {
-      const Shape s{2, 3, 4};
-      Doubles y(24);
-      for (int64_t i = 0; i < 2; ++i) {
-        for (int64_t j = 0; j < 3; ++j) {
-          for (int64_t k = 0; k < 4; ++k) {
-            int64_t idx[3] = {i, j, k};
-            for (int a : axes) {
-              const int n = a < 0 ? a + 3 : a;
-              idx[n] = s[n] - 1 - idx[n];
-            }
-            y[at(s, i, j, k)] = in[0][at(s, idx[0], idx[1], idx[2])];
+  FunctionCheck c;
+  c.inputs = {{{2, 3, 4}}};
+  c.build = [axes](const std::vector<VariablePtr>& in) {
+    return F::flip(in[0], axes);
+  };
+  c.reference = [axes](const std::vector<Doubles>& in) {
+    const Shape s{2, 3, 4};
+    Doubles y(24);
+    for (int64_t i = 0; i < 2; ++i) {
+      for (int64_t j = 0; j < 3; ++j) {
+        for (int64_t k = 0; k < 4; ++k) {
+          int64_t idx[3] = {i, j, k};
+          for (int a : axes) {
+            const int n = a < 0 ? a + 3 : a;
+            idx[n] = s[n] - 1 - idx[n];
           }
+          y[at(s, i, j, k)] = in[0][at(s, idx[0], idx[1], idx[2])];
         }
       }
-      return y;
-    };
-    return c;
+    }
+    return y;
+  };
+  return c;
 }
 
-const bool kFlip = harness::add(
-    decl::Flip, {{"axis -1", [] { return flip_check({-1}); }},
-                 {"axis 0", [] { return flip_check({0}); }},
-                 {"axes 0 and 2", [] { return flip_check({0, 2}); }}});
+const bool kFlip =
+    harness::add(decl::Flip, {{"axis -1", [] { return flip_check({-1}); }},
+                              {"axis 0", [] { return flip_check({0}); }},
+                              {"axes 0 and 2", [] {
+                                 return flip_check({0, 2});
+                               }}});
 
 TEST(Flip, BadAxes) {
   expect_error(

@@ -27,7 +27,7 @@ Doubles attend(At q, At k, At v, int64_t L, int64_t S, int64_t E, int64_t Ev,
       // Aligned bottom-right: query i sees keys up to i + S - L.
       w[j] = (causal && j > i + S - L)
                  ? -std::numeric_limits<double>::infinity()
-                               : s / std::sqrt(static_cast<double>(E));
+                 : s / std::sqrt(static_cast<double>(E));
       mx = std::max(mx, w[j]);
     }
     for (auto& x : w) sum += (x = std::exp(x - mx));

@@ -59,13 +59,13 @@ FunctionCheck batch_matmul_long_check() {
   return c;
 }
 
-const bool kBatchMatmul = harness::add(
-    decl::BatchMatmul,
-    {{"a b", [] { return batch_matmul_check(false, false); }},
-     {"a^T b", [] { return batch_matmul_check(true, false); }},
-     {"a b^T", [] { return batch_matmul_check(false, true); }},
-     {"a^T b^T", [] { return batch_matmul_check(true, true); }},
-     {"512-term sums", batch_matmul_long_check, true}});
+const bool kBatchMatmul =
+    harness::add(decl::BatchMatmul,
+                 {{"a b", [] { return batch_matmul_check(false, false); }},
+                  {"a^T b", [] { return batch_matmul_check(true, false); }},
+                  {"a b^T", [] { return batch_matmul_check(false, true); }},
+                  {"a^T b^T", [] { return batch_matmul_check(true, true); }},
+                  {"512-term sums", batch_matmul_long_check, true}});
 
 TEST(BatchMatmul, OutputShape) {
   auto y = F::batch_matmul(make_variable({2, 3, 4, 5}),

@@ -97,29 +97,42 @@ BatchNormalizationOptions with_axes(std::vector<int> axes,
   return o;
 }
 
-const bool kBatchNormalizationTrainingNCHW = harness::add(decl::BatchNormalization, {{"training n c h w", [] {
-  return bn_check({4, 3, 2, 2}, {1, 3, 1, 1}, {4, 3, 4}, {});
-}}});
+const bool kBatchNormalizationTrainingNCHW =
+    harness::add(decl::BatchNormalization,
+                 {{"training n c h w", [] {
+                     return bn_check({4, 3, 2, 2}, {1, 3, 1, 1}, {4, 3, 4}, {});
+                   }}});
 
-const bool kBatchNormalizationTrainingNC = harness::add(decl::BatchNormalization, {{"training n c", [] {
-  return bn_check({8, 5}, {1, 5}, {8, 5, 1}, {});
-}}});
+const bool kBatchNormalizationTrainingNC =
+    harness::add(decl::BatchNormalization,
+                 {{"training n c", [] {
+                     return bn_check({8, 5}, {1, 5}, {8, 5, 1}, {});
+                   }}});
 
-const bool kBatchNormalizationTrainingLastAxisByNegativeIndex = harness::add(decl::BatchNormalization, {{"training last axis by negative index", [] {
-  return bn_check({3, 2, 4}, {1, 1, 4}, {6, 4, 1}, with_axes({-1}));
-}}});
+const bool kBatchNormalizationTrainingLastAxisByNegativeIndex = harness::add(
+    decl::BatchNormalization,
+    {{"training last axis by negative index", [] {
+        return bn_check({3, 2, 4}, {1, 1, 4}, {6, 4, 1}, with_axes({-1}));
+      }}});
 
-const bool kBatchNormalizationTrainingTwoConsecutiveAxes = harness::add(decl::BatchNormalization, {{"training two consecutive axes", [] {
-  return bn_check({3, 2, 3, 2}, {1, 2, 3, 1}, {3, 6, 2}, with_axes({1, 2}));
-}}});
+const bool kBatchNormalizationTrainingTwoConsecutiveAxes = harness::add(
+    decl::BatchNormalization, {{"training two consecutive axes", [] {
+                                  return bn_check({3, 2, 3, 2}, {1, 2, 3, 1},
+                                                  {3, 6, 2}, with_axes({1, 2}));
+                                }}});
 
-const bool kBatchNormalizationInferenceNCHW = harness::add(decl::BatchNormalization, {{"inference n c h w", [] {
-  return bn_check({4, 3, 2, 2}, {1, 3, 1, 1}, {4, 3, 4}, with_axes({1}, false));
-}}});
+const bool kBatchNormalizationInferenceNCHW =
+    harness::add(decl::BatchNormalization,
+                 {{"inference n c h w", [] {
+                     return bn_check({4, 3, 2, 2}, {1, 3, 1, 1}, {4, 3, 4},
+                                     with_axes({1}, false));
+                   }}});
 
-const bool kBatchNormalizationInferenceNC = harness::add(decl::BatchNormalization, {{"inference n c", [] {
-  return bn_check({8, 5}, {1, 5}, {8, 5, 1}, with_axes({1}, false));
-}}});
+const bool kBatchNormalizationInferenceNC = harness::add(
+    decl::BatchNormalization,
+    {{"inference n c", [] {
+        return bn_check({8, 5}, {1, 5}, {8, 5, 1}, with_axes({1}, false));
+      }}});
 
 // Random values in [low, high), rounded to the given dtype so that float and
 // reduced runs see the same input.
@@ -371,7 +384,8 @@ TEST(BatchNormalization, TrainingNeedsTwoValuesPerChannel) {
 
 TEST(BatchNormalization, WrongNumberOfInputs) {
   EXPECT_EQ(error_of([] {
-              apply_function1(decl::BatchNormalization, BatchNormalizationOptions{},
+              apply_function1(decl::BatchNormalization,
+                              BatchNormalizationOptions{},
                               {make_variable({2, 3}), make_variable({1, 3})});
             }),
             "[batch_normalization] takes 5 inputs, but got 2 with shapes "
@@ -437,13 +451,16 @@ TEST(ParametricBatchNormalization, BadAxesNameTheLayer) {
 // 8192 values in [0, 2) per channel (sums near 8192, where an fp16
 // accumulator's spacing is 8): the batch statistics against double.
 const bool kBatchNormalizationLong = harness::add(
-    decl::BatchNormalization,
-    {{"8192 values per channel", [] {
-        FunctionCheck c = bn_check({32, 2, 16, 16}, {1, 2, 1, 1}, {32, 2, 256}, {});
-        c.inputs[0].low = 0.0f;
-        c.check_grad = false;
-        return c;
-      }, /*long_sum=*/true}});
+    decl::BatchNormalization, {{"8192 values per channel",
+                                [] {
+                                  FunctionCheck c =
+                                      bn_check({32, 2, 16, 16}, {1, 2, 1, 1},
+                                               {32, 2, 256}, {});
+                                  c.inputs[0].low = 0.0f;
+                                  c.check_grad = false;
+                                  return c;
+                                },
+                                /*long_sum=*/true}});
 
 }  // namespace
 }  // namespace mg::test

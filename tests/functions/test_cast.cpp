@@ -25,23 +25,25 @@ FunctionCheck cast_check(Dtype dtype) {
   return c;
 }
 
-const bool kCastToFloat = harness::add(decl::Cast, {{"to float", [] {
-  return cast_check(Dtype::f32);
-}}});
+const bool kCastToFloat = harness::add(
+    decl::Cast, {{"to float", [] { return cast_check(Dtype::f32); }}});
 
-const bool kCastToHalf = harness::add(decl::Cast, {{"to half", [] {
-  auto c = cast_check(Dtype::f16);
-  c.forward_atol = 1e-4;  // half rounding: 2^-12 relative, 2^-25 near 0
-  c.forward_rtol = 1e-3;
-  return c;
-}}});
+const bool kCastToHalf = harness::add(
+    decl::Cast, {{"to half", [] {
+                    auto c = cast_check(Dtype::f16);
+                    c.forward_atol =
+                        1e-4;  // half rounding: 2^-12 relative, 2^-25 near 0
+                    c.forward_rtol = 1e-3;
+                    return c;
+                  }}});
 
-const bool kCastToBFloat16 = harness::add(decl::Cast, {{"to b float16", [] {
-  auto c = cast_check(Dtype::bf16);
-  c.forward_atol = 1e-4;  // bfloat16 rounding: 2^-9 relative
-  c.forward_rtol = 4e-3;
-  return c;
-}}});
+const bool kCastToBFloat16 = harness::add(
+    decl::Cast, {{"to b float16", [] {
+                    auto c = cast_check(Dtype::bf16);
+                    c.forward_atol = 1e-4;  // bfloat16 rounding: 2^-9 relative
+                    c.forward_rtol = 4e-3;
+                    return c;
+                  }}});
 
 // Values that exercise rounding: ties to even, overflow, subnormals, nan.
 const std::vector<float> kValues = {

@@ -41,12 +41,10 @@ double weighted(const VariablePtr& y, const std::vector<float>& w) {
 // parameter the output does not depend on would pass vacuously), except
 // those in `zero` (a grad that is zero by the math), whose grad must be
 // zero. Returns the names checked.
-std::vector<std::string> check_parameter_grads(const VariablePtr& y,
-                                               const ParameterScope& params,
-                                               const std::set<std::string>& zero = {},
-                                               double eps = 1e-2,
-                                               double atol = 2e-3,
-                                               double rtol = 1e-2) {
+std::vector<std::string> check_parameter_grads(
+    const VariablePtr& y, const ParameterScope& params,
+    const std::set<std::string>& zero = {}, double eps = 1e-2,
+    double atol = 2e-3, double rtol = 1e-2) {
   const ParameterList list = params.parameters();
   EXPECT_FALSE(list.empty()) << "the builder created no parameter";
   const std::vector<float> w = [&] {
@@ -66,7 +64,8 @@ std::vector<std::string> check_parameter_grads(const VariablePtr& y,
     float* p = v->data()->cast<float>();
     for (size_t j = 0; j < numeric.size(); ++j) {
       const float x = p[j];
-      const float h = static_cast<float>(eps * std::max(1.0, std::fabs(double(x))));
+      const float h =
+          static_cast<float>(eps * std::max(1.0, std::fabs(double(x))));
       p[j] = x + h;
       const float up = p[j];
       y->forward();
@@ -112,7 +111,8 @@ TEST(CompositeParameterGrads, MultiHeadAttentionProjections) {
     // Biases start at zero and weights small: move them so that every
     // projection (and softmax) works away from its starting point.
     for (const auto& [name, p] : params.parameters()) {
-      const auto vals = uniform_values(p->size(), 5 + static_cast<uint32_t>(name.size()));
+      const auto vals =
+          uniform_values(p->size(), 5 + static_cast<uint32_t>(name.size()));
       std::copy(vals.begin(), vals.end(), p->data()->cast<float>(true));
     }
     // The key bias adds q . b_k to every score of a query's row, which the
@@ -134,11 +134,12 @@ TEST(CompositeParameterGrads, LstmWeights) {
   auto h0 = variable_from({N, Hd}, uniform_values(N * Hd, 12));
   auto c0 = variable_from({N, Hd}, uniform_values(N * Hd, 13));
   auto [y, h, c] = PF::lstm(x, h0, c0, Hd, params["lstm"]);
-  auto all = F::concatenate({F::reshape(y, {T * N * Hd}), F::reshape(h, {N * Hd}),
-                             F::reshape(c, {N * Hd})},
+  auto all = F::concatenate({F::reshape(y, {T * N * Hd}),
+                             F::reshape(h, {N * Hd}), F::reshape(c, {N * Hd})},
                             0);
   for (const auto& [name, p] : params.parameters()) {
-    const auto vals = uniform_values(p->size(), 21 + static_cast<uint32_t>(name.size()));
+    const auto vals =
+        uniform_values(p->size(), 21 + static_cast<uint32_t>(name.size()));
     std::copy(vals.begin(), vals.end(), p->data()->cast<float>(true));
   }
   const auto checked = check_parameter_grads(all, params);
@@ -164,7 +165,8 @@ TEST(CompositeParameterGrads, TheCheckCatchesAWrongParameterGrad) {
     ::testing::TestPartResultArray results;
     {
       ::testing::ScopedFakeTestPartResultReporter reporter(
-          ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD,
+          ::testing::ScopedFakeTestPartResultReporter::
+              INTERCEPT_ONLY_CURRENT_THREAD,
           &results);
       // A builder whose backward misses a path to W: y2 = y + x W', where
       // W' shares W's data but takes no grad.
@@ -177,12 +179,15 @@ TEST(CompositeParameterGrads, TheCheckCatchesAWrongParameterGrad) {
       check_parameter_grads(y2, params);
     }
     std::string s;
-    for (int i = 0; i < results.size(); ++i) s += results.GetTestPartResult(i).message();
+    for (int i = 0; i < results.size(); ++i)
+      s += results.GetTestPartResult(i).message();
     return s;
   }();
-  EXPECT_NE(failures.find("analytic against numerical grad of fc/W"), std::string::npos)
+  EXPECT_NE(failures.find("analytic against numerical grad of fc/W"),
+            std::string::npos)
       << failures;
-  EXPECT_EQ(failures.find("numerical grad of fc/b"), std::string::npos) << failures;
+  EXPECT_EQ(failures.find("numerical grad of fc/b"), std::string::npos)
+      << failures;
 }
 
 }  // namespace

@@ -81,57 +81,72 @@ FunctionCheck conv_check(const Shape& xs, const Shape& ws, bool bias,
   return c;
 }
 
-const bool kConvolutionBasic2dWithBias = harness::add(decl::Convolution, {{"basic2d with bias", [] {
-  return conv_check({2, 3, 6, 6}, {4, 3, 3, 3}, true, {});
-}}});
+const bool kConvolutionBasic2dWithBias =
+    harness::add(decl::Convolution,
+                 {{"basic2d with bias", [] {
+                     return conv_check({2, 3, 6, 6}, {4, 3, 3, 3}, true, {});
+                   }}});
 
-const bool kConvolutionStride2Pad1 = harness::add(decl::Convolution, {{"stride2 pad1", [] {
-  ConvolutionOptions o;
-  o.pad = {1, 1};
-  o.stride = {2, 2};
-  return conv_check({2, 3, 7, 8}, {4, 3, 3, 3}, true, o);
-}}});
+const bool kConvolutionStride2Pad1 =
+    harness::add(decl::Convolution,
+                 {{"stride2 pad1", [] {
+                     ConvolutionOptions o;
+                     o.pad = {1, 1};
+                     o.stride = {2, 2};
+                     return conv_check({2, 3, 7, 8}, {4, 3, 3, 3}, true, o);
+                   }}});
 
-const bool kConvolutionDilation2AndUnevenKernel = harness::add(decl::Convolution, {{"dilation2 and uneven kernel", [] {
-  ConvolutionOptions o;
-  o.pad = {2, 1};
-  o.dilation = {2, 2};
-  return conv_check({2, 2, 7, 6}, {3, 2, 3, 2}, true, o);
-}}});
+const bool kConvolutionDilation2AndUnevenKernel =
+    harness::add(decl::Convolution,
+                 {{"dilation2 and uneven kernel", [] {
+                     ConvolutionOptions o;
+                     o.pad = {2, 1};
+                     o.dilation = {2, 2};
+                     return conv_check({2, 2, 7, 6}, {3, 2, 3, 2}, true, o);
+                   }}});
 
-const bool kConvolutionGroup2WithoutBias = harness::add(decl::Convolution, {{"group2 without bias", [] {
-  ConvolutionOptions o;
-  o.group = 2;
-  o.pad = {1, 1};
-  return conv_check({2, 4, 5, 5}, {6, 2, 3, 3}, false, o);
-}}});
+const bool kConvolutionGroup2WithoutBias =
+    harness::add(decl::Convolution,
+                 {{"group2 without bias", [] {
+                     ConvolutionOptions o;
+                     o.group = 2;
+                     o.pad = {1, 1};
+                     return conv_check({2, 4, 5, 5}, {6, 2, 3, 3}, false, o);
+                   }}});
 
-const bool kConvolutionDepthwise = harness::add(decl::Convolution, {{"depthwise", [] {
-  ConvolutionOptions o;
-  o.group = 4;
-  o.pad = {1, 1};
-  return conv_check({2, 4, 5, 5}, {4, 1, 3, 3}, true, o);
-}}});
+const bool kConvolutionDepthwise =
+    harness::add(decl::Convolution,
+                 {{"depthwise", [] {
+                     ConvolutionOptions o;
+                     o.group = 4;
+                     o.pad = {1, 1};
+                     return conv_check({2, 4, 5, 5}, {4, 1, 3, 3}, true, o);
+                   }}});
 
-const bool kConvolutionOneDimensional = harness::add(decl::Convolution, {{"one dimensional", [] {
-  ConvolutionOptions o;
-  o.pad = {1};
-  o.stride = {2};
-  return conv_check({2, 3, 9}, {4, 3, 3}, true, o);
-}}});
+const bool kConvolutionOneDimensional = harness::add(
+    decl::Convolution, {{"one dimensional", [] {
+                           ConvolutionOptions o;
+                           o.pad = {1};
+                           o.stride = {2};
+                           return conv_check({2, 3, 9}, {4, 3, 3}, true, o);
+                         }}});
 
-const bool kConvolutionThreeDimensional = harness::add(decl::Convolution, {{"three dimensional", [] {
-  ConvolutionOptions o;
-  o.pad = {1, 0, 1};
-  o.stride = {2, 1, 1};
-  return conv_check({2, 2, 4, 4, 3}, {3, 2, 2, 3, 2}, true, o);
-}}});
+const bool kConvolutionThreeDimensional = harness::add(
+    decl::Convolution,
+    {{"three dimensional", [] {
+        ConvolutionOptions o;
+        o.pad = {1, 0, 1};
+        o.stride = {2, 1, 1};
+        return conv_check({2, 2, 4, 4, 3}, {3, 2, 2, 3, 2}, true, o);
+      }}});
 
-const bool kConvolutionBaseAxis2FoldsLeadingAxesIntoTheBatch = harness::add(decl::Convolution, {{"base axis2 folds leading axes into the batch", [] {
-  ConvolutionOptions o;
-  o.base_axis = 2;
-  return conv_check({2, 2, 3, 5, 5}, {4, 3, 3, 3}, true, o);
-}}});
+const bool kConvolutionBaseAxis2FoldsLeadingAxesIntoTheBatch =
+    harness::add(decl::Convolution,
+                 {{"base axis2 folds leading axes into the batch", [] {
+                     ConvolutionOptions o;
+                     o.base_axis = 2;
+                     return conv_check({2, 2, 3, 5, 5}, {4, 3, 3, 3}, true, o);
+                   }}});
 
 TEST(Convolution, OutputShape) {
   ConvolutionOptions o;
@@ -413,15 +428,18 @@ TEST(ParametricConvolution, TutorialShapes) {
 // 576 products in [0, 1) per output (C = 64, 3x3; sums near 144, where an
 // fp16 accumulator's spacing is 0.125): against double.
 const bool kConvolutionLong = harness::add(
-    decl::Convolution, {{"576-term sums", [] {
-                           FunctionCheck c = conv_check({1, 64, 4, 4}, {2, 64, 3, 3}, false, {});
-                           for (auto& in : c.inputs) in.low = 0.0f;
-                           c.half_atol = c.bf16_atol = 0.0;
-                           c.half_rtol = 2e-3;
-                           c.bf16_rtol = 1e-2;
-                           c.check_grad = false;
-                           return c;
-                         }, /*long_sum=*/true}});
+    decl::Convolution,
+    {{"576-term sums",
+      [] {
+        FunctionCheck c = conv_check({1, 64, 4, 4}, {2, 64, 3, 3}, false, {});
+        for (auto& in : c.inputs) in.low = 0.0f;
+        c.half_atol = c.bf16_atol = 0.0;
+        c.half_rtol = 2e-3;
+        c.bf16_rtol = 1e-2;
+        c.check_grad = false;
+        return c;
+      },
+      /*long_sum=*/true}});
 
 }  // namespace
 }  // namespace mg::test

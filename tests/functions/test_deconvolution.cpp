@@ -65,7 +65,7 @@ Doubles deconv_ref(const std::vector<Doubles>& in, const ConvRefGeometry& g) {
 }
 
 FunctionCheck deconv_check(const Shape& xs, const Shape& ws, bool bias,
-                         const DeconvolutionOptions& opts) {
+                           const DeconvolutionOptions& opts) {
   FunctionCheck c;
   c.inputs = {{xs}, {ws}};
   if (bias) c.inputs.push_back({{ws[1] * opts.group}});
@@ -85,51 +85,64 @@ FunctionCheck deconv_check(const Shape& xs, const Shape& ws, bool bias,
   return c;
 }
 
-const bool kDeconvolutionBasic2dWithBias = harness::add(decl::Deconvolution, {{"basic2d with bias", [] {
-  return deconv_check({2, 3, 4, 4}, {3, 4, 3, 3}, true, {});
-}}});
+const bool kDeconvolutionBasic2dWithBias =
+    harness::add(decl::Deconvolution,
+                 {{"basic2d with bias", [] {
+                     return deconv_check({2, 3, 4, 4}, {3, 4, 3, 3}, true, {});
+                   }}});
 
-const bool kDeconvolutionStride2Pad1 = harness::add(decl::Deconvolution, {{"stride2 pad1", [] {
-  DeconvolutionOptions o;
-  o.pad = {1, 1};
-  o.stride = {2, 2};
-  return deconv_check({2, 3, 4, 3}, {3, 2, 3, 3}, true, o);
-}}});
+const bool kDeconvolutionStride2Pad1 =
+    harness::add(decl::Deconvolution,
+                 {{"stride2 pad1", [] {
+                     DeconvolutionOptions o;
+                     o.pad = {1, 1};
+                     o.stride = {2, 2};
+                     return deconv_check({2, 3, 4, 3}, {3, 2, 3, 3}, true, o);
+                   }}});
 
-const bool kDeconvolutionStride2OutputPadding1 = harness::add(decl::Deconvolution, {{"stride2 output padding1", [] {
-  DeconvolutionOptions o;
-  o.pad = {1, 1};
-  o.stride = {2, 2};
-  o.output_padding = {1, 0};
-  return deconv_check({2, 3, 3, 3}, {3, 2, 3, 3}, true, o);
-}}});
+const bool kDeconvolutionStride2OutputPadding1 =
+    harness::add(decl::Deconvolution,
+                 {{"stride2 output padding1", [] {
+                     DeconvolutionOptions o;
+                     o.pad = {1, 1};
+                     o.stride = {2, 2};
+                     o.output_padding = {1, 0};
+                     return deconv_check({2, 3, 3, 3}, {3, 2, 3, 3}, true, o);
+                   }}});
 
-const bool kDeconvolutionDilation2 = harness::add(decl::Deconvolution, {{"dilation2", [] {
-  DeconvolutionOptions o;
-  o.dilation = {2, 2};
-  o.pad = {1, 0};
-  return deconv_check({2, 2, 4, 3}, {2, 3, 3, 2}, true, o);
-}}});
+const bool kDeconvolutionDilation2 =
+    harness::add(decl::Deconvolution,
+                 {{"dilation2", [] {
+                     DeconvolutionOptions o;
+                     o.dilation = {2, 2};
+                     o.pad = {1, 0};
+                     return deconv_check({2, 2, 4, 3}, {2, 3, 3, 2}, true, o);
+                   }}});
 
-const bool kDeconvolutionGroup2WithoutBias = harness::add(decl::Deconvolution, {{"group2 without bias", [] {
-  DeconvolutionOptions o;
-  o.group = 2;
-  o.stride = {2, 1};
-  return deconv_check({2, 4, 3, 4}, {4, 3, 2, 3}, false, o);
-}}});
+const bool kDeconvolutionGroup2WithoutBias =
+    harness::add(decl::Deconvolution,
+                 {{"group2 without bias", [] {
+                     DeconvolutionOptions o;
+                     o.group = 2;
+                     o.stride = {2, 1};
+                     return deconv_check({2, 4, 3, 4}, {4, 3, 2, 3}, false, o);
+                   }}});
 
-const bool kDeconvolutionOneDimensional = harness::add(decl::Deconvolution, {{"one dimensional", [] {
-  DeconvolutionOptions o;
-  o.stride = {2};
-  o.pad = {1};
-  return deconv_check({2, 3, 5}, {3, 4, 3}, true, o);
-}}});
+const bool kDeconvolutionOneDimensional = harness::add(
+    decl::Deconvolution, {{"one dimensional", [] {
+                             DeconvolutionOptions o;
+                             o.stride = {2};
+                             o.pad = {1};
+                             return deconv_check({2, 3, 5}, {3, 4, 3}, true, o);
+                           }}});
 
-const bool kDeconvolutionThreeDimensional = harness::add(decl::Deconvolution, {{"three dimensional", [] {
-  DeconvolutionOptions o;
-  o.stride = {2, 1, 1};
-  return deconv_check({2, 2, 2, 3, 3}, {2, 3, 2, 2, 2}, true, o);
-}}});
+const bool kDeconvolutionThreeDimensional = harness::add(
+    decl::Deconvolution,
+    {{"three dimensional", [] {
+        DeconvolutionOptions o;
+        o.stride = {2, 1, 1};
+        return deconv_check({2, 2, 2, 3, 3}, {2, 3, 2, 2, 2}, true, o);
+      }}});
 
 TEST(Deconvolution, IsTheTransposeOfConvolution) {
   // <conv(x, W), y> = <x, deconv(y, W)> for the same W and options.

@@ -26,20 +26,28 @@ VariablePtr uniform(const Shape& shape, float low, float high, uint32_t seed,
   return x;
 }
 
-const bool kDropoutCheckerWithAFixedSeed = harness::add(decl::Dropout, {{"checker with a fixed seed", [] {
-  // The checker rebuilds the graph for each evaluation; a fixed seed gives
-  // every build the same mask. There is no reference: the mask is random.
-  FunctionCheck c;
-  c.inputs = {{{4, 5, 6}}};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::dropout(in[0], 0.3f, 42);
-  };
-  return c;
-}, false, true, {},
-  // The harness compares a graph set up again with a fresh one; Dropout
-  // draws a new mask at each forward, so no fresh graph has the same one.
-  "a new mask at each forward (Dropout.ANewBatchSizeKeepsTheMaskRule checks "
-  "it at b -> b + 3 -> 1)"}});
+const bool kDropoutCheckerWithAFixedSeed = harness::add(
+    decl::Dropout,
+    {{"checker with a fixed seed",
+      [] {
+        // The checker rebuilds the graph for each evaluation; a fixed seed
+        // gives every build the same mask. There is no reference: the mask is
+        // random.
+        FunctionCheck c;
+        c.inputs = {{{4, 5, 6}}};
+        c.build = [](const std::vector<VariablePtr>& in) {
+          return F::dropout(in[0], 0.3f, 42);
+        };
+        return c;
+      },
+      false,
+      true,
+      {},
+      // The harness compares a graph set up again with a fresh one; Dropout
+      // draws a new mask at each forward, so no fresh graph has the same one.
+      "a new mask at each forward (Dropout.ANewBatchSizeKeepsTheMaskRule "
+      "checks "
+      "it at b -> b + 3 -> 1)"}});
 
 TEST(Dropout, ForwardMatchesTheMaskItShows) {
   const float p = 0.3f;
@@ -77,7 +85,8 @@ TEST(Dropout, ANewBatchSizeKeepsTheMaskRule) {
   y->forward();
   for (int64_t batch : {7, 1}) {
     SCOPED_TRACE("batch " + std::to_string(batch));
-    auto fresh = uniform({batch, 5, 6}, 0.5f, 1.5f, static_cast<uint32_t>(batch));
+    auto fresh =
+        uniform({batch, 5, 6}, 0.5f, 1.5f, static_cast<uint32_t>(batch));
     x->reshape({batch, 5, 6});
     std::copy_n(fresh->data()->get<const float>(), fresh->size(),
                 x->data()->cast<float>(true));

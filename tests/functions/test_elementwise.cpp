@@ -9,69 +9,96 @@
 namespace mg::test {
 namespace {
 
-const bool kReLUAll = harness::add(decl::unary<ops::ReLU>, {{"default", [] {
-  return unary_check([](auto x) { return F::relu(x); },
-                        [](double x) { return x > 0 ? x : 0; });
-}}});
+const bool kReLUAll =
+    harness::add(decl::unary<ops::ReLU>,
+                 {{"default", [] {
+                     return unary_check([](auto x) { return F::relu(x); },
+                                        [](double x) { return x > 0 ? x : 0; });
+                   }}});
 
-const bool kLeakyReLUAll = harness::add(decl::unary<ops::LeakyReLU>, {{"default", [] {
-  return unary_check([](auto x) { return F::leaky_relu(x, 0.2f); },
-                        [](double x) { return x > 0 ? x : 0.2 * x; });
-}}});
+const bool kLeakyReLUAll = harness::add(
+    decl::unary<ops::LeakyReLU>,
+    {{"default", [] {
+        return unary_check([](auto x) { return F::leaky_relu(x, 0.2f); },
+                           [](double x) { return x > 0 ? x : 0.2 * x; });
+      }}});
 
-const bool kSigmoidAll = harness::add(decl::unary<ops::Sigmoid>, {{"default", [] {
-  return unary_check([](auto x) { return F::sigmoid(x); },
-                        [](double x) { return 1 / (1 + std::exp(-x)); });
-}}});
+const bool kSigmoidAll = harness::add(
+    decl::unary<ops::Sigmoid>,
+    {{"default", [] {
+        return unary_check([](auto x) { return F::sigmoid(x); },
+                           [](double x) { return 1 / (1 + std::exp(-x)); });
+      }}});
 
-const bool kTanhAll = harness::add(decl::unary<ops::Tanh>, {{"default", [] {
-  return unary_check([](auto x) { return F::tanh(x); },
-                        [](double x) { return std::tanh(x); });
-}}});
+const bool kTanhAll =
+    harness::add(decl::unary<ops::Tanh>,
+                 {{"default", [] {
+                     return unary_check([](auto x) { return F::tanh(x); },
+                                        [](double x) { return std::tanh(x); });
+                   }}});
 
-const bool kELUAll = harness::add(decl::unary<ops::ELU>, {{"default", [] {
-  return unary_check([](auto x) { return F::elu(x, 0.5f); }, [](double x) {
-    return x >= 0 ? x : 0.5 * (std::exp(x) - 1);
-  });
-}}});
+const bool kELUAll = harness::add(
+    decl::unary<ops::ELU>,
+    {{"default", [] {
+        return unary_check(
+            [](auto x) { return F::elu(x, 0.5f); },
+            [](double x) { return x >= 0 ? x : 0.5 * (std::exp(x) - 1); });
+      }}});
 
-const bool kGELUAll = harness::add(decl::unary<ops::GELU>, {{"default", [] {
-  return unary_check([](auto x) { return F::gelu(x); }, [](double x) {
-    const double c = std::sqrt(2 / M_PI);
-    return 0.5 * x * (1 + std::tanh(c * (x + 0.044715 * x * x * x)));
-  });
-}}});
+const bool kGELUAll = harness::add(
+    decl::unary<ops::GELU>,
+    {{"default", [] {
+        return unary_check(
+            [](auto x) { return F::gelu(x); },
+            [](double x) {
+              const double c = std::sqrt(2 / M_PI);
+              return 0.5 * x * (1 + std::tanh(c * (x + 0.044715 * x * x * x)));
+            });
+      }}});
 
-const bool kExpAll = harness::add(decl::unary<ops::Exp>, {{"default", [] {
-  return unary_check([](auto x) { return F::exp(x); },
-                        [](double x) { return std::exp(x); });
-}}});
+const bool kExpAll =
+    harness::add(decl::unary<ops::Exp>,
+                 {{"default", [] {
+                     return unary_check([](auto x) { return F::exp(x); },
+                                        [](double x) { return std::exp(x); });
+                   }}});
 
-const bool kLogAll = harness::add(decl::unary<ops::Log>, {{"default", [] {
-  return unary_check([](auto x) { return F::log(x); },
-                        [](double x) { return std::log(x); }, 0.5f, 3.0f);
-}}});
+const bool kLogAll = harness::add(
+    decl::unary<ops::Log>,
+    {{"default", [] {
+        return unary_check([](auto x) { return F::log(x); },
+                           [](double x) { return std::log(x); }, 0.5f, 3.0f);
+      }}});
 
-const bool kIdentityAll = harness::add(decl::unary<ops::Identity>, {{"default", [] {
-  return unary_check([](auto x) { return F::identity(x); },
-                        [](double x) { return x; });
-}}});
+const bool kIdentityAll =
+    harness::add(decl::unary<ops::Identity>,
+                 {{"default", [] {
+                     return unary_check([](auto x) { return F::identity(x); },
+                                        [](double x) { return x; });
+                   }}});
 
-const bool kAddScalarAll = harness::add(decl::unary<ops::AddScalar>, {{"default", [] {
-  return unary_check([](auto x) { return F::add_scalar(x, 1.5f); },
-                        [](double x) { return x + 1.5; });
-}}});
+const bool kAddScalarAll = harness::add(
+    decl::unary<ops::AddScalar>,
+    {{"default", [] {
+        return unary_check([](auto x) { return F::add_scalar(x, 1.5f); },
+                           [](double x) { return x + 1.5; });
+      }}});
 
-const bool kMulScalarAll = harness::add(decl::unary<ops::MulScalar>, {{"default", [] {
-  return unary_check([](auto x) { return F::mul_scalar(x, -3.0f); },
-                        [](double x) { return -3 * x; });
-}}});
+const bool kMulScalarAll = harness::add(
+    decl::unary<ops::MulScalar>,
+    {{"default", [] {
+        return unary_check([](auto x) { return F::mul_scalar(x, -3.0f); },
+                           [](double x) { return -3 * x; });
+      }}});
 
-const bool kPowScalarAll = harness::add(decl::unary<ops::PowScalar>, {{"default", [] {
-  auto c = unary_check([](auto x) { return F::pow_scalar(x, 2.5f); },
-                       [](double x) { return std::pow(x, 2.5); }, 0.5f, 2.0f);
-  return c;
-}}});
+const bool kPowScalarAll =
+    harness::add(decl::unary<ops::PowScalar>,
+                 {{"default", [] {
+                     auto c = unary_check(
+                         [](auto x) { return F::pow_scalar(x, 2.5f); },
+                         [](double x) { return std::pow(x, 2.5); }, 0.5f, 2.0f);
+                     return c;
+                   }}});
 
 // ---- binary, with broadcasting ----
 
@@ -125,11 +152,16 @@ class Binary : public ::testing::TestWithParam<BinaryCase> {};
 // Same shapes, and broadcasting either way.
 std::vector<harness::Case> binary_cases(const BinaryCase& p) {
   return {{"same shape",
-           [p] { return binary_check(p.f, p.ref, {2, 3, 4}, {2, 3, 4}, p.low); }},
+           [p] {
+             return binary_check(p.f, p.ref, {2, 3, 4}, {2, 3, 4}, p.low);
+           }},
           {"x1 broadcast",
-           [p] { return binary_check(p.f, p.ref, {2, 3, 4}, {3, 1}, p.low); }},
-          {"both broadcast",
-           [p] { return binary_check(p.f, p.ref, {1, 4}, {2, 3, 1}, p.low); }}};
+           [p] {
+             return binary_check(p.f, p.ref, {2, 3, 4}, {3, 1}, p.low);
+           }},
+          {"both broadcast", [p] {
+             return binary_check(p.f, p.ref, {1, 4}, {2, 3, 1}, p.low);
+           }}};
 }
 
 TEST_P(Binary, ShapesThatDoNotBroadcastAreRejected) {

@@ -53,7 +53,8 @@ TEST_P(Harness, ValuesGradsAccumulationIntegers) {
       FunctionRegistry::instance().decl(p.function, "harness");
   for (const auto& c : cases) {
     harness::run(d, c, p.type_config);
-    if (is_layout(d) && c.int32_layout) harness::run_integer_layout(c.make(), p.type_config);
+    if (is_layout(d) && c.int32_layout)
+      harness::run_integer_layout(c.make(), p.type_config);
   }
 }
 
@@ -65,9 +66,11 @@ TEST_P(Harness, NewBatchSizeBetweenTwoForwards) {
   const FunctionDecl& d =
       FunctionRegistry::instance().decl(p.function, "harness");
   for (const auto& c : harness::cases(p.function)) {
-    const harness::BatchChange r = harness::run_batch_change(d, c, p.type_config);
+    const harness::BatchChange r =
+        harness::run_batch_change(d, c, p.type_config);
     std::string batches;
-    for (int64_t b : r.batches) batches += (batches.empty() ? "" : " -> ") + std::to_string(b);
+    for (int64_t b : r.batches)
+      batches += (batches.empty() ? "" : " -> ") + std::to_string(b);
     RecordProperty("case " + c.label,
                    r.outcome == harness::BatchChange::set_up_again
                        ? "set up again: batch " + batches
@@ -120,7 +123,8 @@ TEST(HarnessCoverage, EveryFunctionTakesANewBatchSizeOrSaysWhy) {
       ++cases;
       const auto r = harness::run_batch_change(d, c, "float");
       std::string sizes;
-      for (int64_t b : r.batches) sizes += (sizes.empty() ? "" : " -> ") + std::to_string(b);
+      for (int64_t b : r.batches)
+        sizes += (sizes.empty() ? "" : " -> ") + std::to_string(b);
       if (r.outcome == harness::BatchChange::set_up_again) {
         any_again = true;
         ++cases_again;
@@ -148,12 +152,13 @@ TEST(HarnessCoverage, EveryFunctionTakesANewBatchSizeOrSaysWhy) {
             function_list().size());
   std::cout << again.size() << " of " << function_list().size()
             << " functions set up again at new batch sizes (b -> b + 3 -> 1) "
-            << "and matched fresh graphs bit for bit (" << cases_again
-            << " of " << cases << " cases); " << refused.size()
+            << "and matched fresh graphs bit for bit (" << cases_again << " of "
+            << cases << " cases); " << refused.size()
             << " cases refused a size, with an error naming the function and "
             << "both shapes, where a fresh build fails too:";
   for (const auto& r : refused) std::cout << "\n  refused: " << r;
-  std::cout << "\n" << refused_all.size()
+  std::cout << "\n"
+            << refused_all.size()
             << " functions refused every new batch size (their arguments "
             << "fix the shapes):";
   for (const auto& r : refused_all) std::cout << " " << r;
@@ -165,9 +170,10 @@ TEST(HarnessCoverage, EveryFunctionTakesANewBatchSizeOrSaysWhy) {
 // The README's function table is generated from the declarations; when a
 // function is added or changed, MIXGRAPH_UPDATE_README=1 rewrites it.
 TEST(FunctionTable, TheReadmeListsEveryFunctionAsDeclared) {
-  const std::string begin = "<!-- function table: generated from the "
-                            "declarations by mg::function_table_markdown() "
-                            "-->\n";
+  const std::string begin =
+      "<!-- function table: generated from the "
+      "declarations by mg::function_table_markdown() "
+      "-->\n";
   const std::string end = "<!-- end of the function table -->";
   std::ifstream in(MIXGRAPH_README);
   ASSERT_TRUE(in) << "cannot read " << MIXGRAPH_README;
@@ -178,7 +184,8 @@ TEST(FunctionTable, TheReadmeListsEveryFunctionAsDeclared) {
   ASSERT_NE(b, std::string::npos) << "README.md lacks the line " << begin;
   ASSERT_NE(e, std::string::npos) << "README.md lacks the line " << end;
   const std::string want = function_table_markdown();
-  const std::string have = readme.substr(b + begin.size(), e - b - begin.size());
+  const std::string have =
+      readme.substr(b + begin.size(), e - b - begin.size());
   if (have != want && std::getenv("MIXGRAPH_UPDATE_README")) {
     readme.replace(b + begin.size(), e - b - begin.size(), want);
     std::ofstream(MIXGRAPH_README) << readme;

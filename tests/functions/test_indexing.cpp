@@ -7,23 +7,25 @@
 namespace mg::test {
 namespace {
 
-const bool kEmbedAll = harness::add(decl::Embed, {{"all", [] {
-  FunctionCheck c;
-  // Ids repeat (0 and 3 twice) so W's grad sums rows.
-  c.inputs = {InputSpec::fixed({2, 3}, {3, 0, 4, 0, 3, 1}), {{5, 2, 2}}};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::embed(in[0], in[1]);
-  };
-  c.reference = [](const std::vector<Doubles>& in) {
-    Doubles y;
-    for (double id : in[0]) {
-      for (int j = 0; j < 4; ++j)
-        y.push_back(in[1][static_cast<int>(id) * 4 + j]);
-    }
-    return y;
-  };
-  return c;
-}}});
+const bool kEmbedAll = harness::add(
+    decl::Embed,
+    {{"all", [] {
+        FunctionCheck c;
+        // Ids repeat (0 and 3 twice) so W's grad sums rows.
+        c.inputs = {InputSpec::fixed({2, 3}, {3, 0, 4, 0, 3, 1}), {{5, 2, 2}}};
+        c.build = [](const std::vector<VariablePtr>& in) {
+          return F::embed(in[0], in[1]);
+        };
+        c.reference = [](const std::vector<Doubles>& in) {
+          Doubles y;
+          for (double id : in[0]) {
+            for (int j = 0; j < 4; ++j)
+              y.push_back(in[1][static_cast<int>(id) * 4 + j]);
+          }
+          return y;
+        };
+        return c;
+      }}});
 
 TEST(Embed, OutputShapeAndParametricDefaults) {
   ParameterScope params;
@@ -57,45 +59,51 @@ TEST(Embed, IdOutOfRange) {
                {"[embed] W with shape () must have at least 1 dimension"});
 }
 
-const bool kGatherAxis1 = harness::add(decl::Gather, {{"axis1", [] {
-  FunctionCheck c;
-  c.inputs = {{{2, 4, 3}}, InputSpec::fixed({2, 2}, {3, 0, 0, 2})};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::gather(in[0], in[1], 1);
-  };
-  // y (2, 2, 2, 3)[a, i, j, k] = x[a, idx[i, j], k].
-  c.reference = [](const std::vector<Doubles>& in) {
-    Doubles y;
-    for (int a = 0; a < 2; ++a) {
-      for (int ij = 0; ij < 4; ++ij) {
-        const int r = static_cast<int>(in[1][ij]);
-        for (int k = 0; k < 3; ++k) y.push_back(in[0][(a * 4 + r) * 3 + k]);
-      }
-    }
-    return y;
-  };
-  return c;
-}}});
+const bool kGatherAxis1 = harness::add(
+    decl::Gather,
+    {{"axis1", [] {
+        FunctionCheck c;
+        c.inputs = {{{2, 4, 3}}, InputSpec::fixed({2, 2}, {3, 0, 0, 2})};
+        c.build = [](const std::vector<VariablePtr>& in) {
+          return F::gather(in[0], in[1], 1);
+        };
+        // y (2, 2, 2, 3)[a, i, j, k] = x[a, idx[i, j], k].
+        c.reference = [](const std::vector<Doubles>& in) {
+          Doubles y;
+          for (int a = 0; a < 2; ++a) {
+            for (int ij = 0; ij < 4; ++ij) {
+              const int r = static_cast<int>(in[1][ij]);
+              for (int k = 0; k < 3; ++k)
+                y.push_back(in[0][(a * 4 + r) * 3 + k]);
+            }
+          }
+          return y;
+        };
+        return c;
+      }}});
 
-const bool kGatherBatchDims = harness::add(decl::Gather, {{"batch dims", [] {
-  FunctionCheck c;
-  c.inputs = {{{2, 4, 3}}, InputSpec::fixed({2, 3}, {1, 1, 3, 0, 2, 2})};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::gather(in[0], in[1], 1, 1);
-  };
-  // y (2, 3, 3)[b, i, k] = x[b, idx[b, i], k].
-  c.reference = [](const std::vector<Doubles>& in) {
-    Doubles y;
-    for (int b = 0; b < 2; ++b) {
-      for (int i = 0; i < 3; ++i) {
-        const int r = static_cast<int>(in[1][b * 3 + i]);
-        for (int k = 0; k < 3; ++k) y.push_back(in[0][(b * 4 + r) * 3 + k]);
-      }
-    }
-    return y;
-  };
-  return c;
-}}});
+const bool kGatherBatchDims = harness::add(
+    decl::Gather,
+    {{"batch dims", [] {
+        FunctionCheck c;
+        c.inputs = {{{2, 4, 3}}, InputSpec::fixed({2, 3}, {1, 1, 3, 0, 2, 2})};
+        c.build = [](const std::vector<VariablePtr>& in) {
+          return F::gather(in[0], in[1], 1, 1);
+        };
+        // y (2, 3, 3)[b, i, k] = x[b, idx[b, i], k].
+        c.reference = [](const std::vector<Doubles>& in) {
+          Doubles y;
+          for (int b = 0; b < 2; ++b) {
+            for (int i = 0; i < 3; ++i) {
+              const int r = static_cast<int>(in[1][b * 3 + i]);
+              for (int k = 0; k < 3; ++k)
+                y.push_back(in[0][(b * 4 + r) * 3 + k]);
+            }
+          }
+          return y;
+        };
+        return c;
+      }}});
 
 TEST(Gather, BadArguments) {
   expect_error(
@@ -115,22 +123,25 @@ TEST(Gather, BadArguments) {
                 "shape (2, 3) has 3 entries along axis 1"});
 }
 
-const bool kOneHotForward = harness::add(decl::OneHot, {{"forward", [] {
-  FunctionCheck c;
-  c.inputs = {InputSpec::fixed({3, 2}, {0, 1, 2, 0, 1, 2})};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::one_hot(in[0], {3, 3});
-  };
-  c.reference = [](const std::vector<Doubles>& in) {
-    Doubles y(27, 0.0);
-    for (int n = 0; n < 3; ++n) {
-      y[n * 9 + static_cast<int>(in[0][2 * n] * 3 + in[0][2 * n + 1])] = 1;
-    }
-    return y;
-  };
-  c.check_grad = false;
-  return c;
-}}});
+const bool kOneHotForward = harness::add(
+    decl::OneHot,
+    {{"forward", [] {
+        FunctionCheck c;
+        c.inputs = {InputSpec::fixed({3, 2}, {0, 1, 2, 0, 1, 2})};
+        c.build = [](const std::vector<VariablePtr>& in) {
+          return F::one_hot(in[0], {3, 3});
+        };
+        c.reference = [](const std::vector<Doubles>& in) {
+          Doubles y(27, 0.0);
+          for (int n = 0; n < 3; ++n) {
+            y[n * 9 + static_cast<int>(in[0][2 * n] * 3 + in[0][2 * n + 1])] =
+                1;
+          }
+          return y;
+        };
+        c.check_grad = false;
+        return c;
+      }}});
 
 TEST(OneHot, BadIdsAndShapes) {
   expect_error(
@@ -149,35 +160,41 @@ TEST(OneHot, BadIdsAndShapes) {
                 "(5,) has size 5"});
 }
 
-const bool kWhereBroadcastCondition = harness::add(decl::Where, {{"broadcast condition", [] {
-  FunctionCheck c;
-  c.inputs = {InputSpec::fixed({3, 1}, {1, 0, 1}), {{2, 3, 4}}, {{2, 3, 4}}};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::where(in[0], in[1], in[2]);
-  };
-  c.reference = [](const std::vector<Doubles>& in) {
-    Doubles y(24);
-    for (int i = 0; i < 24; ++i) {
-      y[i] = in[0][(i / 4) % 3] != 0 ? in[1][i] : in[2][i];
-    }
-    return y;
-  };
-  return c;
-}}});
+const bool kWhereBroadcastCondition = harness::add(
+    decl::Where, {{"broadcast condition", [] {
+                     FunctionCheck c;
+                     c.inputs = {InputSpec::fixed({3, 1}, {1, 0, 1}),
+                                 {{2, 3, 4}},
+                                 {{2, 3, 4}}};
+                     c.build = [](const std::vector<VariablePtr>& in) {
+                       return F::where(in[0], in[1], in[2]);
+                     };
+                     c.reference = [](const std::vector<Doubles>& in) {
+                       Doubles y(24);
+                       for (int i = 0; i < 24; ++i) {
+                         y[i] = in[0][(i / 4) % 3] != 0 ? in[1][i] : in[2][i];
+                       }
+                       return y;
+                     };
+                     return c;
+                   }}});
 
-const bool kWhereSameShapeCondition = harness::add(decl::Where, {{"same shape condition", [] {
-  FunctionCheck c;
-  c.inputs = {InputSpec::fixed({4}, {0, 1, 1, 0}), {{4}}, {{4}}};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::where(in[0], in[1], in[2]);
-  };
-  c.reference = [](const std::vector<Doubles>& in) {
-    Doubles y(4);
-    for (int i = 0; i < 4; ++i) y[i] = in[0][i] != 0 ? in[1][i] : in[2][i];
-    return y;
-  };
-  return c;
-}}});
+const bool kWhereSameShapeCondition = harness::add(
+    decl::Where,
+    {{"same shape condition", [] {
+        FunctionCheck c;
+        c.inputs = {InputSpec::fixed({4}, {0, 1, 1, 0}), {{4}}, {{4}}};
+        c.build = [](const std::vector<VariablePtr>& in) {
+          return F::where(in[0], in[1], in[2]);
+        };
+        c.reference = [](const std::vector<Doubles>& in) {
+          Doubles y(4);
+          for (int i = 0; i < 4; ++i)
+            y[i] = in[0][i] != 0 ? in[1][i] : in[2][i];
+          return y;
+        };
+        return c;
+      }}});
 
 TEST(Where, BadShapes) {
   expect_error(

@@ -70,32 +70,37 @@ std::string error_of(Fn&& fn) {
 
 // ---- SoftmaxCrossEntropy ----
 
-const bool kSoftmaxCrossEntropyLabelsOfShapeNBy1 = harness::add(decl::SoftmaxCrossEntropy, {{"labels of shape n by1", [] {
-  FunctionCheck c;
-  c.inputs = {{{4, 10}, -3.0f, 3.0f}, InputSpec::fixed({4, 1}, {3, 0, 9, 5})};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::softmax_cross_entropy(in[0], in[1]);
-  };
-  c.reference = [](const std::vector<Doubles>& in) {
-    return softmax_ce_ref(in[0], in[1], 4, 10, 1);
-  };
-  reduced_tolerances(c);
-  return c;
-}}});
+const bool kSoftmaxCrossEntropyLabelsOfShapeNBy1 =
+    harness::add(decl::SoftmaxCrossEntropy,
+                 {{"labels of shape n by1", [] {
+                     FunctionCheck c;
+                     c.inputs = {{{4, 10}, -3.0f, 3.0f},
+                                 InputSpec::fixed({4, 1}, {3, 0, 9, 5})};
+                     c.build = [](const std::vector<VariablePtr>& in) {
+                       return F::softmax_cross_entropy(in[0], in[1]);
+                     };
+                     c.reference = [](const std::vector<Doubles>& in) {
+                       return softmax_ce_ref(in[0], in[1], 4, 10, 1);
+                     };
+                     reduced_tolerances(c);
+                     return c;
+                   }}});
 
-const bool kSoftmaxCrossEntropyMiddleAxis = harness::add(decl::SoftmaxCrossEntropy, {{"middle axis", [] {
-  FunctionCheck c;
-  c.inputs = {{{2, 5, 3}, -3.0f, 3.0f},
-              InputSpec::fixed({2, 1, 3}, cycling_labels(6, 5))};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::softmax_cross_entropy(in[0], in[1], 1);
-  };
-  c.reference = [](const std::vector<Doubles>& in) {
-    return softmax_ce_ref(in[0], in[1], 2, 5, 3);
-  };
-  reduced_tolerances(c);
-  return c;
-}}});
+const bool kSoftmaxCrossEntropyMiddleAxis = harness::add(
+    decl::SoftmaxCrossEntropy,
+    {{"middle axis", [] {
+        FunctionCheck c;
+        c.inputs = {{{2, 5, 3}, -3.0f, 3.0f},
+                    InputSpec::fixed({2, 1, 3}, cycling_labels(6, 5))};
+        c.build = [](const std::vector<VariablePtr>& in) {
+          return F::softmax_cross_entropy(in[0], in[1], 1);
+        };
+        c.reference = [](const std::vector<Doubles>& in) {
+          return softmax_ce_ref(in[0], in[1], 2, 5, 3);
+        };
+        reduced_tolerances(c);
+        return c;
+      }}});
 
 TEST(SoftmaxCrossEntropy, OutputHasLabelShape) {
   auto y = F::softmax_cross_entropy(make_variable({2, 5, 3}),
@@ -179,21 +184,23 @@ double sigmoid_ce_ref(double x, double t) {
   return -(t * std::log(s) + (1 - t) * std::log(1 - s));
 }
 
-const bool kSigmoidCrossEntropyAll = harness::add(decl::SigmoidCrossEntropy, {{"all", [] {
-  FunctionCheck c;
-  c.inputs = {{{3, 4, 5}, -4.0f, 4.0f}, {{3, 4, 5}, 0.0f, 1.0f, false}};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::sigmoid_cross_entropy(in[0], in[1]);
-  };
-  c.reference = [](const std::vector<Doubles>& in) {
-    Doubles y(in[0].size());
-    for (size_t i = 0; i < y.size(); ++i)
-      y[i] = sigmoid_ce_ref(in[0][i], in[1][i]);
-    return y;
-  };
-  reduced_tolerances(c);
-  return c;
-}}});
+const bool kSigmoidCrossEntropyAll = harness::add(
+    decl::SigmoidCrossEntropy,
+    {{"all", [] {
+        FunctionCheck c;
+        c.inputs = {{{3, 4, 5}, -4.0f, 4.0f}, {{3, 4, 5}, 0.0f, 1.0f, false}};
+        c.build = [](const std::vector<VariablePtr>& in) {
+          return F::sigmoid_cross_entropy(in[0], in[1]);
+        };
+        c.reference = [](const std::vector<Doubles>& in) {
+          Doubles y(in[0].size());
+          for (size_t i = 0; i < y.size(); ++i)
+            y[i] = sigmoid_ce_ref(in[0][i], in[1][i]);
+          return y;
+        };
+        reduced_tolerances(c);
+        return c;
+      }}});
 
 // log(sigmoid(x)) of a large |x| underflows to log(0) when formed naively.
 TEST(SigmoidCrossEntropy, LargeLogitsAreStable) {
@@ -231,22 +238,24 @@ TEST(SigmoidCrossEntropy, TargetsWithGradIsAnError) {
 
 // ---- SquaredError ----
 
-const bool kSquaredErrorAll = harness::add(decl::binary<ops::SquaredError>, {{"all", [] {
-  FunctionCheck c;
-  c.inputs = {{{3, 4}, -2.0f, 2.0f}, {{3, 4}, -2.0f, 2.0f}};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::squared_error(in[0], in[1]);
-  };
-  c.reference = [](const std::vector<Doubles>& in) {
-    Doubles y(in[0].size());
-    for (size_t i = 0; i < y.size(); ++i) {
-      y[i] = (in[0][i] - in[1][i]) * (in[0][i] - in[1][i]);
-    }
-    return y;
-  };
-  reduced_tolerances(c);
-  return c;
-}}});
+const bool kSquaredErrorAll =
+    harness::add(decl::binary<ops::SquaredError>,
+                 {{"all", [] {
+                     FunctionCheck c;
+                     c.inputs = {{{3, 4}, -2.0f, 2.0f}, {{3, 4}, -2.0f, 2.0f}};
+                     c.build = [](const std::vector<VariablePtr>& in) {
+                       return F::squared_error(in[0], in[1]);
+                     };
+                     c.reference = [](const std::vector<Doubles>& in) {
+                       Doubles y(in[0].size());
+                       for (size_t i = 0; i < y.size(); ++i) {
+                         y[i] = (in[0][i] - in[1][i]) * (in[0][i] - in[1][i]);
+                       }
+                       return y;
+                     };
+                     reduced_tolerances(c);
+                     return c;
+                   }}});
 
 TEST(SquaredError, SameVariableTwiceHasZeroGrad) {
   auto x = variable_from({3}, {1, -2, 3}, true);
@@ -308,13 +317,17 @@ FunctionCheck top_n_check(const Shape& xs, const Shape& ts, int axis, int n,
   return c;
 }
 
-const bool kTopNErrorTop1 = harness::add(decl::TopNError, {{"top1", [] {
-  return top_n_check({16, 10}, {16, 1}, -1, 1, 16, 10, 1);
-}}});
+const bool kTopNErrorTop1 =
+    harness::add(decl::TopNError,
+                 {{"top1", [] {
+                     return top_n_check({16, 10}, {16, 1}, -1, 1, 16, 10, 1);
+                   }}});
 
-const bool kTopNErrorTop3MiddleAxis = harness::add(decl::TopNError, {{"top3 middle axis", [] {
-  return top_n_check({4, 6, 5}, {4, 1, 5}, 1, 3, 4, 6, 5);
-}}});
+const bool kTopNErrorTop3MiddleAxis =
+    harness::add(decl::TopNError,
+                 {{"top3 middle axis", [] {
+                     return top_n_check({4, 6, 5}, {4, 1, 5}, 1, 3, 4, 6, 5);
+                   }}});
 
 TEST(TopNError, HandPicked) {
   auto x = variable_from({3, 4}, {0.1f, 0.9f, 0.3f, 0.2f,    // best: 1
@@ -374,10 +387,10 @@ FunctionCheck softmax_ce_wide_check() {
   return c;
 }
 
-const bool kSoftmaxCrossEntropyWide = harness::add(
-    decl::SoftmaxCrossEntropy,
-    {{"3000 classes, labels 2049 and 2999", softmax_ce_wide_check,
-      /*long_sum=*/true}});
+const bool kSoftmaxCrossEntropyWide =
+    harness::add(decl::SoftmaxCrossEntropy,
+                 {{"3000 classes, labels 2049 and 2999", softmax_ce_wide_check,
+                   /*long_sum=*/true}});
 
 }  // namespace
 }  // namespace mg::test

@@ -10,15 +10,20 @@
 namespace mg::test {
 namespace {
 
-const bool kSoftPlusAll = harness::add(decl::unary<ops::SoftPlus>, {{"default", [] {
-  return unary_check([](auto x) { return F::softplus(x); },
-                        [](double x) { return std::log1p(std::exp(x)); });
-}}});
+const bool kSoftPlusAll = harness::add(
+    decl::unary<ops::SoftPlus>,
+    {{"default", [] {
+        return unary_check([](auto x) { return F::softplus(x); },
+                           [](double x) { return std::log1p(std::exp(x)); });
+      }}});
 
-const bool kSoftPlusBeta = harness::add(decl::unary<ops::SoftPlus>, {{"beta", [] {
-  return unary_check([](auto x) { return F::softplus(x, 2.0f); },
-                  [](double x) { return std::log1p(std::exp(2 * x)) / 2; });
-}}});
+const bool kSoftPlusBeta = harness::add(
+    decl::unary<ops::SoftPlus>,
+    {{"beta", [] {
+        return unary_check(
+            [](auto x) { return F::softplus(x, 2.0f); },
+            [](double x) { return std::log1p(std::exp(2 * x)) / 2; });
+      }}});
 
 TEST(SoftPlus, LargeInputsDoNotOverflow) {
   auto x = variable_from({3}, {100.0f, -100.0f, 0.0f});
@@ -30,20 +35,28 @@ TEST(SoftPlus, LargeInputsDoNotOverflow) {
   EXPECT_NEAR(v[2], std::log(2.0), 1e-6);
 }
 
-const bool kSwishAll = harness::add(decl::unary<ops::Swish>, {{"default", [] {
-  return unary_check([](auto x) { return F::swish(x); },
-                        [](double x) { return x / (1 + std::exp(-x)); });
-}}});
+const bool kSwishAll = harness::add(
+    decl::unary<ops::Swish>,
+    {{"default", [] {
+        return unary_check([](auto x) { return F::swish(x); },
+                           [](double x) { return x / (1 + std::exp(-x)); });
+      }}});
 
-const bool kHardTanhAll = harness::add(decl::unary<ops::HardTanh>, {{"default", [] {
-  return unary_check([](auto x) { return F::hard_tanh(x); },
-                  [](double x) { return std::max(-1.0, std::min(1.0, x)); });
-}}});
+const bool kHardTanhAll = harness::add(
+    decl::unary<ops::HardTanh>,
+    {{"default", [] {
+        return unary_check(
+            [](auto x) { return F::hard_tanh(x); },
+            [](double x) { return std::max(-1.0, std::min(1.0, x)); });
+      }}});
 
-const bool kClipByValueAll = harness::add(decl::unary<ops::ClipByValue>, {{"default", [] {
-  return unary_check([](auto x) { return F::clip_by_value(x, -0.5f, 1.2f); },
-                  [](double x) { return std::max(-0.5, std::min(1.2, x)); });
-}}});
+const bool kClipByValueAll = harness::add(
+    decl::unary<ops::ClipByValue>,
+    {{"default", [] {
+        return unary_check(
+            [](auto x) { return F::clip_by_value(x, -0.5f, 1.2f); },
+            [](double x) { return std::max(-0.5, std::min(1.2, x)); });
+      }}});
 
 TEST(ClipByValue, MinAboveMaxIsRejected) {
   try {
@@ -56,20 +69,27 @@ TEST(ClipByValue, MinAboveMaxIsRejected) {
   }
 }
 
-const bool kSqrtAll = harness::add(decl::unary<ops::Sqrt>, {{"default", [] {
-  return unary_check([](auto x) { return F::sqrt(x); },
-                        [](double x) { return std::sqrt(x); }, 0.5f, 3.0f);
-}}});
+const bool kSqrtAll = harness::add(
+    decl::unary<ops::Sqrt>,
+    {{"default", [] {
+        return unary_check([](auto x) { return F::sqrt(x); },
+                           [](double x) { return std::sqrt(x); }, 0.5f, 3.0f);
+      }}});
 
-const bool kRsqrtAll = harness::add(decl::unary<ops::Rsqrt>, {{"default", [] {
-  return unary_check([](auto x) { return F::rsqrt(x); },
-                        [](double x) { return 1 / std::sqrt(x); }, 0.5f, 3.0f);
-}}});
+const bool kRsqrtAll =
+    harness::add(decl::unary<ops::Rsqrt>,
+                 {{"default", [] {
+                     return unary_check(
+                         [](auto x) { return F::rsqrt(x); },
+                         [](double x) { return 1 / std::sqrt(x); }, 0.5f, 3.0f);
+                   }}});
 
-const bool kAbsAll = harness::add(decl::unary<ops::Abs>, {{"default", [] {
-  return unary_check([](auto x) { return F::abs(x); },
-                        [](double x) { return std::fabs(x); });
-}}});
+const bool kAbsAll =
+    harness::add(decl::unary<ops::Abs>,
+                 {{"default", [] {
+                     return unary_check([](auto x) { return F::abs(x); },
+                                        [](double x) { return std::fabs(x); });
+                   }}});
 
 TEST(Abs, GradAtZeroIsZero) {
   auto x = variable_from({3}, {-1.0f, 0.0f, 2.0f}, true);
@@ -79,17 +99,19 @@ TEST(Abs, GradAtZeroIsZero) {
   EXPECT_EQ(grad_doubles(x), (Doubles{-1, 0, 1}));
 }
 
-const bool kErfAll = harness::add(decl::unary<ops::Erf>, {{"default", [] {
-  return unary_check([](auto x) { return F::erf(x); },
-                        [](double x) { return std::erf(x); });
-}}});
+const bool kErfAll =
+    harness::add(decl::unary<ops::Erf>,
+                 {{"default", [] {
+                     return unary_check([](auto x) { return F::erf(x); },
+                                        [](double x) { return std::erf(x); });
+                   }}});
 
 const bool kSin = harness::add(
     decl::unary<ops::Sin>,
     {{"(3, 4, 5) in [-4, 4)", [] {
-       return unary_check([](auto x) { return F::sin(x); },
-                          [](double x) { return std::sin(x); }, -4.0f, 4.0f);
-     }}});
+        return unary_check([](auto x) { return F::sin(x); },
+                           [](double x) { return std::sin(x); }, -4.0f, 4.0f);
+      }}});
 
 // ---- binary, with broadcasting ----
 

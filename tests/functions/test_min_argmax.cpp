@@ -23,17 +23,18 @@ Doubles reduce_axis1(const Doubles& x, bool want_index, bool is_min) {
   return y;
 }
 
-const bool kMinAxis = harness::add(decl::Min, {{"axis", [] {
-  FunctionCheck c;
-  c.inputs = {{{2, 3, 4}}};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::min(in[0], {1});
-  };
-  c.reference = [](const std::vector<Doubles>& in) {
-    return reduce_axis1(in[0], false, true);
-  };
-  return c;
-}}});
+const bool kMinAxis = harness::add(
+    decl::Min, {{"axis", [] {
+                   FunctionCheck c;
+                   c.inputs = {{{2, 3, 4}}};
+                   c.build = [](const std::vector<VariablePtr>& in) {
+                     return F::min(in[0], {1});
+                   };
+                   c.reference = [](const std::vector<Doubles>& in) {
+                     return reduce_axis1(in[0], false, true);
+                   };
+                   return c;
+                 }}});
 
 FunctionCheck min_all_axes_check() {
   FunctionCheck c;
@@ -56,18 +57,18 @@ TEST(Min, AllAxesKeepDims) {
 }
 
 FunctionCheck arg_check(bool is_min) {
-    FunctionCheck c;
-    c.inputs = {{{2, 3, 4}}};
-    c.build = [is_min](const std::vector<VariablePtr>& in) {
-      return is_min ? F::argmin(in[0], {1}) : F::argmax(in[0], {1});
-    };
-    c.reference = [is_min](const std::vector<Doubles>& in) {
-      return reduce_axis1(in[0], true, is_min);
-    };
-    c.check_grad = false;
-    c.half_atol = c.bf16_atol = 0;  // the same index, or a tie broken alike
-    c.half_rtol = c.bf16_rtol = 0;
-    return c;
+  FunctionCheck c;
+  c.inputs = {{{2, 3, 4}}};
+  c.build = [is_min](const std::vector<VariablePtr>& in) {
+    return is_min ? F::argmin(in[0], {1}) : F::argmax(in[0], {1});
+  };
+  c.reference = [is_min](const std::vector<Doubles>& in) {
+    return reduce_axis1(in[0], true, is_min);
+  };
+  c.check_grad = false;
+  c.half_atol = c.bf16_atol = 0;  // the same index, or a tie broken alike
+  c.half_rtol = c.bf16_rtol = 0;
+  return c;
 }
 
 const bool kArgMax =

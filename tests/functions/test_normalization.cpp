@@ -46,55 +46,60 @@ Doubles norm_ref(const Shape& xs, const Doubles& x, const GroupFn& group,
   return y;
 }
 
-const bool kLayerNormalizationPerSample = harness::add(decl::LayerNormalization, {{"per sample", [] {
-  FunctionCheck c;
-  const Shape xs{3, 4, 5}, ps{1, 4, 5};
-  c.inputs = {{xs}, {ps}, {ps, 0.5f, 1.5f}};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::layer_normalization(in[0], in[1], in[2]);
-  };
-  c.reference = [=](const std::vector<Doubles>& in) {
-    return norm_ref(
-        xs, in[0], [](const auto& i) { return i[0]; }, ps, &in[1], &in[2]);
-  };
-  return c;
-}}});
+const bool kLayerNormalizationPerSample =
+    harness::add(decl::LayerNormalization,
+                 {{"per sample", [] {
+                     FunctionCheck c;
+                     const Shape xs{3, 4, 5}, ps{1, 4, 5};
+                     c.inputs = {{xs}, {ps}, {ps, 0.5f, 1.5f}};
+                     c.build = [](const std::vector<VariablePtr>& in) {
+                       return F::layer_normalization(in[0], in[1], in[2]);
+                     };
+                     c.reference = [=](const std::vector<Doubles>& in) {
+                       return norm_ref(
+                           xs, in[0], [](const auto& i) { return i[0]; }, ps,
+                           &in[1], &in[2]);
+                     };
+                     return c;
+                   }}});
 
-const bool kLayerNormalizationLastAxisOfASequence = harness::add(decl::LayerNormalization, {{"last axis of a sequence", [] {
-  // (T, N, E) with batch axes {0, 1}: a Transformer's layer norm.
-  FunctionCheck c;
-  const Shape xs{3, 2, 8}, ps{1, 1, 8};
-  c.inputs = {{xs, -2.0f, 2.0f}, {ps}, {ps, 0.5f, 1.5f}};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::layer_normalization(in[0], in[1], in[2], {0, 1});
-  };
-  c.reference = [=](const std::vector<Doubles>& in) {
-    return norm_ref(
-        xs, in[0], [](const auto& i) { return i[0] * 2 + i[1]; }, ps, &in[1],
-        &in[2]);
-  };
-  return c;
-}}});
+const bool kLayerNormalizationLastAxisOfASequence = harness::add(
+    decl::LayerNormalization,
+    {{"last axis of a sequence", [] {
+        // (T, N, E) with batch axes {0, 1}: a Transformer's layer norm.
+        FunctionCheck c;
+        const Shape xs{3, 2, 8}, ps{1, 1, 8};
+        c.inputs = {{xs, -2.0f, 2.0f}, {ps}, {ps, 0.5f, 1.5f}};
+        c.build = [](const std::vector<VariablePtr>& in) {
+          return F::layer_normalization(in[0], in[1], in[2], {0, 1});
+        };
+        c.reference = [=](const std::vector<Doubles>& in) {
+          return norm_ref(
+              xs, in[0], [](const auto& i) { return i[0] * 2 + i[1]; }, ps,
+              &in[1], &in[2]);
+        };
+        return c;
+      }}});
 
 // batch_axis 1 of (4, 3, 5): the groups are not contiguous in memory.
 // variant 0: neither beta nor gamma, 1: beta only, 2: gamma only.
 FunctionCheck layer_norm_inner_check(int variant) {
-    FunctionCheck c;
-    const Shape xs{4, 3, 5}, ps{4, 1, 5};
-    c.inputs = {{xs}};
-    if (variant == 1) c.inputs.push_back({ps});              // beta only
-    if (variant == 2) c.inputs.push_back({ps, 0.5f, 1.5f});  // gamma only
-    c.build = [variant](const std::vector<VariablePtr>& in) {
-      VariablePtr beta = variant == 1 ? in[1] : nullptr;
-      VariablePtr gamma = variant == 2 ? in[1] : nullptr;
-      return F::layer_normalization(in[0], beta, gamma, {1});
-    };
-    c.reference = [=](const std::vector<Doubles>& in) {
-      return norm_ref(
-          xs, in[0], [](const auto& i) { return i[1]; }, ps,
-          variant == 1 ? &in[1] : nullptr, variant == 2 ? &in[1] : nullptr);
-    };
-    return c;
+  FunctionCheck c;
+  const Shape xs{4, 3, 5}, ps{4, 1, 5};
+  c.inputs = {{xs}};
+  if (variant == 1) c.inputs.push_back({ps});              // beta only
+  if (variant == 2) c.inputs.push_back({ps, 0.5f, 1.5f});  // gamma only
+  c.build = [variant](const std::vector<VariablePtr>& in) {
+    VariablePtr beta = variant == 1 ? in[1] : nullptr;
+    VariablePtr gamma = variant == 2 ? in[1] : nullptr;
+    return F::layer_normalization(in[0], beta, gamma, {1});
+  };
+  c.reference = [=](const std::vector<Doubles>& in) {
+    return norm_ref(
+        xs, in[0], [](const auto& i) { return i[1]; }, ps,
+        variant == 1 ? &in[1] : nullptr, variant == 2 ? &in[1] : nullptr);
+  };
+  return c;
 }
 
 const bool kLayerNormalizationInner = harness::add(
@@ -135,59 +140,61 @@ TEST(LayerNormalization, ParametricShapes) {
   EXPECT_EQ(params.get("ln/beta")->shape(), (Shape{1, 1, 8}));
 }
 
-const bool kGroupNormalizationTwoGroups = harness::add(decl::GroupNormalization, {{"two groups", [] {
-  FunctionCheck c;
-  const Shape xs{2, 4, 3, 2}, ps{1, 4, 1, 1};
-  c.inputs = {{xs}, {ps}, {ps, 0.5f, 1.5f}};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::group_normalization(in[0], in[1], in[2], 2);
-  };
-  c.reference = [=](const std::vector<Doubles>& in) {
-    return norm_ref(
-        xs, in[0], [](const auto& i) { return i[0] * 2 + i[1] / 2; }, ps,
-        &in[1], &in[2]);
-  };
-  return c;
-}}});
+const bool kGroupNormalizationTwoGroups = harness::add(
+    decl::GroupNormalization,
+    {{"two groups", [] {
+        FunctionCheck c;
+        const Shape xs{2, 4, 3, 2}, ps{1, 4, 1, 1};
+        c.inputs = {{xs}, {ps}, {ps, 0.5f, 1.5f}};
+        c.build = [](const std::vector<VariablePtr>& in) {
+          return F::group_normalization(in[0], in[1], in[2], 2);
+        };
+        c.reference = [=](const std::vector<Doubles>& in) {
+          return norm_ref(
+              xs, in[0], [](const auto& i) { return i[0] * 2 + i[1] / 2; }, ps,
+              &in[1], &in[2]);
+        };
+        return c;
+      }}});
 
-const bool kGroupNormalizationChannelsLast = harness::add(decl::GroupNormalization, {{"channels last", [] {
-  FunctionCheck c;
-  const Shape xs{2, 3, 4}, ps{1, 1, 4};
-  c.inputs = {{xs}, {ps}, {ps, 0.5f, 1.5f}};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::group_normalization(in[0], in[1], in[2], 2, -1);
-  };
-  c.reference = [=](const std::vector<Doubles>& in) {
-    return norm_ref(
-        xs, in[0], [](const auto& i) { return i[0] * 2 + i[2] / 2; }, ps,
-        &in[1], &in[2]);
-  };
-  return c;
-}}});
+const bool kGroupNormalizationChannelsLast = harness::add(
+    decl::GroupNormalization,
+    {{"channels last", [] {
+        FunctionCheck c;
+        const Shape xs{2, 3, 4}, ps{1, 1, 4};
+        c.inputs = {{xs}, {ps}, {ps, 0.5f, 1.5f}};
+        c.build = [](const std::vector<VariablePtr>& in) {
+          return F::group_normalization(in[0], in[1], in[2], 2, -1);
+        };
+        c.reference = [=](const std::vector<Doubles>& in) {
+          return norm_ref(
+              xs, in[0], [](const auto& i) { return i[0] * 2 + i[2] / 2; }, ps,
+              &in[1], &in[2]);
+        };
+        return c;
+      }}});
 
 FunctionCheck instance_norm_check(int axis) {
-    FunctionCheck c;
-    const Shape xs{2, 3, 6};
-    const Shape ps = axis == 1 ? Shape{1, 3, 1} : Shape{1, 1, 6};
-    c.inputs = {{xs}, {ps}, {ps, 0.5f, 1.5f}};
-    c.build = [axis](const std::vector<VariablePtr>& in) {
-      return F::instance_normalization(in[0], in[1], in[2], axis);
-    };
-    c.reference = [=](const std::vector<Doubles>& in) {
-      return norm_ref(
-          xs, in[0],
-          [axis](const auto& i) {
-            return i[0] * (axis == 1 ? 3 : 6) + i[axis];
-          },
-          ps, &in[1], &in[2]);
-    };
-    return c;
+  FunctionCheck c;
+  const Shape xs{2, 3, 6};
+  const Shape ps = axis == 1 ? Shape{1, 3, 1} : Shape{1, 1, 6};
+  c.inputs = {{xs}, {ps}, {ps, 0.5f, 1.5f}};
+  c.build = [axis](const std::vector<VariablePtr>& in) {
+    return F::instance_normalization(in[0], in[1], in[2], axis);
+  };
+  c.reference = [=](const std::vector<Doubles>& in) {
+    return norm_ref(
+        xs, in[0],
+        [axis](const auto& i) { return i[0] * (axis == 1 ? 3 : 6) + i[axis]; },
+        ps, &in[1], &in[2]);
+  };
+  return c;
 }
 
-const bool kInstanceNormalization = harness::add(
-    decl::InstanceNormalization,
-    {{"channels first", [] { return instance_norm_check(1); }},
-     {"channels last", [] { return instance_norm_check(2); }}});
+const bool kInstanceNormalization =
+    harness::add(decl::InstanceNormalization,
+                 {{"channels first", [] { return instance_norm_check(1); }},
+                  {"channels last", [] { return instance_norm_check(2); }}});
 
 TEST(Normalization, ParametricGroupAndInstance) {
   ParameterScope params;
@@ -235,25 +242,27 @@ TEST(Normalization, BadArguments) {
 
 // 4096 values in [0, 1) per sample (sums near 2048, where an fp16
 // accumulator's spacing is 2): the statistics against double.
-const bool kLayerNormalizationLong = harness::add(
-    decl::LayerNormalization,
-    {{"4096 values per sample", [] {
-        FunctionCheck c;
-        const Shape xs{2, 4096};
-        c.inputs = {{xs, 0.0f, 1.0f}};
-        c.build = [](const std::vector<VariablePtr>& in) {
-          return F::layer_normalization(in[0], nullptr, nullptr);
-        };
-        c.reference = [=](const std::vector<Doubles>& in) {
-          return norm_ref(
-              xs, in[0], [](const auto& i) { return i[0]; }, {1, 4096}, nullptr,
-              nullptr);
-        };
-        c.half_atol = 4e-3, c.half_rtol = 4e-3;
-        c.bf16_atol = 3e-2, c.bf16_rtol = 2e-2;
-        c.check_grad = false;
-        return c;
-      }, /*long_sum=*/true}});
+const bool kLayerNormalizationLong =
+    harness::add(decl::LayerNormalization,
+                 {{"4096 values per sample",
+                   [] {
+                     FunctionCheck c;
+                     const Shape xs{2, 4096};
+                     c.inputs = {{xs, 0.0f, 1.0f}};
+                     c.build = [](const std::vector<VariablePtr>& in) {
+                       return F::layer_normalization(in[0], nullptr, nullptr);
+                     };
+                     c.reference = [=](const std::vector<Doubles>& in) {
+                       return norm_ref(
+                           xs, in[0], [](const auto& i) { return i[0]; },
+                           {1, 4096}, nullptr, nullptr);
+                     };
+                     c.half_atol = 4e-3, c.half_rtol = 4e-3;
+                     c.bf16_atol = 3e-2, c.bf16_rtol = 2e-2;
+                     c.check_grad = false;
+                     return c;
+                   },
+                   /*long_sum=*/true}});
 
 }  // namespace
 }  // namespace mg::test

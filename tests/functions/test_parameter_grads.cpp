@@ -21,21 +21,41 @@ struct Parametric {
 
 std::vector<Parametric> every_parametric_function() {
   return {
-      {"affine", {4, 6}, false,
+      {"affine",
+       {4, 6},
+       false,
        [](auto x, auto s) { return PF::affine(x, 3, s); }},
-      {"convolution", {2, 3, 5, 5}, false,
-       [](auto x, auto s) { return PF::convolution(x, 4, {3, 3}, s); }},
-      {"deconvolution", {2, 3, 4, 4}, false,
-       [](auto x, auto s) { return PF::deconvolution(x, 2, {3, 3}, s); }},
-      {"batch_normalization", {4, 3, 2, 2}, false,
+      {"convolution",
+       {2, 3, 5, 5},
+       false,
+       [](auto x, auto s) {
+         return PF::convolution(x, 4, {3, 3}, s);
+       }},
+      {"deconvolution",
+       {2, 3, 4, 4},
+       false,
+       [](auto x, auto s) {
+         return PF::deconvolution(x, 2, {3, 3}, s);
+       }},
+      {"batch_normalization",
+       {4, 3, 2, 2},
+       false,
        [](auto x, auto s) { return PF::batch_normalization(x, s); }},
-      {"layer_normalization", {4, 6}, false,
+      {"layer_normalization",
+       {4, 6},
+       false,
        [](auto x, auto s) { return PF::layer_normalization(x, s); }},
-      {"group_normalization", {2, 4, 3, 3}, false,
+      {"group_normalization",
+       {2, 4, 3, 3},
+       false,
        [](auto x, auto s) { return PF::group_normalization(x, 2, s); }},
-      {"instance_normalization", {2, 3, 4}, false,
+      {"instance_normalization",
+       {2, 3, 4},
+       false,
        [](auto x, auto s) { return PF::instance_normalization(x, s); }},
-      {"embed", {2, 3}, true,
+      {"embed",
+       {2, 3},
+       true,
        [](auto x, auto s) { return PF::embed(x, 5, 4, s); }},
   };
 }
@@ -113,7 +133,8 @@ TEST(ParameterGrads, ALossScaleOf2To20AppliesOnASmallNetInHalf) {
     auto x = variable_from({128, 6}, xv);
     auto t = variable_from({128, 1}, tv);
     auto h = F::relu(PF::affine(x, 5, params["fc1"]));
-    auto loss = F::mean(F::softmax_cross_entropy(PF::affine(h, 4, params["fc2"]), t));
+    auto loss =
+        F::mean(F::softmax_cross_entropy(PF::affine(h, 4, params["fc2"]), t));
     loss->forward();
     EXPECT_EQ(loss->data()->array().dtype(), Dtype::f32);
     loss->backward(scale);

@@ -144,8 +144,7 @@ FunctionCheck max_check(const Shape& xs, const std::vector<int64_t>& kernel,
   return c;
 }
 
-FunctionCheck average_check(const Shape& xs,
-                            const std::vector<int64_t>& kernel,
+FunctionCheck average_check(const Shape& xs, const std::vector<int64_t>& kernel,
                             const PoolingOptions& o) {
   FunctionCheck c;
   c.inputs = {{xs}};
@@ -170,26 +169,58 @@ PoolingOptions opts(std::vector<int64_t> stride, std::vector<int64_t> pad,
   return o;
 }
 
-const bool kMaxPoolingDefault2x2 = harness::add(decl::MaxPooling, {{"default2x2", [] { return max_check({2, 3, 6, 6}, {2, 2}, {}); }}});
+const bool kMaxPoolingDefault2x2 = harness::add(
+    decl::MaxPooling, {{"default2x2", [] {
+                          return max_check({2, 3, 6, 6}, {2, 2}, {});
+                        }}});
 
 // A row of 33 windows: two AVX-512 blocks of 16 and a masked one, with the
 // last input column in no window (134 values: still distinct in bf16).
-const bool kMaxPoolingWideRows2x2 = harness::add(decl::MaxPooling, {{"wide rows2x2", [] { return max_check({1, 1, 2, 67}, {2, 2}, {}); }}});
+const bool kMaxPoolingWideRows2x2 = harness::add(
+    decl::MaxPooling, {{"wide rows2x2", [] {
+                          return max_check({1, 1, 2, 67}, {2, 2}, {});
+                        }}});
 
 // Windows that all lie inside the map (no padding) but are not 2x2: the
 // inside path, in two and three dimensions.
-const bool kMaxPoolingInsideWindows3x3Stride2 = harness::add(decl::MaxPooling, {{"inside windows3x3 stride2", [] { return max_check({2, 2, 9, 11}, {3, 3}, opts({2, 2}, {})); }}});
-const bool kMaxPoolingInsideWindows3d = harness::add(decl::MaxPooling, {{"inside windows3d", [] { return max_check({2, 2, 4, 6, 6}, {2, 2, 2}, {}); }}});
+const bool kMaxPoolingInsideWindows3x3Stride2 =
+    harness::add(decl::MaxPooling,
+                 {{"inside windows3x3 stride2", [] {
+                     return max_check({2, 2, 9, 11}, {3, 3}, opts({2, 2}, {}));
+                   }}});
+const bool kMaxPoolingInsideWindows3d = harness::add(
+    decl::MaxPooling, {{"inside windows3d", [] {
+                          return max_check({2, 2, 4, 6, 6}, {2, 2, 2}, {});
+                        }}});
 
-const bool kMaxPoolingOverlappingStride2Pad1 = harness::add(decl::MaxPooling, {{"overlapping stride2 pad1", [] { return max_check({2, 2, 7, 6}, {3, 3}, opts({2, 2}, {1, 1})); }}});
+const bool kMaxPoolingOverlappingStride2Pad1 = harness::add(
+    decl::MaxPooling,
+    {{"overlapping stride2 pad1", [] {
+        return max_check({2, 2, 7, 6}, {3, 3}, opts({2, 2}, {1, 1}));
+      }}});
 
-const bool kMaxPoolingIgnoreBorderFalseKeepsPartialWindows = harness::add(decl::MaxPooling, {{"ignore border false keeps partial windows", [] { return max_check({2, 2, 5, 7}, {3, 2}, opts({2, 3}, {}, false)); }}});
+const bool kMaxPoolingIgnoreBorderFalseKeepsPartialWindows = harness::add(
+    decl::MaxPooling,
+    {{"ignore border false keeps partial windows", [] {
+        return max_check({2, 2, 5, 7}, {3, 2}, opts({2, 3}, {}, false));
+      }}});
 
-const bool kMaxPoolingIgnoreBorderFalseWithPad = harness::add(decl::MaxPooling, {{"ignore border false with pad", [] { return max_check({2, 2, 6, 5}, {3, 3}, opts({2, 2}, {1, 1}, false)); }}});
+const bool kMaxPoolingIgnoreBorderFalseWithPad = harness::add(
+    decl::MaxPooling,
+    {{"ignore border false with pad", [] {
+        return max_check({2, 2, 6, 5}, {3, 3}, opts({2, 2}, {1, 1}, false));
+      }}});
 
-const bool kMaxPoolingOneDimensional = harness::add(decl::MaxPooling, {{"one dimensional", [] { return max_check({2, 3, 10}, {3}, opts({2}, {1})); }}});
+const bool kMaxPoolingOneDimensional = harness::add(
+    decl::MaxPooling, {{"one dimensional", [] {
+                          return max_check({2, 3, 10}, {3}, opts({2}, {1}));
+                        }}});
 
-const bool kMaxPoolingThreeDimensional = harness::add(decl::MaxPooling, {{"three dimensional", [] { return max_check({2, 2, 4, 5, 4}, {2, 2, 2}, opts({}, {}, false)); }}});
+const bool kMaxPoolingThreeDimensional = harness::add(
+    decl::MaxPooling,
+    {{"three dimensional", [] {
+        return max_check({2, 2, 4, 5, 4}, {2, 2, 2}, opts({}, {}, false));
+      }}});
 
 TEST(MaxPooling, NanPropagates) {
   std::vector<float> v(16, 0.5f);
@@ -243,39 +274,77 @@ TEST(MaxPooling, GradGoesToTheFirstMaximumOfATie) {
   EXPECT_EQ(grad_doubles(x), (Doubles{0, 1, 0, 0}));
 }
 
-const bool kAveragePoolingDefault2x2 = harness::add(decl::AveragePooling, {{"default2x2", [] { return average_check({2, 3, 6, 6}, {2, 2}, {}); }}});
+const bool kAveragePoolingDefault2x2 = harness::add(
+    decl::AveragePooling, {{"default2x2", [] {
+                              return average_check({2, 3, 6, 6}, {2, 2}, {});
+                            }}});
 
-const bool kAveragePoolingPad1IncludingPad = harness::add(decl::AveragePooling, {{"pad1 including pad", [] { return average_check({2, 2, 5, 6}, {3, 3}, opts({2, 2}, {1, 1})); }}});
+const bool kAveragePoolingPad1IncludingPad = harness::add(
+    decl::AveragePooling,
+    {{"pad1 including pad", [] {
+        return average_check({2, 2, 5, 6}, {3, 3}, opts({2, 2}, {1, 1}));
+      }}});
 
-const bool kAveragePoolingPad1ExcludingPad = harness::add(decl::AveragePooling, {{"pad1 excluding pad", [] { return average_check({2, 2, 5, 6}, {3, 3}, opts({2, 2}, {1, 1}, true, false)); }}});
+const bool kAveragePoolingPad1ExcludingPad =
+    harness::add(decl::AveragePooling,
+                 {{"pad1 excluding pad", [] {
+                     return average_check({2, 2, 5, 6}, {3, 3},
+                                          opts({2, 2}, {1, 1}, true, false));
+                   }}});
 
-const bool kAveragePoolingIgnoreBorderFalse = harness::add(decl::AveragePooling, {{"ignore border false", [] { return average_check({2, 2, 5, 7}, {3, 2}, opts({2, 3}, {}, false)); }}});
+const bool kAveragePoolingIgnoreBorderFalse = harness::add(
+    decl::AveragePooling,
+    {{"ignore border false", [] {
+        return average_check({2, 2, 5, 7}, {3, 2}, opts({2, 3}, {}, false));
+      }}});
 
-const bool kAveragePoolingIgnoreBorderFalseWithPadBothWays = harness::add(decl::AveragePooling, {{"ignore border false with pad both ways 1", [] { return average_check({2, 2, 6, 5}, {3, 3}, opts({2, 2}, {1, 1}, false, true)); }},
-    {"ignore border false with pad both ways 2", [] { return average_check({2, 2, 6, 5}, {3, 3}, opts({2, 2}, {1, 1}, false, false)); }}});
+const bool kAveragePoolingIgnoreBorderFalseWithPadBothWays =
+    harness::add(decl::AveragePooling,
+                 {{"ignore border false with pad both ways 1",
+                   [] {
+                     return average_check({2, 2, 6, 5}, {3, 3},
+                                          opts({2, 2}, {1, 1}, false, true));
+                   }},
+                  {"ignore border false with pad both ways 2", [] {
+                     return average_check({2, 2, 6, 5}, {3, 3},
+                                          opts({2, 2}, {1, 1}, false, false));
+                   }}});
 
-const bool kAveragePoolingOneAndThreeDimensional = harness::add(decl::AveragePooling, {{"one and three dimensional 1", [] { return average_check({2, 3, 10}, {3}, opts({2}, {1})); }},
-    {"one and three dimensional 2", [] { return average_check({2, 2, 4, 5, 4}, {2, 2, 2}, opts({1, 2, 2}, {})); }}});
+const bool kAveragePoolingOneAndThreeDimensional = harness::add(
+    decl::AveragePooling,
+    {{"one and three dimensional 1",
+      [] {
+        return average_check({2, 3, 10}, {3}, opts({2}, {1}));
+      }},
+     {"one and three dimensional 2", [] {
+        return average_check({2, 2, 4, 5, 4}, {2, 2, 2}, opts({1, 2, 2}, {}));
+      }}});
 
-const bool kAveragePoolingPoolsEveryAxisWhenKernelCoversTheShape = harness::add(decl::AveragePooling, {{"pools every axis when kernel covers the shape", [] { return average_check({6, 4}, {2, 2}, {}); }}});
+const bool kAveragePoolingPoolsEveryAxisWhenKernelCoversTheShape =
+    harness::add(decl::AveragePooling,
+                 {{"pools every axis when kernel covers the shape", [] {
+                     return average_check({6, 4}, {2, 2}, {});
+                   }}});
 
-const bool kGlobalAveragePoolingMeansOverSpace = harness::add(decl::GlobalAveragePooling, {{"means over space", [] {
-  FunctionCheck c;
-  c.inputs = {{{2, 3, 4, 5}}};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::global_average_pooling(in[0]);
-  };
-  c.reference = [](const std::vector<Doubles>& in) {
-    Doubles y(6, 0.0);
-    for (int r = 0; r < 6; ++r) {
-      for (int i = 0; i < 20; ++i) y[r] += in[0][r * 20 + i];
-      y[r] /= 20;
-    }
-    return y;
-  };
-  set_tolerances(c);
-  return c;
-}}});
+const bool kGlobalAveragePoolingMeansOverSpace =
+    harness::add(decl::GlobalAveragePooling,
+                 {{"means over space", [] {
+                     FunctionCheck c;
+                     c.inputs = {{{2, 3, 4, 5}}};
+                     c.build = [](const std::vector<VariablePtr>& in) {
+                       return F::global_average_pooling(in[0]);
+                     };
+                     c.reference = [](const std::vector<Doubles>& in) {
+                       Doubles y(6, 0.0);
+                       for (int r = 0; r < 6; ++r) {
+                         for (int i = 0; i < 20; ++i) y[r] += in[0][r * 20 + i];
+                         y[r] /= 20;
+                       }
+                       return y;
+                     };
+                     set_tolerances(c);
+                     return c;
+                   }}});
 
 TEST(GlobalAveragePooling, OutputShapeIsNC11) {
   EXPECT_EQ(F::global_average_pooling(make_variable({2, 3, 4, 5}))->shape(),
@@ -376,28 +445,31 @@ TEST(Pooling, BadOptions) {
 
 // 4096 values in [0, 1) per map (sums near 2048, where an fp16
 // accumulator's spacing is 2): against double.
-const bool kGlobalAveragePoolingLong = harness::add(
-    decl::GlobalAveragePooling,
-    {{"4096 values per map", [] {
-        FunctionCheck c;
-        c.inputs = {{{2, 2, 64, 64}, 0.0f, 1.0f}};
-        c.build = [](const std::vector<VariablePtr>& in) {
-          return F::global_average_pooling(in[0]);
-        };
-        c.reference = [](const std::vector<Doubles>& in) {
-          Doubles y(4, 0.0);
-          for (int r = 0; r < 4; ++r) {
-            for (int i = 0; i < 4096; ++i) y[r] += in[0][r * 4096 + i];
-            y[r] /= 4096;
-          }
-          return y;
-        };
-        c.half_atol = c.bf16_atol = 0.0;
-        c.half_rtol = 2e-3;
-        c.bf16_rtol = 1e-2;
-        c.check_grad = false;
-        return c;
-      }, /*long_sum=*/true}});
+const bool kGlobalAveragePoolingLong =
+    harness::add(decl::GlobalAveragePooling,
+                 {{"4096 values per map",
+                   [] {
+                     FunctionCheck c;
+                     c.inputs = {{{2, 2, 64, 64}, 0.0f, 1.0f}};
+                     c.build = [](const std::vector<VariablePtr>& in) {
+                       return F::global_average_pooling(in[0]);
+                     };
+                     c.reference = [](const std::vector<Doubles>& in) {
+                       Doubles y(4, 0.0);
+                       for (int r = 0; r < 4; ++r) {
+                         for (int i = 0; i < 4096; ++i)
+                           y[r] += in[0][r * 4096 + i];
+                         y[r] /= 4096;
+                       }
+                       return y;
+                     };
+                     c.half_atol = c.bf16_atol = 0.0;
+                     c.half_rtol = 2e-3;
+                     c.bf16_rtol = 1e-2;
+                     c.check_grad = false;
+                     return c;
+                   },
+                   /*long_sum=*/true}});
 
 }  // namespace
 }  // namespace mg::test

@@ -31,7 +31,8 @@ class FloatOnly : public Function {
     for (int64_t i = 0; i < in[0]->size(); ++i) y[i] = x[i] + 1;
   }
   void backward_impl(const Variables&, const Variables&,
-                     const std::vector<bool>&, const std::vector<bool>&) override {}
+                     const std::vector<bool>&,
+                     const std::vector<bool>&) override {}
 };
 
 void expect_message(const std::function<void()>& f, const std::string& part) {
@@ -71,12 +72,17 @@ TEST(Registry, ListsFunctionsAndTheirBackends) {
 
 TEST(Registry, UnknownFunctionIsNamedWithTheNearestNames) {
   auto& r = FunctionRegistry::instance();
-  expect_message([&] { r.create_from_args("NoSuchFunction", context("cpu", "float"), {}); },
-                 "[create_function] unknown function 'NoSuchFunction'");
-  expect_message([&] { r.create_from_args("Tahn", context("cpu", "float"), {}); },
-                 "unknown function 'Tahn'; did you mean 'Tanh' or 'Tan'?");
-  expect_message([&] { r.decl("tanh", "load_network"); },
-                 "[load_network] unknown function 'tanh'; did you mean 'Tanh'?");
+  expect_message(
+      [&] {
+        r.create_from_args("NoSuchFunction", context("cpu", "float"), {});
+      },
+      "[create_function] unknown function 'NoSuchFunction'");
+  expect_message(
+      [&] { r.create_from_args("Tahn", context("cpu", "float"), {}); },
+      "unknown function 'Tahn'; did you mean 'Tanh' or 'Tan'?");
+  expect_message(
+      [&] { r.decl("tanh", "load_network"); },
+      "[load_network] unknown function 'tanh'; did you mean 'Tanh'?");
 }
 
 TEST(Registry, ADeclarationIsTheOnlyPlaceANameIsWritten) {
@@ -139,7 +145,6 @@ TEST(Registry, MissingBackendListsWhatWasTried) {
       "cpu:half, cpu:bfloat16");
 }
 
-
 TEST(PrecisionPolicy, DefaultKeepsExpAndLogInFloat) {
   ContextGuard g(context("cpu", "half"));
   auto x = variable_from({2}, {1, 2});
@@ -180,26 +185,30 @@ TEST(PrecisionPolicy, LoadsAUserFile) {
 
 TEST(PrecisionPolicy, BadYamlNamesTheSourceAndLine) {
   PrecisionPolicy p;
-  expect_message([&] { p.load_string("reduced: [Affine\nfloat: [Exp]", "my.yaml"); },
-                 "[PrecisionPolicy] my.yaml:");
-  expect_message([&] { p.load_string("reduced: [Affine]\nfast: [Exp]\n", "my.yaml"); },
-                 "my.yaml:2: unknown key 'fast'");
+  expect_message(
+      [&] { p.load_string("reduced: [Affine\nfloat: [Exp]", "my.yaml"); },
+      "[PrecisionPolicy] my.yaml:");
+  expect_message(
+      [&] { p.load_string("reduced: [Affine]\nfast: [Exp]\n", "my.yaml"); },
+      "my.yaml:2: unknown key 'fast'");
   expect_message([&] { p.load_string("float: Exp\n", "my.yaml"); },
                  "my.yaml:1: 'float' must be a list of function names");
-  expect_message([&] { p.load_string("reduced: [Affine]\nfloat: [Tahn]\n", "my.yaml"); },
-                 "my.yaml:2: unknown function 'Tahn'; did you mean 'Tanh' or 'Tan'?");
-  expect_message([&] { p.load_string("reduced: [Exp]\nfloat: [Exp]\n", "my.yaml"); },
-                 "my.yaml:2: 'Exp' is listed under both reduced and float");
   expect_message(
-      [&] { p.load_string("accumulate_float: [Sum]\n", "my.yaml"); },
-      "my.yaml:1: 'accumulate_float' is no longer a category");
+      [&] { p.load_string("reduced: [Affine]\nfloat: [Tahn]\n", "my.yaml"); },
+      "my.yaml:2: unknown function 'Tahn'; did you mean 'Tanh' or 'Tan'?");
+  expect_message(
+      [&] { p.load_string("reduced: [Exp]\nfloat: [Exp]\n", "my.yaml"); },
+      "my.yaml:2: 'Exp' is listed under both reduced and float");
+  expect_message([&] { p.load_string("accumulate_float: [Sum]\n", "my.yaml"); },
+                 "my.yaml:1: 'accumulate_float' is no longer a category");
   expect_message([&] { p.set("NoSuch", Precision::float32); },
                  "[PrecisionPolicy] unknown function 'NoSuch'");
   expect_message([&] { p.get("NoSuch"); },
                  "[PrecisionPolicy] unknown function 'NoSuch'");
   expect_message([&] { p.load_file("/nonexistent/policy.yaml"); },
                  "cannot open '/nonexistent/policy.yaml'");
-  EXPECT_EQ(p.get("Exp"), Precision::float32) << "a failed load keeps the old policy";
+  EXPECT_EQ(p.get("Exp"), Precision::float32)
+      << "a failed load keeps the old policy";
 }
 
 TEST(PrecisionPolicy, DefaultIsGeneratedFromTheDeclarations) {

@@ -41,15 +41,18 @@ int64_t ravel(const std::vector<int64_t>& idx, const Shape& shape) {
 
 // ---- Reshape ----
 
-const bool kReshapeAll = harness::add(decl::Reshape, {{"default", [] {
-  FunctionCheck c;
-  c.inputs = {{{2, 3, 4}}};
-  c.build = [](const std::vector<VariablePtr>& in) {
-    return F::reshape(in[0], {4, -1});
-  };
-  c.reference = [](const std::vector<Doubles>& in) { return in[0]; };
-  return c;
-}}});
+const bool kReshapeAll = harness::add(
+    decl::Reshape, {{"default", [] {
+                       FunctionCheck c;
+                       c.inputs = {{{2, 3, 4}}};
+                       c.build = [](const std::vector<VariablePtr>& in) {
+                         return F::reshape(in[0], {4, -1});
+                       };
+                       c.reference = [](const std::vector<Doubles>& in) {
+                         return in[0];
+                       };
+                       return c;
+                     }}});
 
 TEST(Reshape, InfersMinusOneAndCopies) {
   auto x = variable_from({2, 3}, {1, 2, 3, 4, 5, 6}, true);
@@ -120,19 +123,26 @@ FunctionCheck transpose_check(const Shape& shape, std::vector<int> axes) {
   return c;
 }
 
-const bool kTransposeMatrix = harness::add(decl::Transpose, {{"matrix", [] {
-  return transpose_check({3, 5}, {1, 0});
-}}});
-const bool kTransposeRotate3D = harness::add(decl::Transpose, {{"rotate3 d", [] {
-  return transpose_check({2, 3, 4}, {2, 0, 1});
-}}});
-const bool kTransposeInner4DWithNegativeAxes = harness::add(decl::Transpose, {{"inner4 d with negative axes", [] {
-  return transpose_check({2, 3, 4, 5}, {0, -2, 1, -1});
-}}});
+const bool kTransposeMatrix =
+    harness::add(decl::Transpose, {{"matrix", [] {
+                                      return transpose_check({3, 5}, {1, 0});
+                                    }}});
+const bool kTransposeRotate3D = harness::add(
+    decl::Transpose, {{"rotate3 d", [] {
+                         return transpose_check({2, 3, 4}, {2, 0, 1});
+                       }}});
+const bool kTransposeInner4DWithNegativeAxes = harness::add(
+    decl::Transpose, {{"inner4 d with negative axes", [] {
+                         return transpose_check({2, 3, 4, 5}, {0, -2, 1, -1});
+                       }}});
 const bool kTransposeSizeOneAxesAndIdentity = harness::add(
-    decl::Transpose,
-    {{"size-one axes", [] { return transpose_check({1, 3, 1, 4}, {3, 2, 1, 0}); }},
-     {"identity", [] { return transpose_check({2, 3}, {0, 1}); }}});
+    decl::Transpose, {{"size-one axes",
+                       [] {
+                         return transpose_check({1, 3, 1, 4}, {3, 2, 1, 0});
+                       }},
+                      {"identity", [] {
+                         return transpose_check({2, 3}, {0, 1});
+                       }}});
 
 TEST(Transpose, Large) {
   // Enough elements for the parallel path; checked against the reference.
@@ -184,14 +194,23 @@ FunctionCheck concat_check(const std::vector<Shape>& shapes, int axis) {
   return c;
 }
 
-const bool kConcatenateMiddleAxis = harness::add(decl::Concatenate, {{"middle axis", [] {
-  return concat_check({{2, 1, 3}, {2, 4, 3}, {2, 2, 3}}, 1);
-}}});
+const bool kConcatenateMiddleAxis =
+    harness::add(decl::Concatenate,
+                 {{"middle axis", [] {
+                     return concat_check({{2, 1, 3}, {2, 4, 3}, {2, 2, 3}}, 1);
+                   }}});
 const bool kConcatenateMore = harness::add(
-    decl::Concatenate,
-    {{"last axis", [] { return concat_check({{3, 2}, {3, 5}}, -1); }},
-     {"first axis", [] { return concat_check({{1, 4}, {3, 4}}, 0); }},
-     {"one input", [] { return concat_check({{2, 3}}, 0); }}});
+    decl::Concatenate, {{"last axis",
+                         [] {
+                           return concat_check({{3, 2}, {3, 5}}, -1);
+                         }},
+                        {"first axis",
+                         [] {
+                           return concat_check({{1, 4}, {3, 4}}, 0);
+                         }},
+                        {"one input", [] {
+                           return concat_check({{2, 3}}, 0);
+                         }}});
 
 TEST(Concatenate, DefaultAxisIsTheLast) {
   auto y = F::concatenate({make_variable({3, 2}), make_variable({3, 5})});
@@ -273,18 +292,25 @@ FunctionCheck slice_check(const Shape& shape, std::vector<int64_t> start,
   return c;
 }
 
-const bool kSlicePositiveSteps = harness::add(decl::Slice, {{"positive steps", [] {
-  return slice_check({4, 5, 6}, {1, 0, 1}, {3, 5, 6}, {1, 2, 3}, {2, 3, 2});
-}}});
-const bool kSliceNegativeStep = harness::add(decl::Slice, {{"negative step", [] {
-  return slice_check({4, 6}, {3, 5}, {-5, 0}, {-1, -2}, {4, 3});
-}}});
-const bool kSliceNegativeIndicesAndClippedStop = harness::add(decl::Slice, {{"negative indices and clipped stop", [] {
-  return slice_check({3, 7}, {-2, -6}, {100, -1}, {}, {2, 5});
-}}});
-const bool kSliceShortVectorsApplyToTheLastAxes = harness::add(decl::Slice, {{"short vectors apply to the last axes", [] {
-  return slice_check({2, 3, 8}, {2}, {7}, {2}, {2, 3, 3});
-}}});
+const bool kSlicePositiveSteps = harness::add(
+    decl::Slice, {{"positive steps", [] {
+                     return slice_check({4, 5, 6}, {1, 0, 1}, {3, 5, 6},
+                                        {1, 2, 3}, {2, 3, 2});
+                   }}});
+const bool kSliceNegativeStep = harness::add(
+    decl::Slice,
+    {{"negative step", [] {
+        return slice_check({4, 6}, {3, 5}, {-5, 0}, {-1, -2}, {4, 3});
+      }}});
+const bool kSliceNegativeIndicesAndClippedStop = harness::add(
+    decl::Slice,
+    {{"negative indices and clipped stop", [] {
+        return slice_check({3, 7}, {-2, -6}, {100, -1}, {}, {2, 5});
+      }}});
+const bool kSliceShortVectorsApplyToTheLastAxes = harness::add(
+    decl::Slice, {{"short vectors apply to the last axes", [] {
+                     return slice_check({2, 3, 8}, {2}, {7}, {2}, {2, 3, 3});
+                   }}});
 TEST(Slice, Large) {
   // Enough elements for the parallel path, with a reversed last axis.
   check_forward(slice_check({64, 40, 30}, {1, 0, 29}, {64, 40, -31}, {2, 1, -1},

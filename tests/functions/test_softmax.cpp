@@ -56,25 +56,30 @@ FunctionCheck softmax_check(const Shape& shape, int axis, int64_t outer,
   return c;
 }
 
-const bool kSoftmaxLastAxis = harness::add(decl::Softmax, {{"last axis", [] {
-  return softmax_check({4, 7}, -1, 4, 7, 1, false);
-}}});
+const bool kSoftmaxLastAxis = harness::add(
+    decl::Softmax, {{"last axis", [] {
+                       return softmax_check({4, 7}, -1, 4, 7, 1, false);
+                     }}});
 
-const bool kSoftmaxMiddleAxis = harness::add(decl::Softmax, {{"middle axis", [] {
-  return softmax_check({2, 5, 3}, 1, 2, 5, 3, false);
-}}});
+const bool kSoftmaxMiddleAxis = harness::add(
+    decl::Softmax, {{"middle axis", [] {
+                       return softmax_check({2, 5, 3}, 1, 2, 5, 3, false);
+                     }}});
 
-const bool kSoftmaxFirstAxisByNegativeIndex = harness::add(decl::Softmax, {{"first axis by negative index", [] {
-  return softmax_check({4, 3, 2}, -3, 1, 4, 6, false);
-}}});
+const bool kSoftmaxFirstAxisByNegativeIndex = harness::add(
+    decl::Softmax, {{"first axis by negative index", [] {
+                       return softmax_check({4, 3, 2}, -3, 1, 4, 6, false);
+                     }}});
 
-const bool kLogSoftmaxLastAxis = harness::add(decl::LogSoftmax, {{"last axis", [] {
-  return softmax_check({4, 7}, -1, 4, 7, 1, true);
-}}});
+const bool kLogSoftmaxLastAxis = harness::add(
+    decl::LogSoftmax, {{"last axis", [] {
+                          return softmax_check({4, 7}, -1, 4, 7, 1, true);
+                        }}});
 
-const bool kLogSoftmaxMiddleAxis = harness::add(decl::LogSoftmax, {{"middle axis", [] {
-  return softmax_check({2, 5, 3}, 1, 2, 5, 3, true);
-}}});
+const bool kLogSoftmaxMiddleAxis = harness::add(
+    decl::LogSoftmax, {{"middle axis", [] {
+                          return softmax_check({2, 5, 3}, 1, 2, 5, 3, true);
+                        }}});
 
 // size * inner above one tile: the inner axis is split into column chunks.
 // The numerical gradient would take too long; backward is checked against
@@ -218,9 +223,10 @@ FunctionCheck softmax_long_check(bool log) {
 const bool kSoftmaxLong = harness::add(
     decl::Softmax, {{"4096-term sums", [] { return softmax_long_check(false); },
                      /*long_sum=*/true}});
-const bool kLogSoftmaxLong = harness::add(
-    decl::LogSoftmax, {{"4096-term sums", [] { return softmax_long_check(true); },
-                        /*long_sum=*/true}});
+const bool kLogSoftmaxLong =
+    harness::add(decl::LogSoftmax,
+                 {{"4096-term sums", [] { return softmax_long_check(true); },
+                   /*long_sum=*/true}});
 
 }  // namespace
 }  // namespace mg::test

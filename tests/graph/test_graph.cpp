@@ -10,8 +10,8 @@ namespace {
 TEST(Graph, GradientsAddWhereAVariableFeedsSeveralFunctions) {
   auto x = variable_from({3}, {1, 2, 3}, true);
   // y = 2x + 3x + x*x: dy/dx = 5 + 2x
-  auto y = F::add2(F::add2(F::mul_scalar(x, 2), F::mul_scalar(x, 3)),
-                   F::mul2(x, x));
+  auto y =
+      F::add2(F::add2(F::mul_scalar(x, 2), F::mul_scalar(x, 3)), F::mul2(x, x));
   y->forward();
   EXPECT_EQ(to_doubles(y), (Doubles{6, 14, 24}));
   y->backward();

@@ -47,7 +47,8 @@ Stats stats_of(const VariablePtr& w) {
 }
 
 // w is uniform on [-limit, limit] by the statistics above.
-void expect_uniform(const VariablePtr& w, double limit, const std::string& what) {
+void expect_uniform(const VariablePtr& w, double limit,
+                    const std::string& what) {
   SCOPED_TRACE(what);
   const Stats s = stats_of(w);
   const double n = static_cast<double>(s.n);
@@ -103,7 +104,8 @@ TEST(InitializerStatistics, DeconvolutionWeightsFollowGlorotOnTheirFans) {
   ParameterScope params;
   parametric_functions::DeconvolutionParams p;
   p.group = 2;
-  PF::deconvolution(make_variable({2, 8, 5, 5}), 12, {4, 4}, params["deconv"], p);
+  PF::deconvolution(make_variable({2, 8, 5, 5}), 12, {4, 4}, params["deconv"],
+                    p);
   // W (channels, outmaps / group, kernel): fan_in outmaps per group times
   // the kernel, fan_out the channels times the kernel.
   expect_glorot(params.get("deconv/W"), 6 * 16, 8 * 16, "deconv/W");

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include <mixgraph/solvers/loss_scaling.hpp>
 #include <mixgraph/functions/elementwise_builders.hpp>
+#include <mixgraph/solvers/loss_scaling.hpp>
 #include <mixgraph/solvers/sgd.hpp>
 
 #include "../support/function_tester.hpp"
@@ -18,7 +18,8 @@ namespace {
 // loss = x . W with x fed by a script: a step marked 'i' feeds an inf, 'n' a
 // nan, '.' a finite batch, so grads of W overflow exactly where scripted.
 struct Scripted {
-  explicit Scripted(const std::string& script, const std::string& type_config = "float")
+  explicit Scripted(const std::string& script,
+                    const std::string& type_config = "float")
       : script(script), ctx(context("cpu", type_config)) {
     ContextGuard g(ctx);
     W = params.get_or_create("W", {3, 1}, constant_initializer(1.0f));
@@ -70,7 +71,8 @@ TEST(DynamicLossScaling, ScriptedOverflowsBackOffSkipAndGrow) {
   for (size_t k = 0; k < expected_applied.size(); ++k) {
     ContextGuard g(s.ctx);
     const auto w_before = to_doubles(s.W);
-    const auto m_before = solver->states().at("W").pstate.at("m")->get<const float>()[0];
+    const auto m_before =
+        solver->states().at("W").pstate.at("m")->get<const float>()[0];
     const uint32_t t_before = solver->states().at("W").t;
     const bool applied = up.update();
     EXPECT_EQ(applied, expected_applied[k]) << "step " << k;
@@ -190,7 +192,8 @@ TEST(DynamicLossScaling, AnOverflowInTheSecondParameterSkipsTheWholeStep) {
       const char c = script.at(fed++);
       float* p1 = x1->data()->cast<float>(true);
       float* p2 = x2->data()->cast<float>(true);
-      for (int i = 0; i < 3; ++i) p1[i] = 0.5f * (i + 1), p2[i] = 0.25f * (i + 1);
+      for (int i = 0; i < 3; ++i)
+        p1[i] = 0.5f * (i + 1), p2[i] = 0.25f * (i + 1);
       if (c == 'i') p2[2] = std::numeric_limits<float>::infinity();
     };
     auto solver = solvers::Momentum(0.25f, 0.5f);
@@ -480,8 +483,9 @@ TEST(PlainUpdater, RefusesAScaledState) {
   }
 }
 
-void expect_bad_option(const std::function<void(DynamicLossScalingOptions&)>& set,
-                       const std::string& part) {
+void expect_bad_option(
+    const std::function<void(DynamicLossScalingOptions&)>& set,
+    const std::string& part) {
   Scripted s(".");
   auto solver = solvers::Sgd(0.01f);
   DynamicLossScalingOptions o;
@@ -499,14 +503,20 @@ TEST(DynamicLossScaling, BadOptionsAreRejected) {
                     "scaling_factor must be > 1, got 1");
   expect_bad_option([](auto& o) { o.scaling_factor = 0.5f; },
                     "scaling_factor must be > 1");
-  expect_bad_option([](auto& o) { o.min_scale = 8; o.max_scale = 4; },
-                    "min_scale 8 is above max_scale 4");
+  expect_bad_option(
+      [](auto& o) {
+        o.min_scale = 8;
+        o.max_scale = 4;
+      },
+      "min_scale 8 is above max_scale 4");
   expect_bad_option([](auto& o) { o.interval = 0; }, "interval must be >= 1");
-  expect_bad_option([](auto& o) { o.accum_grad = 0; }, "accum_grad must be >= 1");
+  expect_bad_option([](auto& o) { o.accum_grad = 0; },
+                    "accum_grad must be >= 1");
   expect_bad_option([](auto& o) { o.scale_history_length = 0; },
                     "scale_history_length must be >= 1, got 0");
-  expect_bad_option([](auto& o) { o.scale = 1e9f; },
-                    "scale 1e+09 must be in [min_scale 1, max_scale 1.67772e+07]");
+  expect_bad_option(
+      [](auto& o) { o.scale = 1e9f; },
+      "scale 1e+09 must be in [min_scale 1, max_scale 1.67772e+07]");
   Scripted s(".");
   EXPECT_THROW(DynamicLossScalingUpdater(nullptr, s.loss, s.feeder()),
                std::invalid_argument);

@@ -11,7 +11,7 @@ namespace mg {
 namespace {
 
 struct Result {
-  float loss;             // mean of the last 20 steps' losses
+  float loss;  // mean of the last 20 steps' losses
   int64_t skipped;
   float final_scale;
 };
@@ -50,7 +50,8 @@ Result train(const std::string& type_config, float initial_scale) {
     updater.update();
     if (i >= steps - 20) tail += *loss->data()->get<const float>();
   }
-  return {static_cast<float>(tail / 20), updater.skipped_steps(), updater.scale()};
+  return {static_cast<float>(tail / 20), updater.skipped_steps(),
+          updater.scale()};
 }
 
 // Tolerance: the three runs see the same batches; half rounds activations to

@@ -62,8 +62,8 @@ TEST(Adam, ClosedForm) {
 TEST(AdamW, ClosedFormWithDecoupledDecay) {
   auto ref = [](std::vector<double>& w, const std::vector<double>& g, int t,
                 DoubleState& s) { adam_step(w, g, t, s, 0.01, 1.0 * 0.05); };
-  SolverCheck c{[] { return solvers::AdamW(0.01f, 0.9f, 0.999f, 1e-8f, 0.05f); },
-                ref};
+  SolverCheck c{
+      [] { return solvers::AdamW(0.01f, 0.9f, 0.999f, 1e-8f, 0.05f); }, ref};
   check_solver(c);
   c.weight_decay = 0.05f;  // the same rate through weight_decay(): no change
   c.coupled_decay = false;

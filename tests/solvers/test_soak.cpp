@@ -134,10 +134,9 @@ TEST(Soak, CheckpointCrashResumeCyclesEndBitEqualToAnUninterruptedRun) {
     EXPECT_LT(last_loss, 0.5f) << "the soak run does not learn";
   }
 
-  const std::string path =
-      (std::filesystem::temp_directory_path() /
-       ("mg_soak_" + std::to_string(getpid()) + ".h5"))
-          .string();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("mg_soak_" + std::to_string(getpid()) + ".h5"))
+                               .string();
   std::mt19937 rng(3);
   std::uniform_int_distribution<int64_t> segment(60, 240), lost(1, 50);
   auto run = std::make_unique<SoakRun>();
@@ -172,13 +171,14 @@ TEST(Soak, CheckpointCrashResumeCyclesEndBitEqualToAnUninterruptedRun) {
   for (size_t k = 0; k < want.size(); ++k) {
     EXPECT_EQ(got[k], want[k]) << "array " << k << " differs after resuming";
   }
-  std::printf("soak: %lld steps, %d injected infs, %lld skipped, %d "
-              "checkpoint/crash/resume cycles, %lld steps redone, final "
-              "scale %g, last loss %.4f\n",
-              static_cast<long long>(kSteps), injected,
-              static_cast<long long>(s.skipped_steps), cycles,
-              static_cast<long long>(redone), static_cast<double>(s.scale),
-              static_cast<double>(last_loss));
+  std::printf(
+      "soak: %lld steps, %d injected infs, %lld skipped, %d "
+      "checkpoint/crash/resume cycles, %lld steps redone, final "
+      "scale %g, last loss %.4f\n",
+      static_cast<long long>(kSteps), injected,
+      static_cast<long long>(s.skipped_steps), cycles,
+      static_cast<long long>(redone), static_cast<double>(s.scale),
+      static_cast<double>(last_loss));
 }
 
 }  // namespace

@@ -36,7 +36,8 @@ TEST(Solver, SetParametersCanRetainState) {
   auto w = param({1}, {1});
   s->set_parameters({{"w", w}});
   s->update();
-  EXPECT_FLOAT_EQ(s->states().at("w").pstate.at("m")->get<const float>()[0], 0.1f);
+  EXPECT_FLOAT_EQ(s->states().at("w").pstate.at("m")->get<const float>()[0],
+                  0.1f);
   s->set_parameters({{"w", w}}, /*reset=*/true, /*retain_state=*/true);
   EXPECT_EQ(s->states().at("w").t, 1u);
   s->set_parameters({{"w", w}}, /*reset=*/true, /*retain_state=*/false);
@@ -60,8 +61,8 @@ TEST(Solver, ParametersWhoseGradWasNeverWrittenAreSkipped) {
 
 TEST(Solver, GradOperations) {
   auto s = solvers::Sgd(1.0f);
-  auto a = param({1, 1}, {3, 4});   // norm 5
-  auto b = param({2}, {0});          // norm 0
+  auto a = param({1, 1}, {3, 4});  // norm 5
+  auto b = param({2}, {0});        // norm 0
   s->set_parameters({{"a", a}, {"b", b}});
   s->scale_grad(2.0f);
   EXPECT_EQ(grad_doubles(a), (Doubles{6, 8}));
@@ -98,7 +99,8 @@ TEST(Solver, MasterWeightsKeepUpdatesBelowHalfResolution) {
   ContextGuard g(context("cpu", "half"));
   ParameterScope params;
   auto x = variable_from({1, 1}, {1});
-  auto y = F::affine(x, params.get_or_create("W", {1, 1}, constant_initializer(1)));
+  auto y =
+      F::affine(x, params.get_or_create("W", {1, 1}, constant_initializer(1)));
   auto s = solvers::Sgd(1e-4f);
   s->set_parameters(params.parameters());
   for (int i = 0; i < 100; ++i) {

@@ -69,8 +69,8 @@ void write_grads(const ParameterList& params, int step) {
     const auto& v = params[p].second;
     float* g = v->grad()->cast<float>(true);
     for (int64_t i = 0; i < v->size(); ++i) {
-      g[i] = 0.05f * static_cast<float>((i * 7 + step * 13 + p * 3) % 17) -
-             0.4f;
+      g[i] =
+          0.05f * static_cast<float>((i * 7 + step * 13 + p * 3) % 17) - 0.4f;
     }
   }
 }

@@ -40,7 +40,8 @@ std::vector<VariablePtr> make_inputs(const FunctionCheck& c,
       vars.push_back(x);
       continue;
     }
-    vars.push_back(variable_from(c.inputs[i].shape, v[i], c.inputs[i].need_grad));
+    vars.push_back(
+        variable_from(c.inputs[i].shape, v[i], c.inputs[i].need_grad));
   }
   return vars;
 }
@@ -103,12 +104,14 @@ VariablePtr variable_from(const Shape& shape, const std::vector<float>& values,
 }
 
 Doubles to_doubles(const VariablePtr& v) {
-  const double* p = static_cast<const double*>(v->data()->array().get(Dtype::f64));
+  const double* p =
+      static_cast<const double*>(v->data()->array().get(Dtype::f64));
   return Doubles(p, p + v->size());
 }
 
 Doubles grad_doubles(const VariablePtr& v) {
-  const double* p = static_cast<const double*>(v->grad()->array().get(Dtype::f64));
+  const double* p =
+      static_cast<const double*>(v->grad()->array().get(Dtype::f64));
   return Doubles(p, p + v->size());
 }
 
@@ -120,7 +123,8 @@ void expect_near(const Doubles& actual, const Doubles& expected, double atol,
   for (size_t i = 0; i < actual.size(); ++i) {
     const double tol = atol + rtol * std::fabs(expected[i]);
     const double err = std::fabs(actual[i] - expected[i]);
-    const bool ok = err <= tol || (std::isnan(actual[i]) && std::isnan(expected[i]));
+    const bool ok =
+        err <= tol || (std::isnan(actual[i]) && std::isnan(expected[i]));
     if (!ok) {
       ++bad;
       if (err - tol > worst_excess) worst_excess = err - tol, worst = i;
@@ -175,13 +179,14 @@ void check_numerical_grad(const FunctionCheck& c) {
         numeric[j] = (plus - minus) / (2.0 * h);
       }
     }
-    expect_near(r.grads[i], numeric, c.grad_atol, c.grad_rtol,
-                "analytic against numerical gradient of input " +
-                    std::to_string(i));
+    expect_near(
+        r.grads[i], numeric, c.grad_atol, c.grad_rtol,
+        "analytic against numerical gradient of input " + std::to_string(i));
   }
 }
 
-void check_accumulation(const FunctionCheck& c, const std::string& type_config) {
+void check_accumulation(const FunctionCheck& c,
+                        const std::string& type_config) {
   if (!c.check_grad) return;
   ContextGuard guard(context("cpu", type_config));
   const double tol = type_config == "float"  ? 1e-5
@@ -209,7 +214,8 @@ void check_accumulation(const FunctionCheck& c, const std::string& type_config) 
   }
 }
 
-void check_clear_buffer(const FunctionCheck& c, const std::string& type_config) {
+void check_clear_buffer(const FunctionCheck& c,
+                        const std::string& type_config) {
   if (!c.check_grad) return;
   ContextGuard guard(context("cpu", type_config));
   const double tol = type_config == "float"  ? 1e-5
@@ -266,9 +272,9 @@ void check_reduced(const FunctionCheck& c, const std::string& type_config) {
   y->backward(array_from(y->shape(), output_weights(y->size(), c.seed)));
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!c.inputs[i].need_grad) continue;
-    expect_near(grad_doubles(inputs[i]), full.grads[i], atol, rtol,
-                type_config + " grad of input " + std::to_string(i) +
-                    " against float");
+    expect_near(
+        grad_doubles(inputs[i]), full.grads[i], atol, rtol,
+        type_config + " grad of input " + std::to_string(i) + " against float");
   }
 }
 

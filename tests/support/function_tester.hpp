@@ -15,7 +15,9 @@ namespace mg::test {
 struct InputSpec {
   InputSpec(Shape shape_, float low_ = -1.0f, float high_ = 1.0f,
             bool need_grad_ = true)
-      : shape(std::move(shape_)), low(low_), high(high_),
+      : shape(std::move(shape_)),
+        low(low_),
+        high(high_),
         need_grad(need_grad_) {}
   /// An input with fixed values (labels, indices), no grad by default.
   static InputSpec fixed(Shape shape, std::vector<float> values,

@@ -83,8 +83,8 @@ void check_integer_layout(const FunctionCheck& base,
 // The inputs of c at batch size `batch`: explicit values repeated row by
 // row (labels and indices stay valid), random ones drawn anew from the same
 // range; other inputs as they are.
-FunctionCheck at_batch(const FunctionCheck& base, const std::vector<int>& batched,
-                       int64_t batch) {
+FunctionCheck at_batch(const FunctionCheck& base,
+                       const std::vector<int>& batched, int64_t batch) {
   FunctionCheck c = base;
   std::mt19937 rng(base.seed + 7919u * static_cast<uint32_t>(batch));
   for (int k : batched) {
@@ -120,8 +120,8 @@ void fill(const VariablePtr& x, const InputSpec& in,
   std::copy(values.begin(), values.end(), p);
 }
 
-std::vector<VariablePtr> make_vars(const FunctionCheck& c,
-                                   const std::vector<std::vector<float>>& values) {
+std::vector<VariablePtr> make_vars(
+    const FunctionCheck& c, const std::vector<std::vector<float>>& values) {
   std::vector<VariablePtr> vars;
   for (size_t k = 0; k < c.inputs.size(); ++k) {
     auto x = make_variable(c.inputs[k].shape, c.inputs[k].need_grad);
@@ -307,7 +307,8 @@ BatchChange run_batch_change(const FunctionDecl& d, const Case& k,
       }
       return s;
     }();
-    const FunctionCheck now = k.at_batch ? k.at_batch(next) : at_batch(c, batched, next);
+    const FunctionCheck now =
+        k.at_batch ? k.at_batch(next) : at_batch(c, batched, next);
     SCOPED_TRACE("from inputs " + old_shapes + " to " + shapes_of(now));
     if (now.inputs.size() != c.inputs.size()) {
       ADD_FAILURE() << "at_batch(" << next << ") gives " << now.inputs.size()
@@ -335,8 +336,8 @@ BatchChange run_batch_change(const FunctionDecl& d, const Case& k,
           << "the error does not name the old shapes " << old_shapes << ": "
           << m;
       EXPECT_NE(m.find(shapes_of(now)), std::string::npos)
-          << "the error does not name the new shapes " << shapes_of(now)
-          << ": " << m;
+          << "the error does not name the new shapes " << shapes_of(now) << ": "
+          << m;
       EXPECT_NE(m.find(d.tag()), std::string::npos)
           << "the error does not name " << d.tag() << ": " << m;
       bool fresh_ok = true;
@@ -348,8 +349,8 @@ BatchChange run_batch_change(const FunctionDecl& d, const Case& k,
       }
       EXPECT_FALSE(fresh_ok)
           << d.name << " refused to be set up again for inputs "
-          << shapes_of(now) << ", but a graph built fresh at that size runs: "
-          << m;
+          << shapes_of(now)
+          << ", but a graph built fresh at that size runs: " << m;
       result.outcome = BatchChange::refused;
       result.detail = m;
       return result;
@@ -370,7 +371,8 @@ BatchChange run_batch_change(const FunctionDecl& d, const Case& k,
   return result;
 }
 
-void run_integer_layout(const FunctionCheck& c, const std::string& type_config) {
+void run_integer_layout(const FunctionCheck& c,
+                        const std::string& type_config) {
   SCOPED_TRACE("int32 data through a layout function in " + type_config);
   check_integer_layout(c, type_config);
 }

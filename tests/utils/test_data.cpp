@@ -6,12 +6,12 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <sys/stat.h>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <set>
-#include <sys/stat.h>
 
 #include <mixgraph/graph/parameter_scope.hpp>
 #include <mixgraph/solvers/sgd.hpp>

@@ -74,11 +74,13 @@ TEST_P(EndToEnd, AnMlpLearnsFashionMnistAboveTheFloor) {
   auto xe = make_variable({500, 784});
   auto te = make_variable({500, 1});
   auto error = F::top_n_error(net(xe), te);
-  const double accuracy = 100.0 * (1.0 - evaluate_error_rate(test, xe, te, error));
-  std::printf("%s: test accuracy %.2f%% after %d steps (floor %.1f%%, margin "
-              "%.2f points), last loss %.4f\n",
-              GetParam().c_str(), accuracy, kSteps, kFloor, accuracy - kFloor,
-              last_loss);
+  const double accuracy =
+      100.0 * (1.0 - evaluate_error_rate(test, xe, te, error));
+  std::printf(
+      "%s: test accuracy %.2f%% after %d steps (floor %.1f%%, margin "
+      "%.2f points), last loss %.4f\n",
+      GetParam().c_str(), accuracy, kSteps, kFloor, accuracy - kFloor,
+      last_loss);
   EXPECT_GE(accuracy, kFloor);
 }
 

@@ -49,16 +49,15 @@ TEST(Feed, ImagesAreScaledAndLabelsCopiedInOrder) {
   feed_images(d, {5, 2}, *x);
   feed_labels(d, {5, 2}, *t);
   const float* px = x->data()->get<const float>();
-  EXPECT_EQ(px[0], 0.0f);                // image 5, pixel 0
-  EXPECT_EQ(px[1], 205 / 255.0f);        // its brightest, pixel 1
-  EXPECT_EQ(px[4 + 2], 202 / 255.0f);    // image 2, pixel 2
+  EXPECT_EQ(px[0], 0.0f);              // image 5, pixel 0
+  EXPECT_EQ(px[1], 205 / 255.0f);      // its brightest, pixel 1
+  EXPECT_EQ(px[4 + 2], 202 / 255.0f);  // image 2, pixel 2
   EXPECT_EQ(t->data()->get<const float>()[0], 1.0f);
   EXPECT_EQ(t->data()->get<const float>()[1], 2.0f);
 
   auto flat = make_variable({1, 4});
   feed_images(d, {1}, *flat, {0.5f, 0.25f});
-  EXPECT_EQ(flat->data()->get<const float>()[1],
-            (201 / 255.0f - 0.5f) / 0.25f);
+  EXPECT_EQ(flat->data()->get<const float>()[1], (201 / 255.0f - 0.5f) / 0.25f);
   EXPECT_EQ(flat->data()->get<const float>()[0], (0 / 255.0f - 0.5f) / 0.25f);
 
   auto labels = make_variable({3});
@@ -71,21 +70,27 @@ TEST(Feed, ImagesAreScaledAndLabelsCopiedInOrder) {
 TEST(Feed, WrongShapesAndIndicesAreNamed) {
   const ImageDataset d = tiny();
   auto x = make_variable({2, 4, 1});
-  EXPECT_NE(error_of([&] { feed_images(d, {0, 1}, *x); })
+  EXPECT_NE(error_of([&] {
+              feed_images(d, {0, 1}, *x);
+            })
                 .find("[feed_images] x must have shape (2, 1, 2, 2) or (2, 4) "
                       "for 2 images of 2x2, got (2, 4, 1)"),
             std::string::npos);
   auto t = make_variable({3, 1});
-  EXPECT_NE(error_of([&] { feed_labels(d, {0, 1}, *t); })
+  EXPECT_NE(error_of([&] {
+              feed_labels(d, {0, 1}, *t);
+            })
                 .find("[feed_labels] t must have shape (2, 1) or (2,) for 2 "
                       "labels, got (3, 1)"),
             std::string::npos);
   auto ok = make_variable({1, 4});
-  EXPECT_NE(error_of([&] { feed_images(d, {10}, *ok); })
-                .find("index 10 is outside the dataset's 10 examples"),
+  EXPECT_NE(error_of([&] {
+              feed_images(d, {10}, *ok);
+            }).find("index 10 is outside the dataset's 10 examples"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { feed_images(d, {1}, *ok, {0.0f, 0.0f}); })
-                .find("scaling.std must be positive"),
+  EXPECT_NE(error_of([&] {
+              feed_images(d, {1}, *ok, {0.0f, 0.0f});
+            }).find("scaling.std must be positive"),
             std::string::npos);
 }
 

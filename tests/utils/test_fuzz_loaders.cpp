@@ -80,10 +80,11 @@ struct Counts {
   int accepted_other = 0;  // loaded something else (allowed where no checksum)
   std::map<std::string, int> other_exceptions;  // type: count (must stay empty)
   void print(const char* what) const {
-    std::printf("fuzz %-22s %4d mutants: %4d refused, %4d loaded the original,"
-                " %3d loaded other content, %d other exceptions\n",
-                what, mutants, refused, accepted_same, accepted_other,
-                static_cast<int>(other_exceptions.size()));
+    std::printf(
+        "fuzz %-22s %4d mutants: %4d refused, %4d loaded the original,"
+        " %3d loaded other content, %d other exceptions\n",
+        what, mutants, refused, accepted_same, accepted_other,
+        static_cast<int>(other_exceptions.size()));
     for (const auto& [type, n] : other_exceptions) {
       std::printf("    %d x %s\n", n, type.c_str());
     }
@@ -155,7 +156,8 @@ struct Snapshot {
 
 Snapshot snapshot(TrainedRun& run, const CheckpointInfo& info) {
   Snapshot s;
-  for (auto& [n, v] : run.params.parameters()) s.weights.push_back(to_doubles(v));
+  for (auto& [n, v] : run.params.parameters())
+    s.weights.push_back(to_doubles(v));
   for (auto& [n, st] : run.solver->states()) {
     s.ts.push_back(st.t);
     for (auto& [sn, a] : st.pstate) {
@@ -327,7 +329,8 @@ TEST(Fuzz, PrecisionPolicyYamlNeverCrashes) {
   std::remove(path.c_str());
   policy.reset();
   c.print("PrecisionPolicy");
-  RecordProperty("other_exceptions", static_cast<int>(c.other_exceptions.size()));
+  RecordProperty("other_exceptions",
+                 static_cast<int>(c.other_exceptions.size()));
   EXPECT_EQ(c.mutants, 800);
 }
 

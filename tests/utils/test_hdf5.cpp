@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <cmath>
 #include <limits>
 #include <random>
 
@@ -95,16 +95,17 @@ TEST(Parameters, LoadingChecksShapesAndDtypesAndChangesNothingOnError) {
   ParameterScope wrong;
   auto W = wrong["fc"].get_or_create("W", {2, 3}, constant_initializer(5));
   wrong["fc"].get_or_create("b", {4}, constant_initializer(5));
-  expect_file_error([&] { load_parameters(path, wrong); },
-                       {"[load_parameters]", path,
-                        "'fc/b' has shape (3,) in the file, but (4,) in the scope"});
+  expect_file_error(
+      [&] { load_parameters(path, wrong); },
+      {"[load_parameters]", path,
+       "'fc/b' has shape (3,) in the file, but (4,) in the scope"});
   EXPECT_EQ(W->data()->get<const float>()[0], 5.0f) << "nothing was loaded";
 
   ParameterScope half;
   auto H = half["fc"].get_or_create("W", {2, 3}, nullptr);
   H->data()->array().cast(Dtype::f16);
   expect_file_error([&] { load_parameters(path, half); },
-                       {"'fc/W' is float in the file, but half in the scope"});
+                    {"'fc/W' is float in the file, but half in the scope"});
   load_parameters(path, half, {/*convert_dtype=*/true});
   EXPECT_EQ(H->data()->array().dtype(), Dtype::f16);
   EXPECT_EQ(H->data()->get<const float>()[0], 1.0f);
@@ -116,9 +117,9 @@ TEST(Files, CorruptInputGivesErrorsThatNameFileAndEntry) {
   std::ofstream(text) << "not an hdf5 file";
   ParameterScope p;
   expect_file_error([&] { load_parameters(text, p); },
-                       {text, "is not an HDF5 file"});
+                    {text, "is not an HDF5 file"});
   expect_file_error([&] { load_parameters(temp_path("missing.h5"), p); },
-                       {"cannot be read"});
+                    {"cannot be read"});
 
   const std::string good = temp_path("good.h5");
   ParameterScope src;
@@ -141,14 +142,14 @@ TEST(Files, CorruptInputGivesErrorsThatNameFileAndEntry) {
     h5::write_int_attr(f, ds.get(), "need_grad", 1);
   });
   expect_file_error([&] { load_parameters(odd, p); },
-                       {odd, "entry 'W'", "attribute 'index' must be an integer"});
+                    {odd, "entry 'W'", "attribute 'index' must be an integer"});
   const std::string bare = temp_path("bare.h5");
   h5::write_atomically(bare, "test", [](h5::File& f) {
     float v[2] = {1, 2};
     h5::write_dataset(f, f.handle.get(), "W", {2}, Dtype::f32, v);
   });
   expect_file_error([&] { load_parameters(bare, p); },
-                       {"entry 'W'", "lacks the attribute 'index'"});
+                    {"entry 'W'", "lacks the attribute 'index'"});
   for (auto& f : {text, good, cut, odd, bare}) std::remove(f.c_str());
 }
 
@@ -165,14 +166,17 @@ TEST(SolverStates, RoundTripInNNablaLayoutAndMissingDatasetsAreNamed) {
   other->set_parameters({{"fc/W", w2}});
   load_states(path, *other);
   EXPECT_EQ(other->states().at("fc/W").t, 1u);
-  const float* m = other->states().at("fc/W").pstate.at("mean")->get<const float>();
+  const float* m =
+      other->states().at("fc/W").pstate.at("mean")->get<const float>();
   EXPECT_FLOAT_EQ(m[0], 0.05f);
 
   auto momentum = solvers::Momentum();
   momentum->set_parameters({{"fc/W", w2}});
   expect_file_error([&] { load_states(path, *momentum); },
-                    {"[load_states]", "does not fit the solver Momentum (the "
-                     "file's is Adam)", "parameter 'fc/W' has the states "
+                    {"[load_states]",
+                     "does not fit the solver Momentum (the "
+                     "file's is Adam)",
+                     "parameter 'fc/W' has the states "
                      "'mean', 'var' (of Adam), but Momentum needs 'm'"});
   auto wrong_shape = solvers::Adam();
   wrong_shape->set_parameters({{"fc/W", variable_from({2}, {1, 2}, true)}});
@@ -223,7 +227,8 @@ print('h5py ok', len(names))
 // A small regression network trained with Momentum (state that must resume)
 // and, in half, the dynamic loss scaler.
 struct TrainingRun {
-  explicit TrainingRun(const std::string& type_config) : ctx(context("cpu", type_config)) {
+  explicit TrainingRun(const std::string& type_config)
+      : ctx(context("cpu", type_config)) {
     ContextGuard g(ctx);
     seed(11);
     x = make_variable({8, 4});
@@ -268,11 +273,11 @@ struct TrainingRun {
 // Runs this test binary again as a fresh process for one resume stage.
 void run_stage(const std::string& stage, const std::string& type_config,
                const std::string& path) {
-  const std::string cmd =
-      "MIXGRAPH_RESUME_STAGE=" + stage + " MIXGRAPH_RESUME_TYPE=" +
-      type_config + " MIXGRAPH_RESUME_PATH=" + path +
-      " /proc/" + std::to_string(::getpid()) +
-      "/exe --gtest_filter=ResumeWorker.Stage >/dev/null";
+  const std::string cmd = "MIXGRAPH_RESUME_STAGE=" + stage +
+                          " MIXGRAPH_RESUME_TYPE=" + type_config +
+                          " MIXGRAPH_RESUME_PATH=" + path + " /proc/" +
+                          std::to_string(::getpid()) +
+                          "/exe --gtest_filter=ResumeWorker.Stage >/dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
@@ -285,7 +290,8 @@ TEST(ResumeWorker, Stage) {
     run.train(6);
     save_checkpoint(path, run.params, *run.solver, *run.updater, run.iteration);
   } else {
-    auto info = load_checkpoint(path, run.params, *run.solver, run.updater.get());
+    auto info =
+        load_checkpoint(path, run.params, *run.solver, run.updater.get());
     run.iteration = info.iteration;
     run.train(6);
     save_checkpoint(path + ".final", run.params, *run.solver, *run.updater,
@@ -307,7 +313,8 @@ TEST_P(Checkpoint, ResumingInAFreshProcessContinuesBitForBit) {
   EXPECT_EQ(info.iteration, 12);
   EXPECT_EQ(resumed.weights(), straight.weights()) << "weights differ";
   EXPECT_EQ(resumed.updater->scale(), straight.updater->scale());
-  EXPECT_EQ(resumed.updater->applied_steps(), straight.updater->applied_steps());
+  EXPECT_EQ(resumed.updater->applied_steps(),
+            straight.updater->applied_steps());
   EXPECT_EQ(resumed.solver->states().at("fc1/W").t,
             straight.solver->states().at("fc1/W").t);
   std::remove(path.c_str());
@@ -349,8 +356,8 @@ TEST(Checkpoint, ExtrasKeepTheirTypesAndValuesBitForBit) {
   extras.set("empty", "");
   save_checkpoint(path, run.params, *run.solver, *run.updater, 3, extras);
   TrainingRun fresh("float");
-  const CheckpointInfo info = load_checkpoint(
-      path, fresh.params, *fresh.solver, fresh.updater.get());
+  const CheckpointInfo info =
+      load_checkpoint(path, fresh.params, *fresh.solver, fresh.updater.get());
   const CheckpointExtras& e = info.extras;
   EXPECT_EQ(e.size(), 7u);
   EXPECT_EQ(e.get_int("steps"), int64_t{1} << 40);
@@ -365,9 +372,10 @@ TEST(Checkpoint, ExtrasKeepTheirTypesAndValuesBitForBit) {
     e.get_int("step");
     ADD_FAILURE() << "a missing extra must throw";
   } catch (const std::invalid_argument& err) {
-    EXPECT_NE(std::string(err.what()).find("[CheckpointExtras] the extras of '" +
-                                           path + "' have no value 'step'; did "
-                                           "you mean 'steps'?"),
+    EXPECT_NE(std::string(err.what())
+                  .find("[CheckpointExtras] the extras of '" + path +
+                        "' have no value 'step'; did "
+                        "you mean 'steps'?"),
               std::string::npos)
         << err.what();
   }
@@ -375,8 +383,8 @@ TEST(Checkpoint, ExtrasKeepTheirTypesAndValuesBitForBit) {
     e.get_float("steps");
     ADD_FAILURE() << "a type mismatch must throw";
   } catch (const std::invalid_argument& err) {
-    EXPECT_NE(std::string(err.what()).find("'steps' of '" + path +
-                                           "' is an integer, not a float"),
+    EXPECT_NE(std::string(err.what())
+                  .find("'steps' of '" + path + "' is an integer, not a float"),
               std::string::npos)
         << err.what();
   }
@@ -554,9 +562,9 @@ TEST(Checksums, ADamagedByteInAnyArrayIsAnErrorNamingTheDataset) {
   damaged[p_arrays[1].address + 3] ^= 0x01;
   std::ofstream(bad, std::ios::binary | std::ios::trunc) << damaged;
   ParameterScope scope;
-  expect_file_error([&] { load_parameters(bad, scope); },
-                    {"[load_parameters]", bad, "entry '" + p_arrays[1].name,
-                     "checksum"});
+  expect_file_error(
+      [&] { load_parameters(bad, scope); },
+      {"[load_parameters]", bad, "entry '" + p_arrays[1].name, "checksum"});
   EXPECT_TRUE(scope.parameters().empty());
   const std::string states = temp_path("checked_states.h5");
   save_states(states, *run.solver);
@@ -565,9 +573,9 @@ TEST(Checksums, ADamagedByteInAnyArrayIsAnErrorNamingTheDataset) {
   damaged = file_bytes(states);
   damaged[s_arrays[0].address] ^= 0x80;
   std::ofstream(bad, std::ios::binary | std::ios::trunc) << damaged;
-  expect_file_error([&] { load_states(bad, *run.solver); },
-                    {"[load_states]", bad, "entry '" + s_arrays[0].name,
-                     "checksum"});
+  expect_file_error(
+      [&] { load_states(bad, *run.solver); },
+      {"[load_states]", bad, "entry '" + s_arrays[0].name, "checksum"});
   for (auto& f : {path, bad, params, states}) std::remove(f.c_str());
 }
 
@@ -576,12 +584,12 @@ TEST(Checksums, ADamagedByteInAnyArrayIsAnErrorNamingTheDataset) {
 TEST(Checksums, FilesWithoutChecksumsStillLoad) {
   const std::string path = temp_path("plain.h5");
   {
-    h5::Handle f(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT,
-                           H5P_DEFAULT),
-                 H5Fclose);
-    h5::Handle g(H5Gcreate2(f.get(), "fc", H5P_DEFAULT, H5P_DEFAULT,
-                            H5P_DEFAULT),
-                 H5Gclose);
+    h5::Handle f(
+        H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+        H5Fclose);
+    h5::Handle g(
+        H5Gcreate2(f.get(), "fc", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+        H5Gclose);
     const hsize_t dims[2] = {2, 3};
     h5::Handle space(H5Screate_simple(2, dims, nullptr), H5Sclose);
     h5::Handle ds(H5Dcreate2(g.get(), "W", H5T_IEEE_F32LE, space.get(),
@@ -653,8 +661,8 @@ TEST(Checkpoint, AWriteKilledHalfwayLeavesExactlyOneCompleteSave) {
         << "trial " << trial;
     EXPECT_TRUE(info.iteration == finished ||
                 (info.iteration == begun && begun == finished + 1))
-        << "trial " << trial << ": loaded save " << info.iteration
-        << ", begun " << begun << ", finished " << finished;
+        << "trial " << trial << ": loaded save " << info.iteration << ", begun "
+        << begun << ", finished " << finished;
     EXPECT_TRUE(is_save(fresh, info.iteration))
         << "trial " << trial << ": the weights are not those of save "
         << info.iteration;
@@ -683,7 +691,8 @@ TEST(Checkpoint, TruncatedOrDamagedFilesAreErrorsThatNameTheFile) {
   int refused = 0;
   for (int i = 0; i < 40; ++i) {
     const size_t n = bytes.size() * i / 40;
-    std::ofstream(cut, std::ios::binary | std::ios::trunc) << bytes.substr(0, n);
+    std::ofstream(cut, std::ios::binary | std::ios::trunc)
+        << bytes.substr(0, n);
     TrainingRun fresh("float");
     const auto before = fresh.weights();
     try {

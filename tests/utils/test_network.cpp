@@ -87,17 +87,20 @@ const char* kHead = R"(network:
 
 TEST(Network, BadYamlIsReportedWithFileAndLine) {
   expect_load_error("network: {name: [unclosed\n", "[load_network] net.yaml:");
-  expect_load_error(std::string(kHead) +
-                        "    - {type: Relu, inputs: [x], outputs: [y], args: {}}\n",
-                    "net.yaml:8: unknown function 'Relu'; did you mean 'ReLU'");
-  expect_load_error(std::string(kHead) +
-                        "    - {type: LeakyReLU, inputs: [x], outputs: [y], args: {}}\n",
-                    "net.yaml:8: [LeakyReLU] missing argument 'alpha'");
-  expect_load_error(std::string(kHead) +
-                        "    - {type: LeakyReLU, inputs: [x], outputs: [y], "
-                        "args: {alpha: fast}}\n",
-                    "net.yaml:8: [LeakyReLU] argument 'alpha' must be a number, "
-                    "got string");
+  expect_load_error(
+      std::string(kHead) +
+          "    - {type: Relu, inputs: [x], outputs: [y], args: {}}\n",
+      "net.yaml:8: unknown function 'Relu'; did you mean 'ReLU'");
+  expect_load_error(
+      std::string(kHead) +
+          "    - {type: LeakyReLU, inputs: [x], outputs: [y], args: {}}\n",
+      "net.yaml:8: [LeakyReLU] missing argument 'alpha'");
+  expect_load_error(
+      std::string(kHead) +
+          "    - {type: LeakyReLU, inputs: [x], outputs: [y], "
+          "args: {alpha: fast}}\n",
+      "net.yaml:8: [LeakyReLU] argument 'alpha' must be a number, "
+      "got string");
   expect_load_error(std::string(kHead) +
                         "    - {type: ReLU, inputs: [x], outputs: [y], "
                         "args: {alpha: 1}}\n",
@@ -118,19 +121,20 @@ TEST(Network, BadYamlIsReportedWithFileAndLine) {
                         "    - {type: LeakyReLU, inputs: [x], outputs: [y], "
                         "args: {alpha: 0.1, inplace: true}}\n",
                     "net.yaml:8: [LeakyReLU] unknown argument 'inplace'");
-  expect_load_error(std::string(kHead) +
-                        "    - {type: ReLU, inputs: [z], outputs: [y]}\n",
-                    "net.yaml:8: ReLU reads 'z', which no input");
+  expect_load_error(
+      std::string(kHead) + "    - {type: ReLU, inputs: [z], outputs: [y]}\n",
+      "net.yaml:8: ReLU reads 'z', which no input");
   expect_load_error(std::string(kHead) +
                         "    - {type: Affine, inputs: [x, x], outputs: [y], "
                         "args: {base_axis: 1}}\n",
                     "net.yaml:8: [affine] x with shape (2, 3)");
-  expect_load_error(std::string(kHead) +
-                        "    - {type: ReLU, inputs: [x], outputs: [w]}\n",
-                    "output 'y' is never computed");
+  expect_load_error(
+      std::string(kHead) + "    - {type: ReLU, inputs: [x], outputs: [w]}\n",
+      "output 'y' is never computed");
 }
 
-// ---- inference: a free batch dimension, parameters loaded with the network ----
+// ---- inference: a free batch dimension, parameters loaded with the network
+// ----
 
 TEST(Network, AFreeBatchDimensionIsSetAtLoadTime) {
   seed(4);
@@ -149,8 +153,8 @@ TEST(Network, AFreeBatchDimensionIsSetAtLoadTime) {
 
   // Five images, the first two those of the training graph: the same answers.
   ParameterScope loaded;
-  Network net = load_trained_network(dir + "free.yaml", dir + "free.h5",
-                                     loaded, {/*batch_size=*/5});
+  Network net = load_trained_network(dir + "free.yaml", dir + "free.h5", loaded,
+                                     {/*batch_size=*/5});
   ASSERT_EQ(net.input("x0")->shape(), (Shape{5, 1, 6, 6}));
   float* in5 = net.input("x0")->data()->cast<float>(true);
   const float* in2 = x->data()->get<const float>();

@@ -18,8 +18,8 @@ namespace {
 int uses_every_header() {
   int n = 0;
   // contexts/
-  n += sizeof(mg::CachingAllocatorOptions) > 0;           // caching_allocator
-  mg::Context ctx = mg::context("cpu", "half");           // context
+  n += sizeof(mg::CachingAllocatorOptions) > 0;  // caching_allocator
+  mg::Context ctx = mg::context("cpu", "half");  // context
   float f = 1.5f;
   mg::Half h;
   mg::convert(&f, mg::Dtype::f32, &h, mg::Dtype::f16, 1);  // convert, half
@@ -27,87 +27,87 @@ int uses_every_header() {
   n += mg::device_count("cpu") >= 0;                       // device
   n += mg::dtype_size(mg::Dtype::bf16) == 2;               // dtype
   n += mg::dispatch_float_types(mg::Dtype::f32, "umbrella", [](auto tag) {
-    return static_cast<int>(sizeof(typename decltype(tag)::type));
-  }) == 4;                                                 // dtype_dispatch
-  n += sizeof(mg::BFloat16) == 2;                          // half
-  n += sizeof(mg::cpu_memory_stats()) > 0;                 // memory
-  n += mg::msg("a", 1) == "a1";                            // strings
+         return static_cast<int>(sizeof(typename decltype(tag)::type));
+       }) == 4;                             // dtype_dispatch
+  n += sizeof(mg::BFloat16) == 2;           // half
+  n += sizeof(mg::cpu_memory_stats()) > 0;  // memory
+  n += mg::msg("a", 1) == "a1";             // strings
   n += mg::did_you_mean({"Tanh"}, "tanh").size() > 0;
-  mg::SyncedArray array(4);                                // synced_array
+  mg::SyncedArray array(4);  // synced_array
   n += array.size() == 4;
   // graph/
-  n += !mg::check_finite_enabled();                        // check_finite
-  n += std::string(mg::decl::Affine.name) == "Affine";     // function_decl
-  mg::FunctionArgs args{{"alpha", 0.5}};                   // function_args
+  n += !mg::check_finite_enabled();                     // check_finite
+  n += std::string(mg::decl::Affine.name) == "Affine";  // function_decl
+  mg::FunctionArgs args{{"alpha", 0.5}};                // function_args
   n += std::string(mg::arg_type_name(args[0].second)).size() > 0;
-  n += sizeof(mg::Function) > 0;                           // function
-  n += sizeof(mg::FunctionNode) > 0;                       // function_node
-  mg::Initializer init = mg::constant_initializer(2.0f);   // initializer
-  n += mg::make_ndarray({2})->size() == 2;                 // ndarray
-  mg::ParameterScope params;                               // parameter_scope
-  mg::seed(3);                                             // random
-  n += mg::shape_str({2, 3}) == "(2, 3)";                  // shape
-  auto x = mg::make_variable({2, 4});                      // variable
+  n += sizeof(mg::Function) > 0;                          // function
+  n += sizeof(mg::FunctionNode) > 0;                      // function_node
+  mg::Initializer init = mg::constant_initializer(2.0f);  // initializer
+  n += mg::make_ndarray({2})->size() == 2;                // ndarray
+  mg::ParameterScope params;                              // parameter_scope
+  mg::seed(3);                                            // random
+  n += mg::shape_str({2, 3}) == "(2, 3)";                 // shape
+  auto x = mg::make_variable({2, 4});                     // variable
   // functions/
   {
     mg::ContextGuard guard(ctx);
-    auto y = mg::PF::affine(x, 3, params["fc"]);           // affine
-    y = mg::F::relu(y);                                    // elementwise_builders
-    y = mg::F::softmax(y, 1);                              // softmax
-    y = mg::F::sum(y, {1}, false);                         // reduction
-    y = mg::F::reshape(y, {2, 1});                         // shape_ops
+    auto y = mg::PF::affine(x, 3, params["fc"]);  // affine
+    y = mg::F::relu(y);                           // elementwise_builders
+    y = mg::F::softmax(y, 1);                     // softmax
+    y = mg::F::sum(y, {1}, false);                // reduction
+    y = mg::F::reshape(y, {2, 1});                // shape_ops
     auto t = mg::make_variable({2, 1});
     auto e = mg::F::top_n_error(mg::PF::affine(x, 3, params["fc"]), t);  // loss
     n += e->shape() == mg::Shape{2, 1};
-    n += mg::apply_function1(mg::decl::Sum, mg::ReduceOptions{{1}, false},
-                             {x})->shape() == mg::Shape{2};  // builder
+    n += mg::apply_function1(mg::decl::Sum, mg::ReduceOptions{{1}, false}, {x})
+             ->shape() == mg::Shape{2};  // builder
   }
-  n += sizeof(mg::SplitOptions) > 0;                       // array_ops
-  n += sizeof(&mg::F::scaled_dot_product_attention) > 0;   // attention
-  n += sizeof(mg::BatchMatmulOptions) > 0;                 // batch_matmul
-  n += sizeof(mg::BatchNormalizationOptions) > 0;          // batch_normalization
-  n += sizeof(mg::CastOptions) > 0;                        // cast
-  n += sizeof(mg::ConvolutionOptions) > 0;                 // convolution
-  n += sizeof(mg::DeconvolutionOptions) > 0;               // deconvolution
-  n += sizeof(mg::DropoutOptions) > 0;                     // dropout
-  n += sizeof(mg::EmbedOptions) > 0;                       // indexing
-  n += sizeof(&mg::PF::lstm_cell) > 0;                     // lstm
-  n += sizeof(mg::ArgMax) > 0;                             // min_argmax
-  n += sizeof(mg::LayerNormalizationOptions) > 0;          // normalization
-  n += sizeof(mg::PoolingOptions) > 0;                     // pooling
-  n += mg::default_policy_yaml().size() > 0;               // precision_policy
-  n += mg::FunctionRegistry::instance().has("Affine");     // registry
+  n += sizeof(mg::SplitOptions) > 0;                      // array_ops
+  n += sizeof(&mg::F::scaled_dot_product_attention) > 0;  // attention
+  n += sizeof(mg::BatchMatmulOptions) > 0;                // batch_matmul
+  n += sizeof(mg::BatchNormalizationOptions) > 0;         // batch_normalization
+  n += sizeof(mg::CastOptions) > 0;                       // cast
+  n += sizeof(mg::ConvolutionOptions) > 0;                // convolution
+  n += sizeof(mg::DeconvolutionOptions) > 0;              // deconvolution
+  n += sizeof(mg::DropoutOptions) > 0;                    // dropout
+  n += sizeof(mg::EmbedOptions) > 0;                      // indexing
+  n += sizeof(&mg::PF::lstm_cell) > 0;                    // lstm
+  n += sizeof(mg::ArgMax) > 0;                            // min_argmax
+  n += sizeof(mg::LayerNormalizationOptions) > 0;         // normalization
+  n += sizeof(mg::PoolingOptions) > 0;                    // pooling
+  n += mg::default_policy_yaml().size() > 0;              // precision_policy
+  n += mg::FunctionRegistry::instance().has("Affine");    // registry
   n += mg::options_to_args(mg::ReduceOptions{}).size() == 2;  // args_codec
-  n += sizeof(mg::BroadcastPlan) > 0;                      // elementwise
+  n += sizeof(mg::BroadcastPlan) > 0;                         // elementwise
   // solvers/
-  n += mg::solvers::AdaBound()->name().size() > 0;         // adabound
-  n += mg::solvers::Adagrad()->name().size() > 0;          // adagrad
-  n += mg::solvers::Adam()->name() == "Adam";              // adam, solver
-  n += mg::solvers::Adamax()->name().size() > 0;           // adam_variants
-  n += mg::solvers::Lamb()->name().size() > 0;             // lamb
-  n += mg::solvers::Lars()->name().size() > 0;             // lars
-  n += mg::solvers::Lion()->name().size() > 0;             // lion
-  n += sizeof(mg::DynamicLossScalingOptions) > 0;          // loss_scaling
-  n += mg::solvers::Nesterov()->name().size() > 0;         // nesterov
-  n += mg::solvers::RMSprop()->name().size() > 0;          // rmsprop
-  n += mg::solvers::Sgd()->name().size() > 0;              // sgd
-  n += mg::solvers::SgdW()->name().size() > 0;             // sgdw
-  n += sizeof(mg::FusedGrad) > 0;                          // device_ops
+  n += mg::solvers::AdaBound()->name().size() > 0;  // adabound
+  n += mg::solvers::Adagrad()->name().size() > 0;   // adagrad
+  n += mg::solvers::Adam()->name() == "Adam";       // adam, solver
+  n += mg::solvers::Adamax()->name().size() > 0;    // adam_variants
+  n += mg::solvers::Lamb()->name().size() > 0;      // lamb
+  n += mg::solvers::Lars()->name().size() > 0;      // lars
+  n += mg::solvers::Lion()->name().size() > 0;      // lion
+  n += sizeof(mg::DynamicLossScalingOptions) > 0;   // loss_scaling
+  n += mg::solvers::Nesterov()->name().size() > 0;  // nesterov
+  n += mg::solvers::RMSprop()->name().size() > 0;   // rmsprop
+  n += mg::solvers::Sgd()->name().size() > 0;       // sgd
+  n += mg::solvers::SgdW()->name().size() > 0;      // sgdw
+  n += sizeof(mg::FusedGrad) > 0;                   // device_ops
   n += mg::sum_of_squares(2, [](int64_t) { return 1.0; }) == 2.0;  // norms
-  n += sizeof(mg::WeightDecayRule) > 0;                    // weight_decay_rule
-  n += sizeof(&mg::state_data) > 0;                       // update_rule
-  n += mg::detail::kNumRuleSlots > 0;                      // rule_list
+  n += sizeof(mg::WeightDecayRule) > 0;  // weight_decay_rule
+  n += sizeof(&mg::state_data) > 0;      // update_rule
+  n += mg::detail::kNumRuleSlots > 0;    // rule_list
   // utils/
-  n += sizeof(mg::CsvWriter) > 0;                          // csv
+  n += sizeof(mg::CsvWriter) > 0;                            // csv
   n += mg::BatchIterator(4, 2, 1).batches_per_epoch() == 2;  // batch_iterator
-  n += mg::default_fashion_mnist_dir().size() > 0;         // fashion_mnist
-  n += sizeof(mg::PixelScaling) > 0;                       // feed
-  n += sizeof(&mg::read_idx) > 0;                          // idx
-  n += sizeof(mg::CheckpointExtras) > 0;                   // checkpoint
-  n += sizeof(mg::LoadParametersOptions) > 0;              // parameters
-  n += !mg::InterruptGuard::requested();                   // interrupt
-  n += sizeof(mg::ProgressBar) > 0;                        // progress
-  n += sizeof(mg::NetworkOptions) > 0;                     // yaml/network
+  n += mg::default_fashion_mnist_dir().size() > 0;           // fashion_mnist
+  n += sizeof(mg::PixelScaling) > 0;                         // feed
+  n += sizeof(&mg::read_idx) > 0;                            // idx
+  n += sizeof(mg::CheckpointExtras) > 0;                     // checkpoint
+  n += sizeof(mg::LoadParametersOptions) > 0;                // parameters
+  n += !mg::InterruptGuard::requested();                     // interrupt
+  n += sizeof(mg::ProgressBar) > 0;                          // progress
+  n += sizeof(mg::NetworkOptions) > 0;                       // yaml/network
   return n;
 }
 
@@ -129,7 +129,8 @@ TEST(Umbrella, ListsEveryPublicHeader) {
   const std::set<std::string> internal_files = {
       "hdf5_file.hpp", "parameters_io.hpp", "backward_plan.hpp"};
   int listed = 0;
-  for (const char* layer : {"contexts", "graph", "functions", "solvers", "utils"}) {
+  for (const char* layer :
+       {"contexts", "graph", "functions", "solvers", "utils"}) {
     for (auto it = fs::recursive_directory_iterator(root / layer);
          it != fs::recursive_directory_iterator(); ++it) {
       if (it->is_directory() &&

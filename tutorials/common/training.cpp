@@ -211,8 +211,8 @@ void Training::step_done(float loss_scale, bool applied) {
 
 double Training::evaluate() {
   if (!test_) test_ = dataset("test", options_.data_dir);
-  return 100.0 * (1.0 - mg::evaluate_error_rate(*test_, test_x_, test_t_,
-                                                test_error_));
+  return 100.0 *
+         (1.0 - mg::evaluate_error_rate(*test_, test_x_, test_t_, test_error_));
 }
 
 mg::CheckpointExtras Training::extras() const {

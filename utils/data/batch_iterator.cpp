@@ -11,8 +11,8 @@ namespace {
 constexpr const char* kHeader = "mixgraph.BatchIterator 1";
 
 [[noreturn]] void bad_state(const std::string& what) {
-  throw std::invalid_argument("[BatchIterator] cannot restore the saved state: " +
-                           what);
+  throw std::invalid_argument(
+      "[BatchIterator] cannot restore the saved state: " + what);
 }
 
 }  // namespace

@@ -73,9 +73,10 @@ ImageDataset load_fashion_mnist(const std::string& split,
   IdxArray images = read_idx(image_path);
   IdxArray labels = read_idx(label_path);
   if (images.shape.size() != 3) {
-    throw std::invalid_argument("[load_fashion_mnist] " + image_path +
-                             ": images must have shape (N, rows, cols), got " +
-                             shape_str(images.shape));
+    throw std::invalid_argument(
+        "[load_fashion_mnist] " + image_path +
+        ": images must have shape (N, rows, cols), got " +
+        shape_str(images.shape));
   }
   if (labels.shape.size() != 1 || labels.shape[0] != images.shape[0]) {
     throw std::invalid_argument(
@@ -88,9 +89,9 @@ ImageDataset load_fashion_mnist(const std::string& split,
   for (size_t i = 0; i < labels.data.size(); ++i) {
     if (labels.data[i] >= ds.classes) {
       throw std::invalid_argument("[load_fashion_mnist] " + label_path +
-                               ": label " + std::to_string(labels.data[i]) +
-                               " at index " + std::to_string(i) +
-                               " is not a class in [0, 10)");
+                                  ": label " + std::to_string(labels.data[i]) +
+                                  " at index " + std::to_string(i) +
+                                  " is not a class in [0, 10)");
     }
   }
   ds.size = images.shape[0];

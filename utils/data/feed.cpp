@@ -27,14 +27,14 @@ void feed_images(const ImageDataset& data, const std::vector<int64_t>& indices,
   const auto n = static_cast<int64_t>(indices.size());
   const int64_t pixels = data.height * data.width;
   const Shape& s = x.shape();
-  const bool ok = (s == Shape{n, 1, data.height, data.width}) ||
-                  (s == Shape{n, pixels});
+  const bool ok =
+      (s == Shape{n, 1, data.height, data.width}) || (s == Shape{n, pixels});
   if (!ok) {
-    throw std::invalid_argument(
-        msg("[feed_images] x must have shape ",
-            shape_str({n, 1, data.height, data.width}), " or ",
-            shape_str({n, pixels}), " for ", n, " images of ", data.height,
-            "x", data.width, ", got ", shape_str(s)));
+    throw std::invalid_argument(msg("[feed_images] x must have shape ",
+                                    shape_str({n, 1, data.height, data.width}),
+                                    " or ", shape_str({n, pixels}), " for ", n,
+                                    " images of ", data.height, "x", data.width,
+                                    ", got ", shape_str(s)));
   }
   if (!(scaling.std > 0.0f)) {
     throw std::invalid_argument(
@@ -55,10 +55,9 @@ void feed_labels(const ImageDataset& data, const std::vector<int64_t>& indices,
                  Variable& t) {
   const auto n = static_cast<int64_t>(indices.size());
   if (t.shape() != Shape{n, 1} && t.shape() != Shape{n}) {
-    throw std::invalid_argument(msg("[feed_labels] t must have shape ",
-                                    shape_str({n, 1}), " or ", shape_str({n}),
-                                    " for ", n, " labels, got ",
-                                    shape_str(t.shape())));
+    throw std::invalid_argument(
+        msg("[feed_labels] t must have shape ", shape_str({n, 1}), " or ",
+            shape_str({n}), " for ", n, " labels, got ", shape_str(t.shape())));
   }
   check_indices("feed_labels", data, indices);
   SyncedArray& a = t.data()->array();
@@ -82,21 +81,22 @@ double evaluate_error_rate(const ImageDataset& data, const VariablePtr& x,
                            const VariablePtr& t, const VariablePtr& error,
                            const PixelScaling& scaling) {
   if (!x || !t || !error) {
-    throw std::invalid_argument("[evaluate_error_rate] x, t and error must "
-                                "not be null");
+    throw std::invalid_argument(
+        "[evaluate_error_rate] x, t and error must "
+        "not be null");
   }
   if (x->shape().empty() || x->shape()[0] <= 0) {
-    throw std::invalid_argument(msg("[evaluate_error_rate] x must have a batch "
-                                    "dimension first, got shape ",
-                                    shape_str(x->shape())));
+    throw std::invalid_argument(
+        msg("[evaluate_error_rate] x must have a batch "
+            "dimension first, got shape ",
+            shape_str(x->shape())));
   }
   const int64_t n = x->shape()[0];
   if (error->size() != n) {
     throw std::invalid_argument(
-        msg("[evaluate_error_rate] error must hold one value per example (",
-            n, " for x of shape ", shape_str(x->shape()),
-            "), got shape ", shape_str(error->shape()),
-            ": pass F::top_n_error's output"));
+        msg("[evaluate_error_rate] error must hold one value per example (", n,
+            " for x of shape ", shape_str(x->shape()), "), got shape ",
+            shape_str(error->shape()), ": pass F::top_n_error's output"));
   }
   if (data.size == 0) {
     throw std::invalid_argument("[evaluate_error_rate] the dataset is empty");

@@ -64,8 +64,7 @@ std::map<std::string, SolverState> read_states(const h5::File& f, hid_t group,
     std::sort(sorted_needed.begin(), sorted_needed.end());
     std::sort(have.begin(), have.end());
     if (have != sorted_needed) {
-      problems += "\n  parameter '" + pname + "' has the states " +
-                  join(have) +
+      problems += "\n  parameter '" + pname + "' has the states " + join(have) +
                   (written_by.empty() ? "" : " (of " + written_by + ")") +
                   ", but " + solver.name() + " needs " + join(needed);
       continue;
@@ -99,10 +98,11 @@ std::map<std::string, SolverState> read_states(const h5::File& f, hid_t group,
     states[pname] = std::move(s);
   }
   if (!problems.empty()) {
-    h5::fail(f.tag, f.path, group_name,
-             "does not fit the solver " + solver.name() +
-                 (written_by.empty() ? "" : " (the file's is " + written_by + ")") +
-                 ":" + problems);
+    h5::fail(
+        f.tag, f.path, group_name,
+        "does not fit the solver " + solver.name() +
+            (written_by.empty() ? "" : " (the file's is " + written_by + ")") +
+            ":" + problems);
   }
   return states;
 }
@@ -232,9 +232,9 @@ CheckpointInfo load_checkpoint(const std::string& path, ParameterScope& params,
     for (const auto& name : h5::list_datasets(f, eg.get())) {
       const auto einfo = h5::dataset_info(f, eg.get(), name);
       if (einfo.shape.size() != 1 || einfo.dtype != Dtype::u8) {
-        h5::fail(f.tag, f.path, "extras/" + name,
-                 "must be a 1-D uint8 dataset, got shape " +
-                     shape_str(einfo.shape));
+        h5::fail(
+            f.tag, f.path, "extras/" + name,
+            "must be a 1-D uint8 dataset, got shape " + shape_str(einfo.shape));
       }
       std::string bytes(einfo.shape[0], '\0');
       h5::read_dataset(f, eg.get(), name, Dtype::u8, bytes.data(),
@@ -287,7 +287,8 @@ CheckpointInfo load_checkpoint(const std::string& path, ParameterScope& params,
   h5::read_parameters(f, pg.get(), staged, {});
   h5::Handle sg = h5::open_group(f, root, "solver");
   auto states = read_states(f, sg.get(), "solver", solver);
-  const double lr = h5::read_double_attr(f, sg.get(), "solver", "learning_rate");
+  const double lr =
+      h5::read_double_attr(f, sg.get(), "solver", "learning_rate");
   LossScalerState scaler;
   if (updater) {
     h5::Handle lg = h5::open_group(f, root, "loss_scaler");

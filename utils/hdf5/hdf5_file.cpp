@@ -97,8 +97,9 @@ void write_atomically(const std::string& path, const std::string& tag,
     H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_LATEST);
     hid_t id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
     if (id < 0) {
-      fail_write(tag, path, "", "cannot create the temporary file '" + tmp +
-                              "' beside it (does the directory exist?)");
+      fail_write(tag, path, "",
+                 "cannot create the temporary file '" + tmp +
+                     "' beside it (does the directory exist?)");
     }
     File f{Handle(id, H5Fclose), path, tag};
     try {
@@ -123,12 +124,24 @@ void write_atomically(const std::string& path, const std::string& tag,
 Handle file_type(Dtype dtype) {
   hid_t t = -1;
   switch (dtype) {
-    case Dtype::f32: t = H5Tcopy(H5T_IEEE_F32LE); break;
-    case Dtype::f64: t = H5Tcopy(H5T_IEEE_F64LE); break;
-    case Dtype::i32: t = H5Tcopy(H5T_STD_I32LE); break;
-    case Dtype::i64: t = H5Tcopy(H5T_STD_I64LE); break;
-    case Dtype::u8: t = H5Tcopy(H5T_STD_U8LE); break;
-    case Dtype::b8: t = H5Tcopy(H5T_STD_U8LE); break;
+    case Dtype::f32:
+      t = H5Tcopy(H5T_IEEE_F32LE);
+      break;
+    case Dtype::f64:
+      t = H5Tcopy(H5T_IEEE_F64LE);
+      break;
+    case Dtype::i32:
+      t = H5Tcopy(H5T_STD_I32LE);
+      break;
+    case Dtype::i64:
+      t = H5Tcopy(H5T_STD_I64LE);
+      break;
+    case Dtype::u8:
+      t = H5Tcopy(H5T_STD_U8LE);
+      break;
+    case Dtype::b8:
+      t = H5Tcopy(H5T_STD_U8LE);
+      break;
     case Dtype::f16:
     case Dtype::bf16: {
       // binary16: sign bit 15, exponent bits 10-14 (bias 15), mantissa 0-9.
@@ -171,9 +184,9 @@ Handle create_group(hid_t parent, const std::string& name) {
   if (H5Lexists(parent, name.c_str(), H5P_DEFAULT) > 0) {
     return Handle(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), H5Gclose);
   }
-  return Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT,
-                           H5P_DEFAULT),
-                H5Gclose);
+  return Handle(
+      H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Gclose);
 }
 
 Handle ensure_parent_groups(hid_t root, const std::string& name) {
@@ -217,8 +230,9 @@ Handle checksummed_layout(const Shape& shape, Dtype dtype) {
 std::string path_in_file(hid_t loc, const std::string& name) {
   char buf[1024];
   const ssize_t n = H5Iget_name(loc, buf, sizeof buf);
-  std::string base = n > 0 ? std::string(buf, std::min<size_t>(n, sizeof buf - 1))
-                           : std::string();
+  std::string base = n > 0
+                         ? std::string(buf, std::min<size_t>(n, sizeof buf - 1))
+                         : std::string();
   while (!base.empty() && base.front() == '/') base.erase(0, 1);
   return base.empty() ? name : base + "/" + name;
 }
@@ -228,9 +242,9 @@ std::string path_in_file(hid_t loc, const std::string& name) {
 void write_dataset(File& f, hid_t loc, const std::string& name,
                    const Shape& shape, Dtype dtype, const void* data) {
   std::vector<hsize_t> dims(shape.begin(), shape.end());
-  Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(),
-                                nullptr),
-               H5Sclose);
+  Handle space(
+      H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+      H5Sclose);
   if (shape.empty()) space = Handle(H5Screate(H5S_SCALAR), H5Sclose);
   Handle type = file_type(dtype);
   Handle dcpl = checksummed_layout(shape, dtype);
@@ -305,7 +319,8 @@ std::string read_string_attr(const File& f, hid_t obj, const std::string& entry,
 }
 
 DatasetInfo dataset_info(const File& f, hid_t loc, const std::string& name) {
-  if (!exists(loc, name)) fail(f.tag, f.path, path_in_file(loc, name), "is missing");
+  if (!exists(loc, name))
+    fail(f.tag, f.path, path_in_file(loc, name), "is missing");
   Handle ds(H5Dopen2(loc, name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!ds.valid()) {
     fail(f.tag, f.path, path_in_file(loc, name),
@@ -404,8 +419,8 @@ herr_t collect_attr(hid_t obj, const char* name, const H5A_info_t*,
       static_cast<std::vector<std::pair<std::string, H5T_class_t>>*>(data);
   Handle a(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
   Handle type(a.valid() ? H5Aget_type(a.get()) : -1, H5Tclose);
-  out->emplace_back(name, type.valid() ? H5Tget_class(type.get())
-                                       : H5T_NO_CLASS);
+  out->emplace_back(name,
+                    type.valid() ? H5Tget_class(type.get()) : H5T_NO_CLASS);
   return 0;
 }
 
@@ -457,7 +472,8 @@ herr_t collect_dataset(hid_t group, const char* name, const H5L_info_t*,
 
 std::vector<std::string> list_datasets(const File& f, hid_t group) {
   std::vector<std::string> names;
-  if (H5Lvisit(group, H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &names) < 0) {
+  if (H5Lvisit(group, H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &names) <
+      0) {
     fail(f.tag, f.path, "", "cannot list its contents (file truncated?)");
   }
   return names;

@@ -98,7 +98,7 @@ void read_parameters(const File& f, hid_t group, ParameterScope& scope,
 void save_parameters(const std::string& path, const ParameterScope& scope) {
   h5::write_atomically(path, "save_parameters", [&](h5::File& f) {
     h5::write_parameters(f, f.handle.get(),
-                        scope.parameters(/*grad_only=*/false));
+                         scope.parameters(/*grad_only=*/false));
   });
 }
 

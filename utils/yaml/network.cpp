@@ -25,7 +25,9 @@ std::vector<FunctionNode*> functions_in_order(
   std::unordered_set<FunctionNode*> seen;
   std::vector<std::pair<FunctionNode*, size_t>> stack;
   for (const auto& [name, v] : outputs) {
-    if (!v) throw std::invalid_argument("[save_network] output '" + name + "' is null");
+    if (!v)
+      throw std::invalid_argument("[save_network] output '" + name +
+                                  "' is null");
     FunctionNode* root = v->parent().get();
     if (!root || !seen.insert(root).second) continue;
     stack.emplace_back(root, 0);
@@ -65,14 +67,15 @@ std::string where(const std::string& source, const YAML::Node& n) {
 
 [[noreturn]] void fail(const std::string& source, const YAML::Node& n,
                        const std::string& what) {
-  throw std::invalid_argument("[load_network] " + where(source, n) + ": " + what);
+  throw std::invalid_argument("[load_network] " + where(source, n) + ": " +
+                              what);
 }
 
 // A YAML scalar or list as an argument value: bool, int, float, string.
 ArgValue to_arg(const YAML::Node& n, const std::string& source) {
   auto scalar = [](const YAML::Node& s) -> ArgValue {
     const std::string t = s.Scalar();
-    if (s.Tag() == "!" ) return t;  // quoted: always a string
+    if (s.Tag() == "!") return t;  // quoted: always a string
     if (t == "true" || t == "false") return t == "true";
     try {
       size_t used = 0;
@@ -103,7 +106,8 @@ ArgValue to_arg(const YAML::Node& n, const std::string& source) {
         all_int = false;
         reals.push_back(*q);
       } else {
-        fail(source, e, "lists may hold only numbers, got '" + e.Scalar() + "'");
+        fail(source, e,
+             "lists may hold only numbers, got '" + e.Scalar() + "'");
       }
     }
     if (n.size() == 0) return std::vector<double>{};
@@ -114,16 +118,19 @@ ArgValue to_arg(const YAML::Node& n, const std::string& source) {
 }
 
 Shape to_shape(const YAML::Node& n, const std::string& source) {
-  if (!n || !n.IsSequence()) fail(source, n, "'shape' must be a list of integers");
+  if (!n || !n.IsSequence())
+    fail(source, n, "'shape' must be a list of integers");
   Shape s;
   for (const auto& e : n) {
     try {
       s.push_back(e.as<int64_t>());
     } catch (const YAML::Exception&) {
-      fail(source, e, "'shape' must be a list of integers, got '" + e.Scalar() + "'");
+      fail(source, e,
+           "'shape' must be a list of integers, got '" + e.Scalar() + "'");
     }
     if (s.back() < 0) {
-      fail(source, e, "'shape' " + shape_str(s) + "...: a dimension is negative");
+      fail(source, e,
+           "'shape' " + shape_str(s) + "...: a dimension is negative");
     }
   }
   return s;
@@ -137,13 +144,14 @@ Shape to_input_shape(const YAML::Node& n, const std::string& source,
     fail(source, n, "input '" + name + "': 'shape' must be a list of integers");
   }
   const YAML::Node first = n[0];
-  const bool free = first.IsNull() ||
-                    (first.IsScalar() && (first.Scalar() == "-1"));
+  const bool free =
+      first.IsNull() || (first.IsScalar() && (first.Scalar() == "-1"));
   if (!free) return to_shape(n, source);
   if (options.batch_size <= 0) {
-    fail(source, n, "input '" + name +
-                        "' has a free batch dimension (null or -1): set "
-                        "NetworkOptions::batch_size to the batch size to run");
+    fail(source, n,
+         "input '" + name +
+             "' has a free batch dimension (null or -1): set "
+             "NetworkOptions::batch_size to the batch size to run");
   }
   YAML::Node rest(YAML::NodeType::Sequence);
   for (size_t i = 1; i < n.size(); ++i) rest.push_back(n[i]);
@@ -200,11 +208,10 @@ std::shared_ptr<Function> create_function_from_yaml(
           unknown.push_back(candidates[0]);
           typo_of.push_back(name);
         } else if (quoted_after(text, "unknown argument '", &name)) {
-          trial.erase(std::remove_if(trial.begin(), trial.end(),
-                                     [&](const auto& kv) {
-                                       return kv.first == name;
-                                     }),
-                      trial.end());
+          trial.erase(
+              std::remove_if(trial.begin(), trial.end(),
+                             [&](const auto& kv) { return kv.first == name; }),
+              trial.end());
           unknown.push_back(name);
           typo_of.emplace_back();
         } else {
@@ -221,9 +228,8 @@ std::shared_ptr<Function> create_function_from_yaml(
     what += unknown.size() > 1 ? "s " : " ";
     for (size_t i = 0; i < unknown.size(); ++i) {
       what += (i ? ", '" : "'") + unknown[i] + "'";
-      what += typo_of[i].empty()
-                  ? did_you_mean(known, unknown[i])
-                  : " (did you mean '" + typo_of[i] + "'?)";
+      what += typo_of[i].empty() ? did_you_mean(known, unknown[i])
+                                 : " (did you mean '" + typo_of[i] + "'?)";
     }
     if (fn) {
       what += "; it takes ";
@@ -293,10 +299,12 @@ std::string network_to_yaml(
   for (FunctionNode* node : order) {
     fout << YAML::BeginMap;
     fout << YAML::Key << "type" << YAML::Value << node->function().name();
-    fout << YAML::Key << "inputs" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    fout << YAML::Key << "inputs" << YAML::Value << YAML::Flow
+         << YAML::BeginSeq;
     for (const auto& in : node->inputs()) fout << name_of(in);
     fout << YAML::EndSeq;
-    fout << YAML::Key << "outputs" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    fout << YAML::Key << "outputs" << YAML::Value << YAML::Flow
+         << YAML::BeginSeq;
     for (const auto& out : node->outputs()) fout << name_of(out);
     fout << YAML::EndSeq;
     fout << YAML::Key << "args" << YAML::Value << YAML::BeginMap;
@@ -309,12 +317,14 @@ std::string network_to_yaml(
   fout << YAML::EndSeq;
 
   YAML::Emitter out;
-  out << YAML::BeginMap << YAML::Key << "network" << YAML::Value << YAML::BeginMap;
+  out << YAML::BeginMap << YAML::Key << "network" << YAML::Value
+      << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << name;
   out << YAML::Key << "inputs" << YAML::Value << YAML::BeginSeq;
   for (const auto& [n, v] : inputs) {
-    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << n
-        << YAML::Key << "shape" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value
+        << n << YAML::Key << "shape" << YAML::Value << YAML::Flow
+        << YAML::BeginSeq;
     for (size_t i = 0; i < v->shape().size(); ++i) {
       if (i == 0 && options.free_batch) {
         out << YAML::Null;
@@ -327,8 +337,8 @@ std::string network_to_yaml(
   out << YAML::EndSeq;
   out << YAML::Key << "parameters" << YAML::Value << YAML::BeginSeq;
   for (const auto& [n, v] : used_params) {
-    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << n
-        << YAML::Key << "shape" << YAML::Value << YAML::Flow << v->shape()
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value
+        << n << YAML::Key << "shape" << YAML::Value << YAML::Flow << v->shape()
         << YAML::EndMap;
   }
   out << YAML::EndSeq;
@@ -340,17 +350,19 @@ std::string network_to_yaml(
   return std::string(out.c_str()) + "\n";
 }
 
-void save_network(const std::string& path, const std::string& name,
-                  const std::vector<std::pair<std::string, VariablePtr>>& outputs,
-                  const ParameterScope& params,
-                  const SaveNetworkOptions& options) {
+void save_network(
+    const std::string& path, const std::string& name,
+    const std::vector<std::pair<std::string, VariablePtr>>& outputs,
+    const ParameterScope& params, const SaveNetworkOptions& options) {
   const std::string text = network_to_yaml(name, outputs, params, options);
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp);
-    if (!f) throw std::runtime_error("[save_network] cannot write '" + tmp + "'");
+    if (!f)
+      throw std::runtime_error("[save_network] cannot write '" + tmp + "'");
     f << text;
-    if (!f) throw std::runtime_error("[save_network] writing '" + tmp + "' failed");
+    if (!f)
+      throw std::runtime_error("[save_network] writing '" + tmp + "' failed");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     throw std::runtime_error("[save_network] cannot rename '" + tmp + "' to '" +
@@ -361,8 +373,7 @@ void save_network(const std::string& path, const std::string& name,
 namespace {
 
 Network build_network(const std::string& yaml, ParameterScope& params,
-                      const std::string& source,
-                      const NetworkOptions& options);
+                      const std::string& source, const NetworkOptions& options);
 
 }  // namespace
 
@@ -375,8 +386,7 @@ Network network_from_yaml(const std::string& yaml, ParameterScope& params,
     return build_network(yaml, params, source, options);
   } catch (const YAML::Exception& e) {
     throw std::invalid_argument("[load_network] " + source + ":" +
-                                std::to_string(e.mark.line + 1) + ": " +
-                                e.msg);
+                                std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
 }
 
@@ -400,7 +410,8 @@ Network build_network(const std::string& yaml, ParameterScope& params,
   if (net["name"]) result.name = net["name"].as<std::string>();
   std::unordered_map<std::string, VariablePtr> vars;
   for (const auto& in : net["inputs"]) {
-    const std::string n = need(in, "name", source, "an input").as<std::string>();
+    const std::string n =
+        need(in, "name", source, "an input").as<std::string>();
     auto v = make_variable(to_input_shape(in["shape"], source, n, options));
     v->set_name(n);
     vars[n] = v;
@@ -408,7 +419,8 @@ Network build_network(const std::string& yaml, ParameterScope& params,
   }
   std::string missing;
   for (const auto& p : net["parameters"]) {
-    const std::string n = need(p, "name", source, "a parameter").as<std::string>();
+    const std::string n =
+        need(p, "name", source, "a parameter").as<std::string>();
     const Shape shape = to_shape(p["shape"], source);
     VariablePtr v = params.get(n);
     if (!v) {
@@ -417,8 +429,9 @@ Network build_network(const std::string& yaml, ParameterScope& params,
       continue;
     }
     if (v->shape() != shape) {
-      fail(source, p, "parameter '" + n + "' has shape " + shape_str(shape) +
-                          " here, but " + shape_str(v->shape()) + " in the scope");
+      fail(source, p,
+           "parameter '" + n + "' has shape " + shape_str(shape) +
+               " here, but " + shape_str(v->shape()) + " in the scope");
     }
     vars[n] = v;
   }
@@ -434,19 +447,21 @@ Network build_network(const std::string& yaml, ParameterScope& params,
     fail(source, net, "'functions' must be a list");
   }
   for (const auto& f : functions) {
-    const std::string type = need(f, "type", source, "a function").as<std::string>();
+    const std::string type =
+        need(f, "type", source, "a function").as<std::string>();
     if (!FunctionRegistry::instance().has(type)) {
-      fail(source, f, "unknown function '" + type + "'" +
-                          did_you_mean(FunctionRegistry::instance().names(),
-                                       type));
+      fail(source, f,
+           "unknown function '" + type + "'" +
+               did_you_mean(FunctionRegistry::instance().names(), type));
     }
     std::vector<VariablePtr> inputs;
     for (const auto& in : need(f, "inputs", source, type)) {
       auto it = vars.find(in.as<std::string>());
       if (it == vars.end()) {
-        fail(source, in, type + " reads '" + in.as<std::string>() +
-                             "', which no input, parameter or earlier function "
-                             "defines");
+        fail(source, in,
+             type + " reads '" + in.as<std::string>() +
+                 "', which no input, parameter or earlier function "
+                 "defines");
       }
       inputs.push_back(it->second);
     }
@@ -454,7 +469,8 @@ Network build_network(const std::string& yaml, ParameterScope& params,
     if (const YAML::Node a = f["args"]) {
       if (!a.IsMap()) fail(source, a, "'args' of " + type + " must be a map");
       for (const auto& kv : a) {
-        args.emplace_back(kv.first.as<std::string>(), to_arg(kv.second, source));
+        args.emplace_back(kv.first.as<std::string>(),
+                          to_arg(kv.second, source));
       }
     }
     std::vector<VariablePtr> outs;
@@ -467,11 +483,12 @@ Network build_network(const std::string& yaml, ParameterScope& params,
     }
     const YAML::Node names = need(f, "outputs", source, type);
     if (names.size() != outs.size()) {
-      fail(source, names, type + " has " + std::to_string(outs.size()) +
-                              " outputs, but " + std::to_string(names.size()) +
-                              " names are given");
+      fail(source, names,
+           type + " has " + std::to_string(outs.size()) + " outputs, but " +
+               std::to_string(names.size()) + " names are given");
     }
-    for (size_t i = 0; i < outs.size(); ++i) vars[names[i].as<std::string>()] = outs[i];
+    for (size_t i = 0; i < outs.size(); ++i)
+      vars[names[i].as<std::string>()] = outs[i];
   }
   for (const auto& o : need(net, "outputs", source, "the network")) {
     auto it = vars.find(o.as<std::string>());
@@ -488,7 +505,8 @@ Network build_network(const std::string& yaml, ParameterScope& params,
 Network load_network(const std::string& path, ParameterScope& params,
                      const NetworkOptions& options) {
   std::ifstream in(path);
-  if (!in) throw std::invalid_argument("[load_network] cannot open '" + path + "'");
+  if (!in)
+    throw std::invalid_argument("[load_network] cannot open '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
   return network_from_yaml(ss.str(), params, path, options);

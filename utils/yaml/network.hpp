@@ -33,10 +33,10 @@ struct SaveNetworkOptions {
 /// with save_parameters); other leaves are the network's inputs, named by
 /// Variable::name() or "x0", "x1", ... in the order found. A failed write is
 /// std::runtime_error.
-void save_network(const std::string& path, const std::string& name,
-                  const std::vector<std::pair<std::string, VariablePtr>>& outputs,
-                  const ParameterScope& params,
-                  const SaveNetworkOptions& options = {});
+void save_network(
+    const std::string& path, const std::string& name,
+    const std::vector<std::pair<std::string, VariablePtr>>& outputs,
+    const ParameterScope& params, const SaveNetworkOptions& options = {});
 /// The same, as YAML text.
 std::string network_to_yaml(
     const std::string& name,
