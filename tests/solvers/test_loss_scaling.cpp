@@ -202,7 +202,9 @@ TEST(DynamicLossScaling, AnOverflowInTheSecondParameterSkipsTheWholeStep) {
     o.scale = 8;
     DynamicLossScalingUpdater up(solver, loss, feeder, o);
     auto m_of = [&](const std::string& name) {
-      const auto& m = solver->states().at(name).pstate.at("m");
+      // states() returns a copy: hold it while reading.
+      const auto states = solver->states();
+      const auto& m = states.at(name).pstate.at("m");
       const float* d = m->get<const float>();
       return std::vector<double>(d, d + 3);
     };
