@@ -90,23 +90,35 @@ INSTANTIATE_TEST_SUITE_P(EveryFunction, Harness,
 TEST(HarnessCoverage, EveryRegisteredFunctionHasACase) {
   std::vector<std::string> missing;
   size_t functions = 0, cases = 0, long_sums = 0, layouts = 0, integers = 0;
+  std::vector<std::string> no_yaml;
   for (const auto& info : function_list()) {
     ++functions;
     const auto& list = harness::cases(info.decl->name);
     if (list.empty()) missing.push_back(info.decl->name);
     cases += list.size();
-    for (const auto& c : list) long_sums += c.long_sum;
+    for (const auto& c : list) {
+      long_sums += c.long_sum;
+      if (!c.no_yaml_round_trip.empty()) {
+        no_yaml.push_back(std::string(info.decl->name) + " " + c.label + " (" +
+                          c.no_yaml_round_trip + ")");
+      }
+    }
     layouts += is_layout(*info.decl);
     integers += info.decl->has(Port::integer);
   }
   EXPECT_TRUE(missing.empty()) << missing.size() << " functions have no "
                                << "harness case, the first: " << missing[0];
   std::cout << functions << " functions x 3 dtypes: values, grads, "
-            << "accumulation, clear_buffer, integer inputs (" << cases
-            << " cases; " << long_sums << " long sums checked against double "
+            << "YAML round trip, accumulation, clear_buffer, integer inputs ("
+            << cases << " cases; " << long_sums
+            << " long sums checked against double "
             << "in half and bfloat16; " << layouts << " layout functions "
             << "moving int32 data near 2^31; " << integers
             << " functions with integer inputs)\n";
+  std::cout << cases - no_yaml.size() << " of " << cases
+            << " cases rebuilt from their YAML bit for bit";
+  for (const auto& n : no_yaml) std::cout << "; not " << n;
+  std::cout << "\n";
 }
 
 // The batch-change check over every function in float, with the counts: how

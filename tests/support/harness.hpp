@@ -51,6 +51,9 @@ struct Case {
   /// same build, explicit values repeated row by row, random ones drawn
   /// anew from the same range.
   std::function<FunctionCheck(int64_t batch)> at_batch = {};
+  /// Non-empty: why the case's graph cannot be checked by a YAML round
+  /// trip (a random function, whose rebuilt graph draws anew).
+  std::string no_yaml_round_trip = {};
 };
 
 /// What the batch-change check found for one case.
@@ -75,7 +78,8 @@ bool add(const FunctionDecl& decl, std::vector<Case> cases);
 const std::vector<Case>& cases(const std::string& name);
 
 /// Every check of `c` in `type_config`: in float the forward against the
-/// double reference, the numerical gradient, accumulation and clear_buffer;
+/// double reference, the numerical gradient, the graph rebuilt from its
+/// YAML (same output bit for bit), accumulation and clear_buffer;
 /// in half and bfloat16 forward and grads against float (against double for
 /// a long sum), that it ran in the reduced type, accumulation and
 /// clear_buffer in that type; integer inputs fed as int32 in every type.

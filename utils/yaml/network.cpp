@@ -137,12 +137,13 @@ Shape to_shape(const YAML::Node& n, const std::string& source) {
 }
 
 // An input's shape: its first dimension may be free (null or -1), then
-// options.batch_size sets it.
+// options.batch_size sets it. [] is a scalar input (a shared slope).
 Shape to_input_shape(const YAML::Node& n, const std::string& source,
                      const std::string& name, const NetworkOptions& options) {
-  if (!n || !n.IsSequence() || n.size() == 0) {
+  if (!n || !n.IsSequence()) {
     fail(source, n, "input '" + name + "': 'shape' must be a list of integers");
   }
+  if (n.size() == 0) return {};
   const YAML::Node first = n[0];
   const bool free =
       first.IsNull() || (first.IsScalar() && (first.Scalar() == "-1"));
@@ -278,11 +279,18 @@ std::string network_to_yaml(
   const auto order = functions_in_order(outputs);
   for (const auto& [oname, v] : outputs) names[v.get()] = oname;
   int next_input = 0, next_value = 0;
-  auto name_of = [&](const VariablePtr& v) -> std::string {
+  // A function's outputs the graph does not use (Split's) are fresh
+  // variables without a parent: named as values, and kept alive so that no
+  // other variable takes their address while `names` holds it.
+  std::vector<VariablePtr> unused_outputs;
+  auto name_of = [&](const VariablePtr& v, bool output) -> std::string {
     auto it = names.find(v.get());
     if (it != names.end()) return it->second;
     std::string n;
-    if (auto p = param_names.find(v.get()); p != param_names.end()) {
+    if (output) {
+      n = "v" + std::to_string(next_value++);
+      unused_outputs.push_back(v);
+    } else if (auto p = param_names.find(v.get()); p != param_names.end()) {
       n = p->second;
       used_params.emplace_back(n, v.get());
     } else if (!v->parent()) {
@@ -301,11 +309,11 @@ std::string network_to_yaml(
     fout << YAML::Key << "type" << YAML::Value << node->function().name();
     fout << YAML::Key << "inputs" << YAML::Value << YAML::Flow
          << YAML::BeginSeq;
-    for (const auto& in : node->inputs()) fout << name_of(in);
+    for (const auto& in : node->inputs()) fout << name_of(in, false);
     fout << YAML::EndSeq;
     fout << YAML::Key << "outputs" << YAML::Value << YAML::Flow
          << YAML::BeginSeq;
-    for (const auto& out : node->outputs()) fout << name_of(out);
+    for (const auto& out : node->outputs()) fout << name_of(out, true);
     fout << YAML::EndSeq;
     fout << YAML::Key << "args" << YAML::Value << YAML::BeginMap;
     for (const auto& [k, v] : node->function().args()) {
