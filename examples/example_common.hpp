@@ -88,26 +88,26 @@ struct SequenceAccuracy {
 
 /// The accuracy of `guess`, the argmax over the vocabulary at each step
 /// (T, N, ...), against the answers t (T, N, 1), both time-major, on
-/// `batches` fresh batches that `next_batch` fills in.
+/// `batches` fresh batches that `next_batch` fills in. Counted in the graph:
+/// Equal makes a mask of right answers, and a sequence is right where the
+/// mask's minimum over time is 1.
 inline SequenceAccuracy sequence_accuracy(
     const mg::VariablePtr& guess, const mg::VariablePtr& t, int batches,
     const std::function<void()>& next_batch) {
+  namespace F = mg::functions;
+  // (T, N, 1): 1 where right, else 0.
+  auto right = F::equal(F::reshape(guess, t->shape(), false), t);
+  auto digits = F::sum(right);
+  auto sequences = F::sum(F::min(right, {0}));
   const int steps = static_cast<int>(t->shape()[0]);
   const int batch = static_cast<int>(t->shape()[1]);
   SequenceAccuracy a;
   for (int b = 0; b < batches; ++b) {
     next_batch();
-    guess->forward(true);
-    const float* g = guess->data()->get<const float>();
-    const float* tp = t->data()->get<const float>();
-    for (int n = 0; n < batch; ++n) {
-      int ok = 0;
-      for (int i = 0; i < steps; ++i) {
-        ok += g[i * batch + n] == tp[i * batch + n];
-      }
-      a.digits += ok;
-      a.sequences += ok == steps;
-    }
+    digits->forward(true);
+    sequences->forward(true);
+    a.digits += static_cast<int>(*digits->data()->get<const float>());
+    a.sequences += static_cast<int>(*sequences->data()->get<const float>());
     a.digits_seen += steps * batch;
     a.sequences_seen += batch;
   }

@@ -7,8 +7,8 @@
 // residual connection and layer normalization, then an Affine to the
 // digits. Sequences are (T, N, E), as NNabla's multi_head_attention takes.
 //
-// Result: 99.93% per-digit and 99.48% whole-sequence accuracy on 100 fresh
-// batches after 800 steps of batch 64 (8 s on 2 cores), printed by
+// Result: 99.83% per-digit and 98.72% whole-sequence accuracy on 100 fresh
+// batches after 800 steps of batch 64 (10 s on 2 cores), printed by
 //   ./build/examples/transformer_sort
 // `--smoke` runs 40 steps and exits 1 unless the loss went down (CI).
 #include <algorithm>
@@ -43,18 +43,17 @@ void make_batch(std::mt19937& rng, mg::Variable& x, mg::Variable& t) {
 }
 
 // sin / cos of the position at geometric frequencies, (T, 1, E): added to
-// every sequence of the batch by broadcasting.
+// every sequence of the batch by broadcasting. Built in the graph from
+// Arange (positions and frequencies, exact in fp32 whatever the
+// type_config), Exp, Sin and Cos: pe[t, 2i] = sin(t f_i), pe[t, 2i + 1] =
+// cos(t f_i), f_i = 10000^(-2i / E).
 mg::VariablePtr positional_encoding() {
-  auto pe = mg::make_variable({kLength, 1, kEmbed});
-  float* p = pe->data()->cast<float>(true);
-  for (int pos = 0; pos < kLength; ++pos) {
-    for (int i = 0; i < kEmbed; i += 2) {
-      const float f = std::pow(10000.0f, -static_cast<float>(i) / kEmbed);
-      p[pos * kEmbed + i] = std::sin(pos * f);
-      p[pos * kEmbed + i + 1] = std::cos(pos * f);
-    }
-  }
-  return pe;
+  auto pos = F::reshape(F::arange(0, kLength), {kLength, 1});
+  auto freq = F::exp(
+      F::mul_scalar(F::arange(0, kEmbed, 2), -std::log(10000.0f) / kEmbed));
+  auto angle = F::mul2(pos, F::reshape(freq, {1, kEmbed / 2}));  // (T, E/2)
+  auto pe = F::stack({F::sin(angle), F::cos(angle)}, -1);        // (T, E/2, 2)
+  return F::reshape(pe, {kLength, 1, kEmbed});
 }
 
 mg::VariablePtr layer_norm(const mg::VariablePtr& h, mg::ParameterScope s) {
@@ -105,11 +104,13 @@ int main(int argc, char** argv) {
   mg::DynamicLossScalingUpdater updater(solver, loss,
                                         [&] { make_batch(rng, *x, *t); });
   const auto log = example::train(updater, loss, steps, 100);
-  if (args.smoke) return log.went_down(5) ? 0 : 1;
 
-  const auto acc = example::sequence_accuracy(F::argmax(logits, {2}), t, 100,
+  const auto acc = example::sequence_accuracy(F::argmax(logits, {2}), t,
+                                              args.smoke ? 2 : 100,
                                               [&] { make_batch(rng, *x, *t); });
   std::printf("per-digit accuracy %.2f%%, whole sequences %.2f%%\n",
               acc.digit_percent(), acc.sequence_percent());
+  // The smoke run (CI) counts 2 batches, so the accuracy graph runs too.
+  if (args.smoke) return log.went_down(5) ? 0 : 1;
   return 0;
 }

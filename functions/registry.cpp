@@ -185,6 +185,7 @@ std::string function_table_markdown() {
      << "| --- | --- | --- | --- | --- |\n";
   for (const FunctionDecl* d : FunctionRegistry::instance().decls()) {
     os << "| " << d->name << " | `F::" << d->snake << "` | ";
+    if (d->inputs.size == 0) os << "(none)";
     for (int i = 0; i < d->inputs.size; ++i) {
       os << (i ? ", " : "") << port_text(d->inputs[i], true);
     }

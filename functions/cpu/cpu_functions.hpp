@@ -27,5 +27,9 @@ void register_indexing(FunctionRegistry& r);
 void register_batch_matmul(FunctionRegistry& r);
 void register_min_argmax(FunctionRegistry& r);
 void register_normalization(FunctionRegistry& r);
+void register_generators(FunctionRegistry& r);
+void register_concat_activation(FunctionRegistry& r);
+void register_prelu(FunctionRegistry& r);
+void register_nary(FunctionRegistry& r);
 
 }  // namespace mg::cpu

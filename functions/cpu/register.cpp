@@ -21,6 +21,10 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_batch_matmul(r);
   register_min_argmax(r);
   register_normalization(r);
+  register_generators(r);
+  register_concat_activation(r);
+  register_prelu(r);
+  register_nary(r);
 }
 
 }  // namespace mg::cpu

@@ -57,6 +57,14 @@ std::vector<Parametric> every_parametric_function() {
        {2, 3},
        true,
        [](auto x, auto s) { return PF::embed(x, 5, 4, s); }},
+      {"prelu (a slope per channel)",
+       {2, 3, 4},
+       false,
+       [](auto x, auto s) { return PF::prelu(x, s, 1, /*shared=*/false); }},
+      {"prelu (one shared slope)",
+       {2, 3, 4},
+       false,
+       [](auto x, auto s) { return PF::prelu(x, s); }},
   };
 }
 
