@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "../support/harness.hpp"
@@ -179,14 +180,10 @@ TEST(HarnessCoverage, EveryFunctionTakesANewBatchSizeOrSaysWhy) {
   std::cout << "\n";
 }
 
-// The README's function table is generated from the declarations; when a
-// function is added or changed, MIXGRAPH_UPDATE_README=1 rewrites it.
-TEST(FunctionTable, TheReadmeListsEveryFunctionAsDeclared) {
-  const std::string begin =
-      "<!-- function table: generated from the "
-      "declarations by mg::function_table_markdown() "
-      "-->\n";
-  const std::string end = "<!-- end of the function table -->";
+// Checks the README's block between the lines `begin` and `end` against
+// `want`; with MIXGRAPH_UPDATE_README=1 rewrites it instead.
+void check_readme_block(const std::string& begin, const std::string& end,
+                        const std::string& want, const std::string& what) {
   std::ifstream in(MIXGRAPH_README);
   ASSERT_TRUE(in) << "cannot read " << MIXGRAPH_README;
   std::stringstream ss;
@@ -195,7 +192,6 @@ TEST(FunctionTable, TheReadmeListsEveryFunctionAsDeclared) {
   const size_t b = readme.find(begin), e = readme.find(end);
   ASSERT_NE(b, std::string::npos) << "README.md lacks the line " << begin;
   ASSERT_NE(e, std::string::npos) << "README.md lacks the line " << end;
-  const std::string want = function_table_markdown();
   const std::string have =
       readme.substr(b + begin.size(), e - b - begin.size());
   if (have != want && std::getenv("MIXGRAPH_UPDATE_README")) {
@@ -203,8 +199,63 @@ TEST(FunctionTable, TheReadmeListsEveryFunctionAsDeclared) {
     std::ofstream(MIXGRAPH_README) << readme;
     return;
   }
-  EXPECT_EQ(have, want) << "README.md's function table is stale: run this "
-                           "test with MIXGRAPH_UPDATE_README=1 to rewrite it";
+  EXPECT_EQ(have, want) << "README.md's " << what << " is stale: run this "
+                        << "test with MIXGRAPH_UPDATE_README=1 to rewrite it";
+}
+
+// The README's function table is generated from the declarations; when a
+// function is added or changed, MIXGRAPH_UPDATE_README=1 rewrites it.
+TEST(FunctionTable, TheReadmeListsEveryFunctionAsDeclared) {
+  check_readme_block(
+      "<!-- function table: generated from the declarations by "
+      "mg::function_table_markdown() -->\n",
+      "<!-- end of the function table -->", function_table_markdown(),
+      "function table");
+}
+
+// The README's count of NNabla's functions by NNabla's categories
+// (tests/data/nnabla_functions.txt), from the registered functions.
+TEST(FunctionTable, TheReadmeCountsNNablasFunctionsByCategory) {
+  std::ifstream in(MIXGRAPH_NNABLA_LIST);
+  ASSERT_TRUE(in) << "cannot read " << MIXGRAPH_NNABLA_LIST;
+  std::set<std::string> ours, listed;
+  for (const auto& info : function_list()) ours.insert(info.decl->name);
+  std::ostringstream md;
+  md << "| NNabla category | present | missing |\n| --- | --- | --- |\n";
+  int have_all = 0, all = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t colon = line.find(": ");
+    ASSERT_NE(colon, std::string::npos) << line;
+    std::istringstream names(line.substr(colon + 2));
+    std::string name, missing;
+    int have = 0, n = 0;
+    while (names >> name) {
+      listed.insert(name);
+      ++n;
+      if (ours.count(name)) {
+        ++have;
+      } else {
+        missing += (missing.empty() ? "" : ", ") + name;
+      }
+    }
+    md << "| " << line.substr(0, colon) << " | " << have << "/" << n << " | "
+       << missing << " |\n";
+    have_all += have;
+    all += n;
+  }
+  EXPECT_EQ(all, 228);
+  md << "| all | " << have_all << "/" << all << " | |\n\n";
+  std::string extra;
+  for (const auto& name : ours) {
+    if (!listed.count(name)) extra += (extra.empty() ? "" : ", ") + name;
+  }
+  md << "Beyond NNabla's list: " << extra << ".\n";
+  check_readme_block(
+      "<!-- NNabla coverage: generated from the registered functions and "
+      "tests/data/nnabla_functions.txt -->\n",
+      "<!-- end of the NNabla coverage -->", md.str(), "NNabla coverage");
 }
 
 }  // namespace
