@@ -7,7 +7,7 @@
 // defined.
 //
 // Result: 100.00% per-digit accuracy on 100 fresh batches after 600 steps
-// of batch 32 (18 s on 2 cores), printed by
+// of batch 32 (4 s on 2 cores), printed by
 //   ./build/examples/lstm_sequence
 // `--smoke` runs 40 steps and exits 1 unless the loss went down (CI).
 #include <cstdio>

@@ -2,6 +2,8 @@
 // for the 16-bit types, and the OpenMP loop over blocks.
 #pragma once
 
+#include <vector>
+
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -131,6 +133,21 @@ void store_grad(const float* g, Variable* v, bool accum) {
   } else {
     store(g, input_grad<T>(v, accum), v->size(), accum);
   }
+}
+
+/// v's data as floats, for a kernel that computes in fp32 throughout: an
+/// fp32 master (or fp32 data) is copied as it is, with no T copy made;
+/// anything else is read in T and converted.
+template <class T>
+std::vector<float> floats_of(Variable* v) {
+  std::vector<float> out(static_cast<size_t>(v->size()));
+  if (std::is_same_v<T, float> || held_in_float(v)) {
+    const float* p = v->data()->get<const float>();
+    std::copy(p, p + out.size(), out.begin());
+  } else {
+    convert(input<T>(v), dtype_of<T>, out.data(), Dtype::f32, out.size());
+  }
+  return out;
 }
 
 /// True when v holds integer data (labels, ids, indices): its head copy is

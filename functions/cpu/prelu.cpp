@@ -17,22 +17,8 @@ class PReLUCpu : public PReLU {
   using PReLU::PReLU;
 
  protected:
-  // The slopes as floats (C values, or one): an fp32 master is read as it
-  // is (no T copy made, its data stays fp32), anything else in T.
-  std::vector<float> slopes(Variable* w) const {
-    std::vector<float> s(static_cast<size_t>(w->size()));
-    if (held_in_float(w)) {
-      const float* wp = w->data()->get<const float>();
-      std::copy(wp, wp + s.size(), s.begin());
-    } else {
-      const T* wp = input<T>(w);
-      for (size_t c = 0; c < s.size(); ++c) s[c] = static_cast<float>(wp[c]);
-    }
-    return s;
-  }
-
   void forward_impl(const Variables& in, const Variables& out) override {
-    const std::vector<float> w = slopes(in[1]);
+    const std::vector<float> w = floats_of<T>(in[1]);
     const T* x = input<T>(in[0]);
     T* y = output<T>(out[0]);
     const int64_t C = channels_, inner = inner_;
@@ -54,7 +40,7 @@ class PReLUCpu : public PReLU {
     const T* dy = output_grad<T>(out[0]);
     const int64_t C = channels_, inner = inner_, outer = outer_;
     if (propagate_down[0]) {
-      const std::vector<float> w = slopes(in[1]);
+      const std::vector<float> w = floats_of<T>(in[1]);
       T* dx = input_grad<T>(in[0], accum[0]);
       for_each_block(in[0]->size(), [&](int64_t begin, int64_t len) {
         float xb[kBlock], dyb[kBlock], dxb[kBlock];

@@ -25,6 +25,7 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_concat_activation(r);
   register_prelu(r);
   register_nary(r);
+  register_lstm(r);
 }
 
 }  // namespace mg::cpu

@@ -124,8 +124,8 @@ TEST(CompositeParameterGrads, MultiHeadAttentionProjections) {
   }
 }
 
-// Whatever PF::lstm creates in its scope (one W and b shared by every step
-// today), through every output: y, the last h and the last c.
+// Whatever PF::lstm creates in its scope (the fused LSTM's weight_l0 and
+// bias), through every output: y, the last h and the last c.
 TEST(CompositeParameterGrads, LstmWeights) {
   const int64_t T = 4, N = 2, I = 3, Hd = 3;
   ContextGuard guard(context("cpu", "float"));

@@ -119,8 +119,10 @@ TEST(InitializerStatistics, EmbedWeightsHaveUnitVariance) {
   expect_uniform(params.get("emb/W"), std::sqrt(3.0), "emb/W");
 }
 
-// The composites' weights come from the layers inside them: every 2-D W in
-// their scope follows Glorot on its (fan_in, fan_out) = its shape.
+// The attention's weights come from the affine layers inside it: every 2-D
+// W in its scope follows Glorot on its (fan_in, fan_out) = its shape. The
+// LSTM's weight_l0 and bias are uniform on +-1/sqrt(hidden) (PyTorch's
+// rule).
 TEST(InitializerStatistics, CompositeBuildersWeightsFollowGlorot) {
   seed(46);
   ParameterScope params;
@@ -136,7 +138,18 @@ TEST(InitializerStatistics, CompositeBuildersWeightsFollowGlorot) {
     expect_glorot(v, v->shape()[0], v->shape()[1], name);
     ++weights;
   }
-  EXPECT_EQ(weights, 5);  // four projections and the LSTM's W
+  EXPECT_EQ(weights, 4);  // the four projections
+  expect_uniform(params.get("lstm/weight_l0"), 1.0 / std::sqrt(32.0),
+                 "lstm/weight_l0");
+  // The bias has 128 values, too few for the statistics: bound and spread.
+  const auto bias = params.get("lstm/bias");
+  double smallest = 1, largest = -1;
+  for (double v : to_doubles(bias)) {
+    EXPECT_LE(std::abs(v), 1.0 / std::sqrt(32.0));
+    smallest = std::min(smallest, v);
+    largest = std::max(largest, v);
+  }
+  EXPECT_GT(largest - smallest, 0.25);  // spread over most of +-0.177
 }
 
 // The initializers themselves, on the fan rules, including the means the
