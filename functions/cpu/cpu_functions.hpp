@@ -31,6 +31,6 @@ void register_generators(FunctionRegistry& r);
 void register_concat_activation(FunctionRegistry& r);
 void register_prelu(FunctionRegistry& r);
 void register_nary(FunctionRegistry& r);
-void register_lstm(FunctionRegistry& r);
+void register_recurrent(FunctionRegistry& r);
 
 }  // namespace mg::cpu

@@ -25,7 +25,7 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_concat_activation(r);
   register_prelu(r);
   register_nary(r);
-  register_lstm(r);
+  register_recurrent(r);
 }
 
 }  // namespace mg::cpu

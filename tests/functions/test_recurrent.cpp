@@ -1,5 +1,6 @@
-// LSTM cells and sequences against a double reference that reads the
-// parameters back from the scope.
+// RNN, LSTM and GRU (the fused functions) and the LSTM cell against double
+// references: harness cases over layers, directions and biases, a 500-step
+// half LSTM against float, PF::lstm and the argument errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -65,12 +66,19 @@ TEST(LstmCell, All) {
   EXPECT_EQ(params.get("cell/W")->shape(), (Shape{I + H, 4 * H}));
 }
 
-// NNabla's LSTM function in double: x (T, B, I), h0 and c0 (L, D, B, H),
-// w0 (D, 4, H, I + H), w (L - 1, D, 4, H, D H + H) or empty, b (L, D, 4, H)
-// or empty; gates [i, f, g, o]. Returns y, h_n and c_n, concatenated flat.
-Doubles lstm_ref(const Doubles& x, const Doubles& h0, const Doubles& c0,
-                 const Doubles& w0, const Doubles& w, const Doubles& b,
-                 int64_t T, int64_t B, int64_t I, int64_t H, int L, int D) {
+enum class Kind { rnn_tanh, rnn_relu, lstm, gru };
+
+int gates_of(Kind k) { return k == Kind::lstm ? 4 : k == Kind::gru ? 3 : 1; }
+int bias_rows_of(Kind k) { return k == Kind::lstm || k == Kind::gru ? 4 : 1; }
+
+// NNabla's RNN, LSTM and GRU functions in double: x (T, B, I), h0 (and c0)
+// (L, D, B, H), w0 (D, G, H, I + H), w (L - 1, D, G, H, D H + H) or empty,
+// b (L, D, G_b, H) or empty. Returns y, h_n (and c_n), concatenated flat.
+Doubles recurrent_ref(Kind kind, const Doubles& x, const Doubles& h0,
+                      const Doubles& c0, const Doubles& w0, const Doubles& w,
+                      const Doubles& b, int64_t T, int64_t B, int64_t I,
+                      int64_t H, int L, int D) {
+  const int G = gates_of(kind), R = bias_rows_of(kind);
   Doubles in = x, hn(L * D * B * H), cn(L * D * B * H);
   int64_t n_in = I;
   for (int l = 0; l < L; ++l) {
@@ -78,34 +86,54 @@ Doubles lstm_ref(const Doubles& x, const Doubles& h0, const Doubles& c0,
     for (int d = 0; d < D; ++d) {
       const int k = l * D + d;
       const int64_t row = n_in + H;
-      const double* W = l == 0 ? w0.data() + d * 4 * H * row
-                               : w.data() + ((l - 1) * D + d) * 4 * H * row;
+      const double* W = l == 0 ? w0.data() + d * G * H * row
+                               : w.data() + ((l - 1) * D + d) * G * H * row;
+      auto bias = [&](int r, int64_t j) {
+        return b.empty() ? 0.0 : b[(k * R + r) * H + j];
+      };
       Doubles h(h0.begin() + k * B * H, h0.begin() + (k + 1) * B * H);
-      Doubles c(c0.begin() + k * B * H, c0.begin() + (k + 1) * B * H);
+      Doubles c = kind == Kind::lstm ? Doubles(c0.begin() + k * B * H,
+                                               c0.begin() + (k + 1) * B * H)
+                                     : Doubles(B * H);
       for (int64_t s = 0; s < T; ++s) {
         const int64_t t = d == 0 ? s : T - 1 - s;
-        Doubles hn_t(B * H);
+        Doubles h_next(B * H);
         for (int64_t n = 0; n < B; ++n) {
-          Doubles g(4 * H);
-          for (int64_t q = 0; q < 4 * H; ++q) {
-            double z = b.empty() ? 0 : b[k * 4 * H + q];
+          // xs[q] = x_t W_q^T (input part), hs[q] = h W_q^T (hidden part).
+          Doubles xs(G * H), hs(G * H);
+          for (int64_t q = 0; q < G * H; ++q) {
             for (int64_t j = 0; j < n_in; ++j) {
-              z += in[(t * B + n) * n_in + j] * W[q * row + j];
+              xs[q] += in[(t * B + n) * n_in + j] * W[q * row + j];
             }
             for (int64_t j = 0; j < H; ++j) {
-              z += h[n * H + j] * W[q * row + n_in + j];
+              hs[q] += h[n * H + j] * W[q * row + n_in + j];
             }
-            g[q] = z;
           }
           for (int64_t j = 0; j < H; ++j) {
-            const double i = sigmoid(g[j]), f = sigmoid(g[H + j]),
-                         u = std::tanh(g[2 * H + j]), o = sigmoid(g[3 * H + j]);
-            c[n * H + j] = f * c[n * H + j] + i * u;
-            hn_t[n * H + j] = o * std::tanh(c[n * H + j]);
-            out[((t * B + n) * D + d) * H + j] = hn_t[n * H + j];
+            double hv;
+            if (kind == Kind::lstm) {
+              auto gate = [&](int r) {
+                return xs[r * H + j] + hs[r * H + j] + bias(r, j);
+              };
+              const double i = sigmoid(gate(0)), f = sigmoid(gate(1)),
+                           u = std::tanh(gate(2)), o = sigmoid(gate(3));
+              c[n * H + j] = f * c[n * H + j] + i * u;
+              hv = o * std::tanh(c[n * H + j]);
+            } else if (kind == Kind::gru) {
+              const double r = sigmoid(xs[j] + hs[j] + bias(0, j));
+              const double z = sigmoid(xs[H + j] + hs[H + j] + bias(1, j));
+              const double nv = std::tanh(xs[2 * H + j] + bias(2, j) +
+                                          r * (hs[2 * H + j] + bias(3, j)));
+              hv = (1 - z) * nv + z * h[n * H + j];
+            } else {
+              const double z = xs[j] + hs[j] + bias(0, j);
+              hv = kind == Kind::rnn_relu ? std::max(z, 0.0) : std::tanh(z);
+            }
+            h_next[n * H + j] = hv;
+            out[((t * B + n) * D + d) * H + j] = hv;
           }
         }
-        h = hn_t;
+        h = h_next;
       }
       std::copy(h.begin(), h.end(), hn.begin() + k * B * H);
       std::copy(c.begin(), c.end(), cn.begin() + k * B * H);
@@ -115,54 +143,93 @@ Doubles lstm_ref(const Doubles& x, const Doubles& h0, const Doubles& c0,
   }
   Doubles all = in;
   all.insert(all.end(), hn.begin(), hn.end());
-  all.insert(all.end(), cn.begin(), cn.end());
+  if (kind == Kind::lstm) all.insert(all.end(), cn.begin(), cn.end());
   return all;
 }
 
-// F::lstm with L layers and D directions on x (T, 2, 3), H = 3; y, h_n and
-// c_n checked together (flattened and concatenated).
-harness::Case lstm_case(int64_t T, int L, bool bidirectional, bool bias) {
-  const int D = bidirectional ? 2 : 1;
+Doubles lstm_ref(const Doubles& x, const Doubles& h0, const Doubles& c0,
+                 const Doubles& w0, const Doubles& w, const Doubles& b,
+                 int64_t T, int64_t B, int64_t I, int64_t H, int L, int D) {
+  return recurrent_ref(Kind::lstm, x, h0, c0, w0, w, b, T, B, I, H, L, D);
+}
+
+// F::rnn / F::lstm / F::gru with L layers and D directions on x (T, 2, 3),
+// H = 3; y, h_n (and c_n) checked together (flattened and concatenated).
+harness::Case recurrent_case(Kind kind, int64_t T, int L, bool bidirectional,
+                             bool bias) {
+  const int D = bidirectional ? 2 : 1, G = gates_of(kind),
+            R = bias_rows_of(kind);
+  const bool lstm = kind == Kind::lstm;
   const int64_t B = 2, I = 3, H = 3;
   std::string label = std::to_string(L) + " layer(s), " +
                       (bidirectional ? "bidirectional" : "one direction") +
-                      (bias ? "" : ", no bias");
-  return {
-      label,
-      [=] {
-        FunctionCheck c;
-        c.inputs = {{{T, B, I}},
-                    {{L, D, B, H}},
-                    {{L, D, B, H}},
-                    {{D, 4, H, I + H}, -0.6f, 0.6f}};
-        if (L > 1)
-          c.inputs.push_back({{L - 1, D, 4, H, D * H + H}, -0.6f, 0.6f});
-        if (bias) c.inputs.push_back({{L, D, 4, H}, -0.5f, 0.5f});
-        c.build = [=](const std::vector<VariablePtr>& in) {
-          LSTMOptions o;
-          o.num_layers = L;
-          o.bidirectional = bidirectional;
-          auto [y, hn, cn] =
-              F::lstm(in[0], in[1], in[2], in[3], L > 1 ? in[4] : nullptr,
-                      bias ? in.back() : nullptr, o);
-          return F::concatenate(
-              {F::reshape(y, {-1}), F::reshape(hn, {-1}), F::reshape(cn, {-1})},
-              0);
-        };
-        c.reference = [=](const std::vector<Doubles>& in) {
-          const int64_t steps = static_cast<int64_t>(in[0].size()) / (B * I);
-          return lstm_ref(in[0], in[1], in[2], in[3], L > 1 ? in[4] : Doubles{},
-                          bias ? in.back() : Doubles{}, steps, B, I, H, L, D);
-        };
-        return c;
-      },
-      false, true,
-      /*batch_inputs=*/{0}};  // x's first axis is time: T changes
+                      (bias ? "" : ", no bias") +
+                      (kind == Kind::rnn_relu ? ", relu" : "");
+  return {label,
+          [=] {
+            FunctionCheck c;
+            c.inputs = {{{T, B, I}}, {{L, D, B, H}}};
+            if (lstm) c.inputs.push_back({{L, D, B, H}});
+            c.inputs.push_back({{D, G, H, I + H}, -0.6f, 0.6f});
+            if (L > 1) {
+              c.inputs.push_back({{L - 1, D, G, H, D * H + H}, -0.6f, 0.6f});
+            }
+            if (bias) c.inputs.push_back({{L, D, R, H}, -0.5f, 0.5f});
+            c.build = [=](const std::vector<VariablePtr>& in) {
+              const int w0 = lstm ? 3 : 2;
+              const VariablePtr w = L > 1 ? in[w0 + 1] : nullptr;
+              const VariablePtr b = bias ? in.back() : nullptr;
+              std::vector<VariablePtr> outs;
+              if (lstm) {
+                LSTMOptions o;
+                o.num_layers = L;
+                o.bidirectional = bidirectional;
+                auto [y, hn, cn] = F::lstm(in[0], in[1], in[2], in[3], w, b, o);
+                outs = {y, hn, cn};
+              } else if (kind == Kind::gru) {
+                GRUOptions o;
+                o.num_layers = L;
+                o.bidirectional = bidirectional;
+                auto [y, hn] = F::gru(in[0], in[1], in[2], w, b, o);
+                outs = {y, hn};
+              } else {
+                RNNOptions o;
+                o.num_layers = L;
+                o.bidirectional = bidirectional;
+                if (kind == Kind::rnn_relu) o.nonlinearity = "relu";
+                auto [y, hn] = F::rnn(in[0], in[1], in[2], w, b, o);
+                outs = {y, hn};
+              }
+              for (auto& v : outs) v = F::reshape(v, {-1});
+              return F::concatenate(outs, 0);
+            };
+            c.reference = [=](const std::vector<Doubles>& in) {
+              const int64_t steps =
+                  static_cast<int64_t>(in[0].size()) / (B * I);
+              const int w0 = lstm ? 3 : 2;
+              return recurrent_ref(kind, in[0], in[1], lstm ? in[2] : Doubles{},
+                                   in[w0], L > 1 ? in[w0 + 1] : Doubles{},
+                                   bias ? in.back() : Doubles{}, steps, B, I, H,
+                                   L, D);
+            };
+            return c;
+          },
+          false, true,
+          /*batch_inputs=*/{0}};  // x's first axis is time: T changes
 }
 
-const bool kLSTM = harness::add(
-    decl::LSTM, {lstm_case(3, 1, false, true), lstm_case(4, 1, false, false),
-                 lstm_case(3, 2, true, true), lstm_case(2, 2, false, true)});
+const bool kRecurrent =
+    harness::add(decl::LSTM, {recurrent_case(Kind::lstm, 3, 1, false, true),
+                              recurrent_case(Kind::lstm, 4, 1, false, false),
+                              recurrent_case(Kind::lstm, 3, 2, true, true),
+                              recurrent_case(Kind::lstm, 2, 2, false, true)}) &&
+    harness::add(decl::GRU, {recurrent_case(Kind::gru, 3, 1, false, true),
+                             recurrent_case(Kind::gru, 4, 1, false, false),
+                             recurrent_case(Kind::gru, 3, 2, true, true)}) &&
+    harness::add(decl::RNN,
+                 {recurrent_case(Kind::rnn_tanh, 3, 1, false, true),
+                  recurrent_case(Kind::rnn_relu, 3, 1, false, true),
+                  recurrent_case(Kind::rnn_tanh, 3, 2, true, false)});
 
 TEST(Lstm, SequenceOutputs) {
   // PF::lstm is the LSTM function on its scope's weight_l0 and bias.
@@ -261,6 +328,21 @@ TEST(Lstm, Fp32MastersGetFp32GradsAndBadShapesAreNamed) {
                 nullptr, nullptr, o);
       },
       {"[lstm] dropout 0.2 between layers is not implemented"});
+  expect_error(
+      [] {
+        F::gru(make_variable({3, 2, 4}), make_variable({1, 1, 2, 5}),
+               make_variable({1, 3, 5, 9}), nullptr,
+               make_variable({1, 1, 3, 5}));
+      },
+      {"[gru] bias with shape (1, 1, 3, 5) must be (1, 1, 4, 5)"});
+  expect_error(
+      [] {
+        RNNOptions o;
+        o.nonlinearity = "sigmoid";
+        F::rnn(make_variable({3, 2, 4}), make_variable({1, 1, 2, 5}),
+               make_variable({1, 1, 5, 9}), nullptr, nullptr, o);
+      },
+      {"[rnn] nonlinearity 'sigmoid' must be 'tanh' or 'relu'"});
 }
 
 TEST(Lstm, ZeroInitialStateAndLastOutputs) {
