@@ -41,6 +41,7 @@
 #include <mixgraph/functions/cast.hpp>
 #include <mixgraph/functions/concat_activation.hpp>
 #include <mixgraph/functions/convolution.hpp>
+#include <mixgraph/functions/cumulative.hpp>
 #include <mixgraph/functions/deconvolution.hpp>
 #include <mixgraph/functions/dropout.hpp>
 #include <mixgraph/functions/elementwise.hpp>
@@ -58,6 +59,7 @@
 #include <mixgraph/functions/recurrent.hpp>
 #include <mixgraph/functions/reduction.hpp>
 #include <mixgraph/functions/registry.hpp>
+#include <mixgraph/functions/search_sorted.hpp>
 #include <mixgraph/functions/shape_ops.hpp>
 #include <mixgraph/functions/softmax.hpp>
 

@@ -164,6 +164,11 @@ VariablePtr logical_or(const VariablePtr& x0, const VariablePtr& x1) {
 VariablePtr logical_xor(const VariablePtr& x0, const VariablePtr& x1) {
   return binary<ops::LogicalXor>(x0, x1);
 }
+
+VariablePtr binary_error(const VariablePtr& x, const VariablePtr& t) {
+  return binary<ops::BinaryError>(x, t);
+}
+
 VariablePtr equal_scalar(const VariablePtr& x, float val) {
   return unary(x, ops::EqualScalar{val});
 }

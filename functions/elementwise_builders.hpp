@@ -107,6 +107,8 @@ VariablePtr less_equal(const VariablePtr& x0, const VariablePtr& x1);
 VariablePtr logical_and(const VariablePtr& x0, const VariablePtr& x1);
 VariablePtr logical_or(const VariablePtr& x0, const VariablePtr& x1);
 VariablePtr logical_xor(const VariablePtr& x0, const VariablePtr& x1);
+/// 1 where x and t fall on different sides of 0.5 (NNabla's BinaryError).
+VariablePtr binary_error(const VariablePtr& x, const VariablePtr& t);
 /// x0 + x1 (NNabla's broadcasting add; the same as add2 here).
 VariablePtr bc_add2(const VariablePtr& x0, const VariablePtr& x1);
 /// x0 ^ x1.

@@ -44,6 +44,35 @@ void SoftmaxCrossEntropy::setup_impl(const Variables& in,
   out[0]->reshape(in[1]->shape());
 }
 
+void CategoricalCrossEntropy::setup_impl(const Variables& in,
+                                         const Variables& out) {
+  split_ = split_at_axis(in[0]->shape(), opts_.axis, tag());
+  check_label_shape(in[0]->shape(), in[1]->shape(), split_, tag());
+  out[0]->reshape(in[1]->shape());
+}
+
+void KLMultinomial::setup_impl(const Variables& in, const Variables& out) {
+  check_same_shape(in, "p", "q", tag());
+  const Shape& s = in[0]->shape();
+  const int nd = static_cast<int>(s.size());
+  if (opts_.base_axis < 0 || opts_.base_axis >= nd) {
+    throw std::invalid_argument(msg(tag(), "base_axis ", opts_.base_axis,
+                                    " must be in [0, ", nd,
+                                    ") for p with shape ", shape_str(s)));
+  }
+  rows_ = shape_size(s, 0, opts_.base_axis);
+  row_size_ = shape_size(s, opts_.base_axis, nd);
+  Shape y(s.begin(), s.begin() + opts_.base_axis);
+  y.push_back(1);
+  out[0]->reshape(y);
+}
+
+void ConfusionMatrix::setup_impl(const Variables& in, const Variables& out) {
+  split_ = split_at_axis(in[0]->shape(), opts_.axis, tag());
+  check_label_shape(in[0]->shape(), in[1]->shape(), split_, tag());
+  out[0]->reshape({split_.size, split_.size});
+}
+
 void SigmoidCrossEntropy::setup_impl(const Variables& in,
                                      const Variables& out) {
   check_same_shape(in, "x", "t", tag());
@@ -111,6 +140,24 @@ VariablePtr binary_cross_entropy(const VariablePtr& x, const VariablePtr& t) {
 VariablePtr top_n_error(const VariablePtr& x, const VariablePtr& t, int axis,
                         int n) {
   return apply_function1(decl::TopNError, TopNErrorOptions{axis, n}, {x, t});
+}
+
+VariablePtr categorical_cross_entropy(const VariablePtr& x,
+                                      const VariablePtr& t, int axis) {
+  return apply_function1(decl::CategoricalCrossEntropy,
+                         SoftmaxCrossEntropyOptions{axis}, {x, t});
+}
+
+VariablePtr kl_multinomial(const VariablePtr& p, const VariablePtr& q,
+                           int base_axis) {
+  return apply_function1(decl::KLMultinomial, KLMultinomialOptions{base_axis},
+                         {p, q});
+}
+
+VariablePtr confusion_matrix(const VariablePtr& x, const VariablePtr& t,
+                             int axis) {
+  return apply_function1(decl::ConfusionMatrix, ConfusionMatrixOptions{axis},
+                         {x, t});
 }
 
 }  // namespace functions

@@ -1,5 +1,6 @@
-// Losses and metrics: SoftmaxCrossEntropy, SigmoidCrossEntropy,
-// SquaredError and TopNError.
+// Losses and metrics: SoftmaxCrossEntropy, CategoricalCrossEntropy,
+// SigmoidCrossEntropy, KLMultinomial, TopNError and ConfusionMatrix (the
+// elementwise losses and BinaryError are functors in ops/).
 #pragma once
 
 #include <mixgraph/functions/softmax.hpp>
@@ -108,6 +109,106 @@ class TopNError : public Function {
   AxisSplit split_;
 };
 
+namespace decl {
+/// CategoricalCrossEntropy's declaration: a loss, fp32 under half and
+/// bfloat16 as SoftmaxCrossEntropy.
+inline constexpr FunctionDeclOf<SoftmaxCrossEntropyOptions>
+    CategoricalCrossEntropy{{"CategoricalCrossEntropy",
+                             "categorical_cross_entropy",
+                             {Port{"x"}, Port{"t", Port::integer, false}},
+                             {Port{"y"}},
+                             Precision::float32}};
+}  // namespace decl
+
+/// y = -log x[t] along the axis, for probabilities x (a softmax's output);
+/// shapes as SoftmaxCrossEntropy. x is clamped at 1e-12 inside the log (as
+/// BinaryCrossEntropy), so a zero probability gives 27.6, not inf. Prefer
+/// SoftmaxCrossEntropy on logits: it never takes the log of a rounded
+/// probability.
+class CategoricalCrossEntropy : public Function {
+ public:
+  explicit CategoricalCrossEntropy(const SoftmaxCrossEntropyOptions& opts)
+      : opts_(opts) {}
+  const SoftmaxCrossEntropyOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const SoftmaxCrossEntropyOptions opts_;
+  AxisSplit split_;
+};
+
+struct KLMultinomialOptions {
+  /// The axes from base_axis on hold one distribution.
+  int base_axis = 1;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(KLMultinomialOptions& o, V&& v) {
+  v("base_axis", o.base_axis);
+}
+
+namespace decl {
+/// KLMultinomial's declaration: a loss, fp32 under half and bfloat16.
+inline constexpr FunctionDeclOf<KLMultinomialOptions> KLMultinomial{
+    {"KLMultinomial",
+     "kl_multinomial",
+     {Port{"p"}, Port{"q"}},
+     {Port{"y"}},
+     Precision::float32}};
+}  // namespace decl
+
+/// y = sum p (log(p + 1e-8) - log(q + 1e-8)) over the axes from base_axis
+/// (NNabla's), shape p.shape[:base_axis] + (1,); summed in double. dp =
+/// dy (log(p + 1e-8) - log(q + 1e-8) + 1), dq = -dy p / (q + 1e-8) (NNabla
+/// divides by q alone, which is not the derivative of its own forward).
+class KLMultinomial : public Function {
+ public:
+  explicit KLMultinomial(const KLMultinomialOptions& opts) : opts_(opts) {}
+  const KLMultinomialOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const KLMultinomialOptions opts_;
+  int64_t rows_ = 0, row_size_ = 0;
+};
+
+struct ConfusionMatrixOptions {
+  /// The class axis of x; negative counts from the end (NNabla: 1).
+  int axis = 1;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(ConfusionMatrixOptions& o, V&& v) {
+  v("axis", o.axis);
+}
+
+namespace decl {
+/// ConfusionMatrix's declaration: counts in fp32 (exact to 2^24).
+inline constexpr FunctionDeclOf<ConfusionMatrixOptions> ConfusionMatrix{
+    {"ConfusionMatrix",
+     "confusion_matrix",
+     {Port{"x", Port::floating, false}, Port{"t", Port::integer, false}},
+     {Port{"y", Port::float32}}}};
+}  // namespace decl
+
+/// y (C, C): y[t][k] counts the positions of true class t whose best score
+/// in x is class k (the first best on ties). Shapes of x and t as
+/// SoftmaxCrossEntropy. A metric: no gradient. The counts are held in fp32
+/// whatever the type_config (half would stop counting at 2048).
+class ConfusionMatrix : public Function {
+ public:
+  explicit ConfusionMatrix(const ConfusionMatrixOptions& opts) : opts_(opts) {}
+  bool grad_depends_input_data(int) const override { return false; }
+  const ConfusionMatrixOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const ConfusionMatrixOptions opts_;
+  AxisSplit split_;
+};
+
 namespace functions {
 /// Cross entropy of softmax(x) along `axis` against integer labels t.
 VariablePtr softmax_cross_entropy(const VariablePtr& x, const VariablePtr& t,
@@ -131,6 +232,15 @@ VariablePtr binary_cross_entropy(const VariablePtr& x, const VariablePtr& t);
 /// 1 where label t is not among the n best classes of x along `axis`.
 VariablePtr top_n_error(const VariablePtr& x, const VariablePtr& t,
                         int axis = -1, int n = 1);
+/// -log x[t] along `axis`, for probabilities x and integer labels t.
+VariablePtr categorical_cross_entropy(const VariablePtr& x,
+                                      const VariablePtr& t, int axis = -1);
+/// KL(p || q) per distribution (the axes from base_axis on).
+VariablePtr kl_multinomial(const VariablePtr& p, const VariablePtr& q,
+                           int base_axis = 1);
+/// The (C, C) confusion matrix of x's best classes against labels t.
+VariablePtr confusion_matrix(const VariablePtr& x, const VariablePtr& t,
+                             int axis = 1);
 }  // namespace functions
 
 }  // namespace mg

@@ -1,8 +1,10 @@
 #include <mixgraph/functions/reduction.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
 
 namespace mg {
@@ -70,6 +72,14 @@ void Max::setup_impl(const Variables& in, const Variables& out) {
   }
 }
 
+void Norm::setup_impl(const Variables& in, const Variables& out) {
+  if (!(norm_.p > 0.0f) || !std::isfinite(norm_.p)) {
+    throw std::invalid_argument(
+        msg(tag(), "p ", norm_.p, " must be a finite number above 0"));
+  }
+  Reduction::setup_impl(in, out);
+}
+
 namespace functions {
 
 VariablePtr sum(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
@@ -85,6 +95,25 @@ VariablePtr mean(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
 VariablePtr max(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
   return apply_function1(decl::Max, ReduceOptions{std::move(axes), keep_dims},
                          {x});
+}
+
+VariablePtr prod(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
+  return apply_function1(decl::Prod, ReduceOptions{std::move(axes), keep_dims},
+                         {x});
+}
+
+VariablePtr norm(const VariablePtr& x, float p, std::vector<int> axes,
+                 bool keep_dims) {
+  return apply_function1(decl::Norm, NormOptions{p, std::move(axes), keep_dims},
+                         {x});
+}
+
+VariablePtr reduce_sum(const VariablePtr& x) {
+  return apply_function1(decl::ReduceSum, ReduceAllOptions{}, {x});
+}
+
+VariablePtr reduce_mean(const VariablePtr& x) {
+  return apply_function1(decl::ReduceMean, ReduceAllOptions{}, {x});
 }
 
 }  // namespace functions

@@ -1,4 +1,5 @@
-// Sum, Mean and Max over a set of axes.
+// Sum, Mean, Max, Prod and Norm over a set of axes; ReduceSum and
+// ReduceMean over every axis (NNabla's).
 #pragma once
 
 #include <vector>
@@ -91,6 +92,100 @@ class Max : public Reduction {
   void setup_impl(const Variables& in, const Variables& out) override;
 };
 
+namespace decl {
+/// Prod's declaration.
+inline constexpr FunctionDeclOf<ReduceOptions> Prod{
+    {"Prod", "prod", {Port{"x"}}, {Port{"y"}}}};
+}  // namespace decl
+
+/// y = the product of x over the axes, multiplied in double and rounded
+/// once. dx_i = dy times the product of the others, formed from the product
+/// of the nonzero elements and the count of zeros (never 0/0: with one zero
+/// its grad is the others' product, with two every grad is 0).
+class Prod : public Reduction {
+ public:
+  using Reduction::Reduction;
+  bool grad_depends_input_data(int) const override { return true; }
+};
+
+struct NormOptions {
+  /// The order: y = (sum |x|^p)^(1/p); p > 0 (NNabla: None means 2).
+  float p = 2.0f;
+  std::vector<int> axes;
+  bool keep_dims = false;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(NormOptions& o, V&& v) {
+  v("p", o.p);
+  v("axes", o.axes);
+  v("keep_dims", o.keep_dims);
+}
+
+namespace decl {
+/// Norm's declaration.
+inline constexpr FunctionDeclOf<NormOptions> Norm{
+    {"Norm", "norm", {Port{"x"}}, {Port{"y"}}}};
+}  // namespace decl
+
+/// y = (sum |x|^p)^(1/p) over the axes, the sum in double (a half input's
+/// squares overflow half long before the norm does). dx = dy sign(x)
+/// |x|^(p-1) y^(1-p), 0 where y is 0.
+class Norm : public Reduction {
+ public:
+  explicit Norm(const NormOptions& opts)
+      : Reduction(ReduceOptions{opts.axes, opts.keep_dims}), norm_(opts) {}
+  bool grad_depends_output_data(int) const override { return true; }
+  bool grad_depends_input_data(int) const override { return true; }
+  const NormOptions& options() const { return norm_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const NormOptions norm_;
+};
+
+/// ReduceSum and ReduceMean have no arguments: they reduce every axis.
+struct ReduceAllOptions {};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(ReduceAllOptions&, V&&) {}
+
+namespace decl {
+/// ReduceSum's declaration: fp32 under half and bfloat16, as Sum's.
+inline constexpr FunctionDeclOf<ReduceAllOptions> ReduceSum{
+    {"ReduceSum", "reduce_sum", {Port{"x"}}, {Port{"y"}}, Precision::float32}};
+/// ReduceMean's declaration: fp32 under half and bfloat16, as Mean's.
+inline constexpr FunctionDeclOf<ReduceAllOptions> ReduceMean{
+    {"ReduceMean",
+     "reduce_mean",
+     {Port{"x"}},
+     {Port{"y"}},
+     Precision::float32}};
+}  // namespace decl
+
+/// NNabla's ReduceSum: the sum of every element, shape (). F::sum with no
+/// axes is the same; this is the name NNabla files use.
+class ReduceSum : public Reduction {
+ public:
+  explicit ReduceSum(const ReduceAllOptions&) : Reduction(ReduceOptions{}) {}
+  const ReduceAllOptions& options() const { return all_; }
+
+ private:
+  const ReduceAllOptions all_{};
+};
+
+/// NNabla's ReduceMean: the mean of every element, shape ().
+class ReduceMean : public Reduction {
+ public:
+  explicit ReduceMean(const ReduceAllOptions&) : Reduction(ReduceOptions{}) {}
+  const ReduceAllOptions& options() const { return all_; }
+
+ private:
+  const ReduceAllOptions all_{};
+};
+
 namespace functions {
 /// Sum over `axes` (all when empty); accumulates in fp32 for every type.
 VariablePtr sum(const VariablePtr& x, std::vector<int> axes = {},
@@ -101,6 +196,16 @@ VariablePtr mean(const VariablePtr& x, std::vector<int> axes = {},
 /// Max over `axes` (all when empty).
 VariablePtr max(const VariablePtr& x, std::vector<int> axes = {},
                 bool keep_dims = false);
+/// Product over `axes` (all when empty).
+VariablePtr prod(const VariablePtr& x, std::vector<int> axes = {},
+                 bool keep_dims = false);
+/// The p-norm over `axes` (all when empty).
+VariablePtr norm(const VariablePtr& x, float p = 2.0f,
+                 std::vector<int> axes = {}, bool keep_dims = false);
+/// The sum of every element (NNabla's ReduceSum).
+VariablePtr reduce_sum(const VariablePtr& x);
+/// The mean of every element (NNabla's ReduceMean).
+VariablePtr reduce_mean(const VariablePtr& x);
 }  // namespace functions
 
 }  // namespace mg

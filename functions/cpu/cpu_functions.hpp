@@ -32,5 +32,7 @@ void register_concat_activation(FunctionRegistry& r);
 void register_prelu(FunctionRegistry& r);
 void register_nary(FunctionRegistry& r);
 void register_recurrent(FunctionRegistry& r);
+void register_cumulative(FunctionRegistry& r);
+void register_search_sorted(FunctionRegistry& r);
 
 }  // namespace mg::cpu

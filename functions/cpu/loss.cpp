@@ -1,5 +1,6 @@
 // The losses on the CPU: the class-axis ones in fp32 tiles (axis_tile.hpp),
 // the elementwise ones in fp32 blocks.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -183,6 +184,128 @@ class SigmoidCrossEntropyCpu : public SigmoidCrossEntropy {
   }
 };
 
+// Probabilities are clamped here inside the log (BinaryCrossEntropy's).
+constexpr float kMinProbability = 1e-12f;
+
+template <class T>
+class CategoricalCrossEntropyCpu : public CategoricalCrossEntropy {
+ public:
+  using CategoricalCrossEntropy::CategoricalCrossEntropy;
+
+ protected:
+  // Calls fn(position, flat index of x at the label) for every position.
+  template <class Fn>
+  void for_each_label(const Variables& in, Fn&& fn) const {
+    const AxisSplit& s = split_;
+    const int32_t* l = labels(in, s, tag());
+    for (int64_t o = 0; o < s.outer; ++o) {
+      for (int64_t j = 0; j < s.inner; ++j) {
+        const int64_t pos = o * s.inner + j;
+        fn(pos, (o * s.size + l[pos]) * s.inner + j);
+      }
+    }
+  }
+
+  void forward_impl(const Variables& in, const Variables& out) override {
+    const std::vector<float> x = floats_of<T>(in[0]);
+    std::vector<float> y(out[0]->size());
+    for_each_label(in, [&](int64_t pos, int64_t at) {
+      y[pos] = -std::log(std::max(x[at], kMinProbability));
+    });
+    store(y.data(), output<T>(out[0]), out[0]->size());
+  }
+
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    if (!propagate_down[0]) return;
+    const std::vector<float> x = floats_of<T>(in[0]);
+    std::vector<float> dy(out[0]->size()), dx(in[0]->size(), 0.0f);
+    convert(output_grad<T>(out[0]), dtype_of<T>, dy.data(), Dtype::f32,
+            dy.size());
+    for_each_label(in, [&](int64_t pos, int64_t at) {
+      dx[at] = x[at] > kMinProbability ? -dy[pos] / x[at] : 0.0f;
+    });
+    store(dx.data(), input_grad<T>(in[0], accum[0]), in[0]->size(), accum[0]);
+  }
+};
+
+template <class T>
+class KLMultinomialCpu : public KLMultinomial {
+ public:
+  using KLMultinomial::KLMultinomial;
+
+ protected:
+  static constexpr double kEps = 1e-8;  // NNabla's, inside both logs
+
+  void forward_impl(const Variables& in, const Variables& out) override {
+    const std::vector<float> p = floats_of<T>(in[0]), q = floats_of<T>(in[1]);
+    std::vector<float> y(rows_);
+    for (int64_t r = 0; r < rows_; ++r) {
+      double sum = 0.0;
+      for (int64_t k = r * row_size_; k < (r + 1) * row_size_; ++k) {
+        sum += p[k] * (std::log(p[k] + kEps) - std::log(q[k] + kEps));
+      }
+      y[r] = static_cast<float>(sum);
+    }
+    store(y.data(), output<T>(out[0]), rows_);
+  }
+
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    const std::vector<float> p = floats_of<T>(in[0]), q = floats_of<T>(in[1]);
+    std::vector<float> dy(rows_);
+    convert(output_grad<T>(out[0]), dtype_of<T>, dy.data(), Dtype::f32,
+            dy.size());
+    std::vector<float> dp(p.size()), dq(q.size());
+    for (int64_t k = 0; k < static_cast<int64_t>(p.size()); ++k) {
+      const double g = dy[k / row_size_];
+      dp[k] = static_cast<float>(
+          g * (std::log(p[k] + kEps) - std::log(q[k] + kEps) + 1.0));
+      dq[k] = static_cast<float>(-g * p[k] / (q[k] + kEps));
+    }
+    if (propagate_down[0]) {
+      store(dp.data(), input_grad<T>(in[0], accum[0]), dp.size(), accum[0]);
+    }
+    if (propagate_down[1]) {
+      store(dq.data(), input_grad<T>(in[1], accum[1]), dq.size(), accum[1]);
+    }
+  }
+};
+
+template <class T>
+class ConfusionMatrixCpu : public ConfusionMatrix {
+ public:
+  using ConfusionMatrix::ConfusionMatrix;
+
+ protected:
+  void forward_impl(const Variables& in, const Variables& out) override {
+    const AxisSplit& s = split_;
+    const int32_t* l = labels(in, s, tag());
+    const std::vector<float> x = floats_of<T>(in[0]);
+    float* y = out[0]->data()->template cast<float>(/*write_only=*/true);
+    std::fill(y, y + s.size * s.size, 0.0f);
+    for (int64_t o = 0; o < s.outer; ++o) {
+      for (int64_t j = 0; j < s.inner; ++j) {
+        int64_t best = 0;
+        for (int64_t a = 1; a < s.size; ++a) {
+          if (x[(o * s.size + a) * s.inner + j] >
+              x[(o * s.size + best) * s.inner + j]) {
+            best = a;
+          }
+        }
+        y[l[o * s.inner + j] * s.size + best] += 1.0f;
+      }
+    }
+  }
+
+  // A metric: nothing to propagate.
+  void backward_impl(const Variables&, const Variables&,
+                     const std::vector<bool>&,
+                     const std::vector<bool>&) override {}
+};
+
 }  // namespace
 
 void register_loss(FunctionRegistry& r) {
@@ -191,6 +314,10 @@ void register_loss(FunctionRegistry& r) {
   register_float_types<SigmoidCrossEntropyCpu>(r, decl::SigmoidCrossEntropy,
                                                "cpu");
   register_float_types<TopNErrorCpu>(r, decl::TopNError, "cpu");
+  register_float_types<CategoricalCrossEntropyCpu>(
+      r, decl::CategoricalCrossEntropy, "cpu");
+  register_float_types<KLMultinomialCpu>(r, decl::KLMultinomial, "cpu");
+  register_float_types<ConfusionMatrixCpu>(r, decl::ConfusionMatrix, "cpu");
 }
 
 }  // namespace mg::cpu

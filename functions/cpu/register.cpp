@@ -26,6 +26,8 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_prelu(r);
   register_nary(r);
   register_recurrent(r);
+  register_cumulative(r);
+  register_search_sorted(r);
 }
 
 }  // namespace mg::cpu

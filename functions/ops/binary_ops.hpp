@@ -208,6 +208,20 @@ struct LogicalXor {
   MG_HD float grad1(float, float, float, float) const { return 0.0f; }
 };
 
+/// NNabla's BinaryError: 1 where x and the target t fall on different
+/// sides of 0.5 ((x >= 0.5) != (t >= 0.5)), else 0. A metric: no grad.
+struct BinaryError {
+  static constexpr const char* name = "BinaryError";
+  static constexpr const char* snake = "binary_error";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float a, float b) const {
+    return ((a >= 0.5f) != (b >= 0.5f)) ? 1.0f : 0.0f;
+  }
+  MG_HD float grad0(float, float, float, float) const { return 0.0f; }
+  MG_HD float grad1(float, float, float, float) const { return 0.0f; }
+};
+
 // ---- more arithmetic and math ----
 
 /// x0 + x1 with broadcasting (NNabla's BcAdd2, the broadcasting form of

@@ -47,6 +47,7 @@ void for_each_binary_op(F&& f) {
   f(TypeTag<LogicalXor>{}), f(TypeTag<BcAdd2>{}), f(TypeTag<Pow2>{});
   f(TypeTag<ATan2>{}), f(TypeTag<AbsoluteError>{}), f(TypeTag<HuberLoss>{});
   f(TypeTag<EpsilonInsensitiveLoss>{}), f(TypeTag<BinaryCrossEntropy>{});
+  f(TypeTag<BinaryError>{});
 }
 
 }  // namespace mg::ops
