@@ -37,15 +37,7 @@ void check_same_shape(const Variables& in, const char* a, const char* b,
 
 }  // namespace
 
-void SoftmaxCrossEntropy::setup_impl(const Variables& in,
-                                     const Variables& out) {
-  split_ = split_at_axis(in[0]->shape(), opts_.axis, tag());
-  check_label_shape(in[0]->shape(), in[1]->shape(), split_, tag());
-  out[0]->reshape(in[1]->shape());
-}
-
-void CategoricalCrossEntropy::setup_impl(const Variables& in,
-                                         const Variables& out) {
+void ClassLabelLoss::setup_impl(const Variables& in, const Variables& out) {
   split_ = split_at_axis(in[0]->shape(), opts_.axis, tag());
   check_label_shape(in[0]->shape(), in[1]->shape(), split_, tag());
   out[0]->reshape(in[1]->shape());

@@ -30,12 +30,13 @@ inline constexpr FunctionDeclOf<SoftmaxCrossEntropyOptions> SoftmaxCrossEntropy{
      Precision::float32}};
 }  // namespace decl
 
-/// y = -log softmax(x)[t] along the axis. x: (..., C, ...); t: integer class
-/// labels, x's shape with 1 at the axis (NNabla: x (N, C), t (N, 1)); y: t's
-/// shape. t gets no gradient.
-class SoftmaxCrossEntropy : public Function {
+/// The shape rule of a loss over a class axis against integer labels
+/// (SoftmaxCrossEntropy, CategoricalCrossEntropy): x (..., C, ...); t:
+/// integer class labels, x's shape with 1 at the axis (NNabla: x (N, C), t
+/// (N, 1)); y: t's shape. t gets no gradient.
+class ClassLabelLoss : public Function {
  public:
-  explicit SoftmaxCrossEntropy(const SoftmaxCrossEntropyOptions& opts)
+  explicit ClassLabelLoss(const SoftmaxCrossEntropyOptions& opts)
       : opts_(opts) {}
   const SoftmaxCrossEntropyOptions& options() const { return opts_; }
 
@@ -43,6 +44,12 @@ class SoftmaxCrossEntropy : public Function {
   void setup_impl(const Variables& in, const Variables& out) override;
   const SoftmaxCrossEntropyOptions opts_;
   AxisSplit split_;
+};
+
+/// y = -log softmax(x)[t] along the axis (shapes as ClassLabelLoss).
+class SoftmaxCrossEntropy : public ClassLabelLoss {
+ public:
+  using ClassLabelLoss::ClassLabelLoss;
 };
 
 /// SigmoidCrossEntropy has no options.
@@ -121,20 +128,13 @@ inline constexpr FunctionDeclOf<SoftmaxCrossEntropyOptions>
 }  // namespace decl
 
 /// y = -log x[t] along the axis, for probabilities x (a softmax's output);
-/// shapes as SoftmaxCrossEntropy. x is clamped at 1e-12 inside the log (as
+/// shapes as ClassLabelLoss. x is clamped at 1e-12 inside the log (as
 /// BinaryCrossEntropy), so a zero probability gives 27.6, not inf. Prefer
 /// SoftmaxCrossEntropy on logits: it never takes the log of a rounded
 /// probability.
-class CategoricalCrossEntropy : public Function {
+class CategoricalCrossEntropy : public ClassLabelLoss {
  public:
-  explicit CategoricalCrossEntropy(const SoftmaxCrossEntropyOptions& opts)
-      : opts_(opts) {}
-  const SoftmaxCrossEntropyOptions& options() const { return opts_; }
-
- protected:
-  void setup_impl(const Variables& in, const Variables& out) override;
-  const SoftmaxCrossEntropyOptions opts_;
-  AxisSplit split_;
+  using ClassLabelLoss::ClassLabelLoss;
 };
 
 struct KLMultinomialOptions {

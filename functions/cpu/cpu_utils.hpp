@@ -150,6 +150,14 @@ std::vector<float> floats_of(Variable* v) {
   return out;
 }
 
+/// v's grad (an output's, read by backward) as floats.
+template <class T>
+std::vector<float> grad_floats_of(Variable* v) {
+  std::vector<float> out(static_cast<size_t>(v->size()));
+  convert(output_grad<T>(v), dtype_of<T>, out.data(), Dtype::f32, out.size());
+  return out;
+}
+
 /// True when v holds integer data (labels, ids, indices): its head copy is
 /// an integer type. Such data is never converted to the type_config.
 inline bool holds_integers(Variable* v) {

@@ -61,9 +61,8 @@ class CumSumCpu : public CumSum {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
-    std::vector<float> dy(out[0]->size()), dx(in[0]->size());
-    convert(output_grad<T>(out[0]), dtype_of<T>, dy.data(), Dtype::f32,
-            dy.size());
+    const std::vector<float> dy = grad_floats_of<T>(out[0]);
+    std::vector<float> dx(in[0]->size());
     run(dy, dx, opts_.exclusive, !opts_.reverse);
     store(dx.data(), input_grad<T>(in[0], accum[0]), in[0]->size(), accum[0]);
   }
@@ -101,9 +100,8 @@ class CumProdCpu : public CumProd {
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
     const std::vector<float> x = floats_of<T>(in[0]);
-    std::vector<float> dy(out[0]->size()), dx(x.size());
-    convert(output_grad<T>(out[0]), dtype_of<T>, dy.data(), Dtype::f32,
-            dy.size());
+    const std::vector<float> dy = grad_floats_of<T>(out[0]);
+    std::vector<float> dx(x.size());
     const int64_t n = split_.size;
     const bool exclusive = opts_.exclusive;
     for_each_line(split_, opts_.reverse, [&](auto line) {

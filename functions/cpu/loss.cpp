@@ -220,9 +220,8 @@ class CategoricalCrossEntropyCpu : public CategoricalCrossEntropy {
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
     const std::vector<float> x = floats_of<T>(in[0]);
-    std::vector<float> dy(out[0]->size()), dx(in[0]->size(), 0.0f);
-    convert(output_grad<T>(out[0]), dtype_of<T>, dy.data(), Dtype::f32,
-            dy.size());
+    const std::vector<float> dy = grad_floats_of<T>(out[0]);
+    std::vector<float> dx(in[0]->size(), 0.0f);
     for_each_label(in, [&](int64_t pos, int64_t at) {
       dx[at] = x[at] > kMinProbability ? -dy[pos] / x[at] : 0.0f;
     });
@@ -255,9 +254,7 @@ class KLMultinomialCpu : public KLMultinomial {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     const std::vector<float> p = floats_of<T>(in[0]), q = floats_of<T>(in[1]);
-    std::vector<float> dy(rows_);
-    convert(output_grad<T>(out[0]), dtype_of<T>, dy.data(), Dtype::f32,
-            dy.size());
+    const std::vector<float> dy = grad_floats_of<T>(out[0]);
     std::vector<float> dp(p.size()), dq(q.size());
     for (int64_t k = 0; k < static_cast<int64_t>(p.size()); ++k) {
       const double g = dy[k / row_size_];

@@ -304,14 +304,9 @@ class RecurrentCpu : public Base {
     const int L = this->num_layers_, D = this->directions_;
     const int64_t S = this->steps_, B = this->batch_, H = this->hidden_;
     const bool has_c = this->layout_.cell;
-    auto grad_floats = [](Variable* v) {
-      Floats g(static_cast<size_t>(v->size()));
-      convert(output_grad<T>(v), dtype_of<T>, g.data(), Dtype::f32, g.size());
-      return g;
-    };
-    Floats dlayer_out = grad_floats(out[0]);
-    Floats dhn = grad_floats(out[1]);
-    Floats dcn = has_c ? grad_floats(out[2]) : Floats{};
+    Floats dlayer_out = grad_floats_of<T>(out[0]);
+    Floats dhn = grad_floats_of<T>(out[1]);
+    Floats dcn = has_c ? grad_floats_of<T>(out[2]) : Floats{};
     auto put = [&](int i, const Floats& g) {
       if (propagate_down[i]) {
         store(g.data(), input_grad<T>(in[i], accum[i]), in[i]->size(),

@@ -120,9 +120,7 @@ class ProdCpu : public Prod {
     if (!propagate_down[0]) return;
     products(in[0], out[0]->size());
     const std::vector<float> x = floats_of<T>(in[0]);
-    std::vector<float> dy(out[0]->size());
-    convert(output_grad<T>(out[0]), dtype_of<T>, dy.data(), Dtype::f32,
-            dy.size());
+    const std::vector<float> dy = grad_floats_of<T>(out[0]);
     std::vector<float> dx(x.size());
     for (size_t e = 0; e < x.size(); ++e) {
       const int64_t o = map_[e];
@@ -174,9 +172,7 @@ class NormCpu : public Norm {
     if (!propagate_down[0]) return;
     const std::vector<double> y = norms(in[0], out[0]->size());
     const std::vector<float> x = floats_of<T>(in[0]);
-    std::vector<float> dy(out[0]->size());
-    convert(output_grad<T>(out[0]), dtype_of<T>, dy.data(), Dtype::f32,
-            dy.size());
+    const std::vector<float> dy = grad_floats_of<T>(out[0]);
     const double p = norm_.p;
     std::vector<float> dx(x.size());
     for (size_t e = 0; e < x.size(); ++e) {
