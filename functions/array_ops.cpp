@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/array_ops.hpp>
 #include <mixgraph/functions/builder.hpp>
 #include <stdexcept>
@@ -100,6 +101,7 @@ void Pad::setup_impl(const Variables& in, const Variables& out) {
                                 "' is not one of constant, reflect, repeat");
   }
   Shape y = x;
+  x_view_ = x;
   source_.assign(nd, {});
   for (int a = 0; a < nd; ++a) {
     const int p = a - (nd - np);  // the pair for this axis, or none
@@ -158,6 +160,73 @@ void Flip::setup_impl(const Variables& in, const Variables& out) {
   out[0]->reshape(x);
 }
 
+void Tile::setup_impl(const Variables& in, const Variables& out) {
+  const Shape& x = in[0]->shape();
+  const auto& reps = opts_.reps;
+  for (int r : reps) {
+    if (r < 0) {
+      throw std::invalid_argument(
+          msg(tag(), "reps ", ints_str(reps), " has a negative entry"));
+    }
+  }
+  const size_t nd = std::max(x.size(), reps.size());
+  x_view_.assign(nd - x.size(), 1);
+  x_view_.insert(x_view_.end(), x.begin(), x.end());
+  Shape y(nd);
+  source_.assign(nd, {});
+  for (size_t a = 0; a < nd; ++a) {
+    const size_t lead = nd - reps.size();
+    const int64_t r = a >= lead ? reps[a - lead] : 1;
+    y[a] = x_view_[a] * r;
+    for (int64_t j = 0; j < y[a]; ++j) source_[a].push_back(j % x_view_[a]);
+  }
+  out[0]->reshape(y);
+}
+
+void Shift::setup_impl(const Variables& in, const Variables& out) {
+  const Shape& x = in[0]->shape();
+  const auto& shifts = opts_.shifts;
+  const int nd = static_cast<int>(x.size());
+  const int ns = static_cast<int>(shifts.size());
+  if (ns > nd) {
+    throw std::invalid_argument(msg(tag(), "shifts ", ints_str(shifts),
+                                    " has more entries than x with shape ",
+                                    shape_str(x), " has axes"));
+  }
+  const bool reflect = opts_.border_mode == "reflect";
+  if (!reflect && opts_.border_mode != "nearest") {
+    throw std::invalid_argument(msg(tag(), "border_mode '", opts_.border_mode,
+                                    "' is not one of nearest, reflect"));
+  }
+  x_view_ = x;
+  source_.assign(nd, {});
+  for (int a = 0; a < nd; ++a) {
+    const int64_t n = x[a], s = a >= nd - ns ? shifts[a - (nd - ns)] : 0;
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t i = j - s;
+      if (reflect && n > 1) {
+        // Mirror without repeating the edge: period 2 (n - 1).
+        const int64_t period = 2 * (n - 1);
+        i = ((i % period) + period) % period;
+        if (i >= n) i = period - i;
+      } else {
+        i = std::clamp<int64_t>(i, 0, n - 1);
+      }
+      source_[a].push_back(i);
+    }
+  }
+  out[0]->reshape(x);
+}
+
+void Trilu::setup_impl(const Variables& in, const Variables& out) {
+  const Shape& x = in[0]->shape();
+  if (x.size() < 2) {
+    throw std::invalid_argument(msg(tag(), "x with shape ", shape_str(x),
+                                    " needs at least 2 axes (rows, columns)"));
+  }
+  out[0]->reshape(x);
+}
+
 namespace functions {
 
 std::vector<VariablePtr> split(const VariablePtr& x, int axis) {
@@ -191,6 +260,20 @@ VariablePtr pad(const VariablePtr& x, std::vector<int> pad_width,
 
 VariablePtr flip(const VariablePtr& x, std::vector<int> axes) {
   return apply_function1(decl::Flip, FlipOptions{std::move(axes)}, {x});
+}
+
+VariablePtr tile(const VariablePtr& x, std::vector<int> reps) {
+  return apply_function1(decl::Tile, TileOptions{std::move(reps)}, {x});
+}
+
+VariablePtr shift(const VariablePtr& x, std::vector<int> shifts,
+                  const std::string& border_mode) {
+  return apply_function1(decl::Shift,
+                         ShiftOptions{std::move(shifts), border_mode}, {x});
+}
+
+VariablePtr trilu(const VariablePtr& x, int k, bool upper) {
+  return apply_function1(decl::Trilu, TriluOptions{k, upper}, {x});
 }
 
 }  // namespace functions

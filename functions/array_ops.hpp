@@ -1,4 +1,5 @@
-// Functions that rearrange arrays: Split, Stack, Broadcast, Pad and Flip.
+// Functions that rearrange arrays: Split, Stack, Broadcast, Pad, Tile,
+// Shift, Flip and Trilu.
 #pragma once
 
 #include <climits>
@@ -115,6 +116,25 @@ class Broadcast : public Function {
   std::vector<int> axes_;  // axes of y that x is repeated along
 };
 
+/// The functions whose every output element is x at one source index per
+/// axis (Pad, Tile, Shift): y[j_0, ..., j_n] = x[source_0[j_0], ...,
+/// source_n[j_n]], or the fill value where a source is -1. One CPU kernel
+/// moves them; the grad adds dy back to the sources in fp32.
+class AxisGather : public Function {
+ public:
+  bool grad_depends_input_data(int) const override { return false; }
+  /// The value written where the source is -1.
+  virtual float fill_value() const { return 0.0f; }
+  /// x's shape as the sources index it: with leading 1s to y's rank.
+  const Shape& x_view() const { return x_view_; }
+  const std::vector<std::vector<int64_t>>& source() const { return source_; }
+
+ protected:
+  /// Per axis of y, the index along that axis of x_view_ it reads, or -1.
+  std::vector<std::vector<int64_t>> source_;
+  Shape x_view_;
+};
+
 struct PadOptions {
   /// (before, after) pairs for the last pad_width.size() / 2 axes.
   std::vector<int> pad_width;
@@ -139,17 +159,77 @@ inline constexpr FunctionDeclOf<PadOptions> Pad{
 }  // namespace decl
 
 /// y = x padded on the last axes.
-class Pad : public Function {
+class Pad : public AxisGather {
  public:
   explicit Pad(const PadOptions& opts) : opts_(opts) {}
-  bool grad_depends_input_data(int) const override { return false; }
+  float fill_value() const override { return opts_.constant_value; }
   const PadOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   const PadOptions opts_;
-  /// Per axis of y, the index of x it reads, or -1 for the constant.
-  std::vector<std::vector<int64_t>> source_;
+};
+
+struct TileOptions {
+  /// Repetitions per axis, aligned on the right; more entries than x has
+  /// axes add leading axes (NumPy's tile).
+  std::vector<int> reps;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(TileOptions& o, V&& v) {
+  v("reps", o.reps);
+}
+
+namespace decl {
+/// Tile's declaration.
+inline constexpr FunctionDeclOf<TileOptions> Tile{
+    {"Tile", "tile", {Port{"x", Port::any}}, {Port{"y", Port::any}}}};
+}  // namespace decl
+
+/// y = x repeated reps[a] times along each axis a (NNabla's Tile); the grad
+/// sums the copies in fp32.
+class Tile : public AxisGather {
+ public:
+  explicit Tile(const TileOptions& opts) : opts_(opts) {}
+  const TileOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const TileOptions opts_;
+};
+
+struct ShiftOptions {
+  /// The shift of each of the last shifts.size() axes: y[i] = x[i - s].
+  std::vector<int> shifts;
+  /// What fills the vacated places: "nearest" (the edge value) or
+  /// "reflect" (x mirrored at its edges, the edge not repeated).
+  std::string border_mode = "nearest";
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(ShiftOptions& o, V&& v) {
+  v("shifts", o.shifts);
+  v("border_mode", o.border_mode);
+}
+
+namespace decl {
+/// Shift's declaration.
+inline constexpr FunctionDeclOf<ShiftOptions> Shift{
+    {"Shift", "shift", {Port{"x", Port::any}}, {Port{"y", Port::any}}}};
+}  // namespace decl
+
+/// y = x shifted along its last axes, x's shape (NNabla's Shift).
+class Shift : public AxisGather {
+ public:
+  explicit Shift(const ShiftOptions& opts) : opts_(opts) {}
+  const ShiftOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const ShiftOptions opts_;
 };
 
 struct FlipOptions {
@@ -182,6 +262,44 @@ class Flip : public Function {
   std::vector<bool> flipped_;  // per axis of x
 };
 
+struct TriluOptions {
+  /// The diagonal: 0 the main one, k > 0 above it, k < 0 below.
+  int k = 0;
+  /// Keep the upper triangle (j - i >= k), else the lower (j - i <= k).
+  bool upper = true;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(TriluOptions& o, V&& v) {
+  v("k", o.k);
+  v("upper", o.upper);
+}
+
+namespace decl {
+/// Trilu's declaration.
+inline constexpr FunctionDeclOf<TriluOptions> Trilu{
+    {"Trilu", "trilu", {Port{"x"}}, {Port{"y"}}}};
+}  // namespace decl
+
+/// y = x on one triangle of its last two axes (row i, column j), 0
+/// elsewhere (NNabla's Trilu; numpy.triu / tril); the grad is dy on the
+/// same triangle.
+class Trilu : public Function {
+ public:
+  explicit Trilu(const TriluOptions& opts) : opts_(opts) {}
+  bool grad_depends_input_data(int) const override { return false; }
+  const TriluOptions& options() const { return opts_; }
+  /// Whether (i, j) is kept.
+  bool keeps(int64_t i, int64_t j) const {
+    return opts_.upper ? j - i >= opts_.k : j - i <= opts_.k;
+  }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const TriluOptions opts_;
+};
+
 namespace functions {
 /// The slices of x along `axis`, that axis removed: x.shape[axis] outputs.
 std::vector<VariablePtr> split(const VariablePtr& x, int axis = 0);
@@ -196,6 +314,14 @@ VariablePtr pad(const VariablePtr& x, std::vector<int> pad_width,
                 float constant_value = 0.0f);
 /// x reversed along `axes` (the last by default).
 VariablePtr flip(const VariablePtr& x, std::vector<int> axes = {-1});
+/// x repeated reps[a] times along each axis (aligned on the right).
+VariablePtr tile(const VariablePtr& x, std::vector<int> reps);
+/// x shifted by `shifts` along its last axes; border "nearest" or
+/// "reflect".
+VariablePtr shift(const VariablePtr& x, std::vector<int> shifts,
+                  const std::string& border_mode = "nearest");
+/// x's upper (or lower) triangle from diagonal k on its last two axes.
+VariablePtr trilu(const VariablePtr& x, int k = 0, bool upper = true);
 }  // namespace functions
 
 }  // namespace mg

@@ -1,5 +1,6 @@
-// Split, Stack, Broadcast, Pad and Flip on the CPU. Forward moves elements
-// of T without arithmetic; backward adds in fp32 where elements meet.
+// Split, Stack, Broadcast, Pad, Tile, Shift, Flip and Trilu on the CPU. Forward
+// moves elements of T without arithmetic; backward adds in fp32 where elements
+// meet.
 #include <cstring>
 #include <mixgraph/functions/array_ops.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
@@ -191,17 +192,19 @@ void scatter_source(const T* dy, const Shape& ys, T* dx, const Shape& xs,
   store(sum.data(), dx, static_cast<int64_t>(sum.size()), accum);
 }
 
-template <class T>
-class PadCpu : public Pad {
+// Pad, Tile and Shift: y gathers x through the function's sources; the
+// grad scatters dy back, adding in fp32 where sources repeat.
+template <class T, class Base>
+class AxisGatherCpu : public Base {
  public:
-  using Pad::Pad;
+  using Base::Base;
 
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
-    dispatch_layout<T>(in, tag(), [&](auto tag_u) {
+    dispatch_layout<T>(in, this->tag(), [&](auto tag_u) {
       using U = typename decltype(tag_u)::type;
-      gather_source(input<U>(in[0]), in[0]->shape(), output<U>(out[0]),
-                    out[0]->shape(), source_, opts_.constant_value);
+      gather_source(input<U>(in[0]), this->x_view(), output<U>(out[0]),
+                    out[0]->shape(), this->source(), this->fill_value());
     });
   }
 
@@ -210,8 +213,53 @@ class PadCpu : public Pad {
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
     scatter_source(output_grad<T>(out[0]), out[0]->shape(),
-                   input_grad<T>(in[0], accum[0]), in[0]->shape(), source_,
-                   accum[0]);
+                   input_grad<T>(in[0], accum[0]), this->x_view(),
+                   this->source(), accum[0]);
+  }
+};
+
+template <class T>
+using PadCpu = AxisGatherCpu<T, Pad>;
+template <class T>
+using TileCpu = AxisGatherCpu<T, Tile>;
+template <class T>
+using ShiftCpu = AxisGatherCpu<T, Shift>;
+
+// y = x on the kept triangle of the last two axes, 0 elsewhere; dx = dy
+// there.
+template <class T>
+class TriluCpu : public Trilu {
+ public:
+  using Trilu::Trilu;
+
+ protected:
+  // dst = src on the kept triangle, 0 elsewhere (adding with accum).
+  void mask(const T* src, T* dst, const Shape& s, bool accum) const {
+    const int nd = static_cast<int>(s.size());
+    const int64_t rows = s[nd - 2], cols = s[nd - 1];
+    const int64_t n = shape_size(s);
+    for_each_block(n, [&](int64_t begin, int64_t len) {
+      float buf[kBlock], out[kBlock];
+      const float* f = load(src + begin, buf, len);
+      for (int64_t k = 0; k < len; ++k) {
+        const int64_t e = begin + k;
+        const int64_t j = e % cols, i = (e / cols) % rows;
+        out[k] = keeps(i, j) ? f[k] : 0.0f;
+      }
+      store(out, dst + begin, len, accum);
+    });
+  }
+
+  void forward_impl(const Variables& in, const Variables& out) override {
+    mask(input<T>(in[0]), output<T>(out[0]), in[0]->shape(), false);
+  }
+
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    if (!propagate_down[0]) return;
+    mask(output_grad<T>(out[0]), input_grad<T>(in[0], accum[0]), in[0]->shape(),
+         accum[0]);
   }
 };
 
@@ -266,6 +314,9 @@ void register_array_ops(FunctionRegistry& r) {
   register_float_types<BroadcastCpu>(r, decl::Broadcast, "cpu");
   register_float_types<PadCpu>(r, decl::Pad, "cpu");
   register_float_types<FlipCpu>(r, decl::Flip, "cpu");
+  register_float_types<TileCpu>(r, decl::Tile, "cpu");
+  register_float_types<ShiftCpu>(r, decl::Shift, "cpu");
+  register_float_types<TriluCpu>(r, decl::Trilu, "cpu");
 }
 
 }  // namespace mg::cpu
