@@ -48,6 +48,7 @@
 #include <mixgraph/functions/elementwise_builders.hpp>
 #include <mixgraph/functions/generators.hpp>
 #include <mixgraph/functions/indexing.hpp>
+#include <mixgraph/functions/interpolate.hpp>
 #include <mixgraph/functions/loss.hpp>
 #include <mixgraph/functions/lstm.hpp>
 #include <mixgraph/functions/min_argmax.hpp>

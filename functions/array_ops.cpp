@@ -183,6 +183,38 @@ void Tile::setup_impl(const Variables& in, const Variables& out) {
   out[0]->reshape(y);
 }
 
+void Unpooling::setup_impl(const Variables& in, const Variables& out) {
+  const Shape& x = in[0]->shape();
+  const auto& k = opts_.kernel;
+  const int nd = static_cast<int>(x.size());
+  const int nk = static_cast<int>(k.size());
+  const int last = opts_.channel_last ? nd - 1 : nd;  // one past the pooled
+  if (nk == 0 || nk > last) {
+    throw std::invalid_argument(
+        tag() + "kernel " + shape_str(k) + " must have " +
+        (last <= 1 ? std::string("1 value")
+                   : "1 to " + std::to_string(last) + " values") +
+        ", one per pooled axis of x with shape " + shape_str(x) +
+        (opts_.channel_last ? " (channel_last)" : ""));
+  }
+  for (int64_t e : k) {
+    if (e <= 0) {
+      throw std::invalid_argument(tag() + "kernel " + shape_str(k) +
+                                  " must be positive");
+    }
+  }
+  x_view_ = x;
+  Shape y = x;
+  source_.assign(nd, {});
+  for (int a = 0; a < nd; ++a) {
+    const int p = a - (last - nk);  // the kernel entry for this axis, or none
+    const int64_t f = p >= 0 && a < last ? k[p] : 1;
+    y[a] = x[a] * f;
+    for (int64_t j = 0; j < y[a]; ++j) source_[a].push_back(j / f);
+  }
+  out[0]->reshape(y);
+}
+
 void Shift::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   const auto& shifts = opts_.shifts;
@@ -270,6 +302,12 @@ VariablePtr shift(const VariablePtr& x, std::vector<int> shifts,
                   const std::string& border_mode) {
   return apply_function1(decl::Shift,
                          ShiftOptions{std::move(shifts), border_mode}, {x});
+}
+
+VariablePtr unpooling(const VariablePtr& x, std::vector<int64_t> kernel,
+                      bool channel_last) {
+  return apply_function1(
+      decl::Unpooling, UnpoolingOptions{std::move(kernel), channel_last}, {x});
 }
 
 VariablePtr trilu(const VariablePtr& x, int k, bool upper) {

@@ -232,6 +232,40 @@ class Shift : public AxisGather {
   const ShiftOptions opts_;
 };
 
+struct UnpoolingOptions {
+  /// The factor per pooled axis: the last kernel.size() axes, or the ones
+  /// before the last with channel_last.
+  std::vector<int64_t> kernel;
+  /// Whether the last axis holds the channels (NHWC), left as it is.
+  bool channel_last = false;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(UnpoolingOptions& o, V&& v) {
+  v("kernel", o.kernel);
+  v("channel_last", o.channel_last);
+}
+
+namespace decl {
+/// Unpooling's declaration.
+inline constexpr FunctionDeclOf<UnpoolingOptions> Unpooling{
+    {"Unpooling", "unpooling", {Port{"x", Port::any}}, {Port{"y", Port::any}}}};
+}  // namespace decl
+
+/// Pooling's inverse as NNabla's: each element spread over a kernel-sized
+/// block, y[k i + j] = x[i] per pooled axis (nearest-neighbour upsampling
+/// by integer factors); the grad sums each block in fp32.
+class Unpooling : public AxisGather {
+ public:
+  explicit Unpooling(const UnpoolingOptions& opts) : opts_(opts) {}
+  const UnpoolingOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const UnpoolingOptions opts_;
+};
+
 struct FlipOptions {
   /// The axes to reverse; NNabla's default is the last.
   std::vector<int> axes = {-1};
@@ -320,6 +354,10 @@ VariablePtr tile(const VariablePtr& x, std::vector<int> reps);
 /// "reflect".
 VariablePtr shift(const VariablePtr& x, std::vector<int> shifts,
                   const std::string& border_mode = "nearest");
+/// x with each element spread over a kernel-sized block of its last
+/// kernel.size() axes (before the last with channel_last).
+VariablePtr unpooling(const VariablePtr& x, std::vector<int64_t> kernel,
+                      bool channel_last = false);
 /// x's upper (or lower) triangle from diagonal k on its last two axes.
 VariablePtr trilu(const VariablePtr& x, int k = 0, bool upper = true);
 }  // namespace functions

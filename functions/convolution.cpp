@@ -1,5 +1,6 @@
 #include <mixgraph/functions/convolution.hpp>
 
+#include <limits>
 #include <stdexcept>
 #include <tuple>
 
@@ -120,12 +121,16 @@ const Shape& conv_layer_input_shape(const std::string& tag,
 }  // namespace detail
 
 void Convolution::setup_impl(const Variables& in, const Variables& out) {
+  setup_geometry(in, out, in[1]->shape(), opts_.group);
+}
+
+void Convolution::setup_geometry(const Variables& in, const Variables& out,
+                                 const Shape& w, int group) {
   const Shape& x = in[0]->shape();
-  const Shape& w = in[1]->shape();
   const int base = opts_.base_axis;
   geom_ = detail::conv_common(tag(), x, w, base, opts_.pad, opts_.stride,
-                              opts_.dilation, opts_.group);
-  const int64_t c = x[base], g = opts_.group;
+                              opts_.dilation, group);
+  const int64_t c = x[base], g = group;
   if (c % g != 0) {
     throw std::invalid_argument(
         tag() + "x with shape " + shape_str(x) + " has " + std::to_string(c) +
@@ -173,6 +178,50 @@ void Convolution::setup_impl(const Variables& in, const Variables& out) {
   out[0]->reshape(y);
 }
 
+DepthwiseConvolution::DepthwiseConvolution(
+    const DepthwiseConvolutionOptions& opts)
+    : Convolution(ConvolutionOptions{opts.base_axis, opts.pad, opts.stride,
+                                     opts.dilation, 1}),
+      dw_opts_(opts) {}
+
+void DepthwiseConvolution::setup_impl(const Variables& in,
+                                      const Variables& out) {
+  const Shape& x = in[0]->shape();
+  const Shape& w = in[1]->shape();
+  const int base = dw_opts_.base_axis;
+  const int m = dw_opts_.multiplier;
+  detail::check_conv_base_axis(tag(), x, base);
+  if (m <= 0) {
+    throw std::invalid_argument(tag() + "multiplier " + std::to_string(m) +
+                                " must be positive");
+  }
+  const int64_t c = x[base];
+  const size_t axes = x.size() - static_cast<size_t>(base) - 1;
+  if (w.size() != axes + 1 || w[0] != c * m) {
+    throw std::invalid_argument(
+        tag() + "weight with shape " + shape_str(w) + " must be (" +
+        std::to_string(c * m) + ", kernel...) with " + std::to_string(axes) +
+        " kernel sizes: x with shape " + shape_str(x) + " has " +
+        std::to_string(c) + " channels at base_axis " + std::to_string(base) +
+        " and multiplier is " + std::to_string(m));
+  }
+  if (c > std::numeric_limits<int>::max()) {
+    throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
+                                " has too many channels");
+  }
+  if (in.size() == 3 && in[2]->shape() != Shape{c * m}) {
+    throw std::invalid_argument(
+        tag() + "bias with shape " + shape_str(in[2]->shape()) +
+        " must have shape " + shape_str({c * m}) +
+        ", one per output channel (" + std::to_string(c) +
+        " channels times multiplier " + std::to_string(m) + ")");
+  }
+  // The convolution's weight (C * m, C / group = 1, kernel...), group = C.
+  Shape wv{w[0], 1};
+  wv.insert(wv.end(), w.begin() + 1, w.end());
+  setup_geometry(in, out, wv, static_cast<int>(c));
+}
+
 namespace functions {
 
 VariablePtr convolution(const VariablePtr& x, const VariablePtr& W,
@@ -180,6 +229,15 @@ VariablePtr convolution(const VariablePtr& x, const VariablePtr& W,
   std::vector<VariablePtr> inputs{x, W};
   if (b) inputs.push_back(b);
   return apply_function1(decl::Convolution, opts, std::move(inputs));
+}
+
+VariablePtr depthwise_convolution(const VariablePtr& x,
+                                  const VariablePtr& weight,
+                                  const VariablePtr& bias,
+                                  const DepthwiseConvolutionOptions& opts) {
+  std::vector<VariablePtr> inputs{x, weight};
+  if (bias) inputs.push_back(bias);
+  return apply_function1(decl::DepthwiseConvolution, opts, std::move(inputs));
 }
 
 }  // namespace functions
@@ -212,6 +270,30 @@ VariablePtr convolution(const VariablePtr& x, int64_t outmaps,
       x, W, b,
       ConvolutionOptions{base, params.pad, params.stride, params.dilation,
                          params.group});
+}
+
+VariablePtr depthwise_convolution(const VariablePtr& x,
+                                  std::vector<int64_t> kernel,
+                                  ParameterScope scope,
+                                  const DepthwiseConvolutionParams& params) {
+  const std::string tag = "[depthwise_convolution] ";
+  const int base = params.base_axis;
+  const Shape& xs = detail::conv_layer_input_shape(tag, x, base, kernel);
+  if (params.multiplier <= 0) {
+    throw std::invalid_argument(tag + "multiplier " +
+                                std::to_string(params.multiplier) +
+                                " must be positive");
+  }
+  const int64_t k = shape_size(kernel);
+  const int64_t outmaps = xs[base] * params.multiplier;
+  Shape wshape{outmaps};
+  wshape.insert(wshape.end(), kernel.begin(), kernel.end());
+  const auto [W, b] = detail::conv_layer_parameters(
+      scope, wshape, k, params.multiplier * k, outmaps, params);
+  return functions::depthwise_convolution(
+      x, W, b,
+      DepthwiseConvolutionOptions{base, params.pad, params.stride,
+                                  params.dilation, params.multiplier});
 }
 
 }  // namespace parametric_functions

@@ -109,8 +109,55 @@ class Convolution : public Function {
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
+  /// The shape rule for x, a weight w seen as (OC, C / group, kernel...)
+  /// and group: fills geom_, checks the bias (in[2]) and reshapes y.
+  void setup_geometry(const Variables& in, const Variables& out, const Shape& w,
+                      int group);
   const ConvolutionOptions opts_;
   ConvGeometry geom_;
+};
+
+struct DepthwiseConvolutionOptions {
+  /// As Convolution's.
+  int base_axis = 1;
+  std::vector<int64_t> pad, stride, dilation;
+  /// Output channels per input channel.
+  int multiplier = 1;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(DepthwiseConvolutionOptions& o, V&& v) {
+  v("base_axis", o.base_axis);
+  v("pad", o.pad);
+  v("stride", o.stride);
+  v("dilation", o.dilation);
+  v("multiplier", o.multiplier);
+}
+
+namespace decl {
+/// DepthwiseConvolution's declaration (NNabla's input names).
+inline constexpr FunctionDeclOf<DepthwiseConvolutionOptions>
+    DepthwiseConvolution{
+        {"DepthwiseConvolution",
+         "depthwise_convolution",
+         {Port{"x"}, Port{"weight"}, Port{"bias", Port::floating, true, true}},
+         {Port{"y"}}}};
+}  // namespace decl
+
+/// Each input channel convolved on its own with `multiplier` filters:
+/// x (batch..., C, spatial...), weight (C * multiplier, kernel...), bias
+/// (C * multiplier,); output channel c * multiplier + i comes from input
+/// channel c (NNabla's order). It is the convolution with group = C and
+/// one input channel per group, and runs on the same kernels.
+class DepthwiseConvolution : public Convolution {
+ public:
+  explicit DepthwiseConvolution(const DepthwiseConvolutionOptions& opts);
+  const DepthwiseConvolutionOptions& options() const { return dw_opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const DepthwiseConvolutionOptions dw_opts_;
 };
 
 namespace functions {
@@ -119,6 +166,15 @@ namespace functions {
 VariablePtr convolution(const VariablePtr& x, const VariablePtr& W,
                         const VariablePtr& b = nullptr,
                         const ConvolutionOptions& opts = {});
+}  // namespace functions
+
+namespace functions {
+/// The depthwise convolution of x with weight (C * multiplier, kernel...),
+/// plus bias (may be null), as NNabla's depthwise_convolution.
+VariablePtr depthwise_convolution(const VariablePtr& x,
+                                  const VariablePtr& weight,
+                                  const VariablePtr& bias = nullptr,
+                                  const DepthwiseConvolutionOptions& opts = {});
 }  // namespace functions
 
 namespace parametric_functions {
@@ -140,6 +196,27 @@ struct ConvolutionParams {
 VariablePtr convolution(const VariablePtr& x, int64_t outmaps,
                         std::vector<int64_t> kernel, ParameterScope scope,
                         const ConvolutionParams& params = {});
+
+struct DepthwiseConvolutionParams {
+  int base_axis = 1;
+  std::vector<int64_t> pad, stride, dilation;
+  int multiplier = 1;
+  bool with_bias = true;
+  /// Initializers; by default W is Glorot-uniform over the filter's true
+  /// fans (fan_in = prod(kernel), fan_out = multiplier * prod(kernel)) and
+  /// b zero. NNabla counts every channel in the fans (fan_in = C *
+  /// prod(kernel)), which shrinks the weights by sqrt(C) for no reason a
+  /// depthwise filter has; PyTorch uses the true fan too.
+  Initializer w_init;
+  Initializer b_init;
+};
+
+/// A depthwise convolution layer with the given kernel whose parameters
+/// "W" (C * multiplier, kernel...) and "b" (C * multiplier,) live in
+/// `scope` (created on first use).
+VariablePtr depthwise_convolution(
+    const VariablePtr& x, std::vector<int64_t> kernel, ParameterScope scope,
+    const DepthwiseConvolutionParams& params = {});
 
 }  // namespace parametric_functions
 

@@ -1,5 +1,6 @@
 #include <mixgraph/functions/deconvolution.hpp>
 
+#include <limits>
 #include <stdexcept>
 
 #include <mixgraph/functions/builder.hpp>
@@ -7,11 +8,15 @@
 namespace mg {
 
 void Deconvolution::setup_impl(const Variables& in, const Variables& out) {
+  setup_geometry(in, out, in[1]->shape(), opts_.group);
+}
+
+void Deconvolution::setup_geometry(const Variables& in, const Variables& out,
+                                   const Shape& w, int group) {
   const Shape& x = in[0]->shape();
-  const Shape& w = in[1]->shape();
   const int base = opts_.base_axis;
-  ConvGeometry g = detail::conv_common(
-      tag(), x, w, base, opts_.pad, opts_.stride, opts_.dilation, opts_.group);
+  ConvGeometry g = detail::conv_common(tag(), x, w, base, opts_.pad,
+                                       opts_.stride, opts_.dilation, group);
   const size_t axes = g.kernel.size();
   const auto output_padding = detail::per_axis(
       tag(), "output_padding", opts_.output_padding, axes, 0, 0, x);
@@ -67,7 +72,61 @@ void Deconvolution::setup_impl(const Variables& in, const Variables& out) {
   out[0]->reshape(y);
 }
 
+DepthwiseDeconvolution::DepthwiseDeconvolution(
+    const DepthwiseDeconvolutionOptions& opts)
+    : Deconvolution(DeconvolutionOptions{
+          opts.base_axis, opts.pad, opts.stride, opts.dilation, 1, {}}),
+      dw_opts_(opts) {}
+
+void DepthwiseDeconvolution::setup_impl(const Variables& in,
+                                        const Variables& out) {
+  const Shape& x = in[0]->shape();
+  const Shape& w = in[1]->shape();
+  const int base = dw_opts_.base_axis;
+  const int d = dw_opts_.divisor;
+  detail::check_conv_base_axis(tag(), x, base);
+  const int64_t c = x[base];
+  if (d <= 0 || c % d != 0) {
+    throw std::invalid_argument(tag() + "divisor " + std::to_string(d) +
+                                " must be positive and divide the " +
+                                std::to_string(c) +
+                                " channels of x with shape " + shape_str(x));
+  }
+  const size_t axes = x.size() - static_cast<size_t>(base) - 1;
+  if (w.size() != axes + 1 || w[0] != c) {
+    throw std::invalid_argument(
+        tag() + "weight with shape " + shape_str(w) + " must be (" +
+        std::to_string(c) + ", kernel...) with " + std::to_string(axes) +
+        " kernel sizes: x with shape " + shape_str(x) + " has " +
+        std::to_string(c) + " channels at base_axis " + std::to_string(base));
+  }
+  if (in.size() == 3 && in[2]->shape() != Shape{c / d}) {
+    throw std::invalid_argument(
+        tag() + "bias with shape " + shape_str(in[2]->shape()) +
+        " must have shape " + shape_str({c / d}) +
+        ", one per output channel (" + std::to_string(c) +
+        " channels over divisor " + std::to_string(d) + ")");
+  }
+  if (c / d > std::numeric_limits<int>::max()) {
+    throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
+                                " has too many channels");
+  }
+  // The deconvolution's weight (C, OC / group = 1, kernel...), group = C / d.
+  Shape wv{c, 1};
+  wv.insert(wv.end(), w.begin() + 1, w.end());
+  setup_geometry(in, out, wv, static_cast<int>(c / d));
+}
+
 namespace functions {
+
+VariablePtr depthwise_deconvolution(const VariablePtr& x,
+                                    const VariablePtr& weight,
+                                    const VariablePtr& bias,
+                                    const DepthwiseDeconvolutionOptions& opts) {
+  std::vector<VariablePtr> inputs{x, weight};
+  if (bias) inputs.push_back(bias);
+  return apply_function1(decl::DepthwiseDeconvolution, opts, std::move(inputs));
+}
 
 VariablePtr deconvolution(const VariablePtr& x, const VariablePtr& W,
                           const VariablePtr& b,
@@ -102,6 +161,30 @@ VariablePtr deconvolution(const VariablePtr& x, int64_t outmaps,
       x, W, b,
       DeconvolutionOptions{base, params.pad, params.stride, params.dilation,
                            params.group, params.output_padding});
+}
+
+VariablePtr depthwise_deconvolution(
+    const VariablePtr& x, std::vector<int64_t> kernel, ParameterScope scope,
+    const DepthwiseDeconvolutionParams& params) {
+  const std::string tag = "[depthwise_deconvolution] ";
+  const int base = params.base_axis;
+  const Shape& xs = detail::conv_layer_input_shape(tag, x, base, kernel);
+  const int d = params.divisor;
+  if (d <= 0 || xs[base] % d != 0) {
+    throw std::invalid_argument(tag + "divisor " + std::to_string(d) +
+                                " must be positive and divide the " +
+                                std::to_string(xs[base]) +
+                                " channels of x with shape " + shape_str(xs));
+  }
+  const int64_t k = shape_size(kernel);
+  Shape wshape{xs[base]};
+  wshape.insert(wshape.end(), kernel.begin(), kernel.end());
+  const auto [W, b] =
+      detail::conv_layer_parameters(scope, wshape, k, k, xs[base] / d, params);
+  return functions::depthwise_deconvolution(
+      x, W, b,
+      DepthwiseDeconvolutionOptions{base, params.pad, params.stride,
+                                    params.dilation, d});
 }
 
 }  // namespace parametric_functions

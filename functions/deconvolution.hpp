@@ -50,13 +50,66 @@ class Deconvolution : public Function {
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
+  /// The shape rule for x, a weight w seen as (C, OC / group, kernel...)
+  /// and group: fills geom_, checks the bias (in[2]) and reshapes y.
+  void setup_geometry(const Variables& in, const Variables& out, const Shape& w,
+                      int group);
   const DeconvolutionOptions opts_;
   /// The convolution whose backward-data this is: its x is our y (OC
   /// channels) and its y our x (C channels).
   ConvGeometry geom_;
 };
 
+struct DepthwiseDeconvolutionOptions {
+  /// As Deconvolution's.
+  int base_axis = 1;
+  std::vector<int64_t> pad, stride, dilation;
+  /// Input channels summed into each output channel.
+  int divisor = 1;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(DepthwiseDeconvolutionOptions& o, V&& v) {
+  v("base_axis", o.base_axis);
+  v("pad", o.pad);
+  v("stride", o.stride);
+  v("dilation", o.dilation);
+  v("divisor", o.divisor);
+}
+
+namespace decl {
+/// DepthwiseDeconvolution's declaration (NNabla's input names).
+inline constexpr FunctionDeclOf<DepthwiseDeconvolutionOptions>
+    DepthwiseDeconvolution{
+        {"DepthwiseDeconvolution",
+         "depthwise_deconvolution",
+         {Port{"x"}, Port{"weight"}, Port{"bias", Port::floating, true, true}},
+         {Port{"y"}}}};
+}  // namespace decl
+
+/// DepthwiseConvolution's transpose: each input channel deconvolved with
+/// its own filter, x (batch..., C, spatial...), weight (C, kernel...), and
+/// output channel o the sum of input channels o * divisor to o * divisor +
+/// divisor - 1 (NNabla's order), plus bias (C / divisor,). It is the
+/// deconvolution with group = C / divisor and one output channel per group.
+class DepthwiseDeconvolution : public Deconvolution {
+ public:
+  explicit DepthwiseDeconvolution(const DepthwiseDeconvolutionOptions& opts);
+  const DepthwiseDeconvolutionOptions& options() const { return dw_opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const DepthwiseDeconvolutionOptions dw_opts_;
+};
+
 namespace functions {
+/// The depthwise deconvolution of x with weight (C, kernel...), plus bias
+/// (may be null), as NNabla's depthwise_deconvolution.
+VariablePtr depthwise_deconvolution(
+    const VariablePtr& x, const VariablePtr& weight,
+    const VariablePtr& bias = nullptr,
+    const DepthwiseDeconvolutionOptions& opts = {});
 /// The transposed convolution of x with W, plus b (may be null).
 VariablePtr deconvolution(const VariablePtr& x, const VariablePtr& W,
                           const VariablePtr& b = nullptr,
@@ -83,6 +136,24 @@ struct DeconvolutionParams {
 VariablePtr deconvolution(const VariablePtr& x, int64_t outmaps,
                           std::vector<int64_t> kernel, ParameterScope scope,
                           const DeconvolutionParams& params = {});
+
+struct DepthwiseDeconvolutionParams {
+  int base_axis = 1;
+  std::vector<int64_t> pad, stride, dilation;
+  int divisor = 1;
+  bool with_bias = true;
+  /// Initializers; by default W is Glorot-uniform over one filter's fans
+  /// (fan_in = fan_out = prod(kernel)) and b zero; see
+  /// DepthwiseConvolutionParams for why not NNabla's channel-counting fans.
+  Initializer w_init;
+  Initializer b_init;
+};
+
+/// A depthwise deconvolution layer with the given kernel whose parameters
+/// "W" (C, kernel...) and "b" (C / divisor,) live in `scope`.
+VariablePtr depthwise_deconvolution(
+    const VariablePtr& x, std::vector<int64_t> kernel, ParameterScope scope,
+    const DepthwiseDeconvolutionParams& params = {});
 
 }  // namespace parametric_functions
 

@@ -91,6 +91,12 @@ VariablePtr average_pooling(const VariablePtr& x, std::vector<int64_t> kernel,
                          PoolingArgs{std::move(kernel), opts}, {x});
 }
 
+VariablePtr sum_pooling(const VariablePtr& x, std::vector<int64_t> kernel,
+                        const PoolingOptions& opts) {
+  return apply_function1(decl::SumPooling, PoolingArgs{std::move(kernel), opts},
+                         {x});
+}
+
 VariablePtr global_average_pooling(const VariablePtr& x) {
   return apply_function1(decl::GlobalAveragePooling,
                          GlobalAveragePoolingOptions{}, {x});

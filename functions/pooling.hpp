@@ -1,5 +1,5 @@
-// Pooling: MaxPooling and AveragePooling over the last len(kernel) axes,
-// and GlobalAveragePooling, as NNabla's.
+// Pooling: MaxPooling, AveragePooling and SumPooling over the last
+// len(kernel) axes, and GlobalAveragePooling, as NNabla's.
 #pragma once
 
 #include <mixgraph/graph/function.hpp>
@@ -84,6 +84,20 @@ class AveragePooling : public Pooling {
   bool grad_depends_input_data(int) const override { return false; }
 };
 
+namespace decl {
+/// SumPooling's declaration.
+inline constexpr FunctionDeclOf<PoolingArgs> SumPooling{
+    {"SumPooling", "sum_pooling", {Port{"x"}}, {Port{"y"}}}};
+}  // namespace decl
+
+/// The sum of each window, accumulated in fp32 (NNabla's SumPooling; its
+/// arguments are AveragePooling's, including_pad aside: padding adds 0).
+class SumPooling : public Pooling {
+ public:
+  using Pooling::Pooling;
+  bool grad_depends_input_data(int) const override { return false; }
+};
+
 struct GlobalAveragePoolingOptions {};
 
 namespace decl {
@@ -115,6 +129,9 @@ VariablePtr max_pooling(const VariablePtr& x, std::vector<int64_t> kernel,
 /// kernel).
 VariablePtr average_pooling(const VariablePtr& x, std::vector<int64_t> kernel,
                             const PoolingOptions& opts = {});
+/// Sum pooling over the last len(kernel) axes (stride defaults to kernel).
+VariablePtr sum_pooling(const VariablePtr& x, std::vector<int64_t> kernel,
+                        const PoolingOptions& opts = {});
 /// The mean over the spatial axes: (N, C, ...) -> (N, C, 1, 1).
 VariablePtr global_average_pooling(const VariablePtr& x);
 }  // namespace functions

@@ -1,6 +1,6 @@
-// Split, Stack, Broadcast, Pad, Tile, Shift, Flip and Trilu on the CPU. Forward
-// moves elements of T without arithmetic; backward adds in fp32 where elements
-// meet.
+// Split, Stack, Broadcast, Pad, Tile, Shift, Unpooling, Flip and Trilu on the
+// CPU. Forward moves elements of T without arithmetic; backward adds in fp32
+// where elements meet.
 #include <cstring>
 #include <mixgraph/functions/array_ops.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
@@ -192,8 +192,8 @@ void scatter_source(const T* dy, const Shape& ys, T* dx, const Shape& xs,
   store(sum.data(), dx, static_cast<int64_t>(sum.size()), accum);
 }
 
-// Pad, Tile and Shift: y gathers x through the function's sources; the
-// grad scatters dy back, adding in fp32 where sources repeat.
+// Pad, Tile, Shift and Unpooling: y gathers x through the function's sources;
+// the grad scatters dy back, adding in fp32 where sources repeat.
 template <class T, class Base>
 class AxisGatherCpu : public Base {
  public:
@@ -224,6 +224,8 @@ template <class T>
 using TileCpu = AxisGatherCpu<T, Tile>;
 template <class T>
 using ShiftCpu = AxisGatherCpu<T, Shift>;
+template <class T>
+using UnpoolingCpu = AxisGatherCpu<T, Unpooling>;
 
 // y = x on the kept triangle of the last two axes, 0 elsewhere; dx = dy
 // there.
@@ -316,6 +318,7 @@ void register_array_ops(FunctionRegistry& r) {
   register_float_types<FlipCpu>(r, decl::Flip, "cpu");
   register_float_types<TileCpu>(r, decl::Tile, "cpu");
   register_float_types<ShiftCpu>(r, decl::Shift, "cpu");
+  register_float_types<UnpoolingCpu>(r, decl::Unpooling, "cpu");
   register_float_types<TriluCpu>(r, decl::Trilu, "cpu");
 }
 

@@ -408,26 +408,28 @@ class MaxPoolingCpu : public MaxPooling {
   }
 };
 
-template <class T>
-class AveragePoolingCpu : public AveragePooling {
+// AveragePooling (kMean) and SumPooling: each window's sum in fp32, divided
+// by its count for the mean; backward spreads dy (over the count) back.
+template <class T, class Base, bool kMean>
+class WindowSumCpu : public Base {
  public:
-  using AveragePooling::AveragePooling;
+  using Base::Base;
 
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
     const T* x = input<T>(in[0]);
     T* y = output<T>(out[0]);
-    const Dims3 d = dims3(geom_);
-    const bool including_pad = args_.options.including_pad;
-    for_each_map(geom_, d, [&](int64_t m, float* xb, float*, float* yb) {
+    const Dims3 d = dims3(this->geom_);
+    const bool including_pad = this->args_.options.including_pad;
+    for_each_map(this->geom_, d, [&](int64_t m, float* xb, float*, float* yb) {
       const float* xf = load(x + m * d.in_size, xb, d.in_size);
-      for_each_window(
-          d, [&](int64_t o, const Range& r0, const Range& r1, const Range& r2) {
-            float s = 0.0f;
-            for_each_in(d, r0, r1, r2, [&](int64_t i) { s += xf[i]; });
-            const float n = window_count(r0, r1, r2, including_pad);
-            yb[o] = n > 0 ? s / n : 0.0f;
-          });
+      for_each_window(d, [&](int64_t o, const Range& r0, const Range& r1,
+                             const Range& r2) {
+        float s = 0.0f;
+        for_each_in(d, r0, r1, r2, [&](int64_t i) { s += xf[i]; });
+        const float n = kMean ? window_count(r0, r1, r2, including_pad) : 1.0f;
+        yb[o] = n > 0 ? s / n : 0.0f;
+      });
       store(yb, y + m * d.out_size, d.out_size);
     });
   }
@@ -438,9 +440,9 @@ class AveragePoolingCpu : public AveragePooling {
     if (!propagate_down[0]) return;
     const T* dy = output_grad<T>(out[0]);
     T* dx = input_grad<T>(in[0], accum[0]);
-    const Dims3 d = dims3(geom_);
-    const bool including_pad = args_.options.including_pad;
-    for_each_map(geom_, d, [&](int64_t m, float* gb, float*, float* dyb) {
+    const Dims3 d = dims3(this->geom_);
+    const bool including_pad = this->args_.options.including_pad;
+    for_each_map(this->geom_, d, [&](int64_t m, float* gb, float*, float* dyb) {
       const float* dyf = load(dy + m * d.out_size, dyb, d.out_size);
       T* dxm = dx + m * d.in_size;
       if (accum[0]) {
@@ -448,17 +450,22 @@ class AveragePoolingCpu : public AveragePooling {
       } else {
         std::fill(gb, gb + d.in_size, 0.0f);
       }
-      for_each_window(
-          d, [&](int64_t o, const Range& r0, const Range& r1, const Range& r2) {
-            const float n = window_count(r0, r1, r2, including_pad);
-            if (n <= 0) return;
-            const float g = dyf[o] / n;
-            for_each_in(d, r0, r1, r2, [&](int64_t i) { gb[i] += g; });
-          });
+      for_each_window(d, [&](int64_t o, const Range& r0, const Range& r1,
+                             const Range& r2) {
+        const float n = kMean ? window_count(r0, r1, r2, including_pad) : 1.0f;
+        if (n <= 0) return;
+        const float g = dyf[o] / n;
+        for_each_in(d, r0, r1, r2, [&](int64_t i) { gb[i] += g; });
+      });
       store(gb, dxm, d.in_size);
     });
   }
 };
+
+template <class T>
+using AveragePoolingCpu = WindowSumCpu<T, AveragePooling, true>;
+template <class T>
+using SumPoolingCpu = WindowSumCpu<T, SumPooling, false>;
 
 template <class T>
 class GlobalAveragePoolingCpu : public GlobalAveragePooling {
@@ -510,6 +517,7 @@ class GlobalAveragePoolingCpu : public GlobalAveragePooling {
 void register_pooling(FunctionRegistry& r) {
   register_float_types<MaxPoolingCpu>(r, decl::MaxPooling, "cpu");
   register_float_types<AveragePoolingCpu>(r, decl::AveragePooling, "cpu");
+  register_float_types<SumPoolingCpu>(r, decl::SumPooling, "cpu");
   register_float_types<GlobalAveragePoolingCpu>(r, decl::GlobalAveragePooling,
                                                 "cpu");
 }

@@ -24,6 +24,7 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_generators(r);
   register_concat_activation(r);
   register_prelu(r);
+  register_interpolate(r);
   register_nary(r);
   register_recurrent(r);
   register_cumulative(r);

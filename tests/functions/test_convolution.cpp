@@ -148,6 +148,105 @@ const bool kConvolutionBaseAxis2FoldsLeadingAxesIntoTheBatch =
                      return conv_check({2, 2, 3, 5, 5}, {4, 3, 3, 3}, true, o);
                    }}});
 
+// DepthwiseConvolution: the grouped convolution with group = C, weight
+// (C m, k...) read as (C m, 1, k...), against the same double reference.
+harness::Case depthwise_case(const std::string& label, const Shape& xs,
+                             const Shape& ws, bool bias,
+                             const DepthwiseConvolutionOptions& o) {
+  return {label, [=] {
+            const int64_t c = xs[o.base_axis];
+            Shape wv{ws[0], 1};
+            wv.insert(wv.end(), ws.begin() + 1, ws.end());
+            ConvolutionOptions co{o.base_axis, o.pad, o.stride, o.dilation,
+                                  static_cast<int>(c)};
+            FunctionCheck ch = conv_check(xs, wv, bias, co);
+            ch.inputs[1] = {ws};
+            ch.build = [o](const std::vector<VariablePtr>& in) {
+              return F::depthwise_convolution(
+                  in[0], in[1], in.size() > 2 ? in[2] : nullptr, o);
+            };
+            return ch;
+          }};
+}
+
+const bool kDepthwiseConvolution = harness::add(
+    decl::DepthwiseConvolution,
+    {depthwise_case("3x3 pad 1 with bias", {2, 4, 5, 5}, {4, 3, 3}, true,
+                    {1, {1, 1}, {}, {}, 1}),
+     depthwise_case("multiplier 2 stride 2 without bias", {2, 3, 6, 7},
+                    {6, 3, 3}, false, {1, {1, 1}, {2, 2}, {}, 2}),
+     depthwise_case("1-D dilation 2", {2, 3, 9}, {3, 3}, true,
+                    {1, {2}, {}, {2}, 1}),
+     depthwise_case("base_axis 2", {2, 2, 3, 4, 4}, {6, 2, 2}, true,
+                    {2, {}, {}, {}, 2})});
+
+TEST(DepthwiseConvolution, EachChannelByItsOwnFilters) {
+  // Two channels, multiplier 2: output c * 2 + i is channel c times filter
+  // c * 2 + i (1x1 kernels: plain scales).
+  auto x = variable_from({1, 2, 1, 2}, {1, 2, 10, 20});
+  auto w = variable_from({4, 1, 1}, {1, -1, 2, 3});
+  auto b = variable_from({4}, {0, 0, 0, 0.5f});
+  DepthwiseConvolutionOptions o;
+  o.multiplier = 2;
+  auto y = F::depthwise_convolution(x, w, b, o);
+  y->forward();
+  EXPECT_EQ(y->shape(), (Shape{1, 4, 1, 2}));
+  EXPECT_EQ(to_doubles(y), (Doubles{1, 2, -1, -2, 20, 40, 30.5, 60.5}));
+}
+
+TEST(DepthwiseConvolution, BadShapes) {
+  auto x = make_variable({2, 3, 5, 5});
+  expect_error(
+      [&] {
+        F::depthwise_convolution(x, make_variable({3, 1, 3, 3}));
+      },
+      {"[depthwise_convolution] weight with shape (3, 1, 3, 3) must be (3, "
+       "kernel...) with 2 kernel sizes: x with shape (2, 3, 5, 5) has 3 "
+       "channels at base_axis 1 and multiplier is 1"});
+  DepthwiseConvolutionOptions m2;
+  m2.multiplier = 2;
+  expect_error(
+      [&] {
+        F::depthwise_convolution(x, make_variable({3, 3, 3}), nullptr, m2);
+      },
+      {"weight with shape (3, 3, 3) must be (6, kernel...)"});
+  DepthwiseConvolutionOptions m0;
+  m0.multiplier = 0;
+  expect_error(
+      [&] {
+        F::depthwise_convolution(x, make_variable({3, 3, 3}), nullptr, m0);
+      },
+      {"[depthwise_convolution] multiplier 0 must be positive"});
+  expect_error(
+      [&] {
+        F::depthwise_convolution(x, make_variable({3, 3, 3}),
+                                 make_variable({4}));
+      },
+      {"[depthwise_convolution] bias with shape (4,) must have shape (3,), one "
+       "per output channel (3 channels times multiplier 1)"});
+}
+
+TEST(ParametricDepthwiseConvolution, CreatesTrueFanGlorotWeights) {
+  ParameterScope scope;
+  auto x = make_variable({2, 8, 6, 6});
+  PF::DepthwiseConvolutionParams p;
+  p.multiplier = 2;
+  p.pad = {1, 1};
+  auto y = PF::depthwise_convolution(x, {3, 3}, scope["dw"], p);
+  EXPECT_EQ(y->shape(), (Shape{2, 16, 6, 6}));
+  auto W = scope["dw"].get("W");
+  auto b = scope["dw"].get("b");
+  ASSERT_TRUE(W && b);
+  EXPECT_EQ(W->shape(), (Shape{16, 3, 3}));
+  EXPECT_EQ(b->shape(), (Shape{16}));
+  // Glorot over fan_in 9, fan_out 18: limit sqrt(6 / 27) = 0.471; NNabla's
+  // channel-counting fans (72, 144) would give 0.167.
+  double peak = 0;
+  for (double v : to_doubles(W)) peak = std::max(peak, std::abs(v));
+  EXPECT_LE(peak, std::sqrt(6.0 / 27.0));
+  EXPECT_GT(peak, 0.3);
+}
+
 TEST(Convolution, OutputShape) {
   ConvolutionOptions o;
   o.pad = {1, 0};

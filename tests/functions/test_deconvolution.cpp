@@ -144,6 +144,101 @@ const bool kDeconvolutionThreeDimensional = harness::add(
         return deconv_check({2, 2, 2, 3, 3}, {2, 3, 2, 2, 2}, true, o);
       }}});
 
+// DepthwiseDeconvolution: the grouped deconvolution with group = C /
+// divisor, weight (C, k...) read as (C, 1, k...), against the same double
+// reference.
+harness::Case depthwise_case(const std::string& label, const Shape& xs,
+                             const Shape& ws, bool bias,
+                             const DepthwiseDeconvolutionOptions& o) {
+  return {label, [=] {
+            const int64_t c = xs[o.base_axis];
+            Shape wv{ws[0], 1};
+            wv.insert(wv.end(), ws.begin() + 1, ws.end());
+            DeconvolutionOptions d{o.base_axis,
+                                   o.pad,
+                                   o.stride,
+                                   o.dilation,
+                                   static_cast<int>(c / o.divisor),
+                                   {}};
+            FunctionCheck ch = deconv_check(xs, wv, bias, d);
+            ch.inputs[1] = {ws};
+            ch.build = [o](const std::vector<VariablePtr>& in) {
+              return F::depthwise_deconvolution(
+                  in[0], in[1], in.size() > 2 ? in[2] : nullptr, o);
+            };
+            return ch;
+          }};
+}
+
+const bool kDepthwiseDeconvolution =
+    harness::add(decl::DepthwiseDeconvolution,
+                 {depthwise_case("3x3 stride 2 pad 1 with bias", {2, 4, 4, 3},
+                                 {4, 3, 3}, true, {1, {1, 1}, {2, 2}, {}, 1}),
+                  depthwise_case("divisor 2 without bias", {2, 4, 3, 3},
+                                 {4, 2, 3}, false, {1, {}, {}, {}, 2}),
+                  depthwise_case("1-D dilation 2 divisor 3", {2, 6, 5}, {6, 3},
+                                 true, {1, {1}, {1}, {2}, 3})});
+
+TEST(DepthwiseDeconvolution, SumsDivisorChannelsIntoEachOutput) {
+  // Four channels, divisor 2, 1x1 kernels: output o = x[2o] w[2o] + x[2o +
+  // 1] w[2o + 1] + bias[o].
+  auto x = variable_from({1, 4, 1, 1}, {1, 2, 3, 4});
+  auto w = variable_from({4, 1, 1}, {1, 10, 100, 1000});
+  auto b = variable_from({2}, {0.5f, 0});
+  DepthwiseDeconvolutionOptions o;
+  o.divisor = 2;
+  auto y = F::depthwise_deconvolution(x, w, b, o);
+  y->forward();
+  EXPECT_EQ(y->shape(), (Shape{1, 2, 1, 1}));
+  EXPECT_EQ(to_doubles(y), (Doubles{21.5, 4300}));
+}
+
+TEST(DepthwiseDeconvolution, BadShapes) {
+  auto x = make_variable({2, 4, 5, 5});
+  DepthwiseDeconvolutionOptions d3;
+  d3.divisor = 3;
+  expect_error(
+      [&] {
+        F::depthwise_deconvolution(x, make_variable({4, 3, 3}), nullptr, d3);
+      },
+      {"[depthwise_deconvolution] divisor 3 must be positive and divide the "
+       "4 channels of x with shape (2, 4, 5, 5)"});
+  expect_error(
+      [&] {
+        F::depthwise_deconvolution(x, make_variable({2, 3, 3}));
+      },
+      {"[depthwise_deconvolution] weight with shape (2, 3, 3) must be (4, "
+       "kernel...) with 2 kernel sizes"});
+  expect_error(
+      [&] {
+        F::depthwise_deconvolution(x, make_variable({4, 3, 3}),
+                                   make_variable({2}));
+      },
+      {"[depthwise_deconvolution] bias with shape (2,) must have shape (4,), "
+       "one per output channel (4 channels over divisor 1)"});
+}
+
+TEST(ParametricDepthwiseDeconvolution, CreatesItsParameters) {
+  ParameterScope scope;
+  PF::DepthwiseDeconvolutionParams p;
+  p.divisor = 2;
+  p.stride = {2, 2};
+  auto y = PF::depthwise_deconvolution(make_variable({2, 6, 4, 4}), {2, 2},
+                                       scope["up"], p);
+  EXPECT_EQ(y->shape(), (Shape{2, 3, 8, 8}));
+  EXPECT_EQ(scope["up"].get("W")->shape(), (Shape{6, 2, 2}));
+  EXPECT_EQ(scope["up"].get("b")->shape(), (Shape{3}));
+  p.divisor = 4;
+  expect_error(
+      [&] {
+        PF::depthwise_deconvolution(make_variable({2, 6, 4, 4}), {2, 2},
+                                    scope["bad"], p);
+      },
+      {"[depthwise_deconvolution] divisor 4 must be positive and divide the 6 "
+       "channels of x with shape (2, 6, 4, 4)"});
+  EXPECT_EQ(scope["bad"].size(), 0u);  // nothing left behind
+}
+
 TEST(Deconvolution, IsTheTransposeOfConvolution) {
   // <conv(x, W), y> = <x, deconv(y, W)> for the same W and options.
   ConvolutionOptions co;

@@ -111,6 +111,23 @@ Doubles average_ref(const std::vector<Doubles>& in, const Geo& g) {
   return y;
 }
 
+Doubles sum_ref(const std::vector<Doubles>& in, const Geo& g) {
+  const Doubles& x = in[0];
+  Doubles y(g.maps * g.out[0] * g.out[1] * g.out[2]);
+  each_window(g, [&](int64_t m, int64_t o, int64_t b0, int64_t b1, int64_t b2) {
+    double sum = 0;
+    for (int64_t j0 = std::max<int64_t>(b0, 0);
+         j0 < std::min(b0 + g.k[0], g.in[0]); ++j0)
+      for (int64_t j1 = std::max<int64_t>(b1, 0);
+           j1 < std::min(b1 + g.k[1], g.in[1]); ++j1)
+        for (int64_t j2 = std::max<int64_t>(b2, 0);
+             j2 < std::min(b2 + g.k[2], g.in[2]); ++j2)
+          sum += x[((m * g.in[0] + j0) * g.in[1] + j1) * g.in[2] + j2];
+    y[o] = sum;
+  });
+  return y;
+}
+
 // n distinct values in [-1, 1), 2 / n apart, shuffled: no two elements of
 // a window are within the finite-difference step or bf16 rounding of each
 // other, so the argmax is the same in every check.
@@ -156,6 +173,22 @@ FunctionCheck average_check(const Shape& xs, const std::vector<int64_t>& kernel,
     return average_ref(in, g);
   };
   set_tolerances(c);
+  return c;
+}
+
+FunctionCheck sum_check(const Shape& xs, const std::vector<int64_t>& kernel,
+                        const PoolingOptions& o) {
+  FunctionCheck c;
+  c.inputs = {{xs}};
+  c.build = [kernel, o](const std::vector<VariablePtr>& in) {
+    return F::sum_pooling(in[0], kernel, o);
+  };
+  const Geo g = geo(xs, kernel, o);
+  c.reference = [g](const std::vector<Doubles>& in) { return sum_ref(in, g); };
+  set_tolerances(c);
+  // Sums of up to 9 values in [-2, 2): the rounding of x and of the sum
+  // grow with the sum's size.
+  c.half_atol = 1e-2, c.bf16_atol = 6e-2;
   return c;
 }
 
@@ -325,6 +358,104 @@ const bool kAveragePoolingPoolsEveryAxisWhenKernelCoversTheShape =
                  {{"pools every axis when kernel covers the shape", [] {
                      return average_check({6, 4}, {2, 2}, {});
                    }}});
+
+const bool kSumPooling = harness::add(
+    decl::SumPooling,
+    {{"2x2",
+      [] {
+        return sum_check({2, 3, 6, 6}, {2, 2}, {});
+      }},
+     {"3x3 stride 2 pad 1",
+      [] {
+        return sum_check({2, 2, 5, 6}, {3, 3}, opts({2, 2}, {1, 1}));
+      }},
+     {"ignore border false",
+      [] {
+        return sum_check({2, 2, 5, 7}, {3, 2}, opts({2, 3}, {}, false));
+      }},
+     {"1-D", [] {
+        return sum_check({2, 3, 10}, {3}, opts({2}, {1}));
+      }}});
+
+TEST(SumPooling, IsAveragePoolingTimesTheWindow) {
+  auto x = variable_from({1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}, true);
+  auto y = F::sum_pooling(x, {2, 2});
+  y->forward();
+  EXPECT_EQ(to_doubles(y), (Doubles{14, 22}));
+  y->backward();
+  EXPECT_EQ(grad_doubles(x), Doubles(8, 1.0));
+  // Sums of 4096 ones: exact in half only when accumulated in fp32 (fp16
+  // stops counting at 2048).
+  ContextGuard guard(context("cpu", "half"));
+  auto h = F::sum_pooling(
+      variable_from({1, 1, 1, 4096}, std::vector<float>(4096, 1.0f)),
+      {1, 4096});
+  h->forward();
+  EXPECT_EQ(to_doubles(h)[0], 4096.0);
+}
+
+harness::Case unpooling_case(Shape xs, std::vector<int64_t> kernel,
+                             bool channel_last) {
+  Shape ys = xs;
+  const int last = static_cast<int>(xs.size()) - (channel_last ? 1 : 0);
+  const int nk = static_cast<int>(kernel.size());
+  for (int i = 0; i < nk; ++i) ys[last - nk + i] *= kernel[i];
+  return {"x " + shape_str(xs) + " kernel " + shape_str(kernel) +
+              (channel_last ? " channel_last" : ""),
+          [=] {
+            FunctionCheck c;
+            c.inputs = {{xs}};
+            c.build = [=](const std::vector<VariablePtr>& in) {
+              return F::unpooling(in[0], kernel, channel_last);
+            };
+            c.reference = [=](const std::vector<Doubles>& in) {
+              // y[k i + j] = x[i] per pooled axis.
+              return gather_ref(in[0], xs, ys, [&](int a, int64_t j) {
+                return j / (ys[a] / xs[a]);
+              });
+            };
+            // Grads sum up to 6 copies of dy.
+            c.half_atol = 2e-2, c.bf16_atol = 1e-1;
+            return c;
+          }};
+}
+
+const bool kUnpooling = harness::add(
+    decl::Unpooling, {unpooling_case({2, 3, 2, 3}, {2, 2}, false),
+                      unpooling_case({2, 3, 4}, {3}, false),
+                      unpooling_case({2, 2, 3, 3}, {1, 2, 3}, false),
+                      unpooling_case({2, 2, 3, 4}, {2, 3}, true)});
+
+TEST(Unpooling, SpreadsEachValueAndSumsTheGrads) {
+  auto x = variable_from({1, 2, 2}, {1, 2, 3, 4}, true);
+  auto y = F::unpooling(x, {2, 2});
+  y->forward();
+  EXPECT_EQ(y->shape(), (Shape{1, 4, 4}));
+  EXPECT_EQ(to_doubles(y), (Doubles{1, 1, 2, 2, 1, 1, 2, 2,  //
+                                    3, 3, 4, 4, 3, 3, 4, 4}));
+  y->backward();
+  EXPECT_EQ(grad_doubles(x), (Doubles{4, 4, 4, 4}));
+}
+
+TEST(Unpooling, BadKernel) {
+  expect_error(
+      [] {
+        F::unpooling(make_variable({2, 3}), {});
+      },
+      {"[unpooling] kernel () must have 1 to 2 values, one per "
+       "pooled axis of x with shape (2, 3)"});
+  expect_error(
+      [] {
+        F::unpooling(make_variable({2, 3}), {2, 2}, true);
+      },
+      {"[unpooling] kernel (2, 2) must have 1 value, one per pooled "
+       "axis of x with shape (2, 3) (channel_last)"});
+  expect_error(
+      [] {
+        F::unpooling(make_variable({2, 3}), {0});
+      },
+      {"[unpooling] kernel (0,) must be positive"});
+}
 
 const bool kGlobalAveragePoolingMeansOverSpace =
     harness::add(decl::GlobalAveragePooling,

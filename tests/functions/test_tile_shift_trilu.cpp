@@ -10,24 +10,6 @@
 namespace mg::test {
 namespace {
 
-// y[j] = x[source(j)] for x (xs) and y (ys) of one rank, source per axis.
-Doubles gather_ref(const Doubles& x, const Shape& xs, const Shape& ys,
-                   const std::function<int64_t(int, int64_t)>& source) {
-  const int nd = static_cast<int>(ys.size());
-  Doubles y(shape_size(ys));
-  for (int64_t e = 0; e < static_cast<int64_t>(y.size()); ++e) {
-    int64_t rem = e, off = 0, stride = 1;
-    for (int a = nd - 1; a >= 0; --a) {
-      const int64_t j = rem % ys[a];
-      rem /= ys[a];
-      off += source(a, j) * stride;
-      stride *= xs[a];
-    }
-    y[e] = x[off];
-  }
-  return y;
-}
-
 harness::Case tile_case(Shape xs, std::vector<int> reps) {
   const size_t nd = std::max(xs.size(), reps.size());
   Shape xv(nd - xs.size(), 1);

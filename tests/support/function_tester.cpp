@@ -103,6 +103,23 @@ VariablePtr variable_from(const Shape& shape, const std::vector<float>& values,
   return v;
 }
 
+Doubles gather_ref(const Doubles& x, const Shape& xs, const Shape& ys,
+                   const std::function<int64_t(int, int64_t)>& source) {
+  const int nd = static_cast<int>(ys.size());
+  Doubles y(shape_size(ys));
+  for (int64_t e = 0; e < static_cast<int64_t>(y.size()); ++e) {
+    int64_t rem = e, off = 0, stride = 1;
+    for (int a = nd - 1; a >= 0; --a) {
+      const int64_t j = rem % ys[a];
+      rem /= ys[a];
+      off += source(a, j) * stride;
+      stride *= xs[a];
+    }
+    y[e] = x[off];
+  }
+  return y;
+}
+
 Doubles to_doubles(const VariablePtr& v) {
   const double* p =
       static_cast<const double*>(v->data()->array().get(Dtype::f64));

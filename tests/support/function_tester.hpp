@@ -87,6 +87,12 @@ Doubles run_forward(const FunctionCheck& c,
 /// The inputs' values for c: explicit ones, else uniform from the seed.
 std::vector<std::vector<float>> input_values(const FunctionCheck& c);
 
+/// The double reference of a gather along axes (Tile, Shift, Unpooling,
+/// ...): y[j] = x[source(a, j_a) per axis a] for x (xs) and y (ys) of one
+/// rank.
+Doubles gather_ref(const Doubles& x, const Shape& xs, const Shape& ys,
+                   const std::function<int64_t(int, int64_t)>& source);
+
 /// Reads any variable's data as doubles.
 Doubles to_doubles(const VariablePtr& v);
 Doubles grad_doubles(const VariablePtr& v);
