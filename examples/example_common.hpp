@@ -1,15 +1,18 @@
-// What the training examples share: the command line (--smoke, --steps N),
-// the training loop, the smoke check that the loss went down and the
-// accuracy of the sequence examples.
+// What the training examples share: the command line (--smoke, --steps N,
+// --type-config NAME), the training loop, the smoke check that the loss went
+// down and the accuracy of the sequence examples.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <mixgraph/mixgraph.hpp>
 #include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,7 @@ namespace example {
 struct Args {
   bool smoke = false;  // a few steps, for CI: exits 1 unless the loss fell
   int steps = -1;      // overrides the example's step count
+  std::string type_config = "half";  // the context's: float, half, bfloat16
 };
 
 inline Args parse_args(int argc, char** argv) {
@@ -27,12 +31,71 @@ inline Args parse_args(int argc, char** argv) {
       a.smoke = true;
     } else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) {
       a.steps = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--type-config") && i + 1 < argc) {
+      a.type_config = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--smoke] [--steps N]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--smoke] [--steps N] [--type-config "
+                   "float|half|bfloat16]\n",
+                   argv[0]);
       std::exit(2);
     }
   }
   return a;
+}
+
+constexpr int kSide = 28, kPixels = kSide * kSide, kClasses = 10;
+
+/// The image examples' fallback without Fashion-MNIST: class c is a bright bar
+/// at one of 10 orientations and offsets, with noise, as 28x28 bytes like the
+/// real images.
+inline mg::ImageDataset synthetic_images(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> noise(0.0f, 40.0f);
+  std::uniform_int_distribution<int> cls(0, kClasses - 1), shift(-3, 3);
+  mg::ImageDataset d;
+  d.size = n;
+  d.height = d.width = kSide;
+  d.classes = kClasses;
+  d.images.resize(size_t(n) * kPixels);
+  d.labels.resize(n);
+  for (int i = 0; i < n; ++i) {
+    const int c = cls(rng), s = shift(rng);
+    d.labels[i] = static_cast<uint8_t>(c);
+    const float angle = 3.14159f * (c % 5) / 5, offset = c < 5 ? -4.0f : 4.0f;
+    for (int y = 0; y < kSide; ++y) {
+      for (int x = 0; x < kSide; ++x) {
+        const float u = (x - 13.5f - s) * std::cos(angle) +
+                        (y - 13.5f) * std::sin(angle) - offset;
+        const float v = (std::fabs(u) < 2.0f ? 160.0f : 40.0f) + noise(rng);
+        d.images[size_t(i) * kPixels + y * kSide + x] =
+            static_cast<uint8_t>(std::clamp(v, 0.0f, 255.0f));
+      }
+    }
+  }
+  return d;
+}
+
+/// The image examples' data: Fashion-MNIST's train and test sets, or (said
+/// so) the synthetic task when the files are missing.
+struct Images {
+  mg::ImageDataset train, test;
+  bool real = false;  // Fashion-MNIST, not the synthetic task
+};
+
+inline Images load_images() {
+  Images d;
+  d.real = mg::fashion_mnist_available();
+  if (d.real) {
+    d.train = mg::load_fashion_mnist("train");
+    d.test = mg::load_fashion_mnist("test");
+  } else {
+    std::printf("Fashion-MNIST not found in %s: using a synthetic task\n",
+                mg::default_fashion_mnist_dir().c_str());
+    d.train = synthetic_images(20000, 1);
+    d.test = synthetic_images(2000, 2);
+  }
+  return d;
 }
 
 /// The losses of a run; went_down compares the mean of the first and the

@@ -56,9 +56,9 @@ int main(int argc, char** argv) {
   const int steps = args.steps > 0 ? args.steps : (args.smoke ? 40 : 600);
   std::printf(
       "LSTM, delayed copy (answer the digit from %d steps back), "
-      "length %d, %d steps of %d in cpu:half\n",
-      kDelay, kLength, steps, kBatch);
-  mg::set_default_context(mg::context("cpu", "half"));
+      "length %d, %d steps of %d in cpu:%s\n",
+      kDelay, kLength, steps, kBatch, args.type_config.c_str());
+  mg::set_default_context(mg::context("cpu", args.type_config));
   mg::seed(1);
   mg::ParameterScope params;
   auto x = mg::make_variable({kLength, kBatch});

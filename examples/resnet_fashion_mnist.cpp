@@ -26,36 +26,7 @@ namespace PF = mg::parametric_functions;
 
 namespace {
 
-constexpr int kSide = 28, kPixels = kSide * kSide, kClasses = 10;
-
-// The fallback: class c is a bright bar at one of 10 orientations and
-// offsets, with noise, as bytes like the real images.
-mg::ImageDataset synthetic(int n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> noise(0.0f, 40.0f);
-  std::uniform_int_distribution<int> cls(0, kClasses - 1), shift(-3, 3);
-  mg::ImageDataset d;
-  d.size = n;
-  d.height = d.width = kSide;
-  d.classes = kClasses;
-  d.images.resize(size_t(n) * kPixels);
-  d.labels.resize(n);
-  for (int i = 0; i < n; ++i) {
-    const int c = cls(rng), s = shift(rng);
-    d.labels[i] = static_cast<uint8_t>(c);
-    const float angle = 3.14159f * (c % 5) / 5, offset = c < 5 ? -4.0f : 4.0f;
-    for (int y = 0; y < kSide; ++y) {
-      for (int x = 0; x < kSide; ++x) {
-        const float u = (x - 13.5f - s) * std::cos(angle) +
-                        (y - 13.5f) * std::sin(angle) - offset;
-        const float v = (std::fabs(u) < 2.0f ? 160.0f : 40.0f) + noise(rng);
-        d.images[size_t(i) * kPixels + y * kSide + x] =
-            static_cast<uint8_t>(std::clamp(v, 0.0f, 255.0f));
-      }
-    }
-  }
-  return d;
-}
+constexpr int kSide = example::kSide, kClasses = example::kClasses;
 
 mg::VariablePtr conv_bn(const mg::VariablePtr& x, int64_t maps, int64_t kernel,
                         int64_t stride, mg::ParameterScope scope,
@@ -98,26 +69,18 @@ int main(int argc, char** argv) {
   const auto args = example::parse_args(argc, argv);
   const int batch = 64;
   const int steps = args.steps > 0 ? args.steps : (args.smoke ? 30 : 1500);
-  const bool real = mg::fashion_mnist_available();
-  mg::ImageDataset train, test;
-  if (real) {
-    train = mg::load_fashion_mnist("train");
-    test = mg::load_fashion_mnist("test");
-  } else {
-    std::printf("Fashion-MNIST not found in %s: using a synthetic task\n",
-                mg::default_fashion_mnist_dir().c_str());
-    train = synthetic(20000, 1);
-    test = synthetic(2000, 2);
-  }
+  const example::Images data = example::load_images();
+  const mg::ImageDataset &train = data.train, &test = data.test;
+  const bool real = data.real;
   // Fashion-MNIST's pixel mean and standard deviation.
   const mg::PixelScaling scaling{0.286f, 0.353f};
   std::printf(
       "ResNet on %s: %d training, %d test images; %d steps of %d in "
-      "cpu:half\n",
+      "cpu:%s\n",
       real ? "Fashion-MNIST" : "synthetic images", static_cast<int>(train.size),
-      static_cast<int>(test.size), steps, batch);
+      static_cast<int>(test.size), steps, batch, args.type_config.c_str());
 
-  mg::set_default_context(mg::context("cpu", "half"));
+  mg::set_default_context(mg::context("cpu", args.type_config));
   mg::seed(1);
   mg::ParameterScope params;
   auto x = mg::make_variable({batch, 1, kSide, kSide});

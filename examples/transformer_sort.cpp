@@ -88,9 +88,9 @@ mg::VariablePtr transformer(const mg::VariablePtr& x,
 int main(int argc, char** argv) {
   const auto args = example::parse_args(argc, argv);
   const int steps = args.steps > 0 ? args.steps : (args.smoke ? 40 : 800);
-  std::printf("Transformer sorting %d digits: %d steps of %d in cpu:half\n",
-              kLength, steps, kBatch);
-  mg::set_default_context(mg::context("cpu", "half"));
+  std::printf("Transformer sorting %d digits: %d steps of %d in cpu:%s\n",
+              kLength, steps, kBatch, args.type_config.c_str());
+  mg::set_default_context(mg::context("cpu", args.type_config));
   mg::seed(1);
   mg::ParameterScope params;
   auto x = mg::make_variable({kLength, kBatch});
