@@ -51,6 +51,7 @@
 #include <mixgraph/functions/interpolate.hpp>
 #include <mixgraph/functions/loss.hpp>
 #include <mixgraph/functions/lstm.hpp>
+#include <mixgraph/functions/matrix_ops.hpp>
 #include <mixgraph/functions/min_argmax.hpp>
 #include <mixgraph/functions/nary.hpp>
 #include <mixgraph/functions/normalization.hpp>

@@ -11,27 +11,31 @@ std::string ints_str(const std::vector<int>& v) {
   return shape_str(Shape(v.begin(), v.end()));
 }
 
-// The batch axes in [0, ndim), checked for range and repeats.
-std::vector<int> batch_axes(const std::vector<int>& axes, const Shape& x,
-                            const std::string& tag) {
+// The axes of option `what` in [0, ndim), checked for range and repeats.
+std::vector<int> checked_axes(const char* what, const std::vector<int>& axes,
+                              const Shape& x, const std::string& tag) {
   const int nd = static_cast<int>(x.size());
   std::vector<int> out;
   for (int a : axes) {
     const int n = a < 0 ? a + nd : a;
     if (n < 0 || n >= nd) {
-      throw std::invalid_argument(tag + "batch_axis " + ints_str(axes) +
-                                  " has axis " + std::to_string(a) +
-                                  ", out of range for x with shape " +
-                                  shape_str(x));
+      throw std::invalid_argument(
+          tag + what + " " + ints_str(axes) + " has axis " + std::to_string(a) +
+          ", out of range for x with shape " + shape_str(x));
     }
     if (std::find(out.begin(), out.end(), n) != out.end()) {
-      throw std::invalid_argument(tag + "batch_axis " + ints_str(axes) +
+      throw std::invalid_argument(tag + what + " " + ints_str(axes) +
                                   " names axis " + std::to_string(n) +
                                   " twice");
     }
     out.push_back(n);
   }
   return out;
+}
+
+std::vector<int> batch_axes(const std::vector<int>& axes, const Shape& x,
+                            const std::string& tag) {
+  return checked_axes("batch_axis", axes, x, tag);
 }
 
 // The channel axis in [0, ndim), not one of the batch axes.
@@ -101,6 +105,18 @@ Normalization::Layout InstanceNormalization::layout(const Shape& x) const {
   return l;
 }
 
+Normalization::Layout TensorNormalization::layout(const Shape& x) const {
+  Layout l{x, std::vector<bool>(x.size(), false)};
+  for (int a : checked_axes("axes", opts_.axes, x, tag())) l.kept[a] = true;
+  return l;
+}
+
+Normalization::Layout WeightStandardization::layout(const Shape& x) const {
+  Layout l{x, std::vector<bool>(x.size(), false)};
+  l.kept[channel_axis_of(opts_.channel_axis, {}, x, tag())] = true;
+  return l;
+}
+
 Normalization::Layout GroupNormalization::layout(const Shape& x) const {
   const auto batch = batch_axes(opts_.batch_axis, x, tag());
   const int c = channel_axis_of(opts_.channel_axis, batch, x, tag());
@@ -152,6 +168,21 @@ VariablePtr layer_normalization(const VariablePtr& x, const VariablePtr& beta,
       decl::LayerNormalization,
       LayerNormalizationOptions{std::move(batch_axis), eps, !gamma, !beta},
       norm_inputs(x, beta, gamma));
+}
+
+VariablePtr tensor_normalization(const VariablePtr& x, const VariablePtr& beta,
+                                 const VariablePtr& gamma,
+                                 std::vector<int> axes, float eps) {
+  return apply_function1(
+      decl::TensorNormalization,
+      TensorNormalizationOptions{std::move(axes), eps, !gamma, !beta},
+      norm_inputs(x, beta, gamma));
+}
+
+VariablePtr weight_standardization(const VariablePtr& w, int channel_axis,
+                                   float eps) {
+  return apply_function1(decl::WeightStandardization,
+                         WeightStandardizationOptions{channel_axis, eps}, {w});
 }
 
 VariablePtr group_normalization(const VariablePtr& x, const VariablePtr& beta,

@@ -1,5 +1,6 @@
-// LayerNormalization, GroupNormalization and InstanceNormalization: each
-// sample normalised by its own statistics, computed in fp32.
+// LayerNormalization, GroupNormalization, InstanceNormalization,
+// TensorNormalization and WeightStandardization: arrays normalised by their
+// own statistics (no running averages), computed in fp32.
 #pragma once
 
 #include <mixgraph/graph/function.hpp>
@@ -63,6 +64,37 @@ void visit_fields(InstanceNormalizationOptions& o, V&& v) {
   v("eps", o.eps);
   v("no_scale", o.no_scale);
   v("no_bias", o.no_bias);
+}
+
+struct TensorNormalizationOptions {
+  /// The axes that index the statistics (their shape is x's with 1 on the
+  /// other axes): (1,) on (N, C, H, W) normalizes per channel over N, H and
+  /// W, as batch normalization with batch statistics.
+  std::vector<int> axes = {1};
+  float eps = 1e-5f;
+  bool no_scale = false, no_bias = false;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(TensorNormalizationOptions& o, V&& v) {
+  v("axes", o.axes);
+  v("eps", o.eps);
+  v("no_scale", o.no_scale);
+  v("no_bias", o.no_bias);
+}
+
+struct WeightStandardizationOptions {
+  /// The output-channel axis: one mean and deviation per channel.
+  int channel_axis = 0;
+  float eps = 1e-5f;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(WeightStandardizationOptions& o, V&& v) {
+  v("channel_axis", o.channel_axis);
+  v("eps", o.eps);
 }
 
 /// The shared rule. Inputs x, then beta unless no_bias, then gamma unless
@@ -164,7 +196,62 @@ class InstanceNormalization : public Normalization {
   const InstanceNormalizationOptions opts_;
 };
 
+namespace decl {
+/// TensorNormalization's declaration.
+inline constexpr FunctionDeclOf<TensorNormalizationOptions> TensorNormalization{
+    {"TensorNormalization",
+     "tensor_normalization",
+     {Port{"x"}, Port{"beta", Port::floating, true, true},
+      Port{"gamma", Port::floating, true, true}},
+     {Port{"y"}}}};
+}  // namespace decl
+
+/// Statistics per index of `axes`, over all other axes (NNabla's general
+/// normalization).
+class TensorNormalization : public Normalization {
+ public:
+  explicit TensorNormalization(const TensorNormalizationOptions& opts)
+      : Normalization(opts.eps, opts.no_scale, opts.no_bias), opts_(opts) {}
+  const TensorNormalizationOptions& options() const { return opts_; }
+
+ protected:
+  Layout layout(const Shape& x) const override;
+  const TensorNormalizationOptions opts_;
+};
+
+namespace decl {
+/// WeightStandardization's declaration.
+inline constexpr FunctionDeclOf<WeightStandardizationOptions>
+    WeightStandardization{{"WeightStandardization",
+                           "weight_standardization",
+                           {Port{"w"}},
+                           {Port{"y"}}}};
+}  // namespace decl
+
+/// A weight standardized per output channel: (w - mean) / sqrt(var + eps)
+/// over the channel's other axes (Qiao et al. 2019), before it enters a
+/// convolution or affine; no beta or gamma.
+class WeightStandardization : public Normalization {
+ public:
+  explicit WeightStandardization(const WeightStandardizationOptions& opts)
+      : Normalization(opts.eps, true, true), opts_(opts) {}
+  const WeightStandardizationOptions& options() const { return opts_; }
+
+ protected:
+  Layout layout(const Shape& x) const override;
+  const WeightStandardizationOptions opts_;
+};
+
 namespace functions {
+/// Tensor normalization with statistics per index of `axes`; beta and
+/// gamma may be null (then left out).
+VariablePtr tensor_normalization(const VariablePtr& x, const VariablePtr& beta,
+                                 const VariablePtr& gamma,
+                                 std::vector<int> axes = {1},
+                                 float eps = 1e-5f);
+/// w standardized per index of channel_axis.
+VariablePtr weight_standardization(const VariablePtr& w, int channel_axis = 0,
+                                   float eps = 1e-5f);
 /// Layer normalization; beta and gamma may be null (then left out).
 VariablePtr layer_normalization(const VariablePtr& x, const VariablePtr& beta,
                                 const VariablePtr& gamma,

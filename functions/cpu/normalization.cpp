@@ -1,4 +1,5 @@
-// Layer, group and instance normalization on the CPU. The statistics, the
+// Layer, group, instance and tensor normalization and weight
+// standardization on the CPU. The statistics, the
 // normalised values and every grad sum are fp32 whatever the storage type.
 #include <cmath>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
@@ -227,9 +228,20 @@ template <class T>
 using InstanceNormalizationCpu =
     NormalizationCpu<T, InstanceNormalization, InstanceNormalizationOptions>;
 
+template <class T>
+using TensorNormalizationCpu =
+    NormalizationCpu<T, TensorNormalization, TensorNormalizationOptions>;
+template <class T>
+using WeightStandardizationCpu =
+    NormalizationCpu<T, WeightStandardization, WeightStandardizationOptions>;
+
 }  // namespace
 
 void register_normalization(FunctionRegistry& r) {
+  register_float_types<TensorNormalizationCpu>(r, decl::TensorNormalization,
+                                               "cpu");
+  register_float_types<WeightStandardizationCpu>(r, decl::WeightStandardization,
+                                                 "cpu");
   register_float_types<LayerNormalizationCpu>(r, decl::LayerNormalization,
                                               "cpu");
   register_float_types<GroupNormalizationCpu>(r, decl::GroupNormalization,

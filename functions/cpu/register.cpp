@@ -25,6 +25,7 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_concat_activation(r);
   register_prelu(r);
   register_interpolate(r);
+  register_matrix_ops(r);
   register_nary(r);
   register_recurrent(r);
   register_cumulative(r);

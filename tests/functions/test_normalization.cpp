@@ -1,4 +1,5 @@
-// LayerNormalization, GroupNormalization and InstanceNormalization.
+// LayerNormalization, GroupNormalization, InstanceNormalization,
+// TensorNormalization and WeightStandardization.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -44,6 +45,111 @@ Doubles norm_ref(const Shape& xs, const Doubles& x, const GroupFn& group,
     if (beta) y[i] += (*beta)[p[i]];
   }
   return y;
+}
+
+const bool kTensorNormalization = harness::add(
+    decl::TensorNormalization,
+    {{"axes 1: per channel over N, H, W",
+      [] {
+        FunctionCheck c;
+        const Shape xs{3, 4, 2, 3}, ps{1, 4, 1, 1};
+        c.inputs = {{xs}, {ps}, {ps, 0.5f, 1.5f}};
+        c.build = [](const std::vector<VariablePtr>& in) {
+          return F::tensor_normalization(in[0], in[1], in[2], {1});
+        };
+        c.reference = [=](const std::vector<Doubles>& in) {
+          return norm_ref(
+              xs, in[0], [](const auto& i) { return i[1]; }, ps, &in[1],
+              &in[2]);
+        };
+        return c;
+      }},
+     {"axes 0, 2 without beta", [] {
+        FunctionCheck c;
+        const Shape xs{2, 5, 3}, ps{2, 1, 3};
+        c.inputs = {{xs}, {ps, 0.5f, 1.5f}};
+        c.build = [](const std::vector<VariablePtr>& in) {
+          return F::tensor_normalization(in[0], nullptr, in[1], {0, -1});
+        };
+        c.reference = [=](const std::vector<Doubles>& in) {
+          return norm_ref(
+              xs, in[0], [](const auto& i) { return i[0] * 3 + i[2]; }, ps,
+              nullptr, &in[1]);
+        };
+        return c;
+      }}});
+
+const bool kWeightStandardization =
+    harness::add(decl::WeightStandardization,
+                 {{"convolution weight, channel axis 0",
+                   [] {
+                     FunctionCheck c;
+                     const Shape ws{4, 3, 3, 3};
+                     c.inputs = {{ws}};
+                     c.build = [](const std::vector<VariablePtr>& in) {
+                       return F::weight_standardization(in[0]);
+                     };
+                     c.reference = [=](const std::vector<Doubles>& in) {
+                       return norm_ref(
+                           ws, in[0], [](const auto& i) { return i[0]; }, ws,
+                           nullptr, nullptr);
+                     };
+                     return c;
+                   },
+                   false,
+                   true,
+                   {},
+                   "w is a parameter: no batch axis"},
+                  {"affine weight, channel axis 1",
+                   [] {
+                     FunctionCheck c;
+                     const Shape ws{6, 5};
+                     c.inputs = {{ws}};
+                     c.build = [](const std::vector<VariablePtr>& in) {
+                       return F::weight_standardization(in[0], 1);
+                     };
+                     c.reference = [=](const std::vector<Doubles>& in) {
+                       return norm_ref(
+                           ws, in[0], [](const auto& i) { return i[1]; }, ws,
+                           nullptr, nullptr);
+                     };
+                     return c;
+                   },
+                   false,
+                   true,
+                   {},
+                   "w is a parameter: no batch axis"}});
+
+TEST(TensorNormalization, AxesOneIsBatchNormalizationWithBatchStatistics) {
+  auto x = make_variable({4, 3, 2, 2});
+  std::vector<float> v(48);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.7f * i) * 3;
+  std::copy(v.begin(), v.end(), x->data()->cast<float>(true));
+  auto y = F::tensor_normalization(x, nullptr, nullptr, {1});
+  auto beta = variable_from({1, 3, 1, 1}, {0, 0, 0});
+  auto gamma = variable_from({1, 3, 1, 1}, {1, 1, 1});
+  auto mean = variable_from({1, 3, 1, 1}, {0, 0, 0});
+  auto var = variable_from({1, 3, 1, 1}, {1, 1, 1});
+  auto bn = F::batch_normalization(x, beta, gamma, mean, var);
+  y->forward();
+  bn->forward();
+  const Doubles a = to_doubles(y), b = to_doubles(bn);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << i;
+}
+
+TEST(TensorNormalization, BadAxes) {
+  expect_error(
+      [] {
+        F::tensor_normalization(make_variable({2, 3}), nullptr, nullptr, {2});
+      },
+      {"[tensor_normalization] axes (2,) has axis 2, out of range for x with "
+       "shape (2, 3)"});
+  expect_error(
+      [] {
+        F::weight_standardization(make_variable({2, 3}), 2);
+      },
+      {"[weight_standardization] channel_axis 2 is out of range for x with "
+       "shape (2, 3)"});
 }
 
 const bool kLayerNormalizationPerSample =
