@@ -5,7 +5,10 @@
 // its arguments (LeakyReLU's alpha) and its name (Op::name).
 #pragma once
 
+#include <stdexcept>
+#include <string>
 #include <type_traits>
+#include <utility>
 
 #include <mixgraph/graph/function.hpp>
 
@@ -33,6 +36,14 @@ template <class Op>
 struct OpHasGrad<Op, std::void_t<decltype(Op::has_grad)>> {
   static constexpr bool value = Op::has_grad;
 };
+/// Whether an op checks its arguments: `std::string invalid() const`,
+/// returning why they are unusable or "".
+template <class Op, class = void>
+struct OpChecks : std::false_type {};
+template <class Op>
+struct OpChecks<Op, std::void_t<decltype(std::declval<const Op&>().invalid())>>
+    : std::true_type {};
+
 }  // namespace detail
 
 namespace decl {
@@ -71,6 +82,10 @@ class UnaryFunction : public Function {
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override {
+    if constexpr (detail::OpChecks<Op>::value) {
+      const std::string why = op_.invalid();
+      if (!why.empty()) throw std::invalid_argument(tag() + why);
+    }
     out[0]->reshape(in[0]->shape());
   }
   const Op op_;

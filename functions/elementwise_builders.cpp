@@ -7,6 +7,7 @@
 #include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/elementwise.hpp>
 #include <mixgraph/functions/ops/binary_ops.hpp>
+#include <mixgraph/functions/ops/quantize_ops.hpp>
 #include <mixgraph/functions/ops/unary_ops.hpp>
 
 namespace mg::functions {
@@ -215,5 +216,19 @@ VariablePtr pow2(const VariablePtr& x0, const VariablePtr& x1) {
 }
 VariablePtr atan2(const VariablePtr& x0, const VariablePtr& x1) {
   return binary<ops::ATan2>(x0, x1);
+}
+VariablePtr binary_sigmoid(const VariablePtr& x) {
+  return unary<ops::BinarySigmoid>(x);
+}
+VariablePtr binary_tanh(const VariablePtr& x) {
+  return unary<ops::BinaryTanh>(x);
+}
+VariablePtr fixed_point_quantize(const VariablePtr& x, bool sign, int n,
+                                 float delta, bool ste_fine_grained) {
+  return unary(x, ops::FixedPointQuantize{sign, n, delta, ste_fine_grained});
+}
+VariablePtr pow2_quantize(const VariablePtr& x, bool sign, bool with_zero,
+                          int n, int m, bool ste_fine_grained) {
+  return unary(x, ops::Pow2Quantize{sign, with_zero, n, m, ste_fine_grained});
 }
 }  // namespace mg::functions

@@ -134,4 +134,17 @@ VariablePtr isinf(const VariablePtr& x);
 VariablePtr reset_nan(const VariablePtr& x, float val = 0.0f);
 VariablePtr reset_inf(const VariablePtr& x, float val = 0.0f);
 
+/// The quantizers of NNabla's quantization layers (functions/ops/
+/// quantize_ops.hpp), with straight-through grads: 1 or 0 (BinarySigmoid),
+/// 1 or -1 (BinaryTanh), multiples of delta in n bits (FixedPointQuantize),
+/// powers of two (Pow2Quantize).
+VariablePtr binary_sigmoid(const VariablePtr& x);
+VariablePtr binary_tanh(const VariablePtr& x);
+VariablePtr fixed_point_quantize(const VariablePtr& x, bool sign = true,
+                                 int n = 8, float delta = 0.0625f,
+                                 bool ste_fine_grained = true);
+VariablePtr pow2_quantize(const VariablePtr& x, bool sign = true,
+                          bool with_zero = true, int n = 8, int m = 1,
+                          bool ste_fine_grained = true);
+
 }  // namespace mg::functions

@@ -4,6 +4,7 @@
 
 #include <mixgraph/contexts/dtype_dispatch.hpp>
 #include <mixgraph/functions/ops/binary_ops.hpp>
+#include <mixgraph/functions/ops/quantize_ops.hpp>
 #include <mixgraph/functions/ops/unary_ops.hpp>
 
 namespace mg::ops {
@@ -34,6 +35,8 @@ void for_each_unary_op(F&& f) {
   f(TypeTag<LogicalOrScalar>{}), f(TypeTag<LogicalXorScalar>{});
   f(TypeTag<LogicalNot>{}), f(TypeTag<IsNaN>{}), f(TypeTag<IsInf>{});
   f(TypeTag<ResetNaN>{}), f(TypeTag<ResetInf>{});
+  f(TypeTag<BinarySigmoid>{}), f(TypeTag<BinaryTanh>{});
+  f(TypeTag<FixedPointQuantize>{}), f(TypeTag<Pow2Quantize>{});
 }
 
 /// Calls f(TypeTag<Op>{}) for every binary elementwise op (broadcasting).
