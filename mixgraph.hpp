@@ -58,6 +58,7 @@
 #include <mixgraph/functions/pooling.hpp>
 #include <mixgraph/functions/precision_policy.hpp>
 #include <mixgraph/functions/prelu.hpp>
+#include <mixgraph/functions/prune.hpp>
 #include <mixgraph/functions/recurrent.hpp>
 #include <mixgraph/functions/reduction.hpp>
 #include <mixgraph/functions/registry.hpp>

@@ -217,6 +217,7 @@ VariablePtr pow2(const VariablePtr& x0, const VariablePtr& x1) {
 VariablePtr atan2(const VariablePtr& x0, const VariablePtr& x1) {
   return binary<ops::ATan2>(x0, x1);
 }
+VariablePtr unlink(const VariablePtr& x) { return unary<ops::Unlink>(x); }
 VariablePtr binary_sigmoid(const VariablePtr& x) {
   return unary<ops::BinarySigmoid>(x);
 }

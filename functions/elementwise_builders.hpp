@@ -134,6 +134,9 @@ VariablePtr isinf(const VariablePtr& x);
 VariablePtr reset_nan(const VariablePtr& x, float val = 0.0f);
 VariablePtr reset_inf(const VariablePtr& x, float val = 0.0f);
 
+/// y = x, with no grad flowing back to x (NNabla's Unlink).
+VariablePtr unlink(const VariablePtr& x);
+
 /// The quantizers of NNabla's quantization layers (functions/ops/
 /// quantize_ops.hpp), with straight-through grads: 1 or 0 (BinarySigmoid),
 /// 1 or -1 (BinaryTanh), multiples of delta in n bits (FixedPointQuantize),

@@ -32,6 +32,7 @@ void register_concat_activation(FunctionRegistry& r);
 void register_prelu(FunctionRegistry& r);
 void register_interpolate(FunctionRegistry& r);
 void register_matrix_ops(FunctionRegistry& r);
+void register_prune(FunctionRegistry& r);
 void register_nary(FunctionRegistry& r);
 void register_recurrent(FunctionRegistry& r);
 void register_cumulative(FunctionRegistry& r);

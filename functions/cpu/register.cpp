@@ -26,6 +26,7 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_prelu(r);
   register_interpolate(r);
   register_matrix_ops(r);
+  register_prune(r);
   register_nary(r);
   register_recurrent(r);
   register_cumulative(r);

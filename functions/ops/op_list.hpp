@@ -37,6 +37,7 @@ void for_each_unary_op(F&& f) {
   f(TypeTag<ResetNaN>{}), f(TypeTag<ResetInf>{});
   f(TypeTag<BinarySigmoid>{}), f(TypeTag<BinaryTanh>{});
   f(TypeTag<FixedPointQuantize>{}), f(TypeTag<Pow2Quantize>{});
+  f(TypeTag<Unlink>{});
 }
 
 /// Calls f(TypeTag<Op>{}) for every binary elementwise op (broadcasting).

@@ -114,6 +114,17 @@ struct Identity {
   MG_HD float grad(float, float, float dy) const { return dy; }
 };
 
+/// y = x with the backward cut: no grad reaches x (NNabla's Unlink, a
+/// function-shaped Variable::unlink for networks built from files).
+struct Unlink {
+  static constexpr const char* name = "Unlink";
+  static constexpr const char* snake = "unlink";
+  static constexpr bool has_grad = false;
+  static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  MG_HD float operator()(float x) const { return x; }
+  MG_HD float grad(float, float, float) const { return 0.0f; }
+};
+
 struct AddScalar {
   static constexpr const char* name = "AddScalar";
   static constexpr const char* snake = "add_scalar";

@@ -1,9 +1,10 @@
-// The elementwise quantizers (BinarySigmoid, BinaryTanh, FixedPointQuantize,
-// Pow2Quantize): values against double references on inputs kept off the
-// steps (a finite difference cannot see a straight-through grad, so the
-// grads are checked by hand below), argument errors.
+// The quantizers (BinarySigmoid, BinaryTanh, FixedPointQuantize,
+// Pow2Quantize, Prune) and Unlink: values against double references on inputs
+// kept off the steps (a finite difference cannot see a straight-through grad,
+// so the grads are checked by hand below), argument errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "../support/function_tester.hpp"
@@ -100,6 +101,80 @@ const bool kQuantize =
                          double q = std::exp2(std::round(std::log2(x)));
                          return std::min(1.0, std::max(lo, q));
                        })});
+
+// Prune at rate r against a sort in double: magnitudes below the one at
+// sorted position floor((n - 1) r) become 0.
+harness::Case prune_case(float rate) {
+  return {
+      "rate " + std::to_string(rate),
+      [=] {
+        FunctionCheck c;
+        // Distinct magnitudes 1/16 apart (exact in bfloat16 below 2): no
+        // tie, and rounding x cannot reorder them.
+        std::vector<float> v;
+        for (int i = 0; i < 30; ++i) {
+          v.push_back((i % 2 ? -1.0f : 1.0f) * (1 + ((i * 7) % 30)) / 16.0f);
+        }
+        c.inputs = {InputSpec::fixed({5, 6}, v, true)};
+        c.build = [rate](const std::vector<VariablePtr>& in) {
+          return F::prune(in[0], rate);
+        };
+        c.reference = [rate](const std::vector<Doubles>& in) {
+          Doubles mag;
+          for (double x : in[0]) mag.push_back(std::abs(x));
+          std::sort(mag.begin(), mag.end());
+          const double t =
+              mag[static_cast<size_t>((mag.size() - 1) * double(rate))];
+          Doubles y = in[0];
+          for (double& x : y) x = std::abs(x) < t ? 0.0 : x;
+          return y;
+        };
+        c.check_grad = false;  // straight through: checked below
+        return c;
+      },
+      false,
+      true,
+      {},
+      "the threshold is over the whole array: a new batch moves it"};
+}
+
+const bool kPruneAndUnlink =
+    harness::add(decl::Prune,
+                 {prune_case(0.9f), prune_case(0.5f), prune_case(0.0f)}) &&
+    harness::add(decl::unary<ops::Unlink>,
+                 {{"identity", [] {
+                     FunctionCheck c = unary_check(
+                         [](const VariablePtr& x) { return F::unlink(x); },
+                         [](double x) { return x; });
+                     c.check_grad = false;
+                     return c;
+                   }}});
+
+TEST(Prune, ZeroesTheSmallestAndPassesTheGrad) {
+  auto x = variable_from({5}, {0.1f, -3.0f, 0.5f, -0.2f, 2.0f}, true);
+  auto y = F::prune(x, 0.5f);  // threshold: sorted |x|[2] = 0.5
+  y->forward();
+  EXPECT_EQ(to_doubles(y), (Doubles{0, -3, 0.5, 0, 2}));
+  y->backward();
+  EXPECT_EQ(grad_doubles(x), Doubles(5, 1.0));
+  auto all = F::prune(x, 1.0f);
+  all->forward();
+  EXPECT_EQ(to_doubles(all), Doubles(5, 0.0));
+  expect_error([&] { F::prune(x, 1.5f); },
+               {"[prune] rate 1.5 must be in [0, 1]"});
+}
+
+TEST(Unlink, PassesValuesAndCutsTheGrad) {
+  auto x = variable_from({3}, {1, 2, 3}, true);
+  auto w = variable_from({3}, {4, 5, 6}, true);
+  // y = unlink(x) * w + x: x's grad comes from the second term alone.
+  auto y = F::sum(F::add2(F::mul2(F::unlink(x), w), x));
+  y->forward();
+  EXPECT_EQ(to_doubles(y)[0], 4 + 10 + 18 + 6.0);
+  y->backward();
+  EXPECT_EQ(grad_doubles(x), Doubles(3, 1.0));
+  EXPECT_EQ(grad_doubles(w), (Doubles{1, 2, 3}));
+}
 
 // The grads each quantizer passes for x = (-1.5, -0.5, 0.25, 0.75, 3, 10)
 // and dy = 1, in every type_config.

@@ -1,0 +1,44 @@
+// Prune: the smallest magnitudes of an array set to zero, as NNabla's.
+#pragma once
+
+#include <mixgraph/graph/function.hpp>
+
+namespace mg {
+
+struct PruneOptions {
+  /// The fraction of elements to zero, in [0, 1].
+  float rate = 0.9f;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(PruneOptions& o, V&& v) {
+  v("rate", o.rate);
+}
+
+namespace decl {
+/// Prune's declaration.
+inline constexpr FunctionDeclOf<PruneOptions> Prune{
+    {"Prune", "prune", {Port{"x"}}, {Port{"y"}}}};
+}  // namespace decl
+
+/// y = 0 where |x| < t, else x, with t the magnitude at sorted position
+/// floor((size - 1) rate) (rate 1 zeroes everything); the grad passes
+/// straight through (dx = dy), as NNabla's. Ties at t are kept.
+class Prune : public Function {
+ public:
+  explicit Prune(const PruneOptions& opts) : opts_(opts) {}
+  bool grad_depends_input_data(int) const override { return false; }
+  const PruneOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const PruneOptions opts_;
+};
+
+namespace functions {
+/// x with its smallest magnitudes (the fraction `rate`) set to zero.
+VariablePtr prune(const VariablePtr& x, float rate = 0.9f);
+}  // namespace functions
+
+}  // namespace mg
