@@ -7,6 +7,7 @@
 #pragma once
 
 #include <mixgraph/contexts/caching_allocator.hpp>
+#include <mixgraph/contexts/communicator.hpp>
 #include <mixgraph/contexts/context.hpp>
 #include <mixgraph/contexts/convert.hpp>
 #include <mixgraph/contexts/convert_one.hpp>
@@ -70,6 +71,7 @@
 #include <mixgraph/solvers/adagrad.hpp>
 #include <mixgraph/solvers/adam.hpp>
 #include <mixgraph/solvers/adam_variants.hpp>
+#include <mixgraph/solvers/data_parallel.hpp>
 #include <mixgraph/solvers/device_ops.hpp>
 #include <mixgraph/solvers/lamb.hpp>
 #include <mixgraph/solvers/lars.hpp>

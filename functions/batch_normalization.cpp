@@ -55,7 +55,7 @@ Shape batch_normalization_param_shape(const Shape& x,
   return p;
 }
 
-void BatchNormalization::setup_impl(const Variables& in, const Variables& out) {
+void BatchNormalization::setup_layout(const Variables& in) {
   const Shape& x = in[0]->shape();
   const Shape p = batch_normalization_param_shape(x, opts_.axes, tag());
   const char* names[] = {"x", "beta", "gamma", "mean", "variance"};
@@ -81,15 +81,56 @@ void BatchNormalization::setup_impl(const Variables& in, const Variables& out) {
   size0_ = shape_size(x, 0, axes.front());
   size1_ = shape_size(x, axes.front(), axes.back() + 1);
   size2_ = shape_size(x, axes.back() + 1, nd);
-  // The running variance uses n / (n - 1): a single value has none.
-  if (opts_.batch_stat && size0_ * size2_ < 2) {
-    throw std::invalid_argument(
-        tag() + "x with shape " + shape_str(x) + " and axes " +
-        axes_str(opts_.axes) + " has " + std::to_string(size0_ * size2_) +
-        " value per channel; batch statistics (batch_stat = true) need at "
-        "least 2");
+}
+
+void BatchNormalization::check_batch_values(const Shape& x, int ranks) const {
+  // The running variance uses n / (n - 1): a single value has none. Over
+  // several ranks, one value on each is enough.
+  const int64_t n = size0_ * size2_;
+  if (!opts_.batch_stat || n * ranks >= 2) return;
+  const std::string need =
+      ranks > 1 ? " on this rank; batch statistics (batch_stat = true) over " +
+                      std::to_string(ranks) + " ranks need at least 1 on each"
+                : "; batch statistics (batch_stat = true) need at least 2";
+  throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
+                              " and axes " + axes_str(opts_.axes) + " has " +
+                              std::to_string(n) + " value per channel" + need);
+}
+
+void BatchNormalization::setup_impl(const Variables& in, const Variables& out) {
+  setup_layout(in);
+  check_batch_values(in[0]->shape(), 1);
+  out[0]->reshape(in[0]->shape());
+}
+
+CommunicatorPtr SyncBatchNormalization::communicator() const {
+  return comm_ ? comm_ : default_communicator();
+}
+
+void SyncBatchNormalization::setup_impl(const Variables& in,
+                                        const Variables& out) {
+  if (sync_opts_.group != "world") {
+    throw std::invalid_argument(tag() + "group '" + sync_opts_.group +
+                                "' is not supported: the only group is "
+                                "'world' (every rank of the communicator)");
   }
-  out[0]->reshape(x);
+  setup_layout(in);
+  // A rank may hold a single value per channel when others hold more.
+  check_batch_values(in[0]->shape(), communicator()->size());
+  out[0]->reshape(in[0]->shape());
+}
+
+void SyncBatchNormalization::sum_over_ranks(float* values, int64_t n) {
+  const CommunicatorPtr comm = communicator();
+  if (comm->size() == 1) return;
+  if (comm->device() != "cpu") {
+    throw std::invalid_argument(tag() + "the " + comm->name() +
+                                " communicator reduces buffers on " +
+                                comm->device() +
+                                ", but the statistics are on the host: give an "
+                                "MPI (or local) communicator");
+  }
+  comm->all_reduce(values, n, ReduceOp::sum);
 }
 
 namespace functions {
@@ -103,28 +144,70 @@ VariablePtr batch_normalization(const VariablePtr& x, const VariablePtr& beta,
                          {x, beta, gamma, mean, variance});
 }
 
+VariablePtr sync_batch_normalization(
+    const VariablePtr& x, const VariablePtr& beta, const VariablePtr& gamma,
+    const VariablePtr& mean, const VariablePtr& variance, CommunicatorPtr comm,
+    const SyncBatchNormalizationOptions& opts) {
+  // apply_function1 with the communicator handed over before setup runs.
+  auto fn = create_function(decl::SyncBatchNormalization, opts);
+  static_cast<SyncBatchNormalization&>(*fn).set_communicator(std::move(comm));
+  return connect(std::make_shared<FunctionNode>(
+                     std::move(fn),
+                     std::vector<VariablePtr>{x, beta, gamma, mean, variance}),
+                 1)
+      .front();
+}
+
 }  // namespace functions
 
 namespace parametric_functions {
 
-VariablePtr batch_normalization(const VariablePtr& x, ParameterScope scope,
-                                bool batch_stat,
-                                const BatchNormalizationParams& params) {
-  const std::string tag = "[batch_normalization] ";
+namespace {
+
+// The layer's parameters in `scope`, created on first use.
+struct Layer {
+  VariablePtr beta, gamma, mean, var;
+};
+
+Layer layer_parameters(const VariablePtr& x, ParameterScope& scope,
+                       const BatchNormalizationParams& params,
+                       const std::string& tag) {
   if (!x) throw std::invalid_argument(tag + "x is a null variable");
   const Shape p = batch_normalization_param_shape(x->shape(), params.axes, tag);
   const bool learn = !params.fix_parameters;
-  auto beta = scope.get_or_create("beta", p, constant_initializer(0.0f), learn);
-  auto gamma =
-      scope.get_or_create("gamma", p, constant_initializer(1.0f), learn);
-  auto mean = scope.get_or_create("mean", p, constant_initializer(0.0f), false);
-  auto var = scope.get_or_create("var", p, constant_initializer(1.0f), false);
+  return {scope.get_or_create("beta", p, constant_initializer(0.0f), learn),
+          scope.get_or_create("gamma", p, constant_initializer(1.0f), learn),
+          scope.get_or_create("mean", p, constant_initializer(0.0f), false),
+          scope.get_or_create("var", p, constant_initializer(1.0f), false)};
+}
+
+}  // namespace
+
+VariablePtr batch_normalization(const VariablePtr& x, ParameterScope scope,
+                                bool batch_stat,
+                                const BatchNormalizationParams& params) {
+  const Layer l = layer_parameters(x, scope, params, "[batch_normalization] ");
   BatchNormalizationOptions opts;
   opts.axes = params.axes;
   opts.decay_rate = params.decay_rate;
   opts.eps = params.eps;
   opts.batch_stat = batch_stat;
-  return functions::batch_normalization(x, beta, gamma, mean, var, opts);
+  return functions::batch_normalization(x, l.beta, l.gamma, l.mean, l.var,
+                                        opts);
+}
+
+VariablePtr sync_batch_normalization(const VariablePtr& x, ParameterScope scope,
+                                     CommunicatorPtr comm, bool batch_stat,
+                                     const BatchNormalizationParams& params) {
+  const Layer l =
+      layer_parameters(x, scope, params, "[sync_batch_normalization] ");
+  SyncBatchNormalizationOptions opts;
+  opts.axes = params.axes;
+  opts.decay_rate = params.decay_rate;
+  opts.eps = params.eps;
+  opts.batch_stat = batch_stat;
+  return functions::sync_batch_normalization(x, l.beta, l.gamma, l.mean, l.var,
+                                             std::move(comm), opts);
 }
 
 }  // namespace parametric_functions

@@ -1,9 +1,12 @@
 // BatchNormalization: normalise over every axis but `axes`, with running
-// statistics kept in fp32 whatever the compute type.
+// statistics kept in fp32 whatever the compute type. SyncBatchNormalization:
+// the same with the batch statistics of every rank of a communicator.
 #pragma once
 
+#include <string>
 #include <vector>
 
+#include <mixgraph/contexts/communicator.hpp>
 #include <mixgraph/graph/function.hpp>
 #include <mixgraph/graph/parameter_scope.hpp>
 
@@ -59,9 +62,85 @@ class BatchNormalization : public Function {
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
+  // The checks of the parameter shapes and options, and size0_ .. size2_.
+  void setup_layout(const Variables& in);
+  // Throws unless there are 2 values per channel for batch statistics:
+  // size0_ * size2_ on each of `ranks` ranks.
+  void check_batch_values(const Shape& x, int ranks) const;
+  // Sums n per-channel values of the batch statistics (the value counts,
+  // the sums of x, of the squared deviations, of dy and dy (x - mean)) over
+  // every rank whose batch they cover: nothing here, where x is the whole
+  // batch; SyncBatchNormalization all-reduces them. The kernels call it
+  // between their steps.
+  virtual void sum_over_ranks(float* /*values*/, int64_t /*n*/) {}
   const BatchNormalizationOptions opts_;
   // x seen as (size0, size1, size2): batch axes, channels, the rest.
   int64_t size0_ = 0, size1_ = 0, size2_ = 0;
+};
+
+struct SyncBatchNormalizationOptions {
+  /// The ranks whose batches make the statistics: "world" (every rank of
+  /// the communicator) is the only group.
+  std::string group = "world";
+  /// BatchNormalizationOptions' fields.
+  std::vector<int> axes = {1};
+  float decay_rate = 0.9f;
+  float eps = 1e-5f;
+  bool batch_stat = true;
+};
+
+/// The fields, for writing and reading the function's arguments (the
+/// communicator is not one: a function read back uses the default one).
+template <class V>
+void visit_fields(SyncBatchNormalizationOptions& o, V&& v) {
+  v("group", o.group);
+  v("axes", o.axes);
+  v("decay_rate", o.decay_rate);
+  v("eps", o.eps);
+  v("batch_stat", o.batch_stat);
+}
+
+namespace decl {
+/// SyncBatchNormalization's declaration.
+inline constexpr FunctionDeclOf<SyncBatchNormalizationOptions>
+    SyncBatchNormalization{{"SyncBatchNormalization",
+                            "sync_batch_normalization",
+                            {Port{"x"}, Port{"beta"}, Port{"gamma"},
+                             Port{"mean", Port::float32, false},
+                             Port{"variance", Port::float32, false}},
+                            {Port{"y"}}}};
+}  // namespace decl
+
+/// BatchNormalization whose batch statistics are those of the union of the
+/// batches of every rank of a communicator (NNabla's SyncBatchNormalization):
+/// the per-channel counts and sums (of x, then of the squared deviations
+/// from the global mean) are all-reduced in fp32, so every rank normalises
+/// and updates its running statistics (unbiased with the global count) as
+/// one process with the whole batch would. Backward all-reduces the sums of
+/// dy and dy (x - mean) that dx needs, so dx is the whole batch's for this
+/// rank's rows; the grads of beta and gamma stay this rank's sums (the data-
+/// parallel grad all-reduce adds them up, as NNabla since v1.32). With
+/// batch_stat = false it is BatchNormalization (no communication). The
+/// communicator is given to the builder; without one, and in a network read
+/// from a file, it is default_communicator() when forward runs. Its buffers
+/// must be on the host (device() "cpu": MPI or local).
+class SyncBatchNormalization : public BatchNormalization {
+ public:
+  explicit SyncBatchNormalization(const SyncBatchNormalizationOptions& opts)
+      : BatchNormalization(BatchNormalizationOptions{
+            opts.axes, opts.decay_rate, opts.eps, opts.batch_stat}),
+        sync_opts_(opts) {}
+  const SyncBatchNormalizationOptions& options() const { return sync_opts_; }
+  /// The communicator given to the builder (null: the default one).
+  void set_communicator(CommunicatorPtr comm) { comm_ = std::move(comm); }
+  /// The communicator the statistics are reduced over now.
+  CommunicatorPtr communicator() const;
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  void sum_over_ranks(float* values, int64_t n) override;
+  const SyncBatchNormalizationOptions sync_opts_;
+  CommunicatorPtr comm_;
 };
 
 /// The shape of BatchNormalization's beta, gamma, mean and variance for x:
@@ -78,6 +157,14 @@ VariablePtr batch_normalization(const VariablePtr& x, const VariablePtr& beta,
                                 const VariablePtr& mean,
                                 const VariablePtr& variance,
                                 const BatchNormalizationOptions& opts = {});
+
+/// Batch normalization with the batch statistics of every rank of `comm`
+/// (null: default_communicator() at forward).
+VariablePtr sync_batch_normalization(
+    const VariablePtr& x, const VariablePtr& beta, const VariablePtr& gamma,
+    const VariablePtr& mean, const VariablePtr& variance,
+    CommunicatorPtr comm = nullptr,
+    const SyncBatchNormalizationOptions& opts = {});
 }  // namespace functions
 
 namespace parametric_functions {
@@ -96,6 +183,13 @@ struct BatchNormalizationParams {
 VariablePtr batch_normalization(const VariablePtr& x, ParameterScope scope,
                                 bool batch_stat = true,
                                 const BatchNormalizationParams& params = {});
+
+/// The same layer (the same parameters in `scope`) normalising with the
+/// batch statistics of every rank of `comm` (null: the default
+/// communicator at forward): F::sync_batch_normalization.
+VariablePtr sync_batch_normalization(
+    const VariablePtr& x, ParameterScope scope, CommunicatorPtr comm = nullptr,
+    bool batch_stat = true, const BatchNormalizationParams& params = {});
 
 }  // namespace parametric_functions
 

@@ -38,6 +38,9 @@ struct PlannedStep {
   /// After the step, under clear_buffer: data no later step reads, and this
   /// step's outputs' grads (only this step reads them).
   Variables free_data, free_grads;
+  /// Leaves (parameters) whose grad this step writes for the last time in
+  /// the pass: after it, backward's grad-ready callback is called for each.
+  Variables final_leaves;
 };
 
 /// The backward pass of `root` (whose grad is already seeded).
@@ -45,7 +48,10 @@ std::vector<PlannedStep> plan_backward(Variable* root, bool clear_buffer);
 
 /// Runs a plan; `seed` describes the root's grad for CheckFiniteGuard's
 /// messages ("" when not a scalar).
-void run_backward(std::vector<PlannedStep>& plan, const std::string& seed);
+/// `on_grad_ready` (when set) is called with each leaf as soon as the last
+/// step writing its grad has run.
+void run_backward(std::vector<PlannedStep>& plan, const std::string& seed,
+                  const GradReadyCallback& on_grad_ready = {});
 
 }  // namespace detail
 

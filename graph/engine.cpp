@@ -175,12 +175,14 @@ void Variable::forward(bool clear_buffer, bool clear_no_need_grad) {
   }
 }
 
-void Variable::backward(float grad, bool clear_buffer) {
+void Variable::backward(float grad, bool clear_buffer,
+                        const GradReadyCallback& on_grad_ready) {
   grad_->fill(grad);
-  backward(NdArrayPtr(), clear_buffer);
+  backward(NdArrayPtr(), clear_buffer, on_grad_ready);
 }
 
-void Variable::backward(const NdArrayPtr& grad, bool clear_buffer) {
+void Variable::backward(const NdArrayPtr& grad, bool clear_buffer,
+                        const GradReadyCallback& on_grad_ready) {
   if (grad) {
     if (grad->shape() != shape()) {
       throw std::invalid_argument(
@@ -205,7 +207,7 @@ void Variable::backward(const NdArrayPtr& grad, bool clear_buffer) {
         *static_cast<const float*>(grad_->array().get(Dtype::f32, "cpu"));
     seed = msg(value, " (the loss scale)");
   }
-  detail::run_backward(plan, seed);
+  detail::run_backward(plan, seed, on_grad_ready);
 }
 
 namespace detail {
@@ -336,10 +338,23 @@ std::vector<PlannedStep> plan_backward(Variable* root, bool clear_buffer) {
     p.out = std::move(step.out);
     plan.push_back(std::move(p));
   }
+  // A leaf's grad is final after the last step that writes it.
+  std::unordered_set<Variable*> final_seen;
+  for (size_t s = plan.size(); s-- > 0;) {
+    PlannedStep& p = plan[s];
+    if (!p.run) continue;
+    for (size_t i = 0; i < p.in.size(); ++i) {
+      Variable* v = p.in[i];
+      if (p.propagate_down[i] && !v->parent() && final_seen.insert(v).second) {
+        p.final_leaves.push_back(v);
+      }
+    }
+  }
   return plan;
 }
 
-void run_backward(std::vector<PlannedStep>& plan, const std::string& seed) {
+void run_backward(std::vector<PlannedStep>& plan, const std::string& seed,
+                  const GradReadyCallback& on_grad_ready) {
   for (PlannedStep& p : plan) {
     if (p.run) {
       for (int o : p.zero_outputs) p.out[o]->grad()->zero();
@@ -351,6 +366,9 @@ void run_backward(std::vector<PlannedStep>& plan, const std::string& seed) {
         check_grads_finite(p.node->function(), p.in, p.out, p.propagate_down,
                            seed);
       }
+    }
+    if (on_grad_ready) {
+      for (Variable* v : p.final_leaves) on_grad_ready(*v);
     }
     for (Variable* v : p.free_data) v->data()->array().clear();
     for (Variable* v : p.free_grads) {

@@ -1,6 +1,7 @@
 // Variable: data and grad arrays, and a node of the computation graph.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -8,6 +9,10 @@
 #include <mixgraph/graph/ndarray.hpp>
 
 namespace mg {
+
+class Variable;
+/// Called by backward with a leaf whose grad is final for the pass.
+using GradReadyCallback = std::function<void(Variable& leaf)>;
 
 class FunctionNode;
 
@@ -63,9 +68,15 @@ class Variable : public std::enable_shared_from_this<Variable> {
   /// Seeds this variable's grad with `grad` (the loss scale) and runs
   /// backward. Leaf grads accumulate: zero them first (Solver::zero_grad).
   /// clear_buffer frees each intermediate's data and grad once used.
-  void backward(float grad = 1.0f, bool clear_buffer = false);
+  /// on_grad_ready, when set, is called with each leaf that gets a grad
+  /// (each parameter) as soon as the last function writing that grad has
+  /// run, while backward goes on: data-parallel training starts reducing
+  /// grads there (NNabla's communicator callbacks, DDP's bucket hooks).
+  void backward(float grad = 1.0f, bool clear_buffer = false,
+                const GradReadyCallback& on_grad_ready = {});
   /// As above, seeding with an array of this variable's shape.
-  void backward(const NdArrayPtr& grad, bool clear_buffer = false);
+  void backward(const NdArrayPtr& grad, bool clear_buffer = false,
+                const GradReadyCallback& on_grad_ready = {});
 
  private:
   friend class FunctionNode;

@@ -2,8 +2,10 @@
 # Installs what the build needs, builds mixgraph and its tests, runs them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# h5py reads our files in a test; the tutorials' tests train on Fashion-MNIST.
-bash scripts/install_deps.sh python3-h5py dataset-fashion-mnist clang-format
+# h5py reads our files in a test; the tutorials' tests train on Fashion-MNIST;
+# the data-parallel tests (label mpi) run under OpenMPI's mpirun.
+bash scripts/install_deps.sh python3-h5py dataset-fashion-mnist clang-format \
+  libopenmpi-dev openmpi-bin
 build=${MIXGRAPH_TEST_BUILD_DIR:-build/tests-release}
 # MIXGRAPH_CUDA=AUTO: where nvcc and cuDNN are installed the CUDA backend is
 # built too (about a minute on 2 cores) and its tests skip without a GPU.

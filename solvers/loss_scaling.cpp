@@ -72,6 +72,9 @@ DynamicLossScalingUpdater::DynamicLossScalingUpdater(
   }
   check_options(options_);
   state_.scale = options_.scale;
+  if (options_.communicator) {
+    broadcast_parameters(*options_.communicator, solver_->parameters());
+  }
 }
 
 void DynamicLossScalingUpdater::set_state(const LossScalerState& state) {
@@ -108,15 +111,24 @@ bool DynamicLossScalingUpdater::update() {
     history_[history_next_] = scale;
     history_next_ = (history_next_ + 1) % length;
   }
+  const CommunicatorPtr& comm = options_.communicator;
+  if (comm && (!reducer_ || !reducer_->covers(solver_->parameters()))) {
+    reducer_ = std::make_unique<GradReducer>(comm, solver_->parameters(),
+                                             options_.data_parallel);
+  }
   solver_->zero_grad();
   // The scale stays fixed across accumulated batches: they add up in one
-  // set of grads that is unscaled once.
+  // set of grads that is unscaled once. The last batch's backward launches
+  // the reduces of the grads it finishes.
   for (int i = 0; i < options_.accum_grad; ++i) {
     feeder_();
     loss_->forward(/*clear_buffer=*/false,
                    /*clear_no_need_grad=*/options_.clear_buffer);
-    loss_->backward(scale, options_.clear_buffer);
+    const bool last = i + 1 == options_.accum_grad;
+    loss_->backward(scale, options_.clear_buffer,
+                    reducer_ && last ? reducer_->callback() : nullptr);
   }
+  if (reducer_) reducer_->finish();
   // One pass checks every grad (and takes the global norm when clipping).
   // It only reads them, and update() unscales (and clips) inside its own
   // pass, unless weight decay must add to unscaled grads in memory, or a
@@ -128,10 +140,17 @@ bool DynamicLossScalingUpdater::update() {
   const bool clip = options_.clip_grad_by_global_norm.has_value();
   double norm2 = 0.0;
   double* norm = clip ? &norm2 : nullptr;
-  const bool overflow =
-      unscale_first
-          ? solver_->scale_grad_and_check_inf_or_nan(1.0f / scale, norm)
-          : solver_->check_inf_or_nan_grad(norm);
+  bool overflow = unscale_first ? solver_->scale_grad_and_check_inf_or_nan(
+                                      1.0f / scale, norm)
+                                : solver_->check_inf_or_nan_grad(norm);
+  if (comm) {
+    // One decision for all ranks: skip if any rank saw inf or nan (the
+    // reduced grads carry it to every rank anyway; this makes it certain,
+    // whatever the reduce did with it).
+    float any = overflow ? 1.0f : 0.0f;
+    comm->all_reduce(&any, 1, ReduceOp::max);
+    overflow = any != 0.0f;
+  }
   if (overflow) {
     ++state_.skipped_steps;
     state_.counter = 0;

@@ -3,9 +3,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
+#include <mixgraph/solvers/data_parallel.hpp>
 #include <mixgraph/solvers/solver.hpp>
 
 namespace mg {
@@ -42,6 +44,15 @@ struct DynamicLossScalingOptions {
   /// How many of the latest scales scale_history() keeps: a ring, so a long
   /// run's memory stays bounded. At least 1.
   int scale_history_length = 1024;
+  /// Data-parallel training across the communicator's ranks (null: this
+  /// process alone). The updater broadcasts the solver's parameters from
+  /// rank 0 when it is made (every rank starts from the same weights),
+  /// all-reduces the grads in buckets launched from backward's grad-ready
+  /// callbacks (data_parallel says how), and agrees on inf/nan with one
+  /// all-reduce of one value, so every rank skips or applies the same steps
+  /// and the scales never diverge.
+  CommunicatorPtr communicator;
+  DataParallelOptions data_parallel;
 };
 
 /// The updater's counters, saved in checkpoints.
@@ -69,6 +80,8 @@ struct LossScalerState {
 /// momentum, its step count t stays.
 /// With options.loss_scaling = false it is the plain updater of float and
 /// bfloat16 training: the same step at a scale fixed at 1.
+/// With options.communicator every rank runs the same step on its own batch
+/// and the grads are the mean over the ranks before the check.
 class DynamicLossScalingUpdater {
  public:
   using Feeder = std::function<void()>;
@@ -87,6 +100,8 @@ class DynamicLossScalingUpdater {
   std::vector<float> scale_history() const;
   const DynamicLossScalingOptions& options() const { return options_; }
   const SolverPtr& solver() const { return solver_; }
+  /// The grad reducer of a data-parallel run (its stats), or null.
+  const GradReducer* grad_reducer() const { return reducer_.get(); }
 
   LossScalerState state() const { return state_; }
   /// Restores counters and scale (from a checkpoint); checks the scale is in
@@ -101,6 +116,7 @@ class DynamicLossScalingUpdater {
   LossScalerState state_;
   std::vector<float> history_;  // a ring of scale_history_length scales
   size_t history_next_ = 0;     // where the next scale goes once it is full
+  std::unique_ptr<GradReducer> reducer_;  // with a communicator
 };
 
 }  // namespace mg

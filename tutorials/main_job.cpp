@@ -8,6 +8,7 @@
 //   main_job                         # 3 epochs each, outputs in out/main_job
 //   main_job --resume                # continue an interrupted run
 //   main_job --type-configs half --epochs 1
+//   mpirun -np 2 main_job --ranks    # data-parallel: 2 ranks, batch 128 each
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -55,9 +56,13 @@ Run train(const std::string& type_config, tutorial::Options options,
   auto solver = mg::solvers::Adam(1e-3f);
   solver->set_parameters(run.params.parameters());
 
-  if (type_config == "half") {
+  if (type_config == "half" || run.communicator()) {
+    // Half scales the loss; with --ranks float and bfloat16 take the plain
+    // updater too, for its all-reduce and agreement across the ranks.
+    mg::DynamicLossScalingOptions o = scaling;
+    o.loss_scaling = type_config == "half";
     mg::DynamicLossScalingUpdater updater(
-        solver, loss, [&] { run.feed(x, t); }, scaling);
+        solver, loss, [&] { run.feed(x, t); }, run.updater_options(o));
     run.attach(loss, solver, &updater);
     while (run.running()) {
       const bool applied = updater.update();
@@ -200,13 +205,27 @@ int main(int argc, char** argv) {
   app.get_option("--resume")
       ->description("continue from the checkpoints in --out-dir");
   CLI11_PARSE(app, argc, argv);
+  // --ranks: every rank trains; rank 0 prints and writes.
+  const mg::CommunicatorPtr comm =
+      options.ranks ? mg::mpi_communicator() : nullptr;
+  const bool leader = !comm || comm->rank() == 0;
+  if (!leader && !std::freopen("/dev/null", "w", stdout)) return 1;
+  const int ranks = comm ? comm->size() : 1;
   std::filesystem::create_directories(out_dir);
 
   const auto start = std::chrono::steady_clock::now();
   std::printf(
       "LeNet on Fashion-MNIST: %d epochs of batch %d with Adam "
       "(alpha 1e-3) in %zu type_configs; outputs in %s\n",
-      options.epochs, options.batch_size, type_configs.size(), out_dir.c_str());
+      options.epochs, options.batch_size * ranks, type_configs.size(),
+      out_dir.c_str());
+  if (comm) {
+    std::printf(
+        "data-parallel: %d ranks (%s) of batch %d, grads all-reduced (mean, "
+        "fp32) in buckets of %.2f MB %s backward\n",
+        ranks, comm->name().c_str(), options.batch_size, options.bucket_mb,
+        options.overlap ? "launched during" : "after");
+  }
   std::vector<Run> runs;
   int status = 0;
   for (const auto& tc : type_configs) {
@@ -219,6 +238,8 @@ int main(int argc, char** argv) {
     std::printf("\ninterrupted: run again with --resume to continue\n");
     return 130;
   }
+
+  if (!leader) return status;  // rank 0 prints the table and writes files
 
   // The table, against the float run when there is one.
   double float_accuracy = std::nan("");
@@ -249,6 +270,22 @@ int main(int argc, char** argv) {
                 static_cast<long long>(s.steps), s.train_seconds);
     results.row(s.type_config, s.test_accuracy, s.images_per_second(), mib,
                 s.skipped_steps, s.steps, s.train_seconds);
+  }
+  if (comm) {
+    std::printf("\n%-11s %24s %17s %22s\n", "type_config",
+                "all-reduce not hidden", "of the step time",
+                "buckets in backward");
+    for (const auto& r : runs) {
+      const tutorial::Summary& s = r.summary;
+      if (s.allreduce_steps == 0) continue;
+      const double ms = 1e3 * s.allreduce_seconds / s.allreduce_steps;
+      const double step_ms =
+          1e3 * s.train_seconds / std::max<int64_t>(1, s.steps);
+      std::printf("%-11s %18.3f ms/step %16.1f%% %12lld of %lld\n",
+                  s.type_config.c_str(), ms, 100.0 * ms / step_ms,
+                  static_cast<long long>(s.buckets_during_backward),
+                  static_cast<long long>(s.buckets * s.allreduce_steps));
+    }
   }
   const int window = 50;
   std::vector<std::string> done;  // the runs that started

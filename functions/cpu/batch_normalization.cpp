@@ -1,7 +1,10 @@
-// BatchNormalization on the CPU. x is seen as (size0, size1, size2): rows of
-// size1 channels by size2 values. Channel sums run over blocks of rows in
-// fp32, with one partial sum per block and per thread, added in a fixed
-// order so the result does not depend on thread timing.
+// BatchNormalization and SyncBatchNormalization on the CPU: one kernel, whose
+// steps are separated where SyncBatchNormalization all-reduces the channel
+// sums (sum_over_ranks, nothing for BatchNormalization). x is seen as
+// (size0, size1, size2): rows of size1 channels by size2 values. Channel sums
+// run over blocks of rows in fp32, with one partial sum per block and per
+// thread, added in a fixed order so the result does not depend on thread
+// timing.
 #include <cmath>
 #include <vector>
 
@@ -71,12 +74,19 @@ std::vector<float> reduce_row_blocks(const RowBlocks& rb, int64_t nacc,
   return out;
 }
 
-template <class T>
-class BatchNormalizationCpu : public BatchNormalization {
+// Fn: BatchNormalization, or SyncBatchNormalization (whose sum_over_ranks
+// makes every sum and count the whole batch's).
+template <class T, class Fn>
+class BatchNormalizationKernel : public Fn {
  public:
-  using BatchNormalization::BatchNormalization;
+  using Fn::Fn;
 
  protected:
+  using Fn::opts_;
+  using Fn::size0_;
+  using Fn::size1_;
+  using Fn::size2_;
+
   void forward_impl(const Variables& in, const Variables& out) override {
     const int64_t C = size1_, S = size2_, L = C * S;
     const RowBlocks rb(size0_, L);
@@ -86,7 +96,6 @@ class BatchNormalizationCpu : public BatchNormalization {
     if (opts_.batch_stat) {
       // Two passes (mean, then squared deviations): the one-pass
       // E[x^2] - E[x]^2 cancels badly when |mean| >> std.
-      const float m = static_cast<float>(size0_ * S);
       auto add_sums = [&](int64_t n0, int64_t nr, float* acc, float* buf) {
         const float* xf = load(x + n0 * L, buf, nr * L);
         for (int64_t n = 0; n < nr; ++n) {
@@ -98,7 +107,13 @@ class BatchNormalizationCpu : public BatchNormalization {
           }
         }
       };
+      // The sums, then the value count: one reduce over the ranks.
       mean_ = reduce_row_blocks(rb, C, rb.per_block * L, add_sums);
+      mean_.push_back(static_cast<float>(size0_ * S));
+      this->sum_over_ranks(mean_.data(), C + 1);
+      count_ = mean_.back();
+      mean_.pop_back();
+      const float m = count_;
       for (auto& v : mean_) v /= m;
       auto add_squares = [&](int64_t n0, int64_t nr, float* acc, float* buf) {
         const float* xf = load(x + n0 * L, buf, nr * L);
@@ -114,6 +129,7 @@ class BatchNormalizationCpu : public BatchNormalization {
       };
       std::vector<float> var =
           reduce_row_blocks(rb, C, rb.per_block * L, add_squares);
+      this->sum_over_ranks(var.data(), C);
       // The running statistics are fp32 whatever T is: cast<float> makes
       // the fp32 copy the head and drops any other.
       float* rm = in[3]->data()->cast<float>();
@@ -159,7 +175,9 @@ class BatchNormalizationCpu : public BatchNormalization {
   // With batch statistics, xh = (x - mu) inv_std and
   //   dx = gamma inv_std (dy - sum(dy) / M - xh sum(dy xh) / M);
   // with running statistics mu and inv_std are constants: dx = gamma
-  // inv_std dy. In both, dbeta = sum(dy) and dgamma = sum(dy xh).
+  // inv_std dy. In both, dbeta = sum(dy) and dgamma = sum(dy xh). The sums
+  // in dx are the whole batch's (over the ranks); dbeta and dgamma stay this
+  // rank's: the data-parallel grad all-reduce adds them up.
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
@@ -201,9 +219,10 @@ class BatchNormalizationCpu : public BatchNormalization {
     }
     if (!propagate_down[0]) return;
     // dx = a dy + b (x - mu) + k per channel.
+    if (opts_.batch_stat) this->sum_over_ranks(sums.data(), 2 * C);
     const float* gamma = input<float>(in[2]);
     std::vector<float> a(C), b(C, 0.0f), k(C, 0.0f);
-    const float m = static_cast<float>(size0_ * S);
+    const float m = count_;
     for (int64_t c = 0; c < C; ++c) {
       a[c] = gamma[c] * inv_std_[c];
       if (opts_.batch_stat) {
@@ -232,15 +251,27 @@ class BatchNormalizationCpu : public BatchNormalization {
 
  private:
   // The statistics forward normalised with, for backward: the batch's in
-  // training, the running ones in inference.
+  // training, the running ones in inference; the batch's value count.
   std::vector<float> mean_, inv_std_;
+  float count_ = 0.0f;
 };
+
+template <class T>
+using BatchNormalizationCpu = BatchNormalizationKernel<T, BatchNormalization>;
+template <class T>
+using SyncBatchNormalizationCpu =
+    BatchNormalizationKernel<T, SyncBatchNormalization>;
 
 }  // namespace
 
 void register_batch_normalization(FunctionRegistry& r) {
   register_float_types<BatchNormalizationCpu>(r, decl::BatchNormalization,
                                               "cpu");
+}
+
+void register_sync_batch_normalization(FunctionRegistry& r) {
+  register_float_types<SyncBatchNormalizationCpu>(
+      r, decl::SyncBatchNormalization, "cpu");
 }
 
 }  // namespace mg::cpu

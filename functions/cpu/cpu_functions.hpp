@@ -17,6 +17,7 @@ void register_shape_ops(FunctionRegistry& r);
 void register_dropout(FunctionRegistry& r);
 void register_cast(FunctionRegistry& r);
 void register_batch_normalization(FunctionRegistry& r);
+void register_sync_batch_normalization(FunctionRegistry& r);
 void register_softmax(FunctionRegistry& r);
 void register_loss(FunctionRegistry& r);
 void register_convolution(FunctionRegistry& r);

@@ -11,6 +11,7 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_dropout(r);
   register_cast(r);
   register_batch_normalization(r);
+  register_sync_batch_normalization(r);
   register_softmax(r);
   register_loss(r);
   register_convolution(r);

@@ -1,12 +1,16 @@
 // BatchNormalization: training and inference through the shared checker,
 // the running statistics (exact, fp32 under half), fp32 sums over a large
-// half batch, the parametric layer and every bad input.
+// half batch, the parametric layer and every bad input. SyncBatchNormalization:
+// the same cases, bit for bit BatchNormalization on one rank, the batch of
+// two ranks through a communicator that mirrors this one, and its errors
+// (the MPI run is tests/mpi/test_sync_batch_normalization.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
 #include <mixgraph/functions/builder.hpp>
+#include <mixgraph/utils/yaml/network.hpp>
 
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
@@ -461,6 +465,352 @@ const bool kBatchNormalizationLong = harness::add(
                                   return c;
                                 },
                                 /*long_sum=*/true}});
+
+// ---- SyncBatchNormalization ----
+
+SyncBatchNormalizationOptions sync_options(const BatchNormalizationOptions& o) {
+  SyncBatchNormalizationOptions s;
+  s.axes = o.axes;
+  s.decay_rate = o.decay_rate;
+  s.eps = o.eps;
+  s.batch_stat = o.batch_stat;
+  return s;
+}
+
+// With the default (1-rank) communicator it is BatchNormalization: the same
+// reference and tolerances.
+FunctionCheck sync_bn_check(const Shape& xs, const Shape& ps, Layout l,
+                            BatchNormalizationOptions opts) {
+  FunctionCheck c = bn_check(xs, ps, l, opts);
+  c.build = [opts](const std::vector<VariablePtr>& in) {
+    return F::sync_batch_normalization(in[0], in[1], in[2], in[3], in[4],
+                                       nullptr, sync_options(opts));
+  };
+  return c;
+}
+
+const bool kSyncBatchNormalization = harness::add(
+    decl::SyncBatchNormalization,
+    {{"training n c h w",
+      [] {
+        return sync_bn_check({4, 3, 2, 2}, {1, 3, 1, 1}, {4, 3, 4}, {});
+      }},
+     {"training n c",
+      [] {
+        return sync_bn_check({8, 5}, {1, 5}, {8, 5, 1}, {});
+      }},
+     {"training two consecutive axes",
+      [] {
+        return sync_bn_check({3, 2, 3, 2}, {1, 2, 3, 1}, {3, 6, 2},
+                             with_axes({1, 2}));
+      }},
+     {"inference n c h w", [] {
+        return sync_bn_check({4, 3, 2, 2}, {1, 3, 1, 1}, {4, 3, 4},
+                             with_axes({1}, false));
+      }}});
+
+// A communicator of `ranks` ranks whose other ranks hold this one's batch:
+// a sum is this rank's value times `ranks`. Counts the reduces.
+class MirrorCommunicator : public Communicator {
+ public:
+  explicit MirrorCommunicator(int ranks, std::string device = "cpu")
+      : ranks_(ranks), device_(std::move(device)) {}
+  std::string name() const override { return "mirror"; }
+  int rank() const override { return 0; }
+  int size() const override { return ranks_; }
+  int local_rank() const override { return 0; }
+  std::string device() const override { return device_; }
+  void all_reduce(float* data, int64_t n, ReduceOp op) override {
+    EXPECT_EQ(op, ReduceOp::sum);
+    ++reduces;
+    for (int64_t i = 0; i < n; ++i) data[i] *= static_cast<float>(ranks_);
+  }
+  void start_all_reduce(float* data, int64_t n, ReduceOp op) override {
+    all_reduce(data, n, op);
+  }
+  bool progress() override { return true; }
+  void wait_all() override {}
+  void broadcast(void*, int64_t, int) override {}
+  void all_gather(const float*, int64_t, float*) override {}
+  void barrier() override {}
+  int reduces = 0;
+
+ private:
+  int ranks_;
+  std::string device_;
+};
+
+// Restores the default communicator at the end of a test.
+struct DefaultCommunicatorGuard {
+  ~DefaultCommunicatorGuard() { set_default_communicator(nullptr); }
+};
+
+// dy for y: fixed values in [-1, 1), exact in half.
+NdArrayPtr dy_for(const VariablePtr& y, uint32_t seed) {
+  auto dy = make_ndarray(y->shape());
+  const auto v = random_values(y->size(), -1, 1, seed);
+  std::copy(v.begin(), v.end(), dy->cast<float>(true));
+  return dy;
+}
+
+// What one layer gives: y, the grads of x, beta and gamma, the running
+// statistics after two forwards.
+struct BnRun {
+  Doubles y, dx, dbeta, dgamma, mean, var;
+};
+
+BnRun run_bn(const std::function<VariablePtr(const BnVars&)>& build,
+             const Shape& xs, const Shape& ps) {
+  auto v = make_bn_vars(xs, ps, 31);
+  auto y = build(v);
+  y->forward();
+  y->forward();
+  y->backward(dy_for(y, 41));
+  return {to_doubles(y),         grad_doubles(v.x),  grad_doubles(v.beta),
+          grad_doubles(v.gamma), to_doubles(v.mean), to_doubles(v.var)};
+}
+
+void expect_same(const BnRun& a, const BnRun& b) {
+  EXPECT_EQ(a.y, b.y);
+  EXPECT_EQ(a.dx, b.dx);
+  EXPECT_EQ(a.dbeta, b.dbeta);
+  EXPECT_EQ(a.dgamma, b.dgamma);
+  EXPECT_EQ(a.mean, b.mean);
+  EXPECT_EQ(a.var, b.var);
+}
+
+// On one rank (the default communicator, or a local one given) every
+// output, grad and running statistic is BatchNormalization's, bit for bit,
+// in training and inference, in every type_config.
+TEST(SyncBatchNormalization, EqualsBatchNormalizationOnOneRank) {
+  for (const char* type : {"float", "half", "bfloat16"}) {
+    ContextGuard guard(context("cpu", type));
+    for (bool batch_stat : {true, false}) {
+      for (const CommunicatorPtr& comm :
+           {CommunicatorPtr(), local_communicator()}) {
+        SCOPED_TRACE(std::string(type) +
+                     (batch_stat ? " training" : " inference") +
+                     (comm ? " local" : " default"));
+        const auto opts = with_axes({1}, batch_stat);
+        const BnRun bn = run_bn(
+            [&](const BnVars& v) {
+              return F::batch_normalization(v.x, v.beta, v.gamma, v.mean, v.var,
+                                            opts);
+            },
+            {6, 3, 5, 4}, {1, 3, 1, 1});
+        const BnRun sync = run_bn(
+            [&](const BnVars& v) {
+              auto y =
+                  F::sync_batch_normalization(v.x, v.beta, v.gamma, v.mean,
+                                              v.var, comm, sync_options(opts));
+              EXPECT_EQ(y->parent()->function().dtype(),
+                        context("cpu", type).type_config());
+              return y;
+            },
+            {6, 3, 5, 4}, {1, 3, 1, 1});
+        expect_same(sync, bn);
+      }
+    }
+  }
+}
+
+// Two ranks holding the same batch are one batch of twice the size: y and
+// dx are BatchNormalization's on the doubled batch (each half), the running
+// variance is unbiased with the doubled count, and dbeta, dgamma are this
+// rank's half of the doubled batch's (not reduced).
+TEST(SyncBatchNormalization, TwoRanksAreTheirBatchesTogether) {
+  const Shape xs{4, 3, 2, 2}, ps{1, 3, 1, 1};
+  auto mirror = std::make_shared<MirrorCommunicator>(2);
+  auto v = make_bn_vars(xs, ps, 51);
+  auto y =
+      F::sync_batch_normalization(v.x, v.beta, v.gamma, v.mean, v.var, mirror);
+  y->forward();
+  auto dy = dy_for(y, 61);
+  y->backward(dy);
+  EXPECT_EQ(mirror->reduces, 3);  // mean and count, variance, dx's sums
+
+  // The doubled batch in one BatchNormalization.
+  const auto x = floats(v.x);
+  const int64_t n = x.size();
+  std::vector<float> x2(x),
+      dy2(dy->get<const float>(), dy->get<const float>() + n);
+  x2.insert(x2.end(), x.begin(), x.end());
+  dy2.insert(dy2.end(), dy2.begin(), dy2.end());
+  auto w = make_bn_vars(xs, ps, 51);
+  auto xx = variable_from({8, 3, 2, 2}, x2, true);
+  auto yy = F::batch_normalization(xx, w.beta, w.gamma, w.mean, w.var);
+  yy->forward();
+  auto seed = make_ndarray(yy->shape());
+  std::copy(dy2.begin(), dy2.end(), seed->cast<float>(true));
+  yy->backward(seed);
+
+  const Doubles y2 = to_doubles(yy), dx2 = grad_doubles(xx);
+  expect_near(to_doubles(y), Doubles(y2.begin(), y2.begin() + n), 1e-6, 1e-5,
+              "y");
+  expect_near(grad_doubles(v.x), Doubles(dx2.begin(), dx2.begin() + n), 1e-6,
+              1e-5, "dx");
+  expect_near(to_doubles(v.mean), to_doubles(w.mean), 1e-7, 1e-6,
+              "running mean");
+  expect_near(to_doubles(v.var), to_doubles(w.var), 1e-7, 1e-6,
+              "running variance");
+  Doubles half_beta = grad_doubles(w.beta), half_gamma = grad_doubles(w.gamma);
+  for (auto& g : half_beta) g /= 2;
+  for (auto& g : half_gamma) g /= 2;
+  expect_near(grad_doubles(v.beta), half_beta, 1e-6, 1e-5, "dbeta");
+  expect_near(grad_doubles(v.gamma), half_gamma, 1e-6, 1e-5, "dgamma");
+}
+
+// Inference normalises with the running statistics: nothing to reduce.
+TEST(SyncBatchNormalization, InferenceDoesNotCommunicate) {
+  auto mirror = std::make_shared<MirrorCommunicator>(2);
+  auto v = make_bn_vars({4, 3}, {1, 3}, 5);
+  SyncBatchNormalizationOptions o;
+  o.batch_stat = false;
+  auto y = F::sync_batch_normalization(v.x, v.beta, v.gamma, v.mean, v.var,
+                                       mirror, o);
+  y->forward();
+  y->backward(1.0f);
+  EXPECT_EQ(mirror->reduces, 0);
+}
+
+// Without a communicator (and in a network read from YAML, which cannot
+// hold one) forward uses the default communicator of the time.
+TEST(SyncBatchNormalization, UsesTheDefaultCommunicatorWithoutOne) {
+  DefaultCommunicatorGuard restore;
+  auto mirror = std::make_shared<MirrorCommunicator>(2);
+  auto v = make_bn_vars({4, 3}, {1, 3}, 7);
+  v.x->set_name("x");
+  auto y = F::sync_batch_normalization(v.x, v.beta, v.gamma, v.mean, v.var);
+  auto& fn = dynamic_cast<SyncBatchNormalization&>(y->parent()->function());
+  EXPECT_EQ(fn.communicator(), local_communicator());
+  set_default_communicator(mirror);
+  EXPECT_EQ(fn.communicator(), mirror);
+  y->forward();
+  EXPECT_EQ(mirror->reduces, 2);
+
+  // The arguments written out: the options, never the communicator.
+  ParameterScope params;
+  params.set("bn/beta", v.beta);
+  params.set("bn/gamma", v.gamma);
+  params.set("bn/mean", v.mean);
+  params.set("bn/var", v.var);
+  const std::string yaml = network_to_yaml("net", {{"y", y}}, params);
+  EXPECT_NE(yaml.find("group: world"), std::string::npos) << yaml;
+  const Network net = network_from_yaml(yaml, params);
+  std::copy_n(floats(v.x).begin(), v.x->size(),
+              net.input("x")->data()->cast<float>(true));
+  net.output("y")->forward();
+  EXPECT_EQ(mirror->reduces, 4);
+
+  // A communicator given to the builder is the one used.
+  auto other = std::make_shared<MirrorCommunicator>(2);
+  auto y2 =
+      F::sync_batch_normalization(v.x, v.beta, v.gamma, v.mean, v.var, other);
+  y2->forward();
+  EXPECT_EQ(other->reduces, 2);
+  EXPECT_EQ(mirror->reduces, 4);
+}
+
+// ---- SyncBatchNormalization's bad inputs ----
+
+VariablePtr sync_bn(const Shape& xs, const Shape& ps,
+                    const SyncBatchNormalizationOptions& opts = {},
+                    CommunicatorPtr comm = nullptr) {
+  return F::sync_batch_normalization(make_variable(xs), make_variable(ps),
+                                     make_variable(ps), make_variable(ps),
+                                     make_variable(ps), std::move(comm), opts);
+}
+
+TEST(SyncBatchNormalization, OnlyTheWorldGroup) {
+  SyncBatchNormalizationOptions o;
+  o.group = "node";
+  EXPECT_EQ(error_of([&] {
+              sync_bn({2, 3}, {1, 3}, o);
+            }),
+            "[sync_batch_normalization] group 'node' is not supported: the "
+            "only group is 'world' (every rank of the communicator)");
+}
+
+TEST(SyncBatchNormalization, BadAxes) {
+  EXPECT_EQ(error_of([&] {
+              sync_bn({2, 3}, {1, 3}, sync_options(with_axes({2})));
+            }),
+            "[sync_batch_normalization] axis 2 in axes {2} is out of range "
+            "for x with shape (2, 3)");
+  EXPECT_EQ(error_of([&] {
+              sync_bn({2, 3}, {1, 3}, sync_options(with_axes({})));
+            }),
+            "[sync_batch_normalization] axes must name at least one axis");
+  EXPECT_EQ(
+      error_of([&] {
+        sync_bn({2, 3, 4, 5}, {1, 3, 1, 5}, sync_options(with_axes({1, 3})));
+      }),
+      "[sync_batch_normalization] axes {1, 3} for x with shape (2, 3, 4, 5) "
+      "must be distinct consecutive axes in increasing order");
+  EXPECT_EQ(error_of([&] {
+              sync_bn({2, 3, 4}, {1, 3, 1}, sync_options(with_axes({2})));
+            }),
+            "[sync_batch_normalization] beta with shape (1, 3, 1) must have "
+            "shape (1, 1, 4) (x's shape (2, 3, 4) with 1 outside axes {2})");
+}
+
+// One value per channel: an error on one rank, enough on two.
+TEST(SyncBatchNormalization, TrainingNeedsTwoValuesPerChannel) {
+  EXPECT_EQ(error_of([&] {
+              sync_bn({1, 3}, {1, 3});
+            }),
+            "[sync_batch_normalization] x with shape (1, 3) and axes {1} has "
+            "1 value per channel; batch statistics (batch_stat = true) need "
+            "at least 2");
+  EXPECT_EQ(
+      error_of([&] {
+        sync_bn({0, 3}, {1, 3}, {}, std::make_shared<MirrorCommunicator>(2));
+      }),
+      "[sync_batch_normalization] x with shape (0, 3) and axes {1} has "
+      "0 value per channel on this rank; batch statistics (batch_stat = "
+      "true) over 2 ranks need at least 1 on each");
+  EXPECT_NO_THROW(
+      sync_bn({1, 3}, {1, 3}, {}, std::make_shared<MirrorCommunicator>(2)));
+}
+
+// The CPU kernel reduces host buffers: a device communicator is refused.
+TEST(SyncBatchNormalization, DeviceCommunicatorIsRefused) {
+  auto nccl_like = std::make_shared<MirrorCommunicator>(2, "cuda:0");
+  auto v = make_bn_vars({4, 3}, {1, 3}, 3);
+  auto y = F::sync_batch_normalization(v.x, v.beta, v.gamma, v.mean, v.var,
+                                       nccl_like);
+  EXPECT_EQ(error_of([&] { y->forward(); }),
+            "[sync_batch_normalization] the mirror communicator reduces "
+            "buffers on cuda:0, but the statistics are on the host: give an "
+            "MPI (or local) communicator");
+}
+
+TEST(ParametricSyncBatchNormalization, BatchNormalizationsParameters) {
+  ParameterScope params;
+  auto comm = std::make_shared<MirrorCommunicator>(2);
+  PF::BatchNormalizationParams p;
+  p.decay_rate = 0.5f;
+  auto x = make_variable({4, 3, 2, 2});
+  auto y = PF::sync_batch_normalization(x, params["bn"], comm, true, p);
+  auto list = params.parameters(/*grad_only=*/false);
+  ASSERT_EQ(list.size(), 4u);
+  const char* names[] = {"bn/beta", "bn/gamma", "bn/mean", "bn/var"};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(list[i].first, names[i]);
+    EXPECT_EQ(y->parent()->inputs()[i + 1], list[i].second);
+  }
+  auto& fn = dynamic_cast<SyncBatchNormalization&>(y->parent()->function());
+  EXPECT_EQ(fn.communicator(), comm);
+  EXPECT_EQ(fn.options().group, "world");
+  EXPECT_EQ(fn.options().decay_rate, 0.5f);
+  EXPECT_TRUE(fn.options().batch_stat);
+  // The same scope feeds a plain layer: the parameters are shared.
+  PF::batch_normalization(x, params["bn"]);
+  EXPECT_EQ(params.parameters(false).size(), 4u);
+  EXPECT_EQ(
+      error_of([&] { PF::sync_batch_normalization(nullptr, params["bn"]); }),
+      "[sync_batch_normalization] x is a null variable");
+}
 
 }  // namespace
 }  // namespace mg::test

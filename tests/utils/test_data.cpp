@@ -337,6 +337,46 @@ TEST(BatchIterator, BadBatchSize) {
   EXPECT_THROW(BatchIterator(5, 0, 1), std::invalid_argument);
 }
 
+TEST(BatchIterator, ShardsPutTogetherAreTheOneProcessBatches) {
+  // 3 ranks of 4 read what one process with batches of 12 reads, in order,
+  // each a disjoint slice, across epochs (50 / 12: 4 batches per epoch).
+  BatchIterator whole(50, 12, 7);
+  std::vector<BatchIterator> shards;
+  for (int r = 0; r < 3; ++r) shards.emplace_back(50, 4, 7, true, r, 3);
+  EXPECT_EQ(shards[1].batches_per_epoch(), 4);
+  for (int step = 0; step < 10; ++step) {
+    const std::vector<int64_t> expected = whole.next();
+    std::vector<int64_t> joined;
+    for (auto& shard : shards) {
+      const auto& b = shard.next();
+      joined.insert(joined.end(), b.begin(), b.end());
+    }
+    EXPECT_EQ(joined, expected) << "step " << step;
+  }
+  // One state for all ranks: rank 0's resumes rank 2.
+  BatchIterator resumed(50, 4, 99, true, 2, 3);
+  resumed.set_state(shards[0].state());
+  EXPECT_EQ(resumed.next(), shards[2].next());
+}
+
+TEST(BatchIterator, ShardingErrorsNameTheRanks) {
+  expect_error([] { BatchIterator(50, 4, 7, true, 3, 3); },
+               {"[BatchIterator]", "rank 3 is not a rank of 3"});
+  expect_error([] { BatchIterator(50, 20, 7, true, 0, 3); },
+               {"[BatchIterator]", "batch_size 20 on 3 rank(s)", "50"});
+  BatchIterator two(50, 5, 3, true, 0, 2);
+  BatchIterator one(50, 5, 3);
+  expect_error([&] { one.set_state(two.state()); },
+               {"[BatchIterator]", "on 2 rank(s)", "on 1 rank(s)"});
+  // A text written before sharding reads as one rank's.
+  std::string v1 = one.state();
+  v1.replace(v1.find("BatchIterator 2"), 15, "BatchIterator 1");
+  v1.erase(v1.find("ranks 1\n"), 8);
+  BatchIterator old(50, 5, 11);
+  old.set_state(v1);
+  EXPECT_EQ(old.next(), one.next());
+}
+
 // The iterator's position travels in a checkpoint's extras.
 TEST(BatchIterator, PositionRoundTripsThroughACheckpoint) {
   ParameterScope params;

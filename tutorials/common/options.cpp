@@ -62,6 +62,16 @@ void add_flags(CLI::App& app, Options& o, bool with_type_config) {
                  "steps between progress lines when stdout is not a terminal "
                  "(0: ten per epoch)")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--ranks", o.ranks,
+               "data-parallel over the ranks mpirun started (--batch-size "
+               "per rank; rank 0 prints and writes the checkpoints)");
+  app.add_option("--bucket-mb", o.bucket_mb,
+                 "--ranks: size of the buckets grads are all-reduced in")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("--overlap,!--no-overlap", o.overlap,
+               "--ranks: all-reduce buckets while backward runs (default) or "
+               "after it");
 }
 
 Options parse_flags(int argc, char** argv, const std::string& description,

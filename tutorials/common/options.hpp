@@ -23,6 +23,11 @@ struct Options {
   std::string csv;                 // per-step loss and loss scale ("" : none)
   int64_t checkpoint_every = 500;  // steps; also at each epoch's end
   int64_t log_every = 0;           // progress lines when stdout is no terminal
+  // Data-parallel runs (started by mpirun): every rank trains on its shard
+  // with batch_size examples per step; rank 0 prints and writes.
+  bool ranks = false;
+  double bucket_mb = 25.0;  // the grad all-reduce's bucket size
+  bool overlap = true;      // launch buckets during backward
 };
 
 /// Adds the flags to `app`; with_type_config false leaves --type-config out

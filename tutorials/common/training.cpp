@@ -61,12 +61,31 @@ std::string str(double v) {
 
 }  // namespace
 
+namespace {
+mg::CommunicatorPtr communicator_for(const Options& options) {
+  return options.ranks ? mg::mpi_communicator() : nullptr;
+}
+}  // namespace
+
 Training::Training(std::string name, const Options& options)
     : name_(std::move(name)),
       options_(options),
+      comm_(communicator_for(options)),
       train_(dataset("train", options.data_dir)),
-      batches_(train_->size, options.batch_size, options.seed) {
+      // Every rank shuffles with the same seed and reads its slice.
+      batches_(train_->size, options.batch_size, options.seed, true,
+               comm_ ? comm_->rank() : 0, comm_ ? comm_->size() : 1) {
   mg::seed(options.seed);
+  summary_.ranks = comm_ ? comm_->size() : 1;
+}
+
+mg::DynamicLossScalingOptions Training::updater_options(
+    mg::DynamicLossScalingOptions scaling) const {
+  scaling.communicator = comm_;
+  scaling.data_parallel.bucket_bytes =
+      static_cast<int64_t>(options_.bucket_mb * 1048576.0);
+  scaling.data_parallel.overlap = options_.overlap;
+  return scaling;
 }
 
 Training::~Training() { bar_.reset(); }
@@ -133,7 +152,22 @@ bool Training::running() {
   const bool more =
       batches_.epoch() < options_.epochs &&
       (options_.iterations == 0 || summary_.steps < options_.iterations);
-  if (!more || interrupt_->stop()) {
+  if (!more) {
+    bar_.reset();
+    return false;
+  }
+  if (comm_) {
+    // Every rank stops at the same step (a rank that stopped alone would
+    // leave the others waiting in the next all-reduce): one all-reduce of
+    // the Ctrl-C flag. Rank 0 saves.
+    float stop = mg::InterruptGuard::requested() ? 1.0f : 0.0f;
+    comm_->all_reduce(&stop, 1, mg::ReduceOp::max);
+    if (stop != 0.0f) {
+      bar_.reset();
+      save_checkpoint();
+      return false;
+    }
+  } else if (interrupt_->stop()) {
     bar_.reset();
     return false;
   }
@@ -161,7 +195,7 @@ void Training::step_done(float loss_scale, bool applied) {
                              .count();
   const float loss = loss_->data()->get<const float>()[0];
   summary_.train_seconds += seconds;
-  summary_.images += options_.batch_size;
+  summary_.images += options_.batch_size * summary_.ranks;  // every rank's
   summary_.steps += 1;
   summary_.skipped_steps += applied ? 0 : 1;
   summary_.final_loss = loss;
@@ -170,13 +204,13 @@ void Training::step_done(float loss_scale, bool applied) {
   if (first_losses_.size() < 10) first_losses_.push_back(loss);
   recent_losses_.push_back(loss);
   if (recent_losses_.size() > 10) recent_losses_.pop_front();
-  if (csv_) {
+  if (csv_ && leader()) {
     csv_->row(summary_.steps, batches_.epoch() + (epoch_ended_ ? 0 : 1), loss,
               loss_scale, applied ? 1 : 0);
   }
 
   bar_steps_ += 1;
-  bar_images_ += options_.batch_size;
+  bar_images_ += options_.batch_size * summary_.ranks;
   bar_seconds_ += seconds;
   char fields[160];
   std::snprintf(
@@ -210,6 +244,8 @@ void Training::step_done(float loss_scale, bool applied) {
 }
 
 double Training::evaluate() {
+  // The ranks hold the same weights: rank 0 evaluates for them all.
+  if (!leader()) return std::numeric_limits<double>::quiet_NaN();
   if (!test_) test_ = dataset("test", options_.data_dir);
   return 100.0 *
          (1.0 - mg::evaluate_error_rate(*test_, test_x_, test_t_, test_error_));
@@ -233,9 +269,12 @@ mg::CheckpointExtras Training::extras() const {
 void Training::save_checkpoint() {
   summary_.peak_bytes =
       std::max(summary_.peak_bytes, mg::cpu_memory_stats().peak);
+  last_saved_ = summary_.steps;
+  // The ranks hold the same weights, solver and updater states and
+  // iterator position: rank 0's file resumes every rank.
+  if (!leader()) return;
   mg::save_checkpoint(checkpoint_path(), params, *solver_, updater_,
                       summary_.steps, extras());
-  last_saved_ = summary_.steps;
 }
 
 void Training::resume() {
@@ -302,6 +341,13 @@ int Training::finish() {
   summary_.weights_hash = weights_hash(params);
   summary_.peak_bytes =
       std::max(summary_.peak_bytes, mg::cpu_memory_stats().peak);
+  if (updater_ && updater_->grad_reducer()) {
+    const mg::AllReduceStats& st = updater_->grad_reducer()->stats();
+    summary_.allreduce_seconds = st.finish_seconds;
+    summary_.allreduce_steps = st.steps;
+    summary_.buckets = st.buckets;
+    summary_.buckets_during_backward = st.launched_during_backward;
+  }
   const Summary& s = summary_;
   if (s.interrupted) {
     std::printf(

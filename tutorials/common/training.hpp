@@ -39,6 +39,13 @@ struct Summary {
   uint64_t weights_hash = 0;            // FNV-1a of the fp32 weights
   size_t peak_bytes = 0;  // mg::cpu_memory_stats().peak seen during the run
   bool interrupted = false;
+  // Data-parallel runs (--ranks): the ranks, and this process's grad
+  // all-reduce (GradReducer's stats: what backward did not hide).
+  int ranks = 1;
+  double allreduce_seconds = 0;  // in GradReducer::finish()
+  int64_t allreduce_steps = 0;
+  int buckets = 0;
+  int64_t buckets_during_backward = 0;  // launched before backward returned
   double images_per_second() const {
     return train_seconds > 0 ? images / train_seconds : 0.0;
   }
@@ -58,11 +65,20 @@ class Training {
   Training& operator=(const Training&) = delete;
 
   const Options& options() const { return options_; }
+  /// The communicator of a --ranks run, else null.
+  const mg::CommunicatorPtr& communicator() const { return comm_; }
+  /// True on the rank that prints and writes (rank 0, or alone).
+  bool leader() const { return !comm_ || comm_->rank() == 0; }
+  /// The updater's options for this run: the communicator and the buckets
+  /// of --ranks on top of `scaling`.
+  mg::DynamicLossScalingOptions updater_options(
+      mg::DynamicLossScalingOptions scaling) const;
   /// Where the network's parameters live.
   mg::ParameterScope params;
 
   /// Fills x (N, 1, 28, 28) with the next batch's images scaled to [0, 1]
-  /// and t (N, 1) with their labels; N is --batch-size.
+  /// and t (N, 1) with their labels; N is --batch-size (this rank's shard
+  /// of the step's batch with --ranks).
   void feed(const mg::VariablePtr& x, const mg::VariablePtr& t);
 
   /// What the run trains: the loss shown in the progress bar, the solver
@@ -101,6 +117,7 @@ class Training {
 
   std::string name_;
   Options options_;
+  mg::CommunicatorPtr comm_;
   std::shared_ptr<const mg::ImageDataset> train_, test_;
   mg::BatchIterator batches_;
   mg::VariablePtr loss_, test_x_, test_t_, test_error_;

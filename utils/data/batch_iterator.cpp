@@ -8,7 +8,9 @@ namespace mg {
 
 namespace {
 
-constexpr const char* kHeader = "mixgraph.BatchIterator 1";
+// Version 2 added the number of ranks; version 1 texts are one rank's.
+constexpr const char* kHeader = "mixgraph.BatchIterator 2";
+constexpr const char* kHeaderV1 = "mixgraph.BatchIterator 1";
 
 [[noreturn]] void bad_state(const std::string& what) {
   throw std::invalid_argument(
@@ -18,13 +20,23 @@ constexpr const char* kHeader = "mixgraph.BatchIterator 1";
 }  // namespace
 
 BatchIterator::BatchIterator(int64_t size, int64_t batch_size, uint64_t seed,
-                             bool shuffle)
-    : size_(size), batch_size_(batch_size), shuffle_(shuffle), rng_(seed) {
-  if (batch_size < 1 || size < batch_size) {
+                             bool shuffle, int rank, int ranks)
+    : size_(size),
+      batch_size_(batch_size),
+      rank_(rank),
+      ranks_(ranks),
+      shuffle_(shuffle),
+      rng_(seed) {
+  if (ranks < 1 || rank < 0 || rank >= ranks) {
+    throw std::invalid_argument("[BatchIterator] rank " + std::to_string(rank) +
+                                " is not a rank of " + std::to_string(ranks));
+  }
+  if (batch_size < 1 || size < batch_size * ranks) {
     throw std::invalid_argument(
-        "[BatchIterator] batch_size must be in [1, size], got batch_size " +
-        std::to_string(batch_size) + " for " + std::to_string(size) +
-        " examples");
+        "[BatchIterator] batch_size must be in [1, size / ranks], got "
+        "batch_size " +
+        std::to_string(batch_size) + " on " + std::to_string(ranks) +
+        " rank(s) for " + std::to_string(size) + " examples");
   }
   permutation_.resize(size);
   std::iota(permutation_.begin(), permutation_.end(), int64_t{0});
@@ -42,7 +54,8 @@ void BatchIterator::reshuffle() {
 }
 
 const std::vector<int64_t>& BatchIterator::next() {
-  const auto begin = permutation_.begin() + index_ * batch_size_;
+  const auto begin =
+      permutation_.begin() + (index_ * ranks_ + rank_) * batch_size_;
   batch_.assign(begin, begin + batch_size_);
   if (++index_ == batches_per_epoch()) {
     index_ = 0;
@@ -55,8 +68,8 @@ const std::vector<int64_t>& BatchIterator::next() {
 std::string BatchIterator::state() const {
   std::ostringstream out;
   out << kHeader << "\nsize " << size_ << "\nbatch_size " << batch_size_
-      << "\nshuffle " << shuffle_ << "\nepoch " << epoch_ << "\nindex "
-      << index_ << "\nrng " << rng_ << "\npermutation";
+      << "\nranks " << ranks_ << "\nshuffle " << shuffle_ << "\nepoch "
+      << epoch_ << "\nindex " << index_ << "\nrng " << rng_ << "\npermutation";
   for (int64_t i : permutation_) out << ' ' << i;
   out << "\nend\n";
   return out.str();
@@ -65,30 +78,37 @@ std::string BatchIterator::state() const {
 void BatchIterator::set_state(const std::string& state) {
   std::istringstream in(state);
   std::string line;
-  if (!std::getline(in, line) || line != kHeader) {
+  if (!std::getline(in, line) || (line != kHeader && line != kHeaderV1)) {
     bad_state("it does not start with \"" + std::string(kHeader) + "\"");
   }
+  const bool v1 = line == kHeaderV1;
   auto field = [&](const char* name) {
     std::string key;
     if (!(in >> key) || key != name) {
       bad_state(std::string("expected the field \"") + name + "\"");
     }
   };
-  int64_t size = 0, batch_size = 0, epoch = 0, index = 0;
+  int64_t size = 0, batch_size = 0, epoch = 0, index = 0, ranks = 1;
   bool shuffle = true;
   field("size");
   in >> size;
   field("batch_size");
   in >> batch_size;
+  if (!v1) {
+    field("ranks");
+    in >> ranks;
+  }
   field("shuffle");
   in >> shuffle;
-  if (!in || size != size_ || batch_size != batch_size_ ||
+  auto describe = [](int64_t n, int64_t b, int64_t r, bool sh) {
+    return std::to_string(n) + " examples in batches of " + std::to_string(b) +
+           " on " + std::to_string(r) + " rank(s)" + (sh ? "" : " unshuffled");
+  };
+  if (!in || size != size_ || batch_size != batch_size_ || ranks != ranks_ ||
       shuffle != shuffle_) {
-    bad_state("it is for " + std::to_string(size) + " examples in batches of " +
-              std::to_string(batch_size) + (shuffle ? "" : " unshuffled") +
-              ", but this iterator has " + std::to_string(size_) +
-              " examples in batches of " + std::to_string(batch_size_) +
-              (shuffle_ ? "" : " unshuffled"));
+    bad_state("it is for " + describe(size, batch_size, ranks, shuffle) +
+              ", but this iterator has " +
+              describe(size_, batch_size_, ranks_, shuffle_));
   }
   field("epoch");
   in >> epoch;

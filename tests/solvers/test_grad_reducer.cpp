@@ -1,0 +1,178 @@
+// Data-parallel plumbing in one process: backward's grad-ready callbacks,
+// the grad reducer on the 1-rank communicator (the same code paths as with
+// MPI, under the sanitizers with leak checks), the updater with a
+// communicator, and the errors. tests/mpi/ runs the multi-rank side.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <mixgraph/mixgraph.hpp>
+
+namespace F = mg::functions;
+namespace PF = mg::parametric_functions;
+
+namespace {
+
+std::vector<float> grad_of(const mg::Variable& v) {
+  const float* g = v.grad()->get<const float>();
+  return std::vector<float>(g, g + v.size());
+}
+
+struct Net {
+  mg::ParameterScope params;
+  mg::VariablePtr x, t, loss, shared;
+  explicit Net(uint64_t seed = 1) {
+    mg::seed(seed);
+    x = mg::make_variable({6, 5});
+    t = mg::make_variable({6, 1});
+    float* xs = x->data()->cast<float>();
+    for (int i = 0; i < 30; ++i) xs[i] = 0.1f * ((i * 7) % 11) - 0.5f;
+    float* ts = t->data()->cast<float>();
+    for (int i = 0; i < 6; ++i) ts[i] = static_cast<float>(i % 3);
+    auto h = F::tanh(PF::affine(x, 5, params["fc1"]));
+    // fc2's W is read twice: its grad is final after the second read's
+    // backward (the first in forward order).
+    auto h2 = F::tanh(PF::affine(h, 5, params["fc2"]));
+    auto h3 = F::tanh(PF::affine(h2, 5, params["fc2"]));
+    loss =
+        F::mean(F::softmax_cross_entropy(PF::affine(h3, 3, params["fc3"]), t));
+  }
+};
+
+}  // namespace
+
+TEST(GradReady, EachParameterOnceWithItsFinalGrad) {
+  Net net;
+  const auto params = net.params.parameters();
+  for (const auto& [name, v] : params) v->grad()->zero();
+  std::map<const mg::Variable*, std::vector<float>> at_callback;
+  std::vector<const mg::Variable*> order;
+  net.loss->forward();
+  net.loss->backward(1.0f, /*clear_buffer=*/true, [&](mg::Variable& leaf) {
+    EXPECT_EQ(at_callback.count(&leaf), 0u) << "reported twice";
+    at_callback[&leaf] = grad_of(leaf);
+    order.push_back(&leaf);
+  });
+  ASSERT_EQ(at_callback.size(), params.size());
+  for (const auto& [name, v] : params) {
+    EXPECT_EQ(at_callback.at(v.get()), grad_of(*v))
+        << name << ": reported before its grad was final";
+  }
+  // Backward order: the last layer's parameters come first.
+  EXPECT_TRUE(order.front() == net.params.get("fc3/W").get() ||
+              order.front() == net.params.get("fc3/b").get());
+  const mg::Variable* last = order.back();
+  EXPECT_TRUE(last == net.params.get("fc1/W").get() ||
+              last == net.params.get("fc1/b").get());
+}
+
+TEST(GradReady, NotCalledForInputsWithoutGrads) {
+  Net net;
+  std::set<const mg::Variable*> seen;
+  net.loss->forward();
+  net.loss->backward(1.0f, false, [&](mg::Variable& v) { seen.insert(&v); });
+  EXPECT_EQ(seen.count(net.x.get()), 0u);  // need_grad false
+  EXPECT_EQ(seen.count(net.t.get()), 0u);
+}
+
+TEST(GradReducer, OneRankLeavesTheGradsAsTheyAre) {
+  Net net;
+  const auto params = net.params.parameters();
+  for (const auto& [name, v] : params) v->grad()->zero();
+  net.loss->forward();
+  mg::DataParallelOptions o;
+  o.bucket_bytes = 64;  // several buckets
+  mg::GradReducer reducer(mg::local_communicator(), params, o);
+  EXPECT_GT(reducer.buckets().size(), 3u);
+  EXPECT_EQ(reducer.buckets().front().front(), "fc3/b");
+  net.loss->backward(1.0f, true, reducer.callback());
+  std::vector<std::vector<float>> before;
+  for (const auto& [name, v] : params) before.push_back(grad_of(*v));
+  reducer.finish();
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(grad_of(*params[i].second), before[i]) << params[i].first;
+  }
+  EXPECT_EQ(reducer.stats().launched_during_backward,
+            static_cast<int64_t>(reducer.buckets().size()));
+  EXPECT_TRUE(reducer.covers(params));
+  EXPECT_FALSE(reducer.covers({params.begin(), params.end() - 1}));
+}
+
+TEST(GradReducer, AnUpdaterWithACommunicatorTrainsAsWithout) {
+  // A 1-rank communicator: the same steps bit for bit, in half with scaling.
+  mg::ContextGuard half(mg::context("cpu", "half"));
+  Net a(3), b(3);
+  auto train = [](Net& n, mg::CommunicatorPtr comm) {
+    auto solver = mg::solvers::Adam(1e-2f);
+    solver->set_parameters(n.params.parameters());
+    mg::DynamicLossScalingOptions o;
+    o.communicator = std::move(comm);
+    o.accum_grad = 2;
+    mg::DynamicLossScalingUpdater updater(
+        solver, n.loss, [] {}, o);
+    for (int i = 0; i < 5; ++i) updater.update();
+    return updater.grad_reducer() != nullptr;
+  };
+  EXPECT_FALSE(train(a, nullptr));
+  EXPECT_TRUE(train(b, mg::local_communicator()));
+  const auto pa = a.params.parameters(), pb = b.params.parameters();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    const float* wa = pa[i].second->data()->get<const float>();
+    const float* wb = pb[i].second->data()->get<const float>();
+    for (int64_t j = 0; j < pa[i].second->size(); ++j) {
+      ASSERT_EQ(wa[j], wb[j]) << pa[i].first;
+    }
+  }
+}
+
+TEST(Communicator, LocalAndDefault) {
+  auto local = mg::local_communicator();
+  EXPECT_EQ(local->size(), 1);
+  EXPECT_EQ(local->rank(), 0);
+  EXPECT_EQ(local->name(), "local");
+  float v[2] = {1.5f, -2.0f}, all[2] = {};
+  local->all_reduce(v, 2, mg::ReduceOp::mean);
+  EXPECT_EQ(v[0], 1.5f);
+  local->all_gather(v, 2, all);
+  EXPECT_EQ(all[1], -2.0f);
+  EXPECT_THROW(local->broadcast(v, 8, 1), std::invalid_argument);
+  EXPECT_EQ(mg::default_communicator(), local);
+  mg::set_default_communicator(nullptr);
+  EXPECT_EQ(mg::default_communicator(), local);
+}
+
+TEST(Communicator, WithoutMpiTheErrorSaysHowToGetIt) {
+  if (mg::mpi_available()) GTEST_SKIP() << "this build has MPI";
+  try {
+    mg::mpi_communicator();
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("libopenmpi-dev"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Communicator, WithoutNcclTheErrorSaysWhy) {
+  if (mg::nccl_available()) GTEST_SKIP() << "this build has NCCL";
+  EXPECT_THROW(mg::nccl_communicator(mg::local_communicator()),
+               std::runtime_error);
+}
+
+TEST(GradReducer, BadArgumentsAreRefused) {
+  Net net;
+  auto params = net.params.parameters();
+  params.push_back(params.front());
+  try {
+    mg::GradReducer(mg::local_communicator(), params);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("in the list twice"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(mg::GradReducer(nullptr, net.params.parameters()),
+               std::invalid_argument);
+}
