@@ -8,16 +8,22 @@
 #   MODE=explain: tutorial 05 names the function of the first overflow.
 #   MODE=main:   the main job for 20 steps per type_config: its table and
 #                files; --resume then finds every run finished.
+#   MODE=main_ranks: the main job on 2 ranks (LAUNCHER: mpirun and its
+#                flags): the table with the all-reduce; 20 steps, then
+#                --resume to 40 from rank 0's checkpoints, against a
+#                straight 40-step run: the same weights.
 # Prints "SKIPPED: ..." (the test's skip pattern) when Fashion-MNIST is not
 # installed.
 cmake_minimum_required(VERSION 3.22)
+# LAUNCHER comes as one argument, its words separated by "|".
+string(REPLACE "|" ";" LAUNCHER "${LAUNCHER}")
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
 # Runs the tutorial with `args`; sets <prefix>_output to what it printed and
 # <prefix>_<key> for each key=value of its (first) RESULT line.
 function(run_tutorial prefix)
-  execute_process(COMMAND ${TUTORIAL} --batch-size 32 --log-every 10 ${ARGN}
+  execute_process(COMMAND ${LAUNCHER} ${TUTORIAL} --batch-size 32 --log-every 10 ${ARGN}
     WORKING_DIRECTORY ${WORK_DIR}
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   message("$ ${TUTORIAL} --batch-size 32 --log-every 10 ${ARGN}\n${out}${err}")
@@ -152,6 +158,25 @@ elseif(MODE STREQUAL "main")
   expect_equal("weights after --resume" "${again_weights_hash}"
                "${m_weights_hash}")
   message("the main job wrote its table, curves and checkpoints, and resumed")
+elseif(MODE STREQUAL "main_ranks")
+  set(args --ranks --type-configs float,half --bucket-mb 0.5)
+  run_tutorial(a ${args} --iterations 20 --out-dir a)
+  if(NOT a_output MATCHES "data-parallel: 2 ranks" OR
+     NOT a_output MATCHES "all-reduce not hidden")
+    message(FATAL_ERROR "no data-parallel header or all-reduce table")
+  endif()
+  run_tutorial(a2 ${args} --iterations 40 --out-dir a --resume)
+  string(REGEX MATCHALL "resumed from [^\n]* at step 20 " resumed "${a2_output}")
+  list(LENGTH resumed n)
+  expect_equal("runs resumed at step 20" ${n} 2)
+  run_tutorial(b ${args} --iterations 40 --out-dir b)
+  # The RESULT line is the first run's (float); the hash covers its weights.
+  expect_equal("float weights after --resume on 2 ranks" "${a2_weights_hash}"
+               "${b_weights_hash}")
+  string(REGEX MATCHALL "weights_hash=[0-9a-f]+" a2_hashes "${a2_output}")
+  string(REGEX MATCHALL "weights_hash=[0-9a-f]+" b_hashes "${b_output}")
+  expect_equal("every run's weights after --resume" "${a2_hashes}" "${b_hashes}")
+  message("the main job trained on 2 ranks and resumed from rank 0's checkpoints")
 else()
-  message(FATAL_ERROR "MODE must be run, resume or main")
+  message(FATAL_ERROR "MODE must be run, resume, updater, explain, main or main_ranks")
 endif()
