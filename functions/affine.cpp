@@ -72,10 +72,12 @@ VariablePtr affine(const VariablePtr& x, int64_t n_outmaps,
       shape_size(xs, params.base_axis, static_cast<int>(xs.size()));
   auto w_init =
       params.w_init ? params.w_init : glorot_uniform_initializer(k, n_outmaps);
-  auto W = scope.get_or_create("W", {k, n_outmaps}, w_init);
+  // NNabla's names: <scope>/affine/W and <scope>/affine/b.
+  ParameterScope layer = scope["affine"];
+  auto W = layer.get_or_create("W", {k, n_outmaps}, w_init);
   VariablePtr b;
   if (params.with_bias) {
-    b = scope.get_or_create(
+    b = layer.get_or_create(
         "b", {n_outmaps},
         params.b_init ? params.b_init : constant_initializer(0.0f));
   }

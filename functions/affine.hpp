@@ -58,7 +58,7 @@ struct AffineParams {
 };
 
 /// An affine layer with `n_outmaps` outputs whose parameters "W" and "b" live
-/// in `scope` (created on first use).
+/// in `scope`/affine (NNabla's names; created on first use).
 VariablePtr affine(const VariablePtr& x, int64_t n_outmaps,
                    ParameterScope scope, const AffineParams& params = {});
 

@@ -101,20 +101,28 @@ VariablePtr multi_head_attention(const VariablePtr& query,
         " must be (L, B, E), (S, B, E_k) and (S, B, E_v)");
   }
   const int64_t batch = qs[1], head = embed_dim / num_heads;
-  AffineParams proj;
-  proj.base_axis = 2;
+  // NNabla's parameters: <scope>/multi_head_attention/{q,k,v,out}_weight of
+  // (E_in, E) and {q,k,v,out}_bias of (E,), so its files load here.
+  ParameterScope layer = scope["multi_head_attention"];
+  auto projection = [&](const VariablePtr& x, const std::string& name) {
+    const int64_t in = x->shape()[2];
+    auto W = layer.get_or_create(name + "_weight", {in, embed_dim},
+                                 glorot_uniform_initializer(in, embed_dim));
+    auto b = layer.get_or_create(name + "_bias", {embed_dim},
+                                 constant_initializer(0.0f));
+    return functions::affine(x, W, b, AffineOptions{2});
+  };
   // (len, B, E) -> (B * heads, len, head): one attention per batch and head.
   auto heads = [&](const VariablePtr& x, const char* name) {
-    auto p = affine(x, embed_dim, scope[name], proj);
+    auto p = projection(x, name);
     auto r = functions::reshape(p, {x->shape()[0], batch * num_heads, head});
     return functions::transpose(r, {1, 0, 2});
   };
   auto o = functions::scaled_dot_product_attention(
-      heads(query, "q_proj"), heads(key, "k_proj"), heads(value, "v_proj"),
-      causal);
+      heads(query, "q"), heads(key, "k"), heads(value, "v"), causal);
   o = functions::transpose(o, {1, 0, 2});
   o = functions::reshape(o, {qs[0], batch, embed_dim});
-  return affine(o, embed_dim, scope["out_proj"], proj);
+  return projection(o, "out");
 }
 
 }  // namespace parametric_functions

@@ -23,8 +23,10 @@ VariablePtr scaled_dot_product_attention(const VariablePtr& q,
 namespace parametric_functions {
 /// Multi-head attention in NNabla's (and PyTorch's) layout: query (L, B,
 /// E_q), key (S, B, E_k), value (S, B, E_v) -> (L, B, embed_dim).
-/// Projections "q_proj", "k_proj", "v_proj" and "out_proj" (affine layers
-/// with W and b) live in `scope`; embed_dim must divide into num_heads.
+/// The projections are NNabla's parameters in `scope`/multi_head_attention:
+/// q_weight (E_q, E), k_weight (E_k, E), v_weight (E_v, E), out_weight
+/// (E, E) and the biases q_bias ... out_bias (E,); embed_dim E must divide
+/// into num_heads.
 VariablePtr multi_head_attention(const VariablePtr& query,
                                  const VariablePtr& key,
                                  const VariablePtr& value, int64_t embed_dim,

@@ -169,7 +169,7 @@ struct Layer {
   VariablePtr beta, gamma, mean, var;
 };
 
-Layer layer_parameters(const VariablePtr& x, ParameterScope& scope,
+Layer layer_parameters(const VariablePtr& x, ParameterScope scope,
                        const BatchNormalizationParams& params,
                        const std::string& tag) {
   if (!x) throw std::invalid_argument(tag + "x is a null variable");
@@ -186,7 +186,8 @@ Layer layer_parameters(const VariablePtr& x, ParameterScope& scope,
 VariablePtr batch_normalization(const VariablePtr& x, ParameterScope scope,
                                 bool batch_stat,
                                 const BatchNormalizationParams& params) {
-  const Layer l = layer_parameters(x, scope, params, "[batch_normalization] ");
+  const Layer l =
+      layer_parameters(x, scope["bn"], params, "[batch_normalization] ");
   BatchNormalizationOptions opts;
   opts.axes = params.axes;
   opts.decay_rate = params.decay_rate;
@@ -200,7 +201,7 @@ VariablePtr sync_batch_normalization(const VariablePtr& x, ParameterScope scope,
                                      CommunicatorPtr comm, bool batch_stat,
                                      const BatchNormalizationParams& params) {
   const Layer l =
-      layer_parameters(x, scope, params, "[sync_batch_normalization] ");
+      layer_parameters(x, scope["bn"], params, "[sync_batch_normalization] ");
   SyncBatchNormalizationOptions opts;
   opts.axes = params.axes;
   opts.decay_rate = params.decay_rate;

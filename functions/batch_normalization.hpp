@@ -177,7 +177,7 @@ struct BatchNormalizationParams {
   bool fix_parameters = false;
 };
 
-/// A batch normalization layer whose parameters live in `scope`, created on
+/// A batch normalization layer whose parameters live in `scope`/bn, created on
 /// first use with NNabla's names and values: "beta" (0), "gamma" (1), "mean"
 /// (0) and "var" (1); mean and var have need_grad = false.
 VariablePtr batch_normalization(const VariablePtr& x, ParameterScope scope,

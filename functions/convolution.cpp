@@ -265,7 +265,7 @@ VariablePtr convolution(const VariablePtr& x, int64_t outmaps,
   Shape wshape{outmaps, in_per_group};
   wshape.insert(wshape.end(), kernel.begin(), kernel.end());
   const auto [W, b] = detail::conv_layer_parameters(
-      scope, wshape, in_per_group * k, outmaps * k, outmaps, params);
+      scope["conv"], wshape, in_per_group * k, outmaps * k, outmaps, params);
   return functions::convolution(
       x, W, b,
       ConvolutionOptions{base, params.pad, params.stride, params.dilation,
@@ -288,8 +288,9 @@ VariablePtr depthwise_convolution(const VariablePtr& x,
   const int64_t outmaps = xs[base] * params.multiplier;
   Shape wshape{outmaps};
   wshape.insert(wshape.end(), kernel.begin(), kernel.end());
-  const auto [W, b] = detail::conv_layer_parameters(
-      scope, wshape, k, params.multiplier * k, outmaps, params);
+  const auto [W, b] =
+      detail::conv_layer_parameters(scope["depthwise_conv"], wshape, k,
+                                    params.multiplier * k, outmaps, params);
   return functions::depthwise_convolution(
       x, W, b,
       DepthwiseConvolutionOptions{base, params.pad, params.stride,

@@ -192,7 +192,8 @@ struct ConvolutionParams {
 
 /// A convolution layer with `outmaps` output channels and the given kernel
 /// whose parameters "W" (outmaps, C / group, kernel...) and "b" (outmaps,)
-/// live in `scope` (created on first use).
+/// live in `scope`/conv (NNabla's names; created on first use); a depthwise
+/// layer's in `scope`/depthwise_conv.
 VariablePtr convolution(const VariablePtr& x, int64_t outmaps,
                         std::vector<int64_t> kernel, ParameterScope scope,
                         const ConvolutionParams& params = {});

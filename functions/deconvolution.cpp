@@ -155,8 +155,9 @@ VariablePtr deconvolution(const VariablePtr& x, int64_t outmaps,
   const int64_t out_per_group = outmaps / params.group;
   Shape wshape{xs[base], out_per_group};
   wshape.insert(wshape.end(), kernel.begin(), kernel.end());
-  const auto [W, b] = detail::conv_layer_parameters(
-      scope, wshape, out_per_group * k, xs[base] * k, outmaps, params);
+  const auto [W, b] =
+      detail::conv_layer_parameters(scope["deconv"], wshape, out_per_group * k,
+                                    xs[base] * k, outmaps, params);
   return functions::deconvolution(
       x, W, b,
       DeconvolutionOptions{base, params.pad, params.stride, params.dilation,
@@ -179,8 +180,8 @@ VariablePtr depthwise_deconvolution(
   const int64_t k = shape_size(kernel);
   Shape wshape{xs[base]};
   wshape.insert(wshape.end(), kernel.begin(), kernel.end());
-  const auto [W, b] =
-      detail::conv_layer_parameters(scope, wshape, k, k, xs[base] / d, params);
+  const auto [W, b] = detail::conv_layer_parameters(
+      scope["depthwise_deconv"], wshape, k, k, xs[base] / d, params);
   return functions::depthwise_deconvolution(
       x, W, b,
       DepthwiseDeconvolutionOptions{base, params.pad, params.stride,

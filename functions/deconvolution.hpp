@@ -132,7 +132,7 @@ struct DeconvolutionParams {
 
 /// A deconvolution layer with `outmaps` output channels and the given kernel
 /// whose parameters "W" (C, outmaps / group, kernel...) and "b" (outmaps,)
-/// live in `scope` (created on first use).
+/// live in `scope`/deconv (NNabla's names; created on first use).
 VariablePtr deconvolution(const VariablePtr& x, int64_t outmaps,
                           std::vector<int64_t> kernel, ParameterScope scope,
                           const DeconvolutionParams& params = {});
@@ -150,7 +150,8 @@ struct DepthwiseDeconvolutionParams {
 };
 
 /// A depthwise deconvolution layer with the given kernel whose parameters
-/// "W" (C, kernel...) and "b" (C / divisor,) live in `scope`.
+/// "W" (C, kernel...) and "b" (C / divisor,) live in
+/// `scope`/depthwise_deconv.
 VariablePtr depthwise_deconvolution(
     const VariablePtr& x, std::vector<int64_t> kernel, ParameterScope scope,
     const DepthwiseDeconvolutionParams& params = {});

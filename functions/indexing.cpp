@@ -136,9 +136,9 @@ VariablePtr embed(const VariablePtr& x, int64_t n_inputs, int64_t n_features,
         std::to_string(n_inputs) + " and " + std::to_string(n_features));
   }
   const float lim = std::sqrt(3.0f);
-  auto W =
-      scope.get_or_create("W", {n_inputs, n_features},
-                          w_init ? w_init : uniform_initializer(-lim, lim));
+  auto W = scope["embed"].get_or_create(
+      "W", {n_inputs, n_features},
+      w_init ? w_init : uniform_initializer(-lim, lim));
   return functions::embed(x, W);
 }
 

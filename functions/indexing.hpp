@@ -138,7 +138,7 @@ VariablePtr where(const VariablePtr& condition, const VariablePtr& x_true,
 
 namespace parametric_functions {
 /// An embedding of `n_inputs` ids into `n_features` values, with "W" in
-/// `scope` initialised uniform in (-sqrt(3), sqrt(3)) as in NNabla.
+/// `scope`/embed initialised uniform in (-sqrt(3), sqrt(3)) as in NNabla.
 VariablePtr embed(const VariablePtr& x, int64_t n_inputs, int64_t n_features,
                   ParameterScope scope, const Initializer& w_init = nullptr);
 }  // namespace parametric_functions

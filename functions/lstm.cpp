@@ -39,8 +39,16 @@ std::pair<VariablePtr, VariablePtr> lstm_cell(const VariablePtr& x,
           " and state_size " + std::to_string(state_size));
     }
   }
-  auto gates = affine(F::concatenate({x, h}, 1), 4 * state_size, scope);
-  auto iofg = F::split(F::reshape(gates, {xs[0], 4, state_size}), 1);
+  // NNabla's lstm_cell: <scope>/lstm/affine/W of (I + H, 4, state_size)
+  // and b of (4, state_size), so its files load here.
+  ParameterScope layer = scope["lstm"]["affine"];
+  const int64_t in = xs[1] + state_size;
+  auto W = layer.get_or_create("W", {in, 4, state_size},
+                               glorot_uniform_initializer(in, 4 * state_size));
+  auto b =
+      layer.get_or_create("b", {4, state_size}, constant_initializer(0.0f));
+  auto gates = F::affine(F::concatenate({x, h}, 1), W, b);
+  auto iofg = F::split(gates, 1);
   auto c_next = F::add2(F::mul2(F::sigmoid(iofg[2]), c),
                         F::mul2(F::sigmoid(iofg[0]), F::tanh(iofg[3])));
   auto h_next = F::mul2(F::sigmoid(iofg[1]), F::tanh(c_next));
@@ -72,9 +80,10 @@ std::tuple<VariablePtr, VariablePtr, VariablePtr> lstm(const VariablePtr& x,
     }
   }
   const float bound = 1.0f / std::sqrt(static_cast<float>(hidden));
-  auto w0 = scope.get_or_create("weight_l0", {1, 4, hidden, inputs + hidden},
+  ParameterScope layer = scope["lstm"];  // NNabla's <scope>/lstm/...
+  auto w0 = layer.get_or_create("weight_l0", {1, 4, hidden, inputs + hidden},
                                 uniform_initializer(-bound, bound));
-  auto b = scope.get_or_create("bias", {1, 1, 4, hidden},
+  auto b = layer.get_or_create("bias", {1, 1, 4, hidden},
                                uniform_initializer(-bound, bound));
   const Shape stacked{1, 1, batch, hidden};
   auto h = h0 ? F::reshape(h0, stacked, false) : make_variable(stacked);

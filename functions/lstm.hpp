@@ -13,7 +13,8 @@ namespace mg::parametric_functions {
 
 /// One LSTM step, as NNabla's PF.lstm_cell: x (N, I), h and c (N,
 /// state_size). The gates [i, o, f, g] come from one affine layer on
-/// concat(x, h) with "W" and "b" in `scope`; c' = sigmoid(f) c + sigmoid(i)
+/// concat(x, h) with NNabla's "W" (I + state_size, 4, state_size) and "b"
+/// (4, state_size) in `scope`/lstm/affine; c' = sigmoid(f) c + sigmoid(i)
 /// tanh(g), h' = sigmoid(o) tanh(c'). Returns (h', c').
 std::pair<VariablePtr, VariablePtr> lstm_cell(const VariablePtr& x,
                                               const VariablePtr& h,
@@ -23,7 +24,7 @@ std::pair<VariablePtr, VariablePtr> lstm_cell(const VariablePtr& x,
 
 /// A one-layer LSTM over a sequence x (T, N, I): the fused LSTM function
 /// (fp32 recurrent state), with NNabla's PF.lstm parameters "weight_l0" (1,
-/// 4, hidden, I + hidden) and "bias" (1, 1, 4, hidden) in `scope`, both
+/// 4, hidden, I + hidden) and "bias" (1, 1, 4, hidden) in `scope`/lstm, both
 /// drawn uniformly from +-1/sqrt(hidden) (PyTorch's rule). h0 and c0 (N,
 /// hidden) may be null (zeros). Returns (y (T, N, hidden): every step's h,
 /// the last h, the last c).

@@ -214,7 +214,7 @@ namespace parametric_functions {
 namespace {
 
 // "beta" (0) and "gamma" (1) of `shape` in scope.
-std::pair<VariablePtr, VariablePtr> beta_gamma(ParameterScope& scope,
+std::pair<VariablePtr, VariablePtr> beta_gamma(ParameterScope scope,
                                                const Shape& shape) {
   return {scope.get_or_create("beta", shape, constant_initializer(0.0f)),
           scope.get_or_create("gamma", shape, constant_initializer(1.0f))};
@@ -234,7 +234,7 @@ VariablePtr layer_normalization(const VariablePtr& x, ParameterScope scope,
   const Shape& s = shape_of(x, tag);
   Shape p = s;
   for (int a : batch_axes(batch_axis, s, tag)) p[a] = 1;
-  auto [beta, gamma] = beta_gamma(scope, p);
+  auto [beta, gamma] = beta_gamma(scope["layer_normalization"], p);
   return functions::layer_normalization(x, beta, gamma, std::move(batch_axis),
                                         eps);
 }
@@ -246,7 +246,8 @@ VariablePtr group_normalization(const VariablePtr& x, int num_groups,
   const Shape& s = shape_of(x, tag);
   const int c =
       channel_axis_of(channel_axis, batch_axes(batch_axis, s, tag), s, tag);
-  auto [beta, gamma] = beta_gamma(scope, param_shape(s, {c}));
+  auto [beta, gamma] =
+      beta_gamma(scope["group_normalization"], param_shape(s, {c}));
   return functions::group_normalization(
       x, beta, gamma, num_groups, channel_axis, std::move(batch_axis), eps);
 }
@@ -258,7 +259,8 @@ VariablePtr instance_normalization(const VariablePtr& x, ParameterScope scope,
   const Shape& s = shape_of(x, tag);
   const int c =
       channel_axis_of(channel_axis, batch_axes(batch_axis, s, tag), s, tag);
-  auto [beta, gamma] = beta_gamma(scope, param_shape(s, {c}));
+  auto [beta, gamma] =
+      beta_gamma(scope["instance_normalization"], param_shape(s, {c}));
   return functions::instance_normalization(x, beta, gamma, channel_axis,
                                            std::move(batch_axis), eps);
 }

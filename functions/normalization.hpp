@@ -270,7 +270,9 @@ VariablePtr instance_normalization(
 }  // namespace functions
 
 namespace parametric_functions {
-/// Layer normalization with "beta" (0) and "gamma" (1) in `scope`, of x's
+/// Layer normalization with "beta" (0) and "gamma" (1) in
+/// `scope`/layer_normalization (group and instance normalization: in
+/// `scope`/group_normalization, `scope`/instance_normalization), of x's
 /// shape with 1 on the batch axes, as NNabla creates them.
 VariablePtr layer_normalization(const VariablePtr& x, ParameterScope scope,
                                 std::vector<int> batch_axis = {0},

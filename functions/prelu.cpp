@@ -63,7 +63,8 @@ VariablePtr prelu(const VariablePtr& x, ParameterScope scope, int base_axis,
     }
     w_shape = {xs[axis]};
   }
-  auto w = scope.get_or_create("slope", w_shape, constant_initializer(0.25f));
+  auto w = scope["prelu"].get_or_create("slope", w_shape,
+                                        constant_initializer(0.25f));
   return functions::prelu(x, w, base_axis);
 }
 

@@ -48,7 +48,7 @@ VariablePtr prelu(const VariablePtr& x, const VariablePtr& w,
 }  // namespace functions
 
 namespace parametric_functions {
-/// PReLU with its slope "slope" in `scope` (created at 0.25, NNabla's and
+/// PReLU with its slope "slope" in `scope`/prelu (created at 0.25, NNabla's and
 /// PyTorch's default): one slope when shared, else one per channel
 /// (x.shape[base_axis]).
 VariablePtr prelu(const VariablePtr& x, ParameterScope scope, int base_axis = 1,

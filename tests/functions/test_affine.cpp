@@ -95,8 +95,8 @@ TEST(ParametricAffine, CreatesGlorotWeightsOnceAndReusesThem) {
   auto y2 = PF::affine(x, 7, params["fc"]);
   auto list = params.parameters();
   ASSERT_EQ(list.size(), 2u);
-  EXPECT_EQ(list[0].first, "fc/W");
-  EXPECT_EQ(list[1].first, "fc/b");
+  EXPECT_EQ(list[0].first, "fc/affine/W");  // NNabla's name
+  EXPECT_EQ(list[1].first, "fc/affine/b");
   EXPECT_EQ(list[0].second->shape(), (Shape{12, 7}));
   EXPECT_TRUE(list[0].second->need_grad());
   EXPECT_TRUE(list[0].second->persistent());

@@ -149,11 +149,11 @@ TEST(MultiHeadAttention, All) {
     };
     c.reference = [=](const std::vector<Doubles>& in) {
       auto p = [&](const std::string& n) {
-        return to_doubles(params.get("mha/" + n));
+        return to_doubles(params.get("mha/multi_head_attention/" + n));
       };
-      const Doubles Q = affine_ref(in[0], p("q_proj/W"), p("q_proj/b"), E, E);
-      const Doubles K = affine_ref(in[1], p("k_proj/W"), p("k_proj/b"), 3, E);
-      const Doubles V = affine_ref(in[2], p("v_proj/W"), p("v_proj/b"), 2, E);
+      const Doubles Q = affine_ref(in[0], p("q_weight"), p("q_bias"), E, E);
+      const Doubles K = affine_ref(in[1], p("k_weight"), p("k_bias"), 3, E);
+      const Doubles V = affine_ref(in[2], p("v_weight"), p("v_bias"), 2, E);
       Doubles O(L * B * E);
       for (int64_t b = 0; b < B; ++b) {
         for (int64_t h = 0; h < H; ++h) {
@@ -170,7 +170,7 @@ TEST(MultiHeadAttention, All) {
           }
         }
       }
-      return affine_ref(O, p("out_proj/W"), p("out_proj/b"), E, E);
+      return affine_ref(O, p("out_weight"), p("out_bias"), E, E);
     };
     check_all(c);
   }
@@ -182,7 +182,8 @@ TEST(MultiHeadAttention, ShapesAndParameters) {
                                     make_variable({5, 2, 6}),
                                     make_variable({5, 2, 6}), 8, 4, params);
   EXPECT_EQ(y->shape(), (Shape{3, 2, 8}));
-  EXPECT_EQ(params.get("k_proj/W")->shape(), (Shape{6, 8}));
+  EXPECT_EQ(params.get("multi_head_attention/k_weight")->shape(),
+            (Shape{6, 8}));
   EXPECT_EQ(params.parameters().size(), 8u);
 }
 

@@ -406,7 +406,8 @@ TEST(ParametricBatchNormalization, CreatesNNablaParametersOnce) {
   EXPECT_EQ(y1->shape(), x->shape());
   auto list = params.parameters(/*grad_only=*/false);
   ASSERT_EQ(list.size(), 4u);
-  const char* names[] = {"bn1/beta", "bn1/gamma", "bn1/mean", "bn1/var"};
+  const char* names[] = {"bn1/bn/beta", "bn1/bn/gamma", "bn1/bn/mean",
+                         "bn1/bn/var"};
   const float values[] = {0, 1, 0, 1};
   const bool grads[] = {true, true, false, false};
   for (int i = 0; i < 4; ++i) {
@@ -435,9 +436,9 @@ TEST(ParametricBatchNormalization, OptionsReachTheFunction) {
   EXPECT_EQ(fn.options().decay_rate, 0.5f);
   EXPECT_EQ(fn.options().eps, 1e-3f);
   EXPECT_FALSE(fn.options().batch_stat);
-  EXPECT_EQ(params.get("gamma")->shape(), (Shape{1, 1, 4}));
-  EXPECT_FALSE(params.get("beta")->need_grad());
-  EXPECT_FALSE(params.get("gamma")->need_grad());
+  EXPECT_EQ(params.get("bn/gamma")->shape(), (Shape{1, 1, 4}));
+  EXPECT_FALSE(params.get("bn/beta")->need_grad());
+  EXPECT_FALSE(params.get("bn/gamma")->need_grad());
 }
 
 TEST(ParametricBatchNormalization, BadAxesNameTheLayer) {
@@ -794,7 +795,8 @@ TEST(ParametricSyncBatchNormalization, BatchNormalizationsParameters) {
   auto y = PF::sync_batch_normalization(x, params["bn"], comm, true, p);
   auto list = params.parameters(/*grad_only=*/false);
   ASSERT_EQ(list.size(), 4u);
-  const char* names[] = {"bn/beta", "bn/gamma", "bn/mean", "bn/var"};
+  const char* names[] = {"bn/bn/beta", "bn/bn/gamma", "bn/bn/mean",
+                         "bn/bn/var"};
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(list[i].first, names[i]);
     EXPECT_EQ(y->parent()->inputs()[i + 1], list[i].second);

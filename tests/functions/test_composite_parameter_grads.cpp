@@ -117,7 +117,8 @@ TEST(CompositeParameterGrads, MultiHeadAttentionProjections) {
     }
     // The key bias adds q . b_k to every score of a query's row, which the
     // softmax takes away: its grad is zero (and must be).
-    const auto checked = check_parameter_grads(y, params, {"mha/k_proj/b"});
+    const auto checked =
+        check_parameter_grads(y, params, {"mha/multi_head_attention/k_bias"});
     EXPECT_EQ(checked.size(), 8u) << joined(checked);  // 4 projections, W and b
     std::cout << "multi-head attention (" << (causal ? "causal" : "full")
               << "): numerical grads of " << joined(checked) << "\n";
@@ -170,7 +171,7 @@ TEST(CompositeParameterGrads, TheCheckCatchesAWrongParameterGrad) {
           &results);
       // A builder whose backward misses a path to W: y2 = y + x W', where
       // W' shares W's data but takes no grad.
-      auto w = params.get("fc/W");
+      auto w = params.get("fc/affine/W");
       auto frozen = make_variable(w->shape(), false);
       auto y2 = F::add2(y, F::affine(x, frozen));
       // frozen shares W's data: moving W moves both terms, but backward
@@ -183,10 +184,10 @@ TEST(CompositeParameterGrads, TheCheckCatchesAWrongParameterGrad) {
       s += results.GetTestPartResult(i).message();
     return s;
   }();
-  EXPECT_NE(failures.find("analytic against numerical grad of fc/W"),
+  EXPECT_NE(failures.find("analytic against numerical grad of fc/affine/W"),
             std::string::npos)
       << failures;
-  EXPECT_EQ(failures.find("numerical grad of fc/b"), std::string::npos)
+  EXPECT_EQ(failures.find("numerical grad of fc/affine/b"), std::string::npos)
       << failures;
 }
 

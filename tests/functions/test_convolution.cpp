@@ -234,8 +234,8 @@ TEST(ParametricDepthwiseConvolution, CreatesTrueFanGlorotWeights) {
   p.pad = {1, 1};
   auto y = PF::depthwise_convolution(x, {3, 3}, scope["dw"], p);
   EXPECT_EQ(y->shape(), (Shape{2, 16, 6, 6}));
-  auto W = scope["dw"].get("W");
-  auto b = scope["dw"].get("b");
+  auto W = scope["dw/depthwise_conv"].get("W");
+  auto b = scope["dw/depthwise_conv"].get("b");
   ASSERT_TRUE(W && b);
   EXPECT_EQ(W->shape(), (Shape{16, 3, 3}));
   EXPECT_EQ(b->shape(), (Shape{16}));
@@ -450,8 +450,8 @@ TEST(ParametricConvolution, CreatesGlorotWeightsAndZeroBias) {
   EXPECT_EQ(y->shape(), (Shape{4, 16, 12, 12}));
   auto list = params.parameters();
   ASSERT_EQ(list.size(), 2u);
-  EXPECT_EQ(list[0].first, "conv1/W");
-  EXPECT_EQ(list[1].first, "conv1/b");
+  EXPECT_EQ(list[0].first, "conv1/conv/W");
+  EXPECT_EQ(list[1].first, "conv1/conv/b");
   EXPECT_EQ(list[0].second->shape(), (Shape{16, 3, 5, 5}));
   EXPECT_EQ(list[1].second->shape(), (Shape{16}));
   const float limit = std::sqrt(6.0f / (3 * 25 + 16 * 25));

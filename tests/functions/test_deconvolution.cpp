@@ -226,8 +226,8 @@ TEST(ParametricDepthwiseDeconvolution, CreatesItsParameters) {
   auto y = PF::depthwise_deconvolution(make_variable({2, 6, 4, 4}), {2, 2},
                                        scope["up"], p);
   EXPECT_EQ(y->shape(), (Shape{2, 3, 8, 8}));
-  EXPECT_EQ(scope["up"].get("W")->shape(), (Shape{6, 2, 2}));
-  EXPECT_EQ(scope["up"].get("b")->shape(), (Shape{3}));
+  EXPECT_EQ(scope["up/depthwise_deconv"].get("W")->shape(), (Shape{6, 2, 2}));
+  EXPECT_EQ(scope["up/depthwise_deconv"].get("b")->shape(), (Shape{3}));
   p.divisor = 4;
   expect_error(
       [&] {
@@ -351,7 +351,7 @@ TEST(ParametricDeconvolution, CreatesWeightsWithInputChannelsFirst) {
   EXPECT_EQ(y->shape(), (Shape{4, 8, 12, 12}));
   auto list = params.parameters();
   ASSERT_EQ(list.size(), 2u);
-  EXPECT_EQ(list[0].first, "up/W");
+  EXPECT_EQ(list[0].first, "up/deconv/W");
   EXPECT_EQ(list[0].second->shape(), (Shape{6, 4, 4, 4}));
   EXPECT_EQ(list[1].second->shape(), (Shape{8}));
   const float limit = std::sqrt(6.0f / (4 * 16 + 6 * 16));

@@ -32,7 +32,7 @@ TEST(Embed, OutputShapeAndParametricDefaults) {
   auto x = variable_from({2, 3}, {0, 1, 2, 3, 4, 5});
   auto y = PF::embed(x, 10, 4, params["emb"]);
   EXPECT_EQ(y->shape(), (Shape{2, 3, 4}));
-  auto W = params.get("emb/W");
+  auto W = params.get("emb/embed/W");
   ASSERT_TRUE(W);
   EXPECT_EQ(W->shape(), (Shape{10, 4}));
   for (double w : to_doubles(W)) EXPECT_LE(std::fabs(w), std::sqrt(3.0));

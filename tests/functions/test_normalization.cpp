@@ -241,9 +241,11 @@ TEST(LayerNormalization, ParametricShapes) {
   auto y =
       PF::layer_normalization(make_variable({3, 2, 8}), params["ln"], {0, 1});
   EXPECT_EQ(y->shape(), (Shape{3, 2, 8}));
-  EXPECT_EQ(params.get("ln/gamma")->shape(), (Shape{1, 1, 8}));
-  EXPECT_EQ(to_doubles(params.get("ln/gamma"))[0], 1.0);
-  EXPECT_EQ(params.get("ln/beta")->shape(), (Shape{1, 1, 8}));
+  EXPECT_EQ(params.get("ln/layer_normalization/gamma")->shape(),
+            (Shape{1, 1, 8}));
+  EXPECT_EQ(to_doubles(params.get("ln/layer_normalization/gamma"))[0], 1.0);
+  EXPECT_EQ(params.get("ln/layer_normalization/beta")->shape(),
+            (Shape{1, 1, 8}));
 }
 
 const bool kGroupNormalizationTwoGroups = harness::add(
@@ -307,8 +309,10 @@ TEST(Normalization, ParametricGroupAndInstance) {
   auto x = make_variable({2, 4, 3, 3});
   PF::group_normalization(x, 2, params["gn"]);
   PF::instance_normalization(x, params["in"]);
-  EXPECT_EQ(params.get("gn/gamma")->shape(), (Shape{1, 4, 1, 1}));
-  EXPECT_EQ(params.get("in/beta")->shape(), (Shape{1, 4, 1, 1}));
+  EXPECT_EQ(params.get("gn/group_normalization/gamma")->shape(),
+            (Shape{1, 4, 1, 1}));
+  EXPECT_EQ(params.get("in/instance_normalization/beta")->shape(),
+            (Shape{1, 4, 1, 1}));
 }
 
 TEST(Normalization, BadArguments) {

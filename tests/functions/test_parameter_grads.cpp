@@ -113,7 +113,7 @@ TEST(ParameterGrads, BatchNormBetaGradBeyondTheHalfRangeStaysFinite) {
   auto y = PF::batch_normalization(x, params["bn"]);
   y->forward();
   y->backward(1.0f);
-  EXPECT_EQ(grad_doubles(params.get("bn/beta")), (Doubles{65536}));
+  EXPECT_EQ(grad_doubles(params.get("bn/bn/beta")), (Doubles{65536}));
 }
 
 // An activation grad that overflows fp16 is still inf: the loss scaler must

@@ -45,10 +45,10 @@ TEST(PReLU, ParametricSlopeStartsAtAQuarter) {
   auto x = variable_from({1, 2, 2}, {-4, 4, -8, 8});
   auto y = PF::prelu(x, params["act"], 1, /*shared=*/false);
   y->forward();
-  EXPECT_EQ(params.get("act/slope")->shape(), (Shape{2}));
+  EXPECT_EQ(params.get("act/prelu/slope")->shape(), (Shape{2}));
   EXPECT_EQ(to_doubles(y), (Doubles{-1, 4, -2, 8}));
   auto shared = PF::prelu(x, params["shared"]);
-  EXPECT_EQ(params.get("shared/slope")->shape(), (Shape{}));
+  EXPECT_EQ(params.get("shared/prelu/slope")->shape(), (Shape{}));
 }
 
 TEST(PReLU, SlopeGradSumsOverItsChannel) {

@@ -53,8 +53,9 @@ TEST(LstmCell, All) {
   };
   c.reference = [=](const std::vector<Doubles>& in) {
     Doubles h = in[1], cell = in[2];
-    cell_ref(in[0].data(), h, cell, to_doubles(params.get("cell/W")),
-             to_doubles(params.get("cell/b")), N, I, H);
+    cell_ref(in[0].data(), h, cell,
+             to_doubles(params.get("cell/lstm/affine/W")),
+             to_doubles(params.get("cell/lstm/affine/b")), N, I, H);
     Doubles y;
     for (int64_t n = 0; n < N; ++n) {
       y.insert(y.end(), h.begin() + n * H, h.begin() + (n + 1) * H);
@@ -63,7 +64,7 @@ TEST(LstmCell, All) {
     return y;
   };
   check_all(c);
-  EXPECT_EQ(params.get("cell/W")->shape(), (Shape{I + H, 4 * H}));
+  EXPECT_EQ(params.get("cell/lstm/affine/W")->shape(), (Shape{I + H, 4, H}));
 }
 
 enum class Kind { rnn_tanh, rnn_relu, lstm, gru };
@@ -244,8 +245,8 @@ TEST(Lstm, SequenceOutputs) {
   };
   c.reference = [=](const std::vector<Doubles>& in) {
     return lstm_ref(in[0], in[1], in[2],
-                    to_doubles(params.get("lstm/weight_l0")), {},
-                    to_doubles(params.get("lstm/bias")), T, N, I, H, 1, 1);
+                    to_doubles(params.get("lstm/lstm/weight_l0")), {},
+                    to_doubles(params.get("lstm/lstm/bias")), T, N, I, H, 1, 1);
   };
   check_all(c);
 }

@@ -78,13 +78,13 @@ TEST(InitializerStatistics, AffineWeightsFollowGlorotOnTheirFans) {
   seed(42);
   ParameterScope params;
   PF::affine(make_variable({8, 20, 15}), 200, params["fc"]);  // fan_in 300
-  expect_glorot(params.get("fc/W"), 300, 200, "fc/W");
-  expect_zero(params.get("fc/b"), "fc/b");
+  expect_glorot(params.get("fc/affine/W"), 300, 200, "fc/affine/W");
+  expect_zero(params.get("fc/affine/b"), "fc/affine/b");
   // base_axis 2: the fan-in is the product of the axes after it.
   parametric_functions::AffineParams base2;
   base2.base_axis = 2;
   PF::affine(make_variable({4, 3, 10, 50}), 30, params["fc2"], base2);
-  expect_glorot(params.get("fc2/W"), 500, 30, "fc2/W");
+  expect_glorot(params.get("fc2/affine/W"), 500, 30, "fc2/affine/W");
 }
 
 TEST(InitializerStatistics, ConvolutionWeightsFollowGlorotOnTheirFans) {
@@ -95,8 +95,8 @@ TEST(InitializerStatistics, ConvolutionWeightsFollowGlorotOnTheirFans) {
   PF::convolution(make_variable({2, 6, 9, 9}), 16, {5, 5}, params["conv"], p);
   // fan_in: input channels per group times the kernel; fan_out: outmaps
   // times the kernel.
-  expect_glorot(params.get("conv/W"), 3 * 25, 16 * 25, "conv/W");
-  expect_zero(params.get("conv/b"), "conv/b");
+  expect_glorot(params.get("conv/conv/W"), 3 * 25, 16 * 25, "conv/W");
+  expect_zero(params.get("conv/conv/b"), "conv/b");
 }
 
 TEST(InitializerStatistics, DeconvolutionWeightsFollowGlorotOnTheirFans) {
@@ -108,19 +108,19 @@ TEST(InitializerStatistics, DeconvolutionWeightsFollowGlorotOnTheirFans) {
                     p);
   // W (channels, outmaps / group, kernel): fan_in outmaps per group times
   // the kernel, fan_out the channels times the kernel.
-  expect_glorot(params.get("deconv/W"), 6 * 16, 8 * 16, "deconv/W");
-  expect_zero(params.get("deconv/b"), "deconv/b");
+  expect_glorot(params.get("deconv/deconv/W"), 6 * 16, 8 * 16, "deconv/W");
+  expect_zero(params.get("deconv/deconv/b"), "deconv/b");
 }
 
 TEST(InitializerStatistics, EmbedWeightsHaveUnitVariance) {
   seed(45);
   ParameterScope params;
   PF::embed(make_variable({4}), 100, 30, params["emb"]);
-  expect_uniform(params.get("emb/W"), std::sqrt(3.0), "emb/W");
+  expect_uniform(params.get("emb/embed/W"), std::sqrt(3.0), "emb/W");
 }
 
-// The attention's weights come from the affine layers inside it: every 2-D
-// W in its scope follows Glorot on its (fan_in, fan_out) = its shape. The
+// The attention's projection weights (NNabla's q_weight, k_weight,
+// v_weight, out_weight) follow Glorot on their (fan_in, fan_out) = shape. The
 // LSTM's weight_l0 and bias are uniform on +-1/sqrt(hidden) (PyTorch's
 // rule).
 TEST(InitializerStatistics, CompositeBuildersWeightsFollowGlorot) {
@@ -131,7 +131,9 @@ TEST(InitializerStatistics, CompositeBuildersWeightsFollowGlorot) {
   PF::lstm(make_variable({4, 2, 40}), nullptr, nullptr, 32, params["lstm"]);
   int weights = 0;
   for (const auto& [name, v] : params.parameters()) {
-    if (name.size() < 2 || name.compare(name.size() - 2, 2, "/W") != 0) {
+    const std::string suffix = "_weight";
+    if (name.size() < suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
       continue;
     }
     ASSERT_EQ(v->shape().size(), 2u) << name;
@@ -139,10 +141,10 @@ TEST(InitializerStatistics, CompositeBuildersWeightsFollowGlorot) {
     ++weights;
   }
   EXPECT_EQ(weights, 4);  // the four projections
-  expect_uniform(params.get("lstm/weight_l0"), 1.0 / std::sqrt(32.0),
-                 "lstm/weight_l0");
+  expect_uniform(params.get("lstm/lstm/weight_l0"), 1.0 / std::sqrt(32.0),
+                 "lstm/lstm/weight_l0");
   // The bias has 128 values, too few for the statistics: bound and spread.
-  const auto bias = params.get("lstm/bias");
+  const auto bias = params.get("lstm/lstm/bias");
   double smallest = 1, largest = -1;
   for (double v : to_doubles(bias)) {
     EXPECT_LE(std::abs(v), 1.0 / std::sqrt(32.0));

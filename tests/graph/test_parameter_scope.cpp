@@ -35,10 +35,11 @@ TEST(ParameterScope, ParametersLeaveOutThoseWithoutGradUnlessAskedForAll) {
   for (const auto& [name, v] : params.parameters(/*grad_only=*/false)) {
     all.push_back(name);
   }
-  EXPECT_EQ(trained, (std::vector<std::string>{"bn/beta", "bn/gamma", "fc/W"}))
+  EXPECT_EQ(trained,
+            (std::vector<std::string>{"bn/bn/beta", "bn/bn/gamma", "fc/W"}))
       << "the running statistics are not handed to a solver";
-  EXPECT_EQ(all, (std::vector<std::string>{"bn/beta", "bn/gamma", "bn/mean",
-                                           "bn/var", "fc/W"}));
+  EXPECT_EQ(all, (std::vector<std::string>{"bn/bn/beta", "bn/bn/gamma",
+                                           "bn/bn/mean", "bn/bn/var", "fc/W"}));
   EXPECT_EQ(params.size(), 5u);
   EXPECT_EQ(params["bn"].parameters().size(), 2u);
 }

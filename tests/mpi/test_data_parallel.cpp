@@ -201,9 +201,10 @@ TEST(GradReducer, BucketsInBackwardOrderLaunchedDuringBackward) {
   mg::GradReducer reducer(comm, params, o);
   const auto buckets = reducer.buckets();
   ASSERT_GE(buckets.size(), 3u);
-  EXPECT_EQ(buckets[0], (std::vector<std::string>{"fc3/b", "fc3/W"}));
-  EXPECT_EQ(buckets[1], (std::vector<std::string>{"fc2/b"}));
-  EXPECT_EQ(buckets[2], (std::vector<std::string>{"fc2/W"}));
+  EXPECT_EQ(buckets[0],
+            (std::vector<std::string>{"fc3/affine/b", "fc3/affine/W"}));
+  EXPECT_EQ(buckets[1], (std::vector<std::string>{"fc2/affine/b"}));
+  EXPECT_EQ(buckets[2], (std::vector<std::string>{"fc2/affine/W"}));
 
   for (const auto& [name, var] : params) var->grad()->zero();
   m.feed();

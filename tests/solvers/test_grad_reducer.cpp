@@ -62,11 +62,11 @@ TEST(GradReady, EachParameterOnceWithItsFinalGrad) {
         << name << ": reported before its grad was final";
   }
   // Backward order: the last layer's parameters come first.
-  EXPECT_TRUE(order.front() == net.params.get("fc3/W").get() ||
-              order.front() == net.params.get("fc3/b").get());
+  EXPECT_TRUE(order.front() == net.params.get("fc3/affine/W").get() ||
+              order.front() == net.params.get("fc3/affine/b").get());
   const mg::Variable* last = order.back();
-  EXPECT_TRUE(last == net.params.get("fc1/W").get() ||
-              last == net.params.get("fc1/b").get());
+  EXPECT_TRUE(last == net.params.get("fc1/affine/W").get() ||
+              last == net.params.get("fc1/affine/b").get());
 }
 
 TEST(GradReady, NotCalledForInputsWithoutGrads) {
@@ -87,7 +87,7 @@ TEST(GradReducer, OneRankLeavesTheGradsAsTheyAre) {
   o.bucket_bytes = 64;  // several buckets
   mg::GradReducer reducer(mg::local_communicator(), params, o);
   EXPECT_GT(reducer.buckets().size(), 3u);
-  EXPECT_EQ(reducer.buckets().front().front(), "fc3/b");
+  EXPECT_EQ(reducer.buckets().front().front(), "fc3/affine/b");
   net.loss->backward(1.0f, true, reducer.callback());
   std::vector<std::vector<float>> before;
   for (const auto& [name, v] : params) before.push_back(grad_of(*v));

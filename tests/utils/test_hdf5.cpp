@@ -16,6 +16,8 @@
 #include <random>
 
 #include <mixgraph/contexts/convert.hpp>
+#include <mixgraph/functions/convolution.hpp>
+#include <mixgraph/functions/lstm.hpp>
 #include <mixgraph/solvers/adam.hpp>
 #include <mixgraph/solvers/loss_scaling.hpp>
 #include <mixgraph/solvers/sgd.hpp>
@@ -222,6 +224,88 @@ print('h5py ok', len(names))
   std::remove(script.c_str());
 }
 
+// A parameter file as NNabla writes it (nnabla.save_parameters through
+// h5py): need_grad a numpy bool (an HDF5 enum), index an int64, datasets
+// listed by name but indexed in creation order. Written here with h5py the
+// same way; tests/utils/test_nnabla_interop.cpp reads NNabla's own.
+TEST(Interop, ReadsParameterFilesAsNNablaWritesThem) {
+  if (std::system("/usr/bin/python3 -c 'import h5py' 2>/dev/null") != 0) {
+    GTEST_SKIP() << "Debian's python3-h5py is not installed "
+                    "(scripts/run_tests.sh installs it)";
+  }
+  const std::string path = temp_path("nnabla_style.h5");
+  const std::string script = temp_path("write_nnabla_style.py");
+  std::ofstream(script) << R"(import sys, h5py, numpy as np
+params = [('conv1/conv/W', np.arange(6, dtype=np.float32).reshape(2, 3), True),
+          ('bn1/bn/mean', np.full((1, 2, 1, 1), 0.5, np.float32), False),
+          ('bn1/bn/beta', np.zeros((1, 2, 1, 1), np.float32), True)]
+with h5py.File(sys.argv[1], 'w') as f:
+    for i, (k, v, g) in enumerate(params):
+        f[k] = v
+        f[k].attrs['need_grad'] = np.bool_(g)
+        f[k].attrs['index'] = np.int64(i)
+)";
+  const std::string cmd = "/usr/bin/python3 " + script + " " + path;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  ParameterScope scope;
+  load_parameters(path, scope);
+  const auto params = scope.parameters(/*grad_only=*/false);
+  ASSERT_EQ(params.size(), 3u);
+  // The file's index order, not the listing's alphabetical one.
+  EXPECT_EQ(params[0].first, "conv1/conv/W");
+  EXPECT_EQ(params[1].first, "bn1/bn/mean");
+  EXPECT_EQ(params[2].first, "bn1/bn/beta");
+  EXPECT_TRUE(params[0].second->need_grad());
+  EXPECT_FALSE(params[1].second->need_grad());
+  EXPECT_TRUE(params[2].second->need_grad());
+  EXPECT_EQ(to_doubles(params[0].second), (Doubles{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(to_doubles(params[1].second), (Doubles{0.5, 0.5}));
+  std::remove(path.c_str());
+  std::remove(script.c_str());
+}
+
+TEST(LegacyNames, TheLayerScopeLeftOut) {
+  EXPECT_EQ(legacy_parameter_name("conv1/conv/W"), "conv1/W");
+  EXPECT_EQ(legacy_parameter_name("block/fc/affine/b"), "block/fc/b");
+  EXPECT_EQ(legacy_parameter_name("bn1/bn/mean"), "bn1/mean");
+  EXPECT_EQ(legacy_parameter_name("cell/lstm/affine/W"), "cell/W");
+  EXPECT_EQ(legacy_parameter_name("seq/lstm/weight_l0"), "seq/weight_l0");
+  EXPECT_EQ(legacy_parameter_name("mha/multi_head_attention/q_weight"),
+            "mha/q_proj/W");
+  EXPECT_EQ(legacy_parameter_name("mha/multi_head_attention/out_bias"),
+            "mha/out_proj/b");
+  EXPECT_EQ(legacy_parameter_name("fc/W"), "fc/W");  // not a PF name
+  EXPECT_EQ(legacy_parameter_name("W"), "W");
+}
+
+// A file of the names before the NNabla layout loads into a network built
+// now with legacy_names; an LSTM cell's W and b change shape, not size.
+TEST(LegacyNames, OldFilesLoadIntoTodaysNetworks) {
+  const std::string path = temp_path("legacy.h5");
+  {
+    ParameterScope old;
+    old["conv1"].get_or_create("W", {2, 1, 3, 3}, constant_initializer(0.5f));
+    old["conv1"].get_or_create("b", {2}, constant_initializer(-1.0f));
+    old["cell"].get_or_create("W", {5, 8}, constant_initializer(0.25f));
+    old["cell"].get_or_create("b", {8}, constant_initializer(2.0f));
+    save_parameters(path, old);
+  }
+  ParameterScope params;
+  PF::convolution(make_variable({1, 1, 4, 4}), 2, {3, 3}, params["conv1"]);
+  PF::lstm_cell(make_variable({1, 3}), make_variable({1, 2}),
+                make_variable({1, 2}), 2, params["cell"]);
+  LoadParametersOptions o;
+  o.legacy_names = true;
+  load_parameters(path, params, o);
+  EXPECT_EQ(params.size(), 4u) << "filled, nothing created";
+  EXPECT_EQ(to_doubles(params.get("conv1/conv/W"))[8], 0.5);
+  EXPECT_EQ(to_doubles(params.get("conv1/conv/b"))[1], -1.0);
+  EXPECT_EQ(params.get("cell/lstm/affine/W")->shape(), (Shape{5, 4, 2}));
+  EXPECT_EQ(to_doubles(params.get("cell/lstm/affine/W"))[39], 0.25);
+  EXPECT_EQ(to_doubles(params.get("cell/lstm/affine/b"))[7], 2.0);
+  std::remove(path.c_str());
+}
+
 // ---- checkpoints ----
 
 // A small regression network trained with Momentum (state that must resume)
@@ -315,8 +399,8 @@ TEST_P(Checkpoint, ResumingInAFreshProcessContinuesBitForBit) {
   EXPECT_EQ(resumed.updater->scale(), straight.updater->scale());
   EXPECT_EQ(resumed.updater->applied_steps(),
             straight.updater->applied_steps());
-  EXPECT_EQ(resumed.solver->states().at("fc1/W").t,
-            straight.solver->states().at("fc1/W").t);
+  EXPECT_EQ(resumed.solver->states().at("fc1/affine/W").t,
+            straight.solver->states().at("fc1/affine/W").t);
   std::remove(path.c_str());
   std::remove((path + ".final").c_str());
 }
@@ -330,16 +414,18 @@ TEST(Checkpoint, LoadingIntoAnotherNetworkChangesNothing) {
   run.train(2);
   save_checkpoint(path, run.params, *run.solver, *run.updater, run.iteration);
   ParameterScope params;
-  auto W = params["fc1"].get_or_create("W", {4, 7}, constant_initializer(3));
+  auto W =
+      params["fc1/affine"].get_or_create("W", {4, 7}, constant_initializer(3));
   auto solver = solvers::Momentum();
   solver->set_parameters(params.parameters());
   expect_file_error([&] { load_checkpoint(path, params, *solver); },
                     {"[load_checkpoint]", path,
-                     "'fc1/W' has shape (4, 6) in the file, but (4, 7) in the "
-                     "network",
-                     "'fc2/W' (6, 2) is in the file but not in the network"});
+                     "'fc1/affine/W' has shape (4, 6) in the file, but "
+                     "(4, 7) in the network",
+                     "'fc2/affine/W' (6, 2) is in the file but not in the "
+                     "network"});
   EXPECT_EQ(W->data()->get<const float>()[0], 3.0f);
-  EXPECT_EQ(solver->states().at("fc1/W").t, 0u);
+  EXPECT_EQ(solver->states().at("fc1/affine/W").t, 0u);
   std::remove(path.c_str());
 }
 
@@ -420,10 +506,10 @@ TEST(Checkpoint, AnotherSolverIsNamedWithTheParameter) {
       [&] { load_checkpoint(path, other.params, *adam); },
       {"[load_checkpoint]", path, "entry 'solver'",
        "does not fit the solver Adam (the file's is Momentum)",
-       "parameter 'fc1/W' has the states 'm' (of Momentum), but Adam needs "
-       "'mean', 'var'",
-       "parameter 'fc2/b' has the states 'm'"});
-  EXPECT_EQ(adam->states().at("fc1/W").t, 0u) << "nothing changed";
+       "parameter 'fc1/affine/W' has the states 'm' (of Momentum), but Adam "
+       "needs 'mean', 'var'",
+       "parameter 'fc2/affine/b' has the states 'm'"});
+  EXPECT_EQ(adam->states().at("fc1/affine/W").t, 0u) << "nothing changed";
   std::remove(path.c_str());
 }
 
@@ -440,15 +526,17 @@ TEST(Checkpoint, ALargerLayerListsEveryMismatch) {
   grown["extra"].get_or_create("W", {3}, constant_initializer(7));
   auto solver = solvers::Momentum();
   solver->set_parameters(grown.parameters());
-  const float before = grown.get("fc2/b")->data()->get<const float>()[0];
+  const float before = grown.get("fc2/affine/b")->data()->get<const float>()[0];
   expect_file_error(
       [&] { load_checkpoint(path, grown, *solver); },
       {"entry 'parameters': was written for another network:",
-       "'fc1/W' has shape (4, 6) in the file, but (4, 8) in the network",
-       "'fc1/b' has shape (6,) in the file, but (8,) in the network",
-       "'fc2/W' has shape (6, 2) in the file, but (8, 2) in the network",
+       "'fc1/affine/W' has shape (4, 6) in the file, but (4, 8) in the "
+       "network",
+       "'fc1/affine/b' has shape (6,) in the file, but (8,) in the network",
+       "'fc2/affine/W' has shape (6, 2) in the file, but (8, 2) in the "
+       "network",
        "'extra/W' (3,) is not in the file"});
-  EXPECT_EQ(grown.get("fc2/b")->data()->get<const float>()[0], before);
+  EXPECT_EQ(grown.get("fc2/affine/b")->data()->get<const float>()[0], before);
   std::remove(path.c_str());
 }
 

@@ -35,7 +35,7 @@ TEST(Network, RoundTripThroughYamlGivesTheSameOutputs) {
   y->forward();
   const std::string yaml = network_to_yaml("tiny", {{"prob", y}}, params);
   EXPECT_NE(yaml.find("type: Convolution"), std::string::npos) << yaml;
-  EXPECT_NE(yaml.find("conv1/W"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("conv1/conv/W"), std::string::npos) << yaml;
 
   Network net = network_from_yaml(yaml, params);
   EXPECT_EQ(net.name, "tiny");
@@ -192,8 +192,9 @@ TEST(Network, AParameterWithoutAValueIsAnErrorNotZeros) {
   auto y = build(make_variable({2, 1, 6, 6}), params);
   const std::string yaml = network_to_yaml("tiny", {{"prob", y}}, params);
   ParameterScope partial;
-  partial["conv1"].get_or_create("W", {4, 1, 3, 3}, constant_initializer(1));
-  partial["conv1"].get_or_create("b", {4}, constant_initializer(1));
+  partial["conv1/conv"].get_or_create("W", {4, 1, 3, 3},
+                                      constant_initializer(1));
+  partial["conv1/conv"].get_or_create("b", {4}, constant_initializer(1));
   try {
     network_from_yaml(yaml, partial, "tiny.yaml");
     ADD_FAILURE() << "missing parameters must be an error";
@@ -204,9 +205,9 @@ TEST(Network, AParameterWithoutAValueIsAnErrorNotZeros) {
                      "use load_trained_network):"),
               std::string::npos)
         << m;
-    EXPECT_NE(m.find("'bn1/beta'"), std::string::npos) << m;
-    EXPECT_NE(m.find("'fc/W'"), std::string::npos) << m;
-    EXPECT_EQ(m.find("'conv1/W'"), std::string::npos) << m;
+    EXPECT_NE(m.find("'bn1/bn/beta'"), std::string::npos) << m;
+    EXPECT_NE(m.find("'fc/affine/W'"), std::string::npos) << m;
+    EXPECT_EQ(m.find("'conv1/conv/W'"), std::string::npos) << m;
   }
   EXPECT_EQ(partial.parameters().size(), 2u) << "nothing was created";
 }

@@ -397,6 +397,34 @@ int64_t read_int_attr(const File& f, hid_t obj, const std::string& entry,
   return v;
 }
 
+bool read_bool_attr(const File& f, hid_t obj, const std::string& entry,
+                    const std::string& name) {
+  if (H5Aexists(obj, name.c_str()) <= 0) {
+    fail(f.tag, f.path, entry, "lacks the attribute '" + name + "'");
+  }
+  Handle a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose);
+  Handle type(H5Aget_type(a.get()), H5Tclose);
+  const H5T_class_t cls = H5Tget_class(type.get());
+  if (cls == H5T_INTEGER) return read_int_attr(f, obj, entry, name) != 0;
+  // h5py writes numpy's bool (NNabla's need_grad) as an enum FALSE = 0,
+  // TRUE = 1 over a small integer: read its integer value.
+  if (cls == H5T_ENUM) {
+    Handle base(H5Tget_super(type.get()), H5Tclose);
+    const size_t size = H5Tget_size(type.get());
+    Handle native(H5Tget_native_type(type.get(), H5T_DIR_ASCEND), H5Tclose);
+    unsigned char bytes[8] = {};
+    if (base.valid() && size >= 1 && size <= 8 &&
+        H5Aread(a.get(), native.get(), bytes) >= 0) {
+      bool nonzero = false;
+      for (size_t i = 0; i < size; ++i) nonzero = nonzero || bytes[i] != 0;
+      return nonzero;
+    }
+    fail(f.tag, f.path, entry, "cannot read the attribute '" + name + "'");
+  }
+  fail(f.tag, f.path, entry,
+       "attribute '" + name + "' must be a bool or an integer");
+}
+
 double read_double_attr(const File& f, hid_t obj, const std::string& entry,
                         const std::string& name) {
   Handle a = open_attr(f, obj, entry, name, H5T_FLOAT);

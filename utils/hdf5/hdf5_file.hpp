@@ -99,6 +99,10 @@ void read_dataset(const File& f, hid_t loc, const std::string& name,
 /// Reads an integer attribute; a missing or non-integer one is an error.
 int64_t read_int_attr(const File& f, hid_t obj, const std::string& entry,
                       const std::string& name);
+/// An integer attribute (non-zero: true) or a bool one as h5py writes it
+/// (an HDF5 enum FALSE/TRUE: NNabla's "need_grad").
+bool read_bool_attr(const File& f, hid_t obj, const std::string& entry,
+                    const std::string& name);
 double read_double_attr(const File& f, hid_t obj, const std::string& entry,
                         const std::string& name);
 bool has_attr(hid_t obj, const std::string& name);

@@ -2,10 +2,62 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <map>
+#include <string>
+#include <vector>
 
 #include <mixgraph/utils/hdf5/parameters_io.hpp>
 
 namespace mg {
+
+std::string legacy_parameter_name(const std::string& name) {
+  static const char* const kLayers[] = {"affine",
+                                        "conv",
+                                        "depthwise_conv",
+                                        "deconv",
+                                        "depthwise_deconv",
+                                        "embed",
+                                        "bn",
+                                        "layer_normalization",
+                                        "group_normalization",
+                                        "instance_normalization",
+                                        "prelu",
+                                        "lstm"};
+  std::vector<std::string> parts;
+  for (size_t at = 0;;) {
+    const size_t slash = name.find('/', at);
+    parts.push_back(name.substr(at, slash - at));
+    if (slash == std::string::npos) break;
+    at = slash + 1;
+  }
+  if (parts.size() >= 2 && parts[parts.size() - 2] == "multi_head_attention") {
+    // q_weight -> q_proj/W, out_bias -> out_proj/b.
+    const std::string& leaf = parts.back();
+    const size_t underscore = leaf.rfind('_');
+    if (underscore != std::string::npos) {
+      const std::string kind = leaf.substr(underscore + 1);
+      if (kind == "weight" || kind == "bias") {
+        parts[parts.size() - 2] = leaf.substr(0, underscore) + "_proj";
+        parts.back() = kind == "weight" ? "W" : "b";
+      }
+    }
+  } else {
+    // Drop the layer scopes just above the leaf ("lstm/affine" of a cell).
+    while (parts.size() >= 2) {
+      const std::string& layer = parts[parts.size() - 2];
+      const bool known = std::any_of(std::begin(kLayers), std::end(kLayers),
+                                     [&](const char* l) { return layer == l; });
+      if (!known) break;
+      parts.erase(parts.end() - 2);
+    }
+  }
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    out += (i ? "/" : "") + parts[i];
+  }
+  return out;
+}
 
 namespace h5 {
 
@@ -36,17 +88,30 @@ void read_parameters(const File& f, hid_t group, ParameterScope& scope,
   };
   std::vector<Entry> entries;
   std::string problems;
-  for (const auto& name : list_datasets(f, group)) {
-    Handle ds(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose);
-    Entry e{name, dataset_info(f, group, name),
-            read_int_attr(f, ds.get(), name, "index"),
-            read_int_attr(f, ds.get(), name, "need_grad") != 0,
+  // With legacy_names: the scope's parameters by their old names.
+  std::map<std::string, std::string> renamed;
+  if (options.legacy_names) {
+    for (const auto& [full, var] : scope.parameters(/*grad_only=*/false)) {
+      const std::string name = full.substr(scope.prefix().size());
+      const std::string old = legacy_parameter_name(name);
+      if (old != name) renamed[old] = name;
+    }
+  }
+  for (const auto& file_name : list_datasets(f, group)) {
+    Handle ds(H5Dopen2(group, file_name.c_str(), H5P_DEFAULT), H5Dclose);
+    std::string name = file_name;
+    if (!scope.get(name) && renamed.count(name)) name = renamed[name];
+    Entry e{file_name, dataset_info(f, group, file_name),
+            read_int_attr(f, ds.get(), file_name, "index"),
+            read_bool_attr(f, ds.get(), file_name, "need_grad"),
             scope.get(name)};
     if (e.existing) {
       const Dtype have = e.existing->data()->array().has_head()
                              ? e.existing->data()->array().dtype()
                              : Dtype::f32;
-      if (e.existing->shape() != e.info.shape) {
+      const bool reshaped =
+          name != file_name && e.existing->size() == shape_size(e.info.shape);
+      if (e.existing->shape() != e.info.shape && !reshaped) {
         problems += "\n  '" + name + "' has shape " + shape_str(e.info.shape) +
                     " in the file, but " + shape_str(e.existing->shape()) +
                     " in the scope";

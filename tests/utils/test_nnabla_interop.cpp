@@ -1,0 +1,213 @@
+// Files exchanged with NNabla itself (nnabla 1.39 from PyPI, in the
+// virtual environment scripts/install_nnabla.sh makes; skipped with a
+// message without it): the same small network written with each library's
+// parametric functions, trained a few steps in one and run in the other
+// from its parameter file, and Adam's states both ways. Names are NNabla's
+// on both sides ("conv1/conv/W", "bn1/bn/mean", "fc4/affine/b"), so nothing
+// is renamed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <mixgraph/mixgraph.hpp>
+#include <mixgraph/utils/hdf5/checkpoint.hpp>
+#include <mixgraph/utils/hdf5/parameters.hpp>
+
+namespace F = mg::functions;
+namespace PF = mg::parametric_functions;
+
+namespace {
+
+std::string nnabla_python() {
+  if (const char* p = std::getenv("MIXGRAPH_NNABLA_PYTHON")) return p;
+  return MIXGRAPH_SOURCE_DIR "/.venv-nnabla/bin/python";
+}
+
+bool nnabla_available() {
+  const std::string cmd =
+      nnabla_python() + " -c 'import nnabla' >/dev/null 2>&1";
+  return std::filesystem::exists(nnabla_python()) &&
+         std::system(cmd.c_str()) == 0;
+}
+
+#define SKIP_WITHOUT_NNABLA()                                                \
+  if (!nnabla_available())                                                   \
+  GTEST_SKIP() << "nnabla is not installed (bash scripts/install_nnabla.sh " \
+                  "makes .venv-nnabla; or set MIXGRAPH_NNABLA_PYTHON)"
+
+std::string temp(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("mg_nnabla_" + name))
+      .string();
+}
+
+// The network both sides build: conv 3x3 (4) -> batch norm -> relu ->
+// max pool 2 -> affine 10, on (2, 1, 8, 8).
+mg::VariablePtr net(const mg::VariablePtr& x, const mg::ParameterScope& p,
+                    bool batch_stat) {
+  auto h = PF::convolution(x, 4, {3, 3}, p["conv1"]);
+  h = PF::batch_normalization(h, p["bn1"], batch_stat);
+  h = F::max_pooling(F::relu(h), {2, 2});
+  return PF::affine(h, 10, p["fc4"]);
+}
+
+const char* kPythonNet = R"(
+import sys, h5py, numpy as np
+import nnabla as nn, nnabla.functions as F, nnabla.parametric_functions as PF
+import nnabla.solvers as S
+
+def net(x, batch_stat):
+    h = PF.convolution(x, 4, (3, 3), name="conv1")
+    h = PF.batch_normalization(h, batch_stat=batch_stat, name="bn1")
+    h = F.max_pooling(F.relu(h), (2, 2))
+    return PF.affine(h, 10, name="fc4")
+
+def write(path, arrays):  # as nnabla.save_parameters writes
+    with h5py.File(path, "w") as f:
+        for i, (k, v) in enumerate(arrays):
+            f[k] = v
+            f[k].attrs["need_grad"] = np.bool_(False)
+            f[k].attrs["index"] = np.int64(i)
+)";
+
+int run_python(const std::string& body, const std::string& args) {
+  const std::string script = temp("script.py");
+  std::ofstream(script) << kPythonNet << body;
+  const std::string cmd = nnabla_python() + " " + script + " " + args;
+  const int rc = std::system(cmd.c_str());
+  std::remove(script.c_str());
+  return rc;
+}
+
+std::vector<float> values(const mg::VariablePtr& v) {
+  const float* p = v->data()->get<const float>();
+  return std::vector<float>(p, p + v->size());
+}
+
+}  // namespace
+
+// Trained here, run by NNabla from our file with NNabla's own PF code; our
+// Adam states read by NNabla's solver and written back by it, then read
+// here again: the same states bit for bit.
+TEST(NNablaInterop, OurTrainedNetworkRunsInNNabla) {
+  SKIP_WITHOUT_NNABLA();
+  mg::seed(3);
+  mg::ParameterScope params;
+  auto x = mg::make_variable({2, 1, 8, 8});
+  auto t = mg::make_variable({2, 1});
+  auto loss = F::mean(F::softmax_cross_entropy(net(x, params, true), t));
+  auto solver = mg::solvers::Adam(1e-2f);
+  solver->set_parameters(params.parameters());
+  mg::uniform_initializer(-1, 1)(*x->data());
+  t->data()->cast<float>()[0] = 3;
+  t->data()->cast<float>()[1] = 7;
+  for (int i = 0; i < 3; ++i) {  // BN's running statistics move too
+    solver->zero_grad();
+    loss->forward();
+    loss->backward();
+    solver->update();
+  }
+  auto y = net(x, params, false);
+  y->forward();
+  const std::string weights = temp("ours.h5"), io = temp("ours_io.h5"),
+                    states = temp("ours_states.h5"),
+                    back = temp("states_back.h5");
+  mg::save_parameters(weights, params);
+  mg::save_states(states, *solver);
+  mg::ParameterScope data;
+  data.set("x", x);
+  data.set("y", y);
+  mg::save_parameters(io, data);
+
+  const int rc = run_python(R"(
+weights, io, states, back = sys.argv[1:5]
+nn.load_parameters(weights)
+f = h5py.File(io, "r")
+x = nn.Variable.from_numpy_array(f["x"][...])
+y = net(x, batch_stat=False)
+y.forward()
+err = np.abs(y.d - f["y"][...]).max()
+print("NNabla's forward of mixgraph's trained parameters: max |dy| = %.3g" % err)
+solver = S.Adam(1e-2)
+solver.set_parameters(nn.get_parameters())
+solver.load_states(states)
+solver.save_states(back)
+sys.exit(0 if err < 1e-5 else 1)
+)",
+                            weights + " " + io + " " + states + " " + back);
+  EXPECT_EQ(rc, 0) << "NNabla's output differs from ours (printed above)";
+
+  // Our states, through NNabla and back.
+  auto again = mg::solvers::Adam(1e-2f);
+  again->set_parameters(params.parameters());
+  mg::load_states(back, *again);
+  const auto want = solver->states(), got = again->states();
+  for (const auto& [name, s] : want) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(got.at(name).t, s.t);
+    for (const auto& [state, array] : s.pstate) {
+      const float* a = array->get<const float>();
+      const float* b = got.at(name).pstate.at(state)->get<const float>();
+      for (int64_t i = 0; i < static_cast<int64_t>(array->size()); ++i) {
+        ASSERT_EQ(a[i], b[i]);
+      }
+    }
+  }
+  for (const auto& f : {weights, io, states, back}) std::remove(f.c_str());
+}
+
+// Trained in NNabla with its PF code, saved with nnabla.save_parameters
+// (need_grad as bools), loaded here into the network built with ours.
+TEST(NNablaInterop, NNablasTrainedNetworkRunsHere) {
+  SKIP_WITHOUT_NNABLA();
+  const std::string weights = temp("theirs.h5"), io = temp("theirs_io.h5");
+  const int rc = run_python(R"(
+weights, io = sys.argv[1:3]
+np.random.seed(0)
+x = nn.Variable.from_numpy_array(np.random.uniform(-1, 1, (2, 1, 8, 8)).astype(np.float32))
+t = nn.Variable.from_numpy_array(np.array([[3], [7]], np.int32))
+loss = F.mean(F.softmax_cross_entropy(net(x, True), t))
+solver = S.Adam(1e-2)
+solver.set_parameters(nn.get_parameters())
+for i in range(3):
+    solver.zero_grad()
+    loss.forward()
+    loss.backward()
+    solver.update()
+y = net(x, False)
+y.forward()
+nn.save_parameters(weights)
+write(io, [("x", x.d), ("y", y.d)])
+)",
+                            weights + " " + io);
+  ASSERT_EQ(rc, 0) << "the NNabla script failed (its output is above)";
+  mg::ParameterScope data;
+  mg::load_parameters(io, data);
+  mg::ParameterScope params;
+  auto x = mg::make_variable({2, 1, 8, 8});
+  auto y = net(x, params, false);
+  const size_t created = params.size();
+  mg::load_parameters(weights, params);
+  EXPECT_EQ(params.size(), created) << "every name matched: nothing created";
+  EXPECT_FALSE(params.get("bn1/bn/mean")->need_grad());
+  EXPECT_TRUE(params.get("conv1/conv/W")->need_grad());
+  const auto xs = values(data.get("x"));
+  std::copy(xs.begin(), xs.end(), x->data()->cast<float>());
+  y->forward();
+  const auto ours = values(y), theirs = values(data.get("y"));
+  float err = 0;
+  for (size_t i = 0; i < ours.size(); ++i) {
+    err = std::max(err, std::fabs(ours[i] - theirs[i]));
+  }
+  std::printf(
+      "mixgraph's forward of NNabla's trained parameters: "
+      "max |dy| = %.3g\n",
+      err);
+  EXPECT_LT(err, 1e-5f);
+  for (const auto& f : {weights, io}) std::remove(f.c_str());
+}
