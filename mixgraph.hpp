@@ -94,6 +94,7 @@
 #include <mixgraph/utils/data/idx.hpp>
 #include <mixgraph/utils/hdf5/checkpoint.hpp>
 #include <mixgraph/utils/hdf5/parameters.hpp>
+#include <mixgraph/utils/inference.hpp>
 #include <mixgraph/utils/interrupt.hpp>
 #include <mixgraph/utils/progress.hpp>
 #include <mixgraph/utils/yaml/network.hpp>

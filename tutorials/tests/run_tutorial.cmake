@@ -8,6 +8,8 @@
 #   MODE=explain: tutorial 05 names the function of the first overflow.
 #   MODE=main:   the main job for 20 steps per type_config: its table and
 #                files; --resume then finds every run finished.
+#   MODE=convert: tutorial 06's converted models: half the file size, the
+#                accuracy within a point of float's.
 #   MODE=main_ranks: the main job on 2 ranks (LAUNCHER: mpirun and its
 #                flags): the table with the all-reduce; 20 steps, then
 #                --resume to 40 from rank 0's checkpoints, against a
@@ -158,6 +160,26 @@ elseif(MODE STREQUAL "main")
   expect_equal("weights after --resume" "${again_weights_hash}"
                "${m_weights_hash}")
   message("the main job wrote its table, curves and checkpoints, and resumed")
+elseif(MODE STREQUAL "convert")
+  # Tutorial 06 after 30 steps: each converted model's file is about half
+  # the float one's, and its test accuracy within 1 point of float's.
+  run_tutorial(c --iterations 30 --out-dir out)
+  foreach(model half bfloat16)
+    string(REGEX MATCH "RESULT model=${model} test_accuracy=[0-9.]+ vs_float=(-?[0-9]+)\\.([0-9]+) size_ratio=0\\.([0-9]+)"
+           line "${c_output}")
+    if(NOT line)
+      message(FATAL_ERROR "no RESULT line for ${model}")
+    endif()
+    set(points "${CMAKE_MATCH_1}")  # if(MATCHES) resets CMAKE_MATCH_<n>
+    set(ratio "${CMAKE_MATCH_3}")
+    if(NOT points MATCHES "^-?0$")
+      message(FATAL_ERROR "${model}: accuracy moved by more than 1 point: ${line}")
+    endif()
+    if(NOT ratio MATCHES "^(4[89]|5[0-4])")
+      message(FATAL_ERROR "${model}: the file is not about half the size: ${line}")
+    endif()
+  endforeach()
+  message("tutorial 06 converted the model: half the size, the same accuracy")
 elseif(MODE STREQUAL "main_ranks")
   set(args --ranks --type-configs float,half --bucket-mb 0.5)
   run_tutorial(a ${args} --iterations 20 --out-dir a)
