@@ -6,6 +6,7 @@
 // on both sides ("conv1/conv/W", "bn1/bn/mean", "fc4/affine/b"), so nothing
 // is renamed.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -42,7 +43,9 @@ bool nnabla_available() {
                   "makes .venv-nnabla; or set MIXGRAPH_NNABLA_PYTHON)"
 
 std::string temp(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("mg_nnabla_" + name))
+  // The process id keeps the two tests (run in parallel) apart.
+  return (std::filesystem::temp_directory_path() /
+          ("mg_nnabla_" + std::to_string(::getpid()) + "_" + name))
       .string();
 }
 
