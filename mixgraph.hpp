@@ -2,8 +2,8 @@
 // every public header of the library (tests/utils/test_umbrella.cpp checks
 // that none is missing and compiles a program that uses each through it).
 // Only the internal HDF5 plumbing (utils/hdf5/hdf5_file.hpp,
-// parameters_io.hpp, which include hdf5.h) and the backend folders (cpu/,
-// cuda/, cudnn/, ops/) are left out.
+// parameters_io.hpp, which include hdf5.h), utils/onnx/ (ONNX's protobuf
+// classes) and the backend folders (cpu/, cuda/, cudnn/, ops/) are left out.
 #pragma once
 
 #include <mixgraph/contexts/caching_allocator.hpp>
@@ -96,6 +96,7 @@
 #include <mixgraph/utils/hdf5/parameters.hpp>
 #include <mixgraph/utils/inference.hpp>
 #include <mixgraph/utils/interrupt.hpp>
+#include <mixgraph/utils/onnx.hpp>
 #include <mixgraph/utils/progress.hpp>
 #include <mixgraph/utils/yaml/network.hpp>
 

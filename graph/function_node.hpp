@@ -60,6 +60,12 @@ class FunctionNode {
 std::vector<VariablePtr> connect(std::shared_ptr<FunctionNode> node,
                                  int num_outputs);
 
+/// The functions below `outputs` (null ones are skipped), each after the
+/// functions it reads from: the order in which a graph is written out (YAML,
+/// ONNX). Iterative, so deep graphs are fine.
+std::vector<FunctionNode*> functions_in_order(
+    const std::vector<VariablePtr>& outputs);
+
 /// Eager mode: every function runs forward as it is created.
 bool auto_forward();
 void set_auto_forward(bool enabled);

@@ -1,6 +1,7 @@
 #include <mixgraph/graph/variable.hpp>
 
 #include <stdexcept>
+#include <unordered_set>
 
 #include <mixgraph/contexts/strings.hpp>
 
@@ -67,6 +68,29 @@ FunctionNode::FunctionNode(std::shared_ptr<Function> function,
     : function_(std::move(function)),
       inputs_(std::move(inputs)),
       grad_enabled_(grad_mode_enabled()) {}
+
+std::vector<FunctionNode*> functions_in_order(
+    const std::vector<VariablePtr>& outputs) {
+  std::vector<FunctionNode*> order;
+  std::unordered_set<FunctionNode*> seen;
+  std::vector<std::pair<FunctionNode*, size_t>> stack;
+  for (const auto& v : outputs) {
+    FunctionNode* root = v ? v->parent().get() : nullptr;
+    if (!root || !seen.insert(root).second) continue;
+    stack.emplace_back(root, 0);
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < node->inputs().size()) {
+        FunctionNode* p = node->inputs()[next++]->parent().get();
+        if (p && seen.insert(p).second) stack.emplace_back(p, 0);
+        continue;
+      }
+      order.push_back(node);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
 
 std::vector<VariablePtr> FunctionNode::outputs() {
   std::vector<VariablePtr> outs;

@@ -3,15 +3,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # h5py reads our files in a test; the tutorials' tests train on Fashion-MNIST;
-# the data-parallel tests (label mpi) run under OpenMPI's mpirun.
+# the data-parallel tests (label mpi) run under OpenMPI's mpirun; the ONNX
+# test reads a model the ONNX project's Python helper writes.
 bash scripts/install_deps.sh python3-h5py dataset-fashion-mnist clang-format \
-  libopenmpi-dev openmpi-bin
+  libopenmpi-dev openmpi-bin python3-onnx
 # Optional peers from PyPI (tests/utils/test_nnabla_interop.cpp runs NNabla
 # itself): installed into .venv-nnabla when PyPI can be reached; without it
 # those tests skip with a message. MIXGRAPH_SKIP_PEERS=1 leaves them out.
 if [ "${MIXGRAPH_SKIP_PEERS:-0}" != 1 ] && [ ! -x .venv-nnabla/bin/python ]; then
   bash scripts/install_nnabla.sh ||
     echo "nnabla could not be installed: the NNabla interop tests will skip"
+fi
+# The same for onnxruntime (.venv-onnx): tests/utils/test_onnx.cpp runs our
+# exported models in it.
+if [ "${MIXGRAPH_SKIP_PEERS:-0}" != 1 ] && [ ! -x .venv-onnx/bin/python ]; then
+  bash scripts/install_onnxruntime.sh ||
+    echo "onnxruntime could not be installed: the onnxruntime checks will skip"
 fi
 build=${MIXGRAPH_TEST_BUILD_DIR:-build/tests-release}
 # MIXGRAPH_CUDA=AUTO: where nvcc and cuDNN are installed the CUDA backend is

@@ -7,7 +7,10 @@
 // type the precision policy runs its reading function in, and kept fp32
 // where a function reads it in fp32. Each converted model is loaded in its
 // type_config and scored on the whole test set beside the float one; the
-// table shows the accuracy and the parameter file's size.
+// table shows the accuracy and the parameter file's size. Where the
+// library has ONNX, each model is also written as an ONNX model (the half
+// one with fp16 initializers), read back with mg::load_onnx and scored the
+// same way.
 //
 //   ./06_inference_conversion --epochs 3
 //   ./06_inference_conversion --from out/main_job/float.ckpt.h5
@@ -21,6 +24,7 @@
 #include <mixgraph/utils/data/fashion_mnist.hpp>
 #include <mixgraph/utils/data/feed.hpp>
 #include <mixgraph/utils/inference.hpp>
+#include <mixgraph/utils/onnx.hpp>
 
 #include "common/lenet.hpp"
 #include "common/training.hpp"
@@ -29,18 +33,39 @@ namespace F = mg::functions;
 
 namespace {
 
-// Test accuracy (%) of a saved network loaded in `type_config`.
-double accuracy(const std::string& yaml, const std::string& h5,
-                const std::string& type_config, const mg::ImageDataset& test) {
-  mg::ContextGuard context(mg::context("cpu", type_config));
+constexpr int64_t kBatch = 500;
+
+// Test accuracy (%) of a network loaded in `type_config`.
+double accuracy(const mg::Network& net, const mg::ImageDataset& test) {
   mg::NoGradGuard no_grad;
-  mg::ParameterScope params;
-  const int64_t batch = 500;
-  mg::Network net = mg::load_trained_network(yaml, h5, params, {batch});
-  auto t = mg::make_variable({batch, 1});
+  auto t = mg::make_variable({kBatch, 1});
   auto error = F::top_n_error(net.output("y"), t);
   return 100.0 *
          (1.0 - mg::evaluate_error_rate(test, net.input("x"), t, error));
+}
+
+// The same of a saved network (YAML + HDF5).
+double accuracy(const std::string& yaml, const std::string& h5,
+                const std::string& type_config, const mg::ImageDataset& test) {
+  mg::ContextGuard context(mg::context("cpu", type_config));
+  mg::ParameterScope params;
+  return accuracy(mg::load_trained_network(yaml, h5, params, {kBatch}), test);
+}
+
+// Writes the saved network as an ONNX model (a free batch; parameters in
+// the types they hold) and scores the model read back by load_onnx.
+double onnx_accuracy(const std::string& yaml, const std::string& h5,
+                     const std::string& onnx, const std::string& type_config,
+                     const mg::ImageDataset& test) {
+  mg::ContextGuard context(mg::context("cpu", type_config));
+  {
+    mg::ParameterScope params;
+    mg::Network net = mg::load_trained_network(yaml, h5, params, {1});
+    mg::save_onnx(onnx, "lenet", {{"y", net.output("y")}}, params,
+                  {/*free_batch=*/true});
+  }
+  mg::ParameterScope params;
+  return accuracy(mg::load_onnx(onnx, params, {kBatch}), test);
 }
 
 }  // namespace
@@ -121,6 +146,33 @@ int main(int argc, char** argv) {
   std::printf(
       "files in %s: lenet.yaml, lenet_float.h5, lenet_half.h5, "
       "lenet_bfloat16.h5\n",
+      out_dir.c_str());
+
+  // 5. As ONNX models (opset 17), read back with load_onnx and scored.
+  if (!mg::onnx_available()) {
+    std::printf("(built without ONNX: no .onnx files)\n");
+    return 0;
+  }
+  std::printf("\n%-9s %14s %9s %16s %8s\n", "ONNX", "test accuracy", "vs float",
+              "model file", "size");
+  double onnx_float = 0;
+  uintmax_t float_size = 0;
+  for (const std::string type_config : {"float", "half", "bfloat16"}) {
+    const std::string h5 = out_dir + "/lenet_" + type_config + ".h5";
+    const std::string onnx = out_dir + "/lenet_" + type_config + ".onnx";
+    const double acc = onnx_accuracy(yaml, h5, onnx, type_config, test);
+    const uintmax_t size = std::filesystem::file_size(onnx);
+    if (type_config == "float") onnx_float = acc, float_size = size;
+    std::printf("%-9s %13.2f%% %+9.2f %13.1f KB %6.2fx\n", type_config.c_str(),
+                acc, acc - onnx_float, size / 1024.0,
+                static_cast<double>(size) / float_size);
+    std::printf("RESULT onnx=%s test_accuracy=%.2f size_ratio=%.3f\n",
+                type_config.c_str(), acc,
+                static_cast<double>(size) / float_size);
+  }
+  std::printf(
+      "ONNX models in %s: lenet_float.onnx, lenet_half.onnx (fp16 "
+      "initializers), lenet_bfloat16.onnx\n",
       out_dir.c_str());
   return 0;
 }

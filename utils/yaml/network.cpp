@@ -21,28 +21,14 @@ namespace {
 // Functions below the outputs, each after the functions it reads from.
 std::vector<FunctionNode*> functions_in_order(
     const std::vector<std::pair<std::string, VariablePtr>>& outputs) {
-  std::vector<FunctionNode*> order;
-  std::unordered_set<FunctionNode*> seen;
-  std::vector<std::pair<FunctionNode*, size_t>> stack;
+  std::vector<VariablePtr> vars;
   for (const auto& [name, v] : outputs) {
     if (!v)
       throw std::invalid_argument("[save_network] output '" + name +
                                   "' is null");
-    FunctionNode* root = v->parent().get();
-    if (!root || !seen.insert(root).second) continue;
-    stack.emplace_back(root, 0);
-    while (!stack.empty()) {
-      auto& [node, next] = stack.back();
-      if (next < node->inputs().size()) {
-        FunctionNode* p = node->inputs()[next++]->parent().get();
-        if (p && seen.insert(p).second) stack.emplace_back(p, 0);
-        continue;
-      }
-      order.push_back(node);
-      stack.pop_back();
-    }
+    vars.push_back(v);
   }
-  return order;
+  return mg::functions_in_order(vars);
 }
 
 void emit_value(YAML::Emitter& out, const ArgValue& v) {

@@ -1,0 +1,598 @@
+// ONNX export and import: every mapped function written by save_onnx, read
+// back by load_onnx and (where onnxruntime is installed: scripts/
+// install_onnxruntime.sh makes .venv-onnx) run by onnxruntime, against
+// our own forward; a model written by the ONNX project's Python helper
+// (Debian's python3-onnx) as PyTorch's exporter writes it; fp16 models from
+// the inference conversion; and the errors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include <mixgraph/mixgraph.hpp>
+#include <mixgraph/utils/inference.hpp>
+#include <mixgraph/utils/onnx.hpp>
+
+namespace F = mg::functions;
+namespace PF = mg::parametric_functions;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_dir() {
+  static const fs::path dir = [] {
+    fs::path d =
+        fs::temp_directory_path() / ("mg_onnx_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+std::string ort_python() {
+  if (const char* p = std::getenv("MIXGRAPH_ONNXRUNTIME_PYTHON")) return p;
+  return MIXGRAPH_SOURCE_DIR "/.venv-onnx/bin/python";
+}
+
+bool ort_available() {
+  const std::string cmd =
+      ort_python() + " -c 'import onnxruntime' >/dev/null 2>&1";
+  return fs::exists(ort_python()) && std::system(cmd.c_str()) == 0;
+}
+
+std::vector<float> values(const mg::VariablePtr& v) {
+  const float* p = v->data()->get<const float>();
+  return std::vector<float>(p, p + v->size());
+}
+
+void fill(const mg::VariablePtr& v, const std::vector<float>& data) {
+  std::copy(data.begin(), data.end(), v->data()->cast<float>());
+}
+
+// max |a - b| / (1 + |b|).
+double max_error(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double e = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    e = std::max(e, std::abs(double(a[i]) - b[i]) / (1.0 + std::abs(b[i])));
+  }
+  return e;
+}
+
+// A graph of one input x: (x, params) -> y.
+struct Case {
+  std::string name;
+  mg::Shape shape;
+  std::function<mg::VariablePtr(const mg::VariablePtr&, mg::ParameterScope&)>
+      build;
+  bool integer_input = false;  // ids 0..9 (Embed)
+};
+
+mg::VariablePtr pos(const mg::VariablePtr& x) {  // > 0: for log, sqrt, pow
+  return F::add_scalar(F::abs(x), 0.5f);
+}
+
+mg::VariablePtr param(mg::ParameterScope& p, const std::string& name,
+                      const mg::Shape& shape, float lo = -1, float hi = 1) {
+  return p.get_or_create(name, shape, mg::uniform_initializer(lo, hi));
+}
+
+std::vector<Case> cases() {
+  using V = mg::VariablePtr;
+  using P = mg::ParameterScope;
+  const mg::Shape img{2, 3, 6, 6}, mat{2, 3, 4};
+  std::vector<Case> c;
+  auto add = [&](std::string name, mg::Shape s,
+                 std::function<V(const V&, P&)> b) {
+    c.push_back({std::move(name), std::move(s), std::move(b)});
+  };
+  // A LeNet with batch normalization, as trained in the tutorials.
+  add("lenet_bn", {2, 1, 12, 12}, [](const V& x, P& p) {
+    PF::ConvolutionParams padded;
+    padded.pad = {1, 1};
+    auto h = PF::convolution(x, 4, {3, 3}, p["conv1"], padded);
+    h = PF::batch_normalization(h, p["bn1"], /*batch_stat=*/false);
+    h = F::max_pooling(F::relu(h), {2, 2});
+    h = PF::convolution(h, 6, {3, 3}, p["conv2"]);
+    h = F::average_pooling(F::relu(h), {2, 2});
+    return F::softmax(PF::affine(h, 5, p["fc3"]), 1);
+  });
+  const std::pair<const char*, V (*)(const V&)> unary[] = {
+      {"relu", F::relu},
+      {"sigmoid", F::sigmoid},
+      {"tanh", F::tanh},
+      {"gelu", F::gelu},
+      {"swish", F::swish},
+      {"mish", F::mish},
+      {"log_sigmoid", F::log_sigmoid},
+      {"softsign", F::softsign},
+      {"relu6", F::relu6},
+      {"hard_sigmoid", F::hard_sigmoid},
+      {"hard_tanh", F::hard_tanh},
+      {"tanh_shrink", F::tanh_shrink},
+      {"exp", F::exp},
+      {"abs", F::abs},
+      {"sin", F::sin},
+      {"cos", F::cos},
+      {"atan", F::atan},
+      {"erf", F::erf},
+      {"asinh", F::asinh},
+      {"sinh", F::sinh},
+      {"floor", F::floor},
+      {"ceil", F::ceil},
+      {"identity", F::identity},
+      {"unlink", F::unlink},
+      {"logical_not", F::logical_not}};
+  for (const auto& [name, fn] : unary) {
+    add(name, mat, [fn = fn](const V& x, P&) { return fn(x); });
+  }
+  add("log", mat, [](const V& x, P&) { return F::log(pos(x)); });
+  add("sqrt", mat, [](const V& x, P&) { return F::sqrt(pos(x)); });
+  add("rsqrt", mat, [](const V& x, P&) { return F::rsqrt(pos(x)); });
+  add("softplus_beta2", mat, [](const V& x, P&) { return F::softplus(x, 2); });
+  add("elu", mat, [](const V& x, P&) { return F::elu(x, 0.7f); });
+  add("selu", mat, [](const V& x, P&) { return F::selu(x); });
+  add("leaky_relu", mat, [](const V& x, P&) { return F::leaky_relu(x, .2f); });
+  add("clip_by_value", mat,
+      [](const V& x, P&) { return F::clip_by_value(x, -0.3f, 0.6f); });
+  add("scalars", mat, [](const V& x, P&) {
+    auto h = F::mul_scalar(F::add_scalar(x, 0.5f), 1.5f);
+    h = F::maximum_scalar(F::minimum_scalar(h, 1.2f), -0.8f);
+    h = F::add2(F::r_sub_scalar(h, 2.0f), F::r_div_scalar(pos(x), 1.5f));
+    return F::add2(F::pow_scalar(pos(h), 1.7f), F::r_pow_scalar(x, 1.3f));
+  });
+  add("binary", mat, [](const V& x, P& p) {
+    auto w = param(p, "w", {1, 3, 4});
+    auto h = F::sub2(F::mul2(x, w), F::div2(F::sin(x), pos(w)));
+    h = F::maximum2(h, F::minimum2(F::cos(x), w));
+    return F::add2(F::pow2(pos(h), F::sigmoid(x)), F::bc_add2(x, w));
+  });
+  add("compare", mat, [](const V& x, P&) {
+    auto c = F::cos(x);
+    auto h = F::add2(F::greater(x, c), F::less_equal(x, c));
+    h = F::add2(h, F::mul_scalar(F::greater_scalar(x, 0.1f), 2));
+    h = F::add2(
+        h, F::mul_scalar(
+               F::logical_and(F::greater(x, c), F::less_scalar(x, 0.5f)), 4));
+    return F::add2(h, F::mul_scalar(F::not_equal_scalar(F::floor(x), 0), 8));
+  });
+  add("where", mat, [](const V& x, P&) {
+    return F::where(F::greater_scalar(x, 0), x, F::sin(x));
+  });
+  add("add_n", mat, [](const V& x, P&) {
+    return F::add_n({x, F::sin(x), F::cos(x)});
+  });
+  add("reshape_transpose", mat, [](const V& x, P&) {
+    return F::transpose(F::reshape(x, {2, 4, 3}), {2, 0, 1});
+  });
+  add("concat_stack_split", mat, [](const V& x, P&) {
+    auto h = F::concatenate({x, F::sin(x)}, 1);  // (2, 6, 4)
+    auto parts = F::split(F::stack({h, F::cos(h)}, 0), 0);
+    return F::add2(parts[0], F::mul_scalar(parts[1], 2));
+  });
+  add("slice_flip", mat, [](const V& x, P&) {
+    return F::flip(F::slice(x, {0, 1, 0}, {2, 3, 4}, {1, 1, 2}), {0, 2});
+  });
+  add("pad_tile_broadcast", mat, [](const V& x, P&) {
+    auto h = F::add2(F::pad(x, {1, 2}, "constant", 0.5f),
+                     F::pad(x, {2, 1}, "reflect"));
+    h = F::add2(h, F::pad(x, {0, 3}, "repeat"));
+    auto t = F::tile(F::slice(x, {0, 0, 0}, {1, 1, 7}), {2, 3, 1});
+    return F::add2(
+        F::slice(h, {0, 0, 0}, {2, 3, 4}),
+        F::add2(t, F::broadcast(F::slice(x, {0, 0, 0}, {2, 1, 4}), {2, 3, 4})));
+  });
+  add("reductions", mat, [](const V& x, P&) {
+    auto a = F::sum(x, {1}, true);      // (2, 1, 4)
+    auto b = F::mean(x, {2}, false);    // (2, 3)
+    auto m = F::max(x, {1, 2}, false);  // (2,)
+    auto n = F::min(x, {0}, true);      // (1, 3, 4)
+    auto q = F::prod(F::add_scalar(F::mul_scalar(x, 0.1f), 1), {2}, true);
+    auto h = F::add2(F::add2(x, a), F::add2(n, q));
+    h = F::add2(h, F::reshape(b, {2, 3, 1}));
+    h = F::add2(h, F::reshape(m, {2, 1, 1}));
+    return F::add2(F::reshape(F::reduce_sum(x), {1, 1, 1}),
+                   F::add2(h, F::reshape(F::reduce_mean(x), {1, 1, 1})));
+  });
+  add("softmax", mat, [](const V& x, P&) {
+    return F::add2(F::softmax(x, 1), F::log_softmax(x, 2));
+  });
+  add("batch_matmul", mat, [](const V& x, P&) {
+    return F::batch_matmul(x, F::sin(x), false, true);
+  });
+  add("affine_base_axis_2", mat, [](const V& x, P& p) {
+    PF::AffineParams base2;
+    base2.base_axis = 2;
+    return PF::affine(x, 5, p["fc"], base2);
+  });
+  add("depthwise_convolution", img, [](const V& x, P& p) {
+    PF::DepthwiseConvolutionParams padded;
+    padded.pad = {1, 1};
+    return PF::depthwise_convolution(x, {3, 3}, p["dw"], padded);
+  });
+  add("convolution_groups_strides", img, [](const V& x, P& p) {
+    mg::ConvolutionOptions o;
+    o.pad = {1, 2};
+    o.stride = {2, 1};
+    o.dilation = {1, 2};
+    o.group = 3;
+    return F::convolution(x, param(p, "W", {6, 1, 3, 3}), param(p, "b", {6}),
+                          o);
+  });
+  add("deconvolution", img, [](const V& x, P& p) {
+    mg::DeconvolutionOptions o;
+    o.pad = {1, 1};
+    o.stride = {2, 2};
+    o.output_padding = {1, 1};
+    return F::deconvolution(x, param(p, "W", {3, 2, 3, 3}), param(p, "b", {2}),
+                            o);
+  });
+  add("pooling", img, [](const V& x, P&) {
+    mg::PoolingOptions avg;
+    avg.pad = {1, 1};
+    avg.stride = {2, 2};
+    avg.including_pad = false;
+    mg::PoolingOptions open;
+    open.ignore_border = false;
+    auto a = F::average_pooling(x, {3, 3}, avg);  // (2, 3, 3, 3)
+    auto s = F::sum_pooling(x, {2, 2});           // (2, 3, 3, 3)
+    auto m = F::max_pooling(F::slice(x, {0, 0, 0, 0}, {2, 3, 5, 5}), {2, 2},
+                            open);  // (2, 3, 3, 3)
+    return F::add2(F::add2(a, s), F::add2(m, F::global_average_pooling(x)));
+  });
+  add("interpolate", {2, 3, 4, 5}, [](const V& x, P&) {
+    auto a = F::interpolate(x, {7, 9}, "linear", true);
+    auto b = F::interpolate(x, {7, 9}, "linear", false, true);
+    auto c = F::interpolate(x, {7, 9}, "linear", false, false);
+    auto d = F::interpolate(x, {7, 9}, "nearest", false);
+    auto e = F::interpolate(x, {7, 9}, "nearest", false, false, true);
+    return F::add_n({a, b, c, d, e});
+  });
+  add("normalizations", img, [](const V& x, P& p) {
+    auto h = PF::layer_normalization(x, p["ln"]);
+    h = F::add2(h, PF::instance_normalization(x, p["in"]));
+    return PF::prelu(h, p["prelu"], 1, /*shared=*/false);
+  });
+  add("batch_normalization_1d", {4, 3}, [](const V& x, P& p) {
+    return PF::batch_normalization(x, p["bn"], /*batch_stat=*/false);
+  });
+  c.push_back({"embed",
+               {2, 5},
+               [](const V& x, P& p) { return PF::embed(x, 10, 3, p["embed"]); },
+               /*integer_input=*/true});
+  return c;
+}
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+struct Built {
+  mg::VariablePtr x, y;
+  std::vector<float> input, output;
+};
+
+// Builds a case in the default context with random parameters (BN's
+// running statistics too) and runs it.
+Built build(const Case& c, mg::ParameterScope& params) {
+  mg::seed(11);
+  Built b;
+  b.x = mg::make_variable(c.shape);
+  b.x->set_name("x");
+  b.y = c.build(b.x, params);
+  for (const auto& [name, v] : params.parameters(/*grad_only=*/false)) {
+    if (name.find("/var") != std::string::npos) {
+      mg::uniform_initializer(0.5f, 1.5f)(*v->data());
+    } else {
+      mg::uniform_initializer(-1, 1)(*v->data());
+    }
+  }
+  b.input.resize(static_cast<size_t>(b.x->size()));
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.5f, 1.5f);
+  for (auto& v : b.input) v = c.integer_input ? float(rng() % 10) : u(rng);
+  fill(b.x, b.input);
+  b.y->forward();
+  b.output = values(b.y);
+  return b;
+}
+
+class OnnxCase : public ::testing::TestWithParam<Case> {};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  return info.param.name;
+}
+
+// Written by save_onnx, read by load_onnx into a new scope: the same
+// outputs, parameters under the same names.
+TEST_P(OnnxCase, RoundTripGivesTheSameOutputs) {
+  const Case& c = GetParam();
+  mg::ParameterScope params;
+  Built b = build(c, params);
+  const std::string path = (temp_dir() / (c.name + ".onnx")).string();
+  mg::save_onnx(path, c.name, {{"y", b.y}}, params);
+
+  mg::ParameterScope loaded;
+  mg::Network net = mg::load_onnx(path, loaded);
+  ASSERT_EQ(net.inputs.size(), 1u);
+  EXPECT_EQ(net.inputs[0].first, "x");
+  fill(net.input("x"), b.input);
+  auto y = net.output("y");
+  y->forward();
+  EXPECT_EQ(y->shape(), b.y->shape());
+  EXPECT_LE(max_error(values(y), b.output), 1e-6) << c.name;
+  for (const auto& [name, v] : params.parameters(/*grad_only=*/false)) {
+    EXPECT_TRUE(loaded.get(name)) << "parameter " << name << " not loaded";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Functions, OnnxCase, ::testing::ValuesIn(cases()),
+                         case_name);
+
+// Every case above run by onnxruntime from the file we wrote: ONNX's own
+// semantics of each operator against our forward, within 1e-5 (float).
+TEST(Onnx, OnnxRuntimeRunsEveryExportedFunction) {
+  if (!ort_available()) {
+    GTEST_SKIP() << "onnxruntime is not installed (bash "
+                    "scripts/install_onnxruntime.sh makes .venv-onnx; or set "
+                    "MIXGRAPH_ONNXRUNTIME_PYTHON)";
+  }
+  const fs::path dir = temp_dir();
+  std::map<std::string, std::vector<float>> expected;
+  std::ofstream manifest(dir / "manifest.txt");
+  for (const Case& c : cases()) {
+    mg::ParameterScope params;
+    Built b = build(c, params);
+    const std::string base = (dir / ("ort_" + c.name)).string();
+    mg::save_onnx(base + ".onnx", c.name, {{"y", b.y}}, params);
+    std::ofstream(base + ".in", std::ios::binary)
+        .write(reinterpret_cast<const char*>(b.input.data()),
+               static_cast<std::streamsize>(b.input.size() * 4));
+    std::string shape;
+    for (int64_t d : c.shape)
+      shape += (shape.empty() ? "" : ",") + std::to_string(d);
+    manifest << base << ".onnx " << base << ".in " << shape << " " << base
+             << ".out\n";
+    expected[c.name] = b.output;
+  }
+  manifest.close();
+  const std::string cmd = ort_python() +
+                          " " MIXGRAPH_SOURCE_DIR
+                          "/tests/utils/run_onnxruntime.py " +
+                          (dir / "manifest.txt").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  for (const auto& [name, want] : expected) {
+    const std::string out = (dir / ("ort_" + name + ".out")).string();
+    if (fs::exists(out + ".err")) {
+      std::ifstream e(out + ".err");
+      ADD_FAILURE() << name << ": onnxruntime: " << e.rdbuf();
+      continue;
+    }
+    std::ifstream in(out, std::ios::binary);
+    std::vector<float> got(want.size());
+    in.read(reinterpret_cast<char*>(got.data()),
+            static_cast<std::streamsize>(got.size() * 4));
+    ASSERT_TRUE(in) << name << ": short output";
+    const double err = max_error(got, want);
+    EXPECT_LE(err, 1e-5) << name;
+    std::printf("%-28s onnxruntime vs mixgraph: max error %.2g\n", name.c_str(),
+                err);
+  }
+}
+
+// A model as PyTorch's exporter writes it (Gemm with transB, a flatten
+// through Shape/Gather/Unsqueeze/Concat/Reshape, BatchNormalization, a free
+// batch), made by the ONNX project's Python helper: our outputs equal
+// NumPy's forward of it.
+TEST(Onnx, ReadsAModelWrittenByOnnxsPythonHelper) {
+  if (std::system("/usr/bin/python3 -c 'import onnx, numpy' >/dev/null 2>&1")) {
+    GTEST_SKIP() << "Debian's python3-onnx is not installed (apt-get install "
+                    "python3-onnx)";
+  }
+  const fs::path dir = temp_dir();
+  const std::string model = (dir / "helper.onnx").string(),
+                    in = (dir / "helper.in").string(),
+                    out = (dir / "helper.out").string();
+  const std::string cmd = "/usr/bin/python3 " MIXGRAPH_SOURCE_DIR
+                          "/tests/utils/make_onnx_model.py " +
+                          model + " " + in + " " + out;
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  mg::ParameterScope params;
+  mg::Network net = mg::load_onnx(model, params, {/*batch_size=*/3});
+  EXPECT_EQ(net.name, "torch_like_cnn");
+  auto x = net.input("input");
+  ASSERT_EQ(x->shape(), (mg::Shape{3, 2, 6, 6}));
+  std::vector<float> xin(static_cast<size_t>(x->size())), want(15);
+  std::ifstream(in, std::ios::binary)
+      .read(reinterpret_cast<char*>(xin.data()), xin.size() * 4);
+  std::ifstream(out, std::ios::binary)
+      .read(reinterpret_cast<char*>(want.data()), want.size() * 4);
+  fill(x, xin);
+  auto y = net.output("output");
+  y->forward();
+  EXPECT_LE(max_error(values(y), want), 1e-5);
+  // Gemm's transposed weight is held transposed once, as affine's (in, out).
+  ASSERT_TRUE(params.get("fc1.weight"));
+  EXPECT_EQ(params.get("fc1.weight")->shape(), (mg::Shape{36, 8}));
+  EXPECT_EQ(params.get("bn.running_mean")->shape(), (mg::Shape{1, 4, 1, 1}));
+  EXPECT_FALSE(params.get("bn.running_mean")->need_grad());
+  EXPECT_TRUE(params.get("conv.weight")->need_grad());
+}
+
+// A free batch: written as "N", read at any batch size.
+TEST(Onnx, FreeBatchRunsAtAnotherBatchSize) {
+  const Case c = cases()[0];  // the LeNet
+  mg::ParameterScope params;
+  Built b = build(c, params);
+  const std::string path = (temp_dir() / "free.onnx").string();
+  mg::save_onnx(path, "lenet", {{"y", b.y}}, params, {/*free_batch=*/true});
+  mg::ParameterScope loaded;
+  EXPECT_THROW(
+      {
+        try {
+          mg::load_onnx(path, loaded);
+        } catch (const std::invalid_argument& e) {
+          EXPECT_NE(std::string(e.what()).find("input 'x' has a free batch"),
+                    std::string::npos)
+              << e.what();
+          EXPECT_NE(std::string(e.what()).find("batch_size"),
+                    std::string::npos);
+          throw;
+        }
+      },
+      std::invalid_argument);
+  mg::Network net = mg::load_onnx(path, loaded, {/*batch_size=*/1});
+  auto x1 = net.input("x");
+  ASSERT_EQ(x1->shape(), (mg::Shape{1, 1, 12, 12}));
+  // The second sample alone gives the second row.
+  const size_t per = static_cast<size_t>(x1->size());
+  fill(x1, std::vector<float>(b.input.begin() + per, b.input.end()));
+  auto y = net.output("y");
+  y->forward();
+  const std::vector<float> row(b.output.begin() + 5, b.output.end());
+  EXPECT_LE(max_error(values(y), row), 1e-6);
+}
+
+// The inference conversion's fp16 model: fp16 initializers (half the file),
+// float inputs and outputs; loaded in a half context it computes what the
+// converted graph computes, and onnxruntime runs it where it can.
+TEST(Onnx, HalfModelHasFp16InitializersAndRuns) {
+  const Case c = cases()[0];
+  mg::ParameterScope params;
+  Built b = build(c, params);
+  const std::string float_path = (temp_dir() / "lenet_float.onnx").string();
+  mg::save_onnx(float_path, "lenet", {{"y", b.y}}, params);
+
+  mg::ContextGuard half(mg::context("cpu", "half"));
+  auto x = mg::make_variable(c.shape);
+  x->set_name("x");
+  auto y = c.build(x, params);  // the same parameters, functions in half
+  const mg::InferenceConversion conv =
+      mg::convert_parameters_for_inference({y}, params);
+  EXPECT_FALSE(conv.reduced.empty());
+  fill(x, b.input);
+  y->forward();
+  const std::vector<float> ours = values(y);
+  EXPECT_LE(max_error(ours, b.output), 1e-2);  // half vs float
+
+  const std::string half_path = (temp_dir() / "lenet_half.onnx").string();
+  mg::save_onnx(half_path, "lenet", {{"y", y}}, params);
+  const double ratio = static_cast<double>(fs::file_size(half_path)) /
+                       static_cast<double>(fs::file_size(float_path));
+  // A tiny LeNet: the graph itself and the fp32 statistics are a fifth of
+  // the file (tutorial 06 measures the real LeNet: about half).
+  EXPECT_LT(ratio, 0.85);
+  std::printf("fp16 ONNX file: %.2fx the float one\n", ratio);
+
+  mg::ParameterScope loaded;
+  mg::Network net = mg::load_onnx(half_path, loaded);
+  fill(net.input("x"), b.input);
+  net.output("y")->forward();
+  EXPECT_LE(max_error(values(net.output("y")), ours), 1e-3);
+  // The fp16 initializers stay fp16 in the scope.
+  EXPECT_EQ(loaded.get("conv1/conv/W")->data()->array().dtype(),
+            mg::Dtype::f16);
+
+  if (ort_available()) {
+    const std::string base = (temp_dir() / "ort_half").string();
+    std::ofstream(base + ".in", std::ios::binary)
+        .write(reinterpret_cast<const char*>(b.input.data()),
+               static_cast<std::streamsize>(b.input.size() * 4));
+    std::ofstream(base + ".txt")
+        << half_path << " " << base << ".in 2,1,12,12 " << base << ".out\n";
+    ASSERT_EQ(std::system((ort_python() +
+                           " " MIXGRAPH_SOURCE_DIR
+                           "/tests/utils/run_onnxruntime.py " +
+                           base + ".txt")
+                              .c_str()),
+              0);
+    if (fs::exists(base + ".out.err")) {
+      std::ifstream e(base + ".out.err");
+      ADD_FAILURE() << "onnxruntime cannot run the fp16 model: " << e.rdbuf();
+    } else {
+      std::vector<float> got(ours.size());
+      std::ifstream(base + ".out", std::ios::binary)
+          .read(reinterpret_cast<char*>(got.data()), got.size() * 4);
+      const double err = max_error(got, ours);
+      EXPECT_LE(err, 1e-2);
+      std::printf("fp16 model: onnxruntime vs mixgraph half: max error %.2g\n",
+                  err);
+    }
+  }
+}
+
+// What cannot be written or read says what and why.
+TEST(Onnx, ErrorsNameTheFunctionOrTheFile) {
+  mg::ParameterScope params;
+  auto x = mg::make_variable({4, 3});
+  auto t = mg::make_variable({4, 1});
+  auto loss =
+      F::mean(F::softmax_cross_entropy(PF::affine(x, 5, params["fc"]), t));
+  const std::string path = (temp_dir() / "bad.onnx").string();
+  try {
+    mg::save_onnx(path, "loss", {{"loss", loss}}, params);
+    ADD_FAILURE() << "a loss was written";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'SoftmaxCrossEntropy'"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(path));
+
+  auto bn = PF::batch_normalization(x, params["bn"], /*batch_stat=*/true);
+  try {
+    mg::save_onnx(path, "bn", {{"y", bn}}, params);
+    ADD_FAILURE() << "batch statistics were written";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("batch_stat"), std::string::npos)
+        << e.what();
+  }
+
+  std::ofstream(path) << "not a model";
+  mg::ParameterScope loaded;
+  try {
+    mg::load_onnx(path, loaded);
+    ADD_FAILURE() << "garbage was read";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(mg::load_onnx((temp_dir() / "missing.onnx").string(), loaded),
+               std::invalid_argument);
+
+  // A parameter of another shape in the scope is an error naming it.
+  const Case c = cases()[0];
+  mg::ParameterScope p1;
+  Built b = build(c, p1);
+  const std::string lenet = (temp_dir() / "lenet_err.onnx").string();
+  mg::save_onnx(lenet, "lenet", {{"y", b.y}}, p1);
+  mg::ParameterScope other;
+  other.get_or_create("conv1/conv/W", {2, 2}, mg::constant_initializer(0));
+  try {
+    mg::load_onnx(lenet, other);
+    ADD_FAILURE() << "a mismatched parameter was overwritten";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("conv1/conv/W"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Onnx, ListsWhatIsMapped) {
+  const auto out = mg::onnx_exportable_functions();
+  const auto in = mg::onnx_importable_operators();
+  EXPECT_TRUE(std::count(out.begin(), out.end(), "Convolution"));
+  EXPECT_TRUE(std::count(in.begin(), in.end(), "Gemm"));
+  EXPECT_GT(out.size(), 80u);
+  std::printf("save_onnx writes %zu functions; load_onnx reads %zu operators\n",
+              out.size(), in.size());
+}
+
+}  // namespace

@@ -1,0 +1,1097 @@
+// save_onnx: a graph's functions written as ONNX nodes (opset 17), one
+// converter per function, in the types the graph computes in.
+#include <onnx/checker.h>
+
+#include <algorithm>
+#include <climits>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/graph/function.hpp>
+#include <mixgraph/graph/function_node.hpp>
+#include <mixgraph/utils/onnx.hpp>
+#include <mixgraph/utils/onnx/onnx_tensor.hpp>
+
+namespace mg {
+
+namespace {
+
+using onnx_io::elem_type;
+constexpr int32_t kFloat = onnx::TensorProto_DataType_FLOAT;
+constexpr int32_t kInt64 = onnx::TensorProto_DataType_INT64;
+constexpr int32_t kBool = onnx::TensorProto_DataType_BOOL;
+
+bool is_float_elem(int32_t e) {
+  return e == kFloat || e == onnx::TensorProto_DataType_FLOAT16 ||
+         e == onnx::TensorProto_DataType_BFLOAT16;
+}
+
+// ---- attributes ----
+
+void attr(onnx::NodeProto* n, const char* name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto_AttributeType_INT);
+  a->set_i(v);
+}
+void attr(onnx::NodeProto* n, const char* name, double v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto_AttributeType_FLOAT);
+  a->set_f(static_cast<float>(v));
+}
+void attr(onnx::NodeProto* n, const char* name, const std::string& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto_AttributeType_STRING);
+  a->set_s(v);
+}
+void attr(onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto_AttributeType_INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+// ---- a function's arguments by name ----
+
+const ArgValue& arg(const Function& f, const char* name) {
+  for (const auto& [k, v] : f.args()) {
+    if (k == name) return v;
+  }
+  throw std::logic_error(f.tag() + "has no argument '" + name + "'");
+}
+double arg_real(const Function& f, const char* name) {
+  const ArgValue& v = arg(f, name);
+  if (auto p = std::get_if<double>(&v)) return *p;
+  if (auto p = std::get_if<int64_t>(&v)) return static_cast<double>(*p);
+  if (auto p = std::get_if<bool>(&v)) return *p ? 1.0 : 0.0;
+  throw std::logic_error(f.tag() + "argument '" + name + "' is not a number");
+}
+int64_t arg_int(const Function& f, const char* name) {
+  return static_cast<int64_t>(arg_real(f, name));
+}
+bool arg_bool(const Function& f, const char* name) {
+  return arg_real(f, name) != 0.0;
+}
+std::vector<int64_t> arg_ints(const Function& f, const char* name) {
+  const ArgValue& v = arg(f, name);
+  if (auto p = std::get_if<std::vector<int64_t>>(&v)) return *p;
+  if (auto p = std::get_if<std::vector<double>>(&v)) {
+    std::vector<int64_t> out;
+    for (double d : *p) out.push_back(static_cast<int64_t>(d));
+    return out;
+  }
+  if (auto p = std::get_if<int64_t>(&v)) return {*p};
+  throw std::logic_error(f.tag() + "argument '" + name + "' is not a list");
+}
+std::string arg_str(const Function& f, const char* name) {
+  const ArgValue& v = arg(f, name);
+  if (auto p = std::get_if<std::string>(&v)) return *p;
+  throw std::logic_error(f.tag() + "argument '" + name + "' is not a string");
+}
+
+class Exporter;
+
+// One function being converted: its inputs, fetched in the types its ports
+// want, and its outputs, named and typed as its ports declare.
+struct Node {
+  Exporter& e;
+  FunctionNode& node;
+  const Function& fn;
+  std::vector<VariablePtr> outs;
+  int32_t T;  // the element type it computes in
+
+  // Input i in the type its port wants (and in `shape`, when given).
+  std::string in(int i, const Shape* shape = nullptr);
+  std::string in(int i, const Shape& shape) { return in(i, &shape); }
+  bool has_in(int i) const {
+    return i < static_cast<int>(node.inputs().size()) && node.inputs()[i];
+  }
+  const Shape& in_shape(int i) const { return node.inputs()[i]->shape(); }
+  const Shape& out_shape(int o) const { return outs[o]->shape(); }
+  int ndim(int i) const { return static_cast<int>(in_shape(i).size()); }
+  // The name output o gets (its value is registered with its port's type).
+  std::string out(int o);
+  int32_t out_elem(int o);
+  onnx::NodeProto* op(const std::string& type,
+                      const std::vector<std::string>& ins,
+                      const std::vector<std::string>& outs_);
+  // A fresh intermediate name.
+  std::string tmp();
+  // Constants (initializers): a scalar of element type `elem` (T by
+  // default), int64 lists.
+  std::string scalar(double v, int32_t elem = 0);
+  std::string ints(const std::vector<int64_t>& v);
+  // y = op(x) etc. for one-node conversions, into output 0.
+  void unary(const std::string& type) { op(type, {in(0)}, {out(0)}); }
+  [[noreturn]] void unsupported(const std::string& why) const {
+    throw std::invalid_argument("[save_onnx] " + fn.name() + ": " + why);
+  }
+};
+
+using Converter = std::function<void(Node&)>;
+const std::map<std::string, Converter>& converters();
+
+struct Value {
+  std::string name;
+  int32_t elem;
+  Shape shape;  // as written (a parameter may be written reshaped)
+};
+
+class Exporter {
+ public:
+  Exporter(onnx::GraphProto* g, const ParameterScope& params,
+           const SaveOnnxOptions& options)
+      : g_(g), options_(options) {
+    for (const auto& [name, v] : params.parameters(/*grad_only=*/false)) {
+      param_names_[v.get()] = name;
+    }
+  }
+
+  std::string fresh(const std::string& hint) {
+    return hint + "_" + std::to_string(next_++);
+  }
+
+  onnx::NodeProto* node(const std::string& type,
+                        const std::vector<std::string>& ins,
+                        const std::vector<std::string>& outs) {
+    auto* n = g_->add_node();
+    n->set_op_type(type);
+    n->set_name(fresh(type));
+    for (const auto& i : ins) n->add_input(i);
+    for (const auto& o : outs) n->add_output(o);
+    return n;
+  }
+
+  std::string constant(const Shape& shape, Dtype dtype, const void* data,
+                       const std::string& hint) {
+    const std::string name = fresh(hint);
+    onnx_io::write_tensor(g_->add_initializer(), name, shape, dtype, data);
+    return name;
+  }
+  std::string ints(const std::vector<int64_t>& v) {
+    return constant({static_cast<int64_t>(v.size())}, Dtype::i64, v.data(),
+                    "const");
+  }
+  std::string scalar(double v, int32_t elem) {
+    const float f = static_cast<float>(v);
+    const int64_t i = static_cast<int64_t>(v);
+    if (elem == kInt64) return constant({}, Dtype::i64, &i, "const");
+    const std::string name = constant({}, Dtype::f32, &f, "const");
+    if (elem == kFloat) return name;
+    // An fp16 / bf16 constant: its float value converted by ONNX's rule
+    // (round to nearest even) through a Cast the runtime folds.
+    return cast(name, elem);
+  }
+
+  std::string cast(const std::string& name, int32_t to) {
+    auto key = std::make_pair(name, to);
+    auto it = casts_.find(key);
+    if (it != casts_.end()) return it->second;
+    const std::string out = fresh(name + "_as_" + onnx_io::elem_name(to));
+    attr(node("Cast", {name}, {out}), "to", static_cast<int64_t>(to));
+    casts_[key] = out;
+    return out;
+  }
+
+  // `v` in element type `want` (0: as it is) and shape `shape` (null: as it
+  // is). A leaf becomes an initializer (a parameter, written in `shape`) or
+  // a model input on first use.
+  std::string value(const VariablePtr& v, int32_t want, const Shape* shape,
+                    const std::string& who) {
+    auto it = values_.find(v.get());
+    if (it == values_.end()) {
+      if (v->parent()) {
+        throw std::logic_error("[save_onnx] " + who +
+                               " reads a value not computed yet");
+      }
+      it = values_.emplace(v.get(), leaf(v, want, shape)).first;
+    }
+    Value& val = it->second;
+    std::string name = val.name;
+    if (shape && *shape != val.shape) {
+      if (shape_size(*shape) != shape_size(val.shape)) {
+        throw std::logic_error("[save_onnx] " + who + ": cannot view " +
+                               shape_str(val.shape) + " as " +
+                               shape_str(*shape));
+      }
+      const std::string r = fresh(name + "_reshaped");
+      node("Reshape", {name, ints(*shape)}, {r});
+      name = r;
+    }
+    if (want != 0 && want != val.elem) {
+      // Integer data (labels, ids) is converted exactly to int64; floating
+      // data to the type the reader computes in.
+      name = cast(name, want);
+    }
+    return name;
+  }
+
+  void set_value(const Variable* v, Value val) { values_[v] = std::move(val); }
+  const Value& value_of(const Variable* v) const { return values_.at(v); }
+  bool has_value(const Variable* v) const { return values_.count(v) != 0; }
+  const SaveOnnxOptions& options() const { return options_; }
+  int64_t batch() const { return batch_; }
+  onnx::GraphProto* graph() { return g_; }
+
+ private:
+  Value leaf(const VariablePtr& v, int32_t want, const Shape* shape) {
+    auto p = param_names_.find(v.get());
+    if (p != param_names_.end()) {
+      SyncedArray& a = v->data()->array();
+      const Dtype d = a.has_head() ? a.dtype() : Dtype::f32;
+      const Shape s = shape ? *shape : v->shape();
+      onnx_io::write_tensor(g_->add_initializer(), p->second, s, d, a.get(d));
+      return {p->second, elem_type(d), s};
+    }
+    // A model input: float where a floating port reads it (converted inside
+    // to the type the reader computes in), int64 where an integer port does.
+    std::string name =
+        v->name().empty() ? "x" + std::to_string(next_input_++) : v->name();
+    const int32_t elem = want == kInt64 ? kInt64 : kFloat;
+    auto* in = g_->add_input();
+    in->set_name(name);
+    auto* t = in->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(elem);
+    auto* s = t->mutable_shape();
+    for (size_t i = 0; i < v->shape().size(); ++i) {
+      if (i == 0 && options_.free_batch) {
+        s->add_dim()->set_dim_param("N");
+        batch_ = v->shape()[0];
+      } else {
+        s->add_dim()->set_dim_value(v->shape()[i]);
+      }
+    }
+    return {name, elem, v->shape()};
+  }
+
+  onnx::GraphProto* g_;
+  SaveOnnxOptions options_;
+  std::unordered_map<const Variable*, std::string> param_names_;
+  std::unordered_map<const Variable*, Value> values_;
+  std::map<std::pair<std::string, int32_t>, std::string> casts_;
+  int next_ = 0, next_input_ = 0;
+  int64_t batch_ = -1;
+};
+
+std::string Node::in(int i, const Shape* shape) {
+  const Port& port = fn.decl().input(i);
+  int32_t want = 0;
+  switch (port.kind) {
+    case Port::floating:
+      want = T;
+      break;
+    case Port::float32:
+      want = kFloat;
+      break;
+    case Port::integer:
+      want = kInt64;
+      break;
+    case Port::any:
+      want = 0;
+      break;
+  }
+  return e.value(node.inputs()[i], want, shape, fn.name());
+}
+
+int32_t Node::out_elem(int o) {
+  switch (fn.decl().output(o).kind) {
+    case Port::floating:
+      return T;
+    case Port::float32:
+      return kFloat;
+    case Port::integer:
+      return kInt64;
+    case Port::any:
+      break;
+  }
+  in(0);  // the type it keeps is its first input's, fetched first
+  return e.value_of(node.inputs()[0].get()).elem;
+}
+
+std::string Node::out(int o) {
+  const Variable* v = outs[o].get();
+  if (e.has_value(v)) return e.value_of(v).name;
+  const std::string name = e.fresh(fn.decl().snake);
+  e.set_value(v, {name, out_elem(o), outs[o]->shape()});
+  return name;
+}
+
+onnx::NodeProto* Node::op(const std::string& type,
+                          const std::vector<std::string>& ins,
+                          const std::vector<std::string>& outs_) {
+  return e.node(type, ins, outs_);
+}
+std::string Node::tmp() { return e.fresh(std::string(fn.decl().snake) + "_t"); }
+std::string Node::scalar(double v, int32_t elem) {
+  return e.scalar(v, elem ? elem : T);
+}
+std::string Node::ints(const std::vector<int64_t>& v) { return e.ints(v); }
+
+// ---- converters ----
+
+Converter unary(const char* type) {
+  return [type](Node& n) { n.unary(type); };
+}
+Converter binary(const char* type) {
+  return [type](Node& n) { n.op(type, {n.in(0), n.in(1)}, {n.out(0)}); };
+}
+// y = op(x, val), or op(val, x) when the scalar comes first.
+Converter with_scalar(const char* type, bool scalar_first) {
+  return [=](Node& n) {
+    const std::string x = n.in(0), c = n.scalar(arg_real(n.fn, "val"));
+    n.op(type,
+         scalar_first ? std::vector<std::string>{c, x}
+                      : std::vector<std::string>{x, c},
+         {n.out(0)});
+  };
+}
+// A comparison or a logical operator: bool out, cast to the output's type.
+Converter predicate(const char* type, int arity, bool scalar, bool negate) {
+  return [=](Node& n) {
+    std::vector<std::string> ins;
+    for (int i = 0; i < arity; ++i) ins.push_back(n.in(i));
+    if (scalar) ins.push_back(n.scalar(arg_real(n.fn, "val")));
+    const bool logical = std::string(type).rfind("Logical", 0) == 0 ||
+                         std::string(type) == "Not";
+    const char* onnx_type = type;
+    if (logical) {
+      // Nonzero is true: the operands as bool first.
+      for (auto& s : ins) s = n.e.cast(s, kBool);
+      if (std::string(type) == "LogicalAnd") onnx_type = "And";
+      if (std::string(type) == "LogicalOr") onnx_type = "Or";
+      if (std::string(type) == "LogicalXor") onnx_type = "Xor";
+    }
+    std::string b = n.tmp();
+    n.op(onnx_type, ins, {b});
+    if (negate) {
+      const std::string nb = n.tmp();
+      n.op("Not", {b}, {nb});
+      b = nb;
+    }
+    attr(n.op("Cast", {b}, {n.out(0)}), "to",
+         static_cast<int64_t>(n.out_elem(0)));
+  };
+}
+// y = Clip(x, lo, hi).
+Converter clip(double lo, double hi) {
+  return [=](Node& n) {
+    n.op("Clip", {n.in(0), n.scalar(lo), n.scalar(hi)}, {n.out(0)});
+  };
+}
+
+void affine(Node& n) {
+  const int b = static_cast<int>(arg_int(n.fn, "base_axis"));
+  const Shape& xs = n.in_shape(0);
+  const Shape& ws = n.in_shape(1);
+  const int64_t K = shape_size(xs, b, static_cast<int>(xs.size()));
+  const int64_t M = shape_size(ws) / K;
+  std::string a = n.in(0);
+  if (!(xs.size() == 2 && b == 1)) {
+    const std::string f = n.tmp();
+    attr(n.op("Flatten", {a}, {f}), "axis", static_cast<int64_t>(b));
+    a = f;
+  }
+  std::vector<std::string> ins = {a, n.in(1, Shape{K, M})};
+  if (n.has_in(2)) ins.push_back(n.in(2, Shape{M}));
+  const Shape& ys = n.out_shape(0);
+  if (ys.size() == 2 && b == 1) {
+    n.op("Gemm", ins, {n.out(0)});
+    return;
+  }
+  const std::string y2 = n.tmp();
+  n.op("Gemm", ins, {y2});
+  Shape target = ys;
+  target[0] = -1;  // the batch (free or not); the rest is static
+  n.op("Reshape", {y2, n.ints(target)}, {n.out(0)});
+}
+
+// Conv and ConvTranspose share their attributes.
+void conv_attrs(Node& n, onnx::NodeProto* c, const Shape& ws, int64_t group) {
+  const size_t k = ws.size() - 2;
+  auto per_axis = [&](const char* name, int64_t fill) {
+    std::vector<int64_t> v = arg_ints(n.fn, name);
+    if (v.empty()) v.assign(k, fill);
+    return v;
+  };
+  std::vector<int64_t> pad = per_axis("pad", 0);
+  std::vector<int64_t> pads = pad;
+  pads.insert(pads.end(), pad.begin(), pad.end());
+  attr(c, "kernel_shape", Shape(ws.begin() + 2, ws.end()));
+  attr(c, "pads", pads);
+  attr(c, "strides", per_axis("stride", 1));
+  attr(c, "dilations", per_axis("dilation", 1));
+  attr(c, "group", group);
+}
+
+void need_base_axis_1(Node& n) {
+  if (arg_int(n.fn, "base_axis") != 1) {
+    n.unsupported("base_axis " + std::to_string(arg_int(n.fn, "base_axis")) +
+                  ": ONNX convolves the axes after (N, C) only (base_axis 1)");
+  }
+}
+
+void convolution(Node& n) {
+  need_base_axis_1(n);
+  std::vector<std::string> ins = {n.in(0), n.in(1)};
+  if (n.has_in(2)) ins.push_back(n.in(2));
+  conv_attrs(n, n.op("Conv", ins, {n.out(0)}), n.in_shape(1),
+             arg_int(n.fn, "group"));
+}
+
+void depthwise_convolution(Node& n) {
+  need_base_axis_1(n);
+  if (arg_int(n.fn, "multiplier") != 1) {
+    n.unsupported("multiplier " + std::to_string(arg_int(n.fn, "multiplier")) +
+                  " (only 1 is written)");
+  }
+  const int64_t C = n.in_shape(0)[1];
+  Shape ws = n.in_shape(1);  // (C, k...) -> (C, 1, k...)
+  ws.insert(ws.begin() + 1, 1);
+  std::vector<std::string> ins = {n.in(0), n.in(1, ws)};
+  if (n.has_in(2)) ins.push_back(n.in(2));
+  conv_attrs(n, n.op("Conv", ins, {n.out(0)}), ws, C);
+}
+
+void deconvolution(Node& n) {
+  need_base_axis_1(n);
+  std::vector<std::string> ins = {n.in(0), n.in(1)};
+  if (n.has_in(2)) ins.push_back(n.in(2));
+  auto* c = n.op("ConvTranspose", ins, {n.out(0)});
+  conv_attrs(n, c, n.in_shape(1), arg_int(n.fn, "group"));
+  const std::vector<int64_t> op = arg_ints(n.fn, "output_padding");
+  if (!op.empty()) attr(c, "output_padding", op);
+}
+
+// MaxPool / AveragePool from NNabla's pooling arguments; SumPooling is an
+// AveragePool counting the padding, times the window's size.
+Converter pooling(const char* type, bool sum) {
+  return [=](Node& n) {
+    const std::vector<int64_t> kernel = arg_ints(n.fn, "kernel");
+    const size_t k = kernel.size();
+    if (static_cast<size_t>(n.ndim(0)) != k + 2) {
+      n.unsupported("pools " + std::to_string(k) + " axes of " +
+                    shape_str(n.in_shape(0)) +
+                    ": ONNX pools every axis after (N, C)");
+    }
+    std::vector<int64_t> stride = arg_ints(n.fn, "stride");
+    if (stride.empty()) stride = kernel;
+    std::vector<int64_t> pad = arg_ints(n.fn, "pad");
+    if (pad.empty()) pad.assign(k, 0);
+    int64_t ceil_mode = 0;
+    if (!arg_bool(n.fn, "ignore_border")) {
+      // NNabla's windows past the end: the same as ONNX's ceil_mode where
+      // the sizes agree (every window starts inside the padded input).
+      for (size_t i = 0; i < k; ++i) {
+        const int64_t in = n.in_shape(0)[2 + i];
+        const int64_t span = in + 2 * pad[i] - kernel[i];
+        const int64_t ceil_out = (span + stride[i] - 1) / stride[i] + 1;
+        if (ceil_out != n.out_shape(0)[2 + i]) {
+          n.unsupported(
+              "ignore_border false gives " + shape_str(n.out_shape(0)) +
+              ", which ONNX's ceil_mode does not (set ignore_border true)");
+        }
+      }
+      if (std::string(type) != "MaxPool") {
+        n.unsupported(
+            "ignore_border false: ONNX averages partial windows "
+            "otherwise (set ignore_border true)");
+      }
+      ceil_mode = 1;
+    }
+    std::vector<int64_t> pads = pad;
+    pads.insert(pads.end(), pad.begin(), pad.end());
+    const std::string y = sum ? n.tmp() : n.out(0);
+    auto* p = n.op(type, {n.in(0)}, {y});
+    attr(p, "kernel_shape", kernel);
+    attr(p, "strides", stride);
+    attr(p, "pads", pads);
+    if (ceil_mode) attr(p, "ceil_mode", ceil_mode);
+    if (std::string(type) == "AveragePool") {
+      attr(p, "count_include_pad",
+           static_cast<int64_t>(sum || arg_bool(n.fn, "including_pad")));
+    }
+    if (sum) {
+      n.op("Mul", {y, n.scalar(static_cast<double>(shape_size(kernel)))},
+           {n.out(0)});
+    }
+  };
+}
+
+void batch_normalization(Node& n) {
+  if (arg_bool(n.fn, "batch_stat")) {
+    n.unsupported(
+        "batch_stat true (batch statistics) has no inference form: build "
+        "the graph to export with batch_stat false (the running mean and "
+        "variance)");
+  }
+  const std::vector<int64_t> axes = arg_ints(n.fn, "axes");
+  if (axes != std::vector<int64_t>{1}) {
+    n.unsupported("axes " + shape_str(axes) +
+                  ": ONNX normalizes per channel of axis 1");
+  }
+  const Shape c{n.in_shape(0)[1]};
+  // Ours: x, beta, gamma, mean, variance; ONNX: X, scale, B, mean, var.
+  auto* b = n.op("BatchNormalization",
+                 {n.in(0), n.in(2, c), n.in(1, c), n.in(3, c), n.in(4, c)},
+                 {n.out(0)});
+  attr(b, "epsilon", arg_real(n.fn, "eps"));
+}
+
+// Sum, Mean, Max, Min, Prod over `axes` (empty: all).
+Converter reduction(const char* type) {
+  return [type](Node& n) {
+    std::vector<int64_t> axes = arg_ints(n.fn, "axes");
+    if (axes.empty()) {
+      for (int i = 0; i < n.ndim(0); ++i) axes.push_back(i);
+    }
+    const int64_t keep = arg_bool(n.fn, "keep_dims");
+    onnx::NodeProto* r;
+    if (std::string(type) == "ReduceSum") {  // axes an input since opset 13
+      r = n.op(type, {n.in(0), n.ints(axes)}, {n.out(0)});
+    } else {
+      r = n.op(type, {n.in(0)}, {n.out(0)});
+      attr(r, "axes", axes);
+    }
+    attr(r, "keepdims", keep);
+  };
+}
+Converter reduce_all(const char* type) {
+  return [type](Node& n) {
+    std::vector<int64_t> axes;
+    for (int i = 0; i < n.ndim(0); ++i) axes.push_back(i);
+    auto* r = std::string(type) == "ReduceSum"
+                  ? n.op(type, {n.in(0), n.ints(axes)}, {n.out(0)})
+                  : n.op(type, {n.in(0)}, {n.out(0)});
+    if (std::string(type) != "ReduceSum") attr(r, "axes", axes);
+    attr(r, "keepdims",
+         static_cast<int64_t>(n.out_shape(0).size() == n.in_shape(0).size()));
+  };
+}
+
+void reshape(Node& n) {
+  Shape target = n.out_shape(0);
+  const Shape& xs = n.in_shape(0);
+  // A free batch: a leading dimension equal to the input's batch size copies
+  // it (ONNX's 0), so the model runs on any batch.
+  if (n.e.options().free_batch && !target.empty() && !xs.empty() &&
+      target[0] == xs[0] && xs[0] == n.e.batch()) {
+    target[0] = 0;
+  }
+  n.op("Reshape", {n.in(0), n.ints(target)}, {n.out(0)});
+}
+
+void transpose(Node& n) {
+  attr(n.op("Transpose", {n.in(0)}, {n.out(0)}), "perm",
+       arg_ints(n.fn, "axes"));
+}
+
+void concatenate(Node& n) {
+  std::vector<std::string> ins;
+  for (size_t i = 0; i < n.node.inputs().size(); ++i)
+    ins.push_back(n.in(static_cast<int>(i)));
+  attr(n.op("Concat", ins, {n.out(0)}), "axis", arg_int(n.fn, "axis"));
+}
+
+void stack(Node& n) {
+  const int64_t axis = arg_int(n.fn, "axis");
+  std::vector<std::string> ins;
+  const std::string axes = n.ints({axis});
+  for (size_t i = 0; i < n.node.inputs().size(); ++i) {
+    const std::string u = n.tmp();
+    n.op("Unsqueeze", {n.in(static_cast<int>(i)), axes}, {u});
+    ins.push_back(u);
+  }
+  attr(n.op("Concat", ins, {n.out(0)}), "axis", axis);
+}
+
+void split(Node& n) {
+  const int64_t axis = arg_int(n.fn, "axis");
+  std::vector<std::string> parts;
+  for (size_t o = 0; o < n.outs.size(); ++o) parts.push_back(n.tmp());
+  attr(n.op("Split", {n.in(0)}, parts), "axis", axis);
+  const std::string axes = n.ints({axis});
+  for (size_t o = 0; o < n.outs.size(); ++o) {
+    n.op("Squeeze", {parts[o], axes}, {n.out(static_cast<int>(o))});
+  }
+}
+
+void slice(Node& n) {
+  const std::vector<int64_t> start = arg_ints(n.fn, "start"),
+                             stop = arg_ints(n.fn, "stop");
+  std::vector<int64_t> step = arg_ints(n.fn, "step");
+  if (step.empty()) step.assign(start.size(), 1);
+  std::vector<int64_t> axes;
+  for (size_t i = 0; i < start.size(); ++i) {
+    if (step[i] <= 0) n.unsupported("a step <= 0 is not written");
+    axes.push_back(static_cast<int64_t>(i));
+  }
+  n.op("Slice",
+       {n.in(0), n.ints(start), n.ints(stop), n.ints(axes), n.ints(step)},
+       {n.out(0)});
+}
+
+void flip(Node& n) {
+  const std::vector<int64_t> axes = arg_ints(n.fn, "axes");
+  const std::vector<int64_t> starts(axes.size(), -1), steps(axes.size(), -1),
+      ends(axes.size(), INT64_MIN);
+  n.op("Slice",
+       {n.in(0), n.ints(starts), n.ints(ends), n.ints(axes), n.ints(steps)},
+       {n.out(0)});
+}
+
+void broadcast(Node& n) {
+  n.op("Expand", {n.in(0), n.ints(n.out_shape(0))}, {n.out(0)});
+}
+
+void tile(Node& n) {
+  std::vector<int64_t> reps = arg_ints(n.fn, "reps");
+  std::string x = n.in(0);
+  const Shape& xs = n.in_shape(0);
+  if (reps.size() > xs.size()) {  // leading axes added, as NumPy
+    Shape padded(reps.size() - xs.size(), 1);
+    padded.insert(padded.end(), xs.begin(), xs.end());
+    const std::string r = n.tmp();
+    n.op("Reshape", {x, n.ints(padded)}, {r});
+    x = r;
+  } else {
+    reps.insert(reps.begin(), xs.size() - reps.size(), 1);
+  }
+  n.op("Tile", {x, n.ints(reps)}, {n.out(0)});
+}
+
+void pad(Node& n) {
+  const std::vector<int64_t> width = arg_ints(n.fn, "pad_width");
+  const std::string mode = arg_str(n.fn, "mode");
+  const int nd = n.ndim(0);
+  const int padded = static_cast<int>(width.size() / 2);
+  std::vector<int64_t> pads(2 * nd, 0);
+  for (int i = 0; i < padded; ++i) {
+    pads[nd - padded + i] = width[2 * i];
+    pads[2 * nd - padded + i] = width[2 * i + 1];
+  }
+  std::string onnx_mode;
+  if (mode == "constant") onnx_mode = "constant";
+  if (mode == "reflect") onnx_mode = "reflect";
+  if (mode == "repeat" || mode == "edge") onnx_mode = "edge";
+  if (onnx_mode.empty()) n.unsupported("mode '" + mode + "'");
+  std::vector<std::string> ins = {n.in(0), n.ints(pads)};
+  if (onnx_mode == "constant") {
+    ins.push_back(n.scalar(arg_real(n.fn, "constant_value"), n.out_elem(0)));
+  }
+  attr(n.op("Pad", ins, {n.out(0)}), "mode", onnx_mode);
+}
+
+void batch_matmul(Node& n) {
+  auto operand = [&](int i, const char* flag) {
+    std::string v = n.in(i);
+    if (!arg_bool(n.fn, flag)) return v;
+    std::vector<int64_t> perm;
+    for (int a = 0; a < n.ndim(i); ++a) perm.push_back(a);
+    std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+    const std::string t = n.tmp();
+    attr(n.op("Transpose", {v}, {t}), "perm", perm);
+    return t;
+  };
+  n.op("MatMul", {operand(0, "transpose_a"), operand(1, "transpose_b")},
+       {n.out(0)});
+}
+
+void softmax(const char* type, Node& n) {
+  attr(n.op(type, {n.in(0)}, {n.out(0)}), "axis", arg_int(n.fn, "axis"));
+}
+
+void interpolate(Node& n) {
+  if (arg_bool(n.fn, "channel_last")) n.unsupported("channel_last true");
+  const std::string mode = arg_str(n.fn, "mode");
+  const bool align = arg_bool(n.fn, "align_corners"),
+             half = arg_bool(n.fn, "half_pixel"),
+             half_nn = arg_bool(n.fn, "half_pixel_for_nn");
+  std::string coords, nearest;
+  if (mode == "linear") {
+    coords = align ? "align_corners" : half ? "half_pixel" : "asymmetric";
+  } else if (half_nn) {
+    coords = "tf_half_pixel_for_nn", nearest = "floor";
+  } else if (!align && !half) {
+    coords = "asymmetric", nearest = "floor";
+  } else {
+    n.unsupported(
+        "nearest with align_corners or half_pixel (ONNX rounds "
+        "those sources differently)");
+  }
+  const std::vector<int64_t> size = arg_ints(n.fn, "output_size");
+  const int kept = n.ndim(0) - static_cast<int>(size.size());
+  std::string sizes;
+  if (n.e.options().free_batch) {  // the leading axes from the input
+    const std::string lead = n.tmp();
+    auto* s = n.op("Shape", {n.in(0)}, {lead});
+    attr(s, "end", static_cast<int64_t>(kept));
+    sizes = n.tmp();
+    attr(n.op("Concat", {lead, n.ints(size)}, {sizes}), "axis", int64_t{0});
+  } else {
+    sizes = n.ints(n.out_shape(0));
+  }
+  auto* r = n.op("Resize", {n.in(0), "", "", sizes}, {n.out(0)});
+  attr(r, "mode", mode);
+  attr(r, "coordinate_transformation_mode", coords);
+  if (!nearest.empty()) attr(r, "nearest_mode", nearest);
+}
+
+void layer_normalization(Node& n) {
+  if (arg_ints(n.fn, "batch_axis") != std::vector<int64_t>{0}) {
+    n.unsupported("batch_axis other than {0}");
+  }
+  const Shape& xs = n.in_shape(0);
+  const Shape feat(xs.begin() + 1, xs.end());
+  // Ours: x, beta, gamma; ONNX: X, Scale (required), B.
+  const bool scale = !arg_bool(n.fn, "no_scale") && n.has_in(2);
+  const bool bias = !arg_bool(n.fn, "no_bias") && n.has_in(1);
+  std::string s;
+  if (scale) {
+    s = n.in(2, feat);
+  } else {
+    s = n.tmp();
+    n.op("Expand", {n.scalar(1.0), n.ints(feat)}, {s});
+  }
+  std::vector<std::string> ins = {n.in(0), s};
+  if (bias) ins.push_back(n.in(1, feat));
+  auto* l = n.op("LayerNormalization", ins, {n.out(0)});
+  attr(l, "axis", int64_t{1});
+  attr(l, "epsilon", arg_real(n.fn, "eps"));
+}
+
+void instance_normalization(Node& n) {
+  if (arg_int(n.fn, "channel_axis") != 1 ||
+      arg_ints(n.fn, "batch_axis") != std::vector<int64_t>{0}) {
+    n.unsupported("channel_axis 1 and batch_axis {0} only");
+  }
+  const int64_t C = n.in_shape(0)[1];
+  auto param = [&](int i, bool off, double fill) {
+    if (!off && n.has_in(i)) return n.in(i, Shape{C});
+    const std::string v = n.tmp();
+    n.op("Expand", {n.scalar(fill), n.ints({C})}, {v});
+    return v;
+  };
+  const std::string s = param(2, arg_bool(n.fn, "no_scale"), 1.0);
+  const std::string b = param(1, arg_bool(n.fn, "no_bias"), 0.0);
+  attr(n.op("InstanceNormalization", {n.in(0), s, b}, {n.out(0)}), "epsilon",
+       arg_real(n.fn, "eps"));
+}
+
+void prelu(Node& n) {
+  const int b = static_cast<int>(arg_int(n.fn, "base_axis"));
+  std::string w;
+  if (n.in_shape(1).empty() || shape_size(n.in_shape(1)) == 1) {
+    w = n.in(1, Shape{1});
+  } else {
+    Shape ws{n.in_shape(1)[0]};  // the channel axis, then ones to the end
+    ws.insert(ws.end(), n.ndim(0) - b - 1, 1);
+    w = n.in(1, ws);
+  }
+  n.op("PRelu", {n.in(0), w}, {n.out(0)});
+}
+
+void gelu(Node& n) {  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  const std::string x = n.in(0);
+  const std::string x3 = n.tmp(), a = n.tmp(), inner = n.tmp(), t = n.tmp(),
+                    one_t = n.tmp(), hx = n.tmp();
+  n.op("Pow", {x, n.scalar(3.0)}, {x3});
+  n.op("Mul", {x3, n.scalar(0.044715)}, {a});
+  const std::string sum = n.tmp();
+  n.op("Add", {x, a}, {sum});
+  n.op("Mul", {sum, n.scalar(0.7978845608028654)}, {inner});
+  n.op("Tanh", {inner}, {t});
+  n.op("Add", {t, n.scalar(1.0)}, {one_t});
+  n.op("Mul", {x, n.scalar(0.5)}, {hx});
+  n.op("Mul", {hx, one_t}, {n.out(0)});
+}
+
+// y = x * f(x) (Swish: Sigmoid; Mish: Tanh(Softplus)).
+Converter x_times(std::vector<const char*> chain) {
+  return [chain](Node& n) {
+    const std::string x = n.in(0);
+    std::string v = x;
+    for (const char* type : chain) {
+      const std::string t = n.tmp();
+      n.op(type, {v}, {t});
+      v = t;
+    }
+    n.op("Mul", {x, v}, {n.out(0)});
+  };
+}
+// y = f_k(...f_1(x)): a chain of unary operators.
+Converter chain(std::vector<const char*> types) {
+  return [types](Node& n) {
+    std::string v = n.in(0);
+    for (size_t i = 0; i < types.size(); ++i) {
+      const std::string t = i + 1 == types.size() ? n.out(0) : n.tmp();
+      n.op(types[i], {v}, {t});
+      v = t;
+    }
+  };
+}
+
+void identity(Node& n) { n.op("Identity", {n.in(0)}, {n.out(0)}); }
+
+const std::map<std::string, Converter>& converters() {
+  static const std::map<std::string, Converter> table = [] {
+    std::map<std::string, Converter> t;
+    for (const char* name :
+         {"Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Erf", "Sin", "Cos",
+          "Tan", "Sinh", "Cosh", "Ceil", "Floor"}) {
+      t[name] = unary(name);
+    }
+    const std::pair<const char*, const char*> renamed[] = {
+        {"ReLU", "Relu"},   {"ASin", "Asin"},        {"ACos", "Acos"},
+        {"ATan", "Atan"},   {"ASinh", "Asinh"},      {"ACosh", "Acosh"},
+        {"ATanh", "Atanh"}, {"SoftSign", "Softsign"}};
+    for (const auto& [ours, theirs] : renamed) t[ours] = unary(theirs);
+    t["Identity"] = t["Dropout"] = t["Unlink"] = identity;
+    t["SoftPlus"] = [](Node& n) {  // log(1 + exp(beta x)) / beta
+      const double beta = arg_real(n.fn, "beta");
+      if (beta == 1.0) return n.unary("Softplus");
+      const std::string bx = n.tmp(), s = n.tmp();
+      n.op("Mul", {n.in(0), n.scalar(beta)}, {bx});
+      n.op("Softplus", {bx}, {s});
+      n.op("Div", {s, n.scalar(beta)}, {n.out(0)});
+    };
+    t["LeakyReLU"] = [](Node& n) {
+      attr(n.op("LeakyRelu", {n.in(0)}, {n.out(0)}), "alpha",
+           arg_real(n.fn, "alpha"));
+    };
+    t["ELU"] = [](Node& n) {
+      attr(n.op("Elu", {n.in(0)}, {n.out(0)}), "alpha",
+           arg_real(n.fn, "alpha"));
+    };
+    t["SELU"] = [](Node& n) {
+      auto* s = n.op("Selu", {n.in(0)}, {n.out(0)});
+      attr(s, "alpha", arg_real(n.fn, "alpha"));
+      attr(s, "gamma", arg_real(n.fn, "scale"));
+    };
+    t["HardSigmoid"] = [](Node& n) {  // clip(0.2 x + 0.5, 0, 1)
+      auto* h = n.op("HardSigmoid", {n.in(0)}, {n.out(0)});
+      attr(h, "alpha", 0.2);
+      attr(h, "beta", 0.5);
+    };
+    t["ReLU6"] = clip(0.0, 6.0);
+    t["HardTanh"] = clip(-1.0, 1.0);
+    t["ClipByValue"] = [](Node& n) {
+      clip(arg_real(n.fn, "min"), arg_real(n.fn, "max"))(n);
+    };
+    t["Swish"] = x_times({"Sigmoid"});
+    t["Mish"] = x_times({"Softplus", "Tanh"});
+    t["GELU"] = gelu;
+    t["LogSigmoid"] = chain({"Neg", "Softplus", "Neg"});
+    t["Rsqrt"] = chain({"Sqrt", "Reciprocal"});
+    t["TanhShrink"] = [](Node& n) {
+      const std::string x = n.in(0), th = n.tmp();
+      n.op("Tanh", {x}, {th});
+      n.op("Sub", {x, th}, {n.out(0)});
+    };
+    t["Add2"] = t["BcAdd2"] = binary("Add");
+    t["Sub2"] = binary("Sub");
+    t["Mul2"] = binary("Mul");
+    t["Div2"] = binary("Div");
+    t["Pow2"] = binary("Pow");
+    t["Maximum2"] = binary("Max");
+    t["Minimum2"] = binary("Min");
+    t["AddScalar"] = with_scalar("Add", false);
+    t["MulScalar"] = with_scalar("Mul", false);
+    t["PowScalar"] = with_scalar("Pow", false);
+    t["MaximumScalar"] = with_scalar("Max", false);
+    t["MinimumScalar"] = with_scalar("Min", false);
+    t["RSubScalar"] = with_scalar("Sub", true);
+    t["RDivScalar"] = with_scalar("Div", true);
+    t["RPowScalar"] = with_scalar("Pow", true);
+    t["AddN"] = [](Node& n) {
+      std::vector<std::string> ins;
+      for (size_t i = 0; i < n.node.inputs().size(); ++i)
+        ins.push_back(n.in(static_cast<int>(i)));
+      n.op("Sum", ins, {n.out(0)});
+    };
+    t["Equal"] = predicate("Equal", 2, false, false);
+    t["NotEqual"] = predicate("Equal", 2, false, true);
+    t["Greater"] = predicate("Greater", 2, false, false);
+    t["GreaterEqual"] = predicate("GreaterOrEqual", 2, false, false);
+    t["Less"] = predicate("Less", 2, false, false);
+    t["LessEqual"] = predicate("LessOrEqual", 2, false, false);
+    t["EqualScalar"] = predicate("Equal", 1, true, false);
+    t["NotEqualScalar"] = predicate("Equal", 1, true, true);
+    t["GreaterScalar"] = predicate("Greater", 1, true, false);
+    t["GreaterEqualScalar"] = predicate("GreaterOrEqual", 1, true, false);
+    t["LessScalar"] = predicate("Less", 1, true, false);
+    t["LessEqualScalar"] = predicate("LessOrEqual", 1, true, false);
+    t["LogicalAnd"] = predicate("LogicalAnd", 2, false, false);
+    t["LogicalOr"] = predicate("LogicalOr", 2, false, false);
+    t["LogicalXor"] = predicate("LogicalXor", 2, false, false);
+    t["LogicalNot"] = predicate("Not", 1, false, false);
+    t["IsNaN"] = predicate("IsNaN", 1, false, false);
+    t["IsInf"] = predicate("IsInf", 1, false, false);
+    t["Affine"] = affine;
+    t["Convolution"] = convolution;
+    t["DepthwiseConvolution"] = depthwise_convolution;
+    t["Deconvolution"] = deconvolution;
+    t["MaxPooling"] = pooling("MaxPool", false);
+    t["AveragePooling"] = pooling("AveragePool", false);
+    t["SumPooling"] = pooling("AveragePool", true);
+    t["GlobalAveragePooling"] = unary("GlobalAveragePool");
+    t["BatchNormalization"] = t["SyncBatchNormalization"] = batch_normalization;
+    t["LayerNormalization"] = layer_normalization;
+    t["InstanceNormalization"] = instance_normalization;
+    t["PReLU"] = prelu;
+    t["Softmax"] = [](Node& n) { softmax("Softmax", n); };
+    t["LogSoftmax"] = [](Node& n) { softmax("LogSoftmax", n); };
+    t["Sum"] = reduction("ReduceSum");
+    t["Mean"] = reduction("ReduceMean");
+    t["Max"] = reduction("ReduceMax");
+    t["Min"] = reduction("ReduceMin");
+    t["Prod"] = reduction("ReduceProd");
+    t["ReduceSum"] = reduce_all("ReduceSum");
+    t["ReduceMean"] = reduce_all("ReduceMean");
+    t["Reshape"] = reshape;
+    t["Transpose"] = transpose;
+    t["Concatenate"] = concatenate;
+    t["Stack"] = stack;
+    t["Split"] = split;
+    t["Slice"] = slice;
+    t["Flip"] = flip;
+    t["Broadcast"] = broadcast;
+    t["Tile"] = tile;
+    t["Pad"] = pad;
+    t["BatchMatmul"] = batch_matmul;
+    t["Interpolate"] = interpolate;
+    t["Embed"] = [](Node& n) {  // Gather(W, ids) on axis 0
+      n.op("Gather", {n.in(1), n.in(0)}, {n.out(0)});
+    };
+    t["Gather"] = [](Node& n) {
+      if (arg_int(n.fn, "batch_dims") != 0) n.unsupported("batch_dims != 0");
+      attr(n.op("Gather", {n.in(0), n.in(1)}, {n.out(0)}), "axis",
+           arg_int(n.fn, "axis"));
+    };
+    t["Where"] = [](Node& n) {
+      n.op("Where", {n.e.cast(n.in(0), kBool), n.in(1), n.in(2)}, {n.out(0)});
+    };
+    t["Cast"] = [](Node& n) {
+      attr(n.op("Cast", {n.in(0)}, {n.out(0)}), "to",
+           static_cast<int64_t>(n.out_elem(0)));
+    };
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::string> onnx_exportable_functions() {
+  std::vector<std::string> names;
+  for (const auto& [name, c] : converters()) names.push_back(name);
+  return names;
+}
+
+std::string network_to_onnx(
+    const std::string& name,
+    const std::vector<std::pair<std::string, VariablePtr>>& outputs,
+    const ParameterScope& params, const SaveOnnxOptions& options) {
+  std::vector<VariablePtr> vars;
+  for (const auto& [oname, v] : outputs) {
+    if (!v) {
+      throw std::invalid_argument("[save_onnx] output '" + oname + "' is null");
+    }
+    vars.push_back(v);
+  }
+  const auto order = functions_in_order(vars);
+  // Every function first, so that the error lists all that cannot be
+  // written, not the first.
+  std::string unmapped;
+  for (FunctionNode* node : order) {
+    const std::string fn = node->function().name();
+    if (!converters().count(fn) &&
+        unmapped.find("'" + fn + "'") == std::string::npos) {
+      unmapped += (unmapped.empty() ? "'" : ", '") + fn + "'";
+    }
+  }
+  if (!unmapped.empty()) {
+    throw std::invalid_argument(
+        "[save_onnx] no ONNX equivalent for " + unmapped +
+        " (mg::onnx_exportable_functions() lists what is written; a loss "
+        "or a training-only function has no place in an exported model)");
+  }
+
+  onnx::ModelProto model;
+  model.set_ir_version(onnx::IR_VERSION);
+  model.set_producer_name("mixgraph");
+  model.set_producer_version("0.1.0");
+  auto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kOnnxOpset);
+  onnx::GraphProto* g = model.mutable_graph();
+  g->set_name(name);
+  Exporter e(g, params, options);
+  for (FunctionNode* node : order) {
+    Function& fn = node->function();
+    Node n{e, *node, fn, node->outputs(), elem_type(fn.dtype())};
+    converters().at(fn.name())(n);
+    for (size_t o = 0; o < n.outs.size(); ++o) n.out(static_cast<int>(o));
+  }
+  for (const auto& [oname, v] : outputs) {
+    // The model's outputs in float, whatever the graph computes in (integer
+    // outputs stay integer).
+    const int32_t elem = e.has_value(v.get()) ? e.value_of(v.get()).elem : 0;
+    const bool floating = elem == 0 || is_float_elem(elem);
+    const std::string src = e.value(v, floating ? kFloat : 0, nullptr, oname);
+    e.node("Identity", {src}, {oname});
+    auto* out = g->add_output();
+    out->set_name(oname);
+    auto* t = out->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(floating ? kFloat : elem);
+    auto* s = t->mutable_shape();
+    for (size_t i = 0; i < v->shape().size(); ++i) {
+      if (i == 0 && options.free_batch && v->shape()[0] == e.batch()) {
+        s->add_dim()->set_dim_param("N");
+      } else {
+        s->add_dim()->set_dim_value(v->shape()[i]);
+      }
+    }
+  }
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& ex) {
+    throw std::logic_error(
+        std::string("[save_onnx] ONNX's checker rejects the model written "
+                    "for '") +
+        name + "': " + ex.what());
+  }
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) {
+    throw std::runtime_error("[save_onnx] cannot serialize '" + name + "'");
+  }
+  return bytes;
+}
+
+void save_onnx(const std::string& path, const std::string& name,
+               const std::vector<std::pair<std::string, VariablePtr>>& outputs,
+               const ParameterScope& params, const SaveOnnxOptions& options) {
+  const std::string bytes = network_to_onnx(name, outputs, params, options);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) throw std::runtime_error("[save_onnx] cannot write '" + tmp + "'");
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f) {
+      throw std::runtime_error("[save_onnx] writing '" + tmp + "' failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    throw std::runtime_error("[save_onnx] cannot rename '" + tmp + "' to '" +
+                             path + "'");
+  }
+}
+
+bool onnx_available() { return true; }
+
+}  // namespace mg

@@ -1,0 +1,1107 @@
+// load_onnx: an ONNX model's nodes rebuilt as mixgraph functions, with the
+// shape arithmetic exporters write (Shape, Gather, Concat, ... on constants)
+// folded while reading, since every shape is known here.
+#include <onnx/checker.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <mixgraph/functions/affine.hpp>
+#include <mixgraph/functions/array_ops.hpp>
+#include <mixgraph/functions/batch_matmul.hpp>
+#include <mixgraph/functions/batch_normalization.hpp>
+#include <mixgraph/functions/convolution.hpp>
+#include <mixgraph/functions/deconvolution.hpp>
+#include <mixgraph/functions/elementwise_builders.hpp>
+#include <mixgraph/functions/indexing.hpp>
+#include <mixgraph/functions/interpolate.hpp>
+#include <mixgraph/functions/min_argmax.hpp>
+#include <mixgraph/functions/nary.hpp>
+#include <mixgraph/functions/normalization.hpp>
+#include <mixgraph/functions/pooling.hpp>
+#include <mixgraph/functions/prelu.hpp>
+#include <mixgraph/functions/reduction.hpp>
+#include <mixgraph/functions/shape_ops.hpp>
+#include <mixgraph/functions/softmax.hpp>
+#include <mixgraph/utils/onnx.hpp>
+#include <mixgraph/utils/onnx/onnx_tensor.hpp>
+
+namespace mg {
+
+namespace F = functions;
+
+namespace {
+
+using onnx_io::Tensor;
+
+std::vector<int> to_int(const std::vector<int64_t>& v) {
+  return std::vector<int>(v.begin(), v.end());
+}
+
+class Importer;
+
+// One ONNX node being rebuilt.
+struct Op {
+  Importer& im;
+  const onnx::NodeProto& node;
+
+  [[noreturn]] void fail(const std::string& what) const;
+  int num_inputs() const { return node.input_size(); }
+  bool has(int i) const {
+    return i < node.input_size() && !node.input(i).empty();
+  }
+  // Input i as a variable; `shape`: a parameter read in that shape.
+  VariablePtr x(int i, const Shape* shape = nullptr,
+                bool need_grad = true) const;
+  VariablePtr x(int i, const Shape& shape, bool need_grad = true) const {
+    return x(i, &shape, need_grad);
+  }
+  const Shape& shape(int i) const { return x(i)->shape(); }
+  bool is_const(int i) const;
+  Tensor constant(int i) const;
+  // A constant input of one element (a scalar operand), if it is one.
+  bool scalar(int i, double* v) const;
+  const onnx::AttributeProto* attr(const char* name) const {
+    for (const auto& a : node.attribute()) {
+      if (a.name() == name) return &a;
+    }
+    return nullptr;
+  }
+  int64_t i(const char* name, int64_t fallback) const {
+    auto* a = attr(name);
+    return a ? a->i() : fallback;
+  }
+  double f(const char* name, double fallback) const {
+    auto* a = attr(name);
+    return a ? a->f() : fallback;
+  }
+  std::string s(const char* name, const std::string& fallback) const {
+    auto* a = attr(name);
+    return a ? a->s() : fallback;
+  }
+  std::vector<int64_t> ints(const char* name,
+                            std::vector<int64_t> fallback = {}) const {
+    auto* a = attr(name);
+    if (!a) return fallback;
+    return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+  }
+  void set(int o, const VariablePtr& v) const;
+  void set_const(int o, Tensor t) const;
+  // Attributes that must keep ONNX's default for the mapping to hold.
+  void need_default(const char* name, int64_t value) const {
+    if (i(name, value) != value) {
+      fail("attribute " + std::string(name) + " = " +
+           std::to_string(i(name, value)) + " is not supported (only " +
+           std::to_string(value) + ")");
+    }
+  }
+};
+
+using Rule = std::function<void(const Op&)>;
+const std::map<std::string, Rule>& rules();
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& model, ParameterScope& params,
+           std::string source, const NetworkOptions& options)
+      : model_(model),
+        params_(params),
+        source_(std::move(source)),
+        options_(options) {}
+
+  Network run() {
+    const onnx::GraphProto& g = model_.graph();
+    for (const auto& t : g.initializer()) initializers_[t.name()] = &t;
+    Network net;
+    net.name = g.name();
+    for (const auto& in : g.input()) {
+      if (initializers_.count(in.name())) continue;  // an old-style listing
+      auto v = make_variable(input_shape(in));
+      v->set_name(in.name());
+      vars_[in.name()] = v;
+      net.inputs.emplace_back(in.name(), v);
+    }
+    for (const auto& node : g.node()) {
+      auto it = rules().find(node.op_type());
+      const Op op{*this, node};
+      if (!node.domain().empty() && node.domain() != "ai.onnx") {
+        op.fail("operators of domain '" + node.domain() +
+                "' are not supported (only the default domain)");
+      }
+      if (it == rules().end()) {
+        op.fail(
+            "no mixgraph function for this operator "
+            "(mg::onnx_importable_operators() lists those read)");
+      }
+      try {
+        it->second(op);
+      } catch (const std::invalid_argument& e) {
+        const std::string what = e.what();
+        if (what.rfind("[load_onnx]", 0) == 0) throw;
+        op.fail(what);
+      }
+    }
+    for (const auto& out : g.output()) {
+      net.outputs.emplace_back(out.name(), variable(out.name(), nullptr, true,
+                                                    "the graph's output"));
+    }
+    return net;
+  }
+
+  std::string where() const { return "[load_onnx] " + source_; }
+
+  bool is_const(const std::string& name) const {
+    return constants_.count(name) || initializers_.count(name);
+  }
+  Tensor constant(const std::string& name, const std::string& who) const {
+    auto c = constants_.find(name);
+    if (c != constants_.end()) return c->second;
+    auto it = initializers_.find(name);
+    if (it == initializers_.end()) {
+      throw std::invalid_argument(where() + ": " + who + " needs '" + name +
+                                  "' to be a constant (an initializer or a "
+                                  "Constant node)");
+    }
+    return onnx_io::read_tensor(*it->second, where());
+  }
+
+  VariablePtr variable(const std::string& name, const Shape* shape,
+                       bool need_grad, const std::string& who) {
+    auto it = vars_.find(name);
+    if (it == vars_.end()) {
+      if (initializers_.count(name)) {
+        it = vars_.emplace(name, parameter(name, shape, need_grad)).first;
+      } else if (constants_.count(name)) {
+        it = vars_.emplace(name, constant_variable(constants_.at(name))).first;
+      } else {
+        throw std::invalid_argument(where() + ": " + who + " reads '" + name +
+                                    "', which no input, initializer or "
+                                    "earlier node defines");
+      }
+    }
+    VariablePtr v = it->second;
+    if (shape && *shape != v->shape()) {
+      if (shape_size(*shape) != v->size()) {
+        throw std::invalid_argument(where() + ": " + who + " reads '" + name +
+                                    "' of shape " + shape_str(v->shape()) +
+                                    " as " + shape_str(*shape));
+      }
+      v = F::reshape(v, *shape);
+    }
+    return v;
+  }
+
+  void set(const std::string& name, const VariablePtr& v) { vars_[name] = v; }
+  void set_const(const std::string& name, Tensor t) {
+    constants_[name] = std::move(t);
+  }
+
+ private:
+  Shape input_shape(const onnx::ValueInfoProto& in) const {
+    const auto& t = in.type().tensor_type();
+    Shape s;
+    for (int i = 0; i < t.shape().dim_size(); ++i) {
+      const auto& d = t.shape().dim(i);
+      if (d.has_dim_value() && d.dim_value() >= 0) {
+        s.push_back(d.dim_value());
+        continue;
+      }
+      if (i != 0) {
+        throw std::invalid_argument(
+            where() + ": input '" + in.name() + "' has a free dimension " +
+            std::to_string(i) + " ('" + d.dim_param() +
+            "'); only the first (the batch) may be free");
+      }
+      if (options_.batch_size <= 0) {
+        throw std::invalid_argument(
+            where() + ": input '" + in.name() +
+            "' has a free batch "
+            "dimension ('" +
+            d.dim_param() +
+            "'): set NetworkOptions::batch_size to the batch size to run");
+      }
+      s.push_back(options_.batch_size);
+    }
+    return s;
+  }
+
+  static void fill(const VariablePtr& v, const Tensor& t) {
+    // Doubles become floats; everything else keeps its type (fp16 / bf16
+    // weights stay as they are, integers stay exact).
+    if (t.dtype == Dtype::f64) {
+      const std::vector<double> r = t.reals();
+      float* p = static_cast<float*>(
+          v->data()->array().cast(Dtype::f32, "cpu", /*write_only=*/true));
+      for (size_t k = 0; k < r.size(); ++k) p[k] = static_cast<float>(r[k]);
+      return;
+    }
+    void* p = v->data()->array().cast(t.dtype, "cpu", /*write_only=*/true);
+    if (!t.bytes.empty()) std::memcpy(p, t.bytes.data(), t.bytes.size());
+  }
+
+  VariablePtr parameter(const std::string& name, const Shape* shape,
+                        bool need_grad) {
+    Tensor t = onnx_io::read_tensor(*initializers_.at(name), where());
+    if (shape) {
+      if (shape_size(*shape) != t.size()) {
+        throw std::invalid_argument(where() + ": initializer '" + name +
+                                    "' of shape " + shape_str(t.shape) +
+                                    " cannot be read as " + shape_str(*shape));
+      }
+      t.shape = *shape;
+    }
+    return parameter_from(name, t, need_grad);
+  }
+
+ public:
+  // The parameter `name` with the values of `t` (read in t.shape): the
+  // scope's own variable when it has one of that shape.
+  VariablePtr parameter_from(const std::string& name, const Tensor& t,
+                             bool need_grad) {
+    const Shape& s = t.shape;
+    const bool floating = t.dtype == Dtype::f32 || t.dtype == Dtype::f16 ||
+                          t.dtype == Dtype::bf16 || t.dtype == Dtype::f64;
+    VariablePtr v = params_.get(name);
+    if (v && v->shape() != s) {
+      throw std::invalid_argument(where() + ": parameter '" + name + "' is " +
+                                  shape_str(s) + " in the model but " +
+                                  shape_str(v->shape()) + " in the scope");
+    }
+    if (!v) {
+      v = make_variable(s, need_grad && floating);
+      v->set_persistent(true);
+      params_.set(name, v);
+    }
+    fill(v, t);
+    vars_[name] = v;
+    return v;
+  }
+
+ private:
+  static VariablePtr constant_variable(const Tensor& t) {
+    auto v = make_variable(t.shape);
+    fill(v, t);
+    return v;
+  }
+
+  const onnx::ModelProto& model_;
+  ParameterScope& params_;
+  std::string source_;
+  NetworkOptions options_;
+  std::unordered_map<std::string, const onnx::TensorProto*> initializers_;
+  std::unordered_map<std::string, Tensor> constants_;
+  std::unordered_map<std::string, VariablePtr> vars_;
+};
+
+void Op::fail(const std::string& what) const {
+  throw std::invalid_argument(im.where() + ": node '" + node.name() + "' (" +
+                              node.op_type() + "): " + what);
+}
+VariablePtr Op::x(int i, const Shape* shape, bool need_grad) const {
+  if (!has(i)) fail("input " + std::to_string(i) + " is missing");
+  return im.variable(node.input(i), shape, need_grad,
+                     "node '" + node.name() + "' (" + node.op_type() + ")");
+}
+bool Op::is_const(int i) const { return has(i) && im.is_const(node.input(i)); }
+Tensor Op::constant(int i) const {
+  if (!has(i)) fail("input " + std::to_string(i) + " is missing");
+  return im.constant(node.input(i),
+                     "node '" + node.name() + "' (" + node.op_type() + ")");
+}
+bool Op::scalar(int i, double* v) const {
+  if (!is_const(i)) return false;
+  const Tensor t = constant(i);
+  if (t.size() != 1) return false;
+  *v = t.reals()[0];
+  return true;
+}
+void Op::set(int o, const VariablePtr& v) const {
+  if (o < node.output_size() && !node.output(o).empty())
+    im.set(node.output(o), v);
+}
+void Op::set_const(int o, Tensor t) const {
+  if (o < node.output_size()) im.set_const(node.output(o), std::move(t));
+}
+
+// ---- constants folded while reading ----
+
+Tensor int_tensor(const std::vector<int64_t>& v, Shape shape) {
+  Tensor t;
+  t.shape = std::move(shape);
+  t.dtype = Dtype::i64;
+  t.bytes.resize(v.size() * sizeof(int64_t));
+  if (!v.empty()) std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+  return t;
+}
+
+bool all_const(const Op& op) {
+  for (int k = 0; k < op.num_inputs(); ++k) {
+    if (op.has(k) && !op.is_const(k)) return false;
+  }
+  return true;
+}
+
+// Axes from a constant input (opset 13+) or an attribute (before).
+std::vector<int64_t> axes_of(const Op& op, int input) {
+  if (op.has(input)) return op.constant(input).ints();
+  return op.ints("axes");
+}
+
+int64_t norm_axis(const Op& op, int64_t a, size_t ndim) {
+  const int64_t n = static_cast<int64_t>(ndim);
+  if (a < -n || a >= n) {
+    op.fail("axis " + std::to_string(a) + " is out of range for rank " +
+            std::to_string(n));
+  }
+  return a < 0 ? a + n : a;
+}
+
+// Symmetric pads (begin == end) as NNabla's per-axis pad.
+std::vector<int64_t> symmetric_pads(const Op& op, size_t k) {
+  if (op.s("auto_pad", "NOTSET") != "NOTSET" &&
+      op.s("auto_pad", "NOTSET") != "VALID") {
+    op.fail("auto_pad '" + op.s("auto_pad", "") +
+            "' is not supported (write explicit pads)");
+  }
+  std::vector<int64_t> pads = op.ints("pads", std::vector<int64_t>(2 * k, 0));
+  std::vector<int64_t> pad(pads.begin(), pads.begin() + k);
+  for (size_t a = 0; a < k; ++a) {
+    if (pads[a] != pads[a + k]) {
+      op.fail("asymmetric pads " + shape_str(pads) +
+              " (mixgraph pads both sides alike)");
+    }
+  }
+  return pad;
+}
+
+Shape broadcast_shape(const Op& op, const Shape& a, const Shape& b) {
+  Shape out(std::max(a.size(), b.size()), 1);
+  for (size_t k = 0; k < out.size(); ++k) {
+    const int64_t da =
+        k < out.size() - a.size() ? 1 : a[k - (out.size() - a.size())];
+    const int64_t db =
+        k < out.size() - b.size() ? 1 : b[k - (out.size() - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      op.fail("shapes " + shape_str(a) + " and " + shape_str(b) +
+              " do not broadcast");
+    }
+    out[k] = std::max(da, db);
+  }
+  return out;
+}
+
+// Binary operators; a one-element constant operand becomes a scalar
+// function (AddScalar, RSubScalar, ...).
+using BinaryFn = VariablePtr (*)(const VariablePtr&, const VariablePtr&);
+using ScalarFn = VariablePtr (*)(const VariablePtr&, float);
+Rule binary(BinaryFn both, ScalarFn x_op_c, ScalarFn c_op_x) {
+  return [=](const Op& op) {
+    double c = 0;
+    if (x_op_c && op.scalar(1, &c) && !op.is_const(0)) {
+      return op.set(0, x_op_c(op.x(0), static_cast<float>(c)));
+    }
+    if (c_op_x && op.scalar(0, &c) && !op.is_const(1)) {
+      return op.set(0, c_op_x(op.x(1), static_cast<float>(c)));
+    }
+    VariablePtr a = op.x(0), b = op.x(1);
+    // mixgraph broadcasts between equal ranks: leading ones first.
+    if (a->ndim() < b->ndim()) {
+      Shape s(b->ndim() - a->ndim(), 1);
+      s.insert(s.end(), a->shape().begin(), a->shape().end());
+      a = F::reshape(a, s);
+    } else if (b->ndim() < a->ndim()) {
+      Shape s(a->ndim() - b->ndim(), 1);
+      s.insert(s.end(), b->shape().begin(), b->shape().end());
+      b = F::reshape(b, s);
+    }
+    op.set(0, both(a, b));
+  };
+}
+
+Rule unary(VariablePtr (*fn)(const VariablePtr&)) {
+  return [fn](const Op& op) { op.set(0, fn(op.x(0))); };
+}
+void alias(const Op& op) {
+  if (op.is_const(0)) return op.set_const(0, op.constant(0));
+  op.set(0, op.x(0));
+}
+
+void conv(const Op& op) {
+  const Shape& ws = op.shape(1);
+  const size_t k = ws.size() - 2;
+  ConvolutionOptions o;
+  o.pad = symmetric_pads(op, k);
+  o.stride = op.ints("strides", std::vector<int64_t>(k, 1));
+  o.dilation = op.ints("dilations", std::vector<int64_t>(k, 1));
+  o.group = static_cast<int>(op.i("group", 1));
+  op.set(0, F::convolution(op.x(0), op.x(1), op.has(2) ? op.x(2) : nullptr, o));
+}
+
+void conv_transpose(const Op& op) {
+  if (op.attr("output_shape")) op.fail("output_shape is not supported");
+  const Shape& ws = op.shape(1);
+  const size_t k = ws.size() - 2;
+  DeconvolutionOptions o;
+  o.pad = symmetric_pads(op, k);
+  o.stride = op.ints("strides", std::vector<int64_t>(k, 1));
+  o.dilation = op.ints("dilations", std::vector<int64_t>(k, 1));
+  o.group = static_cast<int>(op.i("group", 1));
+  o.output_padding = op.ints("output_padding");
+  op.set(0,
+         F::deconvolution(op.x(0), op.x(1), op.has(2) ? op.x(2) : nullptr, o));
+}
+
+void gemm(const Op& op) {
+  VariablePtr a = op.x(0);
+  if (a->ndim() != 2) op.fail("A is " + shape_str(a->shape()) + ", not 2-D");
+  if (op.i("transA", 0)) a = F::transpose(a, {1, 0});
+  // B as the affine weight (K, M): a transposed initializer is read
+  // transposed once, into the parameter, not at every forward.
+  VariablePtr w;
+  if (op.i("transB", 0)) {
+    if (op.is_const(1)) {
+      Tensor t = op.constant(1);
+      if (t.shape.size() != 2) op.fail("B is not 2-D");
+      const int64_t M = t.shape[0], K = t.shape[1];
+      const size_t e = dtype_size(t.dtype);
+      std::vector<uint8_t> tb(t.bytes.size());
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t k = 0; k < K; ++k)
+          std::memcpy(&tb[(k * M + m) * e], &t.bytes[(m * K + k) * e], e);
+      t.bytes = std::move(tb);
+      t.shape = {K, M};
+      w = op.im.parameter_from(op.node.input(1), t, true);
+    } else {
+      w = F::transpose(op.x(1), {1, 0});
+    }
+  } else {
+    w = op.x(1);
+  }
+  const double alpha = op.f("alpha", 1.0), beta = op.f("beta", 1.0);
+  const int64_t M = w->shape()[1];
+  VariablePtr bias;
+  VariablePtr c;
+  if (op.has(2)) {
+    c = op.x(2);
+    if (c->size() == M && beta == 1.0 && alpha == 1.0) {
+      bias = op.x(2, Shape{M});
+      c = nullptr;
+    }
+  }
+  VariablePtr y = F::affine(a, w, bias);
+  if (alpha != 1.0) y = F::mul_scalar(y, static_cast<float>(alpha));
+  if (c) {
+    if (beta != 1.0) c = F::mul_scalar(c, static_cast<float>(beta));
+    if (c->ndim() < 2) c = F::reshape(c, Shape{1, c->size()});
+    y = F::add2(y, c);
+  }
+  op.set(0, y);
+}
+
+void matmul(const Op& op) {
+  VariablePtr a = op.x(0);
+  if (op.is_const(1) && op.constant(1).shape.size() == 2 && a->ndim() >= 2) {
+    // x W with a 2-D weight: an affine over the last axis.
+    op.set(0, F::affine(a, op.x(1), nullptr,
+                        AffineOptions{static_cast<int>(a->ndim() - 1)}));
+    return;
+  }
+  op.set(0, F::batch_matmul(a, op.x(1)));
+}
+
+void batch_norm(const Op& op) {
+  if (op.i("training_mode", 0) != 0) op.fail("training_mode 1");
+  const Shape& xs = op.shape(0);
+  if (xs.size() < 2) op.fail("X has no channel axis");
+  Shape ps(xs.size(), 1);
+  ps[1] = xs[1];
+  BatchNormalizationOptions o;
+  o.axes = {1};
+  o.eps = static_cast<float>(op.f("epsilon", 1e-5));
+  o.decay_rate = 1.0f - static_cast<float>(op.f("momentum", 0.9));
+  o.batch_stat = false;
+  op.set(0, F::batch_normalization(op.x(0), op.x(2, ps), op.x(1, ps),
+                                   op.x(3, ps, false), op.x(4, ps, false), o));
+}
+
+Rule pool(bool max) {
+  return [max](const Op& op) {
+    const std::vector<int64_t> kernel = op.ints("kernel_shape");
+    const size_t k = kernel.size();
+    if (op.shape(0).size() != k + 2) op.fail("X is not (N, C, spatial...)");
+    if (op.ints("dilations", std::vector<int64_t>(k, 1)) !=
+        std::vector<int64_t>(k, 1)) {
+      op.fail("dilations other than 1 are not supported");
+    }
+    op.need_default("storage_order", 0);
+    PoolingOptions o;
+    o.pad = symmetric_pads(op, k);
+    o.stride = op.ints("strides", std::vector<int64_t>(k, 1));
+    o.including_pad = op.i("count_include_pad", 0) != 0;
+    if (op.i("ceil_mode", 0)) {
+      // NNabla's ignore_border false where it gives ONNX's sizes.
+      for (size_t a = 0; a < k; ++a) {
+        const int64_t in = op.shape(0)[2 + a];
+        const int64_t span = in + 2 * o.pad[a] - kernel[a];
+        const int64_t want = (span + o.stride[a] - 1) / o.stride[a] + 1;
+        const int64_t have = (in + o.pad[a] - 1) / o.stride[a] + 1;
+        if (want != have || !max) {
+          op.fail("ceil_mode 1 with these sizes has no mixgraph equivalent");
+        }
+      }
+      o.ignore_border = false;
+    }
+    op.set(0, max ? F::max_pooling(op.x(0), kernel, o)
+                  : F::average_pooling(op.x(0), kernel, o));
+  };
+}
+
+Shape reshape_target(const Op& op, const Shape& in, std::vector<int64_t> s) {
+  int free = -1;
+  int64_t known = 1;
+  for (size_t k = 0; k < s.size(); ++k) {
+    if (s[k] == 0 && !op.i("allowzero", 0)) {
+      if (k >= in.size()) op.fail("shape entry 0 past the input's rank");
+      s[k] = in[k];
+    }
+    if (s[k] == -1) {
+      if (free >= 0) op.fail("two -1 entries in the shape");
+      free = static_cast<int>(k);
+    } else {
+      known *= s[k];
+    }
+  }
+  if (free >= 0) s[free] = known ? shape_size(in) / known : 0;
+  if (shape_size(s) != shape_size(in)) {
+    op.fail("cannot reshape " + shape_str(in) + " to " + shape_str(s));
+  }
+  return s;
+}
+
+void reshape(const Op& op) {
+  if (op.is_const(0)) {  // shape arithmetic on constants
+    Tensor t = op.constant(0);
+    t.shape = reshape_target(op, t.shape, op.constant(1).ints());
+    return op.set_const(0, t);
+  }
+  op.set(0, F::reshape(op.x(0),
+                       reshape_target(op, op.shape(0), op.constant(1).ints())));
+}
+
+void flatten(const Op& op) {
+  const Shape& s = op.shape(0);
+  const int64_t a = norm_axis(op, op.i("axis", 1), s.size() + 1);
+  op.set(0, F::reshape(op.x(0), Shape{shape_size(s, 0, static_cast<int>(a)),
+                                      shape_size(s, static_cast<int>(a),
+                                                 static_cast<int>(s.size()))}));
+}
+
+// Squeeze and Unsqueeze, on constants (shape arithmetic) or variables.
+void squeeze(const Op& op, bool un) {
+  const bool c = op.is_const(0);
+  Tensor t;
+  Shape s = c ? (t = op.constant(0)).shape : op.shape(0);
+  std::vector<int64_t> axes = axes_of(op, 1);
+  if (un) {
+    const size_t rank = s.size() + axes.size();
+    for (auto& a : axes) a = norm_axis(op, a, rank);
+    std::sort(axes.begin(), axes.end());
+    for (int64_t a : axes) s.insert(s.begin() + a, 1);
+  } else {
+    if (axes.empty()) {
+      for (size_t a = 0; a < s.size(); ++a)
+        if (s[a] == 1) axes.push_back(static_cast<int64_t>(a));
+    }
+    for (auto& a : axes) a = norm_axis(op, a, s.size());
+    std::sort(axes.rbegin(), axes.rend());
+    for (int64_t a : axes) {
+      if (s[a] != 1)
+        op.fail("squeezes axis " + std::to_string(a) + " of size " +
+                std::to_string(s[a]));
+      s.erase(s.begin() + a);
+    }
+  }
+  if (c) {
+    t.shape = s;
+    return op.set_const(0, t);
+  }
+  op.set(0, F::reshape(op.x(0), s));
+}
+
+void concat(const Op& op) {
+  if (all_const(op)) {  // shape lists
+    std::vector<int64_t> v;
+    for (int k = 0; k < op.num_inputs(); ++k) {
+      const auto part = op.constant(k).ints();
+      v.insert(v.end(), part.begin(), part.end());
+    }
+    return op.set_const(0, int_tensor(v, {static_cast<int64_t>(v.size())}));
+  }
+  std::vector<VariablePtr> xs;
+  for (int k = 0; k < op.num_inputs(); ++k) xs.push_back(op.x(k));
+  op.set(0, F::concatenate(xs, static_cast<int>(op.i("axis", 0))));
+}
+
+void shape_op(const Op& op) {
+  const Shape& s = op.shape(0);
+  const int64_t n = static_cast<int64_t>(s.size());
+  int64_t start = op.i("start", 0), end = op.i("end", n);
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  end = std::clamp<int64_t>(end, start, n);
+  std::vector<int64_t> v(s.begin() + start, s.begin() + end);
+  op.set_const(0, int_tensor(v, {static_cast<int64_t>(v.size())}));
+}
+
+void gather(const Op& op) {
+  const int64_t axis = op.i("axis", 0);
+  if (op.is_const(0) && op.is_const(1)) {  // shape arithmetic
+    const Tensor d = op.constant(0);
+    if (d.shape.size() != 1) op.fail("constant data of rank > 1");
+    const auto vals = d.ints();
+    const Tensor idx = op.constant(1);
+    std::vector<int64_t> out;
+    for (int64_t i : idx.ints()) {
+      if (i < 0) i += static_cast<int64_t>(vals.size());
+      out.push_back(vals.at(static_cast<size_t>(i)));
+    }
+    return op.set_const(0, int_tensor(out, idx.shape));
+  }
+  VariablePtr data = op.x(0);
+  VariablePtr idx = op.x(1, nullptr, false);
+  op.set(0, F::gather(data, idx, static_cast<int>(axis), 0));
+}
+
+void cast(const Op& op) {
+  // The context decides floating types; integers stay exact either way.
+  alias(op);
+}
+
+void constant(const Op& op) {
+  const onnx::AttributeProto* a = op.attr("value");
+  if (a) return op.set_const(0, onnx_io::read_tensor(a->t(), op.im.where()));
+  if ((a = op.attr("value_float"))) {
+    Tensor t;
+    t.dtype = Dtype::f32;
+    const float f = a->f();
+    t.bytes.resize(4);
+    std::memcpy(t.bytes.data(), &f, 4);
+    return op.set_const(0, t);
+  }
+  if ((a = op.attr("value_int")))
+    return op.set_const(0, int_tensor({a->i()}, {}));
+  if ((a = op.attr("value_ints"))) {
+    std::vector<int64_t> v(a->ints().begin(), a->ints().end());
+    return op.set_const(0, int_tensor(v, {static_cast<int64_t>(v.size())}));
+  }
+  op.fail("only value, value_float, value_int and value_ints are supported");
+}
+
+void slice(const Op& op) {
+  const Shape& s = op.shape(0);
+  const std::vector<int64_t> starts = op.constant(1).ints(),
+                             ends = op.constant(2).ints();
+  std::vector<int64_t> axes =
+      op.has(3) ? op.constant(3).ints() : std::vector<int64_t>{};
+  if (axes.empty()) {
+    for (size_t k = 0; k < starts.size(); ++k)
+      axes.push_back(static_cast<int64_t>(k));
+  }
+  std::vector<int64_t> steps = op.has(4)
+                                   ? op.constant(4).ints()
+                                   : std::vector<int64_t>(starts.size(), 1);
+  const size_t n = s.size();
+  std::vector<int64_t> start(n, 0), stop(s.begin(), s.end()), step(n, 1);
+  std::vector<int> flipped;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t a = norm_axis(op, axes[k], n);
+    const int64_t dim = s[a];
+    if (steps[k] == -1 && (starts[k] == -1 || starts[k] >= dim - 1) &&
+        ends[k] < -dim) {
+      flipped.push_back(static_cast<int>(a));  // a whole reversed axis
+      continue;
+    }
+    if (steps[k] <= 0) op.fail("steps <= 0 other than a whole flip");
+    auto clampi = [dim](int64_t v) {
+      if (v < 0) v += dim;
+      return std::clamp<int64_t>(v, 0, dim);
+    };
+    start[a] = clampi(starts[k]);
+    stop[a] = std::max(start[a], clampi(ends[k]));
+    step[a] = steps[k];
+  }
+  VariablePtr x = op.x(0);
+  if (!flipped.empty()) x = F::flip(x, flipped);
+  if (start != std::vector<int64_t>(n, 0) || stop != s ||
+      step != std::vector<int64_t>(n, 1)) {
+    x = F::slice(x, start, stop, step);
+  }
+  op.set(0, x);
+}
+
+void split(const Op& op) {
+  const Shape& s = op.shape(0);
+  const int64_t a = norm_axis(op, op.i("axis", 0), s.size());
+  std::vector<int64_t> sizes;
+  if (op.has(1)) {
+    sizes = op.constant(1).ints();
+  } else {
+    const int64_t parts = op.node.output_size();
+    if (s[a] % parts) op.fail("the axis does not split evenly");
+    sizes.assign(parts, s[a] / parts);
+  }
+  int64_t at = 0;
+  for (size_t o = 0; o < sizes.size(); ++o) {
+    std::vector<int64_t> start(s.size(), 0), stop(s.begin(), s.end());
+    start[a] = at;
+    stop[a] = at + sizes[o];
+    at += sizes[o];
+    op.set(static_cast<int>(o), F::slice(op.x(0), start, stop));
+  }
+}
+
+void expand(const Op& op) {
+  VariablePtr x = op.x(0);
+  const Shape target = broadcast_shape(op, x->shape(), op.constant(1).ints());
+  if (x->ndim() < static_cast<int>(target.size())) {
+    Shape s(target.size() - x->ndim(), 1);
+    s.insert(s.end(), x->shape().begin(), x->shape().end());
+    x = F::reshape(x, s);
+  }
+  op.set(0, x->shape() == target ? x : F::broadcast(x, target));
+}
+
+void pad(const Op& op) {
+  const Shape& s = op.shape(0);
+  const std::vector<int64_t> pads = op.constant(1).ints();
+  const size_t n = s.size();
+  if (op.has(3)) op.fail("the axes input is not supported");
+  if (pads.size() != 2 * n) op.fail("pads needs 2 x rank entries");
+  std::vector<int> width;
+  for (size_t a = 0; a < n; ++a) {
+    if (pads[a] < 0 || pads[a + n] < 0) op.fail("negative pads (cropping)");
+    width.push_back(static_cast<int>(pads[a]));
+    width.push_back(static_cast<int>(pads[a + n]));
+  }
+  const std::string mode = op.s("mode", "constant");
+  double value = 0;
+  if (op.has(2) && !op.scalar(2, &value))
+    op.fail("constant_value not constant");
+  std::string ours = mode == "edge" ? "repeat" : mode;
+  if (ours != "constant" && ours != "reflect" && ours != "repeat")
+    op.fail("mode '" + mode + "'");
+  op.set(0, F::pad(op.x(0), width, ours, static_cast<float>(value)));
+}
+
+Rule reduce(VariablePtr (*fn)(const VariablePtr&, std::vector<int>, bool)) {
+  return [=](const Op& op) {
+    // Axes: an attribute up to opset 17 (an input for ReduceSum from 13).
+    std::vector<int64_t> axes = axes_of(op, 1);
+    if (axes.empty() && op.i("noop_with_empty_axes", 0)) return alias(op);
+    op.set(0, fn(op.x(0), to_int(axes), op.i("keepdims", 1) != 0));
+  };
+}
+
+void resize(const Op& op) {
+  const Shape& s = op.shape(0);
+  const std::string mode = op.s("mode", "nearest");
+  const std::string coords =
+      op.s("coordinate_transformation_mode", "half_pixel");
+  InterpolateOptions o;
+  o.mode = mode;
+  o.align_corners = false;
+  if (mode == "linear") {
+    if (coords == "align_corners") {
+      o.align_corners = true;
+    } else if (coords == "half_pixel") {
+      o.half_pixel = true;
+    } else if (coords != "asymmetric") {
+      op.fail("coordinate_transformation_mode '" + coords + "' with linear");
+    }
+  } else if (mode == "nearest") {
+    if (op.s("nearest_mode", "round_prefer_floor") != "floor") {
+      op.fail("nearest_mode '" + op.s("nearest_mode", "round_prefer_floor") +
+              "' (only floor)");
+    }
+    if (coords == "tf_half_pixel_for_nn") {
+      o.half_pixel_for_nn = true;
+    } else if (coords != "asymmetric") {
+      op.fail("coordinate_transformation_mode '" + coords + "' with nearest");
+    }
+  } else {
+    op.fail("mode '" + mode + "' (nearest and linear are read)");
+  }
+  Shape out;
+  if (op.has(3)) {
+    out = op.constant(3).ints();
+  } else if (op.has(2)) {
+    const std::vector<double> scales = op.constant(2).reals();
+    for (size_t a = 0; a < s.size() && a < scales.size(); ++a)
+      out.push_back(static_cast<int64_t>(std::floor(s[a] * scales[a])));
+  }
+  if (out.size() != s.size()) op.fail("needs sizes or scales for every axis");
+  size_t lead = 0;
+  while (lead < s.size() && out[lead] == s[lead]) ++lead;
+  lead = std::min(lead, s.size() - 1);
+  o.output_size.assign(out.begin() + lead, out.end());
+  op.set(0, F::interpolate(op.x(0), o.output_size, o.mode, o.align_corners,
+                           o.half_pixel, o.half_pixel_for_nn));
+}
+
+void prelu(const Op& op) {
+  const VariablePtr x = op.x(0);
+  Tensor slope = op.constant(1);
+  if (slope.size() == 1) return op.set(0, F::prelu(x, op.x(1, Shape{})));
+  if (x->ndim() < 2 || slope.size() != x->shape()[1]) {
+    op.fail("slope of shape " + shape_str(slope.shape) +
+            " (one per channel of axis 1, or shared, is read)");
+  }
+  op.set(0, F::prelu(x, op.x(1, Shape{x->shape()[1]}), 1));
+}
+
+void layer_norm(const Op& op) {
+  const Shape& xs = op.shape(0);
+  const int64_t a = norm_axis(op, op.i("axis", -1), xs.size());
+  std::vector<int> batch;
+  Shape ps = xs;
+  for (int64_t k = 0; k < a; ++k) {
+    batch.push_back(static_cast<int>(k));
+    ps[k] = 1;
+  }
+  if (op.node.output_size() > 1 && !op.node.output(1).empty())
+    op.fail("the Mean and InvStdDev outputs are not supported");
+  VariablePtr gamma = op.x(1, ps), beta = op.has(2) ? op.x(2, ps) : nullptr;
+  op.set(0, F::layer_normalization(op.x(0), beta, gamma, batch,
+                                   static_cast<float>(op.f("epsilon", 1e-5))));
+}
+
+void instance_norm(const Op& op) {
+  const Shape& xs = op.shape(0);
+  Shape ps(xs.size(), 1);
+  ps[1] = xs[1];
+  op.set(0,
+         F::instance_normalization(op.x(0), op.x(2, ps), op.x(1, ps), 1, {0},
+                                   static_cast<float>(op.f("epsilon", 1e-5))));
+}
+
+VariablePtr neg(const VariablePtr& x) { return F::mul_scalar(x, -1.0f); }
+VariablePtr reciprocal(const VariablePtr& x) {
+  return F::r_div_scalar(x, 1.0f);
+}
+VariablePtr softplus(const VariablePtr& x) { return F::softplus(x); }
+VariablePtr sub_from(const VariablePtr& x, float c) {
+  return F::r_sub_scalar(x, c);
+}
+VariablePtr div_from(const VariablePtr& x, float c) {
+  return F::r_div_scalar(x, c);
+}
+VariablePtr sub_c(const VariablePtr& x, float c) {
+  return F::add_scalar(x, -c);
+}
+VariablePtr div_c(const VariablePtr& x, float c) {
+  return F::mul_scalar(x, 1.0f / c);
+}
+
+const std::map<std::string, Rule>& rules() {
+  static const std::map<std::string, Rule> table = [] {
+    std::map<std::string, Rule> t;
+    t["Relu"] = unary(F::relu);
+    t["Sigmoid"] = unary(F::sigmoid);
+    t["Tanh"] = unary(F::tanh);
+    t["Exp"] = unary(F::exp);
+    t["Log"] = unary(F::log);
+    t["Sqrt"] = unary(F::sqrt);
+    t["Abs"] = unary(F::abs);
+    t["Erf"] = unary(F::erf);
+    t["Sin"] = unary(F::sin);
+    t["Cos"] = unary(F::cos);
+    t["Tan"] = unary(F::tan);
+    t["Asin"] = unary(F::asin);
+    t["Acos"] = unary(F::acos);
+    t["Atan"] = unary(F::atan);
+    t["Sinh"] = unary(F::sinh);
+    t["Cosh"] = unary(F::cosh);
+    t["Asinh"] = unary(F::asinh);
+    t["Acosh"] = unary(F::acosh);
+    t["Atanh"] = unary(F::atanh);
+    t["Ceil"] = unary(F::ceil);
+    t["Floor"] = unary(F::floor);
+    t["Softplus"] = unary(softplus);
+    t["Softsign"] = unary(F::softsign);
+    t["Neg"] = unary(neg);
+    t["Reciprocal"] = unary(reciprocal);
+    t["Not"] = unary(F::logical_not);
+    t["IsNaN"] = unary(F::isnan);
+    t["Identity"] = t["Dropout"] = alias;
+    t["Cast"] = cast;
+    t["Constant"] = constant;
+    t["LeakyRelu"] = [](const Op& op) {
+      op.set(0,
+             F::leaky_relu(op.x(0), static_cast<float>(op.f("alpha", 0.01))));
+    };
+    t["Elu"] = [](const Op& op) {
+      op.set(0, F::elu(op.x(0), static_cast<float>(op.f("alpha", 1.0))));
+    };
+    t["Selu"] = [](const Op& op) {
+      op.set(0,
+             F::selu(op.x(0),
+                     static_cast<float>(op.f("gamma", 1.05070102214813232)),
+                     static_cast<float>(op.f("alpha", 1.67326319217681884))));
+    };
+    t["HardSigmoid"] = [](const Op& op) {
+      const double a = op.f("alpha", 0.2), b = op.f("beta", 0.5);
+      if (std::abs(a - 0.2) < 1e-7 && std::abs(b - 0.5) < 1e-7) {
+        return op.set(0, F::hard_sigmoid(op.x(0)));
+      }
+      op.set(0, F::clip_by_value(
+                    F::add_scalar(F::mul_scalar(op.x(0), static_cast<float>(a)),
+                                  static_cast<float>(b)),
+                    0.0f, 1.0f));
+    };
+    t["Clip"] = [](const Op& op) {
+      double lo = -std::numeric_limits<double>::infinity(),
+             hi = std::numeric_limits<double>::infinity();
+      if (op.has(1) && !op.scalar(1, &lo)) op.fail("min is not a constant");
+      if (op.has(2) && !op.scalar(2, &hi)) op.fail("max is not a constant");
+      VariablePtr x = op.x(0);
+      if (lo == 0.0 && hi == 6.0) return op.set(0, F::relu6(x));
+      if (std::isinf(lo))
+        return op.set(0, F::minimum_scalar(x, static_cast<float>(hi)));
+      if (std::isinf(hi))
+        return op.set(0, F::maximum_scalar(x, static_cast<float>(lo)));
+      op.set(0, F::clip_by_value(x, static_cast<float>(lo),
+                                 static_cast<float>(hi)));
+    };
+    t["Add"] = binary(F::add2, F::add_scalar, F::add_scalar);
+    t["Sub"] = binary(F::sub2, sub_c, sub_from);
+    t["Mul"] = binary(F::mul2, F::mul_scalar, F::mul_scalar);
+    t["Div"] = binary(F::div2, div_c, div_from);
+    t["Pow"] = binary(F::pow2, F::pow_scalar, F::r_pow_scalar);
+    t["Max"] = binary(F::maximum2, F::maximum_scalar, F::maximum_scalar);
+    t["Min"] = binary(F::minimum2, F::minimum_scalar, F::minimum_scalar);
+    t["Equal"] = binary(F::equal, F::equal_scalar, F::equal_scalar);
+    t["Greater"] = binary(F::greater, F::greater_scalar, nullptr);
+    t["GreaterOrEqual"] =
+        binary(F::greater_equal, F::greater_equal_scalar, nullptr);
+    t["Less"] = binary(F::less, F::less_scalar, nullptr);
+    t["LessOrEqual"] = binary(F::less_equal, F::less_equal_scalar, nullptr);
+    t["And"] = binary(F::logical_and, nullptr, nullptr);
+    t["Or"] = binary(F::logical_or, nullptr, nullptr);
+    t["Xor"] = binary(F::logical_xor, nullptr, nullptr);
+    t["Sum"] = [](const Op& op) {
+      std::vector<VariablePtr> xs;
+      for (int k = 0; k < op.num_inputs(); ++k) xs.push_back(op.x(k));
+      op.set(0, xs.size() == 1 ? xs[0] : F::add_n(xs));
+    };
+    t["Where"] = [](const Op& op) {
+      op.set(0, F::where(op.x(0, nullptr, false), op.x(1), op.x(2)));
+    };
+    t["Conv"] = conv;
+    t["ConvTranspose"] = conv_transpose;
+    t["Gemm"] = gemm;
+    t["MatMul"] = matmul;
+    t["BatchNormalization"] = batch_norm;
+    t["MaxPool"] = pool(true);
+    t["AveragePool"] = pool(false);
+    t["GlobalAveragePool"] = unary(F::global_average_pooling);
+    t["GlobalMaxPool"] = [](const Op& op) {
+      std::vector<int> axes;
+      for (int a = 2; a < op.x(0)->ndim(); ++a) axes.push_back(a);
+      op.set(0, F::max(op.x(0), axes, true));
+    };
+    t["Softmax"] = [](const Op& op) {
+      op.set(0, F::softmax(op.x(0), static_cast<int>(op.i("axis", -1))));
+    };
+    t["LogSoftmax"] = [](const Op& op) {
+      op.set(0, F::log_softmax(op.x(0), static_cast<int>(op.i("axis", -1))));
+    };
+    t["Reshape"] = reshape;
+    t["Flatten"] = flatten;
+    t["Squeeze"] = [](const Op& op) { squeeze(op, false); };
+    t["Unsqueeze"] = [](const Op& op) { squeeze(op, true); };
+    t["Transpose"] = [](const Op& op) {
+      std::vector<int64_t> perm = op.ints("perm");
+      if (perm.empty()) {
+        for (int a = op.x(0)->ndim() - 1; a >= 0; --a) perm.push_back(a);
+      }
+      op.set(0, F::transpose(op.x(0), to_int(perm)));
+    };
+    t["Concat"] = concat;
+    t["Shape"] = shape_op;
+    t["Gather"] = gather;
+    t["Slice"] = slice;
+    t["Split"] = split;
+    t["Expand"] = expand;
+    t["Tile"] = [](const Op& op) {
+      op.set(0, F::tile(op.x(0), to_int(op.constant(1).ints())));
+    };
+    t["Pad"] = pad;
+    t["ReduceSum"] = reduce(F::sum);
+    t["ReduceMean"] = reduce(F::mean);
+    t["ReduceMax"] = reduce(F::max);
+    t["ReduceMin"] = reduce(F::min);
+    t["ReduceProd"] = reduce(F::prod);
+    t["Resize"] = resize;
+    t["PRelu"] = prelu;
+    t["LayerNormalization"] = layer_norm;
+    t["InstanceNormalization"] = instance_norm;
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::string> onnx_importable_operators() {
+  std::vector<std::string> names;
+  for (const auto& [name, r] : rules()) names.push_back(name);
+  return names;
+}
+
+Network network_from_onnx(const std::string& bytes, ParameterScope& params,
+                          const std::string& source,
+                          const NetworkOptions& options) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) {
+    throw std::invalid_argument("[load_onnx] " + source +
+                                ": not an ONNX model (the protobuf does not "
+                                "parse)");
+  }
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(
+        "[load_onnx] " + source +
+        ": ONNX's checker rejects the model: " + e.what());
+  }
+  for (const auto& o : model.opset_import()) {
+    if ((o.domain().empty() || o.domain() == "ai.onnx") && o.version() < 11) {
+      throw std::invalid_argument(
+          "[load_onnx] " + source + ": opset " + std::to_string(o.version()) +
+          " is too old (11 or newer is read; convert it with "
+          "onnx.version_converter)");
+    }
+  }
+  return Importer(model, params, source, options).run();
+}
+
+Network load_onnx(const std::string& path, ParameterScope& params,
+                  const NetworkOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw std::invalid_argument("[load_onnx] cannot open '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return network_from_onnx(ss.str(), params, path, options);
+}
+
+}  // namespace mg
