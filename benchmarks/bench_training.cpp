@@ -7,6 +7,13 @@
 //   bench_training [--threads N] [--runs N] [--rounds N] [--warmup N]
 //                  [--batch N] [--model lenet|mlp|none]
 //                  [--type float|half|bfloat16] [--torch 0|1] [--overhead 0|1]
+//                  [--isa native|avx2]
+//
+// --isa avx2 runs our kernels and oneDNN's as on a CPU with AVX2 and F16C
+// but no AVX-512 (cpu::ScopedCpuFeatures, ONEDNN_MAX_CPU_ISA), to measure
+// that path on an AVX-512 machine. The machine's fp32 FMA peak on the same
+// threads is measured first (a register-only FMA loop at the widest vector
+// the ISA allows) and each figure is also given as a fraction of it.
 //
 // The configurations of a model take turns: `rounds` rounds of runs/rounds
 // steps each, so a burst of load from elsewhere on the machine falls on all
@@ -14,6 +21,13 @@
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/mixgraph.hpp>
 
+// GCC 12's AVX-512 headers trip -Wuninitialized on their own
+// _mm512_undefined_* helpers (GCC bug 105593); the warning is not ours.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
 #include <omp.h>
 
 #include <cstdio>
@@ -40,6 +54,7 @@ namespace {
 struct Options {
   int threads = 2, runs = 40, rounds = 4, warmup = 5, batch = 128;
   bool torch = true, overhead = true;
+  std::string isa = "native";
   std::vector<std::string> models{"lenet", "mlp"};
   std::vector<std::string> types{"float", "half", "bfloat16"};
 };
@@ -60,6 +75,68 @@ mg::VariablePtr mlp(const mg::VariablePtr& x, mg::ParameterScope& p) {
 }
 
 double megabytes(size_t bytes) { return bytes / 1048576.0; }
+
+// ---- the machine's fp32 FMA peak ----
+
+// kChains independent FMA chains per thread, in registers: the core's FMA
+// ports kept busy with nothing else (4 cycles latency x 2 ports needs 8).
+constexpr int kChains = 12;
+constexpr long kFmaIters = 1 << 22;
+
+__attribute__((target("avx512f"))) double fma_flops_avx512() {
+  __m512 acc[kChains];
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (int k = 0; k < kChains; ++k) acc[k] = _mm512_set1_ps(float(k));
+  for (long i = 0; i < kFmaIters; ++i) {
+    for (int k = 0; k < kChains; ++k) acc[k] = _mm512_fmadd_ps(acc[k], a, b);
+  }
+  float sink = 0;
+  for (int k = 0; k < kChains; ++k) sink += _mm512_reduce_add_ps(acc[k]);
+  return sink == 12345.0f ? 0.0 : 2.0 * 16 * kChains * kFmaIters;
+}
+
+__attribute__((target("avx2,fma"))) double fma_flops_avx2() {
+  __m256 acc[kChains];
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (int k = 0; k < kChains; ++k) acc[k] = _mm256_set1_ps(float(k));
+  for (long i = 0; i < kFmaIters; ++i) {
+    for (int k = 0; k < kChains; ++k) acc[k] = _mm256_fmadd_ps(acc[k], a, b);
+  }
+  float lanes[8], sink = 0;
+  for (int k = 0; k < kChains; ++k) {
+    _mm256_storeu_ps(lanes, acc[k]);
+    for (float l : lanes) sink += l;
+  }
+  return sink == 12345.0f ? 0.0 : 2.0 * 8 * kChains * kFmaIters;
+}
+
+// GFLOP/s of `threads` threads each running the loop: the median of 5.
+double fma_peak_gflops(int threads, bool avx512) {
+  std::vector<double> rates;
+  for (int r = 0; r < 5; ++r) {
+    double flops = 0;
+    const double t0 = omp_get_wtime();
+#pragma omp parallel num_threads(threads) reduction(+ : flops)
+    flops += avx512 ? fma_flops_avx512() : fma_flops_avx2();
+    rates.push_back(flops / (omp_get_wtime() - t0) / 1e9);
+  }
+  return median(rates);
+}
+
+// The fp32 multiply-adds of one training step (forward, the grads of
+// every weight and of every input but the images), as 2 flops each: the
+// convolutions and matrix products only, which is where the time should go.
+double step_gflop(const std::string& model, int batch) {
+  // Per image, forward: a layer whose input needs no grad (the first) does
+  // 2 passes of its multiply-adds, the others 3.
+  const bool lenet = model == "lenet";
+  const double first = lenet ? 24.0 * 24 * 32 * 25  // conv1 5x5, 1 -> 32
+                             : 784.0 * 1024;        // fc1
+  const double rest = lenet ? 8.0 * 8 * 64 * 25 * 32 + 1024.0 * 512 +
+                                  512.0 * 10  // conv2, fc1, fc2
+                            : 1024.0 * 1024 + 1024.0 * 10;
+  return 2.0 * (2 * first + 3 * rest) * batch / 1e9;
+}
 
 // One of our models in one type_config, trained with Adam. Float runs the
 // plain loop; half and bfloat16 run the dynamic loss scaler, as a mixed
@@ -224,6 +301,12 @@ Options parse(int argc, char** argv) {
       o.warmup = n;
     } else if (k == "--batch") {
       o.batch = n;
+    } else if (k == "--isa") {
+      if (v != "native" && v != "avx2") {
+        std::fprintf(stderr, "bench_training: --isa native or avx2\n");
+        std::exit(2);
+      }
+      o.isa = v;
     } else {
       std::fprintf(stderr, "bench_training: unknown option %s\n", k.c_str());
       std::exit(2);
@@ -233,7 +316,7 @@ Options parse(int argc, char** argv) {
 }
 
 // One model: every configuration built, then timed in turns.
-void bench_model(const std::string& model, const Options& o) {
+void bench_model(const std::string& model, const Options& o, double peak) {
   struct Config {
     std::string type;
     std::function<void()> step;
@@ -260,12 +343,16 @@ void bench_model(const std::string& model, const Options& o) {
   double torch = 0, f32_speed = 0, f32_act = 0;
   for (auto& c : configs) {
     const double speed = o.batch / median(c.samples);
+    const double gflops = step_gflop(model, o.batch) * speed / o.batch;
     if (!c.ours) {
       torch = speed;
-      std::printf("%-6s %-9s %10.0f\n", model.c_str(), "torch f32", speed);
+      std::printf(
+          "%-6s %-9s %10.0f %8s %8s %9s %8s %9s %7s %9s %7s %8.0f %5.0f%%\n",
+          model.c_str(), "torch f32", speed, "", "", "", "", "", "", "", "",
+          gflops, 100 * gflops / peak);
       continue;
     }
-    const double peak = c.ours->step_peak_mb();
+    const double mem_peak = c.ours->step_peak_mb();
     const double grads = c.ours->grad_mb();
     const double act = c.ours->activation_mb();
     if (f32_speed == 0) f32_speed = speed, f32_act = act;
@@ -273,10 +360,12 @@ void bench_model(const std::string& model, const Options& o) {
     if (torch > 0)
       std::snprintf(vs_torch, sizeof vs_torch, "%.2f", speed / torch);
     std::printf(
-        "%-6s %-9s %10.0f %8s %8.2f %9.1f %8.1f %9.2f %7.1f %9.2f %7lld\n",
-        model.c_str(), c.type.c_str(), speed, vs_torch, speed / f32_speed, peak,
-        act, peak / f32_act, grads, (peak - grads) / f32_act,
-        static_cast<long long>(c.ours->skipped_steps()));
+        "%-6s %-9s %10.0f %8s %8.2f %9.1f %8.1f %9.2f %7.1f %9.2f %7lld "
+        "%8.0f %5.0f%%\n",
+        model.c_str(), c.type.c_str(), speed, vs_torch, speed / f32_speed,
+        mem_peak, act, mem_peak / f32_act, grads, (mem_peak - grads) / f32_act,
+        static_cast<long long>(c.ours->skipped_steps()), gflops,
+        100 * gflops / peak);
   }
 }
 
@@ -284,19 +373,36 @@ void bench_model(const std::string& model, const Options& o) {
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  // --isa avx2: oneDNN reads its limit once, before its first kernel.
+  std::unique_ptr<mg::cpu::ScopedCpuFeatures> limit;
+  if (o.isa == "avx2") {
+    setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+    setenv("DNNL_MAX_CPU_ISA", "AVX2", 1);
+    mg::cpu::CpuFeatures avx2;
+    avx2.avx2 = avx2.f16c = true;
+    limit = std::make_unique<mg::cpu::ScopedCpuFeatures>(avx2);
+  }
   omp_set_num_threads(o.threads);
   const auto& cpu = mg::cpu::cpu_features();
+  const double peak = fma_peak_gflops(o.threads, cpu.avx512f);
   std::printf(
       "threads %d, batch %d, median of %d steps in %d rounds, after "
       "%d warm-up steps\n",
       o.threads, o.batch, o.runs / o.rounds * o.rounds, o.rounds, o.warmup);
-  std::printf("cpu: avx512f %d, avx512_bf16 %d, avx512_fp16 %d, amx_bf16 %d\n",
-              cpu.avx512f, cpu.avx512bf16, cpu.avx512fp16, cpu.amx_bf16);
+  std::printf(
+      "cpu: avx2 %d, f16c %d, avx512f %d, avx512_bf16 %d, avx512_fp16 %d, "
+      "amx_bf16 %d%s\n",
+      cpu.avx2, cpu.f16c, cpu.avx512f, cpu.avx512bf16, cpu.avx512fp16,
+      cpu.amx_bf16,
+      o.isa == "avx2" ? " (--isa avx2: AVX-512 held back, here and in oneDNN)"
+                      : "");
+  std::printf("fp32 FMA peak, %d threads, %s: %.0f GFLOP/s\n", o.threads,
+              cpu.avx512f ? "AVX-512" : "AVX2", peak);
 
-  std::printf("\n%-6s %-9s %10s %8s %8s %9s %8s %9s %7s %9s %7s\n", "model",
-              "type", "img/s", "/torch", "/float", "peak MB", "act MB",
-              "peak/f32", "grad MB", "-grad/f32", "skipped");
-  for (const std::string& model : o.models) bench_model(model, o);
+  std::printf("\n%-6s %-9s %10s %8s %8s %9s %8s %9s %7s %9s %7s %8s %6s\n",
+              "model", "type", "img/s", "/torch", "/float", "peak MB", "act MB",
+              "peak/f32", "grad MB", "-grad/f32", "skipped", "GFLOP/s", "peak");
+  for (const std::string& model : o.models) bench_model(model, o, peak);
   std::printf(
       "\nimg/s: training images per second (forward, backward, Adam)\n"
       "/torch: over libtorch float; /float: over our float\n"
@@ -306,7 +412,9 @@ int main(int argc, char** argv) {
       "  act MB\n"
       "grad MB: the parameters' grads (in the peak; model-sized, not\n"
       "  batch-sized); -grad/f32: (peak MB - grad MB) over float's act MB\n"
-      "skipped: steps the loss scaler skipped on overflow\n");
+      "skipped: steps the loss scaler skipped on overflow\n"
+      "GFLOP/s: the step's convolution and matrix-product multiply-adds\n"
+      "  (forward and both grads) per second; peak: of the FMA peak above\n");
   if (o.torch) {
     std::printf("peer: %s; BLAS loaded: %s\n",
                 mg::bench::torch_description().c_str(), loaded_blas().c_str());

@@ -13,7 +13,8 @@ CpuFeatures detect() {
   if (baseline && std::strcmp(baseline, "1") == 0) return f;
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  f.f16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  f.avx2 = __builtin_cpu_supports("avx2");
+  f.f16c = f.avx2 && __builtin_cpu_supports("f16c");
   f.avx512f = __builtin_cpu_supports("avx512f");
   f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
   f.avx512fp16 = __builtin_cpu_supports("avx512fp16");
@@ -42,6 +43,7 @@ ScopedCpuFeatures::ScopedCpuFeatures(const CpuFeatures& allowed)
     : saved_(active()) {
   const CpuFeatures& has = detected_cpu_features();
   CpuFeatures& f = active();
+  f.avx2 = has.avx2 && allowed.avx2;
   f.f16c = has.f16c && allowed.f16c;
   f.avx512f = has.avx512f && allowed.avx512f;
   f.avx512bf16 = has.avx512bf16 && allowed.avx512bf16;

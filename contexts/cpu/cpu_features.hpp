@@ -4,6 +4,7 @@
 namespace mg::cpu {
 
 struct CpuFeatures {
+  bool avx2 = false;        // 8-wide integer ops (bfloat16 conversions)
   bool f16c = false;        // 8-wide half <-> float conversions (with AVX2)
   bool avx512f = false;     // 16-wide float, half <-> float conversions
   bool avx512bf16 = false;  // float -> bfloat16 conversion and dot products

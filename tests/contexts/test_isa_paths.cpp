@@ -1,10 +1,10 @@
 // Every hand-written kernel with an ISA-specific path, run on each path this
 // CPU can run and compared with its scalar twin: the float <-> half and
-// float <-> bfloat16 converters (AVX-512F, F16C), 2x2 max pooling (AVX-512F)
-// and the solvers' grad pass (AVX-512F). cpu::ScopedCpuFeatures picks the
-// path in-process (the scalar one by holding every feature back); a path
-// the CPU lacks is skipped with a message naming the feature, and each test
-// records (and prints) the path it ran, so that a CI log shows which ran.
+// float <-> bfloat16 converters (AVX-512F, F16C, AVX2), 2x2 max pooling
+// (AVX-512F) and the solvers' grad pass (AVX-512F). cpu::ScopedCpuFeatures
+// picks the path in-process (the scalar one by holding every feature back); a
+// path the CPU lacks is skipped with a message naming the feature, and each
+// test records (and prints) the path it ran, so that a CI log shows which ran.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -29,6 +29,11 @@ CpuFeatures none() { return {}; }
 CpuFeatures f16c_only() {
   CpuFeatures f;
   f.f16c = true;
+  return f;
+}
+CpuFeatures avx2_only() {
+  CpuFeatures f;
+  f.avx2 = true;
   return f;
 }
 CpuFeatures avx512f_only() {
@@ -82,6 +87,7 @@ std::vector<float> float_inputs() {
 void expect_path(const CpuFeatures& want) {
   EXPECT_EQ(cpu::cpu_features().avx512f, want.avx512f);
   EXPECT_EQ(cpu::cpu_features().f16c, want.f16c);
+  EXPECT_EQ(cpu::cpu_features().avx2, want.avx2);
 }
 
 // float -> reduced and reduced -> float on the path `features` selects,
@@ -122,21 +128,24 @@ void check_converters(const CpuFeatures& features, Dtype reduced) {
 
 TEST(IsaPaths, DetectedFeaturesAreListed) {
   const CpuFeatures& f = cpu::detected_cpu_features();
-  std::cout << "[ISA path] this CPU: f16c " << f.f16c << ", avx512f "
-            << f.avx512f << ", avx512bf16 " << f.avx512bf16 << ", avx512fp16 "
-            << f.avx512fp16 << ", amx_bf16 " << f.amx_bf16 << "\n";
+  std::cout << "[ISA path] this CPU: avx2 " << f.avx2 << ", f16c " << f.f16c
+            << ", avx512f " << f.avx512f << ", avx512bf16 " << f.avx512bf16
+            << ", avx512fp16 " << f.avx512fp16 << ", amx_bf16 " << f.amx_bf16
+            << "\n";
   // A guard never turns on what the CPU lacks, and gives back what it held.
   {
     CpuFeatures all;
-    all.f16c = all.avx512f = all.avx512bf16 = all.avx512fp16 = all.amx_bf16 =
-        true;
+    all.avx2 = all.f16c = all.avx512f = all.avx512bf16 = all.avx512fp16 =
+        all.amx_bf16 = true;
     ScopedCpuFeatures g(all);
     EXPECT_EQ(cpu::cpu_features().avx512f, f.avx512f);
+    EXPECT_EQ(cpu::cpu_features().avx2, f.avx2);
     EXPECT_EQ(cpu::cpu_features().f16c, f.f16c);
     {
       ScopedCpuFeatures scalar(none());
       EXPECT_FALSE(cpu::cpu_features().avx512f);
       EXPECT_FALSE(cpu::cpu_features().f16c);
+      EXPECT_FALSE(cpu::cpu_features().avx2);
     }
     EXPECT_EQ(cpu::cpu_features().f16c, f.f16c);
   }
@@ -153,6 +162,12 @@ TEST(IsaPaths, HalfConvertersAvx512) {
   SKIP_WITHOUT(avx512f, "AVX-512F");
   check_converters(avx512f_only(), Dtype::f16);
   ran("float <-> half", "avx512f");
+}
+
+TEST(IsaPaths, BFloat16ConvertersAvx2) {
+  SKIP_WITHOUT(avx2, "AVX2");
+  check_converters(avx2_only(), Dtype::bf16);
+  ran("float <-> bfloat16", "avx2");
 }
 
 TEST(IsaPaths, BFloat16ConvertersAvx512) {
