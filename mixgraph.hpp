@@ -38,6 +38,8 @@
 #include <mixgraph/functions/attention.hpp>
 #include <mixgraph/functions/batch_matmul.hpp>
 #include <mixgraph/functions/batch_normalization.hpp>
+#include <mixgraph/functions/bool_ops.hpp>
+#include <mixgraph/functions/broadcast_to.hpp>
 #include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/cast.hpp>
 #include <mixgraph/functions/concat_activation.hpp>
@@ -63,9 +65,11 @@
 #include <mixgraph/functions/recurrent.hpp>
 #include <mixgraph/functions/reduction.hpp>
 #include <mixgraph/functions/registry.hpp>
+#include <mixgraph/functions/scatter_ops.hpp>
 #include <mixgraph/functions/search_sorted.hpp>
 #include <mixgraph/functions/shape_ops.hpp>
 #include <mixgraph/functions/softmax.hpp>
+#include <mixgraph/functions/sort.hpp>
 
 #include <mixgraph/solvers/adabound.hpp>
 #include <mixgraph/solvers/adagrad.hpp>

@@ -38,5 +38,9 @@ void register_nary(FunctionRegistry& r);
 void register_recurrent(FunctionRegistry& r);
 void register_cumulative(FunctionRegistry& r);
 void register_search_sorted(FunctionRegistry& r);
+void register_broadcast_to(FunctionRegistry& r);
+void register_sort(FunctionRegistry& r);
+void register_scatter_ops(FunctionRegistry& r);
+void register_bool_ops(FunctionRegistry& r);
 
 }  // namespace mg::cpu

@@ -32,6 +32,10 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_recurrent(r);
   register_cumulative(r);
   register_search_sorted(r);
+  register_broadcast_to(r);
+  register_sort(r);
+  register_scatter_ops(r);
+  register_bool_ops(r);
 }
 
 }  // namespace mg::cpu

@@ -1,0 +1,112 @@
+// Functions that lay an array along some axes of a larger one and repeat it
+// over the others, as NNabla's: BroadcastTo and Meshgrid. Forward moves
+// elements (integer data keeps its type); the grad sums the copies in fp32.
+#pragma once
+
+#include <mixgraph/graph/function.hpp>
+#include <vector>
+
+namespace mg {
+
+/// An input laid along consecutive axes of an output: the output seen as
+/// (outer, mid, inner) holds the input (mid elements) at every outer and
+/// inner index.
+struct SpreadLayout {
+  int64_t outer = 1, mid = 1, inner = 1;
+};
+
+struct BroadcastToOptions {
+  /// The axis of x where y's first axis goes; negative (NNabla's default
+  /// -1, and any negative as NNabla's): y fits x's last axes.
+  int axis = -1;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(BroadcastToOptions& o, V&& v) {
+  v("axis", o.axis);
+}
+
+namespace decl {
+/// BroadcastTo's declaration: x gives the shape alone (no grad, any dtype).
+inline constexpr FunctionDeclOf<BroadcastToOptions> BroadcastTo{
+    {"BroadcastTo",
+     "broadcast_to",
+     {Port{"x", Port::any, false}, Port{"y", Port::any}},
+     {Port{"z", Port::any}}}};
+}  // namespace decl
+
+/// z of x's shape holds y along x's axes [axis, axis + y.ndim) (y's sizes
+/// must equal those), repeated over the others (NNabla's BroadcastTo, for
+/// any rank; NNabla's CPU kernel stops at 4 axes and has no grad). dy sums
+/// dz over the repeated axes in fp32; x gets no grad.
+class BroadcastTo : public Function {
+ public:
+  explicit BroadcastTo(const BroadcastToOptions& opts) : opts_(opts) {}
+  bool grad_depends_input_data(int) const override { return false; }
+  const BroadcastToOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const BroadcastToOptions opts_;
+  SpreadLayout layout_;  // y in z
+};
+
+struct MeshgridOptions {
+  /// Matrix ("ij") indexing: output axis k follows input k. False
+  /// (NNabla's default, Cartesian "xy"): the first two axes are swapped.
+  bool ij_indexing = false;
+  /// How many inputs and outputs: the builder fills it in, since a function
+  /// must know its output count before it sees its inputs.
+  int num_outputs = 1;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(MeshgridOptions& o, V&& v) {
+  v("ij_indexing", o.ij_indexing);
+  v("num_outputs", o.num_outputs);
+}
+
+namespace decl {
+/// Meshgrid's declaration: N 1-D inputs, N outputs.
+inline constexpr FunctionDeclOf<MeshgridOptions> Meshgrid{
+    {"Meshgrid",
+     "meshgrid",
+     {Port{"x", Port::any}},
+     {Port{"y", Port::any}},
+     Precision::reduced,
+     /*variadic=*/true,
+     /*variadic_outputs=*/true}};
+}  // namespace decl
+
+/// Coordinate arrays from N 1-D arrays (numpy.meshgrid): every output has
+/// the shape (n_0, ..., n_{N-1}) ("ij") or (n_1, n_0, n_2, ...) ("xy"), and
+/// y_k holds x_k along x_k's axis, repeated over the others. dx_k sums dy_k
+/// over the other axes in fp32 (every input gets its grad; NNabla's
+/// backward looks only at the first two inputs' propagate_down).
+class Meshgrid : public Function {
+ public:
+  explicit Meshgrid(const MeshgridOptions& opts) : opts_(opts) {}
+  int num_outputs() const override { return opts_.num_outputs; }
+  bool grad_depends_input_data(int) const override { return false; }
+  const MeshgridOptions& options() const { return opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const MeshgridOptions opts_;
+  std::vector<SpreadLayout> layouts_;  // x_k in y_k
+};
+
+namespace functions {
+/// y repeated to x's shape, its axes at x's [axis, axis + y.ndim) (the
+/// last ones for axis -1).
+VariablePtr broadcast_to(const VariablePtr& x, const VariablePtr& y,
+                         int axis = -1);
+/// Coordinate arrays of the 1-D xs: one output per input, "xy" indexing
+/// unless ij_indexing.
+std::vector<VariablePtr> meshgrid(std::vector<VariablePtr> xs,
+                                  bool ij_indexing = false);
+}  // namespace functions
+
+}  // namespace mg
