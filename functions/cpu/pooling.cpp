@@ -299,14 +299,100 @@ __attribute__((target("avx512f"))) void max_2x2_avx512(const float* x,
   }
 }
 
+// The same eight windows at a time with AVX2 (CPUs without AVX-512): the
+// even and odd columns by shuffles within lanes and a cross-lane permute,
+// the rule of `takes` by compares and blends, a row's last windows through
+// masked loads and stores.
+__attribute__((target("avx2"))) inline __m256 takes8(__m256 v, __m256 m) {
+  const __m256 gt = _mm256_cmp_ps(v, m, _CMP_GT_OQ);
+  const __m256 nan_v = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+  const __m256 num_m = _mm256_cmp_ps(m, m, _CMP_ORD_Q);
+  return _mm256_or_ps(gt, _mm256_and_ps(nan_v, num_m));
+}
+
+// All ones in the first n lanes (none for n <= 0, all for n >= 8).
+__attribute__((target("avx2"))) inline __m256i lanes8(int64_t n) {
+  const __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const int k = static_cast<int>(std::clamp<int64_t>(n, 0, 8));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), index);
+}
+
+// p[i] += v[i] for the lanes in k.
+__attribute__((target("avx2"))) inline void add8(float* p, __m256i k,
+                                                 __m256 v) {
+  _mm256_maskstore_ps(p, k, _mm256_add_ps(_mm256_maskload_ps(p, k), v));
+}
+
+// Even (odd) columns of 16 inputs: shuffles pick them per 128-bit lane,
+// the permute puts the lanes' halves in order.
+__attribute__((target("avx2"))) inline __m256 even8(__m256 p0, __m256 p1) {
+  const __m256 s = _mm256_shuffle_ps(p0, p1, _MM_SHUFFLE(2, 0, 2, 0));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), 0xd8));
+}
+__attribute__((target("avx2"))) inline __m256 odd8(__m256 p0, __m256 p1) {
+  const __m256 s = _mm256_shuffle_ps(p0, p1, _MM_SHUFFLE(3, 1, 3, 1));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), 0xd8));
+}
+
+// row[0..15] += (u0 v0 u1 v1 ... u7 v7) for the lanes of m0 and m1.
+__attribute__((target("avx2"))) inline void add_interleaved8(
+    float* row, __m256i m0, __m256i m1, __m256 u, __m256 v) {
+  const __m256 lo = _mm256_unpacklo_ps(u, v), hi = _mm256_unpackhi_ps(u, v);
+  add8(row, m0, _mm256_permute2f128_ps(lo, hi, 0x20));
+  add8(row + 8, m1, _mm256_permute2f128_ps(lo, hi, 0x31));
+}
+
+__attribute__((target("avx2"))) void max_2x2_avx2(const float* x,
+                                                  const float* dy, float* y,
+                                                  float* dx, const Dims3& d) {
+  const int64_t w = d.in[2], ow = d.out[2];
+  for (int64_t o1 = 0; o1 < d.out[1]; ++o1) {
+    const float* r0 = x + 2 * o1 * w;
+    const float* r1 = r0 + w;
+    for (int64_t j = 0; j < ow; j += 8) {
+      const int64_t n = std::min<int64_t>(8, ow - j);
+      const __m256i mo = lanes8(n), m0 = lanes8(2 * n), m1 = lanes8(2 * n - 8);
+      const __m256 p0 = _mm256_maskload_ps(r0 + 2 * j, m0);
+      const __m256 p1 = _mm256_maskload_ps(r0 + 2 * j + 8, m1);
+      const __m256 q0 = _mm256_maskload_ps(r1 + 2 * j, m0);
+      const __m256 q1 = _mm256_maskload_ps(r1 + 2 * j + 8, m1);
+      const __m256 a = even8(p0, p1), b = odd8(p0, p1);
+      const __m256 c = even8(q0, q1), e = odd8(q0, q1);
+      const __m256 tb = takes8(b, a);
+      __m256 m = _mm256_blendv_ps(a, b, tb);
+      const __m256 tc = takes8(c, m);
+      m = _mm256_blendv_ps(m, c, tc);
+      const __m256 te = takes8(e, m);
+      if (y) {
+        _mm256_maskstore_ps(y + o1 * ow + j, mo, _mm256_blendv_ps(m, e, te));
+        continue;
+      }
+      // The winner: e if te, else c if tc, else b if tb, else a.
+      const __m256 wc = _mm256_andnot_ps(te, tc);
+      const __m256 wb = _mm256_andnot_ps(_mm256_or_ps(tc, te), tb);
+      const __m256 wa = _mm256_andnot_ps(_mm256_or_ps(tb, _mm256_or_ps(tc, te)),
+                                         _mm256_castsi256_ps(mo));
+      const __m256 g = _mm256_maskload_ps(dy + o1 * ow + j, mo);
+      const __m256 ga = _mm256_and_ps(wa, g), gb = _mm256_and_ps(wb, g);
+      const __m256 gc = _mm256_and_ps(wc, g), ge = _mm256_and_ps(te, g);
+      // Interleaved back: (ga0 gb0 ga1 gb1 ...) on row 0, (gc, ge) row 1.
+      float* g0 = dx + 2 * o1 * w + 2 * j;
+      add_interleaved8(g0, m0, m1, ga, gb);
+      add_interleaved8(g0 + w, m0, m1, gc, ge);
+    }
+  }
+}
+
 void max_forward_2x2(const float* x, float* y, const Dims3& d) {
   if (cpu_features().avx512f) return max_2x2_avx512(x, nullptr, y, nullptr, d);
+  if (cpu_features().avx2) return max_2x2_avx2(x, nullptr, y, nullptr, d);
   max_forward_2x2_scalar(x, y, d);
 }
 
 void max_backward_2x2(const float* x, const float* dy, float* dx,
                       const Dims3& d) {
   if (cpu_features().avx512f) return max_2x2_avx512(x, dy, nullptr, dx, d);
+  if (cpu_features().avx2) return max_2x2_avx2(x, dy, nullptr, dx, d);
   max_backward_2x2_scalar(x, dy, dx, d);
 }
 

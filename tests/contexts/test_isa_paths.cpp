@@ -1,10 +1,11 @@
 // Every hand-written kernel with an ISA-specific path, run on each path this
 // CPU can run and compared with its scalar twin: the float <-> half and
 // float <-> bfloat16 converters (AVX-512F, F16C, AVX2), 2x2 max pooling
-// (AVX-512F) and the solvers' grad pass (AVX-512F). cpu::ScopedCpuFeatures
-// picks the path in-process (the scalar one by holding every feature back); a
-// path the CPU lacks is skipped with a message naming the feature, and each
-// test records (and prints) the path it ran, so that a CI log shows which ran.
+// (AVX-512F, AVX2) and the solvers' grad pass (AVX-512F, AVX2).
+// cpu::ScopedCpuFeatures picks the path in-process (the scalar one by holding
+// every feature back); a path the CPU lacks is skipped with a message naming
+// the feature, and each test records (and prints) the path it ran, so that a CI
+// log shows which ran.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -289,6 +290,15 @@ TEST(IsaPaths, MaxPooling2x2Avx512) {
   ran("2x2 max pooling", "avx512f");
 }
 
+TEST(IsaPaths, MaxPooling2x2Avx2) {
+  SKIP_WITHOUT(avx2, "AVX2");
+  const PoolRun vec = check_pooling(avx2_only());
+  const PoolRun scalar = check_pooling(none());
+  expect_same(vec.y, scalar.y, "y: AVX2 against scalar");
+  expect_same(vec.dx, scalar.dx, "dx: AVX2 against scalar");
+  ran("2x2 max pooling", "avx2");
+}
+
 // ---- the solvers' grad pass (scale, inf/nan check, sum of squares) ----
 
 struct GradRun {
@@ -360,6 +370,12 @@ TEST(IsaPaths, SolverGradPassBaseline) {
   expected.norm2 = norm2;
   check_grad_pass(scalar, expected);
   ran("solver grad pass", "baseline");
+}
+
+TEST(IsaPaths, SolverGradPassAvx2) {
+  SKIP_WITHOUT(avx2, "AVX2");
+  check_grad_pass(grad_pass_run(avx2_only()), grad_pass_run(none()));
+  ran("solver grad pass", "avx2");
 }
 
 TEST(IsaPaths, SolverGradPassAvx512) {
