@@ -7,7 +7,12 @@
 //   bench_training [--threads N] [--runs N] [--rounds N] [--warmup N]
 //                  [--batch N] [--model lenet|mlp|none]
 //                  [--type float|half|bfloat16] [--torch 0|1] [--overhead 0|1]
-//                  [--isa native|avx2]
+//                  [--isa native|avx2] [--peers PYTHON]
+//
+// --peers runs benchmarks/python_peers.py with that Python (NNabla, PyTorch
+// and MXNet, whichever it can import: e.g. .venv-nnabla/bin/python) for
+// each model before ours and prints its figures in the table (the peers
+// take turns among themselves, not with ours).
 //
 // --isa avx2 runs our kernels and oneDNN's as on a CPU with AVX2 and F16C
 // but no AVX-512 (cpu::ScopedCpuFeatures, ONEDNN_MAX_CPU_ISA), to measure
@@ -55,6 +60,7 @@ struct Options {
   int threads = 2, runs = 40, rounds = 4, warmup = 5, batch = 128;
   bool torch = true, overhead = true;
   std::string isa = "native";
+  std::string peers_python;  // empty: no Python peers
   std::vector<std::string> models{"lenet", "mlp"};
   std::vector<std::string> types{"float", "half", "bfloat16"};
 };
@@ -301,6 +307,8 @@ Options parse(int argc, char** argv) {
       o.warmup = n;
     } else if (k == "--batch") {
       o.batch = n;
+    } else if (k == "--peers") {
+      o.peers_python = v;
     } else if (k == "--isa") {
       if (v != "native" && v != "avx2") {
         std::fprintf(stderr, "bench_training: --isa native or avx2\n");
@@ -315,8 +323,33 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// The Python peers' images per second for `model` (name, img/s), from
+// benchmarks/python_peers.py run with o.peers_python.
+std::vector<std::pair<std::string, double>> python_peers(
+    const std::string& model, const Options& o) {
+  std::vector<std::pair<std::string, double>> out;
+  if (o.peers_python.empty()) return out;
+  const std::string cmd =
+      o.peers_python +
+      " " MIXGRAPH_SOURCE_DIR "/benchmarks/python_peers.py --model " + model +
+      " --batch " + std::to_string(o.batch) + " --threads " +
+      std::to_string(o.threads) + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char line[256], name[128];
+  double speed = 0;
+  while (std::fgets(line, sizeof line, p)) {
+    if (std::sscanf(line, "peer %127s %lf", name, &speed) == 2) {
+      out.emplace_back(name, speed);
+    }
+  }
+  pclose(p);
+  return out;
+}
+
 // One model: every configuration built, then timed in turns.
 void bench_model(const std::string& model, const Options& o, double peak) {
+  const auto peers = python_peers(model, o);
   struct Config {
     std::string type;
     std::function<void()> step;
@@ -367,6 +400,16 @@ void bench_model(const std::string& model, const Options& o, double peak) {
         static_cast<long long>(c.ours->skipped_steps()), gflops,
         100 * gflops / peak);
   }
+  for (const auto& [name, speed] : peers) {
+    const double gflops = step_gflop(model, o.batch) * speed / o.batch;
+    char vs_float[16] = "-";
+    if (f32_speed > 0)
+      std::snprintf(vs_float, sizeof vs_float, "%.3f", speed / f32_speed);
+    std::printf(
+        "%-6s %-13s %6.0f %8s %8s %9s %8s %9s %7s %9s %7s %8.0f %5.0f%%\n",
+        model.c_str(), name.c_str(), speed, "", vs_float, "", "", "", "", "",
+        "", gflops, 100 * gflops / peak);
+  }
 }
 
 }  // namespace
@@ -405,7 +448,8 @@ int main(int argc, char** argv) {
   for (const std::string& model : o.models) bench_model(model, o, peak);
   std::printf(
       "\nimg/s: training images per second (forward, backward, Adam)\n"
-      "/torch: over libtorch float; /float: over our float\n"
+      "/torch: over libtorch float; /float: over our float (for the Python\n"
+      "  peers too: below 1, they are slower)\n"
       "peak MB: the step's allocator peak above its start (parameters,\n"
       "  solver state and inputs not counted); act MB: every activation of\n"
       "  a forward pass (nothing freed); peak/f32: peak MB over float's\n"
