@@ -39,7 +39,9 @@ endif()
 # ONNX's or protobuf's.
 function(mixgraph_add_onnx target)
   if(MIXGRAPH_WITH_ONNX)
-    target_compile_definitions(${target} PRIVATE MIXGRAPH_WITH_ONNX)
+    # The version save_onnx writes as the model's producer_version.
+    target_compile_definitions(${target} PRIVATE MIXGRAPH_WITH_ONNX
+                               MIXGRAPH_VERSION="${PROJECT_VERSION}")
     target_link_libraries(${target} PRIVATE onnx onnx_proto protobuf::libprotobuf)
   endif()
 endfunction()

@@ -591,6 +591,13 @@ TEST(Onnx, ListsWhatIsMapped) {
   EXPECT_TRUE(std::count(out.begin(), out.end(), "Convolution"));
   EXPECT_TRUE(std::count(in.begin(), in.end(), "Gemm"));
   EXPECT_GT(out.size(), 80u);
+  // The converters are keyed by the registered names: a renamed function
+  // would otherwise drop out of the exporter silently.
+  for (const auto& name : out) {
+    EXPECT_TRUE(mg::FunctionRegistry::instance().has(name))
+        << "save_onnx maps '" << name
+        << "', which is not a registered function";
+  }
   std::printf("save_onnx writes %zu functions; load_onnx reads %zu operators\n",
               out.size(), in.size());
 }

@@ -1025,7 +1025,7 @@ std::string network_to_onnx(
   onnx::ModelProto model;
   model.set_ir_version(onnx::IR_VERSION);
   model.set_producer_name("mixgraph");
-  model.set_producer_version("0.1.0");
+  model.set_producer_version(MIXGRAPH_VERSION);
   auto* opset = model.add_opset_import();
   opset->set_domain("");
   opset->set_version(kOnnxOpset);
