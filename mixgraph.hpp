@@ -35,6 +35,7 @@
 #include <mixgraph/functions/affine.hpp>
 #include <mixgraph/functions/args_codec.hpp>
 #include <mixgraph/functions/array_ops.hpp>
+#include <mixgraph/functions/assign.hpp>
 #include <mixgraph/functions/attention.hpp>
 #include <mixgraph/functions/batch_matmul.hpp>
 #include <mixgraph/functions/batch_normalization.hpp>
@@ -45,6 +46,7 @@
 #include <mixgraph/functions/concat_activation.hpp>
 #include <mixgraph/functions/convolution.hpp>
 #include <mixgraph/functions/cumulative.hpp>
+#include <mixgraph/functions/data_shaped.hpp>
 #include <mixgraph/functions/deconvolution.hpp>
 #include <mixgraph/functions/dropout.hpp>
 #include <mixgraph/functions/elementwise.hpp>

@@ -160,7 +160,7 @@ void Variable::forward(bool clear_buffer, bool clear_no_need_grad) {
     if (order[s].node->shapes_changed(order[s].out)) {
       order[s].node->setup_again(order[s].in, order[s].out);
     }
-    order[s].node->function().forward(order[s].in, order[s].out);
+    order[s].node->forward(order[s].in, order[s].out);
     if (detail::check_finite_depth) {
       detail::check_outputs_finite(order[s].node->function(), order[s].in,
                                    order[s].out);

@@ -43,6 +43,13 @@ class Function {
   /// grad: each element of the one read only for the same element of the
   /// other. Under clear_buffer the engine then gives both one buffer.
   virtual bool inplace_grad(int /*i*/) const { return false; }
+  /// Whether an output's shape is a property of the inputs' data, not only
+  /// of their shapes (NonZero, BoolGather, Unique). Such a function's setup
+  /// reads the data at hand (zeros before any forward: the shapes it gives
+  /// then are provisional), and its forward reshapes the outputs to what the
+  /// data gives; the graph records the new shapes and sets up the functions
+  /// below again, as after an input reshaped to a new batch size.
+  virtual bool output_shape_depends_on_data() const { return false; }
 
   void setup(const Variables& inputs, const Variables& outputs);
   void forward(const Variables& inputs, const Variables& outputs);

@@ -35,6 +35,10 @@ class FunctionNode {
   /// std::invalid_argument naming the function, the shapes it was set up for
   /// and the new ones, with setup's reason.
   void setup_again(const Variables& inputs, const Variables& outputs);
+  /// Runs the function's forward; where its output shapes depend on the
+  /// data, records the shapes forward gave them, which then stand as set
+  /// up (the functions below see their inputs reshaped and set up again).
+  void forward(const Variables& inputs, const Variables& outputs);
   /// The input shapes setup last ran on.
   const std::vector<Shape>& setup_input_shapes() const { return input_shapes_; }
 

@@ -144,6 +144,14 @@ void FunctionNode::setup_again(const Variables& inputs,
   }
 }
 
+void FunctionNode::forward(const Variables& inputs, const Variables& outputs) {
+  function_->forward(inputs, outputs);
+  if (!function_->output_shape_depends_on_data()) return;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    output_shapes_[o] = outputs[o]->shape();
+  }
+}
+
 namespace {
 
 Variables raw(const std::vector<VariablePtr>& vars) {
@@ -189,7 +197,7 @@ std::vector<VariablePtr> connect(std::shared_ptr<FunctionNode> node,
     node->output_shapes_.push_back(out->shape());
   }
   if (auto_forward()) {
-    node->function().forward(raw(node->inputs_), raw(outputs));
+    node->forward(raw(node->inputs_), raw(outputs));
   }
   return outputs;
 }

@@ -336,6 +336,17 @@ bool Solver::scale_grad_and_check_inf_or_nan(float s, double* norm2) {
   return grad_pass(params_, s, true, norm2);
 }
 
+bool Solver::scale_grad_and_check_inf_or_nan(const Variable& param, float s,
+                                             bool write, double* norm2) {
+  for (const auto& kv : params_) {
+    if (kv.second.get() == &param) {
+      return grad_pass(ParameterList{kv}, s, write, norm2);
+    }
+  }
+  if (norm2) *norm2 = 0.0;
+  return false;
+}
+
 std::map<std::string, SolverState> Solver::states() const {
   std::map<std::string, SolverState> out;
   for (const auto& [key, e] : entries_) out[key] = e.state;

@@ -42,5 +42,7 @@ void register_broadcast_to(FunctionRegistry& r);
 void register_sort(FunctionRegistry& r);
 void register_scatter_ops(FunctionRegistry& r);
 void register_bool_ops(FunctionRegistry& r);
+void register_data_shaped(FunctionRegistry& r);
+void register_assign(FunctionRegistry& r);
 
 }  // namespace mg::cpu

@@ -36,6 +36,8 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_sort(r);
   register_scatter_ops(r);
   register_bool_ops(r);
+  register_data_shaped(r);
+  register_assign(r);
 }
 
 }  // namespace mg::cpu
