@@ -36,6 +36,19 @@ std::vector<int32_t> whole_numbers(Variable* v, const std::string& tag,
   return r;
 }
 
+// Setup plans on the data at hand. Data that is not there yet (a graph
+// read from YAML before its inputs are filled) or not valid gives the
+// provisional empty shape `empty` makes: the forward plans again on the
+// data it runs on and says what is wrong with it.
+template <class Plan, class Empty>
+void plan_or_defer(const Plan& plan, const Empty& empty) {
+  try {
+    plan();
+  } catch (const std::invalid_argument&) {
+    empty();
+  }
+}
+
 }  // namespace
 
 // --- BoolGather ---
@@ -198,7 +211,13 @@ void PackPaddedSequence::setup_impl(const Variables& in, const Variables& out) {
             shape_str(x)));
   }
   row_ = shape_size(x, 2, static_cast<int>(x.size()));
-  plan(in, out);
+  plan_or_defer([&] { plan(in, out); },
+                [&] {
+                  Shape ps{0};
+                  ps.insert(ps.end(), x.begin() + 2, x.end());
+                  out[0]->reshape(ps);
+                  out[1]->reshape({0});
+                });
 }
 
 void PackPaddedSequence::plan(const Variables& in, const Variables& out) {
@@ -252,7 +271,13 @@ void PadPackedSequence::setup_impl(const Variables& in, const Variables& out) {
                                     "; it must be -1 (the longest) or >= 0"));
   }
   row_ = shape_size(x, 1, static_cast<int>(x.size()));
-  plan(in, out);
+  plan_or_defer([&] { plan(in, out); },
+                [&] {
+                  Shape ps{0, 0};
+                  ps.insert(ps.end(), x.begin() + 1, x.end());
+                  out[0]->reshape(ps);
+                  out[1]->reshape({0});
+                });
 }
 
 void PadPackedSequence::plan(const Variables& in, const Variables& out) {

@@ -1,5 +1,6 @@
 #include <mixgraph/solvers/solver.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <set>
@@ -336,15 +337,20 @@ bool Solver::scale_grad_and_check_inf_or_nan(float s, double* norm2) {
   return grad_pass(params_, s, true, norm2);
 }
 
-bool Solver::scale_grad_and_check_inf_or_nan(const Variable& param, float s,
-                                             bool write, double* norm2) {
+bool Solver::scale_grad_and_check_inf_or_nan(
+    const std::vector<const Variable*>& which, float s, bool write,
+    double* norm2) {
+  ParameterList some;
   for (const auto& kv : params_) {
-    if (kv.second.get() == &param) {
-      return grad_pass(ParameterList{kv}, s, write, norm2);
+    if (std::find(which.begin(), which.end(), kv.second.get()) != which.end()) {
+      some.push_back(kv);
     }
   }
-  if (norm2) *norm2 = 0.0;
-  return false;
+  if (some.empty()) {
+    if (norm2) *norm2 = 0.0;
+    return false;
+  }
+  return grad_pass(some, s, write, norm2);
 }
 
 std::map<std::string, SolverState> Solver::states() const {

@@ -84,13 +84,14 @@ class Solver {
   /// pass over the grads; with norm2, also the sum of squares of the
   /// unscaled grads from the same pass (on a device, the same launches).
   bool scale_grad_and_check_inf_or_nan(float s, double* norm2 = nullptr);
-  /// The two above for one of this solver's parameters (`write`: scale its
-  /// grad in place by s; else only read it, scaled by s): the loss scaler
-  /// checks each grad as backward finishes it, while it is still in cache,
-  /// instead of in a pass over every grad afterwards. False for a variable
-  /// that is not one of its parameters or has no grad.
-  bool scale_grad_and_check_inf_or_nan(const Variable& param, float s,
-                                       bool write, double* norm2 = nullptr);
+  /// The two above for some of this solver's parameters, in one pass
+  /// (`write`: scale their grads in place by s; else only read them, scaled
+  /// by s): the loss scaler checks each grad as backward finishes it, while
+  /// it is still in cache, instead of in a pass over every grad afterwards.
+  /// Variables that are not its parameters, or have no grad, are skipped.
+  bool scale_grad_and_check_inf_or_nan(
+      const std::vector<const Variable*>& which, float s, bool write,
+      double* norm2 = nullptr);
   /// The sum of squares of every grad (fp32 accumulation).
   double grad_norm_squared() const;
 

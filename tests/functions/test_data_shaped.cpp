@@ -67,6 +67,10 @@ harness::Case pack_case(int64_t t, std::vector<float> lengths, Shape rest,
         return c;
       }};
   k.no_batch_change = kDataShaped;
+  // The harness's int32 check puts 1, 2, 3, ... into the lengths,
+  // which are then no valid plan; the case's int32 data is checked by
+  // PackPaddedSequence.Int32DataStaysExactUnderHalf.
+  k.int32_layout = false;
   return k;
 }
 
@@ -104,6 +108,10 @@ harness::Case pad_case(std::vector<float> batch_sizes, Shape rest,
         return c;
       }};
   k.no_batch_change = kDataShaped;
+  // The harness's int32 check puts 1, 2, 3, ... into the batch_sizes,
+  // which are then no valid plan; the case's int32 data is checked by
+  // PackPaddedSequence.Int32DataStaysExactUnderHalf.
+  k.int32_layout = false;
   return k;
 }
 
@@ -153,7 +161,50 @@ harness::Case unique_case(Shape xs, std::vector<float> x, UniqueOptions o,
         return c;
       }};
   k.no_batch_change = kDataShaped;
+  // The harness's int32 check puts other values in, for which `want` does
+  // not hold; Unique.NegativeAxisAndInt32Data checks int32 data.
+  k.int32_layout = false;
   return k;
+}
+
+// ONNX's "suppress_by_IOU" boxes, corner form; the same with a second
+// class whose scores run the other way.
+const std::vector<float> kNmsBoxes{0, 0,     1, 1,     0, 0.1f, 1, 1.1f,
+                                   0, -0.1f, 1, 0.9f,  0, 10,   1, 11,
+                                   0, 10.1f, 1, 11.1f, 0, 100,  1, 101};
+
+harness::Case nms_case(int classes, ONNXNonMaxSuppressionOptions o,
+                       Doubles want) {
+  std::vector<float> scores{0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f};
+  if (classes == 2) {
+    scores.insert(scores.end(), {0.3f, 0.5f, 0.95f, 0.6f, 0.75f, 0.9f});
+  }
+  harness::Case k{std::to_string(classes) + " classes keep " +
+                      std::to_string(o.max_output_boxes_per_class),
+                  [=] {
+                    FunctionCheck c;
+                    c.inputs = {InputSpec::fixed({1, 6, 4}, kNmsBoxes),
+                                InputSpec::fixed({1, classes, 6}, scores)};
+                    c.build = [o](const std::vector<VariablePtr>& in) {
+                      return F::onnx_non_max_suppression(in[0], in[1], o);
+                    };
+                    c.reference = [want](const std::vector<Doubles>&) {
+                      return want;
+                    };
+                    c.check_grad = false;
+                    return c;
+                  }};
+  k.no_batch_change = kDataShaped;
+  k.int32_layout = false;
+  return k;
+}
+
+ONNXNonMaxSuppressionOptions nms_opts(int keep, float iou, float score) {
+  ONNXNonMaxSuppressionOptions o;
+  o.max_output_boxes_per_class = keep;
+  o.iou_threshold = iou;
+  o.score_threshold = score;
+  return o;
 }
 
 UniqueOptions unique_opts(bool flatten, int axis, bool sorted) {
@@ -186,6 +237,12 @@ const bool kDataShapedCases =
                  {nonzero_case({3, 3}, {1, 0, 3, 4, 5, 0, 7, 8, 0}),
                   nonzero_case({2, 2, 2}, {0, 0, 1, 0, 0, 2, 0, 0}),
                   nonzero_case({5}, {0, 0, 0, 0, 0})}) &&
+    harness::add(
+        decl::ONNXNonMaxSuppression,
+        {nms_case(1, nms_opts(3, 0.5f, 0.0f), {0, 0, 3, 0, 0, 0, 0, 0, 5}),
+         nms_case(1, nms_opts(3, 0.5f, 0.4f), {0, 0, 3, 0, 0, 0}),
+         nms_case(2, nms_opts(2, 0.5f, 0.0f),
+                  {0, 0, 3, 0, 0, 0, 0, 1, 2, 0, 1, 5})}) &&
     harness::add(decl::Unique,
                  {unique_case({2, 3}, kUniqueX, unique_opts(true, 0, true), 0,
                               {1, 2, 3}),
@@ -198,14 +255,14 @@ const bool kDataShapedCases =
                   unique_case({2, 3}, kUniqueX, unique_opts(true, 0, false), 0,
                               {1, 3, 2}),
                   unique_case({2, 3}, kUniqueX, unique_opts(false, 1, true), 0,
-                              {1, 3, 2, 3}),
+                              {1, 1, 3, 1, 2, 3}),
                   unique_case({2, 3}, kUniqueX, unique_opts(false, 1, true), 2,
                               {1, 2, 0}),
                   unique_case({2, 3}, kUniqueX, unique_opts(false, 0, false), 3,
                               {1, 1})});
 
 TEST(BoolGather, NNablasExampleAndTheGraphFollowsTheMask) {
-  auto input = variable_from({3, 2}, {1, 2, 3, 4, 5, 6});
+  auto input = variable_from({3, 2}, {1, 2, 3, 4, 5, 6}, true);
   auto mask = variable_from({3}, {1, 0, 1});
   auto y = F::bool_gather(input, mask);
   auto loss = F::sum(F::mul_scalar(y, 2.0f));
@@ -223,6 +280,7 @@ TEST(BoolGather, NNablasExampleAndTheGraphFollowsTheMask) {
   loss->backward(1.0f);
   EXPECT_EQ(grad_doubles(input), (Doubles{2, 2, 2, 2, 2, 2}));
   m[0] = 0, m[1] = 0, m[2] = 0;
+  input->grad()->zero();
   loss->forward();
   EXPECT_EQ(y->shape(), (Shape{0, 2}));
   EXPECT_EQ(to_doubles(loss), (Doubles{0}));
@@ -304,6 +362,28 @@ TEST(PackPaddedSequence, RoundTripsThroughPadPackedSequence) {
   EXPECT_EQ(back[0]->shape(), (Shape{2, 3, 2}));
 }
 
+TEST(PackPaddedSequence, Int32DataStaysExactUnderHalf) {
+  ContextGuard guard(context("cpu", "half"));
+  constexpr int32_t kTop = 2147483647;
+  auto padded = make_variable({3, 2});  // (T, B), int32 ids near 2^31
+  int32_t* p = padded->data()->cast<int32_t>(true);
+  for (int i = 0; i < 6; ++i) p[i] = kTop - i;
+  auto lengths = make_variable({2});
+  int32_t* l = lengths->data()->cast<int32_t>(true);
+  l[0] = 3, l[1] = 1;
+  auto packed = F::pack_padded_sequence(padded, lengths);
+  auto back = F::pad_packed_sequence(packed[0], packed[1]);
+  back[0]->forward();
+  ASSERT_EQ(packed[0]->data()->array().dtype(), Dtype::i32);
+  ASSERT_EQ(back[0]->data()->array().dtype(), Dtype::i32);
+  const int32_t* q = packed[0]->data()->get<const int32_t>();
+  EXPECT_EQ(std::vector<int32_t>(q, q + 4),
+            (std::vector<int32_t>{kTop, kTop - 1, kTop - 2, kTop - 4}));
+  const int32_t* y = back[0]->data()->get<const int32_t>();
+  EXPECT_EQ(std::vector<int32_t>(y, y + 6),
+            (std::vector<int32_t>{kTop, kTop - 1, kTop - 2, 0, kTop - 4, 0}));
+}
+
 TEST(ONNXNonMaxSuppression, OnnxsSuppressByIouExample) {
   // ONNX's "suppress_by_IOU" test: 6 boxes, 1 class, keep 3 at IoU 0.5.
   auto boxes = variable_from(
@@ -337,28 +417,32 @@ TEST(DataShaped, ErrorsNameTheFunctionAndTheData) {
   expect_error(
       [] {
         F::pack_padded_sequence(make_variable({4, 3}),
-                                variable_from({3}, {1, 2, 1}));
+                                variable_from({3}, {1, 2, 1}))[0]
+            ->forward();
       },
       {"[pack_padded_sequence] lengths[1] is 2, longer than lengths[0] = 1: "
        "sort the batch by decreasing length first"});
   expect_error(
       [] {
         F::pack_padded_sequence(make_variable({4, 3}),
-                                variable_from({3}, {5, 2, 1}));
+                                variable_from({3}, {5, 2, 1}))[0]
+            ->forward();
       },
       {"[pack_padded_sequence] lengths[0] is 5, longer than "
        "padded_sequence's 4 steps"});
   expect_error(
       [] {
         F::pad_packed_sequence(make_variable({5, 2}),
-                               variable_from({2}, {2, 2}));
+                               variable_from({2}, {2, 2}))[0]
+            ->forward();
       },
       {"[pad_packed_sequence] batch_sizes sum to 4, but packed_sequence with "
        "shape (5, 2) has 5 rows; they must match"});
   expect_error(
       [] {
         F::pad_packed_sequence(make_variable({4}), variable_from({2}, {2, 2}),
-                               false, 0.0f, 1);
+                               false, 0.0f, 1)[0]
+            ->forward();
       },
       {"[pad_packed_sequence] total_length is 1, shorter than the 2 steps"});
   expect_error(
