@@ -346,6 +346,7 @@ class INQCpu : public Base {
 
   void forward_impl(const Variables& in, const Variables& out) override {
     const auto& o = this->opts_;
+    this->wq_->set_data(in[1]->data());  // the kernel reads the weight
     std::vector<float> w = floats_of<T>(in[1]);
     std::vector<int32_t> ind = read_indicators(in[2]);
     const size_t n = w.size();
@@ -424,6 +425,7 @@ class INQCpu : public Base {
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
+    this->wq_->set_data(in[1]->data());
     this->inner_backward(in, out, propagate_down, accum);
   }
 

@@ -256,6 +256,24 @@ TEST(MinMaxQuantize, HandComputedValuesAndGrads) {
   EXPECT_EQ(grad_doubles(qmax), (Doubles{2}));           // x > M once
 }
 
+TEST(MinMaxQuantize, CoarseStraightThroughPassesEveryGrad) {
+  auto x = variable_from({1, 3}, {-1, 0.2f, 2}, true);
+  auto qmin = variable_from({1, 1}, {-0.3f}, true);
+  auto qmax = variable_from({1, 1}, {0.7f}, true);
+  MinMaxQuantizeOptions o;
+  o.ste_fine_grained = false;
+  auto y = F::min_max_quantize(x, qmin, qmax, variable_from({1, 1}, {0}),
+                               variable_from({1, 1}, {10}), o);
+  y->forward();
+  x->grad()->zero();
+  qmin->grad()->zero();
+  qmax->grad()->zero();
+  y->backward(1.0f);
+  EXPECT_EQ(grad_doubles(x), (Doubles{1, 1, 1}));
+  EXPECT_EQ(grad_doubles(qmin), (Doubles{1}));
+  EXPECT_EQ(grad_doubles(qmax), (Doubles{1}));
+}
+
 TEST(MinMaxQuantize, EmaAndXMinMaxWriteTheRanges) {
   auto x = variable_from({2, 2}, {-1, 3, 1, -2});
   auto qmin = variable_from({1, 2}, {0, 0});
