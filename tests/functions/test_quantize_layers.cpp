@@ -389,10 +389,14 @@ enum class Kind { bicon, bwn, inq };
 // x (2, 5) or (2, 2, 4, 4); the weight without grad for the binary layers
 // (its straight-through grad is checked by hand), with it for INQ (its
 // indicator all 0: the plain layer).
-harness::Case layer_case(Kind kind, bool conv) {
+// `other_options`: the affine layers with every argument off its default
+// (the YAML round trip carries them; none changes these values: no weight
+// is 0 and no INQ count is reached).
+harness::Case layer_case(Kind kind, bool conv, bool other_options = false) {
   return {
       conv ? "x (2, 2, 4, 4), W (3, 2, 3, 3), pad 1, bias"
-           : "x (2, 5), W (5, 3), bias",
+           : (other_options ? "x (2, 5), W (5, 3), bias, other arguments"
+                            : "x (2, 5), W (5, 3), bias"),
       [=] {
         FunctionCheck c;
         const Shape xs = conv ? Shape{2, 2, 4, 4} : Shape{2, 5};
@@ -428,13 +432,23 @@ harness::Case layer_case(Kind kind, bool conv) {
               }
             }
           }
+          BinaryConnectAffineOptions bo;
+          BinaryWeightAffineOptions wo;
+          INQAffineOptions io;
+          if (other_options) {
+            bo.quantize_zero_to = wo.quantize_zero_to = -1;
+            io.num_bits = 6;
+            io.inq_iterations = {100000, 200000};
+            io.selection_algorithm = "random";
+            io.seed = 3;
+          }
           switch (kind) {
             case Kind::bicon:
-              return F::binary_connect_affine(in[0], in[1], in[2], b);
+              return F::binary_connect_affine(in[0], in[1], in[2], b, bo);
             case Kind::bwn:
-              return F::binary_weight_affine(in[0], in[1], in[2], in[3], b);
+              return F::binary_weight_affine(in[0], in[1], in[2], in[3], b, wo);
             default:
-              return F::inq_affine(in[0], in[1], in[2], b);
+              return F::inq_affine(in[0], in[1], in[2], b, io);
           }
         };
         c.reference = [=](const std::vector<Doubles>& in) {
@@ -453,13 +467,18 @@ harness::Case layer_case(Kind kind, bool conv) {
 }
 
 const bool kLayers =
-    harness::add(decl::BinaryConnectAffine, {layer_case(Kind::bicon, false)}) &&
+    harness::add(decl::BinaryConnectAffine,
+                 {layer_case(Kind::bicon, false),
+                  layer_case(Kind::bicon, false, true)}) &&
     harness::add(decl::BinaryConnectConvolution,
                  {layer_case(Kind::bicon, true)}) &&
-    harness::add(decl::BinaryWeightAffine, {layer_case(Kind::bwn, false)}) &&
+    harness::add(
+        decl::BinaryWeightAffine,
+        {layer_case(Kind::bwn, false), layer_case(Kind::bwn, false, true)}) &&
     harness::add(decl::BinaryWeightConvolution,
                  {layer_case(Kind::bwn, true)}) &&
-    harness::add(decl::INQAffine, {layer_case(Kind::inq, false)}) &&
+    harness::add(decl::INQAffine, {layer_case(Kind::inq, false),
+                                   layer_case(Kind::inq, false, true)}) &&
     harness::add(decl::INQConvolution, {layer_case(Kind::inq, true)});
 
 TEST(BinaryConnectAffine, WritesSignAndPassesTheGradStraightThrough) {
