@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "../support/function_tester.hpp"
@@ -342,27 +343,37 @@ Doubles affine_ref(const Doubles& x, const Doubles& w, const Doubles* b,
   return y;
 }
 
-// 2-D convolution, pad 1, stride 1, group 1, in double.
+// 2-D convolution with padding, stride, dilation and groups, in double.
+struct Conv2 {
+  std::array<int64_t, 2> pad{1, 1}, stride{1, 1}, dil{1, 1};
+  int64_t group = 1;
+};
+
 Doubles conv2_ref(const Doubles& x, const Doubles& w, const Doubles* b,
-                  const Shape& xs, const Shape& ws) {
+                  const Shape& xs, const Shape& ws, const Conv2& o) {
   const int64_t n = xs[0], c = xs[1], h = xs[2], wd = xs[3], oc = ws[0],
-                kh = ws[2], kw = ws[3];
-  const int64_t oh = h + 2 - kh + 1, ow = wd + 2 - kw + 1;
+                cg = ws[1], kh = ws[2], kw = ws[3], og = oc / o.group;
+  const int64_t oh =
+      (h + 2 * o.pad[0] - (o.dil[0] * (kh - 1) + 1)) / o.stride[0] + 1;
+  const int64_t ow =
+      (wd + 2 * o.pad[1] - (o.dil[1] * (kw - 1) + 1)) / o.stride[1] + 1;
   Doubles y(n * oc * oh * ow);
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t o = 0; o < oc; ++o)
+    for (int64_t f = 0; f < oc; ++f)
       for (int64_t p = 0; p < oh; ++p)
         for (int64_t q = 0; q < ow; ++q) {
-          double s = b ? (*b)[o] : 0.0;
-          for (int64_t ci = 0; ci < c; ++ci)
+          double s = b ? (*b)[f] : 0.0;
+          for (int64_t ci = 0; ci < cg; ++ci)
             for (int64_t a = 0; a < kh; ++a)
               for (int64_t e = 0; e < kw; ++e) {
-                const int64_t r = p - 1 + a, t = q - 1 + e;
+                const int64_t r = p * o.stride[0] - o.pad[0] + a * o.dil[0];
+                const int64_t t = q * o.stride[1] - o.pad[1] + e * o.dil[1];
                 if (r < 0 || r >= h || t < 0 || t >= wd) continue;
-                s += x[((i * c + ci) * h + r) * wd + t] *
-                     w[((o * c + ci) * kh + a) * kw + e];
+                const int64_t ch = (f / og) * cg + ci;
+                s += x[((i * c + ch) * h + r) * wd + t] *
+                     w[((f * cg + ci) * kh + a) * kw + e];
               }
-          y[((i * oc + o) * oh + p) * ow + q] = s;
+          y[((i * oc + f) * oh + p) * ow + q] = s;
         }
   return y;
 }
@@ -394,40 +405,56 @@ enum class Kind { bicon, bwn, inq };
 // is 0 and no INQ count is reached).
 harness::Case layer_case(Kind kind, bool conv, bool other_options = false) {
   return {
-      conv ? "x (2, 2, 4, 4), W (3, 2, 3, 3), pad 1, bias"
+      conv ? (other_options ? "x (2, 4, 6, 6), W (4, 2, 3, 3), group 2, pad "
+                              "(1, 2), stride (2, 1), dilation (1, 2)"
+                            : "x (2, 2, 4, 4), W (3, 2, 3, 3), pad 1, bias")
            : (other_options ? "x (2, 5), W (5, 3), bias, other arguments"
                             : "x (2, 5), W (5, 3), bias"),
       [=] {
         FunctionCheck c;
-        const Shape xs = conv ? Shape{2, 2, 4, 4} : Shape{2, 5};
-        const Shape ws = conv ? Shape{3, 2, 3, 3} : Shape{5, 3};
+        const bool big = conv && other_options;
+        const Shape xs =
+            big ? Shape{2, 4, 6, 6} : (conv ? Shape{2, 2, 4, 4} : Shape{2, 5});
+        const Shape ws =
+            big ? Shape{4, 2, 3, 3} : (conv ? Shape{3, 2, 3, 3} : Shape{5, 3});
+        Conv2 geo;
+        if (big) geo = {{1, 2}, {2, 1}, {1, 2}, 2};
+        const int64_t oc = conv ? ws[0] : ws[1];
         const int64_t n = shape_size(ws);
         c.inputs = {InputSpec(xs),
                     InputSpec(ws, -1.0f, 1.0f, kind == Kind::inq)};
         c.inputs.push_back(InputSpec::fixed(ws, std::vector<float>(n, 0.0f)));
         if (kind == Kind::bwn) {
-          c.inputs.push_back(InputSpec::fixed({3}, {0, 0, 0}));
+          c.inputs.push_back(
+              InputSpec::fixed({oc}, std::vector<float>(oc, 0.0f)));
         }
-        c.inputs.push_back(InputSpec({3}));
+        c.inputs.push_back(InputSpec({oc}));
         c.build = [=](const std::vector<VariablePtr>& in) {
           const VariablePtr& b = in.back();
           if (conv) {
-            const std::vector<int64_t> pad{1, 1};
+            auto set = [&](auto& o) {
+              o.pad = {geo.pad[0], geo.pad[1]};
+              if (big) {
+                o.stride = {geo.stride[0], geo.stride[1]};
+                o.dilation = {geo.dil[0], geo.dil[1]};
+                o.group = static_cast<int>(geo.group);
+              }
+            };
             switch (kind) {
               case Kind::bicon: {
                 BinaryConnectConvolutionOptions o;
-                o.pad = pad;
+                set(o);
                 return F::binary_connect_convolution(in[0], in[1], in[2], b, o);
               }
               case Kind::bwn: {
                 BinaryWeightConvolutionOptions o;
-                o.pad = pad;
+                set(o);
                 return F::binary_weight_convolution(in[0], in[1], in[2], in[3],
                                                     b, o);
               }
               default: {
                 INQConvolutionOptions o;
-                o.pad = pad;
+                set(o);
                 return F::inq_convolution(in[0], in[1], in[2], b, o);
               }
             }
@@ -456,7 +483,7 @@ harness::Case layer_case(Kind kind, bool conv, bool other_options = false) {
               kind == Kind::inq
                   ? in[1]
                   : quantized_weight(in[1], ws[0], kind == Kind::bwn, conv);
-          return conv ? conv2_ref(in[0], w, &in.back(), xs, ws)
+          return conv ? conv2_ref(in[0], w, &in.back(), xs, ws, geo)
                       : affine_ref(in[0], w, &in.back(), 5, 3);
         };
         return c;
@@ -470,16 +497,19 @@ const bool kLayers =
     harness::add(decl::BinaryConnectAffine,
                  {layer_case(Kind::bicon, false),
                   layer_case(Kind::bicon, false, true)}) &&
-    harness::add(decl::BinaryConnectConvolution,
-                 {layer_case(Kind::bicon, true)}) &&
+    harness::add(
+        decl::BinaryConnectConvolution,
+        {layer_case(Kind::bicon, true), layer_case(Kind::bicon, true, true)}) &&
     harness::add(
         decl::BinaryWeightAffine,
         {layer_case(Kind::bwn, false), layer_case(Kind::bwn, false, true)}) &&
-    harness::add(decl::BinaryWeightConvolution,
-                 {layer_case(Kind::bwn, true)}) &&
+    harness::add(
+        decl::BinaryWeightConvolution,
+        {layer_case(Kind::bwn, true), layer_case(Kind::bwn, true, true)}) &&
     harness::add(decl::INQAffine, {layer_case(Kind::inq, false),
                                    layer_case(Kind::inq, false, true)}) &&
-    harness::add(decl::INQConvolution, {layer_case(Kind::inq, true)});
+    harness::add(decl::INQConvolution, {layer_case(Kind::inq, true),
+                                        layer_case(Kind::inq, true, true)});
 
 TEST(BinaryConnectAffine, WritesSignAndPassesTheGradStraightThrough) {
   auto x = variable_from({1, 2}, {1, 2}, true);
