@@ -719,6 +719,23 @@ TEST(INQConvolution, AllFixedAtTheLastIteration) {
   EXPECT_EQ(to_doubles(y), (Doubles{0.5}));
 }
 
+TEST(INQAffine, HalfQuantizesAnFp32MasterInFp32) {
+  ContextGuard g(context("cpu", "half"));
+  ParameterScope scope;
+  PF::QuantizedAffineParams p;
+  p.inq_iterations = {0};
+  p.w_init = constant_initializer(0.3001f);  // not a half
+  auto x = make_variable({1, 2});
+  x->data()->fill(1.0);
+  auto y = PF::inq_affine(x, 2, scope, p);
+  y->forward();
+  auto W = scope.get("inq_affine/W");
+  EXPECT_EQ(W->data()->array().dtype(), Dtype::f32);
+  EXPECT_EQ(to_doubles(W), Doubles(4, 0.25));
+  EXPECT_EQ(to_doubles(scope.get("inq_affine/I")), Doubles(4, 1.0));
+  EXPECT_EQ(to_doubles(y), Doubles(2, 0.5));
+}
+
 TEST(INQAffine, BadArguments) {
   auto x = make_variable({2, 4});
   auto w = [] { return make_variable({4, 3}); };
