@@ -72,6 +72,7 @@
 #include <mixgraph/functions/shape_ops.hpp>
 #include <mixgraph/functions/softmax.hpp>
 #include <mixgraph/functions/sort.hpp>
+#include <mixgraph/functions/quantize_layers.hpp>
 
 #include <mixgraph/solvers/adabound.hpp>
 #include <mixgraph/solvers/adagrad.hpp>

@@ -44,5 +44,6 @@ void register_scatter_ops(FunctionRegistry& r);
 void register_bool_ops(FunctionRegistry& r);
 void register_data_shaped(FunctionRegistry& r);
 void register_assign(FunctionRegistry& r);
+void register_quantize_layers(FunctionRegistry& r);
 
 }  // namespace mg::cpu

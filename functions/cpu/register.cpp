@@ -38,6 +38,7 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_bool_ops(r);
   register_data_shaped(r);
   register_assign(r);
+  register_quantize_layers(r);
 }
 
 }  // namespace mg::cpu
