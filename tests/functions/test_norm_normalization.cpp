@@ -29,6 +29,16 @@ Doubles norm_normalization_ref(const Doubles& x, double p,
   return y;
 }
 
+// A long sum's tolerances against double: the input's rounding and the
+// output's, each 2^-11 (half) or 2^-8 (bfloat16) relative; no grad (4096
+// inputs).
+void long_sum_tolerances(FunctionCheck& c) {
+  c.half_atol = c.bf16_atol = 0.0;
+  c.half_rtol = 2e-3;
+  c.bf16_rtol = 1e-2;
+  c.check_grad = false;
+}
+
 harness::Case norm_case(const std::string& label, const Shape& xs, float p,
                         std::vector<int> axes,
                         std::function<int64_t(int64_t)> group) {
@@ -48,6 +58,28 @@ harness::Case norm_case(const std::string& label, const Shape& xs, float p,
           }};
 }
 
+// Sums of squares near 1200: an fp16 accumulator's spacing there is 1, far
+// more than the inputs' and output's roundings.
+harness::Case norm_long_sum() {
+  return {"2048-term sums",
+          [] {
+            FunctionCheck c;
+            c.inputs = {{{2, 2048}, 0.5f, 1.0f}};
+            c.build = [](const std::vector<VariablePtr>& in) {
+              NormNormalizationOptions o;
+              o.axes = {1};
+              return F::norm_normalization(in[0], o);
+            };
+            c.reference = [](const std::vector<Doubles>& in) {
+              return norm_normalization_ref(in[0], 2.0,
+                                            [](int64_t i) { return i / 2048; });
+            };
+            long_sum_tolerances(c);
+            return c;
+          },
+          /*long_sum=*/true};
+}
+
 const bool kNormNormalization =
     harness::add(decl::NormNormalization,
                  {norm_case("(3, 4, 5) p 2 over every axis", {3, 4, 5}, 2.0f,
@@ -55,7 +87,8 @@ const bool kNormNormalization =
                   norm_case("(3, 4, 5) p 3 over axis 1", {3, 4, 5}, 3.0f, {1},
                             [](int64_t i) { return (i / 20) * 5 + i % 5; }),
                   norm_case("(4, 6) p 1.5 over axis -1", {4, 6}, 1.5f, {-1},
-                            [](int64_t i) { return i / 6; })});
+                            [](int64_t i) { return i / 6; }),
+                  norm_long_sum()});
 
 // w as (outer, C, inner) with C along dim: g[c] w / sqrt(sum w^2 + eps).
 Doubles weight_normalization_ref(const Doubles& w, const Doubles& g,
@@ -101,10 +134,31 @@ harness::Case weight_norm_case(const std::string& label, const Shape& ws,
   return k;
 }
 
+// Sums of squares over rows of 2048, as NormNormalization's.
+harness::Case weight_long_sum() {
+  harness::Case k{"2048-term sums",
+                  [] {
+                    FunctionCheck c;
+                    c.inputs = {{{4, 2048}, 0.5f, 1.0f}, {{4}, 0.5f, 1.5f}};
+                    c.build = [](const std::vector<VariablePtr>& in) {
+                      return F::weight_normalization(in[0], in[1]);
+                    };
+                    c.reference = [](const std::vector<Doubles>& in) {
+                      return weight_normalization_ref(in[0], in[1], 1, 4, 2048);
+                    };
+                    long_sum_tolerances(c);
+                    return c;
+                  },
+                  /*long_sum=*/true};
+  k.no_batch_change = "w is a weight: no batch axis";
+  return k;
+}
+
 const bool kWeightNormalization = harness::add(
     decl::WeightNormalization,
     {weight_norm_case("convolution weight (4, 3, 2, 2) dim 0", {4, 3, 2, 2}, 0),
-     weight_norm_case("affine weight (5, 3) dim 1", {5, 3}, 1)});
+     weight_norm_case("affine weight (5, 3) dim 1", {5, 3}, 1),
+     weight_long_sum()});
 
 // W as the (R, K) matrix of w with rows along dim; itr power iterations in
 // double from u; W / sigma.
@@ -174,11 +228,35 @@ harness::Case spectral_case(const std::string& label, const Shape& ws,
   return k;
 }
 
-const bool kSpectralNorm =
-    harness::add(decl::SpectralNorm,
-                 {spectral_case("(4, 6) dim 0", {4, 6}, 0),
-                  spectral_case("(3, 4, 2) dim 1", {3, 4, 2}, 1),
-                  spectral_case("(2, 3, 3) dim 2 (last)", {2, 3, 3}, 2)});
+// Power iterations over rows of 2048: the same tolerances.
+harness::Case spectral_long_sum() {
+  harness::Case k{"2048-term sums",
+                  [] {
+                    FunctionCheck c;
+                    c.inputs = {{{2, 2048}, 0.5f, 1.0f},
+                                InputSpec::fixed({2}, {1.0f, -0.5f})};
+                    c.build = [](const std::vector<VariablePtr>& in) {
+                      SpectralNormOptions o;
+                      o.itr = 3;
+                      o.test = true;
+                      return F::spectral_norm(in[0], in[1], o).front();
+                    };
+                    c.reference = [](const std::vector<Doubles>& in) {
+                      return spectral_norm_ref(in[0], in[1], 1, 2, 2048, 3);
+                    };
+                    long_sum_tolerances(c);
+                    return c;
+                  },
+                  /*long_sum=*/true};
+  k.no_batch_change = "w is a weight: no batch axis";
+  return k;
+}
+
+const bool kSpectralNorm = harness::add(
+    decl::SpectralNorm, {spectral_case("(4, 6) dim 0", {4, 6}, 0),
+                         spectral_case("(3, 4, 2) dim 1", {3, 4, 2}, 1),
+                         spectral_case("(2, 3, 3) dim 2 (last)", {2, 3, 3}, 2),
+                         spectral_long_sum()});
 
 TEST(NormNormalization, DividesByTheNorm) {
   auto x = variable_from({2, 2}, {3, 4, -6, 8});
