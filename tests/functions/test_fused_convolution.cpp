@@ -98,7 +98,7 @@ FusedConvolutionOptions options_of(const Fused2d& f) {
   o.pad_mode = f.pad_mode;
   o.batch_stat = f.batch_stat;
   o.nonlinearity = f.act;
-  if (f.act == "leaky_relu") o.nonlinearity_args = {f.alpha};
+  if (f.act == "leaky_relu" || f.act == "elu") o.nonlinearity_args = {f.alpha};
   return o;
 }
 
@@ -209,13 +209,34 @@ VariablePtr build_unfused(const std::vector<VariablePtr>& in,
   if (f.act == "relu") h = F::relu(h);
   if (f.act == "tanh") h = F::tanh(h);
   if (f.act == "leaky_relu") h = F::leaky_relu(h, f.alpha);
+  if (f.act == "elu") h = F::elu(h, f.alpha);
+  if (f.act == "sigmoid") h = F::sigmoid(h);
+  if (f.act == "relu6") h = F::relu6(h);
   return h;
 }
 
+// Three inputs with a 1-D third: the bias (NNabla's count rule).
+Fused2d bias_elu() {
+  Fused2d f;
+  f.bias = true, f.act = "elu", f.alpha = 0.5f;
+  return f;
+}
+Fused2d bn_sigmoid() {
+  Fused2d f;
+  f.bn = true, f.act = "sigmoid";
+  return f;
+}
+Fused2d z_relu6() {
+  Fused2d f;
+  f.z = true, f.act = "relu6";
+  return f;
+}
+
 TEST(FusedConvolution, EqualsTheUnfusedGraphBitForBit) {
-  for (const char* type : {"float", "half"}) {
-    for (const Fused2d& f : {conv_bn_relu(), bias_reflect_z_tanh(),
-                             strided_z_identity(), bn_inference_z_leaky()}) {
+  for (const char* type : {"float", "half", "bfloat16"}) {
+    for (const Fused2d& f :
+         {conv_bn_relu(), bias_reflect_z_tanh(), strided_z_identity(),
+          bn_inference_z_leaky(), bias_elu(), bn_sigmoid(), z_relu6()}) {
       SCOPED_TRACE(std::string(type) + " " + f.act);
       ContextGuard guard(context("cpu", type));
       FunctionCheck c;

@@ -55,6 +55,20 @@ TEST(MeanSubtraction, TrainingUpdatesTheRunningMeanAndCount) {
   EXPECT_EQ(to_doubles(t0), (Doubles{1}));
 }
 
+TEST(MeanSubtraction, TheCountSaturatesAtInt32Max) {
+  // Held as int32 it stays exact under half; at 2^31 - 1 it stops.
+  ContextGuard g(context("cpu", "half"));
+  auto t = make_variable({1});
+  t->data()->cast<int32_t>()[0] = 2147483646;
+  auto rm = variable_from({2}, {0, 0});
+  auto y = F::mean_subtraction(variable_from({1, 2}, {1, 2}), rm, t);
+  y->forward();
+  EXPECT_EQ(t->data()->get<const int32_t>()[0], 2147483647);
+  y->forward();
+  EXPECT_EQ(t->data()->get<const int32_t>()[0], 2147483647);
+  EXPECT_EQ(t->data()->array().dtype(), Dtype::i32);
+}
+
 TEST(MeanSubtraction, HalfKeepsTheRunningMeanInFp32) {
   ContextGuard g(context("cpu", "half"));
   ParameterScope scope;
