@@ -1,5 +1,6 @@
 // ClipGradByValue and ClipGradByNorm on the CPU: forward copies x; backward
 // clips or rescales dy in fp32 (the sums of squares accumulate in fp32).
+#include <algorithm>
 #include <cmath>
 #include <vector>
 

@@ -1,5 +1,6 @@
 // NormNormalization, WeightNormalization and SpectralNorm on the CPU: fp32
 // math on converted values, every norm and dot product summed in double.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
