@@ -73,6 +73,11 @@
 #include <mixgraph/functions/softmax.hpp>
 #include <mixgraph/functions/sort.hpp>
 #include <mixgraph/functions/quantize_layers.hpp>
+#include <mixgraph/functions/clip_grad.hpp>
+#include <mixgraph/functions/mean_subtraction.hpp>
+#include <mixgraph/functions/norm_normalization.hpp>
+#include <mixgraph/functions/fused_batch_normalization.hpp>
+#include <mixgraph/functions/fused_convolution.hpp>
 
 #include <mixgraph/solvers/adabound.hpp>
 #include <mixgraph/solvers/adagrad.hpp>

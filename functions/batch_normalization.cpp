@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include <mixgraph/functions/builder.hpp>
+#include <mixgraph/functions/fused_batch_normalization.hpp>
 
 namespace mg {
 
@@ -209,6 +210,23 @@ VariablePtr sync_batch_normalization(const VariablePtr& x, ParameterScope scope,
   opts.batch_stat = batch_stat;
   return functions::sync_batch_normalization(x, l.beta, l.gamma, l.mean, l.var,
                                              std::move(comm), opts);
+}
+
+VariablePtr fused_batch_normalization(const VariablePtr& x,
+                                      const VariablePtr& z,
+                                      ParameterScope scope, bool batch_stat,
+                                      const BatchNormalizationParams& params,
+                                      const std::string& nonlinearity) {
+  const Layer l = layer_parameters(x, scope["bn"], params,
+                                   decl::FusedBatchNormalization.tag());
+  FusedBatchNormalizationOptions opts;
+  opts.axes = params.axes;
+  opts.decay_rate = params.decay_rate;
+  opts.eps = params.eps;
+  opts.batch_stat = batch_stat;
+  opts.nonlinearity = nonlinearity;
+  return functions::fused_batch_normalization(x, l.beta, l.gamma, l.mean, l.var,
+                                              z, opts);
 }
 
 }  // namespace parametric_functions

@@ -13,6 +13,7 @@
 #include <mixgraph/functions/batch_normalization.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/functions/fused_batch_normalization.hpp>
 #include <mixgraph/functions/registry.hpp>
 
 namespace mg::cpu {
@@ -167,6 +168,7 @@ class BatchNormalizationKernel : public Fn {
           }
         }
       }
+      finish_rows(in, n0 * L, yb, nr * L);
       store(yb, y + n0 * L, nr * L);
     };
     for_each_row_block(rb, 2 * rb.per_block * L, normalise);
@@ -249,6 +251,11 @@ class BatchNormalizationKernel : public Fn {
     for_each_row_block(rb, 3 * rb.per_block * L, grad_x);
   }
 
+  // Applied to n fp32 values of y from flat offset `offset` before they are
+  // stored: nothing here; FusedBatchNormalization adds z and takes the ReLU.
+  virtual void finish_rows(const Variables& /*in*/, int64_t /*offset*/,
+                           float* /*y*/, int64_t /*n*/) const {}
+
  private:
   // The statistics forward normalised with, for backward: the batch's in
   // training, the running ones in inference; the batch's value count.
@@ -262,7 +269,67 @@ template <class T>
 using SyncBatchNormalizationCpu =
     BatchNormalizationKernel<T, SyncBatchNormalization>;
 
+// BatchNormalization's kernel with z added and the ReLU taken on the fp32
+// values of y before they are stored (one rounding); backward masks dy with
+// y > 0 and runs BatchNormalization's backward on the masked grad.
+template <class T>
+class FusedBatchNormalizationCpu
+    : public BatchNormalizationKernel<T, FusedBatchNormalization> {
+  using Base = BatchNormalizationKernel<T, FusedBatchNormalization>;
+
+ public:
+  using Base::Base;
+
+ protected:
+  void finish_rows(const Variables& in, int64_t offset, float* y,
+                   int64_t n) const override {
+    if (in.size() == 6) {
+      std::vector<float> buf(n);
+      const float* z = load(input<T>(in[5]) + offset, buf.data(), n);
+      for (int64_t i = 0; i < n; ++i) y[i] += z[i];
+    }
+    for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+  }
+
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    const bool to_z = in.size() == 6 && propagate_down[5];
+    const bool to_bn =
+        propagate_down[0] || propagate_down[1] || propagate_down[2];
+    if (!to_z && !to_bn) return;
+    // The ReLU's grad, exact in T (dy or 0).
+    const int64_t n = out[0]->size();
+    const T* y = input<T>(out[0]);
+    const T* dy = output_grad<T>(out[0]);
+    Variable masked(out[0]->shape());
+    T* dm = masked.grad()->cast<T>(true);
+    for (int64_t i = 0; i < n; ++i) {
+      dm[i] = static_cast<float>(y[i]) > 0.0f ? dy[i] : T(0.0f);
+    }
+    if (to_z) {
+      T* dz = input_grad<T>(in[5], accum[5]);
+      for (int64_t i = 0; i < n; ++i) {
+        dz[i] = accum[5]
+                    ? T(static_cast<float>(dz[i]) + static_cast<float>(dm[i]))
+                    : dm[i];
+      }
+    }
+    if (!to_bn) return;
+    const Variables bn_in(in.begin(), in.begin() + 5);
+    Base::backward_impl(
+        bn_in, {&masked},
+        std::vector<bool>(propagate_down.begin(), propagate_down.begin() + 5),
+        std::vector<bool>(accum.begin(), accum.begin() + 5));
+  }
+};
+
 }  // namespace
+
+void register_fused_batch_normalization(FunctionRegistry& r) {
+  register_float_types<FusedBatchNormalizationCpu>(
+      r, decl::FusedBatchNormalization, "cpu");
+}
 
 void register_batch_normalization(FunctionRegistry& r) {
   register_float_types<BatchNormalizationCpu>(r, decl::BatchNormalization,

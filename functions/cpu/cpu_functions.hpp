@@ -45,5 +45,10 @@ void register_bool_ops(FunctionRegistry& r);
 void register_data_shaped(FunctionRegistry& r);
 void register_assign(FunctionRegistry& r);
 void register_quantize_layers(FunctionRegistry& r);
+void register_clip_grad(FunctionRegistry& r);
+void register_mean_subtraction(FunctionRegistry& r);
+void register_norm_normalization(FunctionRegistry& r);
+void register_fused_batch_normalization(FunctionRegistry& r);
+void register_fused_convolution(FunctionRegistry& r);
 
 }  // namespace mg::cpu

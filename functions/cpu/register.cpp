@@ -39,6 +39,11 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_data_shaped(r);
   register_assign(r);
   register_quantize_layers(r);
+  register_clip_grad(r);
+  register_mean_subtraction(r);
+  register_norm_normalization(r);
+  register_fused_batch_normalization(r);
+  register_fused_convolution(r);
 }
 
 }  // namespace mg::cpu
