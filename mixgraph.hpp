@@ -72,6 +72,10 @@
 #include <mixgraph/functions/shape_ops.hpp>
 #include <mixgraph/functions/softmax.hpp>
 #include <mixgraph/functions/sort.hpp>
+#include <mixgraph/functions/shape_sink.hpp>
+#include <mixgraph/functions/integer_ops.hpp>
+#include <mixgraph/functions/einsum.hpp>
+#include <mixgraph/functions/batch_linalg.hpp>
 
 #include <mixgraph/solvers/adabound.hpp>
 #include <mixgraph/solvers/adagrad.hpp>

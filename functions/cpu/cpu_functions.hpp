@@ -44,5 +44,9 @@ void register_scatter_ops(FunctionRegistry& r);
 void register_bool_ops(FunctionRegistry& r);
 void register_data_shaped(FunctionRegistry& r);
 void register_assign(FunctionRegistry& r);
+void register_shape_sink(FunctionRegistry& r);
+void register_integer_ops(FunctionRegistry& r);
+void register_einsum(FunctionRegistry& r);
+void register_batch_linalg(FunctionRegistry& r);
 
 }  // namespace mg::cpu

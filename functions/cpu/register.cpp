@@ -38,6 +38,10 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_bool_ops(r);
   register_data_shaped(r);
   register_assign(r);
+  register_shape_sink(r);
+  register_integer_ops(r);
+  register_einsum(r);
+  register_batch_linalg(r);
 }
 
 }  // namespace mg::cpu
