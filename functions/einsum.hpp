@@ -38,11 +38,11 @@ inline constexpr FunctionDeclOf<EinsumOptions> Einsum{{"Einsum",
 /// inputs at the labels' indices. A label repeated in one term reads its
 /// diagonal; "..." stands for the same number of leading axes in every term
 /// that has it, broadcasting where one of them is 1; a label missing from
-/// the output is summed. The products are summed in double (any order of
-/// the inputs gives the same sum to rounding), in one loop over every
-/// index: no BLAS, so large contractions are better written as
-/// F::batch_matmul. dx_k is the einsum of dy and the other inputs into x_k's
-/// term (its diagonal for a repeated label, summed over broadcast axes).
+/// the output is summed. As NNabla's, the inputs are contracted pairwise
+/// from the left, each step a batched matrix product summed in fp32 (labels
+/// no later step needs summed out first, in double). dx_k is the same
+/// contraction of dy and the other inputs into x_k's labels (its diagonal
+/// for a repeated label, summed over broadcast axes).
 class Einsum : public Function {
  public:
   explicit Einsum(const EinsumOptions& opts) : opts_(opts) {}

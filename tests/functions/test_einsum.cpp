@@ -86,16 +86,20 @@ harness::Case einsum_case(std::string eq, std::vector<Shape> shapes,
 }
 
 const bool kEinsum = harness::add(
-    decl::Einsum, {einsum_case("ij,jk->ik", {{3, 4}, {4, 5}}),
-                   einsum_case("bij,bjk->bik", {{2, 3, 4}, {2, 4, 2}}),
-                   einsum_case("ij,jk", {{3, 4}, {4, 2}}, "ij,jk->ik"),
-                   einsum_case("ii->i", {{4, 4}}, "", false),
-                   einsum_case("bii", {{2, 3, 3}}, "bii->b"),
-                   einsum_case("...ij,...jk->...ik",
-                               {{2, 1, 3, 4}, {1, 3, 4, 2}}, "xyij,xyjk->xyik"),
-                   einsum_case("i,i,i->", {{5}, {5}, {5}}),
-                   einsum_case("ijk->kji", {{2, 3, 4}}),
-                   einsum_case("bn,nm,bm->b", {{3, 4}, {4, 5}, {3, 5}})});
+    decl::Einsum,
+    {einsum_case("ij,jk->ik", {{3, 4}, {4, 5}}),
+     einsum_case("bij,bjk->bik", {{2, 3, 4}, {2, 4, 2}}),
+     einsum_case("ij,jk", {{3, 4}, {4, 2}}, "ij,jk->ik"),
+     einsum_case("ii->i", {{4, 4}}, "", false),
+     einsum_case("bii", {{2, 3, 3}}, "bii->b"),
+     einsum_case("...ij,...jk->...ik", {{2, 1, 3, 4}, {1, 3, 4, 2}},
+                 "xyij,xyjk->xyik"),
+     einsum_case("i,i,i->", {{5}, {5}, {5}}),
+     einsum_case("ijk->kji", {{2, 3, 4}}),
+     einsum_case("bn,nm,bm->b", {{3, 4}, {4, 5}, {3, 5}}),
+     // j is summed out of x1 alone: dx1 is dy x0 summed, broadcast along j.
+     einsum_case("i,j->i", {{3}, {4}}),
+     einsum_case("bij,bj->", {{2, 3, 4}, {2, 4}})});
 
 VariablePtr arange(const Shape& s) {
   std::vector<float> v(static_cast<size_t>(shape_size(s)));
@@ -139,6 +143,17 @@ TEST(Einsum, GradsOfARepeatedLabelFallOnTheDiagonal) {
   a->grad()->zero();
   y->backward(3.0f);
   EXPECT_EQ(grad_doubles(a), (Doubles{3, 0, 0, 3}));
+}
+
+TEST(Einsum, AnEmptyAxisSumsToZero) {
+  auto a = make_variable({3, 0}, true);
+  auto b = make_variable({0, 2}, true);
+  auto y = F::einsum({a, b}, "ij,jk->ik");
+  y->forward();
+  EXPECT_EQ(y->shape(), (Shape{3, 2}));
+  EXPECT_EQ(to_doubles(y), Doubles(6, 0.0));
+  y->backward(1.0f);
+  EXPECT_EQ(grad_doubles(a), Doubles{});
 }
 
 TEST(Einsum, Errors) {
