@@ -78,6 +78,10 @@
 #include <mixgraph/functions/norm_normalization.hpp>
 #include <mixgraph/functions/fused_batch_normalization.hpp>
 #include <mixgraph/functions/fused_convolution.hpp>
+#include <mixgraph/functions/shape_sink.hpp>
+#include <mixgraph/functions/integer_ops.hpp>
+#include <mixgraph/functions/einsum.hpp>
+#include <mixgraph/functions/batch_linalg.hpp>
 
 #include <mixgraph/solvers/adabound.hpp>
 #include <mixgraph/solvers/adagrad.hpp>

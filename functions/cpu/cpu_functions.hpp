@@ -50,5 +50,9 @@ void register_mean_subtraction(FunctionRegistry& r);
 void register_norm_normalization(FunctionRegistry& r);
 void register_fused_batch_normalization(FunctionRegistry& r);
 void register_fused_convolution(FunctionRegistry& r);
+void register_shape_sink(FunctionRegistry& r);
+void register_integer_ops(FunctionRegistry& r);
+void register_einsum(FunctionRegistry& r);
+void register_batch_linalg(FunctionRegistry& r);
 
 }  // namespace mg::cpu

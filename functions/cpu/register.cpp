@@ -44,6 +44,10 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_norm_normalization(r);
   register_fused_batch_normalization(r);
   register_fused_convolution(r);
+  register_shape_sink(r);
+  register_integer_ops(r);
+  register_einsum(r);
+  register_batch_linalg(r);
 }
 
 }  // namespace mg::cpu
