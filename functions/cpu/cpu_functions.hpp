@@ -44,5 +44,11 @@ void register_scatter_ops(FunctionRegistry& r);
 void register_bool_ops(FunctionRegistry& r);
 void register_data_shaped(FunctionRegistry& r);
 void register_assign(FunctionRegistry& r);
+void register_detection(FunctionRegistry& r);
+void register_max_pooling_backward(FunctionRegistry& r);
+void register_patch_correlation(FunctionRegistry& r);
+void register_vat_noise(FunctionRegistry& r);
+void register_deformable_convolution(FunctionRegistry& r);
+void register_adaptive_separable_convolution(FunctionRegistry& r);
 
 }  // namespace mg::cpu

@@ -38,6 +38,12 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_bool_ops(r);
   register_data_shaped(r);
   register_assign(r);
+  register_detection(r);
+  register_max_pooling_backward(r);
+  register_patch_correlation(r);
+  register_vat_noise(r);
+  register_deformable_convolution(r);
+  register_adaptive_separable_convolution(r);
 }
 
 }  // namespace mg::cpu
