@@ -48,6 +48,22 @@ const bool kAdaptiveSeparableConvolution =
                   asc_case("kernels at input size", {2, 2, 4, 5}, {2, 3, 4, 5},
                            {2, 2, 4, 5})});
 
+// 51 x 51 = 2601 products in [0, 1) per output (sums near 325, where an
+// fp16 accumulator's spacing is 0.25): against double in half and bfloat16.
+const bool kAdaptiveSeparableConvolutionLong = harness::add(
+    decl::AdaptiveSeparableConvolution,
+    {{"2601-term sums",
+      [] {
+        FunctionCheck c =
+            asc_case("", {1, 2, 51, 52}, {1, 51, 1, 2}, {1, 51, 1, 2}).make();
+        for (auto& in : c.inputs) in.low = 0.0f;
+        c.half_atol = c.bf16_atol = 0.0;
+        c.half_rtol = 2e-3, c.bf16_rtol = 1e-2;
+        c.check_grad = false;
+        return c;
+      },
+      /*long_sum=*/true}});
+
 TEST(AdaptiveSeparableConvolution, HandWorked) {
   // One 2x2 kernel kv (1, 2) x kh (3, 1) over a 2x2 image: one output.
   auto x = variable_from({1, 1, 2, 2}, {1, 2, 3, 4});

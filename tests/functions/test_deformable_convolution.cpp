@@ -124,6 +124,34 @@ const bool kDeformableConvolution = harness::add(
      dcn_case("modulated no bias dilation 2", {1, 2, 6, 5}, {2, 2, 2, 2},
               Dcn{0, 1, 2, 1, 1}, true, false)});
 
+// 256 channels x 3 x 3 = 2304 products in [0, 1) per output (sums near 576,
+// where an fp16 accumulator's spacing is 0.5), offsets of half a pixel
+// (exact in every type): against double in half and bfloat16.
+const bool kDeformableConvolutionLong = harness::add(
+    decl::DeformableConvolution,
+    {{"2304-term sums",
+      [] {
+        FunctionCheck c;
+        const Shape xs{1, 256, 3, 3}, ws{2, 256, 3, 3}, os{1, 18, 3, 3};
+        c.inputs = {{xs, 0.0f, 1.0f},
+                    {ws, 0.0f, 1.0f},
+                    InputSpec::fixed(os, std::vector<float>(162, 0.5f))};
+        DeformableConvolutionOptions o;
+        o.pad = {1, 1};
+        c.build = [o](const std::vector<VariablePtr>& in) {
+          return F::deformable_convolution(in[0], in[1], in[2], nullptr,
+                                           nullptr, o);
+        };
+        c.reference = [=](const std::vector<Doubles>& in) {
+          return dcn_ref(in, xs, ws, Dcn{1, 1, 1, 1, 1}, false, false);
+        };
+        c.half_atol = c.bf16_atol = 0.0;
+        c.half_rtol = 2e-3, c.bf16_rtol = 1e-2;
+        c.check_grad = false;
+        return c;
+      },
+      /*long_sum=*/true}});
+
 TEST(DeformableConvolution, ZeroOffsetsAndUnitMaskAreAConvolution) {
   const Shape xs{2, 4, 6, 5}, ws{6, 2, 3, 3};
   auto x = make_variable(xs);

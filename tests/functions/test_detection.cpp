@@ -212,6 +212,27 @@ const bool kNmsDetection2d =
                   nms_case("by objectness", nms_opts(0.5f, 0.3f, false)),
                   nms_case("low thresh high nms", nms_opts(0.1f, 0.7f, true))});
 
+// One cell of 48 x 48 samples (4 terms each) of values in [0, 1): sums near
+// 4600 before the mean, where an fp16 accumulator's spacing is 4: against
+// double in half and bfloat16.
+const bool kRoiAlignLong =
+    harness::add(decl::RoiAlign,
+                 {{"2304-sample cells",
+                   [] {
+                     FunctionCheck c =
+                         roi_case("", {1, 2, 8, 8}, {0, 0.5f, 0.5f, 7.5f, 7.5f},
+                                  roi_opts({1, 1}, {1, 1}, 48, false))
+                             .make();
+                     c.inputs[0].low = 0.0f;
+                     c.half_atol = c.bf16_atol = 0.0;
+                     c.half_rtol = 2e-3, c.bf16_rtol = 1e-2;
+                     c.check_grad = false;
+                     return c;
+                   },
+                   /*long_sum=*/true,
+                   true,
+                   {1}}});
+
 TEST(RoiAlign, NnablasDocumentedExamples) {
   // F.pad(F.constant(1, (1, 1, 2, 2)) * 2, (1, 1, 1, 1), "constant", 1).
   auto input = variable_from({1, 1, 4, 4}, {1, 1, 1, 1, 1, 2, 2, 1,  //

@@ -88,6 +88,29 @@ const bool kPatchCorrelation = harness::add(
                corr_opts({2}, {1}, {1}, {1}, {1, 0}),
                Corr{{2, 2}, {1, 1}, {1, 1}, {1, 1}, {1, 1, 0, 0}})});
 
+// 1024 channels of products in [0, 1) per output (sums near 256, where an
+// fp16 accumulator's spacing is 0.25): against double in half and bfloat16.
+const bool kPatchCorrelationLong = harness::add(
+    decl::PatchCorrelation,
+    {{"1024-channel sums",
+      [] {
+        FunctionCheck c;
+        const Shape xs{1, 2, 2, 1024};
+        c.inputs = {{xs, 0.0f, 1.0f}, {xs, 0.0f, 1.0f}};
+        c.build = [](const std::vector<VariablePtr>& in) {
+          return F::patch_correlation(in[0], in[1], {}, true);
+        };
+        c.reference = [xs](const std::vector<Doubles>& in) {
+          return corr_ref(in[0], in[1], xs,
+                          Corr{{1, 1}, {0, 0}, {1, 1}, {1, 1}, {0, 0, 0, 0}});
+        };
+        c.half_atol = c.bf16_atol = 0.0;
+        c.half_rtol = 2e-3, c.bf16_rtol = 1e-2;
+        c.check_grad = false;
+        return c;
+      },
+      /*long_sum=*/true}});
+
 TEST(PatchCorrelation, NnablasDocumentedExamples) {
   const int64_t H = 3, W = 4;
   auto x = variable_from({1, 2, H, W}, std::vector<float>(24, 1.0f));

@@ -49,6 +49,21 @@ const bool kVATNoise =
                   vat_case("base_axis 2 eps 2.5", {2, 3, 4}, vat_opts(2, 2.5f)),
                   vat_case("base_axis -1", {2, 3, 4}, vat_opts(-1, 0.5f))});
 
+// Norms of 4096 values in [0.5, 1) (squared sums near 2390, where an fp16
+// accumulator's spacing is 2; no output a half subnormal): against double in
+// half and bfloat16.
+const bool kVATNoiseLong = harness::add(
+    decl::VATNoise,
+    {{"4096-term norms",
+      [] {
+        FunctionCheck c = vat_case("", {2, 4096}, vat_opts(1, 1.0f)).make();
+        c.inputs[0].low = 0.5f;
+        c.half_atol = c.bf16_atol = 0.0;
+        c.half_rtol = 2e-3, c.bf16_rtol = 1e-2;
+        return c;
+      },
+      /*long_sum=*/true}});
+
 TEST(VATNoise, ForwardNormalisesAndBackwardWritesTheGradIntoW) {
   auto x = variable_from({2, 2}, {3, 4, 0, 2}, true);
   auto w = variable_from({2, 2}, {0, 0, 0, 0});
