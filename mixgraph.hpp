@@ -32,6 +32,7 @@
 #include <mixgraph/graph/shape.hpp>
 #include <mixgraph/graph/variable.hpp>
 
+#include <mixgraph/functions/adaptive_separable_convolution.hpp>
 #include <mixgraph/functions/affine.hpp>
 #include <mixgraph/functions/args_codec.hpp>
 #include <mixgraph/functions/array_ops.hpp>
@@ -48,6 +49,8 @@
 #include <mixgraph/functions/cumulative.hpp>
 #include <mixgraph/functions/data_shaped.hpp>
 #include <mixgraph/functions/deconvolution.hpp>
+#include <mixgraph/functions/deformable_convolution.hpp>
+#include <mixgraph/functions/detection.hpp>
 #include <mixgraph/functions/dropout.hpp>
 #include <mixgraph/functions/elementwise.hpp>
 #include <mixgraph/functions/elementwise_builders.hpp>
@@ -57,9 +60,11 @@
 #include <mixgraph/functions/loss.hpp>
 #include <mixgraph/functions/lstm.hpp>
 #include <mixgraph/functions/matrix_ops.hpp>
+#include <mixgraph/functions/max_pooling_backward.hpp>
 #include <mixgraph/functions/min_argmax.hpp>
 #include <mixgraph/functions/nary.hpp>
 #include <mixgraph/functions/normalization.hpp>
+#include <mixgraph/functions/patch_correlation.hpp>
 #include <mixgraph/functions/pooling.hpp>
 #include <mixgraph/functions/precision_policy.hpp>
 #include <mixgraph/functions/prelu.hpp>
@@ -82,6 +87,7 @@
 #include <mixgraph/functions/integer_ops.hpp>
 #include <mixgraph/functions/einsum.hpp>
 #include <mixgraph/functions/batch_linalg.hpp>
+#include <mixgraph/functions/vat_noise.hpp>
 
 #include <mixgraph/solvers/adabound.hpp>
 #include <mixgraph/solvers/adagrad.hpp>

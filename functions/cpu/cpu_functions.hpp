@@ -54,5 +54,11 @@ void register_shape_sink(FunctionRegistry& r);
 void register_integer_ops(FunctionRegistry& r);
 void register_einsum(FunctionRegistry& r);
 void register_batch_linalg(FunctionRegistry& r);
+void register_detection(FunctionRegistry& r);
+void register_max_pooling_backward(FunctionRegistry& r);
+void register_patch_correlation(FunctionRegistry& r);
+void register_vat_noise(FunctionRegistry& r);
+void register_deformable_convolution(FunctionRegistry& r);
+void register_adaptive_separable_convolution(FunctionRegistry& r);
 
 }  // namespace mg::cpu

@@ -48,6 +48,12 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_integer_ops(r);
   register_einsum(r);
   register_batch_linalg(r);
+  register_detection(r);
+  register_max_pooling_backward(r);
+  register_patch_correlation(r);
+  register_vat_noise(r);
+  register_deformable_convolution(r);
+  register_adaptive_separable_convolution(r);
 }
 
 }  // namespace mg::cpu
