@@ -51,7 +51,9 @@
 #include <mixgraph/functions/dropout.hpp>
 #include <mixgraph/functions/elementwise.hpp>
 #include <mixgraph/functions/elementwise_builders.hpp>
+#include <mixgraph/functions/fft.hpp>
 #include <mixgraph/functions/generators.hpp>
+#include <mixgraph/functions/geometric.hpp>
 #include <mixgraph/functions/indexing.hpp>
 #include <mixgraph/functions/interpolate.hpp>
 #include <mixgraph/functions/loss.hpp>
@@ -60,6 +62,7 @@
 #include <mixgraph/functions/min_argmax.hpp>
 #include <mixgraph/functions/nary.hpp>
 #include <mixgraph/functions/normalization.hpp>
+#include <mixgraph/functions/onnx_resize.hpp>
 #include <mixgraph/functions/pooling.hpp>
 #include <mixgraph/functions/precision_policy.hpp>
 #include <mixgraph/functions/prelu.hpp>
@@ -72,6 +75,7 @@
 #include <mixgraph/functions/shape_ops.hpp>
 #include <mixgraph/functions/softmax.hpp>
 #include <mixgraph/functions/sort.hpp>
+#include <mixgraph/functions/stft.hpp>
 
 #include <mixgraph/solvers/adabound.hpp>
 #include <mixgraph/solvers/adagrad.hpp>

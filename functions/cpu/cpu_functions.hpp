@@ -44,5 +44,9 @@ void register_scatter_ops(FunctionRegistry& r);
 void register_bool_ops(FunctionRegistry& r);
 void register_data_shaped(FunctionRegistry& r);
 void register_assign(FunctionRegistry& r);
+void register_geometric(FunctionRegistry& r);
+void register_onnx_resize(FunctionRegistry& r);
+void register_fft(FunctionRegistry& r);
+void register_stft(FunctionRegistry& r);
 
 }  // namespace mg::cpu

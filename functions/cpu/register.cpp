@@ -38,6 +38,10 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_bool_ops(r);
   register_data_shaped(r);
   register_assign(r);
+  register_geometric(r);
+  register_onnx_resize(r);
+  register_fft(r);
+  register_stft(r);
 }
 
 }  // namespace mg::cpu
