@@ -93,6 +93,11 @@ void STFT::setup_impl(const Variables& in, const Variables& out) {
             "backward of ISTFT's slice pads with zeros), not '",
             o.pad_mode, "'"));
   }
+  if (o.as_istft_backward && o.fft_size % o.stride != 0) {
+    throw std::invalid_argument(msg(tag(), "fft_size ", o.fft_size,
+                                    " must be a multiple of stride ", o.stride,
+                                    " with as_istft_backward (as ISTFT's)"));
+  }
   const Shape& x = in[0]->shape();
   if (x.size() != 2) {
     throw std::invalid_argument(msg(tag(), "x with shape ", shape_str(x),

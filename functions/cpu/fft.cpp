@@ -49,11 +49,18 @@ class FFTCpu : public FFTBase {
   // dst = scale * (the transform in direction `inverse` of each signal).
   static void transform(const Plan& p, bool inverse, const float* src,
                         float* dst, int64_t size) {
-    const KissPlan kiss(p.dims, inverse);
-    const int64_t len = 2 * p.points;
-    for (int64_t b = 0; b < size; b += len) kiss.run(src + b, dst + b);
-    if (p.scale != 1.0f) {
-      for (int64_t i = 0; i < size; ++i) dst[i] *= p.scale;
+    const int64_t len = 2 * p.points, signals = size / len;
+    // A plan per thread: a KissFFT plan holds scratch space.
+#pragma omp parallel if (size >= kParallelMin && signals > 1)
+    {
+      const KissPlan kiss(p.dims, inverse);
+#pragma omp for schedule(static)
+      for (int64_t b = 0; b < signals; ++b) {
+        kiss.run(src + b * len, dst + b * len);
+        if (p.scale != 1.0f) {
+          for (int64_t i = b * len; i < (b + 1) * len; ++i) dst[i] *= p.scale;
+        }
+      }
     }
   }
 

@@ -71,12 +71,16 @@ float bin_weight(const STFTPlan& p, int64_t k) {
 // bins 0 .. N / 2.
 void analysis(const STFTPlan& p, const Floats& xp, Floats& yr, Floats& yi) {
   const int64_t n = p.fft_size;
-  const KissPlan kiss({static_cast<int>(n)}, false);
-  Floats a(2 * n), f(2 * n);
   yr.assign(static_cast<size_t>(p.batch * p.bins * p.frames), 0.0f);
   yi.assign(yr.size(), 0.0f);
-  for (int64_t b = 0; b < p.batch; ++b) {
-    for (int64_t t = 0; t < p.frames; ++t) {
+  // Frames in parallel, with a plan and buffers per thread.
+#pragma omp parallel if (p.batch * p.frames * n >= kParallelMin)
+  {
+    const KissPlan kiss({static_cast<int>(n)}, false);
+    Floats a(2 * n), f(2 * n);
+#pragma omp for schedule(static)
+    for (int64_t bt = 0; bt < p.batch * p.frames; ++bt) {
+      const int64_t b = bt / p.frames, t = bt % p.frames;
       const float* s = xp.data() + b * p.padded + t * p.stride;
       for (int64_t i = 0; i < n; ++i) a[2 * i] = s[i] * p.window[i];
       for (int64_t i = 0; i < n; ++i) a[2 * i + 1] = 0.0f;
@@ -94,20 +98,26 @@ void analysis(const STFTPlan& p, const Floats& xp, Floats& yr, Floats& yi) {
 Floats overlap_add(const STFTPlan& p, const Floats& yr, const Floats& yi,
                    bool weighted) {
   const int64_t n = p.fft_size;
-  const KissPlan kiss({static_cast<int>(n)}, true);
-  Floats a(2 * n), f(2 * n);
   Floats out(static_cast<size_t>(p.batch * p.padded), 0.0f);
-  for (int64_t b = 0; b < p.batch; ++b) {
-    for (int64_t t = 0; t < p.frames; ++t) {
-      std::fill(a.begin(), a.end(), 0.0f);
-      for (int64_t k = 0; k < p.bins; ++k) {
-        const float w = weighted ? bin_weight(p, k) : 1.0f;
-        a[2 * k] = w * yr[(b * p.bins + k) * p.frames + t];
-        a[2 * k + 1] = w * yi[(b * p.bins + k) * p.frames + t];
+  // Batch items in parallel (their frames overlap-add into one row), with a
+  // plan and buffers per thread.
+#pragma omp parallel if (p.batch > 1 && p.batch * p.frames * n >= kParallelMin)
+  {
+    const KissPlan kiss({static_cast<int>(n)}, true);
+    Floats a(2 * n), f(2 * n);
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < p.batch; ++b) {
+      for (int64_t t = 0; t < p.frames; ++t) {
+        std::fill(a.begin(), a.end(), 0.0f);
+        for (int64_t k = 0; k < p.bins; ++k) {
+          const float w = weighted ? bin_weight(p, k) : 1.0f;
+          a[2 * k] = w * yr[(b * p.bins + k) * p.frames + t];
+          a[2 * k + 1] = w * yi[(b * p.bins + k) * p.frames + t];
+        }
+        kiss.run(a.data(), f.data());
+        float* d = out.data() + b * p.padded + t * p.stride;
+        for (int64_t i = 0; i < n; ++i) d[i] += f[2 * i] * p.window[i];
       }
-      kiss.run(a.data(), f.data());
-      float* d = out.data() + b * p.padded + t * p.stride;
-      for (int64_t i = 0; i < n; ++i) d[i] += f[2 * i] * p.window[i];
     }
   }
   return out;

@@ -86,6 +86,19 @@ TEST(FFT, NNablasExampleRoundTrips) {
   expect_near(to_doubles(z), want, 1e-5, 1e-5, "ifft(fft(x))");
 }
 
+TEST(FFT, ManySignalsRunInParallelAsOne) {
+  // 64 signals of 256 points: past the parallel threshold, a plan per
+  // thread; each matches the DFT summed in double.
+  const Shape s{64, 256, 2};
+  auto x = make_variable(s);
+  float* p = x->data()->cast<float>(true);
+  for (int64_t i = 0; i < shape_size(s); ++i) p[i] = std::sin(0.01f * i * i);
+  auto y = F::fft(x, 1);
+  y->forward();
+  expect_near(to_doubles(y), dft_ref(to_doubles(x), s, 1, false, false), 1e-3,
+              1e-4, "fft");
+}
+
 TEST(FFT, ImpulseAndConstant) {
   // The DFT of an impulse is all ones; of ones, N at bin 0.
   auto d = variable_from({4, 2}, {1, 0, 0, 0, 0, 0, 0, 0});

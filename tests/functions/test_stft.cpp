@@ -265,6 +265,27 @@ TEST(STFT, ISTFTReconstructsTheSignal) {
   expect_near(to_doubles(r), Doubles(v.begin(), v.end()), 1e-5, 1e-5, "x");
 }
 
+TEST(STFT, LongSignalsRunInParallelAndReconstruct) {
+  // Past the parallel threshold: frames (STFT) and batch items (ISTFT) on
+  // several threads, each with its own plan.
+  const int64_t b = 4, n = 4096;
+  const std::vector<float> v = signal(b * n);
+  auto x = variable_from({b, n}, v);
+  auto y = F::stft(x, 256, 64, 256);
+  auto r = F::istft(y[0], y[1], 256, 64, 256, "hanning", true, "constant");
+  r->forward();
+  expect_near(to_doubles(r), Doubles(v.begin(), v.end()), 1e-4, 1e-4, "x");
+  // Frame 10 of item 3 against the DFT summed in double.
+  const Sizes z{256, 64, 256};
+  const Geometry g = from_signal(z, b, n);
+  const Doubles want = stft_ref(z, g, Doubles(v.begin(), v.end()));
+  const Doubles yr = to_doubles(y[0]);
+  for (int64_t k = 0; k < g.bins; k += 17) {
+    const int64_t at = (3 * g.bins + k) * g.frames + 10;
+    EXPECT_NEAR(yr[at], want[((3 * 2) * g.bins + k) * g.frames + 10], 1e-3);
+  }
+}
+
 TEST(STFT, ACosineAtABinPeaksThere) {
   // cos(2 pi 2 n / 8) with a rectangular window of 8: bin 2 holds N / 2.
   std::vector<float> v(8);
@@ -328,6 +349,9 @@ TEST(STFT, Errors) {
                {"[stft] pad_mode 'edge' is not one of constant, reflect"});
   expect_error([&] { F::stft(x, 8, 4, 8, "hanning", true, "reflect", true); },
                {"[stft] pad_mode must be \"constant\" with as_istft_backward"});
+  expect_error([&] { F::stft(x, 8, 3, 8, "hanning", true, "constant", true); },
+               {"[stft] fft_size 8 must be a multiple of stride 3 with "
+                "as_istft_backward"});
   expect_error([&] { F::stft(make_variable({16}), 8, 4, 8); },
                {"[stft] x with shape (16,) must be (batch_size, samples)"});
   expect_error(
