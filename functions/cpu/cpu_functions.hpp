@@ -60,5 +60,9 @@ void register_patch_correlation(FunctionRegistry& r);
 void register_vat_noise(FunctionRegistry& r);
 void register_deformable_convolution(FunctionRegistry& r);
 void register_adaptive_separable_convolution(FunctionRegistry& r);
+void register_geometric(FunctionRegistry& r);
+void register_onnx_resize(FunctionRegistry& r);
+void register_fft(FunctionRegistry& r);
+void register_stft(FunctionRegistry& r);
 
 }  // namespace mg::cpu

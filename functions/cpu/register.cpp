@@ -54,6 +54,10 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_vat_noise(r);
   register_deformable_convolution(r);
   register_adaptive_separable_convolution(r);
+  register_geometric(r);
+  register_onnx_resize(r);
+  register_fft(r);
+  register_stft(r);
 }
 
 }  // namespace mg::cpu
