@@ -57,9 +57,9 @@
 #include <mixgraph/functions/einsum.hpp>
 #include <mixgraph/functions/elementwise.hpp>
 #include <mixgraph/functions/elementwise_builders.hpp>
+#include <mixgraph/functions/fft.hpp>
 #include <mixgraph/functions/fused_batch_normalization.hpp>
 #include <mixgraph/functions/fused_convolution.hpp>
-#include <mixgraph/functions/fft.hpp>
 #include <mixgraph/functions/generators.hpp>
 #include <mixgraph/functions/geometric.hpp>
 #include <mixgraph/functions/indexing.hpp>
@@ -74,8 +74,8 @@
 #include <mixgraph/functions/nary.hpp>
 #include <mixgraph/functions/norm_normalization.hpp>
 #include <mixgraph/functions/normalization.hpp>
-#include <mixgraph/functions/patch_correlation.hpp>
 #include <mixgraph/functions/onnx_resize.hpp>
+#include <mixgraph/functions/patch_correlation.hpp>
 #include <mixgraph/functions/pooling.hpp>
 #include <mixgraph/functions/precision_policy.hpp>
 #include <mixgraph/functions/prelu.hpp>
@@ -90,8 +90,8 @@
 #include <mixgraph/functions/shape_sink.hpp>
 #include <mixgraph/functions/softmax.hpp>
 #include <mixgraph/functions/sort.hpp>
-#include <mixgraph/functions/vat_noise.hpp>
 #include <mixgraph/functions/stft.hpp>
+#include <mixgraph/functions/vat_noise.hpp>
 
 #include <mixgraph/solvers/adabound.hpp>
 #include <mixgraph/solvers/adagrad.hpp>
