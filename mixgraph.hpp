@@ -72,6 +72,9 @@
 #include <mixgraph/functions/shape_ops.hpp>
 #include <mixgraph/functions/softmax.hpp>
 #include <mixgraph/functions/sort.hpp>
+#include <mixgraph/functions/top_k.hpp>
+#include <mixgraph/functions/random_generators.hpp>
+#include <mixgraph/functions/random_augment.hpp>
 
 #include <mixgraph/solvers/adabound.hpp>
 #include <mixgraph/solvers/adagrad.hpp>

@@ -44,5 +44,8 @@ void register_scatter_ops(FunctionRegistry& r);
 void register_bool_ops(FunctionRegistry& r);
 void register_data_shaped(FunctionRegistry& r);
 void register_assign(FunctionRegistry& r);
+void register_top_k(FunctionRegistry& r);
+void register_random_generators(FunctionRegistry& r);
+void register_random_augment(FunctionRegistry& r);
 
 }  // namespace mg::cpu

@@ -38,6 +38,9 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_bool_ops(r);
   register_data_shaped(r);
   register_assign(r);
+  register_top_k(r);
+  register_random_generators(r);
+  register_random_augment(r);
 }
 
 }  // namespace mg::cpu
