@@ -40,22 +40,23 @@ void RandomGather::set_shapes(const Shape& x, const Shape& y) {
 void RandomGather::draw_map() {
   std::mt19937& g = source_.engine();
   const int nd = static_cast<int>(y_shape_.size());
-  const int ns = nd - base_axis_;
-  map_.resize(static_cast<size_t>(samples_ * y_sample_));
+  map_size_ = 0;
+  for (int a = base_axis_; a < nd; ++a) map_size_ += y_shape_[a];
+  maps_.resize(static_cast<size_t>(samples_ * map_size_));
   std::vector<int64_t> d;
-  std::vector<int64_t> yc(static_cast<size_t>(ns));
   for (int64_t s = 0; s < samples_; ++s) {
     draw_sample(g, d);
-    std::fill(yc.begin(), yc.end(), 0);
-    for (int64_t e = 0; e < y_sample_; ++e) {
-      const int64_t src = source_in_sample(d, yc.data());
-      map_[s * y_sample_ + e] = src < 0 ? -1 : s * x_sample_ + src;
-      for (int j = ns - 1; j >= 0; --j) {  // the next coordinates
-        if (++yc[j] < y_shape_[base_axis_ + j]) break;
-        yc[j] = 0;
-      }
+    int64_t* m = maps_.data() + s * map_size_;
+    for (int a = base_axis_; a < nd; ++a) {
+      for (int64_t c = 0; c < y_shape_[a]; ++c) *m++ = source_along(d, a, c);
     }
   }
+}
+
+std::vector<int64_t> RandomGather::source_map() const {
+  std::vector<int64_t> map(static_cast<size_t>(samples_ * y_sample_));
+  for_each_source([&](int64_t e, int64_t src) { map[e] = src; });
+  return map;
 }
 
 void RandomFlip::setup_impl(const Variables& in, const Variables& out) {
@@ -83,14 +84,9 @@ void RandomFlip::draw_sample(std::mt19937& g, std::vector<int64_t>& d) {
   for (size_t a = 0; a < d.size(); ++a) d[a] = (g() % 2) && flippable_[a];
 }
 
-int64_t RandomFlip::source_in_sample(const std::vector<int64_t>& d,
-                                     const int64_t* yc) const {
-  int64_t src = 0;
-  for (size_t a = base_axis_; a < x_shape_.size(); ++a) {
-    const int64_t c = yc[a - base_axis_];
-    src = src * x_shape_[a] + (d[a] ? x_shape_[a] - 1 - c : c);
-  }
-  return src;
+int64_t RandomFlip::source_along(const std::vector<int64_t>& d, int axis,
+                                 int64_t c) const {
+  return d[axis] ? x_shape_[axis] - 1 - c : c;
 }
 
 void RandomShift::setup_impl(const Variables& in, const Variables& out) {
@@ -128,28 +124,20 @@ void RandomShift::draw_sample(std::mt19937& g, std::vector<int64_t>& d) {
   }
 }
 
-int64_t RandomShift::source_in_sample(const std::vector<int64_t>& d,
-                                      const int64_t* yc) const {
+int64_t RandomShift::source_along(const std::vector<int64_t>& d, int axis,
+                                  int64_t c) const {
   const int nd = static_cast<int>(x_shape_.size());
-  const int m = static_cast<int>(d.size());
-  int64_t src = 0;
-  for (int a = base_axis_; a < nd; ++a) {
-    const int64_t size = x_shape_[a], i = yc[a - base_axis_];
-    const int k = m - nd + a;
-    const int64_t shift = k >= 0 ? d[k] : 0;
-    int64_t c = i - shift;
-    if (opts_.border_mode == "nearest") {
-      c = std::clamp<int64_t>(c, 0, size - 1);
-    } else if (opts_.border_mode == "reflect") {
-      // NNabla's: x mirrored with its edge repeated, period 2 size.
-      const int64_t r = size > 1 ? std::llabs(c + 2 * size) % (2 * size) : 0;
-      c = r >= size ? 2 * size - 1 - r : r;
-    } else if (c < 0 || c >= size) {
-      return -1;
-    }
-    src = src * size + c;
+  const int k = static_cast<int>(d.size()) - nd + axis;
+  const int64_t size = x_shape_[axis];
+  const int64_t i = c - (k >= 0 ? d[k] : 0);
+  if (opts_.border_mode == "nearest")
+    return std::clamp<int64_t>(i, 0, size - 1);
+  if (opts_.border_mode == "reflect") {
+    // NNabla's: x mirrored with its edge repeated, period 2 size.
+    const int64_t r = size > 1 ? std::llabs(i + 2 * size) % (2 * size) : 0;
+    return r >= size ? 2 * size - 1 - r : r;
   }
-  return src;
+  return i < 0 || i >= size ? -1 : i;
 }
 
 void RandomCrop::setup_impl(const Variables& in, const Variables& out) {
@@ -187,13 +175,9 @@ void RandomCrop::draw_sample(std::mt19937& g, std::vector<int64_t>& d) {
   }
 }
 
-int64_t RandomCrop::source_in_sample(const std::vector<int64_t>& d,
-                                     const int64_t* yc) const {
-  int64_t src = 0;
-  for (size_t a = base_axis_; a < x_shape_.size(); ++a) {
-    src = src * x_shape_[a] + yc[a - base_axis_] + d[a];
-  }
-  return src;
+int64_t RandomCrop::source_along(const std::vector<int64_t>& d, int axis,
+                                 int64_t c) const {
+  return c + d[axis];
 }
 
 void RandomErase::setup_impl(const Variables& in, const Variables& out) {

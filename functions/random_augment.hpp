@@ -4,6 +4,7 @@
 // picks by `seed`.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -191,10 +192,12 @@ inline constexpr FunctionDeclOf<RandomCropOptions> RandomCrop{
 }  // namespace decl
 
 /// The common part of RandomFlip, RandomShift and RandomCrop: each is a
-/// gather, y[e] = x[source(e)] (or a constant where source(e) is -1), with
-/// the map drawn at each forward by draw_map; backward adds dy[e] to
-/// dx[source(e)] with the same map. The draws follow NNabla's (the same
-/// number of 32-bit draws per sample, in the same order), so a generator in
+/// gather that maps every axis of a sample on its own, y[..., i, ...] =
+/// x[..., source(i), ...] (a constant where a source is -1), with the maps
+/// drawn for each sample at each forward by draw_map; backward adds dy to
+/// dx through the same maps. The maps are kept per axis (the sum of a
+/// sample's sizes per sample), not per element. The draws follow NNabla's
+/// (the same 32-bit draws per sample, in the same order), so a generator in
 /// the same state gives the same flips, shifts and crops as NNabla's.
 class RandomGather : public Function {
  public:
@@ -202,31 +205,66 @@ class RandomGather : public Function {
   RandomGather(int base_axis, int seed)
       : base_axis_arg_(base_axis), source_(seed) {}
   bool grad_depends_input_data(int) const override { return false; }
-  /// The last forward's map: for each element of y the flat index of the
-  /// element of x it holds, -1 for a constant.
-  const std::vector<int64_t>& source_map() const { return map_; }
-  /// Draws a new map from the generator (forward calls it).
+  /// Draws new maps from the generator (forward calls it).
   void draw_map();
   /// The value of the elements whose source is -1.
   virtual float fill_value() const { return 0.0f; }
+  /// fn(e, src) for every element e of y, in order: src is the flat index
+  /// of the element of x it holds under the last maps drawn, or -1.
+  template <class Fn>
+  void for_each_source(Fn&& fn) const;
+  /// The whole map of for_each_source (for tests).
+  std::vector<int64_t> source_map() const;
 
  protected:
   /// Checks base_axis against x and keeps the shapes and sample counts;
   /// the subclasses call it first in setup_impl.
   void set_shapes(const Shape& x, const Shape& y);
-  /// The map of one sample, for a sample of y with coords `yc` (the axes
-  /// from base_axis on), from this sample's draws `d`: the flat index in
-  /// the sample of x, or -1.
+  /// Makes one sample's draws `d`.
   virtual void draw_sample(std::mt19937& g, std::vector<int64_t>& d) = 0;
-  virtual int64_t source_in_sample(const std::vector<int64_t>& d,
-                                   const int64_t* yc) const = 0;
+  /// The coordinate along `axis` of x that coordinate c of y takes under
+  /// the draws d, or -1 for the constant.
+  virtual int64_t source_along(const std::vector<int64_t>& d, int axis,
+                               int64_t c) const = 0;
   int base_axis_arg_;
   int base_axis_ = 1;
   Shape x_shape_, y_shape_;
   int64_t samples_ = 1, x_sample_ = 1, y_sample_ = 1;
   RandomSource source_;
-  std::vector<int64_t> map_;
+  /// Per sample, the maps of its axes one after another.
+  std::vector<int64_t> maps_;
+  int64_t map_size_ = 0;  // per sample
 };
+
+template <class Fn>
+void RandomGather::for_each_source(Fn&& fn) const {
+  const int nd = static_cast<int>(y_shape_.size());
+  const int ns = nd - base_axis_;
+  std::vector<int64_t> yc(static_cast<size_t>(ns), 0), stride(ns, 1),
+      start(ns, 0);
+  for (int j = ns - 2; j >= 0; --j) {
+    stride[j] = stride[j + 1] * x_shape_[base_axis_ + j + 1];
+  }
+  for (int j = 1; j < ns; ++j) {
+    start[j] = start[j - 1] + y_shape_[base_axis_ + j - 1];
+  }
+  for (int64_t s = 0; s < samples_; ++s) {
+    const int64_t* m = maps_.data() + s * map_size_;
+    std::fill(yc.begin(), yc.end(), 0);
+    for (int64_t e = 0; e < y_sample_; ++e) {
+      int64_t src = s * x_sample_;
+      for (int j = 0; j < ns && src >= 0; ++j) {
+        const int64_t c = m[start[j] + yc[j]];
+        src = c < 0 ? -1 : src + c * stride[j];
+      }
+      fn(s * y_sample_ + e, src);
+      for (int j = ns - 1; j >= 0; --j) {  // the next coordinates
+        if (++yc[j] < y_shape_[base_axis_ + j]) break;
+        yc[j] = 0;
+      }
+    }
+  }
+}
 
 /// Each sample's axes in `axes` reversed, each with probability 1/2 (per
 /// sample, one draw per axis of x as NNabla's: the axis flips when the draw
@@ -240,8 +278,8 @@ class RandomFlip : public RandomGather {
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   void draw_sample(std::mt19937& g, std::vector<int64_t>& d) override;
-  int64_t source_in_sample(const std::vector<int64_t>& d,
-                           const int64_t* yc) const override;
+  int64_t source_along(const std::vector<int64_t>& d, int axis,
+                       int64_t c) const override;
   const RandomFlipOptions opts_;
   std::vector<bool> flippable_;  // per axis of x
 };
@@ -259,8 +297,8 @@ class RandomShift : public RandomGather {
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   void draw_sample(std::mt19937& g, std::vector<int64_t>& d) override;
-  int64_t source_in_sample(const std::vector<int64_t>& d,
-                           const int64_t* yc) const override;
+  int64_t source_along(const std::vector<int64_t>& d, int axis,
+                       int64_t c) const override;
   const RandomShiftOptions opts_;
 };
 
@@ -275,8 +313,8 @@ class RandomCrop : public RandomGather {
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   void draw_sample(std::mt19937& g, std::vector<int64_t>& d) override;
-  int64_t source_in_sample(const std::vector<int64_t>& d,
-                           const int64_t* yc) const override;
+  int64_t source_along(const std::vector<int64_t>& d, int axis,
+                       int64_t c) const override;
   const RandomCropOptions opts_;
 };
 

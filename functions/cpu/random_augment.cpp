@@ -24,10 +24,8 @@ struct GatherCpu {
       const T* x = input<T>(in[0]);
       T* y = output<T>(out[0]);
       const T fill(this->fill_value());
-      const std::vector<int64_t>& map = this->source_map();
-      for (size_t e = 0; e < map.size(); ++e) {
-        y[e] = map[e] < 0 ? fill : x[map[e]];
-      }
+      this->for_each_source(
+          [&](int64_t e, int64_t src) { y[e] = src < 0 ? fill : x[src]; });
     }
 
     void backward_impl(const Variables& in, const Variables& out,
@@ -36,10 +34,9 @@ struct GatherCpu {
       if (!propagate_down[0]) return;
       const std::vector<float> dy = grad_floats_of<T>(out[0]);
       std::vector<float> g(static_cast<size_t>(in[0]->size()), 0.0f);
-      const std::vector<int64_t>& map = this->source_map();
-      for (size_t e = 0; e < map.size(); ++e) {
-        if (map[e] >= 0) g[map[e]] += dy[e];
-      }
+      this->for_each_source([&](int64_t e, int64_t src) {
+        if (src >= 0) g[src] += dy[e];
+      });
       store(g.data(), input_grad<T>(in[0], accum[0]), in[0]->size(), accum[0]);
     }
   };

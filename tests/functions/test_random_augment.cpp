@@ -500,7 +500,7 @@ TEST(RandomAugment, ANewBatchSizeKeepsEachRule) {
       y->forward();
       y->backward();
       ASSERT_EQ(y->shape()[0], batch);
-      const auto& map =
+      const auto map =
           static_cast<RandomGather&>(y->parent()->function()).source_map();
       ASSERT_EQ(static_cast<int64_t>(map.size()), y->size());
       const Doubles yd = to_doubles(y), gd = grad_doubles(x);
