@@ -92,6 +92,9 @@
 #include <mixgraph/functions/sort.hpp>
 #include <mixgraph/functions/stft.hpp>
 #include <mixgraph/functions/vat_noise.hpp>
+#include <mixgraph/functions/top_k.hpp>
+#include <mixgraph/functions/random_generators.hpp>
+#include <mixgraph/functions/random_augment.hpp>
 
 #include <mixgraph/solvers/adabound.hpp>
 #include <mixgraph/solvers/adagrad.hpp>

@@ -5,23 +5,11 @@
 #include <stdexcept>
 
 #include <mixgraph/functions/builder.hpp>
-#include <mixgraph/graph/random.hpp>
 
 namespace mg {
 
-namespace {
-
-uint32_t dropout_seed(int seed) {
-  return seed == -1 ? static_cast<uint32_t>(random_engine()())
-                    : static_cast<uint32_t>(seed);
-}
-
-}  // namespace
-
 Dropout::Dropout(const DropoutOptions& opts)
-    : opts_(opts),
-      rng_(dropout_seed(opts.seed)),
-      scale_(1.0f / (1.0f - opts.p)) {}
+    : opts_(opts), source_(opts.seed), scale_(1.0f / (1.0f - opts.p)) {}
 
 void Dropout::setup_impl(const Variables& in, const Variables& out) {
   // Also rejects nan.
@@ -39,7 +27,8 @@ void Dropout::draw_mask(int64_t n) {
   const uint64_t threshold =
       static_cast<uint64_t>(std::ldexp(static_cast<double>(opts_.p), 32));
   mask_.resize(n);
-  for (int64_t i = 0; i < n; ++i) mask_[i] = rng_() >= threshold;
+  std::mt19937& g = source_.engine();
+  for (int64_t i = 0; i < n; ++i) mask_[i] = g() >= threshold;
 }
 
 namespace functions {

@@ -1,10 +1,11 @@
-// Dropout: training-mode inverted dropout with its own generator.
+// Dropout: training-mode inverted dropout.
 #pragma once
 
 #include <cstdint>
 #include <random>
 #include <vector>
 
+#include <mixgraph/functions/random_generators.hpp>
 #include <mixgraph/graph/function.hpp>
 
 namespace mg {
@@ -12,8 +13,9 @@ namespace mg {
 struct DropoutOptions {
   /// The probability of dropping an element, in [0, 1).
   float p = 0.5f;
-  /// Seeds the function's generator; -1 draws the seed from
-  /// mg::random_engine() when the function is created.
+  /// Seeds the function's own generator; -1 draws from mg::random_engine()
+  /// at each forward (NNabla's rule, see RandomSource), so mg::seed and a
+  /// checkpoint's mg::random_state reproduce the masks.
   int seed = -1;
 };
 
@@ -32,7 +34,8 @@ inline constexpr FunctionDeclOf<DropoutOptions> Dropout{
 
 /// y = x * mask / (1 - p), the mask drawn in forward (each element kept with
 /// probability 1 - p) and kept for backward: dx = dy * mask / (1 - p). Two
-/// functions created with the same seed draw the same masks.
+/// functions created with the same seed (other than -1) draw the same
+/// masks.
 class Dropout : public Function {
  public:
   explicit Dropout(const DropoutOptions& opts);
@@ -46,7 +49,7 @@ class Dropout : public Function {
   /// Draws a new mask of n elements.
   void draw_mask(int64_t n);
   const DropoutOptions opts_;
-  std::mt19937 rng_;
+  RandomSource source_;
   std::vector<uint8_t> mask_;
   float scale_;  // 1 / (1 - p)
 };

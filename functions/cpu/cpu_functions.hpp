@@ -64,5 +64,8 @@ void register_geometric(FunctionRegistry& r);
 void register_onnx_resize(FunctionRegistry& r);
 void register_fft(FunctionRegistry& r);
 void register_stft(FunctionRegistry& r);
+void register_top_k(FunctionRegistry& r);
+void register_random_generators(FunctionRegistry& r);
+void register_random_augment(FunctionRegistry& r);
 
 }  // namespace mg::cpu

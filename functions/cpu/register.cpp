@@ -58,6 +58,9 @@ void register_cpu_functions(FunctionRegistry& r) {
   register_onnx_resize(r);
   register_fft(r);
   register_stft(r);
+  register_top_k(r);
+  register_random_generators(r);
+  register_random_augment(r);
 }
 
 }  // namespace mg::cpu

@@ -135,13 +135,31 @@ TEST(Dropout, SeedsDecideTheMask) {
   auto x = uniform({2000}, 0.5f, 1.5f, 6);
   EXPECT_EQ(dropout_output(x, 11), dropout_output(x, 11));
   EXPECT_NE(dropout_output(x, 11), dropout_output(x, 12));
-  // seed -1 draws from the global generator at creation: reseeding it
+  // seed -1 draws from the global generator at each forward: reseeding it
   // reproduces the masks, and two functions in a row differ.
   mg::seed(99);
   const Doubles a = dropout_output(x, -1), b = dropout_output(x, -1);
   EXPECT_NE(a, b);
   mg::seed(99);
   EXPECT_EQ(dropout_output(x, -1), a);
+}
+
+TEST(Dropout, MinusOneResumesFromASavedGeneratorState) {
+  auto x = uniform({2000}, 0.5f, 1.5f, 9);
+  auto y = F::dropout(x, 0.5f);  // seed -1: the library's generator
+  mg::seed(21);
+  y->forward();
+  const Doubles first = to_doubles(y);
+  const std::string state = mg::random_state();  // a checkpoint
+  y->forward();
+  const Doubles second = to_doubles(y);
+  EXPECT_NE(second, first);
+  mg::set_random_state(state);  // resumed: the same next mask
+  y->forward();
+  EXPECT_EQ(to_doubles(y), second);
+  mg::seed(21);
+  y->forward();
+  EXPECT_EQ(to_doubles(y), first);
 }
 
 TEST(Dropout, EachForwardDrawsANewMask) {
