@@ -81,6 +81,8 @@
 #include <mixgraph/functions/prelu.hpp>
 #include <mixgraph/functions/prune.hpp>
 #include <mixgraph/functions/quantize_layers.hpp>
+#include <mixgraph/functions/random_augment.hpp>
+#include <mixgraph/functions/random_generators.hpp>
 #include <mixgraph/functions/recurrent.hpp>
 #include <mixgraph/functions/reduction.hpp>
 #include <mixgraph/functions/registry.hpp>
@@ -91,10 +93,8 @@
 #include <mixgraph/functions/softmax.hpp>
 #include <mixgraph/functions/sort.hpp>
 #include <mixgraph/functions/stft.hpp>
-#include <mixgraph/functions/vat_noise.hpp>
 #include <mixgraph/functions/top_k.hpp>
-#include <mixgraph/functions/random_generators.hpp>
-#include <mixgraph/functions/random_augment.hpp>
+#include <mixgraph/functions/vat_noise.hpp>
 
 #include <mixgraph/solvers/adabound.hpp>
 #include <mixgraph/solvers/adagrad.hpp>
