@@ -35,6 +35,7 @@
 #pragma GCC diagnostic pop
 #include <omp.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -184,6 +185,29 @@ class Trainer {
     loss_->backward(1.0f, /*clear_buffer=*/true);
     solver_->update();
   }
+
+  /// The plain (float) loop's step in its two parts, the median seconds of
+  /// `runs` steps each: zero_grad, forward and backward; the solver's update.
+  /// Where the step's time goes beside the products.
+  std::pair<double, double> split_seconds(int runs) {
+    using clock = std::chrono::steady_clock;
+    std::vector<double> passes, updates;
+    for (int i = 0; i < runs; ++i) {
+      const auto t0 = clock::now();
+      solver_->zero_grad();
+      feed();
+      loss_->forward(/*clear_buffer=*/false, /*clear_no_need_grad=*/true);
+      loss_->backward(1.0f, /*clear_buffer=*/true);
+      const auto t1 = clock::now();
+      solver_->update();
+      const auto t2 = clock::now();
+      passes.push_back(std::chrono::duration<double>(t1 - t0).count());
+      updates.push_back(std::chrono::duration<double>(t2 - t1).count());
+    }
+    return {median(passes), median(updates)};
+  }
+
+  bool plain_loop() const { return !updater_; }
 
   /// The allocator's peak during one step, above what the step started with
   /// (parameters, solver state, inputs).
@@ -399,6 +423,19 @@ void bench_model(const std::string& model, const Options& o, double peak) {
         mem_peak, act, mem_peak / f32_act, grads, (mem_peak - grads) / f32_act,
         static_cast<long long>(c.ours->skipped_steps()), gflops,
         100 * gflops / peak);
+  }
+  // Where the float step's time goes: the forward and backward passes (all
+  // the products) against the solver's update, a pass over every weight,
+  // grad and Adam state (memory bound: 7 fp32 arrays of the model's size).
+  for (auto& c : configs) {
+    if (!c.ours || !c.ours->plain_loop()) continue;
+    const auto [pass, update] = c.ours->split_seconds(o.runs);
+    const double gflops = step_gflop(model, o.batch) / pass;
+    std::printf(
+        "%-6s %-9s step split: forward+backward %.2f ms (%.0f GFLOP/s, "
+        "%.0f%% of peak), Adam update %.2f ms (%.0f%% of the step)\n",
+        model.c_str(), c.type.c_str(), 1e3 * pass, gflops, 100 * gflops / peak,
+        1e3 * update, 100 * update / (pass + update));
   }
   for (const auto& [name, speed] : peers) {
     const double gflops = step_gflop(model, o.batch) * speed / o.batch;
