@@ -106,7 +106,7 @@ void store(const float* src, T* dst, int64_t n, bool accum = false) {
   if constexpr (std::is_same_v<T, float>) {
     if (accum) {
       for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
-    } else if (src != dst) {
+    } else if (src != dst && n > 0) {  // an empty vector's data() is null
       std::memcpy(dst, src, n * sizeof(float));
     }
   } else {
