@@ -1,7 +1,8 @@
 // Every hand-written kernel with an ISA-specific path, run on each path this
 // CPU can run and compared with its scalar twin: the float <-> half and
 // float <-> bfloat16 converters (AVX-512F, F16C, AVX2), 2x2 max pooling
-// (AVX-512F, AVX2) and the solvers' grad pass (AVX-512F, AVX2).
+// (AVX-512F, AVX2), the solvers' grad pass and their update rules' loop
+// (AVX-512F, AVX2).
 // cpu::ScopedCpuFeatures picks the path in-process (the scalar one by holding
 // every feature back); a path the CPU lacks is skipped with a message naming
 // the feature, and each test records (and prints) the path it ran, so that a CI
@@ -16,6 +17,7 @@
 
 #include <mixgraph/contexts/convert.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/solvers/adam.hpp>
 #include <mixgraph/solvers/sgd.hpp>
 
 #include "../support/function_tester.hpp"
@@ -382,6 +384,68 @@ TEST(IsaPaths, SolverGradPassAvx512) {
   SKIP_WITHOUT(avx512f, "AVX-512F");
   check_grad_pass(grad_pass_run(avx512f_only()), grad_pass_run(none()));
   ran("solver grad pass", "avx512f");
+}
+
+// ---- the solvers' update rules (Adam: sqrt and division, 16 wide) ----
+
+// Three Adam steps on a weight long enough to be threaded, with a grad scale
+// (the loss scaler's unscale): the weights after each path's loop.
+std::vector<float> adam_run(const CpuFeatures& features) {
+  ScopedCpuFeatures path(features);
+  expect_path(features);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  const int64_t n = 100003;
+  std::vector<float> w0(n);
+  for (auto& e : w0) e = u(rng);
+  auto w = variable_from({n}, w0, true);
+  auto s = solvers::Adam(1e-2f);
+  s->set_parameters({{"w", w}});
+  for (int step = 0; step < 3; ++step) {
+    float* g = w->grad()->cast<float>(true);
+    for (int64_t i = 0; i < n; ++i) g[i] = u(rng) * 8.0f;
+    s->update(0.125f);
+  }
+  const float* p = w->data()->get<const float>();
+  return {p, p + n};
+}
+
+// Adam written out with the library's rule, element by element.
+TEST(IsaPaths, SolverRuleBaseline) {
+  const std::vector<float> got = adam_run(none());
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<float> w(got.size()), m(got.size()), v(got.size());
+  for (auto& e : w) e = u(rng);
+  for (uint32_t t = 1; t <= 3; ++t) {
+    // Adam::rule(t): the bias corrections in double.
+    const double c1 = 1.0 - std::pow(0.9, t), c2 = 1.0 - std::pow(0.999, t);
+    const AdamRule r{static_cast<float>(1e-2f * std::sqrt(c2) / c1), 0.9f,
+                     0.999f, 1e-8f};
+    for (size_t i = 0; i < w.size(); ++i) {
+      const float g = u(rng) * 8.0f * 0.125f;
+      r(w[i], g, m[i], v[i]);
+    }
+  }
+  // The library's loop and this one are compiled apart (vectorized there):
+  // the same arithmetic to a few ulps.
+  ASSERT_EQ(got.size(), w.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    ASSERT_NEAR(got[i], w[i], 1e-6f * (1.0f + std::fabs(w[i]))) << "at " << i;
+  }
+  ran("solver update rule", "baseline");
+}
+
+TEST(IsaPaths, SolverRuleAvx2) {
+  SKIP_WITHOUT(avx2, "AVX2");
+  EXPECT_EQ(adam_run(avx2_only()), adam_run(none()));
+  ran("solver update rule", "avx2");
+}
+
+TEST(IsaPaths, SolverRuleAvx512) {
+  SKIP_WITHOUT(avx512f, "AVX-512F");
+  EXPECT_EQ(adam_run(avx512f_only()), adam_run(none()));
+  ran("solver update rule", "avx512f");
 }
 
 }  // namespace
