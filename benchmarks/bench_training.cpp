@@ -7,12 +7,15 @@
 //   bench_training [--threads N] [--runs N] [--rounds N] [--warmup N]
 //                  [--batch N] [--model lenet|mlp|none]
 //                  [--type float|half|bfloat16] [--torch 0|1] [--overhead 0|1]
-//                  [--isa native|avx2] [--peers PYTHON]
+//                  [--isa native|avx2] [--peers PYTHON] [--conv-chunk BYTES]
 //
 // --peers runs benchmarks/python_peers.py with that Python (NNabla, PyTorch
 // and MXNet, whichever it can import: e.g. .venv-nnabla/bin/python) for
 // each model before ours and prints its figures in the table (the peers
 // take turns among themselves, not with ours).
+//
+// --conv-chunk fixes the bytes of activations a convolution's batch chunk
+// holds (cpu::set_conv_chunk_bytes; default: half the threads' L2 cache).
 //
 // --isa avx2 runs our kernels and oneDNN's as on a CPU with AVX2 and F16C
 // but no AVX-512 (cpu::ScopedCpuFeatures, ONEDNN_MAX_CPU_ISA), to measure
@@ -24,6 +27,7 @@
 // steps each, so a burst of load from elsewhere on the machine falls on all
 // of them alike; a figure is the median over all of its steps.
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/functions/cpu/conv_dnnl.hpp>
 #include <mixgraph/mixgraph.hpp>
 
 // GCC 12's AVX-512 headers trip -Wuninitialized on their own
@@ -59,6 +63,7 @@ namespace {
 
 struct Options {
   int threads = 2, runs = 40, rounds = 4, warmup = 5, batch = 128;
+  long conv_chunk = 0;  // bytes; 0: the library's rule
   bool torch = true, overhead = true;
   std::string isa = "native";
   std::string peers_python;  // empty: no Python peers
@@ -331,6 +336,8 @@ Options parse(int argc, char** argv) {
       o.warmup = n;
     } else if (k == "--batch") {
       o.batch = n;
+    } else if (k == "--conv-chunk") {
+      o.conv_chunk = std::atol(v.c_str());
     } else if (k == "--peers") {
       o.peers_python = v;
     } else if (k == "--isa") {
@@ -463,6 +470,7 @@ int main(int argc, char** argv) {
     limit = std::make_unique<mg::cpu::ScopedCpuFeatures>(avx2);
   }
   omp_set_num_threads(o.threads);
+  mg::cpu::set_conv_chunk_bytes(o.conv_chunk);
   const auto& cpu = mg::cpu::cpu_features();
   const double peak = fma_peak_gflops(o.threads, cpu.avx512f);
   std::printf(
@@ -478,6 +486,9 @@ int main(int argc, char** argv) {
                       : "");
   std::printf("fp32 FMA peak, %d threads, %s: %.0f GFLOP/s\n", o.threads,
               cpu.avx512f ? "AVX-512" : "AVX2", peak);
+  std::printf("convolution batch chunks: %ld KB of activations%s\n",
+              static_cast<long>(mg::cpu::conv_chunk_bytes() >> 10),
+              o.conv_chunk > 0 ? " (--conv-chunk)" : " (half the L2 cache)");
 
   std::printf("\n%-6s %-9s %10s %8s %8s %9s %8s %9s %7s %9s %7s %8s %6s\n",
               "model", "type", "img/s", "/torch", "/float", "peak MB", "act MB",

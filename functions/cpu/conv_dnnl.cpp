@@ -1,6 +1,10 @@
 #include <mixgraph/functions/cpu/conv_dnnl.hpp>
 
+#include <omp.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,9 +27,20 @@ using md = dnnl::memory::desc;
 enum class ConvOp { forward, backward_data, backward_weights };
 
 // A chunk's activations (its input and output, in fp32) are kept to about
-// this size: it then stays in the L2 caches from its conversion through the
-// convolution to its conversion back.
-constexpr int64_t kChunkBytes = int64_t{1} << 19;
+// half the L2 cache of the threads that run it: the chunk then stays there
+// from its conversion through the convolution to its conversion back.
+// Measured on LeNet (AMD EPYC, 1 MB of L2 a core, 2 threads), 1 MB chunks
+// against the 512 KB ones used before: float +2%, half +4% (fewer calls,
+// and conversions big enough to be threaded), bfloat16 +2%.
+std::atomic<int64_t> chunk_bytes_override{0};
+
+int64_t l2_bytes_per_core() {
+  static const int64_t l2 = [] {
+    const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return v > 0 ? int64_t{v} : int64_t{1} << 20;  // unknown: 1 MB
+  }();
+  return l2;
+}
 
 struct PlanKey {
   ConvGeometry geom;  // the batch is the chunk's
@@ -293,10 +308,10 @@ Sizes sizes(ConvOp op, const ConvGeometry& g) {
   return s;
 }
 
-// Images per chunk: the chunk's fp32 activations about kChunkBytes.
+// Images per chunk: the chunk's fp32 activations about conv_chunk_bytes().
 int64_t chunk_batch(const ConvGeometry& g, const Sizes& s) {
   const int64_t per_image = (s.a + s.b + s.out) * int64_t{4};
-  const int64_t target = std::max<int64_t>(1, kChunkBytes / per_image);
+  const int64_t target = std::max<int64_t>(1, conv_chunk_bytes() / per_image);
   const int64_t chunks = (g.batch + target - 1) / target;
   return (g.batch + chunks - 1) / chunks;  // chunks of equal size, or nearly
 }
@@ -435,6 +450,18 @@ void execute_empty(ConvOp op, const ConvGeometry& g, const float* bias, T* out,
 }
 
 }  // namespace
+
+int64_t conv_chunk_bytes() {
+  const int64_t forced = chunk_bytes_override.load(std::memory_order_relaxed);
+  if (forced > 0) return forced;
+  const int64_t l2 = l2_bytes_per_core() * omp_get_max_threads() / 2;
+  return std::clamp<int64_t>(l2, int64_t{256} << 10, int64_t{8} << 20);
+}
+
+void set_conv_chunk_bytes(int64_t bytes) {
+  chunk_bytes_override.store(std::max<int64_t>(0, bytes),
+                             std::memory_order_relaxed);
+}
 
 template <class T>
 void conv_forward(const ConvGeometry& g, const T* x, Operand w, const float* b,

@@ -57,6 +57,16 @@ template <class T>
 void channel_sums(const T* a, int64_t batch, int64_t channels, int64_t spatial,
                   float* sums);
 
+/// The bytes of fp32 activations a chunk of the batch is cut to: half the
+/// L2 cache of the threads that run it (the L2 a core as the CPU reports it,
+/// times omp_get_max_threads()), between 256 KB and 8 MB; or what
+/// set_conv_chunk_bytes() gave.
+int64_t conv_chunk_bytes();
+
+/// Fixes the chunk size (bytes > 0) or gives it back to the L2 rule (0): for
+/// tests that need a batch cut into chunks, and for tuning.
+void set_conv_chunk_bytes(int64_t bytes);
+
 /// The oneDNN implementation that runs `op` ("forward", "backward_data",
 /// "backward_weights") on T for g, e.g. "jit:avx512_core"; for tests and
 /// benchmarks.

@@ -42,7 +42,8 @@ Doubles doubles(const std::vector<T>& v) {
 
 // A 2-D geometry: 37 images of 16 x 14 x 14, 8 x 3 x 3 kernels, stride 1,
 // pad 1 (or stride 2, pad 0, groups 2). An image's activations are about
-// 19 KB in fp32, so the batch runs in two chunks (19 and 18 images).
+// 19 KB in fp32, so with 512 KB chunks (ChunkBytes below) the batch runs
+// in two chunks (19 and 18 images).
 ConvGeometry geometry(bool strided) {
   ConvGeometry g;
   g.batch = 37, g.in_channels = 16, g.out_channels = 8;
@@ -112,8 +113,17 @@ Reference reference(const ConvGeometry& g, const std::vector<float>& x,
 
 // Runs the three passes on T (weights given as WT, weight grad written as
 // GT) and compares with the reference; rtol is one rounding of a result.
+// Fixes the chunk size for a scope (the automatic one follows the L2 cache
+// and could hold the whole batch).
+struct ChunkBytes {
+  explicit ChunkBytes(int64_t bytes) { cpu::set_conv_chunk_bytes(bytes); }
+  ~ChunkBytes() { cpu::set_conv_chunk_bytes(0); }
+};
+
 template <class T, class WT, class GT>
-void check_conv(bool strided, bool accum, double rtol, double grad_rtol) {
+void check_conv(bool strided, bool accum, double rtol, double grad_rtol,
+                int64_t chunk_bytes = int64_t{512} << 10) {
+  const ChunkBytes chunks(chunk_bytes);
   const ConvGeometry g = geometry(strided);
   const auto x = grid_values(g.x_size(), 1), w = grid_values(g.w_size(), 2);
   const auto b = grid_values(g.out_channels, 3);
@@ -158,6 +168,22 @@ TEST(ConvDnnl, BFloat16) {
 }
 TEST(ConvDnnl, BFloat16WithFloatWeightsAccumulates) {
   check_conv<BFloat16, float, float>(true, true, 8e-3, 0);
+}
+
+// The automatic chunk is half the L2 of the threads, within its bounds; a
+// fixed one holds until it is given back.
+TEST(ConvDnnl, ChunkSizeFollowsTheCacheOrWhatWasSet) {
+  const int64_t automatic = cpu::conv_chunk_bytes();
+  EXPECT_GE(automatic, int64_t{256} << 10);
+  EXPECT_LE(automatic, int64_t{8} << 20);
+  {
+    const ChunkBytes fixed(12345);
+    EXPECT_EQ(cpu::conv_chunk_bytes(), 12345);
+  }
+  EXPECT_EQ(cpu::conv_chunk_bytes(), automatic);
+  // One image per chunk, or the whole batch in one, computes the same.
+  check_conv<float, float, float>(false, false, 0, 0, 1);
+  check_conv<float, float, float>(false, true, 0, 0, int64_t{8} << 20);
 }
 
 // oneDNN picks optimized kernels (blocked layouts), and bf16 ones where the
