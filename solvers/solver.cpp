@@ -232,6 +232,14 @@ void Solver::set_parameters(const ParameterList& params, bool reset,
     entries_.emplace(key, std::move(e));
     params_.emplace_back(key, var);
   }
+  index_parameters();
+}
+
+void Solver::index_parameters() {
+  positions_.clear();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    positions_[params_[i].second.get()].push_back(i);
+  }
 }
 
 void Solver::remove_parameters(const std::vector<std::string>& names) {
@@ -246,11 +254,13 @@ void Solver::remove_parameters(const std::vector<std::string>& names) {
     if (entries_.count(p.first)) kept.push_back(p);
   }
   params_ = std::move(kept);
+  index_parameters();
 }
 
 void Solver::clear_parameters() {
   entries_.clear();
   params_.clear();
+  positions_.clear();
 }
 
 void Solver::zero_grad() {
@@ -340,12 +350,17 @@ bool Solver::scale_grad_and_check_inf_or_nan(float s, double* norm2) {
 bool Solver::scale_grad_and_check_inf_or_nan(
     const std::vector<const Variable*>& which, float s, bool write,
     double* norm2) {
-  ParameterList some;
-  for (const auto& kv : params_) {
-    if (std::find(which.begin(), which.end(), kv.second.get()) != which.end()) {
-      some.push_back(kv);
-    }
+  std::vector<size_t> at;
+  for (const Variable* v : which) {
+    auto it = positions_.find(v);
+    if (it != positions_.end())
+      at.insert(at.end(), it->second.begin(), it->second.end());
   }
+  // In the parameters' order, each once (which may name one twice).
+  std::sort(at.begin(), at.end());
+  at.erase(std::unique(at.begin(), at.end()), at.end());
+  ParameterList some;
+  for (size_t i : at) some.push_back(params_[i]);
   if (some.empty()) {
     if (norm2) *norm2 = 0.0;
     return false;

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <mixgraph/graph/parameter_scope.hpp>
@@ -146,8 +147,15 @@ class Solver {
     VariablePtr var;
     SolverState state;
   };
+  // Rebuilds positions_ after params_ changed.
+  void index_parameters();
+
   ParameterList params_;
   std::map<std::string, Entry> entries_;
+  // Where each variable sits in params_ (a variable held under two names
+  // sits twice): the loss scaler's per-grad check finds its parameter in
+  // O(1), not by a search of the list for every grad the backward finishes.
+  std::unordered_map<const Variable*, std::vector<size_t>> positions_;
   float fused_decay_rate_ = 0.0f;
 };
 

@@ -92,6 +92,37 @@ TEST(Solver, FusedUnscaleAndCheckReadsHalfGrads) {
   EXPECT_TRUE(s->scale_grad_and_check_inf_or_nan(0.5f));
 }
 
+// The check of some grads (the loss scaler's, as the backward finishes
+// each) finds its parameters after they are set, removed or set again, and
+// ignores a variable the solver does not hold.
+TEST(Solver, CheckOfSomeGradsFollowsTheParameterList) {
+  auto s = solvers::Sgd(1.0f);
+  auto a = param({0, 0}, {1, 2});
+  auto b = param({0}, {std::numeric_limits<float>::infinity()});
+  auto stranger = param({0}, {std::nanf("")});
+  s->set_parameters({{"a", a}, {"b", b}});
+  double norm2 = -1;
+  EXPECT_FALSE(
+      s->scale_grad_and_check_inf_or_nan({a.get()}, 2.0f, false, &norm2));
+  EXPECT_EQ(norm2, 20.0);  // (2 * 1)^2 + (2 * 2)^2, nothing written
+  EXPECT_EQ(grad_doubles(a), (Doubles{1, 2}));
+  EXPECT_TRUE(s->scale_grad_and_check_inf_or_nan({a.get(), b.get()}, 1.0f,
+                                                 false, nullptr));
+  EXPECT_FALSE(s->scale_grad_and_check_inf_or_nan({stranger.get()}, 1.0f, false,
+                                                  &norm2));
+  EXPECT_EQ(norm2, 0.0);
+  s->remove_parameters({"b"});
+  EXPECT_FALSE(s->scale_grad_and_check_inf_or_nan({a.get(), b.get()}, 0.5f,
+                                                  true, nullptr));
+  EXPECT_EQ(grad_doubles(a), (Doubles{0.5, 1}));  // written once, a named once
+  s->set_parameters({{"b", b}});
+  EXPECT_TRUE(
+      s->scale_grad_and_check_inf_or_nan({b.get()}, 1.0f, false, nullptr));
+  s->clear_parameters();
+  EXPECT_FALSE(
+      s->scale_grad_and_check_inf_or_nan({b.get()}, 1.0f, false, nullptr));
+}
+
 // An update of 1e-4 on a weight of 1 is below half's resolution there
 // (spacing 2^-11 below 1): a pure fp16 update never moves the weight; the fp32
 // master moves it by 1e-4 every step.
