@@ -10,7 +10,8 @@
 //                  [--isa native|avx2] [--peers PYTHON] [--conv-chunk BYTES]
 //
 // --peers runs benchmarks/python_peers.py with that Python (NNabla, PyTorch
-// and MXNet, whichever it can import: e.g. .venv-nnabla/bin/python) for
+// and MXNet, whichever it can import: e.g. .venv-nnabla/bin/python; several
+// comma-separated, e.g. .venv-peers/bin/python,.venv-nnabla/bin/python) for
 // each model before ours and prints its figures in the table (the peers
 // take turns among themselves, not with ours).
 //
@@ -355,26 +356,34 @@ Options parse(int argc, char** argv) {
 }
 
 // The Python peers' images per second for `model` (name, img/s), from
-// benchmarks/python_peers.py run with o.peers_python.
+// benchmarks/python_peers.py run with each Python o.peers_python names
+// (comma-separated: the peers may live in separate environments).
 std::vector<std::pair<std::string, double>> python_peers(
     const std::string& model, const Options& o) {
   std::vector<std::pair<std::string, double>> out;
-  if (o.peers_python.empty()) return out;
-  const std::string cmd =
-      o.peers_python +
-      " " MIXGRAPH_SOURCE_DIR "/benchmarks/python_peers.py --model " + model +
-      " --batch " + std::to_string(o.batch) + " --threads " +
-      std::to_string(o.threads) + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char line[256], name[128];
-  double speed = 0;
-  while (std::fgets(line, sizeof line, p)) {
-    if (std::sscanf(line, "peer %127s %lf", name, &speed) == 2) {
-      out.emplace_back(name, speed);
+  size_t from = 0;
+  while (from < o.peers_python.size()) {
+    size_t comma = o.peers_python.find(',', from);
+    if (comma == std::string::npos) comma = o.peers_python.size();
+    const std::string python = o.peers_python.substr(from, comma - from);
+    from = comma + 1;
+    if (python.empty()) continue;
+    const std::string cmd =
+        python +
+        " " MIXGRAPH_SOURCE_DIR "/benchmarks/python_peers.py --model " + model +
+        " --batch " + std::to_string(o.batch) + " --threads " +
+        std::to_string(o.threads) + " 2>/dev/null";
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) continue;
+    char line[256], name[128];
+    double speed = 0;
+    while (std::fgets(line, sizeof line, p)) {
+      if (std::sscanf(line, "peer %127s %lf", name, &speed) == 2) {
+        out.emplace_back(name, speed);
+      }
     }
+    pclose(p);
   }
-  pclose(p);
   return out;
 }
 

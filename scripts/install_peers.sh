@@ -13,16 +13,7 @@
 # 1.23) has its own environment: scripts/install_nnabla.sh, --peers .venv-nnabla/bin/python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python=${PYTHON:-}
-if [ -z "$python" ]; then
-  for p in "$HOME/.pyenv/versions/3.10"*/bin/python3.10 python3.10; do
-    if command -v "$p" >/dev/null 2>&1; then python=$p; break; fi
-  done
-fi
-if [ -z "$python" ]; then
-  echo "install_peers.sh: no Python 3.10 found (set PYTHON=...)" >&2
-  exit 1
-fi
+source scripts/python310.sh
 "$python" -m venv .venv-peers
 pip=.venv-peers/bin/pip
 $pip install -q --upgrade pip

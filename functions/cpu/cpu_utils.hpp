@@ -100,6 +100,19 @@ const float* load(const T* src, float* buf, int64_t n) {
   }
 }
 
+/// Where to compute floats bound for dst: for float dst itself (a store
+/// from there then copies nothing), else buf.
+template <class T>
+float* store_buffer(T* dst, float* buf) {
+  if constexpr (std::is_same_v<T, float>) {
+    (void)buf;
+    return dst;
+  } else {
+    (void)dst;
+    return buf;
+  }
+}
+
 /// Writes n floats to dst (adding to it with accum).
 template <class T>
 void store(const float* src, T* dst, int64_t n, bool accum = false) {

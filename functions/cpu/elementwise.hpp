@@ -3,9 +3,52 @@
 
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/elementwise.hpp>
+#include <mixgraph/functions/ops/unary_ops.hpp>
 #include <mixgraph/functions/registry.hpp>
 
 namespace mg::cpu {
+
+/// +inf's bits in a 16-bit type (ops::ReLU::positive_bits).
+template <class T>
+constexpr uint16_t inf_bits_of = std::is_same_v<T, Half> ? 0x7c00 : 0x7f80;
+
+/// ReLU runs on the bits of half and bfloat16 data (ops::ReLU::positive_bits):
+/// the same results as in fp32, with half float's bytes and no conversion.
+template <class T, class Op>
+constexpr bool kReluOnBits =
+    std::is_same_v<Op, ops::ReLU> && !std::is_same_v<T, float>;
+
+/// The bits of half and bfloat16 data, read as 16-bit integers (may_alias:
+/// the arrays hold Half or BFloat16 objects).
+using Bits16 = uint16_t __attribute__((may_alias));
+template <class T>
+const Bits16* bits16(const T* p) {
+  return reinterpret_cast<const Bits16*>(p);
+}
+template <class T>
+Bits16* bits16(T* p) {
+  return reinterpret_cast<Bits16*>(p);
+}
+
+// The loops of ReLU on bits: integer compares and masks on 32 lanes a
+// vector. y may be x, dx may be dy (in place: each element is read before
+// it is written, which ivdep allows).
+inline void relu_bits_forward(const Bits16* x, Bits16* y, int64_t n,
+                              uint16_t inf) {
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t keep = ops::ReLU::positive_bits(x[i], inf) ? 0xffff : 0;
+    y[i] = x[i] & keep;
+  }
+}
+inline void relu_bits_backward(const Bits16* y, const Bits16* dy, Bits16* dx,
+                               int64_t n, uint16_t inf) {
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t keep = ops::ReLU::positive_bits(y[i], inf) ? 0xffff : 0;
+    dx[i] = dy[i] & keep;
+  }
+}
 
 /// y = op(x), in fp32 blocks.
 template <class T, class Op>
@@ -17,12 +60,23 @@ class UnaryCpu : public UnaryFunction<Op> {
   void forward_impl(const Variables& in, const Variables& out) override {
     const T* x = input<T>(in[0]);
     T* y = output<T>(out[0]);
+    if constexpr (kReluOnBits<T, Op>) {
+      const Bits16* xs = bits16(x);
+      Bits16* ys = bits16(y);
+      for_each_block(in[0]->size(), [&](int64_t begin, int64_t len) {
+        relu_bits_forward(xs + begin, ys + begin, len, inf_bits_of<T>);
+      });
+      return;
+    }
     const Op& op = this->op_;
     for_each_block(in[0]->size(), [&](int64_t begin, int64_t len) {
       float xb[kBlock], yb[kBlock];
       const float* xf = load(x + begin, xb, len);
-      for (int64_t i = 0; i < len; ++i) yb[i] = op(xf[i]);
-      store(yb, y + begin, len);
+      float* yf = store_buffer(y + begin, yb);
+      // x and y are one array or two that do not overlap.
+#pragma GCC ivdep
+      for (int64_t i = 0; i < len; ++i) yf[i] = op(xf[i]);
+      store(yf, y + begin, len);
     });
   }
 
@@ -34,16 +88,31 @@ class UnaryCpu : public UnaryFunction<Op> {
     const T* y = Op::grad_uses_y ? input<T>(out[0]) : nullptr;
     const T* dy = output_grad<T>(out[0]);
     T* dx = input_grad<T>(in[0], accum[0]);
+    if constexpr (kReluOnBits<T, Op>) {
+      if (!accum[0]) {
+        const Bits16 *ys = bits16(y), *dys = bits16(dy);
+        Bits16* dxs = bits16(dx);
+        for_each_block(in[0]->size(), [&](int64_t begin, int64_t len) {
+          relu_bits_backward(ys + begin, dys + begin, dxs + begin, len,
+                             inf_bits_of<T>);
+        });
+        return;
+      }
+    }
     const Op& op = this->op_;
     for_each_block(in[0]->size(), [&](int64_t begin, int64_t len) {
       float xb[kBlock], yb[kBlock], dyb[kBlock], dxb[kBlock];
       const float* xf = x ? load(x + begin, xb, len) : nullptr;
       const float* yf = y ? load(y + begin, yb, len) : nullptr;
       const float* dyf = load(dy + begin, dyb, len);
+      // Without accum, float's dx is written where it goes (often over dy:
+      // the same element read and written, which ivdep allows).
+      float* dxf = accum[0] ? dxb : store_buffer(dx + begin, dxb);
+#pragma GCC ivdep
       for (int64_t i = 0; i < len; ++i) {
-        dxb[i] = op.grad(xf ? xf[i] : 0.0f, yf ? yf[i] : 0.0f, dyf[i]);
+        dxf[i] = op.grad(xf ? xf[i] : 0.0f, yf ? yf[i] : 0.0f, dyf[i]);
       }
-      store(dxb, dx + begin, len, accum[0]);
+      store(dxf, dx + begin, len, accum[0]);
     });
   }
 };

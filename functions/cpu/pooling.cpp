@@ -440,8 +440,9 @@ class MaxPoolingCpu : public MaxPooling {
     const Dims3 d = dims3(geom_);
     const bool inside = windows_inside(d);
     const bool k2s2 = inside && is_2x2_stride_2(d);
-    for_each_map(geom_, d, [&](int64_t m, float* xb, float*, float* yb) {
+    for_each_map(geom_, d, [&](int64_t m, float* xb, float*, float* ybuf) {
       const float* xf = load(x + m * d.in_size, xb, d.in_size);
+      float* yb = store_buffer(y + m * d.out_size, ybuf);
       if (k2s2) {
         max_forward_2x2(xf, yb, d);
       } else if (inside) {
@@ -469,14 +470,16 @@ class MaxPoolingCpu : public MaxPooling {
     const Dims3 d = dims3(geom_);
     const bool inside = windows_inside(d);
     const bool k2s2 = inside && is_2x2_stride_2(d);
-    for_each_map(geom_, d, [&](int64_t m, float* xb, float* gb, float* dyb) {
+    for_each_map(geom_, d, [&](int64_t m, float* xb, float* gbuf, float* dyb) {
       const float* xf = load(x + m * d.in_size, xb, d.in_size);
       const float* dyf = load(dy + m * d.out_size, dyb, d.out_size);
       T* dxm = dx + m * d.in_size;
-      if (accum[0]) {
-        copy_float(dxm, gb, d.in_size);
-      } else {
+      // The grads are added into gb: float's dx itself, else a buffer.
+      float* gb = store_buffer(dxm, gbuf);
+      if (!accum[0]) {
         std::fill(gb, gb + d.in_size, 0.0f);
+      } else if (gb != static_cast<void*>(dxm)) {
+        copy_float(dxm, gb, d.in_size);
       }
       if (k2s2) {
         max_backward_2x2(xf, dyf, gb, d);

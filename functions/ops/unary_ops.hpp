@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 
 #include <mixgraph/contexts/macros.hpp>
 #include <mixgraph/graph/function_decl.hpp>
@@ -22,6 +23,14 @@ struct ReLU {
   MG_HD float operator()(float x) const { return x > 0.0f ? x : 0.0f; }
   MG_HD float grad(float, float y, float dy) const {
     return y > 0.0f ? dy : 0.0f;
+  }
+  // x > 0 read off the bits of a half or bfloat16 (inf: +inf's bits): the
+  // bits less one, unsigned, are below +inf's for exactly the values above
+  // zero (+inf too; +0 wraps, negatives and nans land above). Kernels run
+  // ReLU on 16-bit data this way, with the results of the two above and no
+  // conversion (a nan dy passes with its payload as it is).
+  MG_HD static bool positive_bits(uint16_t b, uint16_t inf) {
+    return static_cast<uint16_t>(b - 1u) < inf;
   }
 };
 

@@ -199,6 +199,53 @@ INSTANTIATE_TEST_SUITE_P(Arithmetic, Binary,
                            return std::string(info.param.name);
                          });
 
+// ReLU on half and bfloat16 runs on their bits (ops::ReLU::positive_bits):
+// every one of the 65536 values gives what ReLU's fp32 rule gives, forward
+// and backward (a nan dy passes, as a nan).
+template <class T>
+void check_relu_on_bits(const char* type) {
+  SCOPED_TRACE(type);
+  ContextGuard g(context("cpu", type));
+  const int64_t n = 1 << 16;
+  auto x = make_variable({n}, true);
+  T* xs = x->data()->cast<T>(true);
+  for (int64_t i = 0; i < n; ++i)
+    xs[i] = T::from_bits(static_cast<uint16_t>(i));
+  auto y = F::relu(x);
+  y->forward();
+  auto dy = make_ndarray({n});
+  T* dys = dy->cast<T>(true);
+  // dy runs through every value too, in another order than x.
+  for (int64_t i = 0; i < n; ++i) {
+    dys[i] = T::from_bits(static_cast<uint16_t>(i * 40503 + 7));
+  }
+  y->backward(dy);
+  const T* ys = y->data()->get<const T>();
+  const T* dxs = x->grad()->get<const T>();
+  const ops::ReLU relu;
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const T want_y = T(relu(static_cast<float>(xs[i])));
+    const T want_dx = T(relu.grad(0.0f, static_cast<float>(want_y),
+                                  static_cast<float>(dys[i])));
+    const bool y_ok = ys[i].bits == want_y.bits;
+    const bool dx_nan = std::isnan(static_cast<float>(want_dx));
+    const bool dx_ok = dx_nan ? std::isnan(static_cast<float>(dxs[i]))
+                              : dxs[i].bits == want_dx.bits;
+    if ((!y_ok || !dx_ok) && wrong++ < 5) {
+      ADD_FAILURE() << "x bits " << i << ": y bits " << ys[i].bits << " want "
+                    << want_y.bits << ", dx bits " << dxs[i].bits << " want "
+                    << want_dx.bits;
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
+TEST(ReLU, HalfAndBFloat16OnTheirBitsAsInFloat) {
+  check_relu_on_bits<Half>("half");
+  check_relu_on_bits<BFloat16>("bfloat16");
+}
+
 TEST(Mul2, SameVariableTwiceGetsBothGrads) {
   auto x = variable_from({3}, {1, 2, 3}, true);
   auto y = F::mul2(x, x);
