@@ -26,6 +26,7 @@
 #include <mixgraph/functions/min_argmax.hpp>
 #include <mixgraph/functions/nary.hpp>
 #include <mixgraph/functions/normalization.hpp>
+#include <mixgraph/functions/onnx_resize.hpp>
 #include <mixgraph/functions/pooling.hpp>
 #include <mixgraph/functions/prelu.hpp>
 #include <mixgraph/functions/reduction.hpp>
@@ -811,44 +812,77 @@ Rule reduce(VariablePtr (*fn)(const VariablePtr&, std::vector<int>, bool)) {
   };
 }
 
+// Resize: Interpolate where it computes the same (linear with half_pixel,
+// align_corners or asymmetric coordinates; nearest rounding down with
+// asymmetric or tf_half_pixel_for_nn ones: what PyTorch writes for its
+// upsampling), which save_onnx writes back as Resize; ONNXResize, which
+// reads every opset-17 option, for the rest (cubic, nearest's other
+// rounding rules, pytorch_half_pixel, tf_crop_and_resize).
 void resize(const Op& op) {
   const Shape& s = op.shape(0);
+  if (op.attr("axes") || op.i("antialias", 0)) {
+    op.fail("axes / antialias (opset 18) are not read");
+  }
   const std::string mode = op.s("mode", "nearest");
   const std::string coords =
       op.s("coordinate_transformation_mode", "half_pixel");
+  const std::string nearest_mode = op.s("nearest_mode", "round_prefer_floor");
+  // The sizes (or scales) input; ONNX writes an absent one as "" or as an
+  // empty tensor.
+  std::vector<int64_t> sizes;
+  std::vector<double> scales;
+  if (op.has(3)) sizes = op.constant(3).ints();
+  if (sizes.empty() && op.has(2)) scales = op.constant(2).reals();
+  if (sizes.size() != s.size() && scales.size() != s.size()) {
+    op.fail("needs sizes or scales for every axis of its input of shape " +
+            shape_str(s));
+  }
   InterpolateOptions o;
   o.mode = mode;
   o.align_corners = false;
+  bool as_interpolate = true;
   if (mode == "linear") {
-    if (coords == "align_corners") {
-      o.align_corners = true;
-    } else if (coords == "half_pixel") {
-      o.half_pixel = true;
-    } else if (coords != "asymmetric") {
-      op.fail("coordinate_transformation_mode '" + coords + "' with linear");
-    }
+    o.align_corners = coords == "align_corners";
+    o.half_pixel = coords == "half_pixel";
+    as_interpolate = o.align_corners || o.half_pixel || coords == "asymmetric";
   } else if (mode == "nearest") {
-    if (op.s("nearest_mode", "round_prefer_floor") != "floor") {
-      op.fail("nearest_mode '" + op.s("nearest_mode", "round_prefer_floor") +
-              "' (only floor)");
-    }
-    if (coords == "tf_half_pixel_for_nn") {
-      o.half_pixel_for_nn = true;
-    } else if (coords != "asymmetric") {
-      op.fail("coordinate_transformation_mode '" + coords + "' with nearest");
-    }
+    o.half_pixel_for_nn = coords == "tf_half_pixel_for_nn";
+    as_interpolate = nearest_mode == "floor" &&
+                     (o.half_pixel_for_nn || coords == "asymmetric");
   } else {
-    op.fail("mode '" + mode + "' (nearest and linear are read)");
+    as_interpolate = false;
   }
-  Shape out;
-  if (op.has(3)) {
-    out = op.constant(3).ints();
-  } else if (op.has(2)) {
-    const std::vector<double> scales = op.constant(2).reals();
-    for (size_t a = 0; a < s.size() && a < scales.size(); ++a)
+  // Interpolate maps coordinates by output / input size; ONNX by the scale
+  // given, which differs where input x scale is not a whole number.
+  for (size_t a = 0; a < scales.size(); ++a) {
+    if (std::floor(s[a] * scales[a]) != s[a] * scales[a])
+      as_interpolate = false;
+  }
+  if (!as_interpolate) {
+    ONNXResizeOptions r;
+    r.mode = mode;
+    r.coordinate_transformation_mode = coords;
+    r.cubic_coeff_a = static_cast<float>(op.f("cubic_coeff_a", -0.75));
+    r.exclude_outside = op.i("exclude_outside", 0);
+    r.extrapolation_value = static_cast<float>(op.f("extrapolation_value", 0));
+    r.nearest_mode = nearest_mode;
+    if (op.has(1)) {
+      for (double v : op.constant(1).reals())
+        r.roi.push_back(static_cast<float>(v));
+    }
+    if (!sizes.empty()) {
+      r.sizes = sizes;
+    } else {
+      for (double v : scales) r.scales.push_back(static_cast<float>(v));
+    }
+    // ONNXResize checks the options itself; its message names it.
+    return op.set(0, F::onnx_resize(op.x(0), r));
+  }
+  Shape out = sizes;
+  if (out.empty()) {
+    for (size_t a = 0; a < s.size(); ++a)
       out.push_back(static_cast<int64_t>(std::floor(s[a] * scales[a])));
   }
-  if (out.size() != s.size()) op.fail("needs sizes or scales for every axis");
   size_t lead = 0;
   while (lead < s.size() && out[lead] == s[lead]) ++lead;
   lead = std::min(lead, s.size() - 1);
