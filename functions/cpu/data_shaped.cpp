@@ -28,6 +28,23 @@ void copy_rows(const U* src, U* dst, int64_t row, const Pairs& pairs) {
   }
 }
 
+// The grad of a row copy: x's grad gets, in fp32, dy's row for each x row
+// that was copied to y (pairs of (y row, x row), or (x row, y row) where
+// x_first), zero elsewhere; stored as T (added with accum).
+template <class T, class Pairs>
+void row_copy_grad(Variable* x, Variable* y, int64_t row, const Pairs& pairs,
+                   bool accum, bool x_first = false) {
+  std::vector<float> dx(static_cast<size_t>(x->size()), 0.0f);
+  if (y->size() > 0) {
+    const std::vector<float> dy = grad_floats_of<T>(y);
+    for (const auto& [a, b] : pairs) {
+      const int64_t yr = x_first ? b : a, xr = x_first ? a : b;
+      std::copy_n(dy.data() + yr * row, row, dx.data() + xr * row);
+    }
+  }
+  store(dx.data(), input_grad<T>(x, accum), x->size(), accum);
+}
+
 template <class T>
 class BoolGatherCpu : public BoolGather {
  public:
@@ -48,14 +65,7 @@ class BoolGatherCpu : public BoolGather {
                      const std::vector<bool>& accum) override {
     if (propagate_down[1]) zero_grad<T>(in[1], accum[1]);
     if (!propagate_down[0]) return;
-    std::vector<float> dx(static_cast<size_t>(in[0]->size()), 0.0f);
-    if (out[0]->size() > 0) {
-      const std::vector<float> dy = grad_floats_of<T>(out[0]);
-      for (const auto& [r, x] : pairs()) {
-        std::copy_n(dy.data() + r * row_, row_, dx.data() + x * row_);
-      }
-    }
-    store(dx.data(), input_grad<T>(in[0], accum[0]), in[0]->size(), accum[0]);
+    row_copy_grad<T>(in[0], out[0], row_, pairs(), accum[0]);
   }
 
  private:
@@ -139,14 +149,7 @@ class PackPaddedSequenceCpu : public PackPaddedSequence {
                      const std::vector<bool>& accum) override {
     if (propagate_down[1]) zero_grad<T>(in[1], accum[1]);
     if (!propagate_down[0]) return;
-    std::vector<float> dx(static_cast<size_t>(in[0]->size()), 0.0f);
-    if (out[0]->size() > 0) {
-      const std::vector<float> dy = grad_floats_of<T>(out[0]);
-      for (const auto& [p, x] : pairs(in)) {
-        std::copy_n(dy.data() + p * row_, row_, dx.data() + x * row_);
-      }
-    }
-    store(dx.data(), input_grad<T>(in[0], accum[0]), in[0]->size(), accum[0]);
+    row_copy_grad<T>(in[0], out[0], row_, pairs(in), accum[0]);
   }
 
  private:
@@ -191,14 +194,8 @@ class PadPackedSequenceCpu : public PadPackedSequence {
                      const std::vector<bool>& accum) override {
     if (propagate_down[1]) zero_grad<T>(in[1], accum[1]);
     if (!propagate_down[0]) return;
-    std::vector<float> dx(static_cast<size_t>(in[0]->size()), 0.0f);
-    if (out[0]->size() > 0) {
-      const std::vector<float> dy = grad_floats_of<T>(out[0]);
-      for (const auto& [p, d] : pairs()) {
-        std::copy_n(dy.data() + d * row_, row_, dx.data() + p * row_);
-      }
-    }
-    store(dx.data(), input_grad<T>(in[0], accum[0]), in[0]->size(), accum[0]);
+    // pairs() are (packed row: x, padded row: y).
+    row_copy_grad<T>(in[0], out[0], row_, pairs(), accum[0], /*x_first=*/true);
   }
 
  private:
