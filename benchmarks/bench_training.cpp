@@ -12,8 +12,8 @@
 // --peers runs benchmarks/python_peers.py with that Python (NNabla, PyTorch
 // and MXNet, whichever it can import: e.g. .venv-nnabla/bin/python; several
 // comma-separated, e.g. .venv-peers/bin/python,.venv-nnabla/bin/python) for
-// each model before ours and prints its figures in the table (the peers
-// take turns among themselves, not with ours).
+// each model, one round between each of ours, and prints their medians in
+// the table.
 //
 // --conv-chunk fixes the bytes of activations a convolution's batch chunk
 // holds (cpu::set_conv_chunk_bytes; default: half the threads' L2 cache).
@@ -46,8 +46,10 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -355,41 +357,53 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// The Python peers' images per second for `model` (name, img/s), from
-// benchmarks/python_peers.py run with each Python o.peers_python names
-// (comma-separated: the peers may live in separate environments).
-std::vector<std::pair<std::string, double>> python_peers(
-    const std::string& model, const Options& o) {
-  std::vector<std::pair<std::string, double>> out;
-  size_t from = 0;
-  while (from < o.peers_python.size()) {
-    size_t comma = o.peers_python.find(',', from);
-    if (comma == std::string::npos) comma = o.peers_python.size();
-    const std::string python = o.peers_python.substr(from, comma - from);
-    from = comma + 1;
-    if (python.empty()) continue;
-    const std::string cmd =
-        python +
-        " " MIXGRAPH_SOURCE_DIR "/benchmarks/python_peers.py --model " + model +
-        " --batch " + std::to_string(o.batch) + " --threads " +
-        std::to_string(o.threads) + " 2>/dev/null";
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) continue;
-    char line[256], name[128];
-    double speed = 0;
-    while (std::fgets(line, sizeof line, p)) {
-      if (std::sscanf(line, "peer %127s %lf", name, &speed) == 2) {
-        out.emplace_back(name, speed);
+// The Python peers: benchmarks/python_peers.py run with each Python that
+// o.peers_python names (comma-separated: the peers may live in separate
+// environments), one round at a time so that their rounds take turns with
+// ours. Each round's steps are added to `samples` (by peer name); a peer
+// the script finds too slow (a step of seconds) runs in the first round
+// only.
+struct PythonPeers {
+  std::map<std::string, std::vector<double>> samples;
+  std::set<std::string> slow;
+
+  void run_round(const std::string& model, const Options& o, int steps) {
+    std::string skip;
+    for (const auto& name : slow) skip += (skip.empty() ? "" : ",") + name;
+    size_t from = 0;
+    while (from < o.peers_python.size()) {
+      size_t comma = o.peers_python.find(',', from);
+      if (comma == std::string::npos) comma = o.peers_python.size();
+      const std::string python = o.peers_python.substr(from, comma - from);
+      from = comma + 1;
+      if (python.empty()) continue;
+      const std::string cmd =
+          python +
+          " " MIXGRAPH_SOURCE_DIR
+          "/benchmarks/python_peers.py --print-steps --model " +
+          model + " --batch " + std::to_string(o.batch) + " --threads " +
+          std::to_string(o.threads) + " --rounds 1 --steps " +
+          std::to_string(steps) + (skip.empty() ? "" : " --skip " + skip) +
+          " 2>/dev/null";
+      FILE* p = popen(cmd.c_str(), "r");
+      if (!p) continue;
+      char line[256], name[128];
+      double seconds = 0;
+      while (std::fgets(line, sizeof line, p)) {
+        if (std::sscanf(line, "step %127s %lf", name, &seconds) == 2) {
+          samples[name].push_back(seconds);
+        } else if (std::sscanf(line, "slow %127s", name) == 1) {
+          slow.insert(name);
+        }
       }
+      pclose(p);
     }
-    pclose(p);
   }
-  return out;
-}
+};
 
 // One model: every configuration built, then timed in turns.
 void bench_model(const std::string& model, const Options& o, double peak) {
-  const auto peers = python_peers(model, o);
+  PythonPeers peers;
   struct Config {
     std::string type;
     std::function<void()> step;
@@ -411,6 +425,7 @@ void bench_model(const std::string& model, const Options& o, double peak) {
   const int per_round = std::max(1, o.runs / o.rounds);
   for (int r = 0; r < o.rounds; ++r) {
     for (auto& c : configs) time_runs(c.step, 0, per_round, c.samples);
+    if (!o.peers_python.empty()) peers.run_round(model, o, per_round);
   }
 
   double torch = 0, f32_speed = 0, f32_act = 0;
@@ -453,7 +468,9 @@ void bench_model(const std::string& model, const Options& o, double peak) {
         model.c_str(), c.type.c_str(), 1e3 * pass, gflops, 100 * gflops / peak,
         1e3 * update, 100 * update / (pass + update));
   }
-  for (const auto& [name, speed] : peers) {
+  for (const auto& [name, steps] : peers.samples) {
+    if (steps.empty()) continue;
+    const double speed = o.batch / median(steps);
     const double gflops = step_gflop(model, o.batch) * speed / o.batch;
     char vs_float[16] = "-";
     if (f32_speed > 0)

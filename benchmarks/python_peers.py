@@ -7,8 +7,13 @@ rounds; a figure is the median step. Prints one line per configuration:
 
     peer <name> <images per second>
 
-bench_training --peers <python> runs this and prints the figures in its
-table; run alone:
+and with --print-steps every timed step (`step <name> <seconds>`) and
+`slow <name>` for the configurations too slow to run more than
+--slow-steps steps.
+
+bench_training --peers <python> runs this one round at a time between its
+own rounds (so the machine's drift falls on ours and the peers alike) and
+prints the medians in its table; run alone:
 
     .venv-nnabla/bin/python benchmarks/python_peers.py --model lenet
 """
@@ -30,6 +35,13 @@ def parse():
                    help="steps, in the first round only, of configurations "
                         "slower than 20 img/s (NNabla's CPU half: about a "
                         "minute a step)")
+    p.add_argument("--print-steps", action="store_true",
+                   help="also print each timed step: 'step <name> <seconds>' "
+                        "(bench_training runs one round at a time, between "
+                        "its own, and takes the median of all)")
+    p.add_argument("--skip", default="",
+                   help="comma-separated configurations to leave out (the "
+                        "slow ones after bench_training's first round)")
     return p.parse_args()
 
 
@@ -151,6 +163,8 @@ def main():
         except Exception as e:  # a peer that cannot run here
             print("skip %s: %s" % (name, str(e).splitlines()[0][:200]),
                   file=sys.stderr)
+    skip = set(n for n in a.skip.split(",") if n)
+    configs = [(n, f) for n, f in configs if n.replace(" ", "_") not in skip]
     samples = {name: [] for name, _ in configs}
     slow = set()
     for name, step in configs:  # warm-up, and find the very slow ones
@@ -168,7 +182,13 @@ def main():
                 step()
                 samples[name].append(time.perf_counter() - t0)
     for name, _ in configs:
-        print("peer %s %.1f" % (name.replace(" ", "_"),
+        key = name.replace(" ", "_")
+        if name in slow:
+            print("slow %s" % key)
+        if a.print_steps:
+            for t in samples[name]:
+                print("step %s %.6f" % (key, t))
+        print("peer %s %.1f" % (key,
                                 a.batch / statistics.median(samples[name])))
         sys.stdout.flush()
 
