@@ -63,8 +63,11 @@ Floats unpad_grad(const STFTPlan& p, const Floats& gp) {
 // bin N / 2, 2 / N for the others, whose conjugates the half spectrum
 // leaves out).
 float bin_weight(const STFTPlan& p, int64_t k) {
-  return (k == 0 || k == p.fft_size / 2 ? 1.0f : 2.0f) /
-         static_cast<float>(p.fft_size);
+  // Bin 0, and the Nyquist bin of an even size, have no mirror image in the
+  // half spectrum; every other bin stands for two (an odd size's last one
+  // too).
+  const bool single = k == 0 || (p.fft_size % 2 == 0 && k == p.fft_size / 2);
+  return (single ? 1.0f : 2.0f) / static_cast<float>(p.fft_size);
 }
 
 // A without the padding: the DFT of each windowed frame of xp (B, padded),

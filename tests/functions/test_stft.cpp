@@ -77,7 +77,8 @@ double inv_window_at(const Sizes& z, const Geometry& g, const Doubles& w,
 }
 
 double bin_weight(const Sizes& z, int64_t k) {
-  return (k == 0 || k == z.fft_size / 2 ? 1.0 : 2.0) / z.fft_size;
+  const bool single = k == 0 || (z.fft_size % 2 == 0 && k == z.fft_size / 2);
+  return (single ? 1.0 : 2.0) / z.fft_size;
 }
 
 // STFT (A): (y_r rows then y_i rows) per batch item, i.e. the
@@ -244,7 +245,8 @@ const bool kISTFT = harness::add(
      istft_case({8, 2, 8, "hamming", true, "constant"}, 4, false),
      istft_case({8, 4, 8, "rectangular", true, "constant"}, 4, false),
      istft_case({8, 4, 8, "hanning", true, "reflect"}, 5, true),
-     istft_case({5, 2, 6, "rectangular", false, "constant"}, 4, true)});
+     istft_case({5, 2, 6, "rectangular", false, "constant"}, 4, true),
+     istft_case({9, 3, 9, "hanning", true, "constant"}, 5, false)});
 
 std::vector<float> signal(int64_t n) {
   std::vector<float> v(static_cast<size_t>(n));
@@ -262,6 +264,17 @@ TEST(STFT, ISTFTReconstructsTheSignal) {
   auto r = F::istft(y[0], y[1], 16, 4, 16, "hanning", true, "constant");
   r->forward();
   EXPECT_EQ(y[0]->shape(), (Shape{2, 9, 11}));
+  expect_near(to_doubles(r), Doubles(v.begin(), v.end()), 1e-5, 1e-5, "x");
+}
+
+// An odd fft_size has no Nyquist bin: its last bin stands for two.
+TEST(STFT, ISTFTReconstructsWithAnOddFftSize) {
+  const std::vector<float> v = signal(2 * 30);
+  auto x = variable_from({2, 30}, v);
+  auto y = F::stft(x, 9, 3, 9, "rectangular", false);
+  auto r = F::istft(y[0], y[1], 9, 3, 9, "rectangular", false, "constant");
+  r->forward();
+  EXPECT_EQ(y[0]->shape(), (Shape{2, 5, 8}));
   expect_near(to_doubles(r), Doubles(v.begin(), v.end()), 1e-5, 1e-5, "x");
 }
 
