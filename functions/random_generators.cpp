@@ -159,8 +159,12 @@ void RandomChoice::setup_impl(const Variables& in, const Variables& out) {
     }
   }
   members_ = x.back();
-  populations_ = shape_size(x) / std::max<int64_t>(members_, 1);
+  populations_ = shape_size(x, 0, static_cast<int>(x.size()) - 1);
   samples_ = opts_.shape.empty() ? 1 : shape_size(opts_.shape);
+  if (members_ == 0 && populations_ * samples_ > 0) {
+    throw std::invalid_argument(msg(tag(), "x with shape ", shape_str(x),
+                                    " has no members to draw from"));
+  }
   if (!opts_.replace && samples_ > members_) {
     throw std::invalid_argument(msg(tag(), "cannot draw ", samples_,
                                     " samples without replacement ",
@@ -179,6 +183,15 @@ void RandomChoice::setup_impl(const Variables& in, const Variables& out) {
   }
   picks_.assign(static_cast<size_t>(populations_ * samples_), 0);
   out[0]->reshape(y);
+}
+
+// Finite weights can still sum past fp32's range; the draw would then pick
+// from an infinite total (the last member always, or never one at all).
+void RandomChoice::check_total(float total, int64_t population) const {
+  if (!std::isfinite(total)) {
+    throw std::invalid_argument(msg(tag(), "the weights of population ",
+                                    population, " sum past fp32's range"));
+  }
 }
 
 void RandomChoice::draw(const std::vector<float>& w) {
@@ -205,6 +218,7 @@ void RandomChoice::draw(const std::vector<float>& w) {
     }
     if (opts_.replace) {
       std::partial_sum(wp, wp + m, sum.begin());
+      check_total(sum.back(), p);
       std::uniform_real_distribution<> uniform(0.0, sum.back());
       for (int64_t k = 0; k < samples_; ++k) {
         const float u = static_cast<float>(uniform(g));
@@ -221,6 +235,7 @@ void RandomChoice::draw(const std::vector<float>& w) {
     int64_t have = 0;
     while (have < samples_) {
       std::partial_sum(left.begin(), left.end(), sum.begin());
+      check_total(sum.back(), p);
       std::uniform_real_distribution<> uniform(0.0, sum.back());
       for (int64_t need = samples_ - have; need > 0; --need) {
         const float u = static_cast<float>(uniform(g));

@@ -296,6 +296,7 @@ class RandomChoice : public Function {
   void setup_impl(const Variables& in, const Variables& out) override;
   /// Draws picks_ from the weights (fp32, populations x members).
   void draw(const std::vector<float>& w);
+  void check_total(float total, int64_t population) const;
   const RandomChoiceOptions opts_;
   RandomSource source_;
   int64_t populations_ = 1, members_ = 1, samples_ = 1;

@@ -7,6 +7,9 @@
 #include <mixgraph/functions/random_generators.hpp>
 #include <mixgraph/functions/registry.hpp>
 
+#include <type_traits>
+#include <vector>
+
 namespace mg::cpu {
 
 namespace {
@@ -21,9 +24,12 @@ struct DrawCpu {
    protected:
     void forward_impl(const Variables&, const Variables& out) override {
       const int64_t n = out[0]->size();
-      std::vector<float> y(static_cast<size_t>(n));
-      this->draw(y.data(), n);
-      store(y.data(), output<T>(out[0]), n);
+      T* y = output<T>(out[0]);
+      // float draws straight into y; half and bfloat16 round fp32 draws.
+      std::vector<float> buf(std::is_same_v<T, float> ? 0 : n);
+      float* drawn = store_buffer(y, buf.data());
+      this->draw(drawn, n);
+      store(drawn, y, n);
     }
     void backward_impl(const Variables&, const Variables&,
                        const std::vector<bool>&,
@@ -77,11 +83,9 @@ class RandomChoiceCpu : public RandomChoice {
         g[p * members_ + picks_[p * samples_ + k]] += dy[p * samples_ + k];
       }
     }
+    // store_grad: the grad of an fp32 master (a learned w) stays fp32.
     for (int i = 0; i < 2; ++i) {
-      if (propagate_down[i]) {
-        store(g.data(), input_grad<T>(in[i], accum[i]), in[i]->size(),
-              accum[i]);
-      }
+      if (propagate_down[i]) store_grad<T>(g.data(), in[i], accum[i]);
     }
   }
 };

@@ -430,6 +430,36 @@ TEST(RandomChoice, BadArgumentsNameTheFunction) {
             ->forward();
       },
       {"population 0 has 1 positive weights"}, "[random_choice] ");
+  expect_error(
+      [] {
+        F::random_choice(make_variable({3, 0}), make_variable({3, 0}));
+      },
+      {"x with shape (3, 0) has no members to draw from"}, "[random_choice] ");
+  for (bool replace : {true, false}) {
+    expect_error(
+        [replace] {
+          F::random_choice(variable_from({2}, {1, 2}),
+                           variable_from({2}, {3e38f, 3e38f}), {1}, replace)
+              ->forward();
+        },
+        {"the weights of population 0 sum past fp32's range"},
+        "[random_choice] ");
+  }
+}
+
+// Under half, w held in fp32 (a learned fp32 master) gets its grad in fp32,
+// as every master weight's grad; the counts are exact either way.
+TEST(RandomChoice, AnFp32WeightsGradStaysFp32) {
+  ContextGuard guard(context("cpu", "half"));
+  auto x = variable_from({1, 3}, {1, 2, 3}, true);
+  auto w = variable_from({1, 3}, {1, 1, 1}, true);
+  auto y = F::random_choice(x, w, {5}, true, 3);
+  y->forward();
+  y->backward();
+  EXPECT_EQ(w->grad()->array().dtype(), Dtype::f32);
+  double total = 0;
+  for (double g : grad_doubles(w)) total += g;
+  EXPECT_EQ(total, 5.0);
 }
 
 TEST(RandomGenerators, BadArgumentsNameTheFunction) {
