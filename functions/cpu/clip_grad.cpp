@@ -35,6 +35,9 @@ class ClipGradByValueCpu : public ClipGradByValue {
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
+    for (int i = 1; i < 3; ++i) {
+      if (propagate_down[i]) zero_input_grad<T>(in[i], accum[i]);
+    }
     if (!propagate_down[0]) return;
     const std::vector<float> dy = grad_floats_of<T>(out[0]);
     const std::vector<float> lo = floats_of<T>(in[1]);

@@ -148,6 +148,20 @@ void store_grad(const float* g, Variable* v, bool accum) {
   }
 }
 
+/// The grad of an input declared without one (a mask, boxes, lengths, a
+/// clip bound) when the engine still asks for it: zero (added nothing with
+/// accum), as the function does not depend on it smoothly. The engine marks
+/// the grad written, so it must be: the next backward adds into it.
+template <class T>
+void zero_input_grad(Variable* v, bool accum) {
+  if (accum) return;
+  if (grad_in_float<T>(v)) {
+    std::fill_n(input_grad<float>(v, false), v->size(), 0.0f);
+  } else {
+    std::fill_n(input_grad<T>(v, false), v->size(), T(0.0f));
+  }
+}
+
 /// v's data as floats, for a kernel that computes in fp32 throughout: an
 /// fp32 master (or fp32 data) is copied as it is, with no T copy made;
 /// anything else is read in T and converted.

@@ -13,13 +13,6 @@ namespace mg::cpu {
 
 namespace {
 
-// A no-grad input's grad (a mask, lengths) where the engine asks for it:
-// zero, as the function does not depend on it smoothly.
-template <class T>
-void zero_grad(Variable* v, bool accum) {
-  if (!accum) std::fill_n(input_grad<T>(v, false), v->size(), T(0.0f));
-}
-
 // Copies `row` elements for each (dst row, src row) pair from src to dst.
 template <class U, class Pairs>
 void copy_rows(const U* src, U* dst, int64_t row, const Pairs& pairs) {
@@ -63,7 +56,7 @@ class BoolGatherCpu : public BoolGather {
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
-    if (propagate_down[1]) zero_grad<T>(in[1], accum[1]);
+    if (propagate_down[1]) zero_input_grad<T>(in[1], accum[1]);
     if (!propagate_down[0]) return;
     row_copy_grad<T>(in[0], out[0], row_, pairs(), accum[0]);
   }
@@ -91,7 +84,7 @@ class NonZeroCpu : public NonZero {
   void backward_impl(const Variables& in, const Variables&,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
-    if (propagate_down[0]) zero_grad<T>(in[0], accum[0]);
+    if (propagate_down[0]) zero_input_grad<T>(in[0], accum[0]);
   }
 };
 
@@ -125,7 +118,7 @@ class UniqueCpu : public Unique {
   void backward_impl(const Variables& in, const Variables&,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
-    if (propagate_down[0]) zero_grad<T>(in[0], accum[0]);
+    if (propagate_down[0]) zero_input_grad<T>(in[0], accum[0]);
   }
 };
 
@@ -147,7 +140,7 @@ class PackPaddedSequenceCpu : public PackPaddedSequence {
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
-    if (propagate_down[1]) zero_grad<T>(in[1], accum[1]);
+    if (propagate_down[1]) zero_input_grad<T>(in[1], accum[1]);
     if (!propagate_down[0]) return;
     row_copy_grad<T>(in[0], out[0], row_, pairs(in), accum[0]);
   }
@@ -192,7 +185,7 @@ class PadPackedSequenceCpu : public PadPackedSequence {
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
-    if (propagate_down[1]) zero_grad<T>(in[1], accum[1]);
+    if (propagate_down[1]) zero_input_grad<T>(in[1], accum[1]);
     if (!propagate_down[0]) return;
     // pairs() are (packed row: x, padded row: y).
     row_copy_grad<T>(in[0], out[0], row_, pairs(), accum[0], /*x_first=*/true);
@@ -228,7 +221,7 @@ class ONNXNonMaxSuppressionCpu : public ONNXNonMaxSuppression {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     for (int i = 0; i < 2; ++i) {
-      if (propagate_down[i]) zero_grad<float>(in[i], accum[i]);
+      if (propagate_down[i]) zero_input_grad<float>(in[i], accum[i]);
     }
   }
 };

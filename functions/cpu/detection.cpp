@@ -133,6 +133,7 @@ class RoiAlignCpu : public RoiAlign {
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
+    if (propagate_down[1]) zero_input_grad<T>(in[1], accum[1]);
     if (!propagate_down[0]) return;
     const std::vector<float> dy = grad_floats_of<T>(out[0]);
     std::vector<float> dx(in[0]->size(), 0.0f);
@@ -214,9 +215,11 @@ class NmsDetection2dCpu : public NmsDetection2d {
     store(y.data(), output<T>(out[0]), out[0]->size());
   }
 
-  void backward_impl(const Variables&, const Variables&,
-                     const std::vector<bool>&,
-                     const std::vector<bool>&) override {}
+  void backward_impl(const Variables& in, const Variables&,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    if (propagate_down[0]) zero_input_grad<T>(in[0], accum[0]);
+  }
 };
 
 }  // namespace

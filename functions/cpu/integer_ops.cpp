@@ -34,12 +34,6 @@ void for_each_broadcast(const BroadcastPlan& p, Fn&& f) {
   }
 }
 
-// A no-grad input's grad where the engine asks for it: zero.
-template <class T>
-void zero_grad(Variable* v, bool accum) {
-  if (!accum) std::fill_n(input_grad<T>(v, false), v->size(), T(0.0f));
-}
-
 // v's values in fp32: integer data converted directly (exact to 2^24, not
 // through T), floating data as floats_of<T>.
 template <class T>
@@ -92,7 +86,7 @@ class Mod2Cpu : public Mod2 {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     for (int i = 0; i < 2; ++i) {
-      if (propagate_down[i]) zero_grad<T>(in[i], accum[i]);
+      if (propagate_down[i]) zero_input_grad<T>(in[i], accum[i]);
     }
   }
 
@@ -161,7 +155,7 @@ class BitShiftCpu : public BitShift {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     for (int i = 0; i < 2; ++i) {
-      if (propagate_down[i]) zero_grad<T>(in[i], accum[i]);
+      if (propagate_down[i]) zero_input_grad<T>(in[i], accum[i]);
     }
   }
 

@@ -74,6 +74,7 @@ class MaxPoolingBackwardCpu : public MaxPoolingBackward {
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
+    if (propagate_down[1]) zero_input_grad<T>(in[1], accum[1]);
     if (!propagate_down[0]) return;
     const std::vector<float> gdx = grad_floats_of<T>(out[0]);
     const std::vector<float> x = floats_of<T>(in[1]);

@@ -64,6 +64,26 @@ TEST(ClipGradByValue, ClipsEachGradToItsBounds) {
   EXPECT_EQ(grad_doubles(x), (Doubles{1, -1, 0.25, 0.5, -2, 0.5}));
 }
 
+// A bound computed in the graph from a weight: its port has no grad, so
+// the bound's grad is zero (written, not left as whatever memory held),
+// and the weight gets only what its other use sends.
+TEST(ClipGradByValue, ABoundFromTheGraphGetsAZeroGrad) {
+  const Shape s{2, 3};
+  auto x = variable_from(s, {1, 2, 3, 4, 5, 6}, true);
+  auto m = variable_from(s, {-1, -1, -1, -2, -2, -2}, true);
+  auto lo = F::identity(m);
+  auto other = F::identity(lo);  // before the clip: its backward runs after
+  auto hi = variable_from(s, {1, 1, 1, 1, 1, 1});
+  auto y = F::add2(F::clip_grad_by_value(x, lo, hi), other);
+  auto loss = weighted_sum(y, s, {1, 1, 1, 1, 1, 1});
+  loss->forward();
+  x->grad()->zero();
+  m->grad()->zero();
+  loss->backward(1.0f, /*clear_buffer=*/true);
+  EXPECT_EQ(grad_doubles(m), (Doubles{1, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(grad_doubles(x), (Doubles{1, 1, 1, 1, 1, 1}));
+}
+
 TEST(ClipGradByNorm, RescalesTheGradToClipNormOverAxes) {
   // dy rows (3, 4) and (0.6, 0.8) over axis 1: norms 5 and 1; clip_norm 2.
   const Shape s{2, 2};
