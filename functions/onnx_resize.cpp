@@ -24,10 +24,12 @@ bool one_of(const std::string& s, std::initializer_list<const char*> names) {
 // can pick another nearest neighbour.
 float source_of(const ONNXResizeOptions& o, float scale, int64_t j, int64_t out,
                 int64_t in, float roi_start, float roi_end) {
-  if (scale == 1.0f) return static_cast<float>(j);
+  const std::string& m = o.coordinate_transformation_mode;
+  // Scale 1 is the identity, except where a region is cropped (with roi
+  // (0, 1) tf_crop_and_resize's rule gives the identity exactly).
+  if (scale == 1.0f && m != "tf_crop_and_resize") return static_cast<float>(j);
   const float x = static_cast<float>(j);
   const float lo = static_cast<float>(out), li = static_cast<float>(in);
-  const std::string& m = o.coordinate_transformation_mode;
   if (m == "half_pixel") return (x + 0.5f) / scale - 0.5f;
   if (m == "pytorch_half_pixel") {
     return lo > 1.0f ? (x + 0.5f) / scale - 0.5f : 0.0f;
@@ -140,24 +142,20 @@ void ONNXResize::setup_impl(const Variables& in, const Variables& out) {
     }
   }
   const bool crop = o.coordinate_transformation_mode == "tf_crop_and_resize";
-  int outer = 0;  // leading axes with scale 1 are not resized
-  while (outer < nd && scale[outer] == 1.0f) ++outer;
-  if (crop) {
-    if (o.roi.size() != static_cast<size_t>(2 * nd)) {
-      throw std::invalid_argument(
-          msg(tag(), "roi has ", o.roi.size(),
-              " values but tf_crop_and_resize needs ", 2 * nd,
-              " (starts then ends) for x with shape ", shape_str(x)));
-    }
-    for (int a = 0; a < outer; ++a) {
-      if (o.roi[a] != 0.0f || o.roi[nd + a] != 1.0f) {
-        throw std::invalid_argument(
-            msg(tag(), "roi of axis ", a,
-                ", which is not resized, must be (0, 1), not (", o.roi[a], ", ",
-                o.roi[nd + a], ")"));
-      }
-    }
+  if (crop && o.roi.size() != static_cast<size_t>(2 * nd)) {
+    throw std::invalid_argument(
+        msg(tag(), "roi has ", o.roi.size(),
+            " values but tf_crop_and_resize needs ", 2 * nd,
+            " (starts then ends) for x with shape ", shape_str(x)));
   }
+  // Leading axes with scale 1 (and, cropping, the whole region) are copied,
+  // not resized.
+  const auto copied = [&](int a) {
+    return scale[a] == 1.0f &&
+           (!crop || (o.roi[a] == 0.0f && o.roi[nd + a] == 1.0f));
+  };
+  int outer = 0;
+  while (outer < nd && copied(outer)) ++outer;
   axes_.clear();
   const int taps = o.mode == "nearest" ? 1 : o.mode == "linear" ? 2 : 4;
   for (int a = nd - 1; a >= outer; --a) {
