@@ -76,6 +76,15 @@ void FusedConvolution::setup_impl(const Variables& in, const Variables& out) {
               "them), but got ",
               n, " with shapes ", shapes_str(in)));
   }
+  // Each input's declared port: x, weight, bias, beta, gamma, mean,
+  // variance, z (decl::FusedConvolution's order).
+  constexpr int kBias = 2, kBeta = 3, kZ = 7;
+  ports_ = {0, 1};
+  if (bias >= 0) ports_.push_back(kBias);
+  if (bn >= 0) {
+    for (int p = kBeta; p < kBeta + 4; ++p) ports_.push_back(p);
+  }
+  if (z >= 0) ports_.push_back(kZ);
   if (opts_.channel_last) {
     throw std::invalid_argument(
         msg(tag(),

@@ -88,6 +88,12 @@ class FusedConvolution : public Function {
     return !opts_.nonlinearity.empty() && opts_.nonlinearity != "identity";
   }
   const FusedConvolutionOptions& options() const { return opts_; }
+  // Optional inputs are placed by their count: input i's port is what
+  // setup found it to be (the positional rule until then).
+  int input_port(int i) const override {
+    return i < static_cast<int>(ports_.size()) ? ports_[i]
+                                               : Function::input_port(i);
+  }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
@@ -109,6 +115,8 @@ class FusedConvolution : public Function {
   Variables vars(const std::vector<int>& slots, const Variables& in,
                  const Variables& out) const;
   const FusedConvolutionOptions opts_;
+  // The declared port of each input (kX .. kZ), set by setup.
+  std::vector<int> ports_;
   std::vector<Step> steps_;
   std::vector<std::shared_ptr<Variable>> tmp_;
 };

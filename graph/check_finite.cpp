@@ -74,13 +74,22 @@ std::string port_name(const Ports& ports, size_t i, const char* fallback) {
   return msg(ports[ports.size - 1].name, i);
 }
 
-std::string describe(const Variables& vars, const Ports& ports,
-                     const char* fallback) {
+// The name of f's input i: its port's (FusedConvolution places optional
+// inputs by their count, not their position).
+std::string input_name(const Function& f, size_t i) {
+  const FunctionDecl& d = f.decl();
+  if (d.variadic || d.inputs.size == 0) return port_name(d.inputs, i, "x");
+  return f.input_decl(static_cast<int>(i)).name;
+}
+
+// "x (2, 3) f16, weight (3, 3) f16": each variable with name_of(i).
+template <class NameOf>
+std::string describe(const Variables& vars, NameOf name_of) {
   std::string s;
   for (size_t i = 0; i < vars.size(); ++i) {
     if (i) s += ", ";
-    s += msg(port_name(ports, i, fallback), " ", shape_str(vars[i]->shape()),
-             " ", dtype_name(vars[i]->data()->array().dtype()));
+    s += msg(name_of(i), " ", shape_str(vars[i]->shape()), " ",
+             dtype_name(vars[i]->data()->array().dtype()));
   }
   return s;
 }
@@ -97,8 +106,12 @@ std::string value_str(double v) {
       msg("[check_finite] ", f.name(), " (", f.decl().snake, ") ", pass, ": ",
           what, " is ", value_str(bad.value), " at index ", bad.index, " (",
           bad.count, " of its ", size, " elements are not finite); inputs: ",
-          describe(in, f.decl().inputs, "x"),
-          "; outputs: ", describe(out, f.decl().outputs, "y"), extra),
+          describe(in, [&](size_t i) { return input_name(f, i); }),
+          "; outputs: ",
+          describe(
+              out,
+              [&](size_t o) { return port_name(f.decl().outputs, o, "y"); }),
+          extra),
       f.name(), pass, bad.index, bad.value);
 }
 
@@ -133,8 +146,7 @@ void check_grads_finite(const Function& f, const Variables& in,
       if (y->grad()->array_ptr() == in[i]->grad()->array_ptr()) continue;
       passed_on = passed_on || find_non_finite(y->grad()->array()).index >= 0;
     }
-    fail(f, "backward",
-         msg("the grad of input ", port_name(f.decl().inputs, i, "x")), bad,
+    fail(f, "backward", msg("the grad of input ", input_name(f, i)), bad,
          in[i]->size(), in, out,
          msg(passed_on ? "; its output grad was already not finite"
                        : "; its output grads are finite: the overflow "

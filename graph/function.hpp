@@ -51,6 +51,13 @@ class Function {
   /// below again, as after an input reshaped to a new batch size.
   virtual bool output_shape_depends_on_data() const { return false; }
 
+  /// The declared port input i is given on: its position (the last port
+  /// for a variadic tail), unless the function places its optional inputs
+  /// by their count (FusedConvolution, NNabla's rule; known after setup).
+  /// Everything that reads an input's port (its kind, its name) asks here.
+  virtual int input_port(int i) const { return decl_->input_index(i); }
+  const Port& input_decl(int i) const { return decl_->inputs[input_port(i)]; }
+
   void setup(const Variables& inputs, const Variables& outputs);
   void forward(const Variables& inputs, const Variables& outputs);
   void backward(const Variables& inputs, const Variables& outputs,

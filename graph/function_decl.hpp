@@ -90,8 +90,11 @@ struct FunctionDecl {
     return variadic ? INT32_MAX : inputs.size;
   }
   /// The declared port of input i (the last one for a variadic tail).
-  constexpr const Port& input(int i) const {
-    return inputs[i < inputs.size ? i : inputs.size - 1];
+  constexpr const Port& input(int i) const { return inputs[input_index(i)]; }
+  /// The port input i is given on when inputs are placed by position (all
+  /// but FusedConvolution: Function::input_port).
+  constexpr int input_index(int i) const {
+    return i < inputs.size ? i : inputs.size - 1;
   }
   /// The declared port of output o (the last one for variadic outputs).
   constexpr const Port& output(int o) const {

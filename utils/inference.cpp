@@ -41,7 +41,6 @@ InferenceConversion convert_parameters_for_inference(
     stack.pop_back();
     if (!seen.insert(node).second) continue;
     auto& fn = const_cast<FunctionNode*>(node)->function();
-    const FunctionDecl& decl = fn.decl();
     const auto& inputs = node->inputs();
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Variable* v = inputs[i].get();
@@ -51,9 +50,7 @@ InferenceConversion convert_parameters_for_inference(
         continue;
       }
       if (!name_of.count(v)) continue;  // an input, not a parameter
-      const int port = std::min<int>(static_cast<int>(i),
-                                     decl.inputs.size - 1);  // variadic
-      const Port::Kind kind = decl.inputs[port].kind;
+      const Port::Kind kind = fn.input_decl(static_cast<int>(i)).kind;
       if (kind == Port::integer) continue;
       wanted[v].insert(kind == Port::float32 ? Dtype::f32 : fn.dtype());
     }

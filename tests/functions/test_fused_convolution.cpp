@@ -270,6 +270,46 @@ TEST(FusedConvolution, EqualsTheUnfusedGraphBitForBit) {
   }
 }
 
+// NNabla's count rule decides which port each input is on; what reads the
+// ports (the inference conversion, ONNX export, check_finite's messages)
+// asks the function.
+TEST(FusedConvolution, InputsAreOnThePortsTheirCountSays) {
+  auto x = [] { return make_variable({2, 2, 4, 4}); };
+  auto w = [] { return make_variable({3, 2, 3, 3}); };
+  auto p = [] { return make_variable({1, 3, 1, 1}); };
+  auto b = [] { return make_variable({3}); };
+  auto z = [] { return make_variable({2, 3, 4, 4}); };
+  FusedConvolutionOptions o;
+  o.pad = {1, 1};
+  auto names = [](const VariablePtr& y) {
+    const Function& fn = y->parent()->function();
+    std::vector<std::string> got;
+    for (size_t i = 0; i < y->parent()->inputs().size(); ++i)
+      got.push_back(fn.input_decl(static_cast<int>(i)).name);
+    return got;
+  };
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(names(F::fused_convolution(x(), w(), nullptr, p(), p(), p(), p(),
+                                       nullptr, o)),
+            (Names{"x", "weight", "beta", "gamma", "mean", "variance"}));
+  EXPECT_EQ(names(F::fused_convolution(x(), w(), nullptr, p(), p(), p(), p(),
+                                       z(), o)),
+            (Names{"x", "weight", "beta", "gamma", "mean", "variance", "z"}));
+  EXPECT_EQ(names(F::fused_convolution(x(), w(), b(), nullptr, nullptr, nullptr,
+                                       nullptr, z(), o)),
+            (Names{"x", "weight", "bias", "z"}));
+  EXPECT_EQ(names(F::fused_convolution(x(), w(), nullptr, nullptr, nullptr,
+                                       nullptr, nullptr, z(), o)),
+            (Names{"x", "weight", "z"}));
+  EXPECT_EQ(names(F::fused_convolution(x(), w(), b(), nullptr, nullptr, nullptr,
+                                       nullptr, nullptr, o)),
+            (Names{"x", "weight", "bias"}));
+  auto y =
+      F::fused_convolution(x(), w(), nullptr, p(), p(), p(), p(), nullptr, o);
+  EXPECT_EQ(y->parent()->function().input_decl(4).kind,
+            Port::float32);  // the running mean
+}
+
 TEST(FusedConvolution, Errors) {
   auto x = [] { return make_variable({2, 2, 4, 4}); };
   auto w = [] { return make_variable({3, 2, 3, 3}); };

@@ -110,3 +110,25 @@ TEST(InferenceConversion, ParametersAFloatFunctionReadsStayFp32) {
   EXPECT_EQ(c.kept_float, (std::vector<std::string>{"b/w"}));
   EXPECT_EQ(w->data()->array().dtype(), mg::Dtype::f32);
 }
+
+TEST(InferenceConversion, FusedConvolutionKeepsItsRunningStatisticsFp32) {
+  // FusedConvolution places its optional inputs by their count: with batch
+  // normalization (6 inputs) the running mean is its 5th, on the `mean`
+  // port (fp32), not the 5th declared port (`gamma`, which follows the
+  // type_config).
+  mg::ContextGuard ctx(mg::context("cpu", "half"));
+  mg::ParameterScope params;
+  auto x = mg::make_variable({2, 2, 4, 4});
+  auto p = [&](const char* name, mg::Shape shape) {
+    return params["fc"].get_or_create(name, shape, mg::constant_initializer(1));
+  };
+  // One at a time: the order they are made is the order they are listed.
+  auto w = p("W", {3, 2, 3, 3});
+  auto beta = p("beta", {1, 3, 1, 1}), gamma = p("gamma", {1, 3, 1, 1});
+  auto mean = p("mean", {1, 3, 1, 1}), var = p("var", {1, 3, 1, 1});
+  auto y = F::fused_convolution(x, w, nullptr, beta, gamma, mean, var, nullptr);
+  const auto c = mg::convert_parameters_for_inference({y}, params);
+  EXPECT_EQ(c.reduced,
+            (std::vector<std::string>{"fc/W", "fc/beta", "fc/gamma"}));
+  EXPECT_EQ(c.kept_float, (std::vector<std::string>{"fc/mean", "fc/var"}));
+}

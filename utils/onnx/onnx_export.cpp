@@ -280,7 +280,7 @@ class Exporter {
 };
 
 std::string Node::in(int i, const Shape* shape) {
-  const Port& port = fn.decl().input(i);
+  const Port& port = fn.input_decl(i);
   int32_t want = 0;
   switch (port.kind) {
     case Port::floating:
