@@ -504,10 +504,10 @@ int main(int argc, char** argv) {
       "%d warm-up steps\n",
       o.threads, o.batch, o.runs / o.rounds * o.rounds, o.rounds, o.warmup);
   std::printf(
-      "cpu: avx2 %d, f16c %d, avx512f %d, avx512_bf16 %d, avx512_fp16 %d, "
-      "amx_bf16 %d%s\n",
-      cpu.avx2, cpu.f16c, cpu.avx512f, cpu.avx512bf16, cpu.avx512fp16,
-      cpu.amx_bf16,
+      "cpu: avx2 %d, f16c %d, avx512f %d, avx512bw %d, avx512_bf16 %d, "
+      "avx512_fp16 %d, amx_bf16 %d%s\n",
+      cpu.avx2, cpu.f16c, cpu.avx512f, cpu.avx512bw, cpu.avx512bf16,
+      cpu.avx512fp16, cpu.amx_bf16,
       o.isa == "avx2" ? " (--isa avx2: AVX-512 held back, here and in oneDNN)"
                       : "");
   std::printf("fp32 FMA peak, %d threads, %s: %.0f GFLOP/s\n", o.threads,

@@ -7,6 +7,7 @@ struct CpuFeatures {
   bool avx2 = false;        // 8-wide integer ops (bfloat16 conversions)
   bool f16c = false;        // 8-wide half <-> float conversions (with AVX2)
   bool avx512f = false;     // 16-wide float, half <-> float conversions
+  bool avx512bw = false;    // 32-wide 16-bit integer ops (half, bf16 bits)
   bool avx512bf16 = false;  // float -> bfloat16 conversion and dot products
   bool avx512fp16 = false;  // native half arithmetic
   bool amx_bf16 = false;    // AMX tiles for bfloat16 matrix products

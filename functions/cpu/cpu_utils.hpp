@@ -21,6 +21,23 @@ constexpr int64_t kBlock = 1024;
 /// Below this many elements a loop runs on one thread.
 constexpr int64_t kParallelMin = 1 << 15;
 
+/// +inf's bits in a 16-bit type (for the kernels on bits: ReLU's, max
+/// pooling's).
+template <class T>
+constexpr uint16_t inf_bits_of = std::is_same_v<T, Half> ? 0x7c00 : 0x7f80;
+
+/// The bits of half and bfloat16 data, read as 16-bit integers (may_alias:
+/// the arrays hold Half or BFloat16 objects).
+using Bits16 = uint16_t __attribute__((may_alias));
+template <class T>
+const Bits16* bits16(const T* p) {
+  return reinterpret_cast<const Bits16*>(p);
+}
+template <class T>
+Bits16* bits16(T* p) {
+  return reinterpret_cast<Bits16*>(p);
+}
+
 template <class T>
 const T* input(Variable* v) {
   return v->data()->get<const T>();

@@ -8,27 +8,11 @@
 
 namespace mg::cpu {
 
-/// +inf's bits in a 16-bit type (ops::ReLU::positive_bits).
-template <class T>
-constexpr uint16_t inf_bits_of = std::is_same_v<T, Half> ? 0x7c00 : 0x7f80;
-
 /// ReLU runs on the bits of half and bfloat16 data (ops::ReLU::positive_bits):
 /// the same results as in fp32, with half float's bytes and no conversion.
 template <class T, class Op>
 constexpr bool kReluOnBits =
     std::is_same_v<Op, ops::ReLU> && !std::is_same_v<T, float>;
-
-/// The bits of half and bfloat16 data, read as 16-bit integers (may_alias:
-/// the arrays hold Half or BFloat16 objects).
-using Bits16 = uint16_t __attribute__((may_alias));
-template <class T>
-const Bits16* bits16(const T* p) {
-  return reinterpret_cast<const Bits16*>(p);
-}
-template <class T>
-Bits16* bits16(T* p) {
-  return reinterpret_cast<Bits16*>(p);
-}
 
 // The loops of ReLU on bits: integer compares and masks, which the
 // compiler vectorizes (8 lanes at the baseline ISA's 128 bits; memory

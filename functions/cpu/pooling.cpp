@@ -189,7 +189,7 @@ void max_forward_2x2_scalar(const float* x, float* y, const Dims3& d) {
 }
 
 void max_backward_2x2_scalar(const float* x, const float* dy, float* dx,
-                             const Dims3& d) {
+                             const Dims3& d, bool add) {
   const int64_t w = d.in[2], ow = d.out[2];
   for (int64_t o1 = 0; o1 < d.out[1]; ++o1) {
     const float* r0 = x + 2 * o1 * w;
@@ -210,10 +210,11 @@ void max_backward_2x2_scalar(const float* x, const float* dy, float* dx,
       t = takes(e, m);
       k = t ? 3 : k;
       const float g = dyr[j];
-      g0[2 * j] += k == 0 ? g : 0.0f;
-      g0[2 * j + 1] += k == 1 ? g : 0.0f;
-      g1[2 * j] += k == 2 ? g : 0.0f;
-      g1[2 * j + 1] += k == 3 ? g : 0.0f;
+      const auto put = [add](float& to, float v) { to = add ? to + v : v; };
+      put(g0[2 * j], k == 0 ? g : 0.0f);
+      put(g0[2 * j + 1], k == 1 ? g : 0.0f);
+      put(g1[2 * j], k == 2 ? g : 0.0f);
+      put(g1[2 * j + 1], k == 3 ? g : 0.0f);
     }
   }
 }
@@ -237,16 +238,18 @@ inline __mmask16 lanes(int64_t n) {
   return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
 }
 
-// p[i] += v[i] for the lanes in k.
-__attribute__((target("avx512f"))) inline void add16(float* p, __mmask16 k,
-                                                     __m512 v) {
-  _mm512_mask_storeu_ps(p, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, p), v));
+// p[i] += v[i] (add), else p[i] = v[i], for the lanes in k.
+__attribute__((target("avx512f"))) inline void put16(float* p, __mmask16 k,
+                                                     __m512 v, bool add) {
+  if (add) v = _mm512_add_ps(_mm512_maskz_loadu_ps(k, p), v);
+  _mm512_mask_storeu_ps(p, k, v);
 }
 
 __attribute__((target("avx512f"))) void max_2x2_avx512(const float* x,
                                                        const float* dy,
                                                        float* y, float* dx,
-                                                       const Dims3& d) {
+                                                       const Dims3& d,
+                                                       bool add) {
   const int64_t w = d.in[2], ow = d.out[2];
   const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12,
                                         10, 8, 6, 4, 2, 0);
@@ -291,10 +294,10 @@ __attribute__((target("avx512f"))) void max_2x2_avx512(const float* x,
       const __m512 ge = _mm512_mask_mov_ps(zero, we, g);
       float* g0 = dx + 2 * o1 * w + 2 * j;
       float* g1 = g0 + w;
-      add16(g0, m0, _mm512_permutex2var_ps(ga, lo, gb));
-      add16(g0 + 16, m1, _mm512_permutex2var_ps(ga, hi, gb));
-      add16(g1, m0, _mm512_permutex2var_ps(gc, lo, ge));
-      add16(g1 + 16, m1, _mm512_permutex2var_ps(gc, hi, ge));
+      put16(g0, m0, _mm512_permutex2var_ps(ga, lo, gb), add);
+      put16(g0 + 16, m1, _mm512_permutex2var_ps(ga, hi, gb), add);
+      put16(g1, m0, _mm512_permutex2var_ps(gc, lo, ge), add);
+      put16(g1 + 16, m1, _mm512_permutex2var_ps(gc, hi, ge), add);
     }
   }
 }
@@ -317,10 +320,11 @@ __attribute__((target("avx2"))) inline __m256i lanes8(int64_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), index);
 }
 
-// p[i] += v[i] for the lanes in k.
-__attribute__((target("avx2"))) inline void add8(float* p, __m256i k,
-                                                 __m256 v) {
-  _mm256_maskstore_ps(p, k, _mm256_add_ps(_mm256_maskload_ps(p, k), v));
+// p[i] += v[i] (add), else p[i] = v[i], for the lanes in k.
+__attribute__((target("avx2"))) inline void put8(float* p, __m256i k, __m256 v,
+                                                 bool add) {
+  if (add) v = _mm256_add_ps(_mm256_maskload_ps(p, k), v);
+  _mm256_maskstore_ps(p, k, v);
 }
 
 // Even (odd) columns of 16 inputs: shuffles pick them per 128-bit lane,
@@ -334,17 +338,18 @@ __attribute__((target("avx2"))) inline __m256 odd8(__m256 p0, __m256 p1) {
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), 0xd8));
 }
 
-// row[0..15] += (u0 v0 u1 v1 ... u7 v7) for the lanes of m0 and m1.
-__attribute__((target("avx2"))) inline void add_interleaved8(
-    float* row, __m256i m0, __m256i m1, __m256 u, __m256 v) {
+// row[0..15] += (or =) (u0 v0 u1 v1 ... u7 v7) for the lanes of m0 and m1.
+__attribute__((target("avx2"))) inline void put_interleaved8(
+    float* row, __m256i m0, __m256i m1, __m256 u, __m256 v, bool add) {
   const __m256 lo = _mm256_unpacklo_ps(u, v), hi = _mm256_unpackhi_ps(u, v);
-  add8(row, m0, _mm256_permute2f128_ps(lo, hi, 0x20));
-  add8(row + 8, m1, _mm256_permute2f128_ps(lo, hi, 0x31));
+  put8(row, m0, _mm256_permute2f128_ps(lo, hi, 0x20), add);
+  put8(row + 8, m1, _mm256_permute2f128_ps(lo, hi, 0x31), add);
 }
 
 __attribute__((target("avx2"))) void max_2x2_avx2(const float* x,
                                                   const float* dy, float* y,
-                                                  float* dx, const Dims3& d) {
+                                                  float* dx, const Dims3& d,
+                                                  bool add) {
   const int64_t w = d.in[2], ow = d.out[2];
   for (int64_t o1 = 0; o1 < d.out[1]; ++o1) {
     const float* r0 = x + 2 * o1 * w;
@@ -377,23 +382,142 @@ __attribute__((target("avx2"))) void max_2x2_avx2(const float* x,
       const __m256 gc = _mm256_and_ps(wc, g), ge = _mm256_and_ps(te, g);
       // Interleaved back: (ga0 gb0 ga1 gb1 ...) on row 0, (gc, ge) row 1.
       float* g0 = dx + 2 * o1 * w + 2 * j;
-      add_interleaved8(g0, m0, m1, ga, gb);
-      add_interleaved8(g0 + w, m0, m1, gc, ge);
+      put_interleaved8(g0, m0, m1, ga, gb, add);
+      put_interleaved8(g0 + w, m0, m1, gc, ge, add);
     }
   }
 }
 
 void max_forward_2x2(const float* x, float* y, const Dims3& d) {
-  if (cpu_features().avx512f) return max_2x2_avx512(x, nullptr, y, nullptr, d);
-  if (cpu_features().avx2) return max_2x2_avx2(x, nullptr, y, nullptr, d);
+  if (cpu_features().avx512f) {
+    return max_2x2_avx512(x, nullptr, y, nullptr, d, false);
+  }
+  if (cpu_features().avx2)
+    return max_2x2_avx2(x, nullptr, y, nullptr, d, false);
   max_forward_2x2_scalar(x, y, d);
 }
 
+// Puts each window's dy where its maximum came from: added to dx (add),
+// else written, the window's other three elements set to zero (dx's
+// elements in no window are left as they are).
 void max_backward_2x2(const float* x, const float* dy, float* dx,
-                      const Dims3& d) {
-  if (cpu_features().avx512f) return max_2x2_avx512(x, dy, nullptr, dx, d);
-  if (cpu_features().avx2) return max_2x2_avx2(x, dy, nullptr, dx, d);
-  max_backward_2x2_scalar(x, dy, dx, d);
+                      const Dims3& d, bool add) {
+  if (cpu_features().avx512f) return max_2x2_avx512(x, dy, nullptr, dx, d, add);
+  if (cpu_features().avx2) return max_2x2_avx2(x, dy, nullptr, dx, d, add);
+  max_backward_2x2_scalar(x, dy, dx, d, add);
+}
+
+// ---- 2x2 max pooling on the bits of half and bfloat16 (AVX-512BW) ----
+//
+// A 16-bit float orders as its value once its bits are mapped to a key:
+// 0x8000 plus the magnitude for a positive number, 0x8000 less it for a
+// negative one, so that -0 and +0 tie as they compare in fp32; nans
+// (magnitude above inf's bits) follow the rule of `takes`. A maximum is
+// exact in any type, so this gives the fp32 path's values and grads bit
+// for bit without converting: 32 windows a vector, half the bytes.
+
+// A window's candidate: its bits, key and whether it is a nan.
+struct Cand16 {
+  __m512i bits, key;
+  __mmask32 nan;
+};
+
+__attribute__((target("avx512f,avx512bw"))) inline Cand16 cand16(__m512i v,
+                                                                 __m512i inf) {
+  const __m512i base = _mm512_set1_epi16(static_cast<int16_t>(0x8000));
+  const __m512i mag = _mm512_andnot_si512(base, v);
+  const __mmask32 neg = _mm512_test_epi16_mask(v, base);
+  const __m512i key =
+      _mm512_mask_sub_epi16(_mm512_add_epi16(base, mag), neg, base, mag);
+  return {v, key, _mm512_cmpgt_epu16_mask(mag, inf)};
+}
+
+// m becomes v in the lanes where v takes over (the rule of `takes`: larger,
+// or the first nan); returns those lanes.
+__attribute__((target("avx512f,avx512bw"))) inline __mmask32 take16(
+    Cand16& m, const Cand16& v) {
+  const __mmask32 t = static_cast<__mmask32>(
+      ~m.nan & (v.nan | _mm512_cmpgt_epu16_mask(v.key, m.key)));
+  m.bits = _mm512_mask_mov_epi16(m.bits, t, v.bits);
+  m.key = _mm512_mask_mov_epi16(m.key, t, v.key);
+  m.nan = static_cast<__mmask32>(m.nan | (t & v.nan));  // t: m was no nan
+  return t;
+}
+
+// The first n lanes of 32 (none for n <= 0, all for n >= 32).
+inline __mmask32 lanes32(int64_t n) {
+  if (n <= 0) return 0;
+  return n >= 32 ? ~__mmask32(0) : __mmask32((1u << n) - 1);
+}
+
+// The word shuffles: a row's 64 inputs (two vectors) into their even and
+// odd columns, and two vectors of 32 back into one row of 64 (lo: the
+// first 32 words, hi: the next).
+struct Shuffles16 {
+  alignas(64) int16_t even[32], odd[32], lo[32], hi[32];
+  Shuffles16() {
+    for (int k = 0; k < 32; ++k) {
+      even[k] = static_cast<int16_t>(2 * k);
+      odd[k] = static_cast<int16_t>(2 * k + 1);
+      // Word k of the row: a's k/2 for even k, b's (index 32 + k/2) odd.
+      lo[k] = static_cast<int16_t>((k % 2) * 32 + k / 2);
+      hi[k] = static_cast<int16_t>((k % 2) * 32 + 16 + k / 2);
+    }
+  }
+};
+const Shuffles16 kShuffles16;
+
+// Forward (y set) or backward (dy, dx set: dy written where each window's
+// maximum came from, zeros at the window's other three) of one map.
+__attribute__((target("avx512f,avx512bw"))) void max_2x2_bits_avx512(
+    const Bits16* x, const Bits16* dy, Bits16* y, Bits16* dx, const Dims3& d,
+    uint16_t inf_bits) {
+  const int64_t w = d.in[2], ow = d.out[2];
+  const __m512i inf = _mm512_set1_epi16(static_cast<int16_t>(inf_bits));
+  const __m512i even = _mm512_load_si512(kShuffles16.even);
+  const __m512i odd = _mm512_load_si512(kShuffles16.odd);
+  const __m512i lo = _mm512_load_si512(kShuffles16.lo);
+  const __m512i hi = _mm512_load_si512(kShuffles16.hi);
+  for (int64_t o1 = 0; o1 < d.out[1]; ++o1) {
+    const Bits16* r0 = x + 2 * o1 * w;
+    const Bits16* r1 = r0 + w;
+    for (int64_t j = 0; j < ow; j += 32) {
+      const int64_t n = std::min<int64_t>(32, ow - j);
+      const __mmask32 mo = lanes32(n), m0 = lanes32(2 * n),
+                      m1 = lanes32(2 * n - 32);
+      const __m512i p0 = _mm512_maskz_loadu_epi16(m0, r0 + 2 * j);
+      const __m512i p1 = _mm512_maskz_loadu_epi16(m1, r0 + 2 * j + 32);
+      const __m512i q0 = _mm512_maskz_loadu_epi16(m0, r1 + 2 * j);
+      const __m512i q1 = _mm512_maskz_loadu_epi16(m1, r1 + 2 * j + 32);
+      Cand16 m = cand16(_mm512_permutex2var_epi16(p0, even, p1), inf);
+      const __mmask32 tb =
+          take16(m, cand16(_mm512_permutex2var_epi16(p0, odd, p1), inf));
+      const __mmask32 tc =
+          take16(m, cand16(_mm512_permutex2var_epi16(q0, even, q1), inf));
+      const __mmask32 te =
+          take16(m, cand16(_mm512_permutex2var_epi16(q0, odd, q1), inf));
+      if (y) {
+        _mm512_mask_storeu_epi16(y + o1 * ow + j, mo, m.bits);
+        continue;
+      }
+      // The winner: e if te, else c if tc, else b if tb, else a.
+      const __mmask32 wc = tc & ~te, wb = tb & ~tc & ~te;
+      const __mmask32 wa = ~(tb | tc | te);
+      const __m512i g = _mm512_maskz_loadu_epi16(mo, dy + o1 * ow + j);
+      const __m512i ga = _mm512_maskz_mov_epi16(wa, g);
+      const __m512i gb = _mm512_maskz_mov_epi16(wb, g);
+      const __m512i gc = _mm512_maskz_mov_epi16(wc, g);
+      const __m512i ge = _mm512_maskz_mov_epi16(te, g);
+      Bits16* g0 = dx + 2 * o1 * w + 2 * j;
+      Bits16* g1 = g0 + w;
+      _mm512_mask_storeu_epi16(g0, m0, _mm512_permutex2var_epi16(ga, lo, gb));
+      _mm512_mask_storeu_epi16(g0 + 32, m1,
+                               _mm512_permutex2var_epi16(ga, hi, gb));
+      _mm512_mask_storeu_epi16(g1, m0, _mm512_permutex2var_epi16(gc, lo, ge));
+      _mm512_mask_storeu_epi16(g1 + 32, m1,
+                               _mm512_permutex2var_epi16(gc, hi, ge));
+    }
+  }
 }
 
 float window_count(const Range& r0, const Range& r1, const Range& r2,
@@ -428,18 +552,40 @@ void for_each_map(const PoolingGeometry& g, const Dims3& d, Fn&& fn) {
   }
 }
 
+// Runs fn(map) for every map, in parallel when the work is large.
+template <class Fn>
+void parallel_maps(const PoolingGeometry& g, const Dims3& d, Fn&& fn) {
+  const int64_t maps = g.maps;
+#pragma omp parallel for schedule( \
+    static) if (maps * (d.in_size + d.out_size) >= kParallelMin)
+  for (int64_t m = 0; m < maps; ++m) fn(m);
+}
+
 template <class T>
 class MaxPoolingCpu : public MaxPooling {
  public:
   using MaxPooling::MaxPooling;
 
  protected:
+  // Whether the 2x2 windows run on half's or bfloat16's bits.
+  static bool on_bits(bool k2s2) {
+    return !std::is_same_v<T, float> && k2s2 && cpu_features().avx512bw;
+  }
+
   void forward_impl(const Variables& in, const Variables& out) override {
     const T* x = input<T>(in[0]);
     T* y = output<T>(out[0]);
     const Dims3 d = dims3(geom_);
     const bool inside = windows_inside(d);
     const bool k2s2 = inside && is_2x2_stride_2(d);
+    if (on_bits(k2s2)) {
+      parallel_maps(geom_, d, [&](int64_t m) {
+        max_2x2_bits_avx512(bits16(x + m * d.in_size), nullptr,
+                            bits16(y + m * d.out_size), nullptr, d,
+                            inf_bits_of<T>);
+      });
+      return;
+    }
     for_each_map(geom_, d, [&](int64_t m, float* xb, float*, float* ybuf) {
       const float* xf = load(x + m * d.in_size, xb, d.in_size);
       float* yb = store_buffer(y + m * d.out_size, ybuf);
@@ -470,19 +616,33 @@ class MaxPoolingCpu : public MaxPooling {
     const Dims3 d = dims3(geom_);
     const bool inside = windows_inside(d);
     const bool k2s2 = inside && is_2x2_stride_2(d);
+    // 2x2 windows that cover the map write every element of dx: no zeros
+    // first (else those in no window need them).
+    const bool covers =
+        k2s2 && d.in[1] == 2 * d.out[1] && d.in[2] == 2 * d.out[2];
+    if (!accum[0] && on_bits(k2s2)) {
+      parallel_maps(geom_, d, [&](int64_t m) {
+        Bits16* dxm = bits16(dx + m * d.in_size);
+        if (!covers) std::fill(dxm, dxm + d.in_size, uint16_t{0});
+        max_2x2_bits_avx512(bits16(x + m * d.in_size),
+                            bits16(dy + m * d.out_size), nullptr, dxm, d,
+                            inf_bits_of<T>);
+      });
+      return;
+    }
     for_each_map(geom_, d, [&](int64_t m, float* xb, float* gbuf, float* dyb) {
       const float* xf = load(x + m * d.in_size, xb, d.in_size);
       const float* dyf = load(dy + m * d.out_size, dyb, d.out_size);
       T* dxm = dx + m * d.in_size;
-      // The grads are added into gb: float's dx itself, else a buffer.
+      // The grads go into gb: float's dx itself, else a buffer.
       float* gb = store_buffer(dxm, gbuf);
       if (!accum[0]) {
-        std::fill(gb, gb + d.in_size, 0.0f);
+        if (!covers) std::fill(gb, gb + d.in_size, 0.0f);
       } else if (gb != static_cast<void*>(dxm)) {
         copy_float(dxm, gb, d.in_size);
       }
       if (k2s2) {
-        max_backward_2x2(xf, dyf, gb, d);
+        max_backward_2x2(xf, dyf, gb, d, accum[0]);
       } else if (inside) {
         max_backward_inside(xf, dyf, gb, d);
       } else {

@@ -89,6 +89,7 @@ std::vector<float> float_inputs() {
 // The features `path` turns on, as the CPU's features in effect.
 void expect_path(const CpuFeatures& want) {
   EXPECT_EQ(cpu::cpu_features().avx512f, want.avx512f);
+  EXPECT_EQ(cpu::cpu_features().avx512bw, want.avx512bw);
   EXPECT_EQ(cpu::cpu_features().f16c, want.f16c);
   EXPECT_EQ(cpu::cpu_features().avx2, want.avx2);
 }
@@ -132,14 +133,14 @@ void check_converters(const CpuFeatures& features, Dtype reduced) {
 TEST(IsaPaths, DetectedFeaturesAreListed) {
   const CpuFeatures& f = cpu::detected_cpu_features();
   std::cout << "[ISA path] this CPU: avx2 " << f.avx2 << ", f16c " << f.f16c
-            << ", avx512f " << f.avx512f << ", avx512bf16 " << f.avx512bf16
-            << ", avx512fp16 " << f.avx512fp16 << ", amx_bf16 " << f.amx_bf16
-            << "\n";
+            << ", avx512f " << f.avx512f << ", avx512bw " << f.avx512bw
+            << ", avx512bf16 " << f.avx512bf16 << ", avx512fp16 "
+            << f.avx512fp16 << ", amx_bf16 " << f.amx_bf16 << "\n";
   // A guard never turns on what the CPU lacks, and gives back what it held.
   {
     CpuFeatures all;
-    all.avx2 = all.f16c = all.avx512f = all.avx512bf16 = all.avx512fp16 =
-        all.amx_bf16 = true;
+    all.avx2 = all.f16c = all.avx512f = all.avx512bw = all.avx512bf16 =
+        all.avx512fp16 = all.amx_bf16 = true;
     ScopedCpuFeatures g(all);
     EXPECT_EQ(cpu::cpu_features().avx512f, f.avx512f);
     EXPECT_EQ(cpu::cpu_features().avx2, f.avx2);
@@ -200,14 +201,18 @@ struct PoolRun {
   Doubles y, dx;
 };
 
-// Maps of 71 columns (35 windows: two AVX-512 blocks of 16 and a masked
-// one, the last column in no window), few distinct values (ties) and nans.
+// Few distinct values (ties, -0 against +0), infinities and nans, all
+// exact in half and bfloat16.
 std::vector<float> pool_input(const Shape& s) {
   std::mt19937 rng(3);
   std::uniform_int_distribution<int> level(-3, 3);
   std::vector<float> v(shape_size(s));
+  const float inf = std::numeric_limits<float>::infinity();
   for (size_t i = 0; i < v.size(); ++i) {
-    v[i] = i % 97 == 5 ? std::nanf("") : 0.25f * level(rng);
+    v[i] = i % 97 == 5   ? std::nanf("")
+           : i % 89 == 7 ? -0.0f
+           : i % 83 == 3 ? (i % 2 ? inf : -inf)
+                         : 0.25f * level(rng);
   }
   return v;
 }
@@ -243,7 +248,18 @@ PoolRun pool_run(const Shape& s, const std::vector<float>& x,
   std::copy(dy.begin(), dy.end(), seed->cast<float>(true));
   xv->grad()->zero();
   y->backward(seed);
-  return {to_doubles(y), grad_doubles(xv)};
+  PoolRun r{to_doubles(y), grad_doubles(xv)};
+  // Again, onto the grad already there: twice the grad (exact).
+  y->backward(seed);
+  const Doubles twice = grad_doubles(xv);
+  for (size_t i = 0; i < twice.size(); ++i) {
+    if (!(twice[i] == 2 * r.dx[i] || std::isnan(r.dx[i]))) {
+      ADD_FAILURE() << type_config << ": accumulated dx[" << i
+                    << "] = " << twice[i] << ", not twice " << r.dx[i];
+      break;
+    }
+  }
+  return r;
 }
 
 void expect_same(const Doubles& a, const Doubles& b, const std::string& what) {
@@ -257,25 +273,31 @@ void expect_same(const Doubles& a, const Doubles& b, const std::string& what) {
                      << ": " << a[first] << " against " << b[first];
 }
 
-// The path `features` selects against the written-out rule, in float and
-// (through the kernels' float buffers) half; returns the float run.
-PoolRun check_pooling(const CpuFeatures& features) {
+// The path `features` selects against the written-out rule, in float, half
+// and bfloat16; returns the float runs. Two shapes: maps of 71 columns (35
+// windows: AVX-512's float blocks of 16 and a masked one, the 16-bit
+// kernels' block of 32 and a masked one; the last column and row in no
+// window) and maps the windows cover (dx written, not added to).
+std::vector<PoolRun> check_pooling(const CpuFeatures& features) {
   ScopedCpuFeatures path(features);
   expect_path(features);
-  const Shape s{2, 3, 6, 71};
-  const auto x = pool_input(s);
-  std::vector<float> dy(s[0] * s[1] * 3 * 35);
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (auto& e : dy) e = 0.25f * std::round(8 * u(rng));  // exact in half
-  const PoolRun want = pool_reference(s, x, dy);
-  const PoolRun got = pool_run(s, x, dy, "float");
-  expect_same(got.y, want.y, "y in float");
-  expect_same(got.dx, want.dx, "dx in float");
-  const PoolRun half = pool_run(s, x, dy, "half");
-  expect_same(half.y, want.y, "y in half");
-  expect_same(half.dx, want.dx, "dx in half");
-  return got;
+  std::vector<PoolRun> runs;
+  for (const Shape& s : {Shape{2, 3, 7, 71}, Shape{2, 3, 6, 70}}) {
+    const auto x = pool_input(s);
+    std::vector<float> dy(s[0] * s[1] * (s[2] / 2) * (s[3] / 2));
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (auto& e : dy) e = 0.25f * std::round(8 * u(rng));  // exact in 16 bits
+    const PoolRun want = pool_reference(s, x, dy);
+    for (const char* type : {"float", "half", "bfloat16"}) {
+      const std::string at = std::string(" in ") + type + " " + shape_str(s);
+      const PoolRun got = pool_run(s, x, dy, type);
+      expect_same(got.y, want.y, "y" + at);
+      expect_same(got.dx, want.dx, "dx" + at);
+      if (std::string(type) == "float") runs.push_back(got);
+    }
+  }
+  return runs;
 }
 
 TEST(IsaPaths, MaxPooling2x2Scalar) {
@@ -285,19 +307,32 @@ TEST(IsaPaths, MaxPooling2x2Scalar) {
 
 TEST(IsaPaths, MaxPooling2x2Avx512) {
   SKIP_WITHOUT(avx512f, "AVX-512F");
-  const PoolRun vec = check_pooling(avx512f_only());
-  const PoolRun scalar = check_pooling(none());
-  expect_same(vec.y, scalar.y, "y: AVX-512 against scalar");
-  expect_same(vec.dx, scalar.dx, "dx: AVX-512 against scalar");
+  const auto vec = check_pooling(avx512f_only());
+  const auto scalar = check_pooling(none());
+  for (size_t i = 0; i < vec.size(); ++i) {
+    expect_same(vec[i].y, scalar[i].y, "y: AVX-512 against scalar");
+    expect_same(vec[i].dx, scalar[i].dx, "dx: AVX-512 against scalar");
+  }
   ran("2x2 max pooling", "avx512f");
+}
+
+// Half and bfloat16 on their bits (the float runs take the AVX-512F path).
+TEST(IsaPaths, MaxPooling2x2Avx512BwBits) {
+  SKIP_WITHOUT(avx512bw, "AVX-512BW");
+  CpuFeatures bw = avx512f_only();
+  bw.avx512bw = true;
+  check_pooling(bw);
+  ran("2x2 max pooling on 16-bit bits", "avx512bw");
 }
 
 TEST(IsaPaths, MaxPooling2x2Avx2) {
   SKIP_WITHOUT(avx2, "AVX2");
-  const PoolRun vec = check_pooling(avx2_only());
-  const PoolRun scalar = check_pooling(none());
-  expect_same(vec.y, scalar.y, "y: AVX2 against scalar");
-  expect_same(vec.dx, scalar.dx, "dx: AVX2 against scalar");
+  const auto vec = check_pooling(avx2_only());
+  const auto scalar = check_pooling(none());
+  for (size_t i = 0; i < vec.size(); ++i) {
+    expect_same(vec[i].y, scalar[i].y, "y: AVX2 against scalar");
+    expect_same(vec[i].dx, scalar[i].dx, "dx: AVX2 against scalar");
+  }
   ran("2x2 max pooling", "avx2");
 }
 
