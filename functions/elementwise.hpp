@@ -78,6 +78,8 @@ class UnaryFunction : public Function {
   /// dx[i] depends on dy[i] alone (the drivers read a block before writing
   /// it), so dx may overwrite dy.
   bool inplace_grad(int) const override { return true; }
+  /// y[i] depends on x[i] alone (likewise), so y may overwrite x.
+  bool inplace_data(int) const override { return true; }
   const Op& op() const { return op_; }
 
  protected:

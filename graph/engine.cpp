@@ -110,6 +110,28 @@ int shared_grad_input(const Step& step, const Variable* root,
   return -1;
 }
 
+// Under clearing, a step's one output can take over the buffer of its one
+// input where the function computes in place (ReLU and the other unary
+// functions) and the input would be freed right after the step (the
+// caller knows): an intermediate no later function or backward reads, held
+// by nothing else, in the dtype and on the device the function writes.
+// Forward then holds one buffer where it held two, and writes where it has
+// just read.
+bool takes_input_buffer(const Step& step, const Variable* root) {
+  if (step.in.size() != 1 || step.out.size() != 1) return false;
+  const Variable* x = step.in[0];
+  const Variable* y = step.out[0];
+  const Function& f = step.node->function();
+  if (!f.inplace_data(0) || !is_intermediate(x, root) ||
+      x->size() != y->size() || x->data().use_count() != 1 ||
+      x->data()->array_ptr().use_count() != 1) {
+    return false;
+  }
+  const SyncedArray& a = x->data()->array();
+  return a.has_head() && !a.filling() && a.dtype() == f.dtype() &&
+         a.head_device() == f.device();
+}
+
 // Backward runs on the sizes of the last setup; a variable reshaped since
 // then would have it read or write out of bounds.
 void check_set_up(const Step& step) {
@@ -154,23 +176,36 @@ void Variable::forward(bool clear_buffer, bool clear_no_need_grad) {
     }
   }
 
+  // Whether v, an intermediate input of step s, is freed after it.
+  const auto freed_after = [&](const Variable* v, size_t s) {
+    const size_t slot = output_slot(order, v);
+    return last_reader[slot] == s && (clear_buffer || !backward_reads[slot]);
+  };
   for (size_t s = 0; s < order.size(); ++s) {
+    Step& step = order[s];
     // An input reshaped since setup (a new batch size): set up again down
     // the graph, so that no function runs on the sizes of the old shapes.
-    if (order[s].node->shapes_changed(order[s].out)) {
-      order[s].node->setup_again(order[s].in, order[s].out);
+    if (step.node->shapes_changed(step.out)) {
+      step.node->setup_again(step.in, step.out);
     }
-    order[s].node->forward(order[s].in, order[s].out);
+    const bool in_place = clearing && takes_input_buffer(step, this) &&
+                          freed_after(step.in[0], s);
+    if (in_place)
+      step.out[0]->data()->set_array(step.in[0]->data()->array_ptr());
+    step.node->forward(step.in, step.out);
     if (detail::check_finite_depth) {
-      detail::check_outputs_finite(order[s].node->function(), order[s].in,
-                                   order[s].out);
+      detail::check_outputs_finite(step.node->function(), step.in, step.out);
+    }
+    if (in_place) {  // the output keeps the buffer; the input lets go
+      step.in[0]->data()->set_array(
+          std::make_shared<SyncedArray>(step.in[0]->size()));
+      continue;
     }
     if (!clearing) continue;
-    for (Variable* v : order[s].in) {
-      if (!is_intermediate(v, this)) continue;
-      const size_t slot = output_slot(order, v);
-      if (last_reader[slot] != s) continue;
-      if (clear_buffer || !backward_reads[slot]) v->data()->array().clear();
+    for (Variable* v : step.in) {
+      if (is_intermediate(v, this) && freed_after(v, s)) {
+        v->data()->array().clear();
+      }
     }
   }
 }

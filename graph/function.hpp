@@ -43,6 +43,12 @@ class Function {
   /// grad: each element of the one read only for the same element of the
   /// other. Under clear_buffer the engine then gives both one buffer.
   virtual bool inplace_grad(int /*i*/) const { return false; }
+  /// Whether forward may write its (single) output over input i: each
+  /// output element computed from the same element of input i alone, read
+  /// before it is written. Under clearing (Variable::forward's
+  /// clear_buffer, clear_no_need_grad), the engine then gives the output the
+  /// buffer of an input that would be freed right after this function.
+  virtual bool inplace_data(int /*i*/) const { return false; }
   /// Whether an output's shape is a property of the inputs' data, not only
   /// of their shapes (NonZero, BoolGather, Unique). Such a function's setup
   /// reads the data at hand (zeros before any forward: the shapes it gives

@@ -43,7 +43,7 @@ class NdArray {
   const SyncedArray& array() const { return *array_; }
   /// Shares another array's buffer (shapes must have the same size).
   void set_array(std::shared_ptr<SyncedArray> array);
-  std::shared_ptr<SyncedArray> array_ptr() const { return array_; }
+  const std::shared_ptr<SyncedArray>& array_ptr() const { return array_; }
 
  private:
   Shape shape_;
