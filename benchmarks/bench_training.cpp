@@ -138,6 +138,27 @@ double fma_peak_gflops(int threads, bool avx512) {
   return median(rates);
 }
 
+// ---- the machine's memory bandwidth ----
+
+// GB/s of a STREAM triad (a = b + s c) over three 64 MB arrays on `threads`
+// threads: the median of 5. Counted as the memory moves them: b and c read,
+// a read (for ownership) and written, 4 arrays (STREAM's convention counts
+// 3). The solver's update is a pass of the same kind: Adam reads the
+// weight, its grad and two moments and writes three of them back, 7.
+double triad_bandwidth_gbs(int threads) {
+  const int64_t n = int64_t{16} << 20;
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  std::vector<double> rates;
+  for (int r = 0; r < 5; ++r) {
+    const double t0 = omp_get_wtime();
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n; ++i) a[i] = b[i] + 0.5f * c[i];
+    rates.push_back(4.0 * n * sizeof(float) / (omp_get_wtime() - t0) / 1e9);
+  }
+  if (a[n / 2] != 2.0f) std::printf("(triad check failed)\n");
+  return median(rates);
+}
+
 // The fp32 multiply-adds of one training step (forward, the grads of
 // every weight and of every input but the images), as 2 flops each: the
 // convolutions and matrix products only, which is where the time should go.
@@ -402,7 +423,8 @@ struct PythonPeers {
 };
 
 // One model: every configuration built, then timed in turns.
-void bench_model(const std::string& model, const Options& o, double peak) {
+void bench_model(const std::string& model, const Options& o, double peak,
+                 double bandwidth) {
   PythonPeers peers;
   struct Config {
     std::string type;
@@ -457,16 +479,20 @@ void bench_model(const std::string& model, const Options& o, double peak) {
   }
   // Where the float step's time goes: the forward and backward passes (all
   // the products) against the solver's update, a pass over every weight,
-  // grad and Adam state (memory bound: 7 fp32 arrays of the model's size).
+  // grad and Adam state (memory bound: 7 fp32 arrays of the model's size,
+  // 4 read and 3 written), with its rate against the triad's.
   for (auto& c : configs) {
     if (!c.ours || !c.ours->plain_loop()) continue;
     const auto [pass, update] = c.ours->split_seconds(o.runs);
     const double gflops = step_gflop(model, o.batch) / pass;
+    const double adam_gbs = 7 * c.ours->grad_mb() * 1048576 / update / 1e9;
     std::printf(
         "%-6s %-9s step split: forward+backward %.2f ms (%.0f GFLOP/s, "
-        "%.0f%% of peak), Adam update %.2f ms (%.0f%% of the step)\n",
+        "%.0f%% of peak), Adam update %.2f ms (%.0f%% of the step; %.0f GB/s, "
+        "%.0f%% of the triad's)\n",
         model.c_str(), c.type.c_str(), 1e3 * pass, gflops, 100 * gflops / peak,
-        1e3 * update, 100 * update / (pass + update));
+        1e3 * update, 100 * update / (pass + update), adam_gbs,
+        100 * adam_gbs / bandwidth);
   }
   for (const auto& [name, steps] : peers.samples) {
     if (steps.empty()) continue;
@@ -512,6 +538,10 @@ int main(int argc, char** argv) {
                       : "");
   std::printf("fp32 FMA peak, %d threads, %s: %.0f GFLOP/s\n", o.threads,
               cpu.avx512f ? "AVX-512" : "AVX2", peak);
+  const double bandwidth = triad_bandwidth_gbs(o.threads);
+  std::printf(
+      "memory bandwidth, %d threads (STREAM triad, 192 MB): %.0f GB/s\n",
+      o.threads, bandwidth);
   std::printf("convolution batch chunks: %ld KB of activations%s\n",
               static_cast<long>(mg::cpu::conv_chunk_bytes() >> 10),
               o.conv_chunk > 0 ? " (--conv-chunk)" : " (half the L2 cache)");
@@ -519,7 +549,9 @@ int main(int argc, char** argv) {
   std::printf("\n%-6s %-9s %10s %8s %8s %9s %8s %9s %7s %9s %7s %8s %6s\n",
               "model", "type", "img/s", "/torch", "/float", "peak MB", "act MB",
               "peak/f32", "grad MB", "-grad/f32", "skipped", "GFLOP/s", "peak");
-  for (const std::string& model : o.models) bench_model(model, o, peak);
+  for (const std::string& model : o.models) {
+    bench_model(model, o, peak, bandwidth);
+  }
   std::printf(
       "\nimg/s: training images per second (forward, backward, Adam)\n"
       "/torch: over libtorch float; /float: over our float (for the Python\n"
