@@ -95,7 +95,13 @@ void RandomShift::setup_impl(const Variables& in, const Variables& out) {
   const int nd = static_cast<int>(x.size());
   const int m = static_cast<int>(opts_.shifts.size());
   const std::string& mode = opts_.border_mode;
-  if (mode != "nearest" && mode != "reflect" && mode != "constant") {
+  if (mode == "nearest") {
+    border_ = Border::nearest;
+  } else if (mode == "reflect") {
+    border_ = Border::reflect;
+  } else if (mode == "constant") {
+    border_ = Border::constant;
+  } else {
     throw std::invalid_argument(
         msg(tag(), "border_mode \"", mode,
             "\" is not one of \"nearest\", \"reflect\" and \"constant\""));
@@ -130,9 +136,8 @@ int64_t RandomShift::source_along(const std::vector<int64_t>& d, int axis,
   const int k = static_cast<int>(d.size()) - nd + axis;
   const int64_t size = x_shape_[axis];
   const int64_t i = c - (k >= 0 ? d[k] : 0);
-  if (opts_.border_mode == "nearest")
-    return std::clamp<int64_t>(i, 0, size - 1);
-  if (opts_.border_mode == "reflect") {
+  if (border_ == Border::nearest) return std::clamp<int64_t>(i, 0, size - 1);
+  if (border_ == Border::reflect) {
     // NNabla's: x mirrored with its edge repeated, period 2 size.
     const int64_t r = size > 1 ? std::llabs(i + 2 * size) % (2 * size) : 0;
     return r >= size ? 2 * size - 1 - r : r;
@@ -247,11 +252,24 @@ void RandomErase::erase(std::vector<float>& y) {
   for (int64_t k = 0; k < opts_.n; ++k) {
     for (int64_t b = 0; b < samples_; ++b) {
       const Patch* pb = &patches[(k * samples_ + b) * per];
-      // Memory order: (C, H, W), or (H, W, C) with channel_last.
+      // The values are drawn in memory order: (C, H, W), or (H, W, C) with
+      // channel_last. Channel-first visits each patch's rows alone.
+      if (!last) {
+        for (int64_t c = 0; c < c_; ++c) {
+          const Patch& p = pb[opts_.share ? 0 : c];
+          if (!(p.u <= opts_.prob)) continue;
+          for (int64_t h = p.y0; h <= std::min(p.y1, h_ - 1); ++h) {
+            const int64_t row = ((b * c_ + c) * h_ + h) * w_;
+            for (int64_t w = p.x0; w <= std::min(p.x1, w_ - 1); ++w) {
+              y[row + w] = value(g);
+              erased_[row + w] = 1;
+            }
+          }
+        }
+        continue;
+      }
       for (int64_t i = 0; i < c_ * h_ * w_; ++i) {
-        const int64_t c = last ? i % c_ : i / (h_ * w_);
-        const int64_t h = last ? i / (w_ * c_) : i / w_ % h_;
-        const int64_t w = last ? i / c_ % w_ : i % w_;
+        const int64_t c = i % c_, h = i / (w_ * c_), w = i / c_ % w_;
         const Patch& p = pb[opts_.share ? 0 : c];
         if (p.u <= opts_.prob && p.y0 <= h && h <= p.y1 && p.x0 <= w &&
             w <= p.x1) {

@@ -300,6 +300,8 @@ class RandomShift : public RandomGather {
   int64_t source_along(const std::vector<int64_t>& d, int axis,
                        int64_t c) const override;
   const RandomShiftOptions opts_;
+  // border_mode, read once by setup (source_along runs per element).
+  enum class Border { nearest, reflect, constant } border_ = Border::nearest;
 };
 
 /// Each sample cropped to `shape` at an offset drawn per cropped axis

@@ -219,6 +219,9 @@ class WarpByGridCpu : public WarpByGrid {
     int64_t b, c, po;
     std::array<int64_t, 3> si;  // input sizes along x, y, z
     Layout lx, ly;
+    // The modes, read once here (sample and corners run per grid point).
+    Pad pad;
+    bool nearest;
   };
 
   Geometry geometry(const Variables& in, const Variables& out) const {
@@ -233,13 +236,11 @@ class WarpByGridCpu : public WarpByGrid {
     for (int a = 0; a < g.d; ++a) g.si[a] = x[first + g.d - 1 - a];
     g.lx = layout(x, opts_.channel_last);
     g.ly = layout(out[0]->shape(), opts_.channel_last);
+    g.pad = opts_.padding_mode == "zero"     ? Pad::zero
+            : opts_.padding_mode == "repeat" ? Pad::repeat
+                                             : Pad::reflect;
+    g.nearest = opts_.mode == "nearest";
     return g;
-  }
-
-  Pad pad() const {
-    return opts_.padding_mode == "zero"     ? Pad::zero
-           : opts_.padding_mode == "repeat" ? Pad::repeat
-                                            : Pad::reflect;
   }
 
   Sample sample(const Geometry& g, const float* grid) const {
@@ -248,13 +249,13 @@ class WarpByGridCpu : public WarpByGrid {
     for (int a = 0; a < g.d; ++a) {
       s.f0[a] = unnormalize(grid[a], g.si[a], opts_.align_corners);
       s.finite = s.finite && std::isfinite(s.f0[a]);
-      s.f[a] = padded(s.f0[a], g.si[a], pad(), opts_.align_corners);
+      s.f[a] = padded(s.f0[a], g.si[a], g.pad, opts_.align_corners);
       // Positions 2 pixels or more outside sample nothing (zero padding):
       // held there, they cast to an index safely.
       const float lim = static_cast<float>(g.si[a]) + 2.0f;
       if (!(s.f[a] > -2.0f)) s.f[a] = -2.0f;
       if (!(s.f[a] < lim)) s.f[a] = lim;
-      if (opts_.mode == "nearest") {
+      if (g.nearest) {
         s.i0[a] = static_cast<int64_t>(std::round(s.f[a]));
       } else {
         s.i0[a] = static_cast<int64_t>(std::floor(s.f[a]));
@@ -268,7 +269,7 @@ class WarpByGridCpu : public WarpByGrid {
   // x (one for nearest, 2^d for linear).
   template <class Fn>
   void corners(const Geometry& g, const Sample& s, Fn&& fn) const {
-    const bool nearest = opts_.mode == "nearest";
+    const bool nearest = g.nearest;
     const int n = nearest ? 1 : 1 << g.d;
     for (int k = 0; k < n; ++k) {
       float w = 1.0f;
@@ -369,7 +370,7 @@ class WarpByGridCpu : public WarpByGrid {
             }
           });
           for (int a = 0; a < g.d; ++a) {
-            dgrid[t * g.d + a] = dfa[a] * padded_coef(s.f0[a], g.si[a], pad(),
+            dgrid[t * g.d + a] = dfa[a] * padded_coef(s.f0[a], g.si[a], g.pad,
                                                       opts_.align_corners);
           }
         }

@@ -163,9 +163,17 @@ class SpectralNormCpu : public SpectralNorm {
   using SpectralNorm::SpectralNorm;
 
  protected:
-  // The matrix's element (r, k), k = o * inner + i, in w's flat order.
-  int64_t at(int64_t r, int64_t k) const {
-    return ((k / inner_) * rows_ + r) * inner_ + k % inner_;
+  // Calls fn(r, k, j) for each element (r, k) of the matrix, k = o * inner
+  // + i, j its index in w's flat order: row by row, k in order within a
+  // row (the order of every sum below), no division per element.
+  template <class Fn>
+  void for_each_element(Fn&& fn) const {
+    for (int64_t r = 0; r < rows_; ++r) {
+      for (int64_t o = 0; o < outer_; ++o) {
+        const int64_t j0 = (o * rows_ + r) * inner_, k0 = o * inner_;
+        for (int64_t i = 0; i < inner_; ++i) fn(r, k0 + i, j0 + i);
+      }
+    }
   }
 
   // a / sqrt(|a|^2 + eps), in place.
@@ -188,27 +196,25 @@ class SpectralNormCpu : public SpectralNorm {
     for (int it = 0; it < opts_.itr; ++it) {
       // v = normalize(W^T u), then u = normalize(W v).
       std::vector<double> v(K, 0.0);
-      for (int64_t r = 0; r < R; ++r) {
-        for (int64_t k = 0; k < K; ++k) v[k] += double(w[at(r, k)]) * u_[r];
-      }
+      for_each_element([&](int64_t r, int64_t k, int64_t j) {
+        v[k] += double(w[j]) * u_[r];
+      });
       for (int64_t k = 0; k < K; ++k) v_[k] = static_cast<float>(v[k]);
       normalize(v_);
-      for (int64_t r = 0; r < R; ++r) {
-        double s = 0.0;
-        for (int64_t k = 0; k < K; ++k) s += double(w[at(r, k)]) * v_[k];
-        u_[r] = static_cast<float>(s);
-      }
+      std::vector<double> u(R, 0.0);
+      for_each_element([&](int64_t r, int64_t k, int64_t j) {
+        u[r] += double(w[j]) * v_[k];
+      });
+      for (int64_t r = 0; r < R; ++r) u_[r] = static_cast<float>(u[r]);
       normalize(u_);
     }
     if (!opts_.test) {
       std::copy(u_.begin(), u_.end(), in[1]->data()->cast<float>());
     }
     double sigma = 0.0;
-    for (int64_t r = 0; r < R; ++r) {
-      for (int64_t k = 0; k < K; ++k) {
-        sigma += double(u_[r]) * w[at(r, k)] * v_[k];
-      }
-    }
+    for_each_element([&](int64_t r, int64_t k, int64_t j) {
+      sigma += double(u_[r]) * w[j] * v_[k];
+    });
     sigma_ = static_cast<float>(sigma);
     std::vector<float> y(w.size());
     for (size_t j = 0; j < w.size(); ++j) y[j] = w[j] / sigma_;
@@ -219,19 +225,15 @@ class SpectralNormCpu : public SpectralNorm {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
-    const int64_t R = rows_, K = outer_ * inner_;
     const std::vector<float> w = floats_of<T>(in[0]);
     const std::vector<float> dy = grad_floats_of<T>(out[0]);
     double d = 0.0;
     for (size_t j = 0; j < w.size(); ++j) d += double(dy[j]) * w[j];
     const float c = static_cast<float>(d / (double(sigma_) * sigma_));
     std::vector<float> dw(w.size());
-    for (int64_t r = 0; r < R; ++r) {
-      for (int64_t k = 0; k < K; ++k) {
-        const int64_t j = at(r, k);
-        dw[j] = dy[j] / sigma_ - c * u_[r] * v_[k];
-      }
-    }
+    for_each_element([&](int64_t r, int64_t k, int64_t j) {
+      dw[j] = dy[j] / sigma_ - c * u_[r] * v_[k];
+    });
     store_grad<T>(dw.data(), in[0], accum[0]);
   }
 

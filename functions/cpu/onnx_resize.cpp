@@ -64,9 +64,9 @@ void for_each_outside(const Shape& y, const std::vector<ResizeTaps>& axes,
                       Fn&& fn) {
   const int64_t n = shape_size(y);
   const int nd = static_cast<int>(y.size());
+  std::vector<int64_t> pos(nd);
   for (int64_t e = 0; e < n; ++e) {
     int64_t rest = e;
-    std::vector<int64_t> pos(nd);
     for (int a = nd - 1; a >= 0; --a) pos[a] = rest % y[a], rest /= y[a];
     for (const ResizeTaps& r : axes) {
       if (r.outside[pos[r.axis]]) {
