@@ -407,7 +407,7 @@ void max_backward_2x2(const float* x, const float* dy, float* dx,
   max_backward_2x2_scalar(x, dy, dx, d, add);
 }
 
-// ---- 2x2 max pooling on the bits of half and bfloat16 (AVX-512BW) ----
+// ---- 2x2 max pooling on the bits of half and bfloat16 (AVX-512BW, AVX2) ----
 //
 // A 16-bit float orders as its value once its bits are mapped to a key:
 // 0x8000 plus the magnitude for a positive number, 0x8000 less it for a
@@ -520,6 +520,137 @@ __attribute__((target("avx512f,avx512bw"))) void max_2x2_bits_avx512(
   }
 }
 
+// The same with AVX2, 16 windows a vector: keys as two's complement
+// integers (the magnitude, negated for a negative number: -0 and +0 tie)
+// for the signed 16-bit compare AVX2 has; a row's last windows through a
+// zero-padded copy (AVX2 has no 16-bit masked loads).
+struct Cand16x16 {
+  __m256i bits, key, nan;  // nan: all ones in a nan's lane
+};
+
+__attribute__((target("avx2"))) inline Cand16x16 cand16_avx2(__m256i v,
+                                                             __m256i inf) {
+  const __m256i mag = _mm256_and_si256(v, _mm256_set1_epi16(0x7fff));
+  const __m256i neg = _mm256_srai_epi16(v, 15);
+  const __m256i key = _mm256_sub_epi16(_mm256_xor_si256(mag, neg), neg);
+  return {v, key, _mm256_cmpgt_epi16(mag, inf)};
+}
+
+__attribute__((target("avx2"))) inline __m256i take16_avx2(Cand16x16& m,
+                                                           const Cand16x16& v) {
+  const __m256i t = _mm256_andnot_si256(
+      m.nan, _mm256_or_si256(v.nan, _mm256_cmpgt_epi16(v.key, m.key)));
+  m.bits = _mm256_blendv_epi8(m.bits, v.bits, t);
+  m.key = _mm256_blendv_epi8(m.key, v.key, t);
+  m.nan = _mm256_or_si256(m.nan, _mm256_and_si256(t, v.nan));
+  return t;
+}
+
+// 16 words with each 128-bit lane's even words moved to its low half, then
+// the 64-bit quarters put in order: (even 0-7, odd 0-7).
+__attribute__((target("avx2"))) inline __m256i even_then_odd_avx2(
+    const Bits16* q) {
+  const __m256i shuf =
+      _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0,
+                       1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+  return _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, shuf), 0xd8);
+}
+
+// 32 words into their 16 even and 16 odd words.
+__attribute__((target("avx2"))) inline void split16_avx2(const Bits16* p,
+                                                         __m256i& even,
+                                                         __m256i& odd) {
+  const __m256i a = even_then_odd_avx2(p), b = even_then_odd_avx2(p + 16);
+  even = _mm256_permute2x128_si256(a, b, 0x20);
+  odd = _mm256_permute2x128_si256(a, b, 0x31);
+}
+
+// row[0..31] = (u0 v0 u1 v1 ... u15 v15).
+__attribute__((target("avx2"))) inline void interleave16_avx2(Bits16* row,
+                                                              __m256i u,
+                                                              __m256i v) {
+  const __m256i l = _mm256_unpacklo_epi16(u, v),
+                h = _mm256_unpackhi_epi16(u, v);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(row),
+                      _mm256_permute2x128_si256(l, h, 0x20));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + 16),
+                      _mm256_permute2x128_si256(l, h, 0x31));
+}
+
+// 16 windows over rows r0 and r1 (32 words each): forward (y) or backward
+// (dy, and g0, g1 the two rows of dx).
+__attribute__((target("avx2"))) void max_2x2_block16_avx2(
+    const Bits16* r0, const Bits16* r1, const Bits16* dy, Bits16* y, Bits16* g0,
+    Bits16* g1, __m256i inf) {
+  __m256i a, b, c, e;
+  split16_avx2(r0, a, b);
+  split16_avx2(r1, c, e);
+  Cand16x16 m = cand16_avx2(a, inf);
+  const __m256i tb = take16_avx2(m, cand16_avx2(b, inf));
+  const __m256i tc = take16_avx2(m, cand16_avx2(c, inf));
+  const __m256i te = take16_avx2(m, cand16_avx2(e, inf));
+  if (y) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), m.bits);
+    return;
+  }
+  // The winner: e if te, else c if tc, else b if tb, else a.
+  const __m256i wc = _mm256_andnot_si256(te, tc);
+  const __m256i wb = _mm256_andnot_si256(_mm256_or_si256(tc, te), tb);
+  const __m256i wa = _mm256_andnot_si256(
+      _mm256_or_si256(tb, _mm256_or_si256(tc, te)), _mm256_set1_epi16(-1));
+  const __m256i g = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dy));
+  interleave16_avx2(g0, _mm256_and_si256(wa, g), _mm256_and_si256(wb, g));
+  interleave16_avx2(g1, _mm256_and_si256(wc, g), _mm256_and_si256(te, g));
+}
+
+__attribute__((target("avx2"))) void max_2x2_bits_avx2(const Bits16* x,
+                                                       const Bits16* dy,
+                                                       Bits16* y, Bits16* dx,
+                                                       const Dims3& d,
+                                                       uint16_t inf_bits) {
+  const int64_t w = d.in[2], ow = d.out[2];
+  const __m256i inf = _mm256_set1_epi16(static_cast<int16_t>(inf_bits));
+  for (int64_t o1 = 0; o1 < d.out[1]; ++o1) {
+    const Bits16* r0 = x + 2 * o1 * w;
+    const Bits16* r1 = r0 + w;
+    const Bits16* dyr = dy ? dy + o1 * ow : nullptr;
+    Bits16* yr = y ? y + o1 * ow : nullptr;
+    Bits16* g0 = dx ? dx + 2 * o1 * w : nullptr;
+    Bits16* g1 = dx ? g0 + w : nullptr;
+    int64_t j = 0;
+    for (; j + 16 <= ow; j += 16) {
+      max_2x2_block16_avx2(r0 + 2 * j, r1 + 2 * j, dy ? dyr + j : nullptr,
+                           y ? yr + j : nullptr, dx ? g0 + 2 * j : nullptr,
+                           dx ? g1 + 2 * j : nullptr, inf);
+    }
+    if (j == ow) continue;
+    // The last n windows, through zero-padded copies.
+    const int64_t n = ow - j;
+    uint16_t b0[32] = {}, b1[32] = {}, bdy[16] = {}, by[16], bg0[32], bg1[32];
+    std::memcpy(b0, r0 + 2 * j, 2 * n * sizeof(uint16_t));
+    std::memcpy(b1, r1 + 2 * j, 2 * n * sizeof(uint16_t));
+    if (dy) std::memcpy(bdy, dyr + j, n * sizeof(uint16_t));
+    max_2x2_block16_avx2(b0, b1, bdy, y ? by : nullptr, bg0, bg1, inf);
+    if (y) {
+      std::memcpy(yr + j, by, n * sizeof(uint16_t));
+    } else {
+      std::memcpy(g0 + 2 * j, bg0, 2 * n * sizeof(uint16_t));
+      std::memcpy(g1 + 2 * j, bg1, 2 * n * sizeof(uint16_t));
+    }
+  }
+}
+
+// The 2x2 windows of one map on 16-bit bits, on the widest path the CPU
+// has (on_bits says there is one).
+void max_2x2_bits(const Bits16* x, const Bits16* dy, Bits16* y, Bits16* dx,
+                  const Dims3& d, uint16_t inf_bits) {
+  if (cpu_features().avx512bw) {
+    return max_2x2_bits_avx512(x, dy, y, dx, d, inf_bits);
+  }
+  max_2x2_bits_avx2(x, dy, y, dx, d, inf_bits);
+}
+
 float window_count(const Range& r0, const Range& r1, const Range& r2,
                    bool including_pad) {
   if (including_pad)
@@ -569,7 +700,8 @@ class MaxPoolingCpu : public MaxPooling {
  protected:
   // Whether the 2x2 windows run on half's or bfloat16's bits.
   static bool on_bits(bool k2s2) {
-    return !std::is_same_v<T, float> && k2s2 && cpu_features().avx512bw;
+    return !std::is_same_v<T, float> && k2s2 &&
+           (cpu_features().avx512bw || cpu_features().avx2);
   }
 
   void forward_impl(const Variables& in, const Variables& out) override {
@@ -580,9 +712,8 @@ class MaxPoolingCpu : public MaxPooling {
     const bool k2s2 = inside && is_2x2_stride_2(d);
     if (on_bits(k2s2)) {
       parallel_maps(geom_, d, [&](int64_t m) {
-        max_2x2_bits_avx512(bits16(x + m * d.in_size), nullptr,
-                            bits16(y + m * d.out_size), nullptr, d,
-                            inf_bits_of<T>);
+        max_2x2_bits(bits16(x + m * d.in_size), nullptr,
+                     bits16(y + m * d.out_size), nullptr, d, inf_bits_of<T>);
       });
       return;
     }
@@ -624,9 +755,8 @@ class MaxPoolingCpu : public MaxPooling {
       parallel_maps(geom_, d, [&](int64_t m) {
         Bits16* dxm = bits16(dx + m * d.in_size);
         if (!covers) std::fill(dxm, dxm + d.in_size, uint16_t{0});
-        max_2x2_bits_avx512(bits16(x + m * d.in_size),
-                            bits16(dy + m * d.out_size), nullptr, dxm, d,
-                            inf_bits_of<T>);
+        max_2x2_bits(bits16(x + m * d.in_size), bits16(dy + m * d.out_size),
+                     nullptr, dxm, d, inf_bits_of<T>);
       });
       return;
     }

@@ -327,6 +327,7 @@ TEST(IsaPaths, MaxPooling2x2Avx512BwBits) {
 
 TEST(IsaPaths, MaxPooling2x2Avx2) {
   SKIP_WITHOUT(avx2, "AVX2");
+  // Half and bfloat16 run on their bits here (AVX2's 16-bit kernel).
   const auto vec = check_pooling(avx2_only());
   const auto scalar = check_pooling(none());
   for (size_t i = 0; i < vec.size(); ++i) {
