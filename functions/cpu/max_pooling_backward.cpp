@@ -3,6 +3,7 @@
 // scatter (forward) and gather (backward) in fp32.
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/functions/cpu/pooling_windows.hpp>
 #include <mixgraph/functions/max_pooling_backward.hpp>
 #include <mixgraph/functions/registry.hpp>
 
@@ -14,37 +15,15 @@ namespace mg::cpu {
 namespace {
 
 // The index in its map of each output's window maximum (-1: a window
-// wholly in the padding), by MaxPooling's rule: the first maximum, nan
-// winning, padding never.
+// wholly in the padding), by MaxPooling's rule (pooling_windows.hpp).
 std::vector<int64_t> window_argmax(const float* x, const PoolingGeometry& g) {
-  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1},
-          s[3] = {1, 1, 1}, p[3] = {0, 0, 0};
-  const int lead = 3 - static_cast<int>(g.kernel.size());
-  for (size_t a = 0; a < g.kernel.size(); ++a) {
-    in[lead + a] = g.in[a], out[lead + a] = g.out[a];
-    k[lead + a] = g.kernel[a], s[lead + a] = g.stride[a],
-             p[lead + a] = g.pad[a];
-  }
-  std::vector<int64_t> best(out[0] * out[1] * out[2], -1);
-  int64_t o = 0;
-  for (int64_t o0 = 0; o0 < out[0]; ++o0)
-    for (int64_t o1 = 0; o1 < out[1]; ++o1)
-      for (int64_t o2 = 0; o2 < out[2]; ++o2, ++o) {
-        const int64_t b[3] = {o0 * s[0] - p[0], o1 * s[1] - p[1],
-                              o2 * s[2] - p[2]};
-        float m = 0.0f;
-        for (int64_t i = std::max<int64_t>(b[0], 0);
-             i < std::min(b[0] + k[0], in[0]); ++i)
-          for (int64_t j = std::max<int64_t>(b[1], 0);
-               j < std::min(b[1] + k[1], in[1]); ++j)
-            for (int64_t l = std::max<int64_t>(b[2], 0);
-                 l < std::min(b[2] + k[2], in[2]); ++l) {
-              const int64_t idx = (i * in[1] + j) * in[2] + l;
-              const float v = x[idx];
-              if (best[o] < 0 || v > m || (v != v && m == m))
-                best[o] = idx, m = v;
-            }
-      }
+  const pooling::Dims3 d = pooling::dims3(g);
+  std::vector<int64_t> best(static_cast<size_t>(d.out_size), -1);
+  pooling::for_each_window(
+      d, [&](int64_t o, const pooling::Range& r0, const pooling::Range& r1,
+             const pooling::Range& r2) {
+        best[o] = pooling::argmax(x, d, r0, r1, r2);
+      });
   return best;
 }
 
