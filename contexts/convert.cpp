@@ -179,7 +179,7 @@ bool convert_vector(const void* src, Dtype st, void* dst, Dtype dt, size_t n) {
       return run_chunked(bf16_to_float_avx512, src, dst, n), true;
     if (cpu.avx2) return run_chunked(bf16_to_float_avx2, src, dst, n), true;
   } else if (st == Dtype::f32 && dt == Dtype::bf16) {
-    if (cpu.avx512f)
+    if (cpu.avx512bw)  // its kernel uses AVX-512BW's 16-bit packs
       return run_chunked(float_to_bf16_avx512, src, dst, n), true;
     if (cpu.avx2) return run_chunked(float_to_bf16_avx2, src, dst, n), true;
   }

@@ -190,17 +190,31 @@ void Variable::forward(bool clear_buffer, bool clear_no_need_grad) {
     }
     const bool in_place = clearing && takes_input_buffer(step, this) &&
                           freed_after(step.in[0], s);
-    if (in_place)
-      step.out[0]->data()->set_array(step.in[0]->data()->array_ptr());
-    step.node->forward(step.in, step.out);
-    if (detail::check_finite_depth) {
-      detail::check_outputs_finite(step.node->function(), step.in, step.out);
-    }
-    if (in_place) {  // the output keeps the buffer; the input lets go
-      step.in[0]->data()->set_array(
-          std::make_shared<SyncedArray>(step.in[0]->size()));
+    const auto run = [&] {
+      step.node->forward(step.in, step.out);
+      if (detail::check_finite_depth) {
+        detail::check_outputs_finite(step.node->function(), step.in, step.out);
+      }
+    };
+    if (in_place) {
+      // The output keeps the buffer; the input lets go of it, also when
+      // forward or the finite check throws (else the two would share it
+      // from then on, and a later forward would write y over x).
+      Variable* x = step.in[0];
+      const auto let_go = [x] {
+        x->data()->set_array(std::make_shared<SyncedArray>(x->size()));
+      };
+      step.out[0]->data()->set_array(x->data()->array_ptr());
+      try {
+        run();
+      } catch (...) {
+        let_go();
+        throw;
+      }
+      let_go();
       continue;
     }
+    run();
     if (!clearing) continue;
     for (Variable* v : step.in) {
       if (is_intermediate(v, this) && freed_after(v, s)) {

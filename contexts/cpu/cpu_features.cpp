@@ -47,7 +47,7 @@ ScopedCpuFeatures::ScopedCpuFeatures(const CpuFeatures& allowed)
   f.avx2 = has.avx2 && allowed.avx2;
   f.f16c = has.f16c && allowed.f16c;
   f.avx512f = has.avx512f && allowed.avx512f;
-  f.avx512bw = has.avx512bw && allowed.avx512bw;
+  f.avx512bw = f.avx512f && has.avx512bw && allowed.avx512bw;
   f.avx512bf16 = has.avx512bf16 && allowed.avx512bf16;
   f.avx512fp16 = has.avx512fp16 && allowed.avx512fp16;
   f.amx_bf16 = has.amx_bf16 && allowed.amx_bf16;

@@ -4,6 +4,7 @@
 // a run without clearing.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <string>
 
@@ -129,6 +130,21 @@ TEST(InPlaceForward, ClearBufferForInferenceTakesWhatBackwardWouldRead) {
   const SyncedArray* h_buffer = buffer(g.h);
   expect_same_as_unclearing(g, sin, true, false);
   EXPECT_EQ(buffer(g.y), h_buffer);
+}
+
+TEST(InPlaceForward, AFailedForwardLeavesNoSharedBuffer) {
+  // Log of a negative number is nan: check_finite throws in the step that
+  // took h's buffer. h must let go of it all the same, or a later forward
+  // would write Log's output over h, which Log's backward reads.
+  const auto log = [](const VariablePtr& h) { return F::log(h); };
+  Graph g = make(log);
+  {
+    CheckFiniteGuard check;
+    EXPECT_THROW(g.loss->forward(true, false), NonFiniteError);
+  }
+  EXPECT_NE(buffer(g.y), buffer(g.h));
+  g.loss->forward();
+  for (double v : to_doubles(g.h)) EXPECT_FALSE(std::isnan(v));
 }
 
 }  // namespace
