@@ -38,8 +38,10 @@ struct PlannedStep {
   /// After the step, under clear_buffer: data no later step reads, and this
   /// step's outputs' grads (only this step reads them).
   Variables free_data, free_grads;
-  /// Leaves (parameters) whose grad this step writes for the last time in
-  /// the pass: after it, backward's grad-ready callback is called for each.
+  /// Leaves (parameters) that get a grad in the pass and that no later step
+  /// reads: their grads are final and their data free to change (a solver
+  /// updating in backward). After the step, backward's grad-ready callback
+  /// is called for each.
   Variables final_leaves;
 };
 
@@ -49,7 +51,7 @@ std::vector<PlannedStep> plan_backward(Variable* root, bool clear_buffer);
 /// Runs a plan; `seed` describes the root's grad for CheckFiniteGuard's
 /// messages ("" when not a scalar).
 /// `on_grad_ready` (when set) is called with each leaf as soon as the last
-/// step writing its grad has run.
+/// step reading it (writing its grad or not) has run.
 void run_backward(std::vector<PlannedStep>& plan, const std::string& seed,
                   const GradReadyCallback& on_grad_ready = {});
 

@@ -387,14 +387,21 @@ std::vector<PlannedStep> plan_backward(Variable* root, bool clear_buffer) {
     p.out = std::move(step.out);
     plan.push_back(std::move(p));
   }
-  // A leaf's grad is final after the last step that writes it.
-  std::unordered_set<Variable*> final_seen;
+  // A leaf is done after the last step that reads it: its grad is final
+  // (no later step writes it) and no later step reads its data, so a
+  // solver may update it there. Only leaves that get a grad count.
+  std::unordered_set<Variable*> with_grad, final_seen;
+  for (const PlannedStep& p : plan) {
+    if (!p.run) continue;
+    for (size_t i = 0; i < p.in.size(); ++i) {
+      if (p.propagate_down[i] && !p.in[i]->parent()) with_grad.insert(p.in[i]);
+    }
+  }
   for (size_t s = plan.size(); s-- > 0;) {
     PlannedStep& p = plan[s];
     if (!p.run) continue;
-    for (size_t i = 0; i < p.in.size(); ++i) {
-      Variable* v = p.in[i];
-      if (p.propagate_down[i] && !v->parent() && final_seen.insert(v).second) {
+    for (Variable* v : p.in) {
+      if (with_grad.count(v) && final_seen.insert(v).second) {
         p.final_leaves.push_back(v);
       }
     }

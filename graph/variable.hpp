@@ -11,7 +11,8 @@
 namespace mg {
 
 class Variable;
-/// Called by backward with a leaf whose grad is final for the pass.
+/// Called by backward with a leaf whose grad is final for the pass and
+/// whose data no later function of the pass reads.
 using GradReadyCallback = std::function<void(Variable& leaf)>;
 
 class FunctionNode;
@@ -69,9 +70,12 @@ class Variable : public std::enable_shared_from_this<Variable> {
   /// backward. Leaf grads accumulate: zero them first (Solver::zero_grad).
   /// clear_buffer frees each intermediate's data and grad once used.
   /// on_grad_ready, when set, is called with each leaf that gets a grad
-  /// (each parameter) as soon as the last function writing that grad has
-  /// run, while backward goes on: data-parallel training starts reducing
-  /// grads there (NNabla's communicator callbacks, DDP's bucket hooks).
+  /// (each parameter) as soon as the last function reading that leaf (and
+  /// so the last writing its grad) has run, while backward goes on: its
+  /// grad is final and nothing later reads its data. Data-parallel
+  /// training starts reducing grads there (NNabla's communicator
+  /// callbacks, DDP's bucket hooks); Solver::backward_and_update updates
+  /// each parameter there.
   void backward(float grad = 1.0f, bool clear_buffer = false,
                 const GradReadyCallback& on_grad_ready = {});
   /// As above, seeding with an array of this variable's shape.

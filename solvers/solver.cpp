@@ -267,22 +267,56 @@ void Solver::zero_grad() {
   for (auto& p : params_) p.second->grad()->zero();
 }
 
+void Solver::update_parameter(const std::string& key, const VariablePtr& var,
+                              float grad_scale) {
+  if (!has_grad(var)) return;
+  Entry& e = entries_.at(key);
+  // On the grad's device when this solver's update runs there; the rules
+  // and states follow (update_rule.hpp).
+  const UpdateContext ctx =
+      update_context(var, name(), elementwise_update(), grad_scale);
+  // fp32 grads and fp32 master weights: cast(float) makes the fp32 data
+  // the head and drops the stale half copy, which the next pass remakes.
+  const float* g = var->grad()->get<const float>(ctx.device);
+  float* w = var->data()->cast<float>(false, ctx.device);
+  ++e.state.t;
+  update_impl(ctx, w, g, e.state, var->size());
+}
+
 void Solver::update(float grad_scale) {
-  for (auto& [key, var] : params_) {
-    if (!has_grad(var)) continue;
-    Entry& e = entries_.at(key);
-    // On the grad's device when this solver's update runs there; the rules
-    // and states follow (update_rule.hpp).
-    const UpdateContext ctx =
-        update_context(var, name(), elementwise_update(), grad_scale);
-    // fp32 grads and fp32 master weights: cast(float) makes the fp32 data
-    // the head and drops the stale half copy, which the next pass remakes.
-    const float* g = var->grad()->get<const float>(ctx.device);
-    float* w = var->data()->cast<float>(false, ctx.device);
-    ++e.state.t;
-    update_impl(ctx, w, g, e.state, var->size());
-  }
+  for (auto& [key, var] : params_) update_parameter(key, var, grad_scale);
   fused_decay_rate_ = 0.0f;  // a fused rate holds for one step, as NNabla's
+}
+
+void Solver::backward_and_update(Variable& loss, float loss_scale,
+                                 bool clear_buffer) {
+  check_hyper(name() + "::backward_and_update", "loss_scale", loss_scale, 0.0f,
+              false);
+  if (std::isinf(loss_scale)) {
+    throw std::invalid_argument(msg("[", name(),
+                                    "::backward_and_update] loss_scale must "
+                                    "be finite, got ",
+                                    loss_scale));
+  }
+  const float grad_scale = 1.0f / loss_scale;
+  // A variable held under two names is two parameters, each updated with
+  // its own state (as update() does), then its grad is zeroed once.
+  auto update_and_zero = [&](const Variable* leaf) {
+    auto it = positions_.find(leaf);
+    if (it == positions_.end()) return;  // a leaf of the graph, not ours
+    for (size_t i : it->second) {
+      update_parameter(params_[i].first, params_[i].second, grad_scale);
+    }
+    params_[it->second.front()].second->grad()->zero();
+  };
+  loss.backward(loss_scale, clear_buffer,
+                [&](Variable& leaf) { update_and_zero(&leaf); });
+  // Grads written before the call on parameters this backward did not
+  // reach: update() would take their step too.
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (has_grad(params_[i].second)) update_and_zero(params_[i].second.get());
+  }
+  fused_decay_rate_ = 0.0f;
 }
 
 void Solver::weight_decay(float rate) {

@@ -65,6 +65,25 @@ class Solver {
   /// fp32); the grads themselves are left as they are. The loss scaler
   /// unscales this way: one read of the grads fewer and no write.
   void update(float grad_scale);
+  /// The update inside backward (optimizer-in-backward): runs
+  /// loss.backward(loss_scale, clear_buffer) and updates each parameter as
+  /// soon as backward is done with it (its grad final, no later function
+  /// reading its weight), while its grad is still in cache, then zeroes
+  /// that grad, whose memory goes back to the allocator: a pass holds the
+  /// grads of the parameters it has not reached yet, not all of them. The
+  /// step is the one update(1 / loss_scale) takes after backward (a static
+  /// loss scale unscales inside the update), parameters with a grad that
+  /// backward did not reach included; afterwards every grad is zero, so
+  /// the next call needs no zero_grad. Grads must be zero before the first
+  /// call (zero_grad) unless earlier grads are meant to be added.
+  /// Not for what needs every grad before any update: a dynamic loss
+  /// scale's overflow skip, clipping by norm, L2 weight decay into the
+  /// grads (decoupled decay inside the update and the fused decay that
+  /// weight_decay() sets before the call work), accumulation over several
+  /// batches, data-parallel reduction. If backward throws, the parameters
+  /// updated before it stay updated and the others keep their grads.
+  void backward_and_update(Variable& loss, float loss_scale = 1.0f,
+                           bool clear_buffer = true);
   /// L2 weight decay: grad += rate * w. Solvers with decoupled decay (SgdW,
   /// AdamW, ...) decay inside update() at the rate given at construction,
   /// as NNabla's do: for them `rate` must equal that rate (a no-op check).
@@ -149,6 +168,9 @@ class Solver {
   };
   // Rebuilds positions_ after params_ changed.
   void index_parameters();
+  // One parameter's step of update(grad_scale), when its grad was written.
+  void update_parameter(const std::string& key, const VariablePtr& var,
+                        float grad_scale);
 
   ParameterList params_;
   std::map<std::string, Entry> entries_;

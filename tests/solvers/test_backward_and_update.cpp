@@ -1,0 +1,189 @@
+// Solver::backward_and_update (the update inside backward): the same step
+// as backward then update(), each grad zeroed and its memory given back as
+// soon as its parameter is updated, and the errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <mixgraph/mixgraph.hpp>
+
+namespace F = mg::functions;
+namespace PF = mg::parametric_functions;
+
+namespace {
+
+std::vector<float> data_of(const mg::Variable& v) {
+  const float* d = v.data()->get<const float>();
+  return std::vector<float>(d, d + v.size());
+}
+
+// An MLP whose fc2 weights are read by two layers (tied): their grad is
+// final, and the weights free to change, only after the second reader's
+// backward (the first in forward order).
+struct Net {
+  mg::ParameterScope params;
+  mg::VariablePtr x, t, loss;
+  Net(const std::string& type_config, int width, int features = 12) {
+    mg::ContextGuard ctx(mg::context("cpu", type_config));
+    mg::seed(5);
+    x = mg::make_variable({8, features});
+    t = mg::make_variable({8, 1});
+    float* xs = x->data()->cast<float>();
+    for (int i = 0; i < 8 * features; ++i) {
+      xs[i] = 0.1f * ((i * 7) % 13) - 0.6f;
+    }
+    float* ts = t->data()->cast<float>();
+    for (int i = 0; i < 8; ++i) ts[i] = static_cast<float>(i % 4);
+    auto h = F::tanh(PF::affine(x, width, params["fc1"]));
+    h = F::tanh(PF::affine(h, width, params["fc2"]));
+    h = F::tanh(PF::affine(h, width, params["fc2"]));
+    loss =
+        F::mean(F::softmax_cross_entropy(PF::affine(h, 4, params["fc3"]), t));
+  }
+};
+
+using MakeSolver = std::function<mg::SolverPtr()>;
+
+// Three steps of backward then update(1 / scale) against three of
+// backward_and_update(scale) from the same start: the same weights, bit for
+// bit (the same grads reach the same kernels).
+void expect_same_steps(const std::string& type_config, const MakeSolver& make,
+                       float scale) {
+  Net after(type_config, 6), inside(type_config, 6);
+  auto s_after = make(), s_inside = make();
+  s_after->set_parameters(after.params.parameters());
+  s_inside->set_parameters(inside.params.parameters());
+  s_inside->zero_grad();
+  for (int step = 0; step < 3; ++step) {
+    s_after->zero_grad();
+    after.loss->forward(false, true);
+    after.loss->backward(scale, true);
+    s_after->update(1.0f / scale);
+    inside.loss->forward(false, true);
+    s_inside->backward_and_update(*inside.loss, scale);
+  }
+  const auto pa = after.params.parameters(), pi = inside.params.parameters();
+  ASSERT_EQ(pa.size(), pi.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_EQ(data_of(*pa[i].second), data_of(*pi[i].second))
+        << type_config << ", " << s_after->name() << ": " << pa[i].first;
+    EXPECT_TRUE(pi[i].second->grad()->array().zeroing())
+        << pi[i].first << ": grad not zeroed after its update";
+  }
+  EXPECT_EQ(s_after->t(), 3u);
+  EXPECT_EQ(s_inside->t(), 3u);
+}
+
+}  // namespace
+
+TEST(BackwardAndUpdate, SameStepsAsUpdateAfterBackward) {
+  expect_same_steps(
+      "float", [] { return mg::solvers::Adam(0.01f); }, 1.0f);
+  expect_same_steps(
+      "float", [] { return mg::solvers::Sgd(0.1f); }, 1.0f);
+  // Decoupled decay runs inside the update.
+  expect_same_steps(
+      "float",
+      [] { return mg::solvers::AdamW(0.01f, 0.9f, 0.999f, 1e-8f, 0.05f); },
+      1.0f);
+}
+
+TEST(BackwardAndUpdate, StaticLossScaleUnscalesInsideTheUpdate) {
+  expect_same_steps(
+      "half", [] { return mg::solvers::Adam(0.01f); }, 64.0f);
+  expect_same_steps(
+      "bfloat16", [] { return mg::solvers::Adam(0.01f); }, 8.0f);
+}
+
+TEST(BackwardAndUpdate, FusedWeightDecaySetBeforeTheCall) {
+  Net after("float", 6), inside("float", 6);
+  auto s_after = mg::solvers::Lion(1e-3f), s_inside = mg::solvers::Lion(1e-3f);
+  s_after->set_parameters(after.params.parameters());
+  s_inside->set_parameters(inside.params.parameters());
+  s_after->zero_grad();
+  s_inside->zero_grad();
+  after.loss->forward();
+  after.loss->backward(1.0f, true);
+  s_after->weight_decay(0.1f);
+  s_after->update();
+  inside.loss->forward();
+  s_inside->weight_decay(0.1f);
+  s_inside->backward_and_update(*inside.loss);
+  const auto pa = after.params.parameters(), pi = inside.params.parameters();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_EQ(data_of(*pa[i].second), data_of(*pi[i].second)) << pa[i].first;
+  }
+}
+
+TEST(BackwardAndUpdate, UpdatesAnEarlierGradBackwardDoesNotReach) {
+  // A parameter outside the loss's graph with a grad written before the
+  // call: update() would step it, so the call does too.
+  Net net("float", 6);
+  auto extra = mg::make_variable({3}, /*need_grad=*/true);
+  extra->data()->fill(1.0);
+  extra->grad()->fill(0.5);
+  auto params = net.params.parameters();
+  params.emplace_back("extra", extra);
+  auto solver = mg::solvers::Sgd(0.1f);
+  solver->set_parameters(params);
+  net.loss->forward();
+  solver->backward_and_update(*net.loss);
+  EXPECT_EQ(data_of(*extra), std::vector<float>(3, 1.0f - 0.1f * 0.5f));
+  EXPECT_TRUE(extra->grad()->array().zeroing());
+}
+
+TEST(BackwardAndUpdate, HoldsFewerGradsAtOnce) {
+  // Wide layers: the grads dominate the pass's memory. With the update
+  // inside backward, fc2's grad goes back before fc1's is made.
+  auto peak_bytes = [](bool inside) {
+    Net net("float", 256, 256);
+    auto solver = mg::solvers::Adam(1e-3f);
+    solver->set_parameters(net.params.parameters());
+    auto step = [&](bool measure) {
+      solver->zero_grad();
+      net.loss->forward(false, true);
+      mg::CpuAllocator::instance().reset_peak();
+      const size_t start = mg::cpu_memory_stats().in_use;
+      if (inside) {
+        solver->backward_and_update(*net.loss);
+      } else {
+        net.loss->backward(1.0f, true);
+        solver->update();
+      }
+      return measure ? mg::cpu_memory_stats().peak - start : 0;
+    };
+    step(false);  // the first update makes Adam's states
+    return step(true);
+  };
+  const size_t after = peak_bytes(false), inside = peak_bytes(true);
+  const size_t layer_grad = 256 * 256 * sizeof(float);
+  // Less by about one layer's grad (activations freed meanwhile blur it).
+  EXPECT_LE(inside + layer_grad * 3 / 4, after)
+      << "inside backward " << inside << " bytes, after " << after;
+}
+
+TEST(BackwardAndUpdate, BadLossScaleChangesNothing) {
+  Net net("float", 6);
+  auto solver = mg::solvers::Adam(0.01f);
+  solver->set_parameters(net.params.parameters());
+  solver->zero_grad();
+  net.loss->forward();
+  const auto before = data_of(*net.params.get("fc1/affine/W"));
+  for (float bad : {0.0f, -2.0f, std::nanf(""), INFINITY}) {
+    try {
+      solver->backward_and_update(*net.loss, bad);
+      FAIL() << "loss_scale " << bad << " accepted";
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("[Adam::backward_and_update] loss_scale"),
+                std::string::npos)
+          << what;
+    }
+  }
+  EXPECT_EQ(data_of(*net.params.get("fc1/affine/W")), before);
+  EXPECT_EQ(solver->t(), 0u);
+}
