@@ -3,29 +3,22 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include <mixgraph/functions/batch_normalization.hpp>
 
 namespace mg {
 
-struct FusedBatchNormalizationOptions {
-  /// BatchNormalizationOptions' fields.
-  std::vector<int> axes = {1};
-  float decay_rate = 0.9f;
-  float eps = 1e-5f;
-  bool batch_stat = true;
+/// BatchNormalization's options and the activation.
+struct FusedBatchNormalizationOptions : BatchNormalizationOptions {
   /// The activation: "relu" is the only one (NNabla's).
   std::string nonlinearity = "relu";
 };
 
-/// The fields, for writing and reading the function's arguments.
+/// The fields, for writing and reading the function's arguments: NNabla's
+/// order, BatchNormalization's then the activation.
 template <class V>
 void visit_fields(FusedBatchNormalizationOptions& o, V&& v) {
-  v("axes", o.axes);
-  v("decay_rate", o.decay_rate);
-  v("eps", o.eps);
-  v("batch_stat", o.batch_stat);
+  visit_fields(static_cast<BatchNormalizationOptions&>(o), v);
   v("nonlinearity", o.nonlinearity);
 }
 
@@ -50,9 +43,7 @@ inline constexpr FunctionDeclOf<FusedBatchNormalizationOptions>
 class FusedBatchNormalization : public BatchNormalization {
  public:
   explicit FusedBatchNormalization(const FusedBatchNormalizationOptions& opts)
-      : BatchNormalization(BatchNormalizationOptions{
-            opts.axes, opts.decay_rate, opts.eps, opts.batch_stat}),
-        fused_opts_(opts) {}
+      : BatchNormalization(opts), fused_opts_(opts) {}
   // BatchNormalization's inputs; z never.
   bool grad_depends_input_data(int i) const override {
     return i < 5 && BatchNormalization::grad_depends_input_data(i);

@@ -24,12 +24,7 @@ void Gather::setup_impl(const Variables& in, const Variables& out) {
   const Shape& idx = in[1]->shape();
   const int nd = static_cast<int>(x.size());
   const int ni = static_cast<int>(idx.size());
-  const int axis = opts_.axis < 0 ? opts_.axis + nd : opts_.axis;
-  if (axis < 0 || axis >= nd) {
-    throw std::invalid_argument(tag() + "axis " + std::to_string(opts_.axis) +
-                                " is out of range for x with shape " +
-                                shape_str(x));
-  }
+  const int axis = axis_of_shape(opts_.axis, x, tag());
   const int b = opts_.batch_dims;
   if (b < 0 || b > axis || b > ni) {
     throw std::invalid_argument(

@@ -41,13 +41,7 @@ std::vector<int> batch_axes(const std::vector<int>& axes, const Shape& x,
 // The channel axis in [0, ndim), not one of the batch axes.
 int channel_axis_of(int axis, const std::vector<int>& batch, const Shape& x,
                     const std::string& tag) {
-  const int nd = static_cast<int>(x.size());
-  const int n = axis < 0 ? axis + nd : axis;
-  if (n < 0 || n >= nd) {
-    throw std::invalid_argument(tag + "channel_axis " + std::to_string(axis) +
-                                " is out of range for x with shape " +
-                                shape_str(x));
-  }
+  const int n = axis_of_shape(axis, x, tag, "channel_axis");
   if (std::find(batch.begin(), batch.end(), n) != batch.end()) {
     throw std::invalid_argument(tag + "channel_axis " + std::to_string(axis) +
                                 " is also a batch axis");

@@ -12,15 +12,9 @@ void PReLU::setup_impl(const Variables& in, const Variables& out) {
   const Shape& xs = in[0]->shape();
   const Shape& ws = in[1]->shape();
   const int ndim = static_cast<int>(xs.size());
-  const int axis =
-      opts_.base_axis < 0 ? opts_.base_axis + ndim : opts_.base_axis;
   const bool shared = ws.empty() || (ws.size() == 1 && ws[0] == 1);
   if (!shared) {
-    if (axis < 0 || axis >= ndim) {
-      throw std::invalid_argument(msg(tag(), "base_axis ", opts_.base_axis,
-                                      " is out of range for x with shape ",
-                                      shape_str(xs)));
-    }
+    const int axis = axis_of_shape(opts_.base_axis, xs, tag(), "base_axis");
     if (ws.size() != 1 || ws[0] != xs[axis]) {
       throw std::invalid_argument(
           msg(tag(), "w with shape ", shape_str(ws),
@@ -54,14 +48,7 @@ VariablePtr prelu(const VariablePtr& x, ParameterScope scope, int base_axis,
   Shape w_shape;
   if (!shared) {
     const Shape& xs = x->shape();
-    const int ndim = static_cast<int>(xs.size());
-    const int axis = base_axis < 0 ? base_axis + ndim : base_axis;
-    if (axis < 0 || axis >= ndim) {
-      throw std::invalid_argument(msg("[prelu] base_axis ", base_axis,
-                                      " is out of range for x with shape ",
-                                      shape_str(xs)));
-    }
-    w_shape = {xs[axis]};
+    w_shape = {xs[axis_of_shape(base_axis, xs, "[prelu] ", "base_axis")]};
   }
   auto w = scope["prelu"].get_or_create("slope", w_shape,
                                         constant_initializer(0.25f));

@@ -10,25 +10,8 @@
 
 namespace mg {
 
-namespace {
-
-// axis in [0, nd) (negative counts from the end), else an error naming what.
-int refine_axis(int axis, const Shape& x, const std::string& tag,
-                const char* what) {
-  const int nd = static_cast<int>(x.size());
-  const int a = axis < 0 ? axis + nd : axis;
-  if (a < 0 || a >= nd) {
-    throw std::invalid_argument(msg(tag, what, " ", axis,
-                                    " is out of range for x with shape ",
-                                    shape_str(x)));
-  }
-  return a;
-}
-
-}  // namespace
-
 void RandomGather::set_shapes(const Shape& x, const Shape& y) {
-  base_axis_ = refine_axis(base_axis_arg_, x, tag(), "base_axis");
+  base_axis_ = axis_of_shape(base_axis_arg_, x, tag(), "base_axis");
   const int nd = static_cast<int>(x.size());
   x_shape_ = x;
   y_shape_ = y;
@@ -67,7 +50,7 @@ void RandomFlip::setup_impl(const Variables& in, const Variables& out) {
   const std::vector<int> axes =
       opts_.axes.empty() ? std::vector<int>{nd - 1} : opts_.axes;
   for (int axis : axes) {
-    const int a = refine_axis(axis, x, tag(), "axis");
+    const int a = axis_of_shape(axis, x, tag());
     if (a < base_axis_) {
       throw std::invalid_argument(
           msg(tag(), "axis ", axis, " of x with shape ", shape_str(x),
@@ -149,7 +132,7 @@ void RandomCrop::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   const int nd = static_cast<int>(x.size());
   const int m = static_cast<int>(opts_.shape.size());
-  base_axis_ = refine_axis(base_axis_arg_, x, tag(), "base_axis");
+  base_axis_ = axis_of_shape(base_axis_arg_, x, tag(), "base_axis");
   if (m > nd - base_axis_) {
     throw std::invalid_argument(msg(tag(), "shape ", shape_str(opts_.shape),
                                     " has more axes than a ",
@@ -188,7 +171,7 @@ int64_t RandomCrop::source_along(const std::vector<int64_t>& d, int axis,
 void RandomErase::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   const int nd = static_cast<int>(x.size());
-  const int base = refine_axis(opts_.base_axis, x, tag(), "base_axis");
+  const int base = axis_of_shape(opts_.base_axis, x, tag(), "base_axis");
   if (nd - base != 3) {
     throw std::invalid_argument(
         msg(tag(), "x with shape ", shape_str(x), " and base_axis ", base,

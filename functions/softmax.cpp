@@ -8,13 +8,8 @@ namespace mg {
 
 AxisSplit split_at_axis(const Shape& x, int axis, const std::string& tag) {
   const int nd = static_cast<int>(x.size());
-  if (axis < -nd || axis >= nd) {
-    throw std::invalid_argument(tag + "axis " + std::to_string(axis) +
-                                " is out of range for x with shape " +
-                                shape_str(x));
-  }
   AxisSplit s;
-  s.axis = axis < 0 ? axis + nd : axis;
+  s.axis = axis_of_shape(axis, x, tag);
   s.outer = shape_size(x, 0, s.axis);
   s.size = x[s.axis];
   s.inner = shape_size(x, s.axis + 1, nd);

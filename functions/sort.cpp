@@ -8,12 +8,7 @@ namespace mg {
 void Sort::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   const int nd = static_cast<int>(x.size());
-  if (opts_.axis < -nd || opts_.axis >= nd) {
-    throw std::invalid_argument(msg(tag(), "axis ", opts_.axis,
-                                    " is out of range for x with shape ",
-                                    shape_str(x)));
-  }
-  const int axis = opts_.axis < 0 ? opts_.axis + nd : opts_.axis;
+  const int axis = axis_of_shape(opts_.axis, x, tag());
   if (x[axis] > INT32_MAX) {
     throw std::invalid_argument(msg(tag(), "x with shape ", shape_str(x),
                                     " has more entries along axis ", axis,

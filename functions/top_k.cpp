@@ -12,19 +12,6 @@ namespace mg {
 
 namespace {
 
-// base_axis in [0, ndim) (negative counts from the end), else an error
-// naming x's shape.
-int sample_axis(int base_axis, const Shape& x, const std::string& tag) {
-  const int nd = static_cast<int>(x.size());
-  const int a = base_axis < 0 ? base_axis + nd : base_axis;
-  if (a < 0 || a >= nd) {
-    throw std::invalid_argument(msg(tag, "base_axis ", base_axis,
-                                    " is out of range for x with shape ",
-                                    shape_str(x)));
-  }
-  return a;
-}
-
 // Checks k against the sample size (and the size against int32 positions).
 void check_k(int k, int64_t sample_size, const Shape& x, int axis,
              const std::string& tag) {
@@ -61,7 +48,7 @@ void top_k_positions(const float* key, int64_t n, int64_t k, bool largest,
 
 void TopKData::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
-  const int axis = sample_axis(opts_.base_axis, x, tag());
+  const int axis = axis_of_shape(opts_.base_axis, x, tag(), "base_axis");
   sample_size_ = shape_size(x, axis, static_cast<int>(x.size()));
   check_k(opts_.k, sample_size_, x, axis, tag());
   if (opts_.with_index && !opts_.reduce) {
@@ -80,7 +67,7 @@ void TopKData::setup_impl(const Variables& in, const Variables& out) {
 
 void TopKGrad::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
-  const int axis = sample_axis(opts_.base_axis, x, tag());
+  const int axis = axis_of_shape(opts_.base_axis, x, tag(), "base_axis");
   sample_size_ = shape_size(x, axis, static_cast<int>(x.size()));
   check_k(opts_.k, sample_size_, x, axis, tag());
   samples_ = shape_size(x, 0, axis);

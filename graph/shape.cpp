@@ -32,6 +32,17 @@ std::vector<int64_t> shape_strides(const Shape& shape) {
   return strides;
 }
 
+int axis_of_shape(int axis, const Shape& shape, const std::string& tag,
+                  const std::string& what, const std::string& name) {
+  const int ndim = static_cast<int>(shape.size());
+  if (axis < -ndim || axis >= ndim) {
+    throw std::invalid_argument(tag + what + " " + std::to_string(axis) +
+                                " is out of range for " + name +
+                                " with shape " + shape_str(shape));
+  }
+  return axis < 0 ? axis + ndim : axis;
+}
+
 int normalize_axis(int axis, int ndim, const std::string& tag) {
   if (axis < -ndim || axis >= ndim) {
     throw std::invalid_argument(tag + "axis " + std::to_string(axis) +

@@ -21,5 +21,11 @@ std::vector<int64_t> shape_strides(const Shape& shape);
 /// Maps a possibly negative axis into [0, ndim); throws std::invalid_argument
 /// "<tag>axis A is out of range for N dimensions" otherwise.
 int normalize_axis(int axis, int ndim, const std::string& tag);
+/// An axis of `shape` in [0, ndim) (negative counts from the end); throws
+/// std::invalid_argument "<tag><what> A is out of range for <name> with
+/// shape (2, 3)" otherwise.
+int axis_of_shape(int axis, const Shape& shape, const std::string& tag,
+                  const std::string& what = "axis",
+                  const std::string& name = "x");
 
 }  // namespace mg
