@@ -50,6 +50,22 @@ Mat inverse_or_throw(const Mat& m, int64_t b, const std::string& tag,
   return lu.inverse();
 }
 
+// Backward's frame, the same for each function: x and dy read as float,
+// grad(b, x, dy) gives matrix b's block of dx (in double: returned as a
+// Mat, not an expression of the lambda's locals), and dx is stored (added
+// with accum) as x's grad in T.
+template <class T, class Grad>
+void each_matrix_grad(const Variables& in, const Variables& out, bool accum,
+                      int64_t batch, Grad&& grad) {
+  const std::vector<float> x = floats_of<T>(in[0]);
+  const std::vector<float> dy = grad_floats_of<T>(out[0]);
+  std::vector<float> dx(x.size());
+  for (int64_t b = 0; b < batch; ++b) put(grad(b, x, dy), dx, b);
+  store_grad<T>(dx.data(), in[0], accum);
+}
+
+using Floats = std::vector<float>;
+
 template <class T>
 class BatchInvCpu : public BatchInv {
  public:
@@ -70,15 +86,13 @@ class BatchInvCpu : public BatchInv {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
-    const std::vector<float> x = floats_of<T>(in[0]);
-    const std::vector<float> dy = grad_floats_of<T>(out[0]);
-    std::vector<float> dx(x.size());
-    for (int64_t b = 0; b < batch_; ++b) {
-      const Mat inv =
-          inverse_or_throw(matrix(x, b, n_), b, tag(), "it has no inverse");
-      put(-inv.transpose() * matrix(dy, b, n_) * inv.transpose(), dx, b);
-    }
-    store_grad<T>(dx.data(), in[0], accum[0]);
+    each_matrix_grad<T>(
+        in, out, accum[0], batch_,
+        [&](int64_t b, const Floats& x, const Floats& dy) -> Mat {
+          const Mat inv =
+              inverse_or_throw(matrix(x, b, n_), b, tag(), "it has no inverse");
+          return -inv.transpose() * matrix(dy, b, n_) * inv.transpose();
+        });
   }
 };
 
@@ -101,31 +115,29 @@ class BatchDetCpu : public BatchDet {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
-    const std::vector<float> x = floats_of<T>(in[0]);
-    const std::vector<float> dy = grad_floats_of<T>(out[0]);
-    std::vector<float> dx(x.size());
-    for (int64_t b = 0; b < batch_; ++b) {
-      // adj(x) from x = U S V^T: det(U) det(V) V adj(S) U^T, adj(S)_ii the
-      // product of the other singular values; det(x) x^-1 where x is
-      // invertible, and right where it is not.
-      Eigen::JacobiSVD<Mat> svd(matrix(x, b, n_),
-                                Eigen::ComputeFullU | Eigen::ComputeFullV);
-      const Eigen::VectorXd s = svd.singularValues();
-      Eigen::VectorXd adj_s(n_);
-      for (int64_t i = 0; i < n_; ++i) {
-        double p = 1.0;
-        for (int64_t j = 0; j < n_; ++j) {
-          if (j != i) p *= s[j];
-        }
-        adj_s[i] = p;
-      }
-      const Mat& u = svd.matrixU();
-      const Mat& v = svd.matrixV();
-      const Mat adj = u.determinant() * v.determinant() * v *
-                      adj_s.asDiagonal() * u.transpose();
-      put(dy[b] * adj.transpose(), dx, b);
-    }
-    store_grad<T>(dx.data(), in[0], accum[0]);
+    each_matrix_grad<T>(
+        in, out, accum[0], batch_,
+        [&](int64_t b, const Floats& x, const Floats& dy) -> Mat {
+          // adj(x) from x = U S V^T: det(U) det(V) V adj(S) U^T, adj(S)_ii the
+          // product of the other singular values; det(x) x^-1 where x is
+          // invertible, and right where it is not.
+          Eigen::JacobiSVD<Mat> svd(matrix(x, b, n_),
+                                    Eigen::ComputeFullU | Eigen::ComputeFullV);
+          const Eigen::VectorXd s = svd.singularValues();
+          Eigen::VectorXd adj_s(n_);
+          for (int64_t i = 0; i < n_; ++i) {
+            double p = 1.0;
+            for (int64_t j = 0; j < n_; ++j) {
+              if (j != i) p *= s[j];
+            }
+            adj_s[i] = p;
+          }
+          const Mat& u = svd.matrixU();
+          const Mat& v = svd.matrixV();
+          const Mat adj = u.determinant() * v.determinant() * v *
+                          adj_s.asDiagonal() * u.transpose();
+          return dy[b] * adj.transpose();
+        });
   }
 };
 
@@ -154,15 +166,13 @@ class BatchLogdetCpu : public BatchLogdet {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
-    const std::vector<float> x = floats_of<T>(in[0]);
-    const std::vector<float> dy = grad_floats_of<T>(out[0]);
-    std::vector<float> dx(x.size());
-    for (int64_t b = 0; b < batch_; ++b) {
-      const Mat inv = inverse_or_throw(matrix(x, b, n_), b, tag(),
-                                       "log |det| is -inf and has no grad");
-      put(dy[b] * inv.transpose(), dx, b);
-    }
-    store_grad<T>(dx.data(), in[0], accum[0]);
+    each_matrix_grad<T>(
+        in, out, accum[0], batch_,
+        [&](int64_t b, const Floats& x, const Floats& dy) -> Mat {
+          const Mat inv = inverse_or_throw(matrix(x, b, n_), b, tag(),
+                                           "log |det| is -inf and has no grad");
+          return dy[b] * inv.transpose();
+        });
   }
 };
 
@@ -187,25 +197,23 @@ class BatchCholeskyCpu : public BatchCholesky {
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
     // L from x again in double (the output holds it rounded to T).
-    const std::vector<float> x = floats_of<T>(in[0]);
-    const std::vector<float> dy = grad_floats_of<T>(out[0]);
-    std::vector<float> dx(x.size());
-    for (int64_t b = 0; b < batch_; ++b) {
-      const Mat l = factor(matrix(x, b, n_), b);
-      // With upper, y = L^T: the grad of L is dy^T.
-      const Mat dl =
-          opts_.upper ? Mat(matrix(dy, b, n_).transpose()) : matrix(dy, b, n_);
-      Mat p = l.transpose() * dl;  // phi: lower triangle, diagonal halved
-      for (int64_t i = 0; i < n_; ++i) {
-        p(i, i) *= 0.5;
-        for (int64_t j = i + 1; j < n_; ++j) p(i, j) = 0.0;
-      }
-      const Mat l_inv =
-          l.triangularView<Eigen::Lower>().solve(Mat::Identity(n_, n_));
-      const Mat s = l_inv.transpose() * p * l_inv;
-      put(0.5 * (s + s.transpose()), dx, b);
-    }
-    store_grad<T>(dx.data(), in[0], accum[0]);
+    each_matrix_grad<T>(
+        in, out, accum[0], batch_,
+        [&](int64_t b, const Floats& x, const Floats& dy) -> Mat {
+          const Mat l = factor(matrix(x, b, n_), b);
+          // With upper, y = L^T: the grad of L is dy^T.
+          const Mat dl = opts_.upper ? Mat(matrix(dy, b, n_).transpose())
+                                     : matrix(dy, b, n_);
+          Mat p = l.transpose() * dl;  // phi: lower triangle, diagonal halved
+          for (int64_t i = 0; i < n_; ++i) {
+            p(i, i) *= 0.5;
+            for (int64_t j = i + 1; j < n_; ++j) p(i, j) = 0.0;
+          }
+          const Mat l_inv =
+              l.triangularView<Eigen::Lower>().solve(Mat::Identity(n_, n_));
+          const Mat s = l_inv.transpose() * p * l_inv;
+          return 0.5 * (s + s.transpose());
+        });
   }
 
  private:
