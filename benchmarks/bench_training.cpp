@@ -190,7 +190,8 @@ double step_gflop(const std::string& model, int batch) {
 
 // One of our models in one type_config, trained with Adam. Float runs the
 // plain loop; half and bfloat16 run the dynamic loss scaler, as a mixed
-// precision training loop would. Both free buffers as soon as they can.
+// precision training loop would; a type with -ib updates inside backward
+// (a static loss scale for half). All free buffers as soon as they can.
 class Trainer {
  public:
   // type: a type_config, with -ib: the update inside backward.
@@ -374,7 +375,19 @@ Options parse(int argc, char** argv) {
     } else if (k == "--type") {  // one, or several comma-separated
       o.types.clear();
       std::stringstream list(v);
-      for (std::string t; std::getline(list, t, ',');) o.types.push_back(t);
+      for (std::string t; std::getline(list, t, ',');) {
+        const std::string base = t.size() > 3 && t.substr(t.size() - 3) == "-ib"
+                                     ? t.substr(0, t.size() - 3)
+                                     : t;
+        if (base != "float" && base != "half" && base != "bfloat16") {
+          std::fprintf(stderr,
+                       "bench_training: --type takes float, half or "
+                       "bfloat16, each with -ib or not, got '%s'\n",
+                       t.c_str());
+          std::exit(2);
+        }
+        o.types.push_back(t);
+      }
     } else if (k == "--torch") {
       o.torch = n != 0;
     } else if (k == "--overhead") {
@@ -479,7 +492,20 @@ void bench_model(const std::string& model, const Options& o, double peak,
     if (!o.peers_python.empty()) peers.run_round(model, o, per_round);
   }
 
+  // The ratios' base: our float, wherever --type listed it (or none).
   double torch = 0, f32_speed = 0, f32_act = 0;
+  for (auto& c : configs) {
+    if (c.ours && c.type == "float") {
+      f32_speed = o.batch / median(c.samples);
+      f32_act = c.ours->activation_mb();
+    }
+  }
+  // "-" where there is no float to divide by.
+  auto ratio = [](double a, double b, const char* format) {
+    char text[16] = "-";
+    if (b > 0) std::snprintf(text, sizeof text, format, a / b);
+    return std::string(text);
+  };
   for (auto& c : configs) {
     const double speed = o.batch / median(c.samples);
     const double gflops = step_gflop(model, o.batch) * speed / o.batch;
@@ -494,20 +520,16 @@ void bench_model(const std::string& model, const Options& o, double peak,
     const double mem_peak = c.ours->step_peak_mb();
     const double grads = c.ours->grad_mb();
     const double act = c.ours->activation_mb();
-    if (f32_speed == 0) f32_speed = speed, f32_act = act;
-    char vs_torch[16] = "-", less_grads[16] = "-";
-    if (torch > 0)
-      std::snprintf(vs_torch, sizeof vs_torch, "%.2f", speed / torch);
     // With the update inside backward the peak holds only some grads.
-    if (!c.ours->in_backward()) {
-      std::snprintf(less_grads, sizeof less_grads, "%.2f",
-                    (mem_peak - grads) / f32_act);
-    }
+    const std::string less_grads =
+        c.ours->in_backward() ? "-" : ratio(mem_peak - grads, f32_act, "%.2f");
     std::printf(
-        "%-6s %-9s %10.0f %8s %8.2f %9.1f %8.1f %9.2f %7.1f %9s %7lld "
+        "%-6s %-9s %10.0f %8s %8s %9.1f %8.1f %9s %7.1f %9s %7lld "
         "%8.0f %5.0f%%\n",
-        model.c_str(), c.type.c_str(), speed, vs_torch, speed / f32_speed,
-        mem_peak, act, mem_peak / f32_act, grads, less_grads,
+        model.c_str(), c.type.c_str(), speed,
+        ratio(speed, torch, "%.2f").c_str(),
+        ratio(speed, f32_speed, "%.2f").c_str(), mem_peak, act,
+        ratio(mem_peak, f32_act, "%.2f").c_str(), grads, less_grads.c_str(),
         static_cast<long long>(c.ours->skipped_steps()), gflops,
         100 * gflops / peak);
   }
@@ -532,13 +554,11 @@ void bench_model(const std::string& model, const Options& o, double peak,
     if (steps.empty()) continue;
     const double speed = o.batch / median(steps);
     const double gflops = step_gflop(model, o.batch) * speed / o.batch;
-    char vs_float[16] = "-";
-    if (f32_speed > 0)
-      std::snprintf(vs_float, sizeof vs_float, "%.3f", speed / f32_speed);
     std::printf(
         "%-6s %-13s %6.0f %8s %8s %9s %8s %9s %7s %9s %7s %8.0f %5.0f%%\n",
-        model.c_str(), name.c_str(), speed, "", vs_float, "", "", "", "", "",
-        "", gflops, 100 * gflops / peak);
+        model.c_str(), name.c_str(), speed, "",
+        ratio(speed, f32_speed, "%.3f").c_str(), "", "", "", "", "", "", gflops,
+        100 * gflops / peak);
   }
 }
 

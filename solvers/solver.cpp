@@ -289,60 +289,88 @@ void Solver::update(float grad_scale) {
 }
 
 void Solver::backward_and_update(Variable& loss, float loss_scale,
-                                 bool clear_buffer) {
-  check_hyper(name() + "::backward_and_update", "loss_scale", loss_scale, 0.0f,
-              false);
-  if (std::isinf(loss_scale)) {
-    throw std::invalid_argument(msg("[", name(),
-                                    "::backward_and_update] loss_scale must "
-                                    "be finite, got ",
+                                 float weight_decay, bool clear_buffer) {
+  const std::string caller = name() + "::backward_and_update";
+  check_hyper(caller, "loss_scale", loss_scale, 0.0f, false);
+  if (std::isinf(loss_scale) || std::isinf(1.0f / loss_scale)) {
+    throw std::invalid_argument(msg("[", caller,
+                                    "] loss_scale must be finite with a "
+                                    "finite inverse, got ",
                                     loss_scale));
   }
-  const float grad_scale = 1.0f / loss_scale;
+  check_hyper(caller, "weight_decay", weight_decay, 0.0f);
+  // 0: no decay asked for (a decoupled solver's own rate still applies).
+  const bool l2 = weight_decay != 0.0f &&
+                  decay_into_grads(weight_decay, "backward_and_update");
+  // A fused rate holds for this step only, also when backward throws.
+  struct ResetFusedRate {
+    float& rate;
+    ~ResetFusedRate() { rate = 0.0f; }
+  } reset{fused_decay_rate_};
+  // L2 decay goes into unscaled grads (as weight_decay() after the loss
+  // scaler's unscale): with a loss scale, the grad is unscaled in place
+  // first and the update then reads it as it is.
+  const bool unscale_first = l2 && loss_scale != 1.0f;
+  const float grad_scale = unscale_first ? 1.0f : 1.0f / loss_scale;
   // A variable held under two names is two parameters, each updated with
   // its own state (as update() does), then its grad is zeroed once.
   auto update_and_zero = [&](const Variable* leaf) {
     auto it = positions_.find(leaf);
     if (it == positions_.end()) return;  // a leaf of the graph, not ours
+    const VariablePtr& var = params_[it->second.front()].second;
+    if (!has_grad(var)) return;
+    if (unscale_first) {
+      scale_grad_and_check_inf_or_nan({leaf}, 1.0f / loss_scale, true);
+    }
+    if (l2) decay_grad(var, weight_decay);
     for (size_t i : it->second) {
       update_parameter(params_[i].first, params_[i].second, grad_scale);
     }
-    params_[it->second.front()].second->grad()->zero();
+    var->grad()->zero();
   };
   loss.backward(loss_scale, clear_buffer,
                 [&](Variable& leaf) { update_and_zero(&leaf); });
   // Grads written before the call on parameters this backward did not
   // reach: update() would take their step too.
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (has_grad(params_[i].second)) update_and_zero(params_[i].second.get());
+    update_and_zero(params_[i].second.get());
   }
-  fused_decay_rate_ = 0.0f;
 }
 
-void Solver::weight_decay(float rate) {
+bool Solver::decay_into_grads(float rate, const char* caller) {
   if (fuses_weight_decay()) {
     fused_decay_rate_ = rate;
-    return;
+    return false;
   }
   if (decoupled_decay_rate() >= 0.0f) {
     if (rate != decoupled_decay_rate()) {
+      const std::string asked = std::string(caller) == "weight_decay"
+                                    ? msg("weight_decay(", rate, ")")
+                                    : msg("weight_decay = ", rate);
       throw std::invalid_argument(
-          msg("[", name(), "::weight_decay] ", name(),
+          msg("[", name(), "::", caller, "] ", name(),
               " decays the weights inside update() at wd = ",
-              decoupled_decay_rate(), " given at construction; weight_decay(",
-              rate, ") asks for another rate"));
+              decoupled_decay_rate(), " given at construction; ", asked,
+              " asks for another rate"));
     }
-    return;
+    return false;
   }
-  if (rate == 0.0f) return;
+  return true;
+}
+
+void Solver::decay_grad(const VariablePtr& var, float rate) {
+  // On the device where update() will run, or on the host.
+  const UpdateContext ctx =
+      update_context(var, name(), elementwise_update(), 1.0f);
+  const float* w = var->data()->get<const float>(ctx.device);
+  apply_rule(ctx, WeightDecayRule{rate}, var->size(),
+             var->grad()->cast<float>(false, ctx.device), w);
+}
+
+void Solver::weight_decay(float rate) {
+  if (!decay_into_grads(rate, "weight_decay") || rate == 0.0f) return;
   for (auto& [key, var] : params_) {
-    if (!has_grad(var)) continue;
-    // On the device where update() will run, or on the host.
-    const UpdateContext ctx =
-        update_context(var, name(), elementwise_update(), 1.0f);
-    const float* w = var->data()->get<const float>(ctx.device);
-    apply_rule(ctx, WeightDecayRule{rate}, var->size(),
-               var->grad()->cast<float>(false, ctx.device), w);
+    if (has_grad(var)) decay_grad(var, rate);
   }
 }
 

@@ -76,14 +76,20 @@ class Solver {
   /// backward did not reach included; afterwards every grad is zero, so
   /// the next call needs no zero_grad. Grads must be zero before the first
   /// call (zero_grad) unless earlier grads are meant to be added.
-  /// Not for what needs every grad before any update: a dynamic loss
-  /// scale's overflow skip, clipping by norm, L2 weight decay into the
-  /// grads (decoupled decay inside the update and the fused decay that
-  /// weight_decay() sets before the call work), accumulation over several
-  /// batches, data-parallel reduction. If backward throws, the parameters
-  /// updated before it stay updated and the others keep their grads.
+  /// `weight_decay` is what weight_decay(rate) would do between backward
+  /// and update() on unscaled grads (there it is too late: the grads are
+  /// gone; before the call there is no grad to add to), done per parameter:
+  /// with a loss scale other than 1, its grad is unscaled in place first,
+  /// as the loss scaler does. Solvers that fuse the decay (Lars, Lamb,
+  /// Lion) take it as this step's rate; decoupled ones (AdamW, SgdW) decay
+  /// at their own rate, which a nonzero `weight_decay` must equal (else an
+  /// error, before anything changes). Not for what needs every grad before any
+  /// update: a dynamic loss scale's overflow skip, clipping by norm,
+  /// accumulation over several batches, data-parallel reduction. If
+  /// backward throws, the parameters updated before it stay updated and
+  /// the others keep their grads.
   void backward_and_update(Variable& loss, float loss_scale = 1.0f,
-                           bool clear_buffer = true);
+                           float weight_decay = 0.0f, bool clear_buffer = true);
   /// L2 weight decay: grad += rate * w. Solvers with decoupled decay (SgdW,
   /// AdamW, ...) decay inside update() at the rate given at construction,
   /// as NNabla's do: for them `rate` must equal that rate (a no-op check).
@@ -171,6 +177,12 @@ class Solver {
   // One parameter's step of update(grad_scale), when its grad was written.
   void update_parameter(const std::string& key, const VariablePtr& var,
                         float grad_scale);
+  // What weight_decay(rate) does besides the grads: for solvers that fuse
+  // it, keeps the rate (returns false); for decoupled decay, checks the
+  // rate (false); else true: the grads take rate * w.
+  bool decay_into_grads(float rate, const char* caller);
+  // grad += rate * w for one parameter with a grad (on its update device).
+  void decay_grad(const VariablePtr& var, float rate);
 
   ParameterList params_;
   std::map<std::string, Entry> entries_;

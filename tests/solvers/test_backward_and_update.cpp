@@ -99,7 +99,7 @@ TEST(BackwardAndUpdate, StaticLossScaleUnscalesInsideTheUpdate) {
       "bfloat16", [] { return mg::solvers::Adam(0.01f); }, 8.0f);
 }
 
-TEST(BackwardAndUpdate, FusedWeightDecaySetBeforeTheCall) {
+TEST(BackwardAndUpdate, FusedWeightDecay) {
   Net after("float", 6), inside("float", 6);
   auto s_after = mg::solvers::Lion(1e-3f), s_inside = mg::solvers::Lion(1e-3f);
   s_after->set_parameters(after.params.parameters());
@@ -111,12 +111,90 @@ TEST(BackwardAndUpdate, FusedWeightDecaySetBeforeTheCall) {
   s_after->weight_decay(0.1f);
   s_after->update();
   inside.loss->forward();
-  s_inside->weight_decay(0.1f);
-  s_inside->backward_and_update(*inside.loss);
+  s_inside->backward_and_update(*inside.loss, 1.0f, 0.1f);
   const auto pa = after.params.parameters(), pi = inside.params.parameters();
   for (size_t i = 0; i < pa.size(); ++i) {
     EXPECT_EQ(data_of(*pa[i].second), data_of(*pi[i].second)) << pa[i].first;
   }
+}
+
+TEST(BackwardAndUpdate, L2WeightDecayOnUnscaledGrads) {
+  // weight_decay(rate) between backward and update(), on grads unscaled
+  // first where a loss scale was used (as the loss scaler does).
+  for (float scale : {1.0f, 64.0f}) {
+    const std::string type_config = scale == 1.0f ? "float" : "half";
+    Net after(type_config, 6), inside(type_config, 6);
+    auto s_after = mg::solvers::Adam(0.01f);
+    auto s_inside = mg::solvers::Adam(0.01f);
+    s_after->set_parameters(after.params.parameters());
+    s_inside->set_parameters(inside.params.parameters());
+    s_inside->zero_grad();
+    for (int step = 0; step < 2; ++step) {
+      s_after->zero_grad();
+      after.loss->forward(false, true);
+      after.loss->backward(scale, true);
+      if (scale != 1.0f) s_after->scale_grad(1.0f / scale);
+      s_after->weight_decay(0.05f);
+      s_after->update();
+      inside.loss->forward(false, true);
+      s_inside->backward_and_update(*inside.loss, scale, 0.05f);
+    }
+    const auto pa = after.params.parameters(), pi = inside.params.parameters();
+    for (size_t i = 0; i < pa.size(); ++i) {
+      EXPECT_EQ(data_of(*pa[i].second), data_of(*pi[i].second))
+          << "scale " << scale << ": " << pa[i].first;
+    }
+  }
+}
+
+TEST(BackwardAndUpdate, DecoupledDecayAtAnotherRateIsAnError) {
+  Net net("float", 6);
+  auto solver = mg::solvers::AdamW(0.01f, 0.9f, 0.999f, 1e-8f, 0.05f);
+  solver->set_parameters(net.params.parameters());
+  solver->zero_grad();
+  net.loss->forward();
+  const auto before = data_of(*net.params.get("fc1/affine/W"));
+  try {
+    solver->backward_and_update(*net.loss, 1.0f, 0.01f);
+    FAIL() << "another decay rate accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("[AdamW::backward_and_update] AdamW "
+                                         "decays the weights inside update() "
+                                         "at wd = 0.05"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(data_of(*net.params.get("fc1/affine/W")), before);
+}
+
+TEST(BackwardAndUpdate, TwoNamesAndLeavesThatAreNotParameters) {
+  // fc2's weights held under a second name too: two parameters, each with
+  // its own state, as update() steps them. x needs a grad but is no
+  // parameter: it keeps its grad.
+  auto run = [](bool inside) {
+    Net net("float", 6);
+    net.x->set_need_grad(true);
+    auto params = net.params.parameters();
+    params.emplace_back("alias", net.params.get("fc2/affine/W"));
+    auto solver = mg::solvers::Adam(0.01f);
+    solver->set_parameters(params);
+    solver->zero_grad();
+    net.x->grad()->zero();
+    net.loss->forward();
+    if (inside) {
+      solver->backward_and_update(*net.loss);
+    } else {
+      net.loss->backward(1.0f, true);
+      solver->update();
+    }
+    EXPECT_FALSE(net.x->grad()->array().zeroing()) << "x's grad was zeroed";
+    std::vector<std::vector<float>> out{data_of(*net.x) /* unchanged */};
+    const float* gx = net.x->grad()->get<const float>();
+    out.emplace_back(gx, gx + net.x->size());
+    for (const auto& [name, v] : params) out.push_back(data_of(*v));
+    return out;
+  };
+  EXPECT_EQ(run(true), run(false));
 }
 
 TEST(BackwardAndUpdate, UpdatesAnEarlierGradBackwardDoesNotReach) {
