@@ -10,7 +10,13 @@
 //     solver.update()
 // The catch: a scale too large overflows to inf. Step 3 picks it for you.
 //
-//   ./02_static_loss_scaling --loss-scale 8
+// With --in-backward the same step is taken inside backward
+// (solver->backward_and_update): each parameter is updated, unscaled, as
+// soon as backward is done with it, and its grad freed, so fewer grads are
+// held at once. A static scale allows it; a dynamic one must see every grad
+// before any update.
+//
+//   ./02_static_loss_scaling --loss-scale 8 [--in-backward]
 #include <CLI/CLI.hpp>
 
 #include <mixgraph/mixgraph.hpp>
@@ -29,6 +35,11 @@ int main(int argc, char** argv) {
   app.add_option("--loss-scale", loss_scale, "the constant loss scale")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  bool in_backward = false;
+  app.add_flag("--in-backward", in_backward,
+               "update each parameter inside backward "
+               "(Solver::backward_and_update): the same step, fewer grads "
+               "held at once");
   CLI11_PARSE(app, argc, argv);
 
   mg::set_default_context(mg::context("cpu", options.type_config));
@@ -46,6 +57,14 @@ int main(int argc, char** argv) {
     solver->zero_grad();
     run.feed(x, t);
     loss->forward(/*clear_buffer=*/false, /*clear_no_need_grad=*/true);
+    if (in_backward) {
+      // Backward from loss_scale, each parameter updated with its grad
+      // divided by loss_scale as soon as backward is done with it, and
+      // that grad freed.
+      solver->backward_and_update(*loss, loss_scale);
+      run.step_done(loss_scale);
+      continue;
+    }
     // Backward from loss_scale instead of 1: every grad is loss_scale times
     // larger, in fp16, ...
     loss->backward(loss_scale, /*clear_buffer=*/true);

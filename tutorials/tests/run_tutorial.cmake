@@ -5,6 +5,8 @@
 #                run: the same final loss, weights, loss scale and CSV.
 #   MODE=updater: tutorial 00's loop against its --updater form (the plain
 #                updater): the same weights; accumulation and clipping run.
+#   MODE=in_backward: tutorial 02's loop against its --in-backward form:
+#                the same weights, a lower peak memory.
 #   MODE=explain: tutorial 05 names the function of the first overflow.
 #   MODE=main:   the main job for 20 steps per type_config: its table and
 #                files; --resume then finds every run finished.
@@ -121,6 +123,21 @@ elseif(MODE STREQUAL "updater")
   message("the plain updater took the loop's steps (weights "
           "${plain_weights_hash}); with accumulation and clipping: "
           "${clip_weights_hash}")
+elseif(MODE STREQUAL "in_backward")
+  # Tutorial 02's loop and its --in-backward form take the same 20 steps,
+  # bit for bit, the second holding fewer grads at once.
+  run_tutorial(after --iterations 20 --checkpoint after.h5)
+  run_tutorial(inside --iterations 20 --checkpoint inside.h5 --in-backward)
+  expect_equal("steps" "${inside_steps}" 20)
+  expect_equal("weights (update after backward vs inside it)"
+               "${after_weights_hash}" "${inside_weights_hash}")
+  if(NOT inside_peak_memory_mib LESS after_peak_memory_mib)
+    message(FATAL_ERROR "--in-backward peaked at ${inside_peak_memory_mib} "
+            "MiB, not below ${after_peak_memory_mib}")
+  endif()
+  message("the update inside backward took the same steps (weights "
+          "${inside_weights_hash}) at ${inside_peak_memory_mib} MiB instead "
+          "of ${after_peak_memory_mib}")
 elseif(MODE STREQUAL "explain")
   # Tutorial 05 at 2^24: the first step overflows, and the guard names the
   # function where the inf started, in backward, with the loss scale.
@@ -227,5 +244,5 @@ elseif(MODE STREQUAL "main_ranks")
   expect_equal("every run's weights after --resume" "${a2_hashes}" "${b_hashes}")
   message("the main job trained on 2 ranks and resumed from rank 0's checkpoints")
 else()
-  message(FATAL_ERROR "MODE must be run, resume, updater, explain, main or main_ranks")
+  message(FATAL_ERROR "MODE must be run, resume, updater, in_backward, explain, main, main_ranks or convert")
 endif()
