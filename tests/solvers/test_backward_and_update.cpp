@@ -48,11 +48,13 @@ struct Net {
 
 using MakeSolver = std::function<mg::SolverPtr()>;
 
-// Three steps of backward then update(1 / scale) against three of
-// backward_and_update(scale) from the same start: the same weights, bit for
-// bit (the same grads reach the same kernels).
+// Three steps of backward then update against three of
+// backward_and_update(scale, weight_decay) from the same start: the same
+// weights, bit for bit (the same grads reach the same kernels). The update
+// after backward is update(1 / scale), or, with weight decay (which goes
+// into unscaled grads), scale_grad(1 / scale), weight_decay and update().
 void expect_same_steps(const std::string& type_config, const MakeSolver& make,
-                       float scale) {
+                       float scale, float weight_decay = 0.0f) {
   Net after(type_config, 6), inside(type_config, 6);
   auto s_after = make(), s_inside = make();
   s_after->set_parameters(after.params.parameters());
@@ -62,15 +64,22 @@ void expect_same_steps(const std::string& type_config, const MakeSolver& make,
     s_after->zero_grad();
     after.loss->forward(false, true);
     after.loss->backward(scale, true);
-    s_after->update(1.0f / scale);
+    if (weight_decay != 0.0f) {
+      if (scale != 1.0f) s_after->scale_grad(1.0f / scale);
+      s_after->weight_decay(weight_decay);
+      s_after->update();
+    } else {
+      s_after->update(1.0f / scale);
+    }
     inside.loss->forward(false, true);
-    s_inside->backward_and_update(*inside.loss, scale);
+    s_inside->backward_and_update(*inside.loss, scale, weight_decay);
   }
   const auto pa = after.params.parameters(), pi = inside.params.parameters();
   ASSERT_EQ(pa.size(), pi.size());
   for (size_t i = 0; i < pa.size(); ++i) {
     EXPECT_EQ(data_of(*pa[i].second), data_of(*pi[i].second))
-        << type_config << ", " << s_after->name() << ": " << pa[i].first;
+        << type_config << ", " << s_after->name() << ", scale " << scale
+        << ", weight decay " << weight_decay << ": " << pa[i].first;
     EXPECT_TRUE(pi[i].second->grad()->array().zeroing())
         << pi[i].first << ": grad not zeroed after its update";
   }
@@ -100,51 +109,17 @@ TEST(BackwardAndUpdate, StaticLossScaleUnscalesInsideTheUpdate) {
 }
 
 TEST(BackwardAndUpdate, FusedWeightDecay) {
-  Net after("float", 6), inside("float", 6);
-  auto s_after = mg::solvers::Lion(1e-3f), s_inside = mg::solvers::Lion(1e-3f);
-  s_after->set_parameters(after.params.parameters());
-  s_inside->set_parameters(inside.params.parameters());
-  s_after->zero_grad();
-  s_inside->zero_grad();
-  after.loss->forward();
-  after.loss->backward(1.0f, true);
-  s_after->weight_decay(0.1f);
-  s_after->update();
-  inside.loss->forward();
-  s_inside->backward_and_update(*inside.loss, 1.0f, 0.1f);
-  const auto pa = after.params.parameters(), pi = inside.params.parameters();
-  for (size_t i = 0; i < pa.size(); ++i) {
-    EXPECT_EQ(data_of(*pa[i].second), data_of(*pi[i].second)) << pa[i].first;
-  }
+  expect_same_steps(
+      "float", [] { return mg::solvers::Lion(1e-3f); }, 1.0f, 0.1f);
 }
 
 TEST(BackwardAndUpdate, L2WeightDecayOnUnscaledGrads) {
   // weight_decay(rate) between backward and update(), on grads unscaled
   // first where a loss scale was used (as the loss scaler does).
-  for (float scale : {1.0f, 64.0f}) {
-    const std::string type_config = scale == 1.0f ? "float" : "half";
-    Net after(type_config, 6), inside(type_config, 6);
-    auto s_after = mg::solvers::Adam(0.01f);
-    auto s_inside = mg::solvers::Adam(0.01f);
-    s_after->set_parameters(after.params.parameters());
-    s_inside->set_parameters(inside.params.parameters());
-    s_inside->zero_grad();
-    for (int step = 0; step < 2; ++step) {
-      s_after->zero_grad();
-      after.loss->forward(false, true);
-      after.loss->backward(scale, true);
-      if (scale != 1.0f) s_after->scale_grad(1.0f / scale);
-      s_after->weight_decay(0.05f);
-      s_after->update();
-      inside.loss->forward(false, true);
-      s_inside->backward_and_update(*inside.loss, scale, 0.05f);
-    }
-    const auto pa = after.params.parameters(), pi = inside.params.parameters();
-    for (size_t i = 0; i < pa.size(); ++i) {
-      EXPECT_EQ(data_of(*pa[i].second), data_of(*pi[i].second))
-          << "scale " << scale << ": " << pa[i].first;
-    }
-  }
+  expect_same_steps(
+      "float", [] { return mg::solvers::Adam(0.01f); }, 1.0f, 0.05f);
+  expect_same_steps(
+      "half", [] { return mg::solvers::Adam(0.01f); }, 64.0f, 0.05f);
 }
 
 TEST(BackwardAndUpdate, DecoupledDecayAtAnotherRateIsAnError) {
