@@ -84,6 +84,18 @@ struct Options {
                                  "bfloat16"};
 };
 
+// A --type entry: its type_config, and whether it updates inside backward
+// (the -ib suffix).
+struct TrainType {
+  std::string type_config;
+  bool in_backward = false;
+};
+TrainType train_type(const std::string& type) {
+  const bool ib =
+      type.size() > 3 && type.compare(type.size() - 3, 3, "-ib") == 0;
+  return {ib ? type.substr(0, type.size() - 3) : type, ib};
+}
+
 mg::VariablePtr lenet(const mg::VariablePtr& x, mg::ParameterScope& p) {
   auto h = F::max_pooling(F::relu(PF::convolution(x, 32, {5, 5}, p["conv1"])),
                           {2, 2});
@@ -196,9 +208,8 @@ class Trainer {
  public:
   // type: a type_config, with -ib: the update inside backward.
   Trainer(const std::string& model, const std::string& type, int batch)
-      : in_backward_(type.size() > 3 && type.substr(type.size() - 3) == "-ib") {
-    const std::string type_config =
-        in_backward_ ? type.substr(0, type.size() - 3) : type;
+      : in_backward_(train_type(type).in_backward) {
+    const std::string type_config = train_type(type).type_config;
     if (in_backward_ && type_config == "half") loss_scale_ = 128.0f;
     mg::ContextGuard ctx(mg::context("cpu", type_config));
     mg::seed(1);
@@ -376,9 +387,7 @@ Options parse(int argc, char** argv) {
       o.types.clear();
       std::stringstream list(v);
       for (std::string t; std::getline(list, t, ',');) {
-        const std::string base = t.size() > 3 && t.substr(t.size() - 3) == "-ib"
-                                     ? t.substr(0, t.size() - 3)
-                                     : t;
+        const std::string base = train_type(t).type_config;
         if (base != "float" && base != "half" && base != "bfloat16") {
           std::fprintf(stderr,
                        "bench_training: --type takes float, half or "
@@ -519,7 +528,7 @@ void bench_model(const std::string& model, const Options& o, double peak,
     }
     const double mem_peak = c.ours->step_peak_mb();
     const double grads = c.ours->grad_mb();
-    const double act = c.ours->activation_mb();
+    const double act = c.type == "float" ? f32_act : c.ours->activation_mb();
     // With the update inside backward the peak holds only some grads.
     const std::string less_grads =
         c.ours->in_backward() ? "-" : ratio(mem_peak - grads, f32_act, "%.2f");
