@@ -301,7 +301,8 @@ void Solver::backward_and_update(Variable& loss, float loss_scale,
   check_hyper(caller, "weight_decay", weight_decay, 0.0f);
   // 0: no decay asked for (a decoupled solver's own rate still applies).
   const bool l2 = weight_decay != 0.0f &&
-                  decay_into_grads(weight_decay, "backward_and_update");
+                  decay_into_grads(weight_decay, "backward_and_update",
+                                   msg("weight_decay = ", weight_decay));
   // A fused rate holds for this step only, also when backward throws.
   struct ResetFusedRate {
     float& rate;
@@ -337,16 +338,14 @@ void Solver::backward_and_update(Variable& loss, float loss_scale,
   }
 }
 
-bool Solver::decay_into_grads(float rate, const char* caller) {
+bool Solver::decay_into_grads(float rate, const char* caller,
+                              const std::string& asked) {
   if (fuses_weight_decay()) {
     fused_decay_rate_ = rate;
     return false;
   }
   if (decoupled_decay_rate() >= 0.0f) {
     if (rate != decoupled_decay_rate()) {
-      const std::string asked = std::string(caller) == "weight_decay"
-                                    ? msg("weight_decay(", rate, ")")
-                                    : msg("weight_decay = ", rate);
       throw std::invalid_argument(
           msg("[", name(), "::", caller, "] ", name(),
               " decays the weights inside update() at wd = ",
@@ -368,7 +367,11 @@ void Solver::decay_grad(const VariablePtr& var, float rate) {
 }
 
 void Solver::weight_decay(float rate) {
-  if (!decay_into_grads(rate, "weight_decay") || rate == 0.0f) return;
+  if (!decay_into_grads(rate, "weight_decay",
+                        msg("weight_decay(", rate, ")")) ||
+      rate == 0.0f) {
+    return;
+  }
   for (auto& [key, var] : params_) {
     if (has_grad(var)) decay_grad(var, rate);
   }

@@ -135,7 +135,9 @@ TEST(BackwardAndUpdate, DecoupledDecayAtAnotherRateIsAnError) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("[AdamW::backward_and_update] AdamW "
                                          "decays the weights inside update() "
-                                         "at wd = 0.05"),
+                                         "at wd = 0.05 given at "
+                                         "construction; weight_decay = 0.01 "
+                                         "asks for another rate"),
               std::string::npos)
         << e.what();
   }
