@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
       continue;
     }
     // Backward from loss_scale instead of 1: every grad is loss_scale times
-    // larger, in fp16, ...
+    // larger (the activations' in fp16, which is why), ...
     loss->backward(loss_scale, /*clear_buffer=*/true);
     // ... and divided back (in fp32, on the solver's side) before the
     // update; gradient clipping or weight decay would come after this.
