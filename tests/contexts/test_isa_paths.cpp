@@ -203,18 +203,23 @@ struct PoolRun {
   Doubles y, dx;
 };
 
-// Few distinct values (ties, -0 against +0), infinities and nans, all
-// exact in half and bfloat16.
+// Few distinct values (ties, -0 against +0), infinities and nans, and
+// every third element from the whole range both 16-bit types hold exactly
+// (8 significant bits, 2^-20 to 2^15: half's subnormals included), so the
+// 16-bit kernels' keys are compared across exponents and signs.
 std::vector<float> pool_input(const Shape& s) {
   std::mt19937 rng(3);
-  std::uniform_int_distribution<int> level(-3, 3);
+  std::uniform_int_distribution<int> level(-3, 3), mantissa(-255, 255),
+      exponent(-20, 7);
   std::vector<float> v(shape_size(s));
   const float inf = std::numeric_limits<float>::infinity();
   for (size_t i = 0; i < v.size(); ++i) {
     v[i] = i % 97 == 5   ? std::nanf("")
            : i % 89 == 7 ? -0.0f
            : i % 83 == 3 ? (i % 2 ? inf : -inf)
-                         : 0.25f * level(rng);
+           : i % 3 == 1
+               ? std::ldexp(static_cast<float>(mantissa(rng)), exponent(rng))
+               : 0.25f * level(rng);
   }
   return v;
 }
