@@ -18,7 +18,8 @@ namespace mg::cpu {
 // compute type, reordered, convolved and reordered back while it is hot,
 // so the scratch memory is a few chunks, not a copy of the activations.
 // The compute type is bf16 for BFloat16 where the CPU has AVX512-BF16 (or
-// AMX), else fp32: oneDNN has no fp16 kernels without AVX512-FP16. The
+// AMX), else fp32 (Half too: Debian's oneDNN 2.6 has no fp16 kernels, and
+// fp16 hardware that accumulates in fp32 is AMX-FP16 only). The
 // weights may be given in fp32 (a parameter's master copy) for any T.
 // Primitives and reorders are cached per geometry.
 

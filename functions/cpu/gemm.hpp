@@ -13,7 +13,7 @@ namespace mg::cpu {
 /// parameter's fp32 master copy, half activations for a float C); the bias,
 /// when given, is fp32. Primitives are cached per shape. oneDNN computes in
 /// bf16 where it has bf16 kernels and C or both operands are bf16, else in
-/// fp32 (always for Half: oneDNN has no fp16 kernels without AVX512-FP16):
+/// fp32 (always for Half: oneDNN 2.6 has no fp16 kernels, see compute_type):
 /// operands of another type go through scratch buffers, an operand of the
 /// compute type through none, and an fp32 result is rounded to T once.
 template <class T>
