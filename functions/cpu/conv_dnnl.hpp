@@ -19,7 +19,7 @@ namespace mg::cpu {
 // so the scratch memory is a few chunks, not a copy of the activations.
 // The compute type is bf16 for BFloat16 where the CPU has AVX512-BF16 (or
 // AMX), else fp32 (Half too: Debian's oneDNN 2.6 has no fp16 kernels, and
-// fp16 hardware that accumulates in fp32 is AMX-FP16 only). The
+// fp16 hardware that accumulates in fp32 is AMX-FP16 and AVX10.2). The
 // weights may be given in fp32 (a parameter's master copy) for any T.
 // Primitives and reorders are cached per geometry.
 

@@ -68,7 +68,8 @@ struct Operand {
 /// bf16 for BFloat16 where the CPU has AVX512-BF16 or AMX, else fp32. Half
 /// is always fp32: Debian's oneDNN 2.6 has no fp16 kernels, and AVX512-FP16
 /// would not help (its FMAs accumulate in fp16; fp16 products accumulated in
-/// fp32 run at the fp32 rate there, as here: only AMX-FP16 is faster).
+/// fp32 run at the fp32 rate there, as here: AMX-FP16 and AVX10.2 would
+/// help).
 template <class T>
 Dtype compute_type() {
   const auto& cpu = cpu_features();

@@ -213,13 +213,18 @@ std::vector<float> pool_input(const Shape& s) {
       exponent(-20, 7);
   std::vector<float> v(shape_size(s));
   const float inf = std::numeric_limits<float>::infinity();
+  // One draw of each a step, in this order (not as function arguments,
+  // whose order compilers choose): the same data everywhere.
   for (size_t i = 0; i < v.size(); ++i) {
+    const int m = mantissa(rng);
+    const int e = exponent(rng);
+    const float wide = std::ldexp(static_cast<float>(m), e);
+    const float narrow = 0.25f * level(rng);
     v[i] = i % 97 == 5   ? std::nanf("")
            : i % 89 == 7 ? -0.0f
            : i % 83 == 3 ? (i % 2 ? inf : -inf)
-           : i % 3 == 1
-               ? std::ldexp(static_cast<float>(mantissa(rng)), exponent(rng))
-               : 0.25f * level(rng);
+           : i % 3 == 1  ? wide
+                         : narrow;
   }
   return v;
 }
