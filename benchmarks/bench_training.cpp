@@ -207,9 +207,9 @@ double step_gflop(const std::string& model, int batch) {
 class Trainer {
  public:
   // type: a type_config, with -ib: the update inside backward.
-  Trainer(const std::string& model, const std::string& type, int batch)
-      : in_backward_(train_type(type).in_backward) {
-    const std::string type_config = train_type(type).type_config;
+  Trainer(const std::string& model, const std::string& type, int batch) {
+    const auto [type_config, in_backward] = train_type(type);
+    in_backward_ = in_backward;
     if (in_backward_ && type_config == "half") loss_scale_ = 128.0f;
     mg::ContextGuard ctx(mg::context("cpu", type_config));
     mg::seed(1);

@@ -300,9 +300,10 @@ void Solver::backward_and_update(Variable& loss, float loss_scale,
   }
   check_hyper(caller, "weight_decay", weight_decay, 0.0f);
   // 0: no decay asked for (a decoupled solver's own rate still applies).
-  const bool l2 = weight_decay != 0.0f &&
-                  decay_into_grads(weight_decay, "backward_and_update",
-                                   msg("weight_decay = ", weight_decay));
+  const bool l2 =
+      weight_decay != 0.0f &&
+      decay_into_grads(weight_decay, "backward_and_update",
+                       [](float r) { return msg("weight_decay = ", r); });
   // A fused rate holds for this step only, also when backward throws.
   struct ResetFusedRate {
     float& rate;
@@ -339,7 +340,7 @@ void Solver::backward_and_update(Variable& loss, float loss_scale,
 }
 
 bool Solver::decay_into_grads(float rate, const char* caller,
-                              const std::string& asked) {
+                              std::string (*asked)(float)) {
   if (fuses_weight_decay()) {
     fused_decay_rate_ = rate;
     return false;
@@ -349,7 +350,7 @@ bool Solver::decay_into_grads(float rate, const char* caller,
       throw std::invalid_argument(
           msg("[", name(), "::", caller, "] ", name(),
               " decays the weights inside update() at wd = ",
-              decoupled_decay_rate(), " given at construction; ", asked,
+              decoupled_decay_rate(), " given at construction; ", asked(rate),
               " asks for another rate"));
     }
     return false;
@@ -368,7 +369,7 @@ void Solver::decay_grad(const VariablePtr& var, float rate) {
 
 void Solver::weight_decay(float rate) {
   if (!decay_into_grads(rate, "weight_decay",
-                        msg("weight_decay(", rate, ")")) ||
+                        [](float r) { return msg("weight_decay(", r, ")"); }) ||
       rate == 0.0f) {
     return;
   }

@@ -179,10 +179,11 @@ class Solver {
                         float grad_scale);
   // What weight_decay(rate) does besides the grads: for solvers that fuse
   // it, keeps the rate (returns false); for decoupled decay, checks the
-  // rate (false); else true: the grads take rate * w. `asked` is how the
-  // caller's call names the rate, for the mismatch's message.
+  // rate (false); else true: the grads take rate * w. `asked` words the
+  // caller's call with the rate, for the mismatch's message only (built
+  // then, not every step).
   bool decay_into_grads(float rate, const char* caller,
-                        const std::string& asked);
+                        std::string (*asked)(float));
   // grad += rate * w for one parameter with a grad (on its update device).
   void decay_grad(const VariablePtr& var, float rate);
 
