@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
       continue;
     }
     // Backward from loss_scale instead of 1: every grad is loss_scale times
-    // larger (the activations' in fp16, which is why), ...
+    // larger (the activation grads, held in fp16, are the ones that would
+    // underflow), ...
     loss->backward(loss_scale, /*clear_buffer=*/true);
     // ... and divided back (in fp32, on the solver's side) before the
     // update; gradient clipping or weight decay would come after this.
