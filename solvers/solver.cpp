@@ -6,7 +6,7 @@
 #include <set>
 #include <stdexcept>
 
-#include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/contexts/cpu/isa_loops.hpp>
 #include <mixgraph/contexts/device.hpp>
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/solvers/device_ops.hpp>
@@ -115,21 +115,14 @@ std::optional<bool> device_pass(const ParameterList& params, float s,
     return bad != 0;                                                   \
   }                                                                    \
   }
-MG_GRAD_PASS(baseline, )
-MG_GRAD_PASS(avx2, __attribute__((target("avx2"))))
-MG_GRAD_PASS(avx512, __attribute__((target("avx512f"))))
+MG_FOR_EACH_VECTOR_ISA(MG_GRAD_PASS)
 #undef MG_GRAD_PASS
 // clang-format on
 
 template <bool kWrite, bool kNorm>
 bool grad_pass_on_this_cpu(const float* in, float* out, int64_t n, float s,
                            double* norm2) {
-  // Read at each call (one load), so that a ScopedCpuFeatures can force the
-  // baseline pass in a test.
-  const auto& cpu = cpu::cpu_features();
-  if (cpu.avx512f) return avx512::pass<kWrite, kNorm>(in, out, n, s, norm2);
-  if (cpu.avx2) return avx2::pass<kWrite, kNorm>(in, out, n, s, norm2);
-  return baseline::pass<kWrite, kNorm>(in, out, n, s, norm2);
+  MG_CALL_VECTOR_ISA(pass<kWrite, kNorm>(in, out, n, s, norm2));
 }
 
 // The pass above with out and norm2 optional (null: not written).

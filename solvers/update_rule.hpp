@@ -11,7 +11,7 @@
 #include <string>
 #include <type_traits>
 
-#include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/contexts/cpu/isa_loops.hpp>
 #include <mixgraph/solvers/device_ops.hpp>
 #include <mixgraph/solvers/rule_list.hpp>
 #include <mixgraph/solvers/solver.hpp>
@@ -19,16 +19,9 @@
 namespace mg {
 
 namespace detail {
-// The host loop of a rule, compiled for the baseline ISA, AVX2 and AVX-512
-// and chosen at run time (as the solvers' grad pass): Adam's sqrt and
-// division run 16 wide instead of 4 (baseline SSE2). Contraction into FMA is
-// off, so every path gives the baseline's bits (and the CUDA rule's, which
-// nvcc is told the same).
-#if defined(__GNUC__) && !defined(__clang__)
-#define MG_NO_CONTRACT optimize("fp-contract=off")
-#else
-#define MG_NO_CONTRACT
-#endif
+// The host loop of a rule, compiled per vector ISA
+// (contexts/cpu/isa_loops.hpp): Adam's sqrt and division run 16 wide instead of
+// 4 (baseline SSE2), with the baseline's bits.
 // clang-format off
 #define MG_RULE_LOOP(NS, TARGET)                                          \
   namespace NS {                                                          \
@@ -39,12 +32,15 @@ namespace detail {
     for (int64_t i = 0; i < n; ++i) rule(w[i], g[i] * gs, s[i]...);       \
   }                                                                       \
   }
-MG_RULE_LOOP(rule_baseline, __attribute__((MG_NO_CONTRACT)))
-MG_RULE_LOOP(rule_avx2, __attribute__((target("avx2"), MG_NO_CONTRACT)))
-MG_RULE_LOOP(rule_avx512, __attribute__((target("avx512f"), MG_NO_CONTRACT)))
+MG_FOR_EACH_VECTOR_ISA(MG_RULE_LOOP)
 #undef MG_RULE_LOOP
-#undef MG_NO_CONTRACT
 // clang-format on
+
+template <class Rule, class... S>
+void run_rule(const Rule& rule, int64_t n, float gs, float* w, const float* g,
+              S*... s) {
+  MG_CALL_VECTOR_ISA(run(rule, n, gs, w, g, s...));
+}
 }  // namespace detail
 
 /// rule(w[i], g[i] * ctx.grad_scale, s[i]...) for i in [0, n), where ctx
@@ -68,14 +64,7 @@ void apply_rule(const UpdateContext& ctx, const Rule& rule, int64_t n, float* w,
                         states);
     return;
   }
-  const auto& cpu = cpu::cpu_features();
-  if (cpu.avx512f) {
-    detail::rule_avx512::run(rule, n, ctx.grad_scale, w, g, s...);
-  } else if (cpu.avx2) {
-    detail::rule_avx2::run(rule, n, ctx.grad_scale, w, g, s...);
-  } else {
-    detail::rule_baseline::run(rule, n, ctx.grad_scale, w, g, s...);
-  }
+  detail::run_rule(rule, n, ctx.grad_scale, w, g, s...);
 }
 
 /// The fp32 data of a state array, for writing, where ctx runs the rules.

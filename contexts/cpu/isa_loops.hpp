@@ -1,0 +1,51 @@
+// Loops compiled once per vector ISA (the baseline's SSE2, AVX2, AVX-512)
+// and chosen at run time, so that one binary runs 16 wide where the CPU
+// can and still runs where it cannot. Contraction into FMA is off in each,
+// so every width gives the baseline's bits (and the CUDA kernels', which
+// nvcc is told the same): a test compares the paths bit for bit.
+//
+//   #define MY_LOOP(NS, TARGET) namespace NS { TARGET void run(...) {...} }
+//   MG_FOR_EACH_VECTOR_ISA(MY_LOOP)
+//   ...
+//   MG_CALL_VECTOR_ISA(run(x, y, n));
+#pragma once
+
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define MG_NO_CONTRACT optimize("fp-contract=off")
+#else
+#define MG_NO_CONTRACT
+#endif
+
+/// DEFINE(namespace, attributes) once per vector ISA.
+#define MG_FOR_EACH_VECTOR_ISA(DEFINE)                              \
+  DEFINE(isa_baseline, __attribute__((MG_NO_CONTRACT)))             \
+  DEFINE(isa_avx2, __attribute__((target("avx2"), MG_NO_CONTRACT))) \
+  DEFINE(isa_avx512, __attribute__((target("avx512f"), MG_NO_CONTRACT)))
+
+namespace mg::cpu {
+
+enum class VectorIsa { baseline, avx2, avx512 };
+
+/// The widest vector ISA the kernels may use now: read at each call (one
+/// load), so that a ScopedCpuFeatures can force the narrower paths.
+inline VectorIsa vector_isa() {
+  const CpuFeatures& cpu = cpu_features();
+  if (cpu.avx512f) return VectorIsa::avx512;
+  if (cpu.avx2) return VectorIsa::avx2;
+  return VectorIsa::baseline;
+}
+
+}  // namespace mg::cpu
+
+/// `return NS::CALL` with NS the namespace of vector_isa()'s loop.
+#define MG_CALL_VECTOR_ISA(...)         \
+  switch (::mg::cpu::vector_isa()) {    \
+    case ::mg::cpu::VectorIsa::avx512:  \
+      return isa_avx512::__VA_ARGS__;   \
+    case ::mg::cpu::VectorIsa::avx2:    \
+      return isa_avx2::__VA_ARGS__;     \
+    default:                            \
+      return isa_baseline::__VA_ARGS__; \
+  }
