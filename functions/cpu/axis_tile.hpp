@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/functions/ops/vector_math.hpp>
 #include <mixgraph/functions/softmax.hpp>
 
 namespace mg::cpu {
@@ -73,6 +74,11 @@ void for_each_tile(const AxisSplit& s, int64_t scratch_floats, Fn&& fn) {
   }
 }
 
+/// y[i] = exp(x[i * stride] - shift) for i in [0, n), at the widest vector
+/// the CPU has (stride 1) or one at a time.
+void exp_of_difference(const float* x, int64_t stride, float shift, float* y,
+                       int64_t n);
+
 /// Per column j of a tile x (ld apart): mx[j] = the max along the axis and
 /// sum[j] = the sum of exp(x - mx), with e (ld = w) receiving exp(x - mx).
 /// Subtracting the max keeps exp from overflowing, even in fp16 inputs.
@@ -83,9 +89,16 @@ inline void exp_and_sum(const float* x, int64_t ld, int64_t size, int64_t w,
     for (int64_t j = 0; j < w; ++j) mx[j] = std::max(mx[j], x[a * ld + j]);
   }
   std::fill(sum, sum + w, 0.0f);
+  if (w == 1) {
+    // The last axis (attention's scores): one contiguous run, exp'd at the
+    // widest vector the CPU has, then summed in order.
+    exp_of_difference(x, ld, mx[0], e, size);
+    for (int64_t a = 0; a < size; ++a) sum[0] += e[a];
+    return;
+  }
   for (int64_t a = 0; a < size; ++a) {
     for (int64_t j = 0; j < w; ++j) {
-      e[a * w + j] = std::exp(x[a * ld + j] - mx[j]);
+      e[a * w + j] = vmath::exp(x[a * ld + j] - mx[j]);
       sum[j] += e[a * w + j];
     }
   }

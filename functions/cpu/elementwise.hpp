@@ -1,6 +1,7 @@
 // The CPU loop drivers for elementwise functions, and their registration.
 #pragma once
 
+#include <mixgraph/contexts/cpu/isa_loops.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/elementwise.hpp>
 #include <mixgraph/functions/ops/unary_ops.hpp>
@@ -35,6 +36,47 @@ inline void relu_bits_backward(const Bits16* y, const Bits16* dy, Bits16* dx,
   }
 }
 
+// A unary op over fp32 blocks, compiled per vector ISA: the ops' math
+// (ops/vector_math.hpp) has no branches or calls, so it runs 16 wide under
+// AVX-512 (GELU's tanh was a libm call per element). y may be x and dx dy
+// (in place: each element is read before it is written, which ivdep
+// allows).
+namespace unary_loops {
+// clang-format off
+#define MG_UNARY_LOOPS(NS, TARGET)                                        \
+  namespace NS {                                                          \
+  template <class Op>                                                     \
+  TARGET void forward(const Op& op, const float* x, float* y, int64_t n) { \
+    _Pragma("GCC ivdep")                                                  \
+    for (int64_t i = 0; i < n; ++i) y[i] = op(x[i]);                      \
+  }                                                                       \
+  template <class Op>                                                     \
+  TARGET void backward(const Op& op, const float* x, const float* y,      \
+                       const float* dy, float* dx, int64_t n) {           \
+    _Pragma("GCC ivdep")                                                  \
+    for (int64_t i = 0; i < n; ++i) {                                     \
+      dx[i] = op.grad(Op::grad_uses_x ? x[i] : 0.0f,                      \
+                      Op::grad_uses_y ? y[i] : 0.0f, dy[i]);              \
+    }                                                                     \
+  }                                                                       \
+  }
+MG_FOR_EACH_VECTOR_ISA(MG_UNARY_LOOPS)
+#undef MG_UNARY_LOOPS
+// clang-format on
+}  // namespace unary_loops
+
+template <class Op>
+void unary_forward(const Op& op, const float* x, float* y, int64_t n) {
+  using namespace unary_loops;
+  MG_CALL_VECTOR_ISA(forward(op, x, y, n));
+}
+template <class Op>
+void unary_backward(const Op& op, const float* x, const float* y,
+                    const float* dy, float* dx, int64_t n) {
+  using namespace unary_loops;
+  MG_CALL_VECTOR_ISA(backward(op, x, y, dy, dx, n));
+}
+
 /// y = op(x), in fp32 blocks.
 template <class T, class Op>
 class UnaryCpu : public UnaryFunction<Op> {
@@ -59,8 +101,7 @@ class UnaryCpu : public UnaryFunction<Op> {
       const float* xf = load(x + begin, xb, len);
       float* yf = store_buffer(y + begin, yb);
       // x and y are one array or two that do not overlap.
-#pragma GCC ivdep
-      for (int64_t i = 0; i < len; ++i) yf[i] = op(xf[i]);
+      unary_forward(op, xf, yf, len);
       store(yf, y + begin, len);
     });
   }
@@ -93,10 +134,7 @@ class UnaryCpu : public UnaryFunction<Op> {
       // Without accum, float's dx is written where it goes (often over dy:
       // the same element read and written, which ivdep allows).
       float* dxf = accum[0] ? dxb : store_buffer(dx + begin, dxb);
-#pragma GCC ivdep
-      for (int64_t i = 0; i < len; ++i) {
-        dxf[i] = op.grad(xf ? xf[i] : 0.0f, yf ? yf[i] : 0.0f, dyf[i]);
-      }
+      unary_backward(op, xf, yf, dyf, dxf, len);
       store(dxf, dx + begin, len, accum[0]);
     });
   }

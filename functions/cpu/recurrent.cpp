@@ -14,6 +14,7 @@
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/cpu/gemm.hpp>
+#include <mixgraph/functions/ops/vector_math.hpp>
 #include <mixgraph/functions/recurrent.hpp>
 #include <mixgraph/functions/registry.hpp>
 
@@ -21,7 +22,8 @@ namespace mg::cpu {
 
 namespace {
 
-float sigmoid(float z) { return 1.0f / (1.0f + std::exp(-z)); }
+using vmath::sigmoid;
+using vmath::tanh;
 
 using Floats = std::vector<float>;
 
@@ -64,7 +66,7 @@ struct RnnCell {
   void forward(const RowStep& s, int64_t H) const {
     for (int64_t j = 0; j < H; ++j) {
       const float z = s.gx[j] + s.rh[j];
-      s.h[j] = relu ? (z > 0.0f ? z : 0.0f) : std::tanh(z);
+      s.h[j] = relu ? (z > 0.0f ? z : 0.0f) : tanh(z);
     }
   }
   void backward(const RowBack& s, int64_t H) const {
@@ -89,14 +91,14 @@ struct LstmCell {
     for (int64_t j = 0; j < H; ++j) {
       const float i = sigmoid(s.gx[j] + s.rh[j]);
       const float f = sigmoid(s.gx[H + j] + s.rh[H + j]);
-      const float g = std::tanh(s.gx[2 * H + j] + s.rh[2 * H + j]);
+      const float g = tanh(s.gx[2 * H + j] + s.rh[2 * H + j]);
       const float o = sigmoid(s.gx[3 * H + j] + s.rh[3 * H + j]);
       s.saved[j] = i;
       s.saved[H + j] = f;
       s.saved[2 * H + j] = g;
       s.saved[3 * H + j] = o;
       s.c[j] = f * s.c_prev[j] + i * g;
-      s.h[j] = o * std::tanh(s.c[j]);
+      s.h[j] = o * tanh(s.c[j]);
     }
   }
   // c is recomputed from the saved gates (exactly as forward made it).
@@ -104,7 +106,7 @@ struct LstmCell {
     for (int64_t j = 0; j < H; ++j) {
       const float i = s.saved[j], f = s.saved[H + j], g = s.saved[2 * H + j],
                   o = s.saved[3 * H + j];
-      const float tc = std::tanh(f * s.c_prev[j] + i * g);
+      const float tc = tanh(f * s.c_prev[j] + i * g);
       const float dc = s.dc[j] + s.dh[j] * o * (1 - tc * tc);
       s.dgx[j] = dc * g * i * (1 - i);
       s.dgx[H + j] = dc * s.c_prev[j] * f * (1 - f);
@@ -134,7 +136,7 @@ struct GruCell {
       const float r = sigmoid(s.gx[j] + s.rh[j]);
       const float z = sigmoid(s.gx[H + j] + s.rh[H + j]);
       const float hn = s.rh[2 * H + j];
-      const float n = std::tanh(s.gx[2 * H + j] + r * hn);
+      const float n = tanh(s.gx[2 * H + j] + r * hn);
       s.saved[j] = r;
       s.saved[H + j] = z;
       s.saved[2 * H + j] = n;

@@ -70,7 +70,7 @@ class SoftmaxCpu : public std::conditional_t<Log, LogSoftmax, Softmax> {
         for (int64_t j = 0; j < w; ++j) {
           const float yv = yf[a * ld + j], dyv = dyf[a * ldd + j];
           dxb[a * w + j] =
-              Log ? dyv - std::exp(yv) * sum[j] : yv * (dyv - sum[j]);
+              Log ? dyv - vmath::exp(yv) * sum[j] : yv * (dyv - sum[j]);
         }
       }
       write_tile(dxb, dx, s, o, j0, w, accum[0]);

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include <mixgraph/contexts/macros.hpp>
+#include <mixgraph/functions/ops/vector_math.hpp>
 #include <mixgraph/graph/function_decl.hpp>
 
 namespace mg::ops {
@@ -49,7 +50,7 @@ struct Sigmoid {
   static constexpr const char* name = "Sigmoid";
   static constexpr const char* snake = "sigmoid";
   static constexpr bool grad_uses_x = false, grad_uses_y = true;
-  MG_HD float operator()(float x) const { return 1.0f / (1.0f + expf(-x)); }
+  MG_HD float operator()(float x) const { return vmath::sigmoid(x); }
   MG_HD float grad(float, float y, float dy) const {
     return dy * y * (1.0f - y);
   }
@@ -59,7 +60,7 @@ struct Tanh {
   static constexpr const char* name = "Tanh";
   static constexpr const char* snake = "tanh";
   static constexpr bool grad_uses_x = false, grad_uses_y = true;
-  MG_HD float operator()(float x) const { return tanhf(x); }
+  MG_HD float operator()(float x) const { return vmath::tanh(x); }
   MG_HD float grad(float, float y, float dy) const {
     return dy * (1.0f - y * y);
   }
@@ -71,10 +72,10 @@ struct ELU {
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   float alpha = 1.0f;
   MG_HD float operator()(float x) const {
-    return x >= 0.0f ? x : alpha * (expf(x) - 1.0f);
+    return x >= 0.0f ? x : alpha * vmath::expm1_nonpositive(x);
   }
   MG_HD float grad(float x, float, float dy) const {
-    return x >= 0.0f ? dy : dy * alpha * expf(x);
+    return x >= 0.0f ? dy : dy * alpha * vmath::exp(x);
   }
 };
 
@@ -86,10 +87,10 @@ struct GELU {
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   static constexpr float kC = 0.7978845608028654f;  // sqrt(2 / pi)
   MG_HD float operator()(float x) const {
-    return 0.5f * x * (1.0f + tanhf(kC * (x + 0.044715f * x * x * x)));
+    return 0.5f * x * (1.0f + vmath::tanh(kC * (x + 0.044715f * x * x * x)));
   }
   MG_HD float grad(float x, float, float dy) const {
-    const float t = tanhf(kC * (x + 0.044715f * x * x * x));
+    const float t = vmath::tanh(kC * (x + 0.044715f * x * x * x));
     const float dt = kC * (1.0f + 3.0f * 0.044715f * x * x) * (1.0f - t * t);
     return dy * 0.5f * (1.0f + t + x * dt);
   }
@@ -101,7 +102,7 @@ struct Exp {
   // fp32 whatever the context: its range overflows fp16.
   static constexpr Precision precision = Precision::float32;
   static constexpr bool grad_uses_x = false, grad_uses_y = true;
-  MG_HD float operator()(float x) const { return expf(x); }
+  MG_HD float operator()(float x) const { return vmath::exp(x); }
   MG_HD float grad(float, float y, float dy) const { return dy * y; }
 };
 
@@ -111,7 +112,7 @@ struct Log {
   // fp32 whatever the context: its range overflows fp16.
   static constexpr Precision precision = Precision::float32;
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
-  MG_HD float operator()(float x) const { return logf(x); }
+  MG_HD float operator()(float x) const { return vmath::log(x); }
   MG_HD float grad(float x, float, float dy) const { return dy / x; }
 };
 
@@ -195,10 +196,11 @@ struct SoftPlus {
   float beta = 1.0f;
   MG_HD float operator()(float x) const {
     const float bx = beta * x;
-    return (fmaxf(bx, 0.0f) + log1pf(expf(-fabsf(bx)))) / beta;
+    return ((bx > 0.0f ? bx : 0.0f) + vmath::log1p(vmath::exp(-fabsf(bx)))) /
+           beta;
   }
   MG_HD float grad(float x, float, float dy) const {
-    return dy / (1.0f + expf(-beta * x));
+    return dy * vmath::sigmoid(beta * x);
   }
 };
 
@@ -207,9 +209,9 @@ struct Swish {
   static constexpr const char* name = "Swish";
   static constexpr const char* snake = "swish";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
-  MG_HD float operator()(float x) const { return x / (1.0f + expf(-x)); }
+  MG_HD float operator()(float x) const { return x * vmath::sigmoid(x); }
   MG_HD float grad(float x, float, float dy) const {
-    const float s = 1.0f / (1.0f + expf(-x));
+    const float s = vmath::sigmoid(x);
     return dy * s * (1.0f + x * (1.0f - s));
   }
 };
@@ -279,7 +281,7 @@ struct Erf {
   static constexpr float kC = 1.1283791670955126f;  // 2 / sqrt(pi)
   MG_HD float operator()(float x) const { return erff(x); }
   MG_HD float grad(float x, float, float dy) const {
-    return dy * kC * expf(-x * x);
+    return dy * kC * vmath::exp(-x * x);
   }
 };
 
@@ -462,10 +464,10 @@ struct SELU {
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   float scale = 1.05070098735548f, alpha = 1.673263242354377f;
   MG_HD float operator()(float x) const {
-    return x > 0.0f ? scale * x : scale * alpha * (expf(x) - 1.0f);
+    return x > 0.0f ? scale * x : scale * alpha * vmath::expm1_nonpositive(x);
   }
   MG_HD float grad(float x, float, float dy) const {
-    return x > 0.0f ? scale * dy : scale * alpha * expf(x) * dy;
+    return x > 0.0f ? scale * dy : scale * alpha * vmath::exp(x) * dy;
   }
 };
 
@@ -502,10 +504,10 @@ struct LogSigmoid {
   static constexpr const char* snake = "log_sigmoid";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   MG_HD float operator()(float x) const {
-    return fminf(x, 0.0f) - log1pf(expf(-fabsf(x)));
+    return (x < 0.0f ? x : 0.0f) - vmath::log1p(vmath::exp(-fabsf(x)));
   }
   MG_HD float grad(float x, float, float dy) const {
-    return dy / (1.0f + expf(x));
+    return dy * vmath::sigmoid(-x);
   }
 };
 
@@ -526,9 +528,9 @@ struct TanhShrink {
   static constexpr const char* name = "TanhShrink";
   static constexpr const char* snake = "tanh_shrink";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
-  MG_HD float operator()(float x) const { return x - tanhf(x); }
+  MG_HD float operator()(float x) const { return x - vmath::tanh(x); }
   MG_HD float grad(float x, float, float dy) const {
-    const float t = tanhf(x);
+    const float t = vmath::tanh(x);
     return t * t * dy;
   }
 };
@@ -551,12 +553,13 @@ struct Mish {
   static constexpr const char* name = "Mish";
   static constexpr const char* snake = "mish";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
-  MG_HD float operator()(float x) const {
-    return x * tanhf(fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))));
+  MG_HD static float softplus(float x) {
+    return (x > 0.0f ? x : 0.0f) + vmath::log1p(vmath::exp(-fabsf(x)));
   }
+  MG_HD float operator()(float x) const { return x * vmath::tanh(softplus(x)); }
   MG_HD float grad(float x, float, float dy) const {
-    const float t = tanhf(fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))));
-    const float s = 1.0f / (1.0f + expf(-x));
+    const float t = vmath::tanh(softplus(x));
+    const float s = vmath::sigmoid(x);
     return (t + x * (1.0f - t * t) * s) * dy;
   }
 };

@@ -2,7 +2,7 @@
 // CPU can run and compared with its scalar twin: the float <-> half and
 // float <-> bfloat16 converters (AVX-512F, F16C, AVX2), 2x2 max pooling
 // (AVX-512F, AVX2), the solvers' grad pass and their update rules' loop
-// (AVX-512F, AVX2).
+// (AVX-512F, AVX2), the unary elementwise functions' loops (AVX-512F, AVX2).
 // cpu::ScopedCpuFeatures picks the path in-process (the scalar one by holding
 // every feature back); a path the CPU lacks is skipped with a message naming
 // the feature, and each test records (and prints) the path it ran, so that a CI
@@ -17,6 +17,8 @@
 
 #include <mixgraph/contexts/convert.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/functions/elementwise_builders.hpp>
+#include <mixgraph/functions/ops/unary_ops.hpp>
 #include <mixgraph/solvers/adam.hpp>
 #include <mixgraph/solvers/sgd.hpp>
 
@@ -494,6 +496,97 @@ TEST(IsaPaths, SolverRuleAvx512) {
   SKIP_WITHOUT(avx512f, "AVX-512F");
   EXPECT_EQ(adam_run(avx512f_only()), adam_run(none()));
   ran("solver update rule", "avx512f");
+}
+
+// ---- the unary elementwise loops (ops/vector_math.hpp, 16 wide) ----
+
+// The functions whose math is vector_math's exp, expm1, log, log1p, tanh and
+// sigmoid, forward and backward in float over float_inputs(): y then dx,
+// one after the other, on the path `features` selects.
+struct UnaryCase {
+  const char* name;
+  VariablePtr (*build)(const VariablePtr&);
+};
+const UnaryCase kUnaryCases[] = {
+    {"GELU", [](const VariablePtr& x) { return functions::gelu(x); }},
+    {"Tanh", [](const VariablePtr& x) { return functions::tanh(x); }},
+    {"Sigmoid", [](const VariablePtr& x) { return functions::sigmoid(x); }},
+    {"Swish", [](const VariablePtr& x) { return functions::swish(x); }},
+    {"Exp", [](const VariablePtr& x) { return functions::exp(x); }},
+    {"Log", [](const VariablePtr& x) { return functions::log(x); }},
+    {"ELU", [](const VariablePtr& x) { return functions::elu(x); }},
+    {"SoftPlus", [](const VariablePtr& x) { return functions::softplus(x); }},
+    {"Mish", [](const VariablePtr& x) { return functions::mish(x); }},
+};
+
+std::vector<uint32_t> unary_run(const CpuFeatures& features,
+                                const UnaryCase& c) {
+  ScopedCpuFeatures path(features);
+  expect_path(features);
+  const auto in = float_inputs();
+  const auto n = static_cast<int64_t>(in.size());
+  auto x = variable_from({n}, in, true);
+  auto y = c.build(x);
+  y->forward();
+  x->grad()->zero();
+  y->backward(0.75f);
+  std::vector<uint32_t> bits(2 * in.size());
+  std::memcpy(bits.data(), y->data()->get<const float>(), n * sizeof(float));
+  std::memcpy(bits.data() + n, x->grad()->get<const float>(),
+              n * sizeof(float));
+  return bits;
+}
+
+// The baseline loop against the functor called here, element by element:
+// the loop is the functor's math, vectorized or not.
+TEST(IsaPaths, UnaryLoopsBaseline) {
+  const auto in = float_inputs();
+  const size_t n = in.size();
+  const std::vector<uint32_t> gelu = unary_run(none(), kUnaryCases[0]);
+  const ops::GELU op;
+  for (size_t i = 0; i < n; ++i) {
+    const float y = op(in[i]), dx = op.grad(in[i], 0.0f, 0.75f);
+    uint32_t yb, dxb;
+    std::memcpy(&yb, &y, 4);
+    std::memcpy(&dxb, &dx, 4);
+    if (std::isnan(y)) {
+      ASSERT_TRUE(std::isnan(bits_to_float(gelu[i]))) << "GELU at " << in[i];
+    } else {
+      ASSERT_EQ(gelu[i], yb) << "GELU at " << in[i];
+    }
+    if (!std::isnan(dx)) {
+      ASSERT_EQ(gelu[n + i], dxb) << "GELU' at " << in[i];
+    }
+  }
+  ran("unary elementwise loops", "baseline");
+}
+
+void check_unary_path(const CpuFeatures& features) {
+  for (const UnaryCase& c : kUnaryCases) {
+    const std::vector<uint32_t> got = unary_run(features, c);
+    const std::vector<uint32_t> want = unary_run(none(), c);
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const bool both_nan = std::isnan(bits_to_float(got[i])) &&
+                            std::isnan(bits_to_float(want[i]));
+      if (got[i] != want[i] && !both_nan && bad++ == 0) first = i;
+    }
+    EXPECT_EQ(bad, 0u) << c.name << ": first at " << first << ": got "
+                       << bits_to_float(got[first]) << ", baseline "
+                       << bits_to_float(want[first]);
+  }
+}
+
+TEST(IsaPaths, UnaryLoopsAvx2) {
+  SKIP_WITHOUT(avx2, "AVX2");
+  check_unary_path(avx2_only());
+  ran("unary elementwise loops", "avx2");
+}
+
+TEST(IsaPaths, UnaryLoopsAvx512) {
+  SKIP_WITHOUT(avx512f, "AVX-512F");
+  check_unary_path(avx512f_only());
+  ran("unary elementwise loops", "avx512f");
 }
 
 }  // namespace
