@@ -212,18 +212,33 @@ inline bool holds_integers(Variable* v) {
   return a.has_head() && !is_floating(a.dtype());
 }
 
+/// True when v holds fp32 data that takes no grad: data fed in as float
+/// (images, or labels and ids written with cast<float>()) or an fp32
+/// function's output.
+inline bool holds_float_without_grad(Variable* v) {
+  const SyncedArray& a = v->data()->array();
+  return a.has_head() && a.dtype() == Dtype::f32 && !v->need_grad();
+}
+
 /// For a layout function (Reshape, Slice, Concatenate, ...: it moves
 /// elements without arithmetic): calls fn(TypeTag<U>) with U the integer
 /// type the inputs hold, so that integer data passes through exactly in
-/// every type_config, or U = T for floating data. Inputs that mix integer
-/// and floating data, or two integer types, are std::invalid_argument.
+/// every type_config; U = float where every input holds fp32 data that
+/// takes no grad (labels written as float: rounded to half, label 2049
+/// would be 2048, and the loss of the wrong class); else U = T. Inputs that
+/// mix integer and floating data, or two integer types, are
+/// std::invalid_argument.
 template <class T, class Fn>
 void dispatch_layout(const std::vector<Variable*>& in, const std::string& tag,
                      Fn&& fn) {
-  Dtype held = dtype_of<T>;
+  const bool keep_float =
+      !std::is_same_v<T, float> && !in.empty() &&
+      std::all_of(in.begin(), in.end(), holds_float_without_grad);
+  const Dtype floating = keep_float ? Dtype::f32 : dtype_of<T>;
+  Dtype held = floating;
   for (size_t i = 0; i < in.size(); ++i) {
     const Dtype d =
-        holds_integers(in[i]) ? in[i]->data()->array().dtype() : dtype_of<T>;
+        holds_integers(in[i]) ? in[i]->data()->array().dtype() : floating;
     if (i == 0) {
       held = d;
     } else if (d != held) {
@@ -233,7 +248,12 @@ void dispatch_layout(const std::vector<Variable*>& in, const std::string& tag,
                                   "; convert them to one type with F::cast");
     }
   }
-  if (is_floating(held)) return fn(TypeTag<T>{});
+  if (is_floating(held)) {
+    if constexpr (!std::is_same_v<T, float>) {
+      if (keep_float) return fn(TypeTag<float>{});
+    }
+    return fn(TypeTag<T>{});
+  }
   dispatch_all_types(held, tag.c_str(), [&](auto tag_u) {
     using U = typename decltype(tag_u)::type;
     if constexpr (!std::is_floating_point_v<U> && !std::is_same_v<U, Half> &&

@@ -127,6 +127,45 @@ TEST(SoftmaxCrossEntropy, LargeLogitsUnderHalfAreFiniteAndRight) {
   }
 }
 
+// Labels written as float and reshaped to (N, 1), as the README's first
+// program writes them, reach the loss exactly under half and bfloat16, as
+// int32 labels do: rounded to half, label 2049 would be 2048 (and 30000 a
+// neighbour in bfloat16), the loss of another class. The logits repeat
+// every 7 classes, so each label's neighbours have another loss.
+TEST(SoftmaxCrossEntropy, FloatLabelsStayExactThroughLayoutFunctions) {
+  const int64_t classes = 30001;
+  const std::vector<float> labels{2049, 3000, 30000};
+  const auto n = static_cast<int64_t>(labels.size());
+  std::vector<float> logits(n * classes);
+  for (int64_t i = 0; i < n * classes; ++i)
+    logits[i] = 0.5f * (i % classes % 7);
+  double lse = 0;
+  for (int64_t c = 0; c < classes; ++c) lse += std::exp(0.5 * (c % 7));
+  lse = std::log(lse);
+  Doubles want;
+  for (float t : labels)
+    want.push_back(lse - 0.5 * (static_cast<int64_t>(t) % 7));
+  for (const char* type : {"half", "bfloat16"}) {
+    ContextGuard guard(context("cpu", type));
+    for (const bool as_int : {false, true}) {
+      SCOPED_TRACE(std::string(type) + (as_int ? ", int32" : ", float"));
+      auto x = variable_from({n, classes}, logits);
+      auto t = make_variable({n});
+      if (as_int) {
+        int32_t* p = t->data()->cast<int32_t>(true);
+        for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(labels[i]);
+      } else {
+        std::copy(labels.begin(), labels.end(), t->data()->cast<float>(true));
+      }
+      // Through two layout functions: reshape, then a slice of all of it.
+      auto t2 = F::slice(F::reshape(t, {n, 1}), {0, 0}, {n, 1}, {1, 1});
+      auto y = F::softmax_cross_entropy(x, t2);
+      y->forward();
+      expect_near(to_doubles(y), want, 1e-4, 1e-4, "loss");
+    }
+  }
+}
+
 TEST(SoftmaxCrossEntropy, LabelOutOfRangeIsReportedInForward) {
   auto x = variable_from({4, 10}, std::vector<float>(40, 0.0f));
   auto y = F::softmax_cross_entropy(x, variable_from({4, 1}, {3, 10, 0, 1}));
