@@ -1,6 +1,8 @@
-// load_onnx: an ONNX model's nodes rebuilt as mixgraph functions, with the
-// shape arithmetic exporters write (Shape, Gather, Concat, ... on constants)
-// folded while reading, since every shape is known here.
+// load_onnx: an ONNX model's nodes rebuilt as mixgraph functions. Every
+// shape is known here (the batch size included), so a node whose inputs are
+// all constants is folded while reading: the shape arithmetic exporters
+// write (Shape, Gather, Add, Div, Cast, Concat, Range, Where, ...) becomes
+// constants whatever its form.
 #include <onnx/checker.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include <mixgraph/contexts/context.hpp>
 #include <mixgraph/functions/affine.hpp>
 #include <mixgraph/functions/array_ops.hpp>
 #include <mixgraph/functions/batch_matmul.hpp>
@@ -33,6 +36,7 @@
 #include <mixgraph/functions/shape_ops.hpp>
 #include <mixgraph/functions/softmax.hpp>
 #include <mixgraph/utils/onnx.hpp>
+#include <mixgraph/utils/onnx/onnx_fold.hpp>
 #include <mixgraph/utils/onnx/onnx_tensor.hpp>
 
 namespace mg {
@@ -143,7 +147,11 @@ class Importer {
             "(mg::onnx_importable_operators() lists those read)");
       }
       try {
-        it->second(op);
+        if (foldable(node)) {
+          fold(op, it->second);
+        } else {
+          it->second(op);
+        }
       } catch (const std::invalid_argument& e) {
         const std::string what = e.what();
         if (what.rfind("[load_onnx]", 0) == 0) throw;
@@ -176,6 +184,16 @@ class Importer {
 
   VariablePtr variable(const std::string& name, const Shape* shape,
                        bool need_grad, const std::string& who) {
+    if (folding_ && is_const(name)) {
+      // A variable of the fold's own, never a parameter of the model; kept
+      // until the fold ends (rules hold references to its shape).
+      auto f = fold_vars_.find(name);
+      if (f == fold_vars_.end()) {
+        f = fold_vars_.emplace(name, constant_variable(constant(name, who)))
+                .first;
+      }
+      return reshaped(f->second, name, shape, who);
+    }
     auto it = vars_.find(name);
     if (it == vars_.end()) {
       if (initializers_.count(name)) {
@@ -188,7 +206,11 @@ class Importer {
                                     "earlier node defines");
       }
     }
-    VariablePtr v = it->second;
+    return reshaped(it->second, name, shape, who);
+  }
+
+  VariablePtr reshaped(VariablePtr v, const std::string& name,
+                       const Shape* shape, const std::string& who) const {
     if (shape && *shape != v->shape()) {
       if (shape_size(*shape) != v->size()) {
         throw std::invalid_argument(where() + ": " + who + " reads '" + name +
@@ -200,12 +222,115 @@ class Importer {
     return v;
   }
 
-  void set(const std::string& name, const VariablePtr& v) { vars_[name] = v; }
+  void set(const std::string& name, const VariablePtr& v) {
+    if (folding_) {
+      folded_.emplace_back(name, v);
+    } else {
+      vars_[name] = v;
+    }
+  }
   void set_const(const std::string& name, Tensor t) {
     constants_[name] = std::move(t);
   }
 
  private:
+  // Whether every input of `node` is known now: a constant, or an
+  // initializer that is not floating. A floating initializer is a
+  // parameter: folding it into a constant would cut it out of the graph
+  // (its grads, and new values set in the scope, would no longer reach the
+  // outputs).
+  bool foldable(const onnx::NodeProto& node) const {
+    if (node.op_type() == "Constant") return false;
+    bool any = false;
+    for (const std::string& name : node.input()) {
+      if (name.empty()) continue;
+      if (!is_const(name)) return false;
+      auto it = initializers_.find(name);
+      if (it != initializers_.end() &&
+          is_floating(onnx_io::dtype_of(it->second->data_type(), where())))
+        return false;
+      any = true;
+    }
+    return any;
+  }
+
+  // Runs a node on constants: integer elementwise arithmetic exactly in
+  // int64 (our functions would compute it in the context's floating type),
+  // Cast as a conversion, anything else by its rule's own functions,
+  // forwarded in fp32 whatever the context.
+  void fold(const Op& op, const Rule& rule) {
+    const onnx::NodeProto& node = op.node;
+    const std::string who =
+        "node '" + node.name() + "' (" + node.op_type() + ")";
+    std::vector<Tensor> in;
+    bool integer = false;
+    for (int k = 0; k < node.input_size(); ++k) {
+      if (node.input(k).empty()) {
+        in.emplace_back();
+        continue;
+      }
+      in.push_back(constant(node.input(k), who));
+      const bool data = node.op_type() != "Where" || k > 0;
+      if (data && !is_floating(in.back().dtype)) integer = true;
+    }
+    if (node.op_type() == "Cast") {
+      const Dtype to = onnx_io::dtype_of(
+          static_cast<int32_t>(op.i("to", onnx::TensorProto_DataType_FLOAT)),
+          where() + ": " + who);
+      return op.set_const(0, onnx_io::cast_tensor(in[0], to));
+    }
+    if (integer && onnx_io::folds_integers(node.op_type())) {
+      return op.set_const(
+          0, onnx_io::fold_integer(node.op_type(), in, op.i("fmod", 0) != 0));
+    }
+    std::vector<std::pair<std::string, VariablePtr>> outs;
+    {
+      ContextGuard fp32(context("cpu", "float"));
+      folding_ = true;
+      folded_.clear();
+      try {
+        rule(op);
+      } catch (...) {
+        folding_ = false;
+        fold_vars_.clear();
+        throw;
+      }
+      folding_ = false;
+      outs.swap(folded_);
+      for (auto& [name, v] : outs) v->forward();
+      fold_vars_.clear();
+    }
+    const bool integer_out = !in.empty() && !is_floating(in[0].dtype);
+    for (auto& [name, v] : outs) set_const(name, read_back(op, v, integer_out));
+  }
+
+  // A folded output as a tensor: in the type it holds, except integer data
+  // a floating function computed (ReduceProd of a shape, say), which goes
+  // back to int64 where fp32 held it exactly.
+  static Tensor read_back(const Op& op, const VariablePtr& v,
+                          bool integer_out) {
+    Tensor t;
+    t.shape = v->shape();
+    t.dtype = v->data()->array().dtype();
+    if (is_floating(t.dtype)) t.dtype = Dtype::f32;
+    const size_t n = static_cast<size_t>(v->size());
+    t.bytes.resize(n * dtype_size(t.dtype));
+    if (n) {
+      std::memcpy(t.bytes.data(), v->data()->array().get(t.dtype, "cpu"),
+                  t.bytes.size());
+    }
+    if (!integer_out || !is_floating(t.dtype)) return t;
+    for (double r : t.reals()) {
+      if (std::abs(r) >= 16777216.0 || r != std::floor(r)) {
+        op.fail("folding integer data through a floating function gives " +
+                std::to_string(r) +
+                ", which fp32 may have rounded (integers are exact up to "
+                "2^24 there)");
+      }
+    }
+    return onnx_io::cast_tensor(t, Dtype::i64);
+  }
+
   Shape input_shape(const onnx::ValueInfoProto& in) const {
     const auto& t = in.type().tensor_type();
     Shape s;
@@ -300,6 +425,10 @@ class Importer {
   std::unordered_map<std::string, const onnx::TensorProto*> initializers_;
   std::unordered_map<std::string, Tensor> constants_;
   std::unordered_map<std::string, VariablePtr> vars_;
+  // While a node is folded: op.x makes fresh constants, op.set collects.
+  bool folding_ = false;
+  std::vector<std::pair<std::string, VariablePtr>> folded_;
+  std::unordered_map<std::string, VariablePtr> fold_vars_;
 };
 
 void Op::fail(const std::string& what) const {
@@ -665,10 +794,9 @@ void shape_op(const Op& op) {
 
 void gather(const Op& op) {
   const int64_t axis = op.i("axis", 0);
-  if (op.is_const(0) && op.is_const(1)) {  // shape arithmetic
-    const Tensor d = op.constant(0);
-    if (d.shape.size() != 1) op.fail("constant data of rank > 1");
-    const auto vals = d.ints();
+  if (op.is_const(0) && op.is_const(1) && op.constant(0).shape.size() == 1 &&
+      !is_floating(op.constant(0).dtype)) {  // a shape's entries, exactly
+    const auto vals = op.constant(0).ints();
     const Tensor idx = op.constant(1);
     std::vector<int64_t> out;
     for (int64_t i : idx.ints()) {
@@ -927,6 +1055,34 @@ void instance_norm(const Op& op) {
                                    static_cast<float>(op.f("epsilon", 1e-5))));
 }
 
+// Range: exact in int64 for integers, start + k delta in double then float
+// (ONNX's formula) for floating types.
+void range(const Op& op) {
+  const Tensor start = op.constant(0), limit = op.constant(1),
+               delta = op.constant(2);
+  if (start.size() != 1 || limit.size() != 1 || delta.size() != 1)
+    op.fail("start, limit and delta must be scalars");
+  const double s = start.reals()[0], l = limit.reals()[0], d = delta.reals()[0];
+  if (d == 0) op.fail("delta is 0");
+  const int64_t n =
+      std::max<int64_t>(static_cast<int64_t>(std::ceil((l - s) / d)), 0);
+  if (!is_floating(start.dtype)) {
+    const int64_t s0 = start.ints()[0], d0 = delta.ints()[0];
+    std::vector<int64_t> v;
+    for (int64_t k = 0; k < n; ++k) v.push_back(s0 + k * d0);
+    return op.set_const(0, int_tensor(v, {n}));
+  }
+  Tensor t;
+  t.shape = {n};
+  t.dtype = Dtype::f32;
+  t.bytes.resize(static_cast<size_t>(n) * 4);
+  for (int64_t k = 0; k < n; ++k) {
+    const float v = static_cast<float>(s + static_cast<double>(k) * d);
+    std::memcpy(&t.bytes[k * 4], &v, 4);
+  }
+  op.set_const(0, t);
+}
+
 VariablePtr neg(const VariablePtr& x) { return F::mul_scalar(x, -1.0f); }
 VariablePtr reciprocal(const VariablePtr& x) {
   return F::r_div_scalar(x, 1.0f);
@@ -1039,6 +1195,7 @@ const std::map<std::string, Rule>& rules() {
     t["Where"] = [](const Op& op) {
       op.set(0, F::where(op.x(0, nullptr, false), op.x(1), op.x(2)));
     };
+    t["Range"] = range;
     t["Conv"] = conv;
     t["ConvTranspose"] = conv_transpose;
     t["Gemm"] = gemm;

@@ -1,0 +1,184 @@
+// load_onnx on models written here with the ONNX project's protobuf
+// classes: shape arithmetic folded while loading (exactly, for int64 beyond
+// what fp32 holds).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <mixgraph/mixgraph.hpp>
+#include <mixgraph/utils/onnx.hpp>
+
+#ifdef MIXGRAPH_WITH_ONNX
+#include <onnx/onnx_pb.h>
+#endif
+
+namespace F = mg::functions;
+
+namespace {
+
+#ifdef MIXGRAPH_WITH_ONNX
+
+// A model being written: inputs, initializers, nodes, outputs.
+struct Model {
+  onnx::ModelProto m;
+  onnx::GraphProto* g = m.mutable_graph();
+
+  Model() {
+    m.set_ir_version(onnx::IR_VERSION);
+    m.add_opset_import()->set_version(17);
+    g->set_name("ops");
+  }
+  // An input; -1 is the free batch dimension "N".
+  void input(const std::string& name, const mg::Shape& shape,
+             int elem = onnx::TensorProto::FLOAT) {
+    auto* t = g->add_input()->mutable_type()->mutable_tensor_type();
+    g->mutable_input()->rbegin()->set_name(name);
+    t->set_elem_type(elem);
+    for (int64_t d : shape) {
+      auto* dim = t->mutable_shape()->add_dim();
+      if (d < 0) {
+        dim->set_dim_param("N");
+      } else {
+        dim->set_dim_value(d);
+      }
+    }
+  }
+  void output(const std::string& name) {
+    auto* o = g->add_output();
+    o->set_name(name);
+    auto* t = o->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape();  // the checker wants one; its dims are left out
+  }
+  void ints(const std::string& name, const std::vector<int64_t>& v,
+            const mg::Shape& shape) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    for (int64_t d : shape) t->add_dims(d);
+    for (int64_t x : v) t->add_int64_data(x);
+  }
+  void floats(const std::string& name, const std::vector<float>& v,
+              const mg::Shape& shape) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : shape) t->add_dims(d);
+    for (float x : v) t->add_float_data(x);
+  }
+  onnx::NodeProto* node(const std::string& op,
+                        const std::vector<std::string>& in,
+                        const std::vector<std::string>& out) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name("/" + op + "_" + std::to_string(g->node_size()));
+    for (const auto& s : in) n->add_input(s);
+    for (const auto& s : out) n->add_output(s);
+    return n;
+  }
+  mg::Network load(mg::ParameterScope& params, int64_t batch = 2) const {
+    mg::NetworkOptions o;
+    o.batch_size = batch;
+    return mg::network_from_onnx(m.SerializeAsString(), params, "<test>", o);
+  }
+};
+
+void attr(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name), a->set_type(onnx::AttributeProto::INT), a->set_i(v);
+}
+
+std::vector<float> ramp(int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = 0.25f * static_cast<float>(i * 7 % 11) - 1;
+  return v;
+}
+
+void fill(const mg::VariablePtr& v, const std::vector<float>& data) {
+  std::copy(data.begin(), data.end(), v->data()->cast<float>());
+}
+
+std::vector<float> values(const mg::VariablePtr& v) {
+  v->forward();
+  const float* p = v->data()->get<const float>();
+  return std::vector<float>(p, p + v->size());
+}
+
+// The message of the std::invalid_argument `fn` throws ("" if none).
+template <class Fn>
+std::string error_of(Fn fn) {
+  try {
+    fn();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Shape arithmetic through int64 values fp32 cannot hold: (N + 2^40 + 1) -
+// (2^40 + 1), times 2^33 then divided by it, and a Min against INT64_MAX:
+// folded exactly, the Reshape gets (N, 12).
+TEST(OnnxImportOps, FoldsIntegerShapeArithmeticExactly) {
+  Model m;
+  m.input("x", {-1, 3, 4});
+  const int64_t big = (int64_t{1} << 40) + 1;
+  m.ints("big", {big}, {});
+  m.ints("scale", {int64_t{1} << 33}, {});
+  m.ints("max", {std::numeric_limits<int64_t>::max()}, {1});
+  m.ints("zero", {0}, {});
+  m.ints("axes", {0}, {1});
+  m.ints("rest", {-1}, {1});
+  m.node("Shape", {"x"}, {"s"});
+  m.node("Gather", {"s", "zero"}, {"n"});
+  m.node("Add", {"n", "big"}, {"n1"});
+  m.node("Sub", {"n1", "big"}, {"n2"});
+  m.node("Mul", {"n2", "scale"}, {"n3"});
+  m.node("Div", {"n3", "scale"}, {"n4"});
+  m.node("Unsqueeze", {"n4", "axes"}, {"n5"});
+  m.node("Min", {"n5", "max"}, {"n6"});
+  m.node("Concat", {"n6", "rest"}, {"shape"});
+  attr(m.g->mutable_node(m.g->node_size() - 1), "axis", 0);
+  m.node("Reshape", {"x", "shape"}, {"y"});
+  m.output("y");
+  mg::ParameterScope params;
+  for (int64_t batch : {2, 5}) {
+    mg::Network net = m.load(params, batch);
+    EXPECT_EQ(net.output("y")->shape(), (mg::Shape{batch, 12}));
+  }
+}
+
+// Shape -> Cast to float -> Sqrt -> Reciprocal (an attention scale): folded
+// by running our own functions, then a scalar operand.
+TEST(OnnxImportOps, FoldsFloatArithmeticWithOurFunctions) {
+  Model m;
+  m.input("x", {-1, 4});
+  m.ints("last", {1}, {});
+  m.node("Shape", {"x"}, {"s"});
+  m.node("Gather", {"s", "last"}, {"d"});
+  attr(m.node("Cast", {"d"}, {"df"}), "to", int64_t{onnx::TensorProto::FLOAT});
+  m.node("Sqrt", {"df"}, {"r"});
+  m.node("Reciprocal", {"r"}, {"scale"});
+  m.node("Mul", {"x", "scale"}, {"y"});
+  m.output("y");
+  mg::ParameterScope params;
+  mg::Network net = m.load(params);
+  fill(net.input("x"), ramp(8));
+  const std::vector<float> y = values(net.output("y")), x = ramp(8);
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_FLOAT_EQ(y[i], x[i] * 0.5f);
+}
+
+#else
+
+TEST(OnnxImportOps, SkippedWithoutOnnx) {
+  GTEST_SKIP() << "built without ONNX (MIXGRAPH_ONNX)";
+}
+
+#endif
+
+}  // namespace
