@@ -62,7 +62,8 @@ std::string network_to_onnx(
 /// to options.batch_size. A node whose
 /// inputs are all known then (constants, shapes, integer initializers) is
 /// folded into a constant by running our functions on them (integer data
-/// exactly, in int64). Types in
+/// exactly, in int64). Elementwise operators and Where broadcast as ONNX
+/// says. Types in
 /// the file (Cast to float16 included) do not decide the precision: the
 /// context does, as for every graph. An operator that has no mixgraph
 /// equivalent, or attributes outside what is mapped, is

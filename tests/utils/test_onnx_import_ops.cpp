@@ -1,6 +1,7 @@
 // load_onnx on models written here with the ONNX project's protobuf
 // classes: shape arithmetic folded while loading (exactly, for int64 beyond
-// what fp32 holds).
+// what fp32 holds), and ONNX's broadcasting of Where and the binary
+// operators.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -171,6 +172,44 @@ TEST(OnnxImportOps, FoldsFloatArithmeticWithOurFunctions) {
   fill(net.input("x"), ramp(8));
   const std::vector<float> y = values(net.output("y")), x = ramp(8);
   for (size_t i = 0; i < y.size(); ++i) EXPECT_FLOAT_EQ(y[i], x[i] * 0.5f);
+}
+
+// Where broadcasts all three inputs (a scalar 0 beside a tensor, a mask of
+// shape (N, 1, 5)), and the binary operators both of theirs.
+TEST(OnnxImportOps, WhereAndBinaryOperatorsBroadcast) {
+  Model m;
+  m.input("x", {-1, 3, 5});
+  m.input("mask", {-1, 1, 5}, onnx::TensorProto::BOOL);
+  m.input("col", {-1, 3, 1});
+  m.floats("zero", {0.0f}, {});
+  m.floats("row", {1, 2, 3, 4, 5}, {5});
+  m.node("Where", {"mask", "zero", "x"}, {"w"});
+  m.node("Add", {"col", "row"}, {"a"});  // (N, 3, 1) + (5,)
+  m.node("Mul", {"w", "a"}, {"y"});
+  m.output("y");
+  mg::ParameterScope params;
+  mg::Network net = m.load(params);
+  const std::vector<float> x = ramp(30), col = ramp(6);
+  std::vector<float> mask(10);
+  for (size_t i = 0; i < mask.size(); ++i) mask[i] = i % 3 == 0;
+  fill(net.input("x"), x);
+  fill(net.input("mask"), mask);
+  fill(net.input("col"), col);
+  const std::vector<float> y = values(net.output("y"));
+  ASSERT_EQ(net.output("y")->shape(), (mg::Shape{2, 3, 5}));
+  for (int n = 0; n < 2; ++n)
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 5; ++c) {
+        const int i = (n * 3 + r) * 5 + c;
+        const float w = mask[n * 5 + c] ? 0.0f : x[i];
+        EXPECT_FLOAT_EQ(y[i], w * (col[n * 3 + r] + (c + 1)));
+      }
+  // Our own F::where says that broadcasting is what it lacks.
+  const std::string e = error_of([] {
+    F::where(mg::make_variable({3, 5}), mg::make_variable({}),
+             mg::make_variable({3, 5}));
+  });
+  EXPECT_NE(e.find("does not broadcast"), std::string::npos) << e;
 }
 
 #else

@@ -532,27 +532,45 @@ Shape broadcast_shape(const Op& op, const Shape& a, const Shape& b) {
 // function (AddScalar, RSubScalar, ...).
 using BinaryFn = VariablePtr (*)(const VariablePtr&, const VariablePtr&);
 using ScalarFn = VariablePtr (*)(const VariablePtr&, float);
+// A one-element constant input i that leaves the other operand's shape as
+// it is (a rank above the other's would add axes to the result).
+bool scalar_operand(const Op& op, int i, int other, double* c) {
+  return !op.is_const(other) && op.scalar(i, c) &&
+         op.constant(i).shape.size() <= op.shape(other).size();
+}
+
+// x with leading ones up to `rank`.
+VariablePtr to_rank(const VariablePtr& x, size_t rank) {
+  if (x->shape().size() >= rank) return x;
+  Shape s(rank - x->shape().size(), 1);
+  s.insert(s.end(), x->shape().begin(), x->shape().end());
+  return F::reshape(x, s);
+}
+
+// ONNX's multidirectional broadcasting of a and b: our binary functions
+// broadcast size-1 axes of either operand between equal ranks.
+VariablePtr broadcast_binary(BinaryFn both, VariablePtr a, VariablePtr b) {
+  const size_t rank = std::max(a->shape().size(), b->shape().size());
+  return both(to_rank(a, rank), to_rank(b, rank));
+}
+
 Rule binary(BinaryFn both, ScalarFn x_op_c, ScalarFn c_op_x) {
   return [=](const Op& op) {
     double c = 0;
-    if (x_op_c && op.scalar(1, &c) && !op.is_const(0)) {
+    if (op.num_inputs() != 2) {  // Max, Min, Sum: variadic, from the left
+      VariablePtr y = op.x(0);
+      for (int k = 1; k < op.num_inputs(); ++k)
+        y = broadcast_binary(both, y, op.x(k));
+      return op.set(0, y);
+    }
+    if (x_op_c && scalar_operand(op, 1, 0, &c)) {
       return op.set(0, x_op_c(op.x(0), static_cast<float>(c)));
     }
-    if (c_op_x && op.scalar(0, &c) && !op.is_const(1)) {
+    if (c_op_x && scalar_operand(op, 0, 1, &c)) {
       return op.set(0, c_op_x(op.x(1), static_cast<float>(c)));
     }
-    VariablePtr a = op.x(0), b = op.x(1);
-    // mixgraph broadcasts between equal ranks: leading ones first.
-    if (a->ndim() < b->ndim()) {
-      Shape s(b->ndim() - a->ndim(), 1);
-      s.insert(s.end(), a->shape().begin(), a->shape().end());
-      a = F::reshape(a, s);
-    } else if (b->ndim() < a->ndim()) {
-      Shape s(a->ndim() - b->ndim(), 1);
-      s.insert(s.end(), b->shape().begin(), b->shape().end());
-      b = F::reshape(b, s);
-    }
-    op.set(0, both(a, b));
+    broadcast_shape(op, op.shape(0), op.shape(1));  // an error names the node
+    op.set(0, broadcast_binary(both, op.x(0), op.x(1)));
   };
 }
 
@@ -1055,6 +1073,19 @@ void instance_norm(const Op& op) {
                                    static_cast<float>(op.f("epsilon", 1e-5))));
 }
 
+// Where with ONNX's broadcasting of all three inputs: ours broadcasts the
+// condition, and x_true and x_false (a scalar 0.0 beside a tensor, as
+// masked_fill writes) are broadcast to the common shape first.
+void where(const Op& op) {
+  const VariablePtr c = op.x(0, nullptr, false);
+  VariablePtr a = op.x(1), b = op.x(2);
+  const Shape s = broadcast_shape(
+      op, broadcast_shape(op, c->shape(), a->shape()), b->shape());
+  if (a->shape() != s) a = F::broadcast(a, s);
+  if (b->shape() != s) b = F::broadcast(b, s);
+  op.set(0, F::where(c, a, b));
+}
+
 // Range: exact in int64 for integers, start + k delta in double then float
 // (ONNX's formula) for floating types.
 void range(const Op& op) {
@@ -1187,14 +1218,8 @@ const std::map<std::string, Rule>& rules() {
     t["And"] = binary(F::logical_and, nullptr, nullptr);
     t["Or"] = binary(F::logical_or, nullptr, nullptr);
     t["Xor"] = binary(F::logical_xor, nullptr, nullptr);
-    t["Sum"] = [](const Op& op) {
-      std::vector<VariablePtr> xs;
-      for (int k = 0; k < op.num_inputs(); ++k) xs.push_back(op.x(k));
-      op.set(0, xs.size() == 1 ? xs[0] : F::add_n(xs));
-    };
-    t["Where"] = [](const Op& op) {
-      op.set(0, F::where(op.x(0, nullptr, false), op.x(1), op.x(2)));
-    };
+    t["Sum"] = binary(F::add2, nullptr, nullptr);
+    t["Where"] = where;
     t["Range"] = range;
     t["Conv"] = conv;
     t["ConvTranspose"] = conv_transpose;
