@@ -1,7 +1,8 @@
 // load_onnx on models written here with the ONNX project's protobuf
 // classes: shape arithmetic folded while loading (exactly, for int64 beyond
-// what fp32 holds), and ONNX's broadcasting of Where and the binary
-// operators.
+// what fp32 holds), ONNX's broadcasting of Where and the binary operators,
+// ConstantOfShape, Range, HardSwish, a reverse LSTM, and the recurrent
+// operators' errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -210,6 +211,134 @@ TEST(OnnxImportOps, WhereAndBinaryOperatorsBroadcast) {
              mg::make_variable({3, 5}));
   });
   EXPECT_NE(e.find("does not broadcast"), std::string::npos) << e;
+}
+
+// ConstantOfShape (a mask of ones, as zeros_like writes) and Range with
+// Equal and Expand: what PyTorch writes for a padding mask, all folded.
+TEST(OnnxImportOps, ConstantOfShapeAndRangeFold) {
+  Model m;
+  m.input("x", {-1, 4});
+  m.ints("start", {0}, {});
+  m.ints("delta", {1}, {});
+  m.ints("one", {1}, {});
+  m.node("Shape", {"x"}, {"s"});
+  m.node("Gather", {"s", "one"}, {"t"});
+  m.node("Range", {"start", "t", "delta"}, {"r"});  // 0 1 2 3
+  auto* c = m.node("ConstantOfShape", {"s"}, {"filled"});
+  auto* a = c->add_attribute();
+  a->set_name("value"), a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  a->mutable_t()->add_dims(1);
+  a->mutable_t()->add_int64_data(2);
+  m.node("Equal", {"filled", "r"}, {"is2"});  // (N, 4): column 2
+  attr(m.node("Cast", {"is2"}, {"f"}), "to", int64_t{onnx::TensorProto::FLOAT});
+  m.node("Add", {"x", "f"}, {"y"});
+  m.output("y");
+  mg::ParameterScope params;
+  mg::Network net = m.load(params, 3);
+  fill(net.input("x"), ramp(12));
+  const std::vector<float> y = values(net.output("y")), x = ramp(12);
+  for (size_t i = 0; i < y.size(); ++i)
+    EXPECT_FLOAT_EQ(y[i], x[i] + (i % 4 == 2 ? 1.0f : 0.0f));
+}
+
+TEST(OnnxImportOps, HardSwish) {
+  Model m;
+  m.input("x", {2, 6});
+  m.node("HardSwish", {"x"}, {"y"});
+  m.output("y");
+  mg::ParameterScope params;
+  mg::Network net = m.load(params);
+  std::vector<float> x(12);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = -4.5f + 0.75f * i;
+  fill(net.input("x"), x);
+  const std::vector<float> y = values(net.output("y"));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float want = x[i] * std::min(std::max(x[i] + 3, 0.0f), 6.0f) / 6;
+    EXPECT_NEAR(y[i], want, 1e-6) << x[i];
+  }
+}
+
+// An LSTM node (hidden 2, input 3) with an attribute or input changed.
+Model lstm_model(const std::string& attr_name, int64_t value,
+                 bool short_lengths = false) {
+  Model m;
+  m.input("x", {4, 2, 3});
+  m.floats("W", std::vector<float>(24, 0.1f), {1, 8, 3});
+  m.floats("R", std::vector<float>(16, 0.1f), {1, 8, 2});
+  m.ints("lens", {4, short_lengths ? 3 : 4}, {2});
+  auto* n = m.node("LSTM", {"x", "W", "R", "", "lens"}, {"y"});
+  attr(n, "hidden_size", 2);
+  if (!attr_name.empty()) attr(n, attr_name, value);
+  m.output("y");
+  return m;
+}
+
+TEST(OnnxImportOps, RecurrentOperatorsSayWhatTheyDoNotRead) {
+  mg::ParameterScope params;
+  // Full-length sequence_lens change nothing and are read.
+  EXPECT_EQ(lstm_model("", 0).load(params).output("y")->shape(),
+            (mg::Shape{4, 1, 2, 2}));
+  std::string e = error_of([&] { lstm_model("", 0, true).load(params); });
+  EXPECT_NE(e.find("node '/LSTM_1' (LSTM): sequence_lens with a length 3"),
+            std::string::npos)
+      << e;
+  e = error_of([&] { lstm_model("layout", 1).load(params); });
+  EXPECT_NE(e.find("(LSTM): layout 1 (batch first) is not supported"),
+            std::string::npos)
+      << e;
+  e = error_of([&] { lstm_model("input_forget", 1).load(params); });
+  EXPECT_NE(e.find("input_forget = 1 is not supported"), std::string::npos)
+      << e;
+  Model gru;
+  gru.input("x", {4, 2, 3});
+  gru.floats("W", std::vector<float>(18, 0.1f), {1, 6, 3});
+  gru.floats("R", std::vector<float>(12, 0.1f), {1, 6, 2});
+  attr(gru.node("GRU", {"x", "W", "R"}, {"y"}), "hidden_size", 2);
+  gru.output("y");
+  e = error_of([&] { gru.load(params); });
+  EXPECT_NE(e.find("(GRU): linear_before_reset 0 is not supported"),
+            std::string::npos)
+      << e;
+}
+
+// direction "reverse" is the forward direction on the reversed sequence,
+// its outputs put back in order (the same weights; the last h alike).
+TEST(OnnxImportOps, ReverseRecurrenceIsForwardOnTheReversedSequence) {
+  Model m;
+  m.input("x", {4, 2, 3});
+  m.input("x_rev", {4, 2, 3});
+  std::vector<float> w = ramp(24), r = ramp(16), b = ramp(16);
+  for (float& v : r) v *= 0.5f;
+  m.floats("W", w, {1, 8, 3});
+  m.floats("R", r, {1, 8, 2});
+  m.floats("B", b, {1, 16});
+  for (const char* dir : {"reverse", "forward"}) {
+    const std::string d = dir, in = d == "reverse" ? "x" : "x_rev";
+    auto* n = m.node("LSTM", {in, "W", "R", "B"}, {"y_" + d, "h_" + d});
+    attr(n, "hidden_size", 2);
+    auto* a = n->add_attribute();
+    a->set_name("direction"), a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(d);
+    m.output("y_" + d);
+    m.output("h_" + d);
+  }
+  mg::ParameterScope params;
+  mg::Network net = m.load(params);
+  const std::vector<float> x = ramp(24);
+  std::vector<float> x_rev(24);
+  for (int t = 0; t < 4; ++t)
+    std::copy(x.begin() + (3 - t) * 6, x.begin() + (4 - t) * 6,
+              x_rev.begin() + t * 6);
+  fill(net.input("x"), x);
+  fill(net.input("x_rev"), x_rev);
+  const std::vector<float> y = values(net.output("y_reverse")),
+                           y_fwd = values(net.output("y_forward"));
+  ASSERT_EQ(y.size(), 16u);  // (4, 1, 2, 2)
+  for (int t = 0; t < 4; ++t)
+    for (int k = 0; k < 4; ++k)
+      EXPECT_FLOAT_EQ(y[t * 4 + k], y_fwd[(3 - t) * 4 + k]) << t;
+  EXPECT_EQ(values(net.output("h_reverse")), values(net.output("h_forward")));
 }
 
 #else

@@ -12,6 +12,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -32,6 +33,7 @@
 #include <mixgraph/functions/onnx_resize.hpp>
 #include <mixgraph/functions/pooling.hpp>
 #include <mixgraph/functions/prelu.hpp>
+#include <mixgraph/functions/recurrent.hpp>
 #include <mixgraph/functions/reduction.hpp>
 #include <mixgraph/functions/shape_ops.hpp>
 #include <mixgraph/functions/softmax.hpp>
@@ -127,6 +129,11 @@ class Importer {
     for (const auto& t : g.initializer()) initializers_[t.name()] = &t;
     Network net;
     net.name = g.name();
+    for (const auto& in : g.input()) {
+      const auto& shape = in.type().tensor_type().shape();
+      if (shape.dim_size() > 0 && !shape.dim(0).has_dim_value())
+        batch_symbols_.insert(shape.dim(0).dim_param());
+    }
     for (const auto& in : g.input()) {
       if (initializers_.count(in.name())) continue;  // an old-style listing
       auto v = make_variable(input_shape(in));
@@ -340,11 +347,15 @@ class Importer {
         s.push_back(d.dim_value());
         continue;
       }
-      if (i != 0) {
+      // The batch: a free first dimension, or one named as some input's
+      // free first dimension (an RNN's states are (layers, batch, hidden)).
+      if (i != 0 &&
+          (d.dim_param().empty() || !batch_symbols_.count(d.dim_param()))) {
         throw std::invalid_argument(
             where() + ": input '" + in.name() + "' has a free dimension " +
             std::to_string(i) + " ('" + d.dim_param() +
-            "'); only the first (the batch) may be free");
+            "'); only the batch may be free: the first dimension, or one "
+            "named as an input's free first dimension");
       }
       if (options_.batch_size <= 0) {
         throw std::invalid_argument(
@@ -425,6 +436,7 @@ class Importer {
   std::unordered_map<std::string, const onnx::TensorProto*> initializers_;
   std::unordered_map<std::string, Tensor> constants_;
   std::unordered_map<std::string, VariablePtr> vars_;
+  std::set<std::string> batch_symbols_;  // names of free first dimensions
   // While a node is folded: op.x makes fresh constants, op.set collects.
   bool folding_ = false;
   std::vector<std::pair<std::string, VariablePtr>> folded_;
@@ -1086,6 +1098,27 @@ void where(const Op& op) {
   op.set(0, F::where(c, a, b));
 }
 
+void constant_of_shape(const Op& op) {
+  const std::vector<int64_t> shape = op.constant(0).ints();
+  Tensor value;  // ONNX's default: one float 0
+  value.bytes.assign(4, 0);
+  if (const auto* a = op.attr("value")) {
+    value = onnx_io::read_tensor(a->t(), op.im.where());
+    if (value.size() != 1) op.fail("value must hold one element");
+  }
+  for (int64_t d : shape) {
+    if (d < 0) op.fail("negative dimension in shape " + shape_str(shape));
+  }
+  Tensor t;
+  t.shape = shape;
+  t.dtype = value.dtype;
+  const size_t e = value.bytes.size();
+  t.bytes.resize(static_cast<size_t>(shape_size(shape)) * e);
+  for (size_t k = 0; k < t.bytes.size(); k += e)
+    std::memcpy(&t.bytes[k], value.bytes.data(), e);
+  op.set_const(0, t);
+}
+
 // Range: exact in int64 for integers, start + k delta in double then float
 // (ONNX's formula) for floating types.
 void range(const Op& op) {
@@ -1112,6 +1145,218 @@ void range(const Op& op) {
     std::memcpy(&t.bytes[k * 4], &v, 4);
   }
   op.set_const(0, t);
+}
+
+// ---- LSTM, GRU, RNN on our fused recurrent functions ----
+
+enum class RecurrentKind { rnn, lstm, gru };
+
+// Our gate blocks in ONNX's numbering: LSTM's ONNX order is i, o, f, c and
+// ours i, f, g (c), o; GRU's z, r, h and ours r, z, n.
+std::vector<int> onnx_gates(RecurrentKind kind) {
+  if (kind == RecurrentKind::lstm) return {0, 2, 3, 1};
+  if (kind == RecurrentKind::gru) return {1, 0, 2};
+  return {0};
+}
+
+Tensor float_tensor(Shape shape, const std::vector<float>& v) {
+  Tensor t;
+  t.shape = std::move(shape);
+  t.bytes.resize(v.size() * 4);
+  if (!v.empty()) std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+  return t;
+}
+
+// A state input (D, B, H) as ours (1, D, B, H); zeros where it is absent.
+VariablePtr initial_state(const Op& op, int i, const Shape& state) {
+  if (op.has(i)) return op.x(i, state);
+  VariablePtr z = make_variable(state);
+  float* p = z->data()->cast<float>(/*write_only=*/true);
+  std::fill(p, p + z->size(), 0.0f);
+  return z;
+}
+
+// The checks of what we do not map, each naming the attribute or input.
+void check_recurrent(const Op& op, RecurrentKind kind, int64_t steps,
+                     int64_t batch) {
+  if (op.i("layout", 0) != 0) {
+    op.fail("layout " + std::to_string(op.i("layout", 0)) +
+            " (batch first) is not supported; only layout 0, X as (seq, "
+            "batch, input)");
+  }
+  if (op.attr("clip")) op.fail("attribute clip is not supported");
+  if (op.attr("activation_alpha") || op.attr("activation_beta"))
+    op.fail("activation_alpha / activation_beta are not supported");
+  if (kind == RecurrentKind::lstm) op.need_default("input_forget", 0);
+  if (kind == RecurrentKind::gru && op.i("linear_before_reset", 0) != 1) {
+    op.fail(
+        "linear_before_reset 0 is not supported (our GRU applies the reset "
+        "gate after the hidden state's linear map, as linear_before_reset 1 "
+        "and PyTorch's GRU do)");
+  }
+  if (op.has(4)) {
+    // Lengths that are all the whole sequence change nothing; shorter ones
+    // would need per-sequence masking our fused functions do not do.
+    if (!op.is_const(4))
+      op.fail("sequence_lens computed at run time is not supported");
+    for (int64_t n : op.constant(4).ints()) {
+      if (n != steps) {
+        op.fail("sequence_lens with a length " + std::to_string(n) +
+                " shorter than the sequence (" + std::to_string(steps) +
+                " steps) is not supported; pad to full length or leave "
+                "sequence_lens out");
+      }
+    }
+    if (op.constant(4).size() != batch)
+      op.fail("sequence_lens does not hold one length per batch entry");
+  }
+  if (kind == RecurrentKind::lstm && op.has(7)) {
+    for (double p : op.constant(7).reals()) {
+      if (p != 0) op.fail("peephole weights P are not supported");
+    }
+  }
+}
+
+// The nonlinearity of an RNN ("tanh" or "relu"); LSTM's and GRU's must be
+// ONNX's defaults, which are ours.
+std::string activations(const Op& op, RecurrentKind kind, int dirs) {
+  std::vector<std::string> want;
+  if (kind == RecurrentKind::lstm) want = {"Sigmoid", "Tanh", "Tanh"};
+  if (kind == RecurrentKind::gru) want = {"Sigmoid", "Tanh"};
+  if (kind == RecurrentKind::rnn) want = {"Tanh"};
+  const auto* a = op.attr("activations");
+  if (!a) return "tanh";
+  std::vector<std::string> got(a->strings().begin(), a->strings().end());
+  if (kind == RecurrentKind::rnn && !got.empty() && got[0] == "Relu")
+    want = {"Relu"};
+  std::vector<std::string> all;
+  for (int d = 0; d < dirs; ++d)
+    all.insert(all.end(), want.begin(), want.end());
+  if (got != all) {
+    std::string list;
+    for (const auto& g : got) list += (list.empty() ? "" : ", ") + g;
+    op.fail("activations [" + list +
+            "] are not supported (only ONNX's defaults, and Relu for RNN)");
+  }
+  return want[0] == "Relu" ? "relu" : "tanh";
+}
+
+// ONNX's W (D, G H, I), R (D, G H, H) and B (D, 2 G H) as our weight_l0 (D,
+// G, H, I + H) and bias (1, D, G_b, H), converted once while loading into
+// parameters named after the node (the gates reordered, W and R side by
+// side, ONNX's two biases summed where ours has one).
+std::pair<VariablePtr, VariablePtr> recurrent_weights(const Op& op,
+                                                      RecurrentKind kind,
+                                                      int64_t D, int64_t H,
+                                                      int64_t I) {
+  const std::vector<int> gates = onnx_gates(kind);
+  const int64_t G = static_cast<int64_t>(gates.size());
+  if (!op.is_const(1) || !op.is_const(2))
+    op.fail(
+        "W and R must be initializers (weights computed at run time are "
+        "not read)");
+  const Tensor Wt = op.constant(1), Rt = op.constant(2);
+  if (Wt.shape != Shape{D, G * H, I} || Rt.shape != Shape{D, G * H, H}) {
+    op.fail("W with shape " + shape_str(Wt.shape) + " and R with shape " +
+            shape_str(Rt.shape) + " must be " + shape_str({D, G * H, I}) +
+            " and " + shape_str({D, G * H, H}) + " for hidden_size " +
+            std::to_string(H));
+  }
+  const std::vector<double> W = Wt.reals(), R = Rt.reals();
+  std::vector<float> w;
+  w.reserve(static_cast<size_t>(D * G * H * (I + H)));
+  for (int64_t d = 0; d < D; ++d) {
+    for (int g : gates) {
+      for (int64_t h = 0; h < H; ++h) {
+        const int64_t row = (d * G + g) * H + h;
+        for (int64_t k = 0; k < I; ++k) w.push_back(float(W[row * I + k]));
+        for (int64_t k = 0; k < H; ++k) w.push_back(float(R[row * H + k]));
+      }
+    }
+  }
+  // "rnn/LSTM/weight_l0" for PyTorch's node "/rnn/LSTM": a scope path.
+  std::string base = op.node.name().empty() ? op.node.input(1) : op.node.name();
+  base.erase(0, base.find_first_not_of('/'));
+  VariablePtr weight = op.im.parameter_from(
+      base + "/weight_l0", float_tensor({D, G, H, I + H}, w), true);
+  if (!op.has(3)) return {weight, nullptr};
+  if (!op.is_const(3)) op.fail("B must be an initializer");
+  const Tensor Bt = op.constant(3);
+  if (Bt.shape != Shape{D, 2 * G * H}) {
+    op.fail("B with shape " + shape_str(Bt.shape) + " must be " +
+            shape_str({D, 2 * G * H}));
+  }
+  const std::vector<double> B = Bt.reals();
+  auto wb = [&](int64_t d, int g, int64_t h) {
+    return B[static_cast<size_t>(d * 2 * G * H + g * H + h)];
+  };
+  auto rb = [&](int64_t d, int g, int64_t h) {
+    return B[static_cast<size_t>(d * 2 * G * H + (G + g) * H + h)];
+  };
+  std::vector<float> b;
+  for (int64_t d = 0; d < D; ++d) {
+    for (int g : gates) {
+      // GRU's candidate keeps its input and hidden biases apart (ours: rows
+      // b_n and b_nh, the last two).
+      const bool split = kind == RecurrentKind::gru && g == 2;
+      for (int64_t h = 0; h < H; ++h)
+        b.push_back(float(wb(d, g, h) + (split ? 0.0 : rb(d, g, h))));
+    }
+    if (kind == RecurrentKind::gru) {
+      for (int64_t h = 0; h < H; ++h) b.push_back(float(rb(d, 2, h)));
+    }
+  }
+  const int64_t rows = kind == RecurrentKind::gru ? 4 : G;
+  VariablePtr bias = op.im.parameter_from(
+      base + "/bias", float_tensor({1, D, rows, H}, b), true);
+  return {weight, bias};
+}
+
+Rule recurrent(RecurrentKind kind) {
+  return [kind](const Op& op) {
+    VariablePtr x = op.x(0);
+    if (x->ndim() != 3)
+      op.fail("X with shape " + shape_str(x->shape()) +
+              " is not (seq, batch, input)");
+    const int64_t T = x->shape()[0], N = x->shape()[1], I = x->shape()[2];
+    check_recurrent(op, kind, T, N);
+    const std::string dir = op.s("direction", "forward");
+    if (dir != "forward" && dir != "reverse" && dir != "bidirectional")
+      op.fail("direction '" + dir + "' is not one ONNX defines");
+    const int64_t D = dir == "bidirectional" ? 2 : 1;
+    const int64_t H = op.i("hidden_size", 0);
+    if (H <= 0) op.fail("attribute hidden_size is missing");
+    const std::string act = activations(op, kind, static_cast<int>(D));
+    const auto [weight, bias] = recurrent_weights(op, kind, D, H, I);
+    const Shape state{1, D, N, H};
+    const VariablePtr h0 = initial_state(op, 5, state);
+    // A reverse-only layer: the sequence reversed, run forward, and its
+    // outputs put back in order.
+    if (dir == "reverse") x = F::flip(x, {0});
+    RecurrentOptions o;
+    o.bidirectional = D == 2;
+    o.training = false;
+    VariablePtr y, h, c;
+    if (kind == RecurrentKind::lstm) {
+      std::tie(y, h, c) =
+          F::lstm(x, h0, initial_state(op, 6, state), weight, nullptr, bias, o);
+    } else if (kind == RecurrentKind::gru) {
+      std::tie(y, h) = F::gru(x, h0, weight, nullptr, bias, o);
+    } else {
+      RNNOptions r;
+      r.nonlinearity = act;
+      r.bidirectional = o.bidirectional;
+      r.training = false;
+      std::tie(y, h) = F::rnn(x, h0, weight, nullptr, bias, r);
+    }
+    if (dir == "reverse") y = F::flip(y, {0});
+    // Ours: y (T, B, D H); ONNX's Y: (T, D, B, H).
+    if (op.node.output_size() > 0 && !op.node.output(0).empty()) {
+      op.set(0, F::transpose(F::reshape(y, {T, N, D, H}), {0, 2, 1, 3}));
+    }
+    op.set(1, F::reshape(h, {D, N, H}));
+    if (c) op.set(2, F::reshape(c, {D, N, H}));
+  };
 }
 
 VariablePtr neg(const VariablePtr& x) { return F::mul_scalar(x, -1.0f); }
@@ -1220,7 +1465,16 @@ const std::map<std::string, Rule>& rules() {
     t["Xor"] = binary(F::logical_xor, nullptr, nullptr);
     t["Sum"] = binary(F::add2, nullptr, nullptr);
     t["Where"] = where;
+    t["ConstantOfShape"] = constant_of_shape;
     t["Range"] = range;
+    t["HardSwish"] = [](const Op& op) {  // x relu6(x + 3) / 6
+      const VariablePtr x = op.x(0);
+      op.set(0, F::mul2(x, F::mul_scalar(F::relu6(F::add_scalar(x, 3.0f)),
+                                         1.0f / 6.0f)));
+    };
+    t["LSTM"] = recurrent(RecurrentKind::lstm);
+    t["GRU"] = recurrent(RecurrentKind::gru);
+    t["RNN"] = recurrent(RecurrentKind::rnn);
     t["Conv"] = conv;
     t["ConvTranspose"] = conv_transpose;
     t["Gemm"] = gemm;
