@@ -124,8 +124,8 @@ std::string error_of(Fn fn) {
 }
 
 // Shape arithmetic through int64 values fp32 cannot hold: (N + 2^40 + 1) -
-// (2^40 + 1), times 2^33 then divided by it, and a Min against INT64_MAX:
-// folded exactly, the Reshape gets (N, 12).
+// (2^40 + 1), times 2^33 then divided by it, (that + 7) mod 7, and a Min
+// against INT64_MAX: folded exactly, the Reshape gets (N, 12).
 TEST(OnnxImportOps, FoldsIntegerShapeArithmeticExactly) {
   Model m;
   m.input("x", {-1, 3, 4});
@@ -141,7 +141,10 @@ TEST(OnnxImportOps, FoldsIntegerShapeArithmeticExactly) {
   m.node("Add", {"n", "big"}, {"n1"});
   m.node("Sub", {"n1", "big"}, {"n2"});
   m.node("Mul", {"n2", "scale"}, {"n3"});
-  m.node("Div", {"n3", "scale"}, {"n4"});
+  m.node("Div", {"n3", "scale"}, {"n4a"});
+  m.ints("seven", {7}, {});
+  m.node("Add", {"n4a", "seven"}, {"n4b"});  // (N + 7) mod 7 = N for N < 7
+  m.node("Mod", {"n4b", "seven"}, {"n4"});
   m.node("Unsqueeze", {"n4", "axes"}, {"n5"});
   m.node("Min", {"n5", "max"}, {"n6"});
   m.node("Concat", {"n6", "rest"}, {"shape"});
@@ -240,6 +243,31 @@ TEST(OnnxImportOps, ConstantOfShapeAndRangeFold) {
   const std::vector<float> y = values(net.output("y")), x = ramp(12);
   for (size_t i = 0; i < y.size(); ++i)
     EXPECT_FLOAT_EQ(y[i], x[i] + (i % 4 == 2 ? 1.0f : 0.0f));
+}
+
+// Mod at run time: fmod 1 is our Mod2; fmod 0 (Python's sign rule) is
+// refused, since Mod2 computes floating data as fmod.
+TEST(OnnxImportOps, ModAtRunTimeNeedsFmod) {
+  for (int64_t fmod : {1, 0}) {
+    Model m;
+    m.input("x", {2, 3});
+    m.floats("d", {-0.75f}, {});
+    attr(m.node("Mod", {"x", "d"}, {"y"}), "fmod", fmod);
+    m.output("y");
+    mg::ParameterScope params;
+    if (fmod) {
+      mg::Network net = m.load(params);
+      fill(net.input("x"), ramp(6));
+      const std::vector<float> y = values(net.output("y")), x = ramp(6);
+      for (size_t i = 0; i < y.size(); ++i)
+        EXPECT_FLOAT_EQ(y[i], std::fmod(x[i], -0.75f));
+      continue;
+    }
+    const std::string e = error_of([&] { m.load(params); });
+    EXPECT_NE(e.find("(Mod): fmod 0 on data computed at run time"),
+              std::string::npos)
+        << e;
+  }
 }
 
 TEST(OnnxImportOps, HardSwish) {

@@ -26,6 +26,7 @@
 #include <mixgraph/functions/deconvolution.hpp>
 #include <mixgraph/functions/elementwise_builders.hpp>
 #include <mixgraph/functions/indexing.hpp>
+#include <mixgraph/functions/integer_ops.hpp>
 #include <mixgraph/functions/interpolate.hpp>
 #include <mixgraph/functions/min_argmax.hpp>
 #include <mixgraph/functions/nary.hpp>
@@ -1464,6 +1465,16 @@ const std::map<std::string, Rule>& rules() {
     t["Or"] = binary(F::logical_or, nullptr, nullptr);
     t["Xor"] = binary(F::logical_xor, nullptr, nullptr);
     t["Sum"] = binary(F::add2, nullptr, nullptr);
+    t["Mod"] = [](const Op& op) {
+      // Integer Mod on constants folds exactly (Python's sign rule or fmod);
+      // at run time the data is floating, which our Mod2 computes as fmod.
+      if (!op.i("fmod", 0)) {
+        op.fail(
+            "fmod 0 on data computed at run time is not supported (our Mod2 "
+            "computes floating data as fmod, the sign of the dividend)");
+      }
+      op.set(0, F::mod2(op.x(0), op.x(1), true));
+    };
     t["Where"] = where;
     t["ConstantOfShape"] = constant_of_shape;
     t["Range"] = range;
