@@ -1,7 +1,8 @@
 # Small PyTorch models exported as PyTorch's exporter writes them, for
 # tests/utils/test_onnx_pytorch.cpp: random weights, eval mode, opset 17, a
-# dynamic batch axis; torchvision's MobileNetV3 (small, 10 classes, on
-# 64 x 64 images) among them. For each model and each batch size the inputs
+# dynamic batch axis (one model, "lstm_static", at a fixed batch of 3);
+# torchvision's MobileNetV3 (small, 10 classes, on 64 x 64 images) among
+# them. For each model and each batch size the inputs
 # and torch's outputs are written as raw little-endian arrays (float32; bool
 # masks as float32 0/1), and manifest.txt lists them:
 #
@@ -55,6 +56,15 @@ class Recurrent(nn.Module):
     def forward(self, x):
         y, _ = self.rnn(x)  # zero initial states
         return self.fc(y)
+
+
+class LSTMLast(Recurrent):
+    def __init__(self):
+        super().__init__(nn.LSTM)
+
+    def forward(self, x):
+        y, _ = self.rnn(x)
+        return self.fc(y[:, -1])  # the last step: Gather with index -1
 
 
 class LSTMState(Recurrent):
@@ -117,7 +127,7 @@ def inputs(name, n):
     if name == "lstm_state":
         return [("x", rand(n, 4, 6)), ("h0", rand(4, n, 8)),
                 ("c0", rand(4, n, 8))]
-    if name in ("lstm", "gru", "rnn"):
+    if name in ("lstm", "lstm_static", "gru", "rnn"):
         return [("x", rand(n, 4, 6))]
     if name == "masked":
         return [("x", rand(n, 3, 5)), ("mask", rand(n, 1, 5) > 0)]
@@ -130,6 +140,7 @@ models = {
     "transformer": Encoder(),
     "transformer_mask": EncoderMasked(),
     "lstm": Recurrent(nn.LSTM),
+    "lstm_static": LSTMLast(),
     "lstm_state": LSTMState(),
     "gru": Recurrent(nn.GRU),
     "rnn": Recurrent(nn.RNN),
@@ -138,6 +149,7 @@ models = {
     "mobilenet_v3": mobilenet_v3(),
 }
 batch_axis = {"h0": 1, "c0": 1}  # the states are (layers, batch, hidden)
+static = {"lstm_static"}  # exported at BATCHES[-1] without a free batch
 
 # Grad mode on: under no_grad, eval mode takes the Transformer's fused fast
 # path (aten::_transformer_encoder_layer_fwd), which the exporter cannot
@@ -145,7 +157,8 @@ batch_axis = {"h0": 1, "c0": 1}  # the states are (layers, batch, hidden)
 manifest = []
 for name, model in models.items():
     model.eval()
-    example = inputs(name, BATCHES[0])
+    batches = BATCHES[-1:] if name in static else BATCHES
+    example = inputs(name, batches[0])
     in_names = [k for k, _ in example]
     out_count = 3 if name == "lstm_state" else 1
     out_names = ["y%d" % k for k in range(out_count)]
@@ -155,8 +168,9 @@ for name, model in models.items():
     path = os.path.join(out_dir, name + ".onnx")
     torch.onnx.export(model, tuple(v for _, v in example), path,
                       input_names=in_names, output_names=out_names,
-                      dynamic_axes=axes, opset_version=17)
-    for n in BATCHES:
+                      dynamic_axes=None if name in static else axes,
+                      opset_version=17)
+    for n in batches:
         xs = inputs(name, n)
         ys = model(*[v for _, v in xs])
         ys = ys if isinstance(ys, tuple) else (ys,)

@@ -270,6 +270,33 @@ TEST(OnnxImportOps, ModAtRunTimeNeedsFmod) {
   }
 }
 
+// Gather with constant indices counts negative ones from the end, as ONNX
+// (y[:, -1] in PyTorch), and names an index out of range.
+TEST(OnnxImportOps, GatherReadsNegativeIndices) {
+  for (int64_t index : {-1, 3}) {
+    Model m;
+    m.input("x", {-1, 3, 2});
+    m.ints("i", {index}, {});
+    attr(m.node("Gather", {"x", "i"}, {"y"}), "axis", 1);
+    m.output("y");
+    mg::ParameterScope params;
+    if (index < 0) {
+      mg::Network net = m.load(params);
+      fill(net.input("x"), ramp(12));
+      const std::vector<float> y = values(net.output("y")), x = ramp(12);
+      ASSERT_EQ(net.output("y")->shape(), (mg::Shape{2, 2}));
+      for (int n = 0; n < 2; ++n)
+        for (int k = 0; k < 2; ++k)
+          EXPECT_EQ(y[n * 2 + k], x[(n * 3 + 2) * 2 + k]);
+      continue;
+    }
+    const std::string e = error_of([&] { m.load(params); });
+    EXPECT_NE(e.find("(Gather): index 3 is out of range for axis 1 of size 3"),
+              std::string::npos)
+        << e;
+  }
+}
+
 TEST(OnnxImportOps, HardSwish) {
   Model m;
   m.input("x", {2, 6});

@@ -423,13 +423,14 @@ class Importer {
     return v;
   }
 
- private:
+  // A variable holding `t` (not a parameter).
   static VariablePtr constant_variable(const Tensor& t) {
     auto v = make_variable(t.shape);
     fill(v, t);
     return v;
   }
 
+ private:
   const onnx::ModelProto& model_;
   ParameterScope& params_;
   std::string source_;
@@ -825,20 +826,33 @@ void shape_op(const Op& op) {
 
 void gather(const Op& op) {
   const int64_t axis = op.i("axis", 0);
-  if (op.is_const(0) && op.is_const(1) && op.constant(0).shape.size() == 1 &&
-      !is_floating(op.constant(0).dtype)) {  // a shape's entries, exactly
-    const auto vals = op.constant(0).ints();
-    const Tensor idx = op.constant(1);
-    std::vector<int64_t> out;
-    for (int64_t i : idx.ints()) {
-      if (i < 0) i += static_cast<int64_t>(vals.size());
-      out.push_back(vals.at(static_cast<size_t>(i)));
+  if (!op.is_const(1)) {
+    return op.set(0, F::gather(op.x(0), op.x(1, nullptr, false),
+                               static_cast<int>(axis), 0));
+  }
+  // Constant indices: ONNX's negative ones count from the end (y[:, -1]);
+  // ours must be in [0, n).
+  const bool const_data = op.is_const(0);
+  const Shape s = const_data ? op.constant(0).shape : op.shape(0);
+  const int64_t a = norm_axis(op, axis, s.size()), n = s[a];
+  const Tensor idx = op.constant(1);
+  std::vector<int64_t> ids = idx.ints();
+  for (int64_t& i : ids) {
+    if (i < -n || i >= n) {
+      op.fail("index " + std::to_string(i) + " is out of range for axis " +
+              std::to_string(a) + " of size " + std::to_string(n));
     }
+    if (i < 0) i += n;
+  }
+  if (const_data && s.size() == 1 && !is_floating(op.constant(0).dtype)) {
+    const std::vector<int64_t> vals = op.constant(0).ints();
+    std::vector<int64_t> out;  // a shape's entries, exactly
+    for (int64_t i : ids) out.push_back(vals[static_cast<size_t>(i)]);
     return op.set_const(0, int_tensor(out, idx.shape));
   }
-  VariablePtr data = op.x(0);
-  VariablePtr idx = op.x(1, nullptr, false);
-  op.set(0, F::gather(data, idx, static_cast<int>(axis), 0));
+  op.set(0, F::gather(op.x(0),
+                      Importer::constant_variable(int_tensor(ids, idx.shape)),
+                      static_cast<int>(a), 0));
 }
 
 void cast(const Op& op) {
