@@ -124,8 +124,9 @@ std::string error_of(Fn fn) {
 }
 
 // Shape arithmetic through int64 values fp32 cannot hold: (N + 2^40 + 1) -
-// (2^40 + 1), times 2^33 then divided by it, (that + 7) mod 7, and a Min
-// against INT64_MAX: folded exactly, the Reshape gets (N, 12).
+// (2^40 + 1), times 2^33 then divided by it, (that + 7) mod 7, Abs(Neg()),
+// a Sum of three and a Min against INT64_MAX: folded exactly, the Reshape
+// gets (N, 12).
 TEST(OnnxImportOps, FoldsIntegerShapeArithmeticExactly) {
   Model m;
   m.input("x", {-1, 3, 4});
@@ -144,7 +145,10 @@ TEST(OnnxImportOps, FoldsIntegerShapeArithmeticExactly) {
   m.node("Div", {"n3", "scale"}, {"n4a"});
   m.ints("seven", {7}, {});
   m.node("Add", {"n4a", "seven"}, {"n4b"});  // (N + 7) mod 7 = N for N < 7
-  m.node("Mod", {"n4b", "seven"}, {"n4"});
+  m.node("Mod", {"n4b", "seven"}, {"n4c"});
+  m.node("Neg", {"n4c"}, {"n4d"});
+  m.node("Abs", {"n4d"}, {"n4e"});
+  m.node("Sum", {"n4e", "zero", "zero"}, {"n4"});
   m.node("Unsqueeze", {"n4", "axes"}, {"n5"});
   m.node("Min", {"n5", "max"}, {"n6"});
   m.node("Concat", {"n6", "rest"}, {"shape"});

@@ -1,8 +1,6 @@
 #include <mixgraph/utils/onnx/onnx_fold.hpp>
 
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -29,8 +27,7 @@ Tensor make(const Shape& shape, Dtype dtype, const std::vector<int64_t>& v) {
   return t;
 }
 
-// The NumPy broadcast of the shapes, and each input's flat index for every
-// output index.
+// The NumPy broadcast of the inputs' shapes.
 Shape broadcast(const std::vector<Tensor>& in) {
   size_t rank = 0;
   for (const Tensor& t : in) rank = std::max(rank, t.shape.size());
@@ -51,6 +48,7 @@ Shape broadcast(const std::vector<Tensor>& in) {
   return out;
 }
 
+// t's values repeated to the broadcast shape `out`.
 std::vector<int64_t> spread(const Tensor& t, const Shape& out) {
   const std::vector<int64_t> v = t.ints();
   const size_t rank = out.size(), lead = rank - t.shape.size();
@@ -77,16 +75,22 @@ std::vector<int64_t> spread(const Tensor& t, const Shape& out) {
 
 using Fn = std::function<int64_t(int64_t, int64_t)>;
 
+// Two's complement wrapping as NumPy's int64 (signed overflow is undefined
+// in C++; INT64_MAX is a common slice end).
+int64_t wrap(uint64_t v) { return static_cast<int64_t>(v); }
+uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
+
 const std::map<std::string, Fn>& binary_ops() {
   static const std::map<std::string, Fn> ops = {
-      {"Add", [](int64_t a, int64_t b) { return a + b; }},
-      {"Sub", [](int64_t a, int64_t b) { return a - b; }},
-      {"Mul", [](int64_t a, int64_t b) { return a * b; }},
+      {"Add", [](int64_t a, int64_t b) { return wrap(u(a) + u(b)); }},
+      {"Sum", [](int64_t a, int64_t b) { return wrap(u(a) + u(b)); }},
+      {"Sub", [](int64_t a, int64_t b) { return wrap(u(a) - u(b)); }},
+      {"Mul", [](int64_t a, int64_t b) { return wrap(u(a) * u(b)); }},
       {"Div",
        [](int64_t a, int64_t b) {
          // onnxruntime's integer Div: C++'s, truncating toward zero.
          if (b == 0) throw std::invalid_argument("integer division by zero");
-         return a / b;
+         return b == -1 ? wrap(0 - u(a)) : a / b;
        }},
       {"Max", [](int64_t a, int64_t b) { return std::max(a, b); }},
       {"Min", [](int64_t a, int64_t b) { return std::min(a, b); }},
@@ -128,9 +132,9 @@ Tensor fold_integer(const std::string& op, const std::vector<Tensor>& in,
   std::vector<int64_t> r(static_cast<size_t>(shape_size(out)));
   for (size_t i = 0; i < r.size(); ++i) {
     if (op == "Neg") {
-      r[i] = -v[0][i];
+      r[i] = wrap(0 - u(v[0][i]));
     } else if (op == "Abs") {
-      r[i] = std::abs(v[0][i]);
+      r[i] = v[0][i] < 0 ? wrap(0 - u(v[0][i])) : v[0][i];
     } else if (op == "Not") {
       r[i] = !v[0][i];
     } else if (op == "Where") {
@@ -138,11 +142,11 @@ Tensor fold_integer(const std::string& op, const std::vector<Tensor>& in,
     } else if (op == "Mod") {
       const int64_t a = v[0][i], b = v[1][i];
       if (b == 0) throw std::invalid_argument("integer modulo by zero");
-      int64_t m = a % b;  // fmod: the sign of a
+      int64_t m = b == -1 ? 0 : a % b;  // fmod: the sign of a
       if (!fmod && m != 0 && ((m < 0) != (b < 0))) m += b;  // Python's
       r[i] = m;
     } else {
-      // Max, Min (and Sum) are variadic: fold from the left.
+      // Max, Min and Sum are variadic: fold from the left.
       const Fn& f = binary_ops().at(op);
       r[i] = v[0][i];
       for (size_t k = 1; k < v.size(); ++k) r[i] = f(r[i], v[k][i]);

@@ -12,11 +12,12 @@
 namespace mg::onnx_io {
 
 /// Whether fold_integer computes `op_type` (Add, Sub, Mul, Div, Mod, Max,
-/// Min, Neg, Abs, comparisons, Not, And, Or, Xor, Where).
+/// Min, Sum, Neg, Abs, comparisons, Not, And, Or, Xor, Where).
 bool folds_integers(const std::string& op_type);
 
 /// `op_type` on the constant inputs `in` (NumPy broadcasting, as ONNX's),
-/// in int64: integer results are i64, comparisons and logical ones b8.
+/// in int64 (wrapping on overflow, as NumPy's int64): integer results are
+/// i64, comparisons and logical ones b8.
 /// Where takes its branches' type from x_true. `fmod`: Mod's attribute.
 /// An input that does not broadcast, or an integer division by zero, is
 /// std::invalid_argument saying so (the caller names the node).
