@@ -64,7 +64,8 @@ std::string network_to_onnx(
 /// folded into a constant by running our functions on them (integer data
 /// exactly, in int64). Elementwise operators and Where broadcast as ONNX
 /// says. LSTM, GRU and RNN run our fused functions, their weights converted
-/// once into the parameters "<node>/weight_l0" and "<node>/bias". Types in
+/// once into the parameters "<node>/weight_l0" and "<node>/bias" (the node's
+/// name without a leading '/': "rnn/LSTM/weight_l0"). Types in
 /// the file (Cast to float16 included) do not decide the precision: the
 /// context does, as for every graph. An operator that has no mixgraph
 /// equivalent, or attributes outside what is mapped, is

@@ -38,8 +38,9 @@ struct Model {
   // An input; -1 is the free batch dimension "N".
   void input(const std::string& name, const mg::Shape& shape,
              int elem = onnx::TensorProto::FLOAT) {
-    auto* t = g->add_input()->mutable_type()->mutable_tensor_type();
-    g->mutable_input()->rbegin()->set_name(name);
+    auto* v = g->add_input();
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
     t->set_elem_type(elem);
     for (int64_t d : shape) {
       auto* dim = t->mutable_shape()->add_dim();
@@ -335,9 +336,13 @@ Model lstm_model(const std::string& attr_name, int64_t value,
 
 TEST(OnnxImportOps, RecurrentOperatorsSayWhatTheyDoNotRead) {
   mg::ParameterScope params;
-  // Full-length sequence_lens change nothing and are read.
+  // Full-length sequence_lens change nothing and are read; W and R become
+  // one parameter named after the node (without its leading '/').
   EXPECT_EQ(lstm_model("", 0).load(params).output("y")->shape(),
             (mg::Shape{4, 1, 2, 2}));
+  ASSERT_TRUE(params.get("LSTM_1/weight_l0"));
+  EXPECT_EQ(params.get("LSTM_1/weight_l0")->shape(), (mg::Shape{1, 4, 2, 5}));
+  EXPECT_FALSE(params.get("W"));
   std::string e = error_of([&] { lstm_model("", 0, true).load(params); });
   EXPECT_NE(e.find("node '/LSTM_1' (LSTM): sequence_lens with a length 3"),
             std::string::npos)
