@@ -164,7 +164,8 @@ TEST(OnnxImportOps, FoldsIntegerShapeArithmeticExactly) {
 }
 
 // Shape -> Cast to float -> Sqrt -> Reciprocal (an attention scale): folded
-// by running our own functions, then a scalar operand.
+// by running our own functions, then a scalar operand; and a Concat of float
+// constants of rank 2 along axis 1.
 TEST(OnnxImportOps, FoldsFloatArithmeticWithOurFunctions) {
   Model m;
   m.input("x", {-1, 4});
@@ -174,13 +175,22 @@ TEST(OnnxImportOps, FoldsFloatArithmeticWithOurFunctions) {
   attr(m.node("Cast", {"d"}, {"df"}), "to", int64_t{onnx::TensorProto::FLOAT});
   m.node("Sqrt", {"df"}, {"r"});
   m.node("Reciprocal", {"r"}, {"scale"});
-  m.node("Mul", {"x", "scale"}, {"y"});
+  m.node("Mul", {"x", "scale"}, {"h"});
+  // Constants of rank 2 and type float joined along axis 1: (1, 2) and
+  // (1, 2) make the (1, 4) row [0.5, 1.5, 2.5, 3.5] added to every row.
+  m.floats("c0", {0.5f, 1.5f}, {1, 2});
+  m.floats("c1", {2.5f, 3.5f}, {1, 2});
+  m.node("Identity", {"c0"}, {"k0"});
+  m.node("Identity", {"c1"}, {"k1"});
+  attr(m.node("Concat", {"k0", "k1"}, {"row"}), "axis", 1);
+  m.node("Add", {"h", "row"}, {"y"});
   m.output("y");
   mg::ParameterScope params;
   mg::Network net = m.load(params);
   fill(net.input("x"), ramp(8));
   const std::vector<float> y = values(net.output("y")), x = ramp(8);
-  for (size_t i = 0; i < y.size(); ++i) EXPECT_FLOAT_EQ(y[i], x[i] * 0.5f);
+  for (size_t i = 0; i < y.size(); ++i)
+    EXPECT_FLOAT_EQ(y[i], x[i] * 0.5f + (0.5f + (i % 4)));
 }
 
 // Where broadcasts all three inputs (a scalar 0 beside a tensor, a mask of

@@ -486,13 +486,6 @@ Tensor int_tensor(const std::vector<int64_t>& v, Shape shape) {
   return t;
 }
 
-bool all_const(const Op& op) {
-  for (int k = 0; k < op.num_inputs(); ++k) {
-    if (op.has(k) && !op.is_const(k)) return false;
-  }
-  return true;
-}
-
 // Axes from a constant input (opset 13+) or an attribute (before).
 std::vector<int64_t> axes_of(const Op& op, int input) {
   if (op.has(input)) return op.constant(input).ints();
@@ -798,8 +791,18 @@ void squeeze(const Op& op, bool un) {
   op.set(0, F::reshape(op.x(0), s));
 }
 
+// Whether input k is a constant 1-D integer tensor (a shape's entries).
+bool int_vector(const Op& op, int k) {
+  if (!op.is_const(k)) return false;
+  const Tensor t = op.constant(k);
+  return t.shape.size() == 1 && !is_floating(t.dtype);
+}
+
 void concat(const Op& op) {
-  if (all_const(op)) {  // shape lists
+  bool shapes = true;
+  for (int k = 0; k < op.num_inputs(); ++k)
+    shapes = shapes && int_vector(op, k);
+  if (shapes) {  // shape lists, exactly; other constants fold through ours
     std::vector<int64_t> v;
     for (int k = 0; k < op.num_inputs(); ++k) {
       const auto part = op.constant(k).ints();
