@@ -82,7 +82,9 @@ void Where::setup_impl(const Variables& in, const Variables& out) {
   if (t != f) {
     throw std::invalid_argument(tag() + "x_true with shape " + shape_str(t) +
                                 " and x_false with shape " + shape_str(f) +
-                                " must have one shape");
+                                " must have one shape: where does not "
+                                "broadcast them (F::broadcast both to the "
+                                "shape you want first)");
   }
   bool ok = c.size() <= t.size();
   for (size_t i = 0; ok && i < c.size(); ++i) {

@@ -4,10 +4,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # h5py reads our files in a test; the tutorials' tests train on Fashion-MNIST;
 # the data-parallel tests (label mpi) run under OpenMPI's mpirun; the ONNX
-# test reads a model the ONNX project's Python helper writes; python3-venv
-# lets Debian's python3 make the optional environments below.
+# test reads a model the ONNX project's Python helper writes, and
+# test_onnx_pytorch models PyTorch exports; python3-venv lets Debian's
+# python3 make the optional environments below.
 bash scripts/install_deps.sh python3-h5py dataset-fashion-mnist clang-format \
-  libopenmpi-dev openmpi-bin python3-onnx python3-venv
+  libopenmpi-dev openmpi-bin python3-onnx python3-venv python3-torch \
+  python3-torchvision
 # Optional peers from PyPI (tests/utils/test_nnabla_interop.cpp runs NNabla
 # itself): installed into .venv-nnabla when PyPI can be reached; without it
 # those tests skip with a message. MIXGRAPH_SKIP_PEERS=1 leaves them out.

@@ -58,11 +58,18 @@ std::string network_to_onnx(
 /// PyTorch's exporter) in the default context. Initializers become
 /// parameters in `params` under their names, with their values (a
 /// parameter the scope already holds with the same shape keeps its object
-/// and takes the file's values); a symbolic first input dimension is set to
-/// options.batch_size. Types in the file (Cast to float16 included) do not
-/// decide the precision: the context does, as for every graph. An operator
-/// that has no mixgraph equivalent, or attributes outside what is mapped,
-/// is std::invalid_argument naming the node and the operator; so is a file
+/// and takes the file's values); a symbolic first input dimension, and any
+/// dimension named as one, is set to options.batch_size. A node whose
+/// inputs are all known then (constants, shapes, integer initializers) is
+/// folded into a constant by running our functions on them (integer data
+/// exactly, in int64). Elementwise operators and Where broadcast as ONNX
+/// says. LSTM, GRU and RNN run our fused functions, their weights converted
+/// once into the parameters "<node>/weight_l0" and "<node>/bias" (the node's
+/// name without a leading '/': "rnn/LSTM/weight_l0"). Types in
+/// the file (Cast to float16 included) do not decide the precision: the
+/// context does, as for every graph. An operator that has no mixgraph
+/// equivalent, or attributes outside what is mapped, is
+/// std::invalid_argument naming the node and the operator; so is a file
 /// that is not a valid model.
 Network load_onnx(const std::string& path, ParameterScope& params,
                   const NetworkOptions& options = {});

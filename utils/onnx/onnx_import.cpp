@@ -1,6 +1,8 @@
-// load_onnx: an ONNX model's nodes rebuilt as mixgraph functions, with the
-// shape arithmetic exporters write (Shape, Gather, Concat, ... on constants)
-// folded while reading, since every shape is known here.
+// load_onnx: an ONNX model's nodes rebuilt as mixgraph functions. Every
+// shape is known here (the batch size included), so a node whose inputs are
+// all constants is folded while reading: the shape arithmetic exporters
+// write (Shape, Gather, Add, Div, Cast, Concat, Range, Where, ...) becomes
+// constants whatever its form.
 #include <onnx/checker.h>
 
 #include <algorithm>
@@ -10,10 +12,12 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 
+#include <mixgraph/contexts/context.hpp>
 #include <mixgraph/functions/affine.hpp>
 #include <mixgraph/functions/array_ops.hpp>
 #include <mixgraph/functions/batch_matmul.hpp>
@@ -22,6 +26,7 @@
 #include <mixgraph/functions/deconvolution.hpp>
 #include <mixgraph/functions/elementwise_builders.hpp>
 #include <mixgraph/functions/indexing.hpp>
+#include <mixgraph/functions/integer_ops.hpp>
 #include <mixgraph/functions/interpolate.hpp>
 #include <mixgraph/functions/min_argmax.hpp>
 #include <mixgraph/functions/nary.hpp>
@@ -29,10 +34,12 @@
 #include <mixgraph/functions/onnx_resize.hpp>
 #include <mixgraph/functions/pooling.hpp>
 #include <mixgraph/functions/prelu.hpp>
+#include <mixgraph/functions/recurrent.hpp>
 #include <mixgraph/functions/reduction.hpp>
 #include <mixgraph/functions/shape_ops.hpp>
 #include <mixgraph/functions/softmax.hpp>
 #include <mixgraph/utils/onnx.hpp>
+#include <mixgraph/utils/onnx/onnx_fold.hpp>
 #include <mixgraph/utils/onnx/onnx_tensor.hpp>
 
 namespace mg {
@@ -124,6 +131,11 @@ class Importer {
     Network net;
     net.name = g.name();
     for (const auto& in : g.input()) {
+      const auto& shape = in.type().tensor_type().shape();
+      if (shape.dim_size() > 0 && !shape.dim(0).has_dim_value())
+        batch_symbols_.insert(shape.dim(0).dim_param());
+    }
+    for (const auto& in : g.input()) {
       if (initializers_.count(in.name())) continue;  // an old-style listing
       auto v = make_variable(input_shape(in));
       v->set_name(in.name());
@@ -143,7 +155,11 @@ class Importer {
             "(mg::onnx_importable_operators() lists those read)");
       }
       try {
-        it->second(op);
+        if (foldable(node)) {
+          fold(op, it->second);
+        } else {
+          it->second(op);
+        }
       } catch (const std::invalid_argument& e) {
         const std::string what = e.what();
         if (what.rfind("[load_onnx]", 0) == 0) throw;
@@ -176,6 +192,16 @@ class Importer {
 
   VariablePtr variable(const std::string& name, const Shape* shape,
                        bool need_grad, const std::string& who) {
+    if (folding_ && is_const(name)) {
+      // A variable of the fold's own, never a parameter of the model; kept
+      // until the fold ends (rules hold references to its shape).
+      auto f = fold_vars_.find(name);
+      if (f == fold_vars_.end()) {
+        f = fold_vars_.emplace(name, constant_variable(constant(name, who)))
+                .first;
+      }
+      return reshaped(f->second, name, shape, who);
+    }
     auto it = vars_.find(name);
     if (it == vars_.end()) {
       if (initializers_.count(name)) {
@@ -188,7 +214,11 @@ class Importer {
                                     "earlier node defines");
       }
     }
-    VariablePtr v = it->second;
+    return reshaped(it->second, name, shape, who);
+  }
+
+  VariablePtr reshaped(VariablePtr v, const std::string& name,
+                       const Shape* shape, const std::string& who) const {
     if (shape && *shape != v->shape()) {
       if (shape_size(*shape) != v->size()) {
         throw std::invalid_argument(where() + ": " + who + " reads '" + name +
@@ -200,12 +230,115 @@ class Importer {
     return v;
   }
 
-  void set(const std::string& name, const VariablePtr& v) { vars_[name] = v; }
+  void set(const std::string& name, const VariablePtr& v) {
+    if (folding_) {
+      folded_.emplace_back(name, v);
+    } else {
+      vars_[name] = v;
+    }
+  }
   void set_const(const std::string& name, Tensor t) {
     constants_[name] = std::move(t);
   }
 
  private:
+  // Whether every input of `node` is known now: a constant, or an
+  // initializer that is not floating. A floating initializer is a
+  // parameter: folding it into a constant would cut it out of the graph
+  // (its grads, and new values set in the scope, would no longer reach the
+  // outputs).
+  bool foldable(const onnx::NodeProto& node) const {
+    if (node.op_type() == "Constant") return false;
+    bool any = false;
+    for (const std::string& name : node.input()) {
+      if (name.empty()) continue;
+      if (!is_const(name)) return false;
+      auto it = initializers_.find(name);
+      if (it != initializers_.end() &&
+          is_floating(onnx_io::dtype_of(it->second->data_type(), where())))
+        return false;
+      any = true;
+    }
+    return any;
+  }
+
+  // Runs a node on constants: integer elementwise arithmetic exactly in
+  // int64 (our functions would compute it in the context's floating type),
+  // Cast as a conversion, anything else by its rule's own functions,
+  // forwarded in fp32 whatever the context.
+  void fold(const Op& op, const Rule& rule) {
+    const onnx::NodeProto& node = op.node;
+    const std::string who =
+        "node '" + node.name() + "' (" + node.op_type() + ")";
+    std::vector<Tensor> in;
+    bool integer = false;
+    for (int k = 0; k < node.input_size(); ++k) {
+      if (node.input(k).empty()) {
+        in.emplace_back();
+        continue;
+      }
+      in.push_back(constant(node.input(k), who));
+      const bool data = node.op_type() != "Where" || k > 0;
+      if (data && !is_floating(in.back().dtype)) integer = true;
+    }
+    if (node.op_type() == "Cast") {
+      const Dtype to = onnx_io::dtype_of(
+          static_cast<int32_t>(op.i("to", onnx::TensorProto_DataType_FLOAT)),
+          where() + ": " + who);
+      return op.set_const(0, onnx_io::cast_tensor(in[0], to));
+    }
+    if (integer && onnx_io::folds_integers(node.op_type())) {
+      return op.set_const(
+          0, onnx_io::fold_integer(node.op_type(), in, op.i("fmod", 0) != 0));
+    }
+    std::vector<std::pair<std::string, VariablePtr>> outs;
+    {
+      ContextGuard fp32(context("cpu", "float"));
+      folding_ = true;
+      folded_.clear();
+      try {
+        rule(op);
+      } catch (...) {
+        folding_ = false;
+        fold_vars_.clear();
+        throw;
+      }
+      folding_ = false;
+      outs.swap(folded_);
+      for (auto& [name, v] : outs) v->forward();
+      fold_vars_.clear();
+    }
+    const bool integer_out = !in.empty() && !is_floating(in[0].dtype);
+    for (auto& [name, v] : outs) set_const(name, read_back(op, v, integer_out));
+  }
+
+  // A folded output as a tensor: in the type it holds, except integer data
+  // a floating function computed (ReduceProd of a shape, say), which goes
+  // back to int64 where fp32 held it exactly.
+  static Tensor read_back(const Op& op, const VariablePtr& v,
+                          bool integer_out) {
+    Tensor t;
+    t.shape = v->shape();
+    t.dtype = v->data()->array().dtype();
+    if (is_floating(t.dtype)) t.dtype = Dtype::f32;
+    const size_t n = static_cast<size_t>(v->size());
+    t.bytes.resize(n * dtype_size(t.dtype));
+    if (n) {
+      std::memcpy(t.bytes.data(), v->data()->array().get(t.dtype, "cpu"),
+                  t.bytes.size());
+    }
+    if (!integer_out || !is_floating(t.dtype)) return t;
+    for (double r : t.reals()) {
+      if (std::abs(r) >= 16777216.0 || r != std::floor(r)) {
+        op.fail("folding integer data through a floating function gives " +
+                std::to_string(r) +
+                ", which fp32 may have rounded (integers are exact up to "
+                "2^24 there)");
+      }
+    }
+    return onnx_io::cast_tensor(t, Dtype::i64);
+  }
+
   Shape input_shape(const onnx::ValueInfoProto& in) const {
     const auto& t = in.type().tensor_type();
     Shape s;
@@ -215,11 +348,15 @@ class Importer {
         s.push_back(d.dim_value());
         continue;
       }
-      if (i != 0) {
+      // The batch: a free first dimension, or one named as some input's
+      // free first dimension (an RNN's states are (layers, batch, hidden)).
+      if (i != 0 &&
+          (d.dim_param().empty() || !batch_symbols_.count(d.dim_param()))) {
         throw std::invalid_argument(
             where() + ": input '" + in.name() + "' has a free dimension " +
             std::to_string(i) + " ('" + d.dim_param() +
-            "'); only the first (the batch) may be free");
+            "'); only the batch may be free: the first dimension, or one "
+            "named as an input's free first dimension");
       }
       if (options_.batch_size <= 0) {
         throw std::invalid_argument(
@@ -286,13 +423,14 @@ class Importer {
     return v;
   }
 
- private:
+  // A variable holding `t` (not a parameter).
   static VariablePtr constant_variable(const Tensor& t) {
     auto v = make_variable(t.shape);
     fill(v, t);
     return v;
   }
 
+ private:
   const onnx::ModelProto& model_;
   ParameterScope& params_;
   std::string source_;
@@ -300,6 +438,11 @@ class Importer {
   std::unordered_map<std::string, const onnx::TensorProto*> initializers_;
   std::unordered_map<std::string, Tensor> constants_;
   std::unordered_map<std::string, VariablePtr> vars_;
+  std::set<std::string> batch_symbols_;  // names of free first dimensions
+  // While a node is folded: op.x makes fresh constants, op.set collects.
+  bool folding_ = false;
+  std::vector<std::pair<std::string, VariablePtr>> folded_;
+  std::unordered_map<std::string, VariablePtr> fold_vars_;
 };
 
 void Op::fail(const std::string& what) const {
@@ -341,13 +484,6 @@ Tensor int_tensor(const std::vector<int64_t>& v, Shape shape) {
   t.bytes.resize(v.size() * sizeof(int64_t));
   if (!v.empty()) std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
   return t;
-}
-
-bool all_const(const Op& op) {
-  for (int k = 0; k < op.num_inputs(); ++k) {
-    if (op.has(k) && !op.is_const(k)) return false;
-  }
-  return true;
 }
 
 // Axes from a constant input (opset 13+) or an attribute (before).
@@ -403,27 +539,45 @@ Shape broadcast_shape(const Op& op, const Shape& a, const Shape& b) {
 // function (AddScalar, RSubScalar, ...).
 using BinaryFn = VariablePtr (*)(const VariablePtr&, const VariablePtr&);
 using ScalarFn = VariablePtr (*)(const VariablePtr&, float);
+// A one-element constant input i that leaves the other operand's shape as
+// it is (a rank above the other's would add axes to the result).
+bool scalar_operand(const Op& op, int i, int other, double* c) {
+  return !op.is_const(other) && op.scalar(i, c) &&
+         op.constant(i).shape.size() <= op.shape(other).size();
+}
+
+// x with leading ones up to `rank`.
+VariablePtr to_rank(const VariablePtr& x, size_t rank) {
+  if (x->shape().size() >= rank) return x;
+  Shape s(rank - x->shape().size(), 1);
+  s.insert(s.end(), x->shape().begin(), x->shape().end());
+  return F::reshape(x, s);
+}
+
+// ONNX's multidirectional broadcasting of a and b: our binary functions
+// broadcast size-1 axes of either operand between equal ranks.
+VariablePtr broadcast_binary(BinaryFn both, VariablePtr a, VariablePtr b) {
+  const size_t rank = std::max(a->shape().size(), b->shape().size());
+  return both(to_rank(a, rank), to_rank(b, rank));
+}
+
 Rule binary(BinaryFn both, ScalarFn x_op_c, ScalarFn c_op_x) {
   return [=](const Op& op) {
     double c = 0;
-    if (x_op_c && op.scalar(1, &c) && !op.is_const(0)) {
+    if (op.num_inputs() != 2) {  // Max, Min, Sum: variadic, from the left
+      VariablePtr y = op.x(0);
+      for (int k = 1; k < op.num_inputs(); ++k)
+        y = broadcast_binary(both, y, op.x(k));
+      return op.set(0, y);
+    }
+    if (x_op_c && scalar_operand(op, 1, 0, &c)) {
       return op.set(0, x_op_c(op.x(0), static_cast<float>(c)));
     }
-    if (c_op_x && op.scalar(0, &c) && !op.is_const(1)) {
+    if (c_op_x && scalar_operand(op, 0, 1, &c)) {
       return op.set(0, c_op_x(op.x(1), static_cast<float>(c)));
     }
-    VariablePtr a = op.x(0), b = op.x(1);
-    // mixgraph broadcasts between equal ranks: leading ones first.
-    if (a->ndim() < b->ndim()) {
-      Shape s(b->ndim() - a->ndim(), 1);
-      s.insert(s.end(), a->shape().begin(), a->shape().end());
-      a = F::reshape(a, s);
-    } else if (b->ndim() < a->ndim()) {
-      Shape s(a->ndim() - b->ndim(), 1);
-      s.insert(s.end(), b->shape().begin(), b->shape().end());
-      b = F::reshape(b, s);
-    }
-    op.set(0, both(a, b));
+    broadcast_shape(op, op.shape(0), op.shape(1));  // an error names the node
+    op.set(0, broadcast_binary(both, op.x(0), op.x(1)));
   };
 }
 
@@ -637,8 +791,18 @@ void squeeze(const Op& op, bool un) {
   op.set(0, F::reshape(op.x(0), s));
 }
 
+// Whether input k is a constant 1-D integer tensor (a shape's entries).
+bool int_vector(const Op& op, int k) {
+  if (!op.is_const(k)) return false;
+  const Tensor t = op.constant(k);
+  return t.shape.size() == 1 && !is_floating(t.dtype);
+}
+
 void concat(const Op& op) {
-  if (all_const(op)) {  // shape lists
+  bool shapes = true;
+  for (int k = 0; k < op.num_inputs(); ++k)
+    shapes = shapes && int_vector(op, k);
+  if (shapes) {  // shape lists, exactly; other constants fold through ours
     std::vector<int64_t> v;
     for (int k = 0; k < op.num_inputs(); ++k) {
       const auto part = op.constant(k).ints();
@@ -665,21 +829,33 @@ void shape_op(const Op& op) {
 
 void gather(const Op& op) {
   const int64_t axis = op.i("axis", 0);
-  if (op.is_const(0) && op.is_const(1)) {  // shape arithmetic
-    const Tensor d = op.constant(0);
-    if (d.shape.size() != 1) op.fail("constant data of rank > 1");
-    const auto vals = d.ints();
-    const Tensor idx = op.constant(1);
-    std::vector<int64_t> out;
-    for (int64_t i : idx.ints()) {
-      if (i < 0) i += static_cast<int64_t>(vals.size());
-      out.push_back(vals.at(static_cast<size_t>(i)));
+  if (!op.is_const(1)) {
+    return op.set(0, F::gather(op.x(0), op.x(1, nullptr, false),
+                               static_cast<int>(axis), 0));
+  }
+  // Constant indices: ONNX's negative ones count from the end (y[:, -1]);
+  // ours must be in [0, n).
+  const bool const_data = op.is_const(0);
+  const Shape s = const_data ? op.constant(0).shape : op.shape(0);
+  const int64_t a = norm_axis(op, axis, s.size()), n = s[a];
+  const Tensor idx = op.constant(1);
+  std::vector<int64_t> ids = idx.ints();
+  for (int64_t& i : ids) {
+    if (i < -n || i >= n) {
+      op.fail("index " + std::to_string(i) + " is out of range for axis " +
+              std::to_string(a) + " of size " + std::to_string(n));
     }
+    if (i < 0) i += n;
+  }
+  if (const_data && s.size() == 1 && !is_floating(op.constant(0).dtype)) {
+    const std::vector<int64_t> vals = op.constant(0).ints();
+    std::vector<int64_t> out;  // a shape's entries, exactly
+    for (int64_t i : ids) out.push_back(vals[static_cast<size_t>(i)]);
     return op.set_const(0, int_tensor(out, idx.shape));
   }
-  VariablePtr data = op.x(0);
-  VariablePtr idx = op.x(1, nullptr, false);
-  op.set(0, F::gather(data, idx, static_cast<int>(axis), 0));
+  op.set(0, F::gather(op.x(0),
+                      Importer::constant_variable(int_tensor(ids, idx.shape)),
+                      static_cast<int>(a), 0));
 }
 
 void cast(const Op& op) {
@@ -927,6 +1103,280 @@ void instance_norm(const Op& op) {
                                    static_cast<float>(op.f("epsilon", 1e-5))));
 }
 
+// Where with ONNX's broadcasting of all three inputs: ours broadcasts the
+// condition, and x_true and x_false (a scalar 0.0 beside a tensor, as
+// masked_fill writes) are broadcast to the common shape first.
+void where(const Op& op) {
+  const VariablePtr c = op.x(0, nullptr, false);
+  VariablePtr a = op.x(1), b = op.x(2);
+  const Shape s = broadcast_shape(
+      op, broadcast_shape(op, c->shape(), a->shape()), b->shape());
+  if (a->shape() != s) a = F::broadcast(a, s);
+  if (b->shape() != s) b = F::broadcast(b, s);
+  op.set(0, F::where(c, a, b));
+}
+
+void constant_of_shape(const Op& op) {
+  const std::vector<int64_t> shape = op.constant(0).ints();
+  Tensor value;  // ONNX's default: one float 0
+  value.bytes.assign(4, 0);
+  if (const auto* a = op.attr("value")) {
+    value = onnx_io::read_tensor(a->t(), op.im.where());
+    if (value.size() != 1) op.fail("value must hold one element");
+  }
+  for (int64_t d : shape) {
+    if (d < 0) op.fail("negative dimension in shape " + shape_str(shape));
+  }
+  Tensor t;
+  t.shape = shape;
+  t.dtype = value.dtype;
+  const size_t e = value.bytes.size();
+  t.bytes.resize(static_cast<size_t>(shape_size(shape)) * e);
+  for (size_t k = 0; k < t.bytes.size(); k += e)
+    std::memcpy(&t.bytes[k], value.bytes.data(), e);
+  op.set_const(0, t);
+}
+
+// Range: exact in int64 for integers, start + k delta in double then float
+// (ONNX's formula) for floating types.
+void range(const Op& op) {
+  const Tensor start = op.constant(0), limit = op.constant(1),
+               delta = op.constant(2);
+  if (start.size() != 1 || limit.size() != 1 || delta.size() != 1)
+    op.fail("start, limit and delta must be scalars");
+  const double s = start.reals()[0], l = limit.reals()[0], d = delta.reals()[0];
+  if (d == 0) op.fail("delta is 0");
+  const int64_t n =
+      std::max<int64_t>(static_cast<int64_t>(std::ceil((l - s) / d)), 0);
+  if (!is_floating(start.dtype)) {
+    const int64_t s0 = start.ints()[0], d0 = delta.ints()[0];
+    std::vector<int64_t> v;
+    for (int64_t k = 0; k < n; ++k) v.push_back(s0 + k * d0);
+    return op.set_const(0, int_tensor(v, {n}));
+  }
+  Tensor t;
+  t.shape = {n};
+  t.dtype = Dtype::f32;
+  t.bytes.resize(static_cast<size_t>(n) * 4);
+  for (int64_t k = 0; k < n; ++k) {
+    const float v = static_cast<float>(s + static_cast<double>(k) * d);
+    std::memcpy(&t.bytes[k * 4], &v, 4);
+  }
+  op.set_const(0, t);
+}
+
+// ---- LSTM, GRU, RNN on our fused recurrent functions ----
+
+enum class RecurrentKind { rnn, lstm, gru };
+
+// Our gate blocks in ONNX's numbering: LSTM's ONNX order is i, o, f, c and
+// ours i, f, g (c), o; GRU's z, r, h and ours r, z, n.
+std::vector<int> onnx_gates(RecurrentKind kind) {
+  if (kind == RecurrentKind::lstm) return {0, 2, 3, 1};
+  if (kind == RecurrentKind::gru) return {1, 0, 2};
+  return {0};
+}
+
+Tensor float_tensor(Shape shape, const std::vector<float>& v) {
+  Tensor t;
+  t.shape = std::move(shape);
+  t.bytes.resize(v.size() * 4);
+  if (!v.empty()) std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+  return t;
+}
+
+// A state input (D, B, H) as ours (1, D, B, H); zeros where it is absent.
+VariablePtr initial_state(const Op& op, int i, const Shape& state) {
+  if (op.has(i)) return op.x(i, state);
+  VariablePtr z = make_variable(state);
+  float* p = z->data()->cast<float>(/*write_only=*/true);
+  std::fill(p, p + z->size(), 0.0f);
+  return z;
+}
+
+// The checks of what we do not map, each naming the attribute or input.
+void check_recurrent(const Op& op, RecurrentKind kind, int64_t steps,
+                     int64_t batch) {
+  if (op.i("layout", 0) != 0) {
+    op.fail("layout " + std::to_string(op.i("layout", 0)) +
+            " (batch first) is not supported; only layout 0, X as (seq, "
+            "batch, input)");
+  }
+  if (op.attr("clip")) op.fail("attribute clip is not supported");
+  if (op.attr("activation_alpha") || op.attr("activation_beta"))
+    op.fail("activation_alpha / activation_beta are not supported");
+  if (kind == RecurrentKind::lstm) op.need_default("input_forget", 0);
+  if (kind == RecurrentKind::gru && op.i("linear_before_reset", 0) != 1) {
+    op.fail(
+        "linear_before_reset 0 is not supported (our GRU applies the reset "
+        "gate after the hidden state's linear map, as linear_before_reset 1 "
+        "and PyTorch's GRU do)");
+  }
+  if (op.has(4)) {
+    // Lengths that are all the whole sequence change nothing; shorter ones
+    // would need per-sequence masking our fused functions do not do.
+    if (!op.is_const(4))
+      op.fail("sequence_lens computed at run time is not supported");
+    for (int64_t n : op.constant(4).ints()) {
+      if (n != steps) {
+        op.fail("sequence_lens with a length " + std::to_string(n) +
+                " shorter than the sequence (" + std::to_string(steps) +
+                " steps) is not supported; pad to full length or leave "
+                "sequence_lens out");
+      }
+    }
+    if (op.constant(4).size() != batch)
+      op.fail("sequence_lens does not hold one length per batch entry");
+  }
+  if (kind == RecurrentKind::lstm && op.has(7)) {
+    for (double p : op.constant(7).reals()) {
+      if (p != 0) op.fail("peephole weights P are not supported");
+    }
+  }
+}
+
+// The nonlinearity of an RNN ("tanh" or "relu"); LSTM's and GRU's must be
+// ONNX's defaults, which are ours.
+std::string activations(const Op& op, RecurrentKind kind, int dirs) {
+  std::vector<std::string> want;
+  if (kind == RecurrentKind::lstm) want = {"Sigmoid", "Tanh", "Tanh"};
+  if (kind == RecurrentKind::gru) want = {"Sigmoid", "Tanh"};
+  if (kind == RecurrentKind::rnn) want = {"Tanh"};
+  const auto* a = op.attr("activations");
+  if (!a) return "tanh";
+  std::vector<std::string> got(a->strings().begin(), a->strings().end());
+  if (kind == RecurrentKind::rnn && !got.empty() && got[0] == "Relu")
+    want = {"Relu"};
+  std::vector<std::string> all;
+  for (int d = 0; d < dirs; ++d)
+    all.insert(all.end(), want.begin(), want.end());
+  if (got != all) {
+    std::string list;
+    for (const auto& g : got) list += (list.empty() ? "" : ", ") + g;
+    op.fail("activations [" + list +
+            "] are not supported (only ONNX's defaults, and Relu for RNN)");
+  }
+  return want[0] == "Relu" ? "relu" : "tanh";
+}
+
+// ONNX's W (D, G H, I), R (D, G H, H) and B (D, 2 G H) as our weight_l0 (D,
+// G, H, I + H) and bias (1, D, G_b, H), converted once while loading into
+// parameters named after the node (the gates reordered, W and R side by
+// side, ONNX's two biases summed where ours has one).
+std::pair<VariablePtr, VariablePtr> recurrent_weights(const Op& op,
+                                                      RecurrentKind kind,
+                                                      int64_t D, int64_t H,
+                                                      int64_t I) {
+  const std::vector<int> gates = onnx_gates(kind);
+  const int64_t G = static_cast<int64_t>(gates.size());
+  if (!op.is_const(1) || !op.is_const(2))
+    op.fail(
+        "W and R must be initializers (weights computed at run time are "
+        "not read)");
+  const Tensor Wt = op.constant(1), Rt = op.constant(2);
+  if (Wt.shape != Shape{D, G * H, I} || Rt.shape != Shape{D, G * H, H}) {
+    op.fail("W with shape " + shape_str(Wt.shape) + " and R with shape " +
+            shape_str(Rt.shape) + " must be " + shape_str({D, G * H, I}) +
+            " and " + shape_str({D, G * H, H}) + " for hidden_size " +
+            std::to_string(H));
+  }
+  const std::vector<double> W = Wt.reals(), R = Rt.reals();
+  std::vector<float> w;
+  w.reserve(static_cast<size_t>(D * G * H * (I + H)));
+  for (int64_t d = 0; d < D; ++d) {
+    for (int g : gates) {
+      for (int64_t h = 0; h < H; ++h) {
+        const int64_t row = (d * G + g) * H + h;
+        for (int64_t k = 0; k < I; ++k) w.push_back(float(W[row * I + k]));
+        for (int64_t k = 0; k < H; ++k) w.push_back(float(R[row * H + k]));
+      }
+    }
+  }
+  // "rnn/LSTM/weight_l0" for PyTorch's node "/rnn/LSTM": a scope path.
+  std::string base = op.node.name().empty() ? op.node.input(1) : op.node.name();
+  base.erase(0, base.find_first_not_of('/'));
+  VariablePtr weight = op.im.parameter_from(
+      base + "/weight_l0", float_tensor({D, G, H, I + H}, w), true);
+  if (!op.has(3)) return {weight, nullptr};
+  if (!op.is_const(3)) op.fail("B must be an initializer");
+  const Tensor Bt = op.constant(3);
+  if (Bt.shape != Shape{D, 2 * G * H}) {
+    op.fail("B with shape " + shape_str(Bt.shape) + " must be " +
+            shape_str({D, 2 * G * H}));
+  }
+  const std::vector<double> B = Bt.reals();
+  auto wb = [&](int64_t d, int g, int64_t h) {
+    return B[static_cast<size_t>(d * 2 * G * H + g * H + h)];
+  };
+  auto rb = [&](int64_t d, int g, int64_t h) {
+    return B[static_cast<size_t>(d * 2 * G * H + (G + g) * H + h)];
+  };
+  std::vector<float> b;
+  for (int64_t d = 0; d < D; ++d) {
+    for (int g : gates) {
+      // GRU's candidate keeps its input and hidden biases apart (ours: rows
+      // b_n and b_nh, the last two).
+      const bool split = kind == RecurrentKind::gru && g == 2;
+      for (int64_t h = 0; h < H; ++h)
+        b.push_back(float(wb(d, g, h) + (split ? 0.0 : rb(d, g, h))));
+    }
+    if (kind == RecurrentKind::gru) {
+      for (int64_t h = 0; h < H; ++h) b.push_back(float(rb(d, 2, h)));
+    }
+  }
+  const int64_t rows = kind == RecurrentKind::gru ? 4 : G;
+  VariablePtr bias = op.im.parameter_from(
+      base + "/bias", float_tensor({1, D, rows, H}, b), true);
+  return {weight, bias};
+}
+
+Rule recurrent(RecurrentKind kind) {
+  return [kind](const Op& op) {
+    VariablePtr x = op.x(0);
+    if (x->ndim() != 3)
+      op.fail("X with shape " + shape_str(x->shape()) +
+              " is not (seq, batch, input)");
+    const int64_t T = x->shape()[0], N = x->shape()[1], I = x->shape()[2];
+    check_recurrent(op, kind, T, N);
+    const std::string dir = op.s("direction", "forward");
+    if (dir != "forward" && dir != "reverse" && dir != "bidirectional")
+      op.fail("direction '" + dir + "' is not one ONNX defines");
+    const int64_t D = dir == "bidirectional" ? 2 : 1;
+    const int64_t H = op.i("hidden_size", 0);
+    if (H <= 0) op.fail("attribute hidden_size is missing");
+    const std::string act = activations(op, kind, static_cast<int>(D));
+    const auto [weight, bias] = recurrent_weights(op, kind, D, H, I);
+    const Shape state{1, D, N, H};
+    const VariablePtr h0 = initial_state(op, 5, state);
+    // A reverse-only layer: the sequence reversed, run forward, and its
+    // outputs put back in order.
+    if (dir == "reverse") x = F::flip(x, {0});
+    RecurrentOptions o;
+    o.bidirectional = D == 2;
+    o.training = false;
+    VariablePtr y, h, c;
+    if (kind == RecurrentKind::lstm) {
+      std::tie(y, h, c) =
+          F::lstm(x, h0, initial_state(op, 6, state), weight, nullptr, bias, o);
+    } else if (kind == RecurrentKind::gru) {
+      std::tie(y, h) = F::gru(x, h0, weight, nullptr, bias, o);
+    } else {
+      RNNOptions r;
+      r.nonlinearity = act;
+      r.bidirectional = o.bidirectional;
+      r.training = false;
+      std::tie(y, h) = F::rnn(x, h0, weight, nullptr, bias, r);
+    }
+    if (dir == "reverse") y = F::flip(y, {0});
+    // Ours: y (T, B, D H); ONNX's Y: (T, D, B, H).
+    if (op.node.output_size() > 0 && !op.node.output(0).empty()) {
+      op.set(0, F::transpose(F::reshape(y, {T, N, D, H}), {0, 2, 1, 3}));
+    }
+    op.set(1, F::reshape(h, {D, N, H}));
+    if (c) op.set(2, F::reshape(c, {D, N, H}));
+  };
+}
+
 VariablePtr neg(const VariablePtr& x) { return F::mul_scalar(x, -1.0f); }
 VariablePtr reciprocal(const VariablePtr& x) {
   return F::r_div_scalar(x, 1.0f);
@@ -1031,14 +1481,28 @@ const std::map<std::string, Rule>& rules() {
     t["And"] = binary(F::logical_and, nullptr, nullptr);
     t["Or"] = binary(F::logical_or, nullptr, nullptr);
     t["Xor"] = binary(F::logical_xor, nullptr, nullptr);
-    t["Sum"] = [](const Op& op) {
-      std::vector<VariablePtr> xs;
-      for (int k = 0; k < op.num_inputs(); ++k) xs.push_back(op.x(k));
-      op.set(0, xs.size() == 1 ? xs[0] : F::add_n(xs));
+    t["Sum"] = binary(F::add2, nullptr, nullptr);
+    t["Mod"] = [](const Op& op) {
+      // Integer Mod on constants folds exactly (Python's sign rule or fmod);
+      // at run time the data is floating, which our Mod2 computes as fmod.
+      if (!op.i("fmod", 0)) {
+        op.fail(
+            "fmod 0 on data computed at run time is not supported (our Mod2 "
+            "computes floating data as fmod, the sign of the dividend)");
+      }
+      op.set(0, F::mod2(op.x(0), op.x(1), true));
     };
-    t["Where"] = [](const Op& op) {
-      op.set(0, F::where(op.x(0, nullptr, false), op.x(1), op.x(2)));
+    t["Where"] = where;
+    t["ConstantOfShape"] = constant_of_shape;
+    t["Range"] = range;
+    t["HardSwish"] = [](const Op& op) {  // x relu6(x + 3) / 6
+      const VariablePtr x = op.x(0);
+      op.set(0, F::mul2(x, F::mul_scalar(F::relu6(F::add_scalar(x, 3.0f)),
+                                         1.0f / 6.0f)));
     };
+    t["LSTM"] = recurrent(RecurrentKind::lstm);
+    t["GRU"] = recurrent(RecurrentKind::gru);
+    t["RNN"] = recurrent(RecurrentKind::rnn);
     t["Conv"] = conv;
     t["ConvTranspose"] = conv_transpose;
     t["Gemm"] = gemm;
