@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <mixgraph/functions/builder.hpp>
+#include <string>
 
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
@@ -234,6 +235,65 @@ TEST(LayerNormalization, HalfMatchesFloatOnALargeOffsetSample) {
   EXPECT_EQ(y->parent()->function().dtype(), Dtype::f16);
   y->forward();
   expect_near(to_doubles(y), want, 1e-2, 1e-2, "half against float");
+}
+
+// A Transformer-sized layer norm, (T, N, E) = (64, 4, 256) over E: rows
+// split over the threads, dgamma and dbeta summed per thread and then
+// across them. Forward and every grad against double precision, in float
+// and (inputs and dy exactly representable, fp32 sums) in half and
+// bfloat16.
+TEST(LayerNormalization, ThreadedRowsMatchDoubleReference) {
+  const int64_t rows = 64 * 4, len = 256;
+  std::vector<float> x(rows * len), dy(rows * len), gamma(len), beta(len);
+  for (int64_t i = 0; i < rows * len; ++i) {
+    x[i] = 0.125f * static_cast<float>((i * 37) % 29) - 1.5f + (i / len) % 5;
+    dy[i] = 0.0625f * static_cast<float>((i * 11) % 17) - 0.5f;
+  }
+  for (int64_t j = 0; j < len; ++j) {
+    gamma[j] = 0.5f + 0.03125f * static_cast<float>(j % 13);
+    beta[j] = 0.25f * static_cast<float>(j % 3) - 0.25f;
+  }
+  Doubles y(rows * len), dx(rows * len), dgamma(len, 0.0), dbeta(len, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.data() + r * len;
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < len; ++j) mean += xr[j];
+    mean /= len;
+    for (int64_t j = 0; j < len; ++j) var += (xr[j] - mean) * (xr[j] - mean);
+    const double rstd = 1.0 / std::sqrt(var / len + 1e-5);
+    double m1 = 0, m2 = 0;
+    for (int64_t j = 0; j < len; ++j) {
+      const double xhat = (xr[j] - mean) * rstd, d = dy[r * len + j];
+      y[r * len + j] = xhat * gamma[j] + beta[j];
+      dgamma[j] += d * xhat;
+      dbeta[j] += d;
+      m1 += d * gamma[j] / len;
+      m2 += d * gamma[j] * xhat / len;
+    }
+    for (int64_t j = 0; j < len; ++j) {
+      const double xhat = (xr[j] - mean) * rstd;
+      dx[r * len + j] = rstd * (dy[r * len + j] * gamma[j] - m1 - xhat * m2);
+    }
+  }
+  for (const char* type : {"float", "half", "bfloat16"}) {
+    SCOPED_TRACE(type);
+    const bool f32 = std::string(type) == "float";
+    const double tol = f32 ? 1e-4 : std::string(type) == "half" ? 4e-3 : 3e-2;
+    ContextGuard guard(context("cpu", type));
+    auto xv = variable_from({64, 4, len}, x, true);
+    auto gv = variable_from({1, 1, len}, gamma, true);
+    auto bv = variable_from({1, 1, len}, beta, true);
+    auto yv = F::layer_normalization(xv, bv, gv, {0, 1});
+    yv->forward();
+    expect_near(to_doubles(yv), y, tol, tol, "y");
+    auto seed = make_ndarray({64, 4, len});
+    std::copy(dy.begin(), dy.end(), seed->cast<float>(true));
+    for (auto& v : {xv, gv, bv}) v->grad()->zero();
+    yv->backward(seed);
+    expect_near(grad_doubles(xv), dx, tol, tol, "dx");
+    expect_near(grad_doubles(gv), dgamma, tol * 10, tol, "dgamma");
+    expect_near(grad_doubles(bv), dbeta, tol * 10, tol, "dbeta");
+  }
 }
 
 TEST(LayerNormalization, ParametricShapes) {
