@@ -30,6 +30,15 @@ class SoftmaxCpu : public std::conditional_t<Log, LogSoftmax, Softmax> {
       int64_t ld;
       const float* xf = read_tile(x, s, o, j0, w, scratch, &ld);
       exp_and_sum(xf, ld, s.size, w, yb, mx, sum);
+      if (w == 1) {  // the last axis (attention's): one vectorized run
+        const float shift = Log ? mx[0] + std::log(sum[0]) : 0.0f;
+        const float scale = 1.0f / sum[0];
+        for (int64_t a = 0; a < s.size; ++a) {
+          yb[a] = Log ? xf[a * ld] - shift : yb[a] * scale;
+        }
+        write_tile(yb, y, s, o, j0, w);
+        return;
+      }
       for (int64_t j = 0; j < w; ++j) {
         sum[j] = Log ? mx[j] + std::log(sum[j]) : 1.0f / sum[j];
       }
@@ -60,6 +69,15 @@ class SoftmaxCpu : public std::conditional_t<Log, LogSoftmax, Softmax> {
       int64_t ld, ldd;
       const float* yf = read_tile(y, s, o, j0, w, scratch, &ld);
       const float* dyf = read_tile(dy, s, o, j0, w, scratch + tile, &ldd);
+      if (w == 1 && ld == 1 && ldd == 1) {  // the last axis: vectorized runs
+        const float t =
+            Log ? sum_floats(dyf, s.size) : sum_floats(dyf, s.size, yf);
+        for (int64_t a = 0; a < s.size; ++a) {
+          dxb[a] = Log ? dyf[a] - vmath::exp(yf[a]) * t : yf[a] * (dyf[a] - t);
+        }
+        write_tile(dxb, dx, s, o, j0, w, accum[0]);
+        return;
+      }
       std::fill(sum, sum + w, 0.0f);
       for (int64_t a = 0; a < s.size; ++a) {
         for (int64_t j = 0; j < w; ++j) {
