@@ -1,5 +1,5 @@
-// BatchMatmul on the CPU: one oneDNN matrix product (cpu::gemm, fp32
-// accumulation) per batch entry.
+// BatchMatmul on the CPU: one batched oneDNN matrix product (cpu::gemm, fp32
+// accumulation) for all batch entries.
 #include <mixgraph/functions/batch_matmul.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
@@ -21,10 +21,7 @@ class BatchMatmulCpu : public BatchMatmul {
     const T* b = input<T>(in[1]);
     T* y = output<T>(out[0]);
     const bool ta = opts_.transpose_a, tb = opts_.transpose_b;
-    for (int64_t i = 0; i < batch_; ++i) {
-      gemm<T>(ta, tb, m_, n_, k_, a + i * m_ * k_, b + i * k_ * n_,
-              y + i * m_ * n_);
-    }
+    gemm<T>(ta, tb, m_, n_, k_, a, b, y, nullptr, false, batch_);
   }
 
   // With y = op(a) op(b): d op(a) = dy op(b)^T and d op(b) = op(a)^T dy,
@@ -36,29 +33,20 @@ class BatchMatmulCpu : public BatchMatmul {
     const T* b = input<T>(in[1]);
     const T* dy = output_grad<T>(out[0]);
     const bool ta = opts_.transpose_a, tb = opts_.transpose_b;
-    const int64_t sa = m_ * k_, sb = k_ * n_, sy = m_ * n_;
     if (propagate_down[0]) {
       T* da = input_grad<T>(in[0], accum[0]);
-      for (int64_t i = 0; i < batch_; ++i) {
-        if (!ta) {  // da (M, K) = dy op(b)^T
-          gemm<T>(false, !tb, m_, k_, n_, dy + i * sy, b + i * sb, da + i * sa,
-                  nullptr, accum[0]);
-        } else {  // da (K, M) = op(b) dy^T
-          gemm<T>(tb, true, k_, m_, n_, b + i * sb, dy + i * sy, da + i * sa,
-                  nullptr, accum[0]);
-        }
+      if (!ta) {  // da (M, K) = dy op(b)^T
+        gemm<T>(false, !tb, m_, k_, n_, dy, b, da, nullptr, accum[0], batch_);
+      } else {  // da (K, M) = op(b) dy^T
+        gemm<T>(tb, true, k_, m_, n_, b, dy, da, nullptr, accum[0], batch_);
       }
     }
     if (propagate_down[1]) {
       T* db = input_grad<T>(in[1], accum[1]);
-      for (int64_t i = 0; i < batch_; ++i) {
-        if (!tb) {  // db (K, N) = op(a)^T dy
-          gemm<T>(!ta, false, k_, n_, m_, a + i * sa, dy + i * sy, db + i * sb,
-                  nullptr, accum[1]);
-        } else {  // db (N, K) = dy^T op(a)
-          gemm<T>(true, ta, n_, k_, m_, dy + i * sy, a + i * sa, db + i * sb,
-                  nullptr, accum[1]);
-        }
+      if (!tb) {  // db (K, N) = op(a)^T dy
+        gemm<T>(!ta, false, k_, n_, m_, a, dy, db, nullptr, accum[1], batch_);
+      } else {  // db (N, K) = dy^T op(a)
+        gemm<T>(true, ta, n_, k_, m_, dy, a, db, nullptr, accum[1], batch_);
       }
     }
   }

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -19,10 +20,11 @@ struct GemmKey {
   bool ta, tb, bias, accum;
   Dtype type;      // of A and B
   Dtype out_type;  // of C
+  int64_t batch;
   bool operator<(const GemmKey& o) const {
-    return std::tie(m, n, k, ta, tb, bias, accum, type, out_type) <
+    return std::tie(m, n, k, ta, tb, bias, accum, type, out_type, batch) <
            std::tie(o.m, o.n, o.k, o.ta, o.tb, o.bias, o.accum, o.type,
-                    o.out_type);
+                    o.out_type, o.batch);
   }
 };
 
@@ -36,12 +38,14 @@ using dims = dnnl::memory::dims;
 
 GemmPlan make_plan(const GemmKey& key) {
   const auto dt = dnnl_type(key.type);
-  const dnnl::memory::desc a_md({key.m, key.k}, dt,
-                                key.ta ? dims{1, key.m} : dims{key.k, 1});
-  const dnnl::memory::desc b_md({key.k, key.n}, dt,
-                                key.tb ? dims{1, key.k} : dims{key.n, 1});
-  const dnnl::memory::desc c_md({key.m, key.n}, dnnl_type(key.out_type),
-                                dims{key.n, 1});
+  const int64_t m = key.m, n = key.n, k = key.k;
+  // (batch, rows, columns), each matrix after the one before.
+  const dnnl::memory::desc a_md({key.batch, m, k}, dt,
+                                key.ta ? dims{m * k, 1, m} : dims{m * k, k, 1});
+  const dnnl::memory::desc b_md({key.batch, k, n}, dt,
+                                key.tb ? dims{k * n, 1, k} : dims{k * n, n, 1});
+  const dnnl::memory::desc c_md({key.batch, m, n}, dnnl_type(key.out_type),
+                                dims{m * n, n, 1});
   dnnl::primitive_attr attr;
   if (key.accum) {
     dnnl::post_ops po;
@@ -50,8 +54,8 @@ GemmPlan make_plan(const GemmKey& key) {
   }
   GemmPlan plan;
   try {
-    const dnnl::memory::desc bias_md({1, key.n}, dnnl::memory::data_type::f32,
-                                     dims{key.n, 1});
+    const dnnl::memory::desc bias_md({1, 1, n}, dnnl::memory::data_type::f32,
+                                     dims{n, n, 1});
     const dnnl::matmul::primitive_desc pd(
         key.bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
                  : dnnl::matmul::desc(a_md, b_md, c_md),
@@ -102,9 +106,17 @@ const void* as_type(Operand x, Dtype type, int64_t n,
 
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
-          Operand b, T* c, const float* bias, bool accum) {
-  if (m == 0 || n == 0) return;
+          Operand b, T* c, const float* bias, bool accum, int64_t batch) {
+  if (m == 0 || n == 0 || batch == 0) return;
+  if (batch > 1 && bias) {
+    throw std::logic_error("[gemm] a batched product takes no bias");
+  }
   if (k == 0) {  // an empty sum: C = bias (or C + bias)
+    if (batch > 1) {
+      store(std::vector<float>(batch * m * n, 0.0f).data(), c, batch * m * n,
+            accum);
+      return;
+    }
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
         const float base = accum ? static_cast<float>(c[i * n + j]) : 0.0f;
@@ -121,27 +133,28 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
   std::unique_ptr<Memory> a_scratch, b_scratch, c_scratch;
   if (std::is_same_v<T, float> || bf16) {
     const Dtype in = bf16 ? Dtype::bf16 : Dtype::f32;
-    const GemmPlan& plan = plan_for(
-        GemmKey{m, n, k, ta, tb, bias != nullptr, accum, in, dtype_of<T>});
+    const GemmPlan& plan = plan_for(GemmKey{m, n, k, ta, tb, bias != nullptr,
+                                            accum, in, dtype_of<T>, batch});
     if (plan.native) {
-      run(plan, as_type(a, in, m * k, a_scratch),
-          as_type(b, in, k * n, b_scratch), c, bias);
+      run(plan, as_type(a, in, batch * m * k, a_scratch),
+          as_type(b, in, batch * k * n, b_scratch), c, bias);
       return;
     }
   }
   // fp32, with the result rounded to T once (added to C in fp32 with accum).
-  const GemmPlan& plan = plan_for(
-      GemmKey{m, n, k, ta, tb, bias != nullptr, false, Dtype::f32, Dtype::f32});
-  c_scratch = CpuAllocator::instance().allocate(m * n * sizeof(float));
+  const GemmPlan& plan = plan_for(GemmKey{
+      m, n, k, ta, tb, bias != nullptr, false, Dtype::f32, Dtype::f32, batch});
+  const int64_t size_c = batch * m * n;
+  c_scratch = CpuAllocator::instance().allocate(size_c * sizeof(float));
   float* cf = static_cast<float*>(c_scratch->ptr());
-  run(plan, as_type(a, Dtype::f32, m * k, a_scratch),
-      as_type(b, Dtype::f32, k * n, b_scratch), cf, bias);
-  store(cf, c, m * n, accum);
+  run(plan, as_type(a, Dtype::f32, batch * m * k, a_scratch),
+      as_type(b, Dtype::f32, batch * k * n, b_scratch), cf, bias);
+  store(cf, c, size_c, accum);
 }
 
 #define MG_INSTANTIATE_GEMM(T)                                          \
   template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, Operand, \
-                        Operand, T*, const float*, bool);
+                        Operand, T*, const float*, bool, int64_t);
 MG_INSTANTIATE_GEMM(float)
 MG_INSTANTIATE_GEMM(Half)
 MG_INSTANTIATE_GEMM(BFloat16)

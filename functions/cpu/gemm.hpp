@@ -16,16 +16,22 @@ namespace mg::cpu {
 /// fp32 (always for Half: oneDNN 2.6 has no fp16 kernels, see compute_type):
 /// operands of another type go through scratch buffers, an operand of the
 /// compute type through none, and an fp32 result is rounded to T once.
+/// With batch > 1, `batch` such products of matrices stored one after the
+/// other in A, B and C, in one oneDNN call (attention's small products:
+/// one call and one conversion per operand, not one per matrix); the bias
+/// must then be null.
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
-          Operand b, T* c, const float* bias = nullptr, bool accum = false);
+          Operand b, T* c, const float* bias = nullptr, bool accum = false,
+          int64_t batch = 1);
 
 /// As above with both operands of type T.
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
-          const T* b, T* c, const float* bias = nullptr, bool accum = false) {
+          const T* b, T* c, const float* bias = nullptr, bool accum = false,
+          int64_t batch = 1) {
   gemm<T>(ta, tb, m, n, k, Operand{a, dtype_of<T>}, Operand{b, dtype_of<T>}, c,
-          bias, accum);
+          bias, accum, batch);
 }
 
 }  // namespace mg::cpu
