@@ -93,10 +93,6 @@ TEST(Network, BadYamlIsReportedWithFileAndLine) {
       "net.yaml:8: unknown function 'Relu'; did you mean 'ReLU'");
   expect_load_error(
       std::string(kHead) +
-          "    - {type: LeakyReLU, inputs: [x], outputs: [y], args: {}}\n",
-      "net.yaml:8: [LeakyReLU] missing argument 'alpha'");
-  expect_load_error(
-      std::string(kHead) +
           "    - {type: LeakyReLU, inputs: [x], outputs: [y], "
           "args: {alpha: fast}}\n",
       "net.yaml:8: [LeakyReLU] argument 'alpha' must be a number, "
