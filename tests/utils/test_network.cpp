@@ -100,14 +100,14 @@ TEST(Network, BadYamlIsReportedWithFileAndLine) {
   expect_load_error(std::string(kHead) +
                         "    - {type: ReLU, inputs: [x], outputs: [y], "
                         "args: {alpha: 1}}\n",
-                    "net.yaml:8: [ReLU] unknown argument 'alpha'; it takes no "
-                    "arguments");
+                    "net.yaml:8: [ReLU] unknown argument 'alpha'; it takes "
+                    "'inplace'");
   // A typo names the argument it stands for, and what the function takes.
   expect_load_error(std::string(kHead) +
                         "    - {type: LeakyReLU, inputs: [x], outputs: [y], "
                         "args: {alpah: 0.2}}\n",
                     "net.yaml:8: [LeakyReLU] unknown argument 'alpah' (did you "
-                    "mean 'alpha'?); it takes 'alpha'");
+                    "mean 'alpha'?); it takes 'alpha', 'inplace'");
   expect_load_error(std::string(kHead) +
                         "    - {type: Sum, inputs: [x], outputs: [y], "
                         "args: {axis: [1], keep_dims: false, colour: 1}}\n",
@@ -115,8 +115,9 @@ TEST(Network, BadYamlIsReportedWithFileAndLine) {
                     "'axes'?), 'colour'; it takes 'axes', 'keep_dims'");
   expect_load_error(std::string(kHead) +
                         "    - {type: LeakyReLU, inputs: [x], outputs: [y], "
-                        "args: {alpha: 0.1, inplace: true}}\n",
-                    "net.yaml:8: [LeakyReLU] unknown argument 'inplace'");
+                        "args: {alpha: 0.1, inplace: 1.5}}\n",
+                    "net.yaml:8: [LeakyReLU] argument 'inplace' must be a "
+                    "bool, got float");
   expect_load_error(
       std::string(kHead) + "    - {type: ReLU, inputs: [z], outputs: [y]}\n",
       "net.yaml:8: ReLU reads 'z', which no input");
