@@ -26,11 +26,22 @@ std::string ints_str(const std::vector<int>& v) {
 
 }  // namespace
 
+int Split::num_outputs_for(const Variables& inputs) const {
+  if (opts_.num_outputs > 0 || inputs.size() != 1 || !inputs[0]) {
+    return opts_.num_outputs;
+  }
+  // An axis out of range gives 1 here; setup then says what is wrong.
+  const Shape& x = inputs[0]->shape();
+  const int nd = static_cast<int>(x.size());
+  const int axis = opts_.axis < 0 ? opts_.axis + nd : opts_.axis;
+  return axis >= 0 && axis < nd ? static_cast<int>(x[axis]) : 1;
+}
+
 void Split::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   const int nd = static_cast<int>(x.size());
   const int axis = axis_of(opts_.axis, x, nd, "x", tag());
-  if (x[axis] != opts_.num_outputs) {
+  if (opts_.num_outputs > 0 && x[axis] != opts_.num_outputs) {
     throw std::invalid_argument(
         tag() + "x with shape " + shape_str(x) + " has " +
         std::to_string(x[axis]) + " slices along axis " + std::to_string(axis) +
