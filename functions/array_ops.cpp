@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdlib>
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/array_ops.hpp>
 #include <mixgraph/functions/builder.hpp>
@@ -247,11 +248,11 @@ void Shift::setup_impl(const Variables& in, const Variables& out) {
     const int64_t n = x[a], s = a >= nd - ns ? shifts[a - (nd - ns)] : 0;
     for (int64_t j = 0; j < n; ++j) {
       int64_t i = j - s;
-      if (reflect && n > 1) {
-        // Mirror without repeating the edge: period 2 (n - 1).
-        const int64_t period = 2 * (n - 1);
-        i = ((i % period) + period) % period;
-        if (i >= n) i = period - i;
+      if (reflect) {
+        // NNabla's: x mirrored with its edge repeated (-1 -> 0, -2 -> 1,
+        // NumPy's 'symmetric'), period 2 n, written as NNabla writes it.
+        const int64_t r = n > 1 ? std::llabs(i + 2 * n) % (2 * n) : 0;
+        i = r >= n ? 2 * n - 1 - r : r;
       } else {
         i = std::clamp<int64_t>(i, 0, n - 1);
       }

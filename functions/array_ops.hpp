@@ -206,7 +206,8 @@ struct ShiftOptions {
   /// The shift of each of the last shifts.size() axes: y[i] = x[i - s].
   std::vector<int> shifts;
   /// What fills the vacated places: "nearest" (the edge value) or
-  /// "reflect" (x mirrored at its edges, the edge not repeated).
+  /// "reflect" (x mirrored at its edges, the edge repeated: NNabla's, NumPy's
+  /// 'symmetric').
   std::string border_mode = "nearest";
 };
 
