@@ -7,7 +7,8 @@
 //   }
 // The registry uses it to record each function's arguments and to rebuild a
 // function from arguments read back from a file. A struct with no fields
-// needs nothing.
+// needs nothing. A field's default member initializer is the argument's
+// default (NNabla's, for NNabla's arguments): an argument left out keeps it.
 #pragma once
 
 #include <algorithm>
@@ -118,11 +119,9 @@ struct Reader {
   void operator()(const char* name, T& field) {
     auto it = std::find_if(in.begin(), in.end(),
                            [&](const auto& kv) { return kv.first == name; });
-    if (it == in.end()) {
-      throw std::invalid_argument("[" + fn + "] missing argument '" + name +
-                                  "'");
-    }
-    from_value(it->second, field, fn, name);
+    // NNabla's optional arguments are optional: a network written with
+    // NNabla's lists leaves them out and means their defaults.
+    if (it != in.end()) from_value(it->second, field, fn, name);
   }
 };
 
@@ -158,8 +157,9 @@ FunctionArgs options_to_args(const O& opts) {
   return args;
 }
 
-/// Options from arguments: every field must be present with its type; an
-/// argument the options do not have is an error too. `fn` tags the errors.
+/// Options from arguments: a field left out keeps its default, a field given
+/// must have its type, and an argument the options do not have is an error.
+/// `fn` tags the errors.
 template <class O>
 O options_from_args(const FunctionArgs& args, const std::string& fn) {
   O opts{};

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdlib>
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/array_ops.hpp>
 #include <mixgraph/functions/builder.hpp>
@@ -26,11 +27,22 @@ std::string ints_str(const std::vector<int>& v) {
 
 }  // namespace
 
+int Split::num_outputs_for(const Variables& inputs) const {
+  if (opts_.num_outputs > 0 || inputs.size() != 1 || !inputs[0]) {
+    return opts_.num_outputs;
+  }
+  // An axis out of range gives 1 here; setup then says what is wrong.
+  const Shape& x = inputs[0]->shape();
+  const int nd = static_cast<int>(x.size());
+  const int axis = opts_.axis < 0 ? opts_.axis + nd : opts_.axis;
+  return axis >= 0 && axis < nd ? static_cast<int>(x[axis]) : 1;
+}
+
 void Split::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   const int nd = static_cast<int>(x.size());
   const int axis = axis_of(opts_.axis, x, nd, "x", tag());
-  if (x[axis] != opts_.num_outputs) {
+  if (opts_.num_outputs > 0 && x[axis] != opts_.num_outputs) {
     throw std::invalid_argument(
         tag() + "x with shape " + shape_str(x) + " has " +
         std::to_string(x[axis]) + " slices along axis " + std::to_string(axis) +
@@ -236,11 +248,11 @@ void Shift::setup_impl(const Variables& in, const Variables& out) {
     const int64_t n = x[a], s = a >= nd - ns ? shifts[a - (nd - ns)] : 0;
     for (int64_t j = 0; j < n; ++j) {
       int64_t i = j - s;
-      if (reflect && n > 1) {
-        // Mirror without repeating the edge: period 2 (n - 1).
-        const int64_t period = 2 * (n - 1);
-        i = ((i % period) + period) % period;
-        if (i >= n) i = period - i;
+      if (reflect) {
+        // NNabla's: x mirrored with its edge repeated (-1 -> 0, -2 -> 1,
+        // NumPy's 'symmetric'), period 2 n, written as NNabla writes it.
+        const int64_t r = n > 1 ? std::llabs(i + 2 * n) % (2 * n) : 0;
+        i = r >= n ? 2 * n - 1 - r : r;
       } else {
         i = std::clamp<int64_t>(i, 0, n - 1);
       }

@@ -12,9 +12,10 @@ namespace mg {
 struct SplitOptions {
   /// The axis to split along (negative counts from the end).
   int axis = 0;
-  /// How many outputs: x.shape[axis]. The builder fills it in from x, since
-  /// a function must know its output count before it sees its inputs.
-  int num_outputs = 1;
+  /// How many outputs: x.shape[axis]. Ours, not NNabla's: 0 (the default)
+  /// takes it from x when the function is linked to its input; a count
+  /// given must equal it.
+  int num_outputs = 0;
 };
 
 /// The fields, for writing and reading the function's arguments.
@@ -42,6 +43,7 @@ class Split : public Function {
  public:
   explicit Split(const SplitOptions& opts) : opts_(opts) {}
   int num_outputs() const override { return opts_.num_outputs; }
+  int num_outputs_for(const Variables& inputs) const override;
   bool grad_depends_input_data(int) const override { return false; }
   const SplitOptions& options() const { return opts_; }
 
@@ -204,7 +206,8 @@ struct ShiftOptions {
   /// The shift of each of the last shifts.size() axes: y[i] = x[i - s].
   std::vector<int> shifts;
   /// What fills the vacated places: "nearest" (the edge value) or
-  /// "reflect" (x mirrored at its edges, the edge not repeated).
+  /// "reflect" (x mirrored at its edges, the edge repeated: NNabla's, NumPy's
+  /// 'symmetric').
   std::string border_mode = "nearest";
 };
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/fused_batch_normalization.hpp>
 
@@ -98,7 +99,79 @@ void BatchNormalization::check_batch_values(const Shape& x, int ranks) const {
                               std::to_string(n) + " value per channel" + need);
 }
 
+int BatchNormalization::input_port(int i) const {
+  if (i == 0) return 0;
+  // The ports given: x, beta, gamma, mean, variance less those left out.
+  const int skipped_before_gamma = opts_.no_bias ? 1 : 0;
+  const int skipped = skipped_before_gamma + (opts_.no_scale ? 1 : 0);
+  if (!opts_.no_bias && i == 1) return 1;
+  if (!opts_.no_scale && i == 2 - skipped_before_gamma) return 2;
+  return Function::input_port(i + skipped);
+}
+
+Variables BatchNormalization::full_inputs(const Variables& in) {
+  if (!opts_.no_bias && !opts_.no_scale) return in;
+  Variables full{in[0]};
+  size_t next = 1;
+  full.push_back(opts_.no_bias ? zero_beta_.get() : in[next++]);
+  full.push_back(opts_.no_scale ? one_gamma_.get() : in[next++]);
+  full.insert(full.end(), in.begin() + next, in.end());
+  return full;
+}
+
+std::vector<bool> BatchNormalization::full_flags(
+    const std::vector<bool>& flags) const {
+  if (!opts_.no_bias && !opts_.no_scale) return flags;
+  std::vector<bool> full{flags[0]};
+  size_t next = 1;
+  full.push_back(opts_.no_bias ? false : bool(flags[next++]));
+  full.push_back(opts_.no_scale ? false : bool(flags[next++]));
+  full.insert(full.end(), flags.begin() + next, flags.end());
+  return full;
+}
+
 void BatchNormalization::setup_impl(const Variables& in, const Variables& out) {
+  // NNabla's count: x, mean and variance, with beta and gamma unless left
+  // out (the graph's check allows 3 to 5 whatever the flags); more only
+  // where the declaration takes more (FusedBatchNormalization's z).
+  const size_t n = 3 + (opts_.no_bias ? 0 : 1) + (opts_.no_scale ? 0 : 1);
+  if (in.size() < n || (in.size() > n && max_inputs() == 5)) {
+    throw std::invalid_argument(
+        msg(tag(), "takes ", n, " inputs (x, ", opts_.no_bias ? "" : "beta, ",
+            opts_.no_scale ? "" : "gamma, ", "mean, variance) with no_bias ",
+            opts_.no_bias ? "true" : "false", " and no_scale ",
+            opts_.no_scale ? "true" : "false", ", but got ", in.size(),
+            " with shapes ", shapes_str(in)));
+  }
+  if (opts_.no_bias || opts_.no_scale) {
+    const Shape p =
+        batch_normalization_param_shape(in[0]->shape(), opts_.axes, tag());
+    if (opts_.no_bias && (!zero_beta_ || zero_beta_->shape() != p)) {
+      zero_beta_ = std::make_shared<Variable>(p);
+      zero_beta_->data()->fill(0.0);
+    }
+    if (opts_.no_scale && (!one_gamma_ || one_gamma_->shape() != p)) {
+      one_gamma_ = std::make_shared<Variable>(p);
+      one_gamma_->data()->fill(1.0);
+    }
+  }
+  setup_full(full_inputs(in), out);
+}
+
+void BatchNormalization::forward_impl(const Variables& in,
+                                      const Variables& out) {
+  forward_full(full_inputs(in), out);
+}
+
+void BatchNormalization::backward_impl(const Variables& in,
+                                       const Variables& out,
+                                       const std::vector<bool>& propagate_down,
+                                       const std::vector<bool>& accum) {
+  backward_full(full_inputs(in), out, full_flags(propagate_down),
+                full_flags(accum));
+}
+
+void BatchNormalization::setup_full(const Variables& in, const Variables& out) {
   setup_layout(in);
   check_batch_values(in[0]->shape(), 1);
   out[0]->reshape(in[0]->shape());
@@ -108,7 +181,7 @@ CommunicatorPtr SyncBatchNormalization::communicator() const {
   return comm_ ? comm_ : default_communicator();
 }
 
-void SyncBatchNormalization::setup_impl(const Variables& in,
+void SyncBatchNormalization::setup_full(const Variables& in,
                                         const Variables& out) {
   if (sync_opts_.group != "world") {
     throw std::invalid_argument(tag() + "group '" + sync_opts_.group +

@@ -22,15 +22,31 @@ struct BatchNormalizationOptions {
   /// true: normalise with the batch statistics and update the running ones
   /// (training); false: normalise with the running statistics (inference).
   bool batch_stat = true;
+  /// NNabla's: no gamma input (a scale of 1) ...
+  bool no_scale = false;
+  /// ... and no beta input (a bias of 0); the inputs left out are skipped,
+  /// so with both the inputs are (x, mean, variance).
+  bool no_bias = false;
 };
 
-/// The fields, for writing and reading the function's arguments.
+namespace detail {
+/// The fields BatchNormalization shares with FusedBatchNormalization (whose
+/// NNabla arguments lack no_scale and no_bias).
 template <class V>
-void visit_fields(BatchNormalizationOptions& o, V&& v) {
+void visit_batch_normalization_fields(BatchNormalizationOptions& o, V&& v) {
   v("axes", o.axes);
   v("decay_rate", o.decay_rate);
   v("eps", o.eps);
   v("batch_stat", o.batch_stat);
+}
+}  // namespace detail
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(BatchNormalizationOptions& o, V&& v) {
+  detail::visit_batch_normalization_fields(o, v);
+  v("no_scale", o.no_scale);
+  v("no_bias", o.no_bias);
 }
 
 namespace decl {
@@ -38,14 +54,16 @@ namespace decl {
 inline constexpr FunctionDeclOf<BatchNormalizationOptions> BatchNormalization{
     {"BatchNormalization",
      "batch_normalization",
-     {Port{"x"}, Port{"beta"}, Port{"gamma"},
+     {Port{"x"}, Port{"beta", Port::floating, true, true},
+      Port{"gamma", Port::floating, true, true},
       Port{"mean", Port::float32, false},
       Port{"variance", Port::float32, false}},
      {Port{"y"}}}};
 }  // namespace decl
 
-/// Inputs x, beta, gamma, mean, variance; the last four have x's shape with 1
-/// outside `axes` ((1, C, 1, 1) for NCHW and axes {1}). y = (x - mu) /
+/// Inputs x, beta, gamma, mean, variance (beta left out with no_bias, gamma
+/// with no_scale: NNabla's lists of 3 to 5); the last four have x's shape with
+/// 1 outside `axes` ((1, C, 1, 1) for NCHW and axes {1}). y = (x - mu) /
 /// sqrt(var + eps) * gamma + beta, per channel. In training the running mean
 /// and variance (inputs 3 and 4) are updated in place in forward, the
 /// variance with the unbiased batch variance (n / (n - 1)) as NNabla does;
@@ -56,12 +74,28 @@ class BatchNormalization : public Function {
       : opts_(opts) {}
   // Backward reads x and gamma; the running statistics only in inference.
   bool grad_depends_input_data(int i) const override {
-    return i == 0 || i == 2 || (i >= 3 && !opts_.batch_stat);
+    const int port = input_port(i);
+    return port == 0 || port == 2 || (port >= 3 && !opts_.batch_stat);
   }
   const BatchNormalizationOptions& options() const { return opts_; }
+  // beta and gamma may be left out (no_bias, no_scale): the inputs after
+  // them move up.
+  int input_port(int i) const override;
 
  protected:
-  void setup_impl(const Variables& in, const Variables& out) override;
+  // The kernels see all five inputs: a beta or gamma left out is given as
+  // a constant (0 or 1) of the parameters' shape that gets no grad.
+  void setup_impl(const Variables& in, const Variables& out) final;
+  void forward_impl(const Variables& in, const Variables& out) final;
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) final;
+  /// setup, forward and backward with (x, beta, gamma, mean, variance, ...).
+  virtual void setup_full(const Variables& in, const Variables& out);
+  virtual void forward_full(const Variables& in, const Variables& out) = 0;
+  virtual void backward_full(const Variables& in, const Variables& out,
+                             const std::vector<bool>& propagate_down,
+                             const std::vector<bool>& accum) = 0;
   // The checks of the parameter shapes and options, and size0_ .. size2_.
   void setup_layout(const Variables& in);
   // Throws unless there are 2 values per channel for batch statistics:
@@ -76,6 +110,13 @@ class BatchNormalization : public Function {
   const BatchNormalizationOptions opts_;
   // x seen as (size0, size1, size2): batch axes, channels, the rest.
   int64_t size0_ = 0, size1_ = 0, size2_ = 0;
+
+ private:
+  // The inputs as the kernels see them, and flags to match.
+  Variables full_inputs(const Variables& in);
+  std::vector<bool> full_flags(const std::vector<bool>& flags) const;
+  // The beta (0) and gamma (1) of no_bias and no_scale.
+  std::shared_ptr<Variable> zero_beta_, one_gamma_;
 };
 
 struct SyncBatchNormalizationOptions {
@@ -137,7 +178,7 @@ class SyncBatchNormalization : public BatchNormalization {
   CommunicatorPtr communicator() const;
 
  protected:
-  void setup_impl(const Variables& in, const Variables& out) override;
+  void setup_full(const Variables& in, const Variables& out) override;
   void sum_over_ranks(float* values, int64_t n) override;
   const SyncBatchNormalizationOptions sync_opts_;
   CommunicatorPtr comm_;

@@ -36,7 +36,7 @@ void BroadcastTo::setup_impl(const Variables& in, const Variables& out) {
 
 void Meshgrid::setup_impl(const Variables& in, const Variables& out) {
   const int n = static_cast<int>(in.size());
-  if (n != opts_.num_outputs) {
+  if (opts_.num_outputs > 0 && n != opts_.num_outputs) {
     throw std::invalid_argument(msg(tag(), "has ", n, " inputs with shapes ",
                                     shapes_str(in), ", but num_outputs is ",
                                     opts_.num_outputs));

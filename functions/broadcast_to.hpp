@@ -56,9 +56,10 @@ struct MeshgridOptions {
   /// Matrix ("ij") indexing: output axis k follows input k. False
   /// (NNabla's default, Cartesian "xy"): the first two axes are swapped.
   bool ij_indexing = false;
-  /// How many inputs and outputs: the builder fills it in, since a function
-  /// must know its output count before it sees its inputs.
-  int num_outputs = 1;
+  /// How many inputs and outputs. Ours, not NNabla's: 0 (the default) takes
+  /// the number of inputs when the function is linked to them; a count
+  /// given must equal it.
+  int num_outputs = 0;
 };
 
 /// The fields, for writing and reading the function's arguments.
@@ -89,6 +90,10 @@ class Meshgrid : public Function {
  public:
   explicit Meshgrid(const MeshgridOptions& opts) : opts_(opts) {}
   int num_outputs() const override { return opts_.num_outputs; }
+  int num_outputs_for(const Variables& inputs) const override {
+    return opts_.num_outputs > 0 ? opts_.num_outputs
+                                 : static_cast<int>(inputs.size());
+  }
   bool grad_depends_input_data(int) const override { return false; }
   const MeshgridOptions& options() const { return opts_; }
 

@@ -14,7 +14,9 @@ std::vector<VariablePtr> apply_function(const FunctionDeclOf<Options>& decl,
                                         const Options& opts,
                                         std::vector<VariablePtr> inputs) {
   auto fn = create_function(decl, opts);
-  const int n = fn->num_outputs();
+  Variables raw;
+  for (const auto& v : inputs) raw.push_back(v.get());
+  const int n = fn->num_outputs_for(raw);
   return connect(
       std::make_shared<FunctionNode>(std::move(fn), std::move(inputs)), n);
 }

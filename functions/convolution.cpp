@@ -120,12 +120,22 @@ const Shape& conv_layer_input_shape(const std::string& tag,
 
 }  // namespace detail
 
+void detail::check_channel_first(const std::string& tag, bool channel_last) {
+  if (channel_last) {
+    throw std::invalid_argument(
+        tag +
+        "channel_last=true is not supported: the kernels are channel-first; "
+        "transpose x to (batch, channels, spatial...) and pass false");
+  }
+}
+
 void Convolution::setup_impl(const Variables& in, const Variables& out) {
   setup_geometry(in, out, in[1]->shape(), opts_.group);
 }
 
 void Convolution::setup_geometry(const Variables& in, const Variables& out,
                                  const Shape& w, int group) {
+  detail::check_channel_first(tag(), opts_.channel_last);
   const Shape& x = in[0]->shape();
   const int base = opts_.base_axis;
   geom_ = detail::conv_common(tag(), x, w, base, opts_.pad, opts_.stride,

@@ -14,6 +14,9 @@ struct ConvolutionOptions {
   std::vector<int64_t> pad, stride, dilation;
   /// Channels split into `group` independent convolutions.
   int group = 1;
+  /// NNabla's layout flag: true (channels last) is refused with an error
+  /// (the kernels are channel-first; transpose x to it).
+  bool channel_last = false;
 };
 
 /// The fields, for writing and reading the function's arguments.
@@ -24,6 +27,7 @@ void visit_fields(ConvolutionOptions& o, V&& v) {
   v("stride", o.stride);
   v("dilation", o.dilation);
   v("group", o.group);
+  v("channel_last", o.channel_last);
 }
 
 /// The geometry of y = conv(x, W) on (batch, channels, spatial...) arrays,
@@ -42,6 +46,9 @@ struct ConvGeometry {
 };
 
 namespace detail {
+/// Throws std::invalid_argument starting with `tag` when `channel_last` is
+/// set: NNabla's channels-last layout, which no kernel here implements.
+void check_channel_first(const std::string& tag, bool channel_last);
 /// Checks that base_axis leaves x a channel axis and at least one spatial
 /// axis after it; throws std::invalid_argument starting with `tag` otherwise.
 void check_conv_base_axis(const std::string& tag, const Shape& x,

@@ -13,6 +13,7 @@ void Deconvolution::setup_impl(const Variables& in, const Variables& out) {
 
 void Deconvolution::setup_geometry(const Variables& in, const Variables& out,
                                    const Shape& w, int group) {
+  detail::check_channel_first(tag(), opts_.channel_last);
   const Shape& x = in[0]->shape();
   const int base = opts_.base_axis;
   ConvGeometry g = detail::conv_common(tag(), x, w, base, opts_.pad,

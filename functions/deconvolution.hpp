@@ -17,6 +17,9 @@ struct DeconvolutionOptions {
   /// stride), to pick among the output sizes a strided Convolution maps to
   /// the same input size; empty means 0.
   std::vector<int64_t> output_padding;
+  /// NNabla's layout flag: true (channels last) is refused with an error
+  /// (the kernels are channel-first; transpose x to it).
+  bool channel_last = false;
 };
 
 /// The fields, for writing and reading the function's arguments.
@@ -27,6 +30,7 @@ void visit_fields(DeconvolutionOptions& o, V&& v) {
   v("stride", o.stride);
   v("dilation", o.dilation);
   v("group", o.group);
+  v("channel_last", o.channel_last);
   v("output_padding", o.output_padding);
 }
 

@@ -6,7 +6,7 @@
 
 namespace mg {
 
-void FusedBatchNormalization::setup_impl(const Variables& in,
+void FusedBatchNormalization::setup_full(const Variables& in,
                                          const Variables& out) {
   if (fused_opts_.nonlinearity != "relu") {
     throw std::invalid_argument(

@@ -18,7 +18,7 @@ struct FusedBatchNormalizationOptions : BatchNormalizationOptions {
 /// order, BatchNormalization's then the activation.
 template <class V>
 void visit_fields(FusedBatchNormalizationOptions& o, V&& v) {
-  visit_fields(static_cast<BatchNormalizationOptions&>(o), v);
+  detail::visit_batch_normalization_fields(o, v);
   v("nonlinearity", o.nonlinearity);
 }
 
@@ -53,7 +53,7 @@ class FusedBatchNormalization : public BatchNormalization {
   const FusedBatchNormalizationOptions& options() const { return fused_opts_; }
 
  protected:
-  void setup_impl(const Variables& in, const Variables& out) override;
+  void setup_full(const Variables& in, const Variables& out) override;
   const FusedBatchNormalizationOptions fused_opts_;
 };
 

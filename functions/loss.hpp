@@ -174,8 +174,9 @@ class KLMultinomial : public Function {
 };
 
 struct ConfusionMatrixOptions {
-  /// The class axis of x; negative counts from the end (NNabla: 1).
-  int axis = 1;
+  /// The class axis of x; negative counts from the end (NNabla's default,
+  /// len(x.shape) - 1: the last).
+  int axis = -1;
 };
 
 /// The fields, for writing and reading the function's arguments.
@@ -240,7 +241,7 @@ VariablePtr kl_multinomial(const VariablePtr& p, const VariablePtr& q,
                            int base_axis = 1);
 /// The (C, C) confusion matrix of x's best classes against labels t.
 VariablePtr confusion_matrix(const VariablePtr& x, const VariablePtr& t,
-                             int axis = 1);
+                             int axis = -1);
 }  // namespace functions
 
 }  // namespace mg

@@ -21,7 +21,7 @@ void check_not_empty(const Shape& x, const std::vector<int>& axes,
 }  // namespace
 
 void Min::setup_impl(const Variables& in, const Variables& out) {
-  Reduction::setup_impl(in, out);
+  Extremum::setup_impl(in, out);
   check_not_empty(in[0]->shape(), axes_, tag());
 }
 
@@ -33,8 +33,10 @@ void ArgMax::setup_impl(const Variables& in, const Variables& out) {
 namespace functions {
 
 VariablePtr min(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
-  return apply_function1(decl::Min, ReduceOptions{std::move(axes), keep_dims},
-                         {x});
+  ExtremumOptions opts;
+  opts.axes = std::move(axes);
+  opts.keep_dims = keep_dims;
+  return apply_function1(decl::Min, opts, {x});
 }
 
 VariablePtr argmax(const VariablePtr& x, std::vector<int> axes,

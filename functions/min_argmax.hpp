@@ -7,16 +7,16 @@
 namespace mg {
 
 namespace decl {
-/// Min's declaration.
-inline constexpr FunctionDeclOf<ReduceOptions> Min{
-    {"Min", "min", {Port{"x"}}, {Port{"y"}}}};
+/// Min's declaration: as Max's.
+inline constexpr FunctionDeclOf<ExtremumOptions> Min{
+    {"Min", "min", {Port{"x"}}, {Port{"y"}, Port{"indices", Port::integer}}}};
 }  // namespace decl
 
 /// y = the min of x over the axes; backward routes the grad to the first
 /// minimum, whose index forward keeps.
-class Min : public Reduction {
+class Min : public Extremum {
  public:
-  using Reduction::Reduction;
+  using Extremum::Extremum;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;

@@ -20,6 +20,7 @@ void Pooling::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   const auto& kernel = args_.kernel;
   const auto& opts = args_.options;
+  detail::check_channel_first(tag(), opts.channel_last);
   if (kernel.empty() || kernel.size() > 3) {
     throw std::invalid_argument(tag() + "kernel " + shape_str(kernel) +
                                 " must have 1 to 3 values, one per pooled "

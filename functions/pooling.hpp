@@ -18,7 +18,12 @@ struct PoolingOptions {
   /// max.
   std::vector<int64_t> pad;
   /// AveragePooling only: whether padding counts in a window's size.
+  /// MaxPooling and SumPooling (NNabla's have no such argument) ignore it:
+  /// padding never wins a max and adds 0 to a sum.
   bool including_pad = true;
+  /// NNabla's layout flag: true (channels last) is refused with an error
+  /// (the kernels are channel-first; transpose x to it).
+  bool channel_last = false;
 };
 
 /// What a pooling function is made from: its kernel and options.
@@ -34,6 +39,7 @@ void visit_fields(PoolingArgs& o, V&& v) {
   v("stride", o.options.stride);
   v("ignore_border", o.options.ignore_border);
   v("pad", o.options.pad);
+  v("channel_last", o.options.channel_last);
   v("including_pad", o.options.including_pad);
 }
 

@@ -133,11 +133,20 @@ void RandomCrop::setup_impl(const Variables& in, const Variables& out) {
   const int nd = static_cast<int>(x.size());
   const int m = static_cast<int>(opts_.shape.size());
   base_axis_ = axis_of_shape(base_axis_arg_, x, tag(), "base_axis");
-  if (m > nd - base_axis_) {
+  if (m > nd) {
     throw std::invalid_argument(msg(tag(), "shape ", shape_str(opts_.shape),
-                                    " has more axes than a ",
-                                    "sample of x with shape ", shape_str(x),
-                                    " from base_axis ", base_axis_));
+                                    " has more axes than x with shape ",
+                                    shape_str(x)));
+  }
+  // NNabla's default shape is x's whole shape, batch axes included: an
+  // axis before base_axis is never cropped, so it must keep x's size.
+  for (int a = nd - m; a < base_axis_; ++a) {
+    if (opts_.shape[a - (nd - m)] != x[a]) {
+      throw std::invalid_argument(
+          msg(tag(), "shape ", shape_str(opts_.shape), " would crop axis ", a,
+              " of x with shape ", shape_str(x), ", which is before base_axis ",
+              base_axis_, " (a batch axis): give it x's size ", x[a]));
+    }
   }
   Shape y = x;
   for (int k = 0; k < m; ++k) {
@@ -158,7 +167,8 @@ void RandomCrop::draw_sample(std::mt19937& g, std::vector<int64_t>& d) {
   const int nd = static_cast<int>(x_shape_.size());
   const int m = static_cast<int>(opts_.shape.size());
   d.assign(static_cast<size_t>(nd), 0);
-  for (int a = nd - m; a < nd; ++a) {
+  // The axes before base_axis keep x's size (setup checks): no draw.
+  for (int a = std::max(nd - m, base_axis_); a < nd; ++a) {
     d[a] = g() % static_cast<uint32_t>(x_shape_[a] - y_shape_[a] + 1);
   }
 }

@@ -61,7 +61,8 @@ void visit_fields(RandomShiftOptions& o, V&& v) {
 /// RandomCrop's arguments (NNabla's, with its defaults).
 struct RandomCropOptions {
   /// The size of the last shape.size() axes after cropping, each at most
-  /// x's, none before base_axis; empty: x's shape (nothing cropped, NNabla's
+  /// x's; axes before base_axis may be named (NNabla's default is x's whole
+  /// shape) but keep x's size. Empty: x's shape (nothing cropped, NNabla's
   /// default).
   Shape shape;
   int base_axis = 1;

@@ -8,6 +8,29 @@
 
 namespace mg {
 
+namespace {
+
+// Whether a weight or bias has shape `want`, whose axis `gate_axis` counts
+// the gates: with a single gate (RNN) that axis may be left out, as in
+// NNabla's RNN layout ((D, H, I + H) for weight_l0); the data is the same.
+bool weight_shape_fits(const Shape& got, const Shape& want, size_t gate_axis) {
+  if (got == want) return true;
+  if (want[gate_axis] != 1) return false;
+  Shape squeezed = want;
+  squeezed.erase(squeezed.begin() + static_cast<int64_t>(gate_axis));
+  return got == squeezed;
+}
+
+// "(D, G, H, I + H)" or, with one gate, NNabla's "(D, H, I + H)" first.
+std::string gate_layout(int gates, const std::string& before,
+                        const std::string& gate, const std::string& after) {
+  const std::string with = "(" + before + gate + ", " + after + ")";
+  if (gates != 1) return with;
+  return "(" + before + after + ") or " + with;
+}
+
+}  // namespace
+
 void Recurrent::setup_impl(const Variables& in, const Variables& out) {
   const int L = num_layers_, D = directions_, G = layout_.gates;
   if (L < 1) {
@@ -44,12 +67,15 @@ void Recurrent::setup_impl(const Variables& in, const Variables& out) {
   }
   const int w0i = w0_index();
   const Shape w0{D, G, hidden_, input_size_ + hidden_};
-  if (in[w0i]->shape() != w0) {
-    throw std::invalid_argument(
-        msg(tag(), "weight_l0 with shape ", shape_str(in[w0i]->shape()),
-            " must be ", shape_str(w0), " (directions, ", G,
-            " gates, H, I + H) for x with shape ", shape_str(xs),
-            " and h with shape ", shape_str(hs)));
+  if (!weight_shape_fits(in[w0i]->shape(), w0, 1)) {
+    Shape w0_nnabla = w0;
+    w0_nnabla.erase(w0_nnabla.begin() + 1);
+    throw std::invalid_argument(msg(
+        tag(), "weight_l0 with shape ", shape_str(in[w0i]->shape()),
+        " must be ", G == 1 ? shape_str(w0_nnabla) + " or " : "", shape_str(w0),
+        " ", gate_layout(G, "directions, ", msg(G, " gates, "), "H, I + H"),
+        " for x with shape ", shape_str(xs), " and h with shape ",
+        shape_str(hs)));
   }
   // NNabla's rule for the optional inputs: weight when L > 1, then bias.
   const int n = static_cast<int>(in.size()), first = w0i + 1;
@@ -68,20 +94,29 @@ void Recurrent::setup_impl(const Variables& in, const Variables& out) {
   }
   if (weight_index_ >= 0) {
     const Shape w{L - 1, D, G, hidden_, D * hidden_ + hidden_};
-    if (in[weight_index_]->shape() != w) {
-      throw std::invalid_argument(msg(
-          tag(), "weight with shape ", shape_str(in[weight_index_]->shape()),
-          " must be ", shape_str(w), " (num_layers - 1, directions, ", G,
-          " gates, H, directions H + H)"));
+    if (!weight_shape_fits(in[weight_index_]->shape(), w, 2)) {
+      Shape w_nnabla = w;
+      w_nnabla.erase(w_nnabla.begin() + 2);
+      throw std::invalid_argument(
+          msg(tag(), "weight with shape ",
+              shape_str(in[weight_index_]->shape()), " must be ",
+              G == 1 ? shape_str(w_nnabla) + " or " : "", shape_str(w), " ",
+              gate_layout(G, "num_layers - 1, directions, ", msg(G, " gates, "),
+                          "H, directions H + H")));
     }
   }
   if (bias_index_ >= 0) {
-    const Shape b{L, D, layout_.bias_gates, hidden_};
-    if (in[bias_index_]->shape() != b) {
+    const int Gb = layout_.bias_gates;
+    const Shape b{L, D, Gb, hidden_};
+    if (!weight_shape_fits(in[bias_index_]->shape(), b, 2)) {
+      Shape b_nnabla = b;
+      b_nnabla.erase(b_nnabla.begin() + 2);
       throw std::invalid_argument(
           msg(tag(), "bias with shape ", shape_str(in[bias_index_]->shape()),
-              " must be ", shape_str(b), " (num_layers, directions, ",
-              layout_.bias_gates, " rows, H)"));
+              " must be ", Gb == 1 ? shape_str(b_nnabla) + " or " : "",
+              shape_str(b), " ",
+              gate_layout(Gb, "num_layers, directions, ", msg(Gb, " rows, "),
+                          "H")));
     }
   }
   out[0]->reshape({steps_, batch_, D * hidden_});

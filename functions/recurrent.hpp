@@ -129,7 +129,9 @@ inline constexpr FunctionDeclOf<GRUOptions> GRU{
 }  // namespace decl
 
 /// NNabla's RNN (Elman): h = act([x_t, h] W^T + b), act tanh or relu;
-/// weight_l0 (D, 1, H, I + H), bias (L, D, 1, H).
+/// NNabla's weight_l0 (D, H, I + H), weight (L - 1, D, H, D H + H) and bias
+/// (L, D, H), or the same with the gate axis of size 1 that LSTM and GRU
+/// have ((D, 1, H, I + H), ...): the data is the same either way.
 class RNN : public Recurrent {
  public:
   explicit RNN(const RNNOptions& opts)

@@ -60,8 +60,21 @@ void Reduction::setup_impl(const Variables& in, const Variables& out) {
   out[0]->reshape(y);
 }
 
-void Max::setup_impl(const Variables& in, const Variables& out) {
+void Extremum::setup_impl(const Variables& in, const Variables& out) {
   Reduction::setup_impl(in, out);
+  const bool indices = extremum_opts_.with_index || extremum_opts_.only_index;
+  // Only the CPU kernel writes the indices; a device kernel would write y
+  // alone, so the request is refused rather than half met.
+  if (indices && backend().name != "cpu") {
+    throw std::invalid_argument(tag() + "with_index and only_index are " +
+                                "implemented on the CPU only, not on " +
+                                backend().str());
+  }
+  if (out.size() == 2) out[1]->reshape(out[0]->shape());
+}
+
+void Max::setup_impl(const Variables& in, const Variables& out) {
+  Extremum::setup_impl(in, out);
   for (int a : axes_) {
     if (in[0]->shape()[a] == 0) {
       throw std::invalid_argument(tag() + "x with shape " +
@@ -93,8 +106,10 @@ VariablePtr mean(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
 }
 
 VariablePtr max(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {
-  return apply_function1(decl::Max, ReduceOptions{std::move(axes), keep_dims},
-                         {x});
+  ExtremumOptions opts;
+  opts.axes = std::move(axes);
+  opts.keep_dims = keep_dims;
+  return apply_function1(decl::Max, opts, {x});
 }
 
 VariablePtr prod(const VariablePtr& x, std::vector<int> axes, bool keep_dims) {

@@ -76,17 +76,53 @@ class Mean : public Reduction {
   using Reduction::Reduction;
 };
 
+/// Max's and Min's arguments (NNabla's): ReduceOptions' and the indices.
+struct ExtremumOptions : ReduceOptions {
+  /// Also output the indices, as a second output (integer): the position
+  /// of the first extremum counted row-major within the reduced axes (for
+  /// one axis, the index along it).
+  bool with_index = false;
+  /// Output the indices alone (the one output; it takes no grad).
+  bool only_index = false;
+};
+
+/// The fields, for writing and reading the function's arguments.
+template <class V>
+void visit_fields(ExtremumOptions& o, V&& v) {
+  visit_fields(static_cast<ReduceOptions&>(o), v);
+  v("with_index", o.with_index);
+  v("only_index", o.only_index);
+}
+
+/// The shape rule of Max and Min: Reduction's, and the indices' output
+/// (y's shape) with with_index.
+class Extremum : public Reduction {
+ public:
+  explicit Extremum(const ExtremumOptions& opts)
+      : Reduction(opts), extremum_opts_(opts) {}
+  // y and the indices, or one of them.
+  int num_outputs() const override {
+    return extremum_opts_.with_index && !extremum_opts_.only_index ? 2 : 1;
+  }
+  const ExtremumOptions& options() const { return extremum_opts_; }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+  const ExtremumOptions extremum_opts_;
+};
+
 namespace decl {
-/// Max's declaration.
-inline constexpr FunctionDeclOf<ReduceOptions> Max{
-    {"Max", "max", {Port{"x"}}, {Port{"y"}}}};
+/// Max's declaration: y, and the indices with with_index (only_index: the
+/// indices are the one output).
+inline constexpr FunctionDeclOf<ExtremumOptions> Max{
+    {"Max", "max", {Port{"x"}}, {Port{"y"}, Port{"indices", Port::integer}}}};
 }  // namespace decl
 
 /// y = the max of x over the axes; backward routes the grad to the first
 /// maximum, whose index forward keeps.
-class Max : public Reduction {
+class Max : public Extremum {
  public:
-  using Reduction::Reduction;
+  using Extremum::Extremum;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;

@@ -38,8 +38,9 @@ void Function::setup(const Variables& inputs, const Variables& outputs) {
                                 " inputs, but got " + std::to_string(n) +
                                 " with shapes " + shapes_str(inputs));
   }
-  if (static_cast<int>(outputs.size()) != num_outputs()) {
-    throw std::invalid_argument(tag() + "has " + std::to_string(num_outputs()) +
+  const int m = num_outputs_for(inputs);
+  if (static_cast<int>(outputs.size()) != m) {
+    throw std::invalid_argument(tag() + "has " + std::to_string(m) +
                                 " outputs, but " +
                                 std::to_string(outputs.size()) + " were given");
   }

@@ -35,6 +35,12 @@ class Function {
   /// How many outputs it makes: its declared outputs, unless the options
   /// set the count (Split).
   virtual int num_outputs() const { return decl_->outputs.size; }
+  /// How many outputs it makes from these inputs: num_outputs(), unless
+  /// the options leave the count to the inputs (NNabla's Split: the size
+  /// of x's axis; Meshgrid: one per input). Setup checks against it.
+  virtual int num_outputs_for(const Variables& /*inputs*/) const {
+    return num_outputs();
+  }
   /// Whether backward reads input i's data (else clear_no_need_grad frees it).
   virtual bool grad_depends_input_data(int /*i*/) const { return true; }
   /// Whether backward reads output o's data.

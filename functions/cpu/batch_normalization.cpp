@@ -88,7 +88,7 @@ class BatchNormalizationKernel : public Fn {
   using Fn::size1_;
   using Fn::size2_;
 
-  void forward_impl(const Variables& in, const Variables& out) override {
+  void forward_full(const Variables& in, const Variables& out) override {
     const int64_t C = size1_, S = size2_, L = C * S;
     const RowBlocks rb(size0_, L);
     const T* x = input<T>(in[0]);
@@ -180,7 +180,7 @@ class BatchNormalizationKernel : public Fn {
   // inv_std dy. In both, dbeta = sum(dy) and dgamma = sum(dy xh). The sums
   // in dx are the whole batch's (over the ranks); dbeta and dgamma stay this
   // rank's: the data-parallel grad all-reduce adds them up.
-  void backward_impl(const Variables& in, const Variables& out,
+  void backward_full(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0] && !propagate_down[1] && !propagate_down[2]) return;
@@ -291,7 +291,7 @@ class FusedBatchNormalizationCpu
     for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
   }
 
-  void backward_impl(const Variables& in, const Variables& out,
+  void backward_full(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     const bool to_z = in.size() == 6 && propagate_down[5];
@@ -317,7 +317,7 @@ class FusedBatchNormalizationCpu
     }
     if (!to_bn) return;
     const Variables bn_in(in.begin(), in.begin() + 5);
-    Base::backward_impl(
+    Base::backward_full(
         bn_in, {&masked},
         std::vector<bool>(propagate_down.begin(), propagate_down.begin() + 5),
         std::vector<bool>(accum.begin(), accum.begin() + 5));

@@ -283,7 +283,8 @@ class ExtremumCpu : public Base {
 
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
-    const auto acc = reduce<Op>(input<T>(in[0]), in[0]->shape(), this->axes_);
+    const Shape& s = in[0]->shape();
+    const auto acc = reduce<Op>(input<T>(in[0]), s, this->axes_);
     const int64_t n = static_cast<int64_t>(acc.size());
     index_.resize(n);
     std::vector<float> y(n);
@@ -291,13 +292,33 @@ class ExtremumCpu : public Base {
       y[i] = acc[i].value;
       index_[i] = acc[i].index;
     }
-    store(y.data(), output<T>(out[0]), n);
+    const auto& opts = this->options();
+    if (opts.with_index || opts.only_index) {
+      // NNabla's indices: the flat index into x becomes the row-major
+      // position within the reduced axes.
+      const auto stride = shape_strides(s);
+      int32_t* idx =
+          out[opts.only_index ? 0 : 1]->data()->template cast<int32_t>(
+              /*write_only=*/true);
+      for (int64_t o = 0; o < n; ++o) {
+        int64_t pos = 0;
+        for (int a : this->axes_)
+          pos = pos * s[a] + (index_[o] / stride[a]) % s[a];
+        idx[o] = static_cast<int32_t>(pos);
+      }
+    }
+    if (!opts.only_index) store(y.data(), output<T>(out[0]), n);
   }
 
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
+    if (this->options().only_index) {  // integers: no grad reaches x
+      if (!accum[0])
+        std::fill_n(input_grad<T>(in[0], false), in[0]->size(), T(0.0f));
+      return;
+    }
     const int64_t n = out[0]->size();
     std::vector<float> dy(n);
     const float* g = load(output_grad<T>(out[0]), dy.data(), n);

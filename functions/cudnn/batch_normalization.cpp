@@ -24,14 +24,14 @@ class BatchNormalizationCudnn : public BatchNormalization {
   using BatchNormalization::BatchNormalization;
 
  protected:
-  void setup_impl(const Variables& in, const Variables& out) override {
-    BatchNormalization::setup_impl(in, out);
+  void setup_full(const Variables& in, const Variables& out) override {
+    BatchNormalization::setup_full(in, out);
     if (in[0]->size() == 0) return;  // nothing to run
     set_tensor(x_, dtype_of<T>, {size0_, size1_, size2_, 1});
     MG_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(bn_, x_, kMode));
   }
 
-  void forward_impl(const Variables& in, const Variables& out) override {
+  void forward_full(const Variables& in, const Variables& out) override {
     const Launch l(*this);
     const T* x = input<T>(*this, in[0]);
     const float* beta = input<float>(*this, in[1]);
@@ -57,7 +57,7 @@ class BatchNormalizationCudnn : public BatchNormalization {
     }
   }
 
-  void backward_impl(const Variables& in, const Variables& out,
+  void backward_full(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0] && !propagate_down[1] && !propagate_down[2]) return;

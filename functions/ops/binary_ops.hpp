@@ -13,6 +13,9 @@ struct Add2 {
   static constexpr const char* name = "Add2";
   static constexpr const char* snake = "add2";
   static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  /// NNabla's argument, accepted and ignored: it never changes y (NNabla
+  /// marks it obsolete too), and our engine decides in-place forward itself.
+  bool inplace = false;
   MG_HD float operator()(float a, float b) const { return a + b; }
   MG_HD float grad0(float, float, float, float dy) const { return dy; }
   MG_HD float grad1(float, float, float, float dy) const { return dy; }
@@ -22,6 +25,9 @@ struct Sub2 {
   static constexpr const char* name = "Sub2";
   static constexpr const char* snake = "sub2";
   static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  /// NNabla's argument, accepted and ignored: it never changes y (NNabla
+  /// marks it obsolete too), and our engine decides in-place forward itself.
+  bool inplace = false;
   MG_HD float operator()(float a, float b) const { return a - b; }
   MG_HD float grad0(float, float, float, float dy) const { return dy; }
   MG_HD float grad1(float, float, float, float dy) const { return -dy; }
@@ -31,6 +37,9 @@ struct Mul2 {
   static constexpr const char* name = "Mul2";
   static constexpr const char* snake = "mul2";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  /// NNabla's argument, accepted and ignored: it never changes y (NNabla
+  /// marks it obsolete too), and our engine decides in-place forward itself.
+  bool inplace = false;
   MG_HD float operator()(float a, float b) const { return a * b; }
   MG_HD float grad0(float, float b, float, float dy) const { return dy * b; }
   MG_HD float grad1(float a, float, float, float dy) const { return dy * a; }
@@ -40,6 +49,9 @@ struct Div2 {
   static constexpr const char* name = "Div2";
   static constexpr const char* snake = "div2";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  /// NNabla's argument, accepted and ignored: it never changes y (NNabla
+  /// marks it obsolete too), and our engine decides in-place forward itself.
+  bool inplace = false;
   MG_HD float operator()(float a, float b) const { return a / b; }
   MG_HD float grad0(float, float b, float, float dy) const { return dy / b; }
   MG_HD float grad1(float a, float b, float, float dy) const {
@@ -230,6 +242,9 @@ struct BcAdd2 {
   static constexpr const char* name = "BcAdd2";
   static constexpr const char* snake = "bc_add2";
   static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  /// NNabla's argument, accepted and ignored: it never changes y (NNabla
+  /// marks it obsolete too), and our engine decides in-place forward itself.
+  bool inplace = false;
   MG_HD float operator()(float a, float b) const { return a + b; }
   MG_HD float grad0(float, float, float, float dy) const { return dy; }
   MG_HD float grad1(float, float, float, float dy) const { return dy; }
@@ -241,6 +256,9 @@ struct Pow2 {
   static constexpr const char* name = "Pow2";
   static constexpr const char* snake = "pow2";
   static constexpr bool grad_uses_x = true, grad_uses_y = true;
+  /// NNabla's argument, accepted and ignored: it never changes y (NNabla
+  /// marks it obsolete too), and our engine decides in-place forward itself.
+  bool inplace = false;
   MG_HD float operator()(float a, float b) const { return powf(a, b); }
   MG_HD float grad0(float a, float b, float, float dy) const {
     return b * powf(a, b - 1.0f) * dy;
@@ -344,6 +362,30 @@ struct BinaryCrossEntropy {
   }
 };
 
+template <class V>
+void visit_fields(Add2& o, V&& v) {
+  v("inplace", o.inplace);
+}
+template <class V>
+void visit_fields(Sub2& o, V&& v) {
+  v("inplace", o.inplace);
+}
+template <class V>
+void visit_fields(Mul2& o, V&& v) {
+  v("inplace", o.inplace);
+}
+template <class V>
+void visit_fields(Div2& o, V&& v) {
+  v("inplace", o.inplace);
+}
+template <class V>
+void visit_fields(BcAdd2& o, V&& v) {
+  v("inplace", o.inplace);
+}
+template <class V>
+void visit_fields(Pow2& o, V&& v) {
+  v("inplace", o.inplace);
+}
 template <class V>
 void visit_fields(HuberLoss& o, V&& v) {
   v("delta", o.delta);

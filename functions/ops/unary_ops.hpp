@@ -21,6 +21,9 @@ struct ReLU {
   static constexpr const char* name = "ReLU";
   static constexpr const char* snake = "relu";
   static constexpr bool grad_uses_x = false, grad_uses_y = true;
+  /// NNabla's argument, accepted and ignored: it never changes y (NNabla
+  /// marks it obsolete too), and our engine decides in-place forward itself.
+  bool inplace = false;
   MG_HD float operator()(float x) const { return x > 0.0f ? x : 0.0f; }
   MG_HD float grad(float, float y, float dy) const {
     return y > 0.0f ? dy : 0.0f;
@@ -40,6 +43,9 @@ struct LeakyReLU {
   static constexpr const char* snake = "leaky_relu";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   float alpha = 0.1f;
+  /// NNabla's argument, accepted and ignored: it never changes y (NNabla
+  /// marks it obsolete too), and our engine decides in-place forward itself.
+  bool inplace = false;
   MG_HD float operator()(float x) const { return x > 0.0f ? x : alpha * x; }
   MG_HD float grad(float x, float, float dy) const {
     return x > 0.0f ? dy : alpha * dy;
@@ -140,6 +146,9 @@ struct AddScalar {
   static constexpr const char* snake = "add_scalar";
   static constexpr bool grad_uses_x = false, grad_uses_y = false;
   float val = 1.0f;
+  /// NNabla's argument, accepted and ignored: it never changes y (NNabla
+  /// marks it obsolete too), and our engine decides in-place forward itself.
+  bool inplace = false;
   MG_HD float operator()(float x) const { return x + val; }
   MG_HD float grad(float, float, float dy) const { return dy; }
 };
@@ -149,6 +158,9 @@ struct MulScalar {
   static constexpr const char* snake = "mul_scalar";
   static constexpr bool grad_uses_x = false, grad_uses_y = false;
   float val = 1.0f;
+  /// NNabla's argument, accepted and ignored: it never changes y (NNabla
+  /// marks it obsolete too), and our engine decides in-place forward itself.
+  bool inplace = false;
   MG_HD float operator()(float x) const { return x * val; }
   MG_HD float grad(float, float, float dy) const { return dy * val; }
 };
@@ -160,6 +172,9 @@ struct PowScalar {
   static constexpr Precision precision = Precision::float32;
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
   float val = 1.0f;
+  /// NNabla's argument, accepted and ignored: it never changes y (NNabla
+  /// marks it obsolete too), and our engine decides in-place forward itself.
+  bool inplace = false;
   MG_HD float operator()(float x) const { return powf(x, val); }
   MG_HD float grad(float x, float, float dy) const {
     return dy * val * powf(x, val - 1.0f);
@@ -168,8 +183,13 @@ struct PowScalar {
 
 // The fields of the ops that have arguments (for saving graphs).
 template <class V>
+void visit_fields(ReLU& o, V&& v) {
+  v("inplace", o.inplace);
+}
+template <class V>
 void visit_fields(LeakyReLU& o, V&& v) {
   v("alpha", o.alpha);
+  v("inplace", o.inplace);
 }
 template <class V>
 void visit_fields(ELU& o, V&& v) {
@@ -178,14 +198,17 @@ void visit_fields(ELU& o, V&& v) {
 template <class V>
 void visit_fields(AddScalar& o, V&& v) {
   v("val", o.val);
+  v("inplace", o.inplace);
 }
 template <class V>
 void visit_fields(MulScalar& o, V&& v) {
   v("val", o.val);
+  v("inplace", o.inplace);
 }
 template <class V>
 void visit_fields(PowScalar& o, V&& v) {
   v("val", o.val);
+  v("inplace", o.inplace);
 }
 
 /// NNabla's SoftPlus: log(1 + exp(beta x)) / beta, computed without overflow.

@@ -295,5 +295,18 @@ TEST(Flip, BadAxes) {
       {"[flip] axes (1, -1) name axis 1 twice"});
 }
 
+// NNabla's Split has no num_outputs: the count is x.shape[axis], found when
+// the function is linked to x (axis left out: NNabla's 0).
+TEST(Split, NNablasArgumentListInfersTheOutputCount) {
+  auto x = variable_from({2, 3}, {1, 5, 2, 7, 0, 7});
+  auto along1 = apply_from_args("Split", {{"axis", int64_t{1}}}, {x});
+  ASSERT_EQ(along1.size(), 3u);
+  EXPECT_EQ(to_doubles(along1[0]), (Doubles{1, 7}));
+  EXPECT_EQ(to_doubles(along1[2]), (Doubles{2, 7}));
+  auto along0 = apply_from_args("Split", {}, {x});
+  ASSERT_EQ(along0.size(), 2u);
+  EXPECT_EQ(to_doubles(along0[1]), (Doubles{7, 0, 7}));
+}
+
 }  // namespace
 }  // namespace mg::test

@@ -392,8 +392,18 @@ TEST(BatchNormalization, WrongNumberOfInputs) {
                               BatchNormalizationOptions{},
                               {make_variable({2, 3}), make_variable({1, 3})});
             }),
-            "[batch_normalization] takes 5 inputs, but got 2 with shapes "
-            "(2, 3), (1, 3)");
+            "[batch_normalization] takes 3 to 5 inputs, but got 2 with "
+            "shapes (2, 3), (1, 3)");
+  // 3 and 4 are NNabla's counts with no_bias and no_scale, not without.
+  EXPECT_EQ(error_of([] {
+              apply_function1(decl::BatchNormalization,
+                              BatchNormalizationOptions{},
+                              {make_variable({2, 3}), make_variable({1, 3}),
+                               make_variable({1, 3})});
+            }),
+            "[batch_normalization] takes 5 inputs (x, beta, gamma, mean, "
+            "variance) with no_bias false and no_scale false, but got 3 with "
+            "shapes (2, 3), (1, 3), (1, 3)");
 }
 
 // ---- the parametric layer ----
@@ -812,6 +822,57 @@ TEST(ParametricSyncBatchNormalization, BatchNormalizationsParameters) {
   EXPECT_EQ(
       error_of([&] { PF::sync_batch_normalization(nullptr, params["bn"]); }),
       "[sync_batch_normalization] x is a null variable");
+}
+
+// NNabla's no_scale and no_bias: the inputs left out are skipped, so with
+// both the inputs are (x, mean, variance); gamma is 1 and beta 0.
+TEST(BatchNormalization, NNablasNoScaleAndNoBiasTakeTheShorterInputLists) {
+  auto x = [] { return variable_from({2, 2}, {1, 2, 3, 6}, true); };
+  auto mean = [] { return variable_from({1, 2}, {1, 2}); };
+  auto var = [] { return variable_from({1, 2}, {4, 16}); };
+  auto args = [](bool batch_stat, bool no_scale, bool no_bias) {
+    return FunctionArgs{{"axes", std::vector<int64_t>{1}},
+                        {"decay_rate", 0.9},
+                        {"eps", 0.0},
+                        {"batch_stat", batch_stat},
+                        {"no_scale", no_scale},
+                        {"no_bias", no_bias}};
+  };
+  // Inference: (x - mean) / sqrt(var) * gamma + beta.
+  auto xi = x();
+  auto both = apply_from_args("BatchNormalization", args(false, true, true),
+                              {xi, mean(), var()});
+  expect_near(to_doubles(both[0]), {0, 0, 1, 1}, 1e-6, 0, "both");
+  both[0]->backward();
+  expect_near(grad_doubles(xi), {0.5, 0.25, 0.5, 0.25}, 1e-6, 0, "dx");
+  auto gamma = variable_from({1, 2}, {2, 4}, true);
+  auto no_bias = apply_from_args("BatchNormalization", args(false, false, true),
+                                 {x(), gamma, mean(), var()});
+  expect_near(to_doubles(no_bias[0]), {0, 0, 2, 4}, 1e-6, 0, "no_bias");
+  no_bias[0]->backward();
+  expect_near(grad_doubles(gamma), {1, 1}, 1e-6, 0, "dgamma");
+  auto beta = variable_from({1, 2}, {10, 20});
+  auto no_scale =
+      apply_from_args("BatchNormalization", args(false, true, false),
+                      {x(), beta, mean(), var()});
+  expect_near(to_doubles(no_scale[0]), {10, 20, 11, 21}, 1e-6, 0, "no_scale");
+  // Training: the batch's statistics (mean (2, 4), variance (1, 4)), and
+  // the running ones updated (unbiased variance (2, 8)).
+  auto rm = mean(), rv = var();
+  auto train = apply_from_args("BatchNormalization", args(true, true, true),
+                               {x(), rm, rv});
+  expect_near(to_doubles(train[0]), {-1, -1, 1, 1}, 1e-6, 0, "training");
+  expect_near(to_doubles(rm), {1.1, 2.2}, 1e-6, 0, "running mean");
+  expect_near(to_doubles(rv), {3.8, 15.2}, 1e-5, 0, "running variance");
+  // The count follows the flags.
+  expect_error(
+      [&] {
+        apply_from_args("BatchNormalization", args(false, true, true),
+                        {x(), beta, gamma, mean(), var()});
+      },
+      {"takes 3 inputs (x, mean, variance) with no_bias true and no_scale "
+       "true, but got 5"},
+      "[batch_normalization] ");
 }
 
 }  // namespace

@@ -161,5 +161,19 @@ TEST(Meshgrid, BadInputs) {
        "(2,), (2, 2))"});
 }
 
+// NNabla's Meshgrid has no num_outputs: one output per input.
+TEST(Meshgrid, NNablasArgumentListInfersTheOutputCount) {
+  auto a = variable_from({2}, {1, 2});
+  auto b = variable_from({3}, {10, 20, 30});
+  auto xy = apply_from_args("Meshgrid", {{"ij_indexing", false}}, {a, b});
+  ASSERT_EQ(xy.size(), 2u);
+  EXPECT_EQ(xy[0]->shape(), (Shape{3, 2}));
+  EXPECT_EQ(to_doubles(xy[0]), (Doubles{1, 2, 1, 2, 1, 2}));
+  EXPECT_EQ(to_doubles(xy[1]), (Doubles{10, 10, 20, 20, 30, 30}));
+  auto three = apply_from_args("Meshgrid", {}, {a, b, a});
+  ASSERT_EQ(three.size(), 3u);
+  EXPECT_EQ(three[2]->shape(), (Shape{3, 2, 2}));
+}
+
 }  // namespace
 }  // namespace mg::test

@@ -540,5 +540,29 @@ const bool kConvolutionLong = harness::add(
       },
       /*long_sum=*/true}});
 
+// NNabla's whole argument list (functions.yaml's defaults for a 2-D x)
+// loads, as does the list left out; channel_last=true is refused by name.
+TEST(Convolution, NNablasArgumentListLoadsAndChannelLastIsRefused) {
+  auto x = variable_from({1, 1, 2, 3}, {1, 2, 3, 4, 6, 9});
+  auto w = variable_from({1, 1, 1, 2}, {1, -1});
+  FunctionArgs args = {{"base_axis", int64_t{1}},
+                       {"pad", std::vector<int64_t>{0, 0}},
+                       {"stride", std::vector<int64_t>{1, 1}},
+                       {"dilation", std::vector<int64_t>{1, 1}},
+                       {"group", int64_t{1}},
+                       {"channel_last", false}};
+  for (const FunctionArgs& a : {args, FunctionArgs{}}) {
+    auto y = apply_from_args("Convolution", a, {x, w});
+    EXPECT_EQ(y[0]->shape(), (Shape{1, 1, 2, 2}));
+    EXPECT_EQ(to_doubles(y[0]), (Doubles{-1, -1, -2, -3}));
+  }
+  args.back().second = true;
+  expect_error(
+      [&] {
+        apply_from_args("Convolution", args, {x, w});
+      },
+      {"channel_last=true is not supported"}, "[convolution] ");
+}
+
 }  // namespace
 }  // namespace mg::test

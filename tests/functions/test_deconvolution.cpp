@@ -393,5 +393,30 @@ TEST(ParametricDeconvolution, BadInputs) {
   EXPECT_EQ(params.size(), 0u);
 }
 
+// NNabla's whole argument list loads (channel_last before output_padding,
+// as functions.yaml orders them); channel_last=true is refused by name.
+TEST(Deconvolution, NNablasArgumentListLoadsAndChannelLastIsRefused) {
+  auto x = variable_from({1, 1, 1, 2}, {1, 2});
+  auto w = variable_from({1, 1, 1, 2}, {1, 10});
+  FunctionArgs args = {{"base_axis", int64_t{1}},
+                       {"pad", std::vector<int64_t>{0, 0}},
+                       {"stride", std::vector<int64_t>{1, 1}},
+                       {"dilation", std::vector<int64_t>{1, 1}},
+                       {"group", int64_t{1}},
+                       {"channel_last", false},
+                       {"output_padding", std::vector<int64_t>{0, 0}}};
+  for (const FunctionArgs& a : {args, FunctionArgs{}}) {
+    auto y = apply_from_args("Deconvolution", a, {x, w});
+    EXPECT_EQ(y[0]->shape(), (Shape{1, 1, 1, 3}));
+    EXPECT_EQ(to_doubles(y[0]), (Doubles{1, 12, 20}));
+  }
+  args[5].second = true;
+  expect_error(
+      [&] {
+        apply_from_args("Deconvolution", args, {x, w});
+      },
+      {"channel_last=true is not supported"}, "[deconvolution] ");
+}
+
 }  // namespace
 }  // namespace mg::test

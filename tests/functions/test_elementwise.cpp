@@ -264,5 +264,43 @@ TEST(Elementwise, NullInputIsRejected) {
   }
 }
 
+// NNabla's lists give these functions inplace (obsolete in NNabla): it is
+// accepted, and y is the same with it true or false; x is left as it was.
+TEST(Elementwise, NNablasInplaceArgumentIsAcceptedAndChangesNothing) {
+  auto a = variable_from({3}, {-1, 2, 4});
+  auto b = variable_from({3}, {2, 4, 0.5});
+  struct Case {
+    std::string name;
+    FunctionArgs args;  // NNabla's, inplace aside
+    bool binary;
+    Doubles want;
+  };
+  const std::vector<Case> cases = {
+      {"ReLU", {}, false, {0, 2, 4}},
+      {"LeakyReLU", {{"alpha", 0.1}}, false, {-0.1, 2, 4}},
+      {"AddScalar", {{"val", 1.0}}, false, {0, 3, 5}},
+      {"MulScalar", {{"val", 3.0}}, false, {-3, 6, 12}},
+      {"PowScalar", {{"val", 2.0}}, false, {1, 4, 16}},
+      {"Add2", {}, true, {1, 6, 4.5}},
+      {"BcAdd2", {}, true, {1, 6, 4.5}},
+      {"Sub2", {}, true, {-3, -2, 3.5}},
+      {"Mul2", {}, true, {-2, 8, 2}},
+      {"Div2", {}, true, {-0.5, 0.5, 8}},
+      {"Pow2", {}, true, {1, 16, 2}},
+  };
+  for (const auto& c : cases) {
+    for (bool inplace : {false, true}) {
+      FunctionArgs args = c.args;
+      args.emplace_back("inplace", inplace);
+      auto y = apply_from_args(c.name, args,
+                               c.binary ? std::vector<VariablePtr>{a, b}
+                                        : std::vector<VariablePtr>{a});
+      expect_near(to_doubles(y[0]), c.want, 1e-6, 1e-6,
+                  c.name + (inplace ? " inplace" : ""));
+    }
+  }
+  EXPECT_EQ(to_doubles(a), (Doubles{-1, 2, 4}));
+}
+
 }  // namespace
 }  // namespace mg::test

@@ -6,6 +6,8 @@
 // beside each function's own tests.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -256,6 +258,137 @@ TEST(FunctionTable, TheReadmeCountsNNablasFunctionsByCategory) {
       "<!-- NNabla coverage: generated from the registered functions and "
       "tests/data/nnabla_functions.txt -->\n",
       "<!-- end of the NNabla coverage -->", md.str(), "NNabla coverage");
+}
+
+// One of NNabla's literal defaults ("True", "1", "1e-05", "'tanh'",
+// "(1,)", "list()") as an argument value; false for an expression NNabla
+// evaluates against the inputs ("len(x.shape) - 1", "kernel", "None"),
+// which our options spell their own way (an empty list, -1).
+bool nnabla_literal(const std::string& type, std::string text, ArgValue* out) {
+  if (text == "True" || text == "False") {
+    *out = text == "True";
+    return true;
+  }
+  if (type == "string") {
+    if (text.size() >= 2 && text.front() == '\'' && text.back() == '\'') {
+      text = text.substr(1, text.size() - 2);
+    }
+    *out = text;
+    return text.find('(') == std::string::npos;
+  }
+  const bool list = type == "Shape" || type.rfind("repeated", 0) == 0;
+  if (list) {
+    if (text == "list()" || text == "()" || text == "[]") {
+      *out = std::vector<double>{};
+      return true;
+    }
+    if (text.size() < 2 || text.front() != '(' || text.back() != ')') {
+      return false;
+    }
+    std::vector<double> values;
+    std::stringstream items(text.substr(1, text.size() - 2));
+    std::string item;
+    while (std::getline(items, item, ',')) {
+      if (item.find_first_not_of(' ') == std::string::npos) continue;
+      size_t used = 0;
+      try {
+        values.push_back(std::stod(item, &used));
+      } catch (const std::exception&) {
+        return false;
+      }
+      if (item.find_first_not_of(' ', used) != std::string::npos) return false;
+    }
+    *out = values;
+    return true;
+  }
+  size_t used = 0;
+  try {
+    *out = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return used == text.size();
+}
+
+// Numbers compared as numbers (an int64 NNabla argument may be a float
+// field here and the other way round), lists element by element.
+bool same_value(const ArgValue& ours, const ArgValue& nnabla) {
+  auto numbers = [](const ArgValue& v, std::vector<double>* out) {
+    if (auto p = std::get_if<int64_t>(&v)) {
+      out->assign(1, static_cast<double>(*p));
+    } else if (auto p = std::get_if<double>(&v)) {
+      out->assign(1, *p);
+    } else if (auto p = std::get_if<std::vector<int64_t>>(&v)) {
+      out->assign(p->begin(), p->end());
+    } else if (auto p = std::get_if<std::vector<double>>(&v)) {
+      *out = *p;
+    } else {
+      return false;
+    }
+    return true;
+  };
+  std::vector<double> a, b;
+  if (numbers(ours, &a) && numbers(nnabla, &b)) {
+    const bool list_a = std::holds_alternative<std::vector<int64_t>>(ours) ||
+                        std::holds_alternative<std::vector<double>>(ours);
+    const bool list_b = std::holds_alternative<std::vector<double>>(nnabla);
+    if (list_a != list_b || a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (std::abs(a[i] - b[i]) > 1e-6 * std::max(1.0, std::abs(b[i]))) {
+        return false;
+      }
+    }
+    return true;
+  }
+  return ours == nnabla;
+}
+
+// Every function takes NNabla's arguments (tests/data/nnabla_arguments.txt,
+// read from NNabla 1.39's functions.yaml) by NNabla's names, and where
+// NNabla's default is a literal, ours is the same value. Our own extra
+// arguments are allowed: every argument may be left out.
+TEST(NNablaArguments, EveryFunctionTakesNNablasArgumentsWithItsDefaults) {
+  // Not an argument value: the builder takes the communicator.
+  const std::set<std::string> not_values = {"SyncBatchNormalization.comm"};
+  std::ifstream in(MIXGRAPH_NNABLA_ARGS);
+  ASSERT_TRUE(in) << "cannot read " << MIXGRAPH_NNABLA_ARGS;
+  auto& registry = FunctionRegistry::instance();
+  std::string line, problems;
+  int checked = 0, literals = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::stringstream fields(line);
+    for (std::string s; std::getline(fields, s, '\t');) f.push_back(s);
+    ASSERT_EQ(f.size(), 4u) << line;
+    const std::string& name = f[0];
+    if (not_values.count(name + "." + f[1])) continue;
+    ++checked;
+    FunctionArgs ours;
+    try {
+      ours =
+          registry.create_from_args(name, context("cpu", "float"), {})->args();
+    } catch (const std::exception& e) {
+      problems += "\n" + name + ": " + e.what();
+      continue;
+    }
+    auto it = std::find_if(ours.begin(), ours.end(),
+                           [&](const auto& kv) { return kv.first == f[1]; });
+    if (it == ours.end()) {
+      problems += "\n" + name + ": no argument '" + f[1] + "'";
+      continue;
+    }
+    ArgValue want;
+    if (f[3] == "-" || !nnabla_literal(f[2], f[3], &want)) continue;
+    ++literals;
+    if (!same_value(it->second, want)) {
+      problems += "\n" + name + "." + f[1] + ": default " + f[3] +
+                  " in NNabla, not ours";
+    }
+  }
+  EXPECT_GT(checked, 400);
+  EXPECT_GT(literals, 250);
+  EXPECT_EQ(problems, "");
 }
 
 }  // namespace

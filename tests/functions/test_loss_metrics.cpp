@@ -221,5 +221,15 @@ TEST(KLMultinomial, IsZeroForEqualDistributions) {
   EXPECT_NEAR(to_doubles(y)[0], 0.0, 1e-9);
 }
 
+// NNabla's default class axis is the last (len(x.shape) - 1), not 1: on
+// (N, K, C) scores the rows are the K positions of each sample.
+TEST(ConfusionMatrix, NNablasDefaultAxisIsTheLast) {
+  auto x = variable_from({1, 2, 3}, {0.1f, 0.9f, 0, 0.8f, 0.1f, 0.1f});
+  auto t = variable_from({1, 2, 1}, {1, 2});
+  auto y = apply_from_args("ConfusionMatrix", {}, {x, t});
+  EXPECT_EQ(y[0]->shape(), (Shape{3, 3}));
+  EXPECT_EQ(to_doubles(y[0]), (Doubles{0, 0, 0, 0, 1, 0, 1, 0, 0}));
+}
+
 }  // namespace
 }  // namespace mg::test

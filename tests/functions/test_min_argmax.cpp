@@ -130,5 +130,42 @@ TEST(Min, EmptyAxisAndBadAxis) {
   }
 }
 
+// NNabla's Max and Min: with_index adds the indices (an integer output),
+// only_index makes them the one output; an index counts within the reduced
+// axes, row-major. axes left out reduce every axis (NNabla's default).
+TEST(MaxMin, NNablasWithIndexAndOnlyIndex) {
+  auto x = variable_from({2, 3}, {1, 5, 2, 7, 0, 7}, true);
+  auto args = [](std::vector<int64_t> axes, bool with_index, bool only_index) {
+    FunctionArgs a = {{"keep_dims", false},
+                      {"with_index", with_index},
+                      {"only_index", only_index}};
+    if (!axes.empty()) a.emplace_back("axes", axes);
+    return a;
+  };
+  auto max = apply_from_args("Max", args({1}, true, false), {x});
+  ASSERT_EQ(max.size(), 2u);
+  EXPECT_EQ(to_doubles(max[0]), (Doubles{5, 7}));
+  EXPECT_EQ(to_doubles(max[1]), (Doubles{1, 0}));
+  EXPECT_EQ(max[1]->shape(), (Shape{2}));
+  max[0]->backward();
+  EXPECT_EQ(grad_doubles(x), (Doubles{0, 1, 0, 1, 0, 0}));
+  auto min = apply_from_args("Min", args({1}, true, false), {x});
+  EXPECT_EQ(to_doubles(min[0]), (Doubles{1, 0}));
+  EXPECT_EQ(to_doubles(min[1]), (Doubles{0, 1}));
+  auto only = apply_from_args("Max", args({1}, false, true), {x});
+  ASSERT_EQ(only.size(), 1u);
+  EXPECT_EQ(to_doubles(only[0]), (Doubles{1, 0}));
+  auto all = apply_from_args("Max", args({}, true, false), {x});
+  EXPECT_EQ(all[0]->shape(), Shape{});
+  EXPECT_EQ(to_doubles(all[0]), (Doubles{7}));
+  EXPECT_EQ(to_doubles(all[1]), (Doubles{3}));
+  auto first_axis = apply_from_args("Min", args({0}, false, true), {x});
+  EXPECT_EQ(to_doubles(first_axis[0]), (Doubles{0, 1, 0}));
+  // The plain builders are as before: one output.
+  auto plain = F::max(x, {1});
+  plain->forward();
+  EXPECT_EQ(to_doubles(plain), (Doubles{5, 7}));
+}
+
 }  // namespace
 }  // namespace mg::test

@@ -602,5 +602,36 @@ const bool kGlobalAveragePoolingLong =
                    },
                    /*long_sum=*/true}});
 
+// NNabla's lists: MaxPooling and SumPooling have no including_pad (ours is
+// optional and changes neither), AveragePooling has it; stride defaults to
+// kernel; channel_last=true is refused by name.
+TEST(Pooling, NNablasArgumentListsLoadAndChannelLastIsRefused) {
+  auto x = variable_from({1, 1, 2, 4}, {1, 5, 2, 0, 3, 4, 8, 1});
+  const FunctionArgs nnabla = {{"kernel", std::vector<int64_t>{2, 2}},
+                               {"stride", std::vector<int64_t>{2, 2}},
+                               {"ignore_border", true},
+                               {"pad", std::vector<int64_t>{0, 0}},
+                               {"channel_last", false}};
+  const FunctionArgs kernel_only = {{"kernel", std::vector<int64_t>{2, 2}}};
+  FunctionArgs average = nnabla;
+  average.emplace_back("including_pad", true);
+  for (const FunctionArgs& a : {nnabla, kernel_only}) {
+    EXPECT_EQ(to_doubles(apply_from_args("MaxPooling", a, {x})[0]),
+              (Doubles{5, 8}));
+    EXPECT_EQ(to_doubles(apply_from_args("SumPooling", a, {x})[0]),
+              (Doubles{13, 11}));
+    EXPECT_EQ(to_doubles(apply_from_args("AveragePooling", a, {x})[0]),
+              (Doubles{3.25, 2.75}));
+  }
+  EXPECT_EQ(to_doubles(apply_from_args("AveragePooling", average, {x})[0]),
+            (Doubles{3.25, 2.75}));
+  for (const char* name : {"MaxPooling", "SumPooling", "AveragePooling"}) {
+    FunctionArgs a = nnabla;
+    a.back().second = true;
+    expect_error([&] { apply_from_args(name, a, {x}); },
+                 {"channel_last=true is not supported"});
+  }
+}
+
 }  // namespace
 }  // namespace mg::test

@@ -694,9 +694,40 @@ TEST(RandomAugment, BadArgumentsNameTheFunction) {
       "[random_crop] ");
   expect_error(
       [] {
-        F::random_crop(make_variable({2, 3}), {2, 2});
+        F::random_crop(make_variable({2, 3}), {1, 2});
       },
-      {"shape (2, 2) has more axes than a sample of x"}, "[random_crop] ");
+      {"shape (1, 2) would crop axis 0 of x with shape (2, 3), which is "
+       "before base_axis 1 (a batch axis): give it x's size 2"},
+      "[random_crop] ");
+  expect_error(
+      [] {
+        F::random_crop(make_variable({2, 3}), {2, 2, 2});
+      },
+      {"shape (2, 2, 2) has more axes than x with shape (2, 3)"},
+      "[random_crop] ");
+}
+
+// NNabla's default shape is x's whole shape, the batch axis included: it
+// loads and crops nothing; a batch axis may be named but not cropped.
+TEST(RandomCrop, NNablasDefaultShapeCropsNothing) {
+  auto x = variable_from({2, 3}, {1, 2, 3, 4, 5, 6});
+  const FunctionArgs nnabla = {{"shape", std::vector<int64_t>{2, 3}},
+                               {"base_axis", int64_t{1}},
+                               {"seed", int64_t{-1}}};
+  for (const FunctionArgs& a : {nnabla, FunctionArgs{}}) {
+    EXPECT_EQ(to_doubles(apply_from_args("RandomCrop", a, {x})[0]),
+              to_doubles(x));
+  }
+  auto cropped = apply_from_args("RandomCrop",
+                                 {{"shape", std::vector<int64_t>{2, 2}}}, {x});
+  EXPECT_EQ(cropped[0]->shape(), (Shape{2, 2}));
+  expect_error(
+      [&] {
+        apply_from_args("RandomCrop", {{"shape", std::vector<int64_t>{1, 3}}},
+                        {x});
+      },
+      {"would crop axis 0 of x with shape (2, 3), which is before base_axis 1"},
+      "[random_crop] ");
 }
 
 }  // namespace

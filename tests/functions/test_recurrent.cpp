@@ -401,5 +401,32 @@ TEST(Lstm, RoundTripThroughYaml) {
   EXPECT_EQ(to_doubles(y2), to_doubles(y));
 }
 
+// NNabla's RNN layout has no gate axis: weight_l0 (D, H, I + H), weight
+// (L - 1, D, H, D H + H), bias (L, D, H). Two tanh layers of one unit.
+TEST(RNN, NNablasWeightLayoutLoads) {
+  auto x = variable_from({1, 1, 1}, {0.5});
+  auto h = variable_from({2, 1, 1, 1}, {0.25, -0.5});
+  auto w0 = variable_from({1, 1, 2}, {2, 4});
+  auto w = variable_from({1, 1, 1, 2}, {3, 1});
+  auto b = variable_from({2, 1, 1}, {0.1, -0.2});
+  const FunctionArgs args = {{"num_layers", int64_t{2}},
+                             {"nonlinearity", std::string("tanh")},
+                             {"dropout", 0.0},
+                             {"bidirectional", false},
+                             {"training", true}};
+  auto out = apply_from_args("RNN", args, {x, h, w0, w, b});
+  const double h0 = std::tanh(0.5 * 2 + 0.25 * 4 + 0.1);
+  const double h1 = std::tanh(h0 * 3 + -0.5 * 1 - 0.2);
+  expect_near(to_doubles(out[0]), {h1}, 1e-6, 0, "y");
+  expect_near(to_doubles(out[1]), {h0, h1}, 1e-6, 0, "h_n");
+  expect_error(
+      [&] {
+        apply_from_args("RNN", args,
+                        {x, h, variable_from({1, 2, 2}, {0, 0, 0, 0}), w, b});
+      },
+      {"weight_l0 with shape (1, 2, 2) must be (1, 1, 2) or (1, 1, 1, 2)"},
+      "[rnn] ");
+}
+
 }  // namespace
 }  // namespace mg::test

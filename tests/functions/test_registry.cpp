@@ -222,5 +222,46 @@ TEST(PrecisionPolicy, DefaultIsGeneratedFromTheDeclarations) {
   }
 }
 
+// NNabla's optional arguments are optional: an argument left out keeps its
+// default (NNabla's), one given is read with its type, and a name the
+// function does not take is still an error.
+TEST(Registry, AnArgumentLeftOutTakesItsDefaultAndAnUnknownOneIsAnError) {
+  auto& r = FunctionRegistry::instance();
+  const Context ctx = context("cpu", "float");
+  const FunctionArgs defaults =
+      r.create_from_args("LeakyReLU", ctx, {})->args();
+  ASSERT_EQ(defaults.size(), 2u);
+  EXPECT_EQ(defaults[0].first, "alpha");
+  EXPECT_DOUBLE_EQ(std::get<double>(defaults[0].second), 0.1f);
+  EXPECT_EQ(defaults[1].first, "inplace");
+  EXPECT_FALSE(std::get<bool>(defaults[1].second));
+  auto y = apply_from_args("LeakyReLU", {}, {variable_from({2}, {-2, 3})});
+  expect_near(to_doubles(y[0]), {-0.2, 3}, 1e-6, 0, "alpha 0.1");
+  const FunctionArgs sum =
+      r.create_from_args("Sum", ctx, {{"keep_dims", true}})->args();
+  EXPECT_TRUE(std::get<std::vector<int64_t>>(sum[0].second).empty());
+  EXPECT_TRUE(std::get<bool>(sum[1].second));
+  expect_message(
+      [&] {
+        r.create_from_args("LeakyReLU", ctx, {{"alpah", 0.2}});
+      },
+      "[LeakyReLU] unknown argument 'alpah'");
+  expect_message(
+      [&] {
+        r.create_from_args("ReLU", ctx, {{"inplace", false}, {"alpha", 0.2}});
+      },
+      "[ReLU] unknown argument 'alpha'");
+  expect_message(
+      [&] {
+        r.create_from_args("LeakyReLU", ctx, {{"alpha", std::string("fast")}});
+      },
+      "[LeakyReLU] argument 'alpha' must be a number, got string");
+  expect_message(
+      [&] {
+        r.create_from_args("ReLU", ctx, {{"inplace", int64_t{1}}});
+      },
+      "[ReLU] argument 'inplace' must be a bool, got int");
+}
+
 }  // namespace
 }  // namespace mg::test

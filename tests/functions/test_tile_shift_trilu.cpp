@@ -56,8 +56,9 @@ harness::Case shift_case(std::vector<int> shifts, const std::string& mode) {
                 const int64_t n = xs[a];
                 const int64_t s = a >= nd - ns ? shifts[a - (nd - ns)] : 0;
                 int64_t i = j - s;
-                if (mode == "reflect") {
-                  while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
+                if (mode == "reflect") {  // the edge repeated (NumPy's
+                                          // 'symmetric'), as NNabla's
+                  while (i < 0 || i >= n) i = i < 0 ? -i - 1 : 2 * n - 1 - i;
                 }
                 return std::clamp<int64_t>(i, 0, n - 1);
               });
@@ -105,6 +106,25 @@ TEST(Tile, RepeatsAndSumsTheGrads) {
   EXPECT_EQ(to_doubles(y), (Doubles{1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2}));
   y->backward();
   EXPECT_EQ(grad_doubles(x), (Doubles{6, 6}));
+}
+
+// NNabla's reflect repeats the edge: index -1 reads 0, -2 reads 1 (NumPy's
+// 'symmetric'), and n reads n - 1. Built from NNabla's argument list.
+TEST(Shift, NNablasReflectRepeatsTheEdge) {
+  auto x = variable_from({5}, {10, 11, 12, 13, 14});
+  auto right = apply_from_args("Shift",
+                               {{"shifts", std::vector<int64_t>{2}},
+                                {"border_mode", std::string("reflect")}},
+                               {x});
+  EXPECT_EQ(to_doubles(right[0]), (Doubles{11, 10, 10, 11, 12}));
+  auto left = apply_from_args("Shift",
+                              {{"shifts", std::vector<int64_t>{-3}},
+                               {"border_mode", std::string("reflect")}},
+                              {x});
+  EXPECT_EQ(to_doubles(left[0]), (Doubles{13, 14, 14, 13, 12}));
+  // NNabla's defaults: shifts None (no shift) and border_mode 'nearest'.
+  auto same = apply_from_args("Shift", {}, {x});
+  EXPECT_EQ(to_doubles(same[0]), to_doubles(x));
 }
 
 TEST(Shift, BadArguments) {

@@ -120,6 +120,19 @@ Doubles gather_ref(const Doubles& x, const Shape& xs, const Shape& ys,
   return y;
 }
 
+std::vector<VariablePtr> apply_from_args(
+    const std::string& name, const FunctionArgs& args,
+    const std::vector<VariablePtr>& inputs) {
+  auto fn = FunctionRegistry::instance().create_from_args(
+      name, default_context(), args);
+  Variables raw;
+  for (const auto& v : inputs) raw.push_back(v.get());
+  const int n = fn->num_outputs_for(raw);
+  auto outs = connect(std::make_shared<FunctionNode>(std::move(fn), inputs), n);
+  for (const auto& y : outs) y->forward();
+  return outs;
+}
+
 Doubles to_doubles(const VariablePtr& v) {
   const double* p =
       static_cast<const double*>(v->data()->array().get(Dtype::f64));

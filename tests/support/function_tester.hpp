@@ -107,5 +107,11 @@ void expect_error(const std::function<void()>& f,
 /// A variable holding the given values.
 VariablePtr variable_from(const Shape& shape, const std::vector<float>& values,
                           bool need_grad = false);
+/// The outputs of function `name` made from arguments as a network file
+/// gives them (NNabla's lists: any may be left out), linked to `inputs` as a
+/// network file links them, after forward.
+std::vector<VariablePtr> apply_from_args(
+    const std::string& name, const FunctionArgs& args,
+    const std::vector<VariablePtr>& inputs);
 
 }  // namespace mg::test

@@ -93,10 +93,6 @@ TEST(Network, BadYamlIsReportedWithFileAndLine) {
       "net.yaml:8: unknown function 'Relu'; did you mean 'ReLU'");
   expect_load_error(
       std::string(kHead) +
-          "    - {type: LeakyReLU, inputs: [x], outputs: [y], args: {}}\n",
-      "net.yaml:8: [LeakyReLU] missing argument 'alpha'");
-  expect_load_error(
-      std::string(kHead) +
           "    - {type: LeakyReLU, inputs: [x], outputs: [y], "
           "args: {alpha: fast}}\n",
       "net.yaml:8: [LeakyReLU] argument 'alpha' must be a number, "
@@ -104,14 +100,14 @@ TEST(Network, BadYamlIsReportedWithFileAndLine) {
   expect_load_error(std::string(kHead) +
                         "    - {type: ReLU, inputs: [x], outputs: [y], "
                         "args: {alpha: 1}}\n",
-                    "net.yaml:8: [ReLU] unknown argument 'alpha'; it takes no "
-                    "arguments");
+                    "net.yaml:8: [ReLU] unknown argument 'alpha'; it takes "
+                    "'inplace'");
   // A typo names the argument it stands for, and what the function takes.
   expect_load_error(std::string(kHead) +
                         "    - {type: LeakyReLU, inputs: [x], outputs: [y], "
                         "args: {alpah: 0.2}}\n",
                     "net.yaml:8: [LeakyReLU] unknown argument 'alpah' (did you "
-                    "mean 'alpha'?); it takes 'alpha'");
+                    "mean 'alpha'?); it takes 'alpha', 'inplace'");
   expect_load_error(std::string(kHead) +
                         "    - {type: Sum, inputs: [x], outputs: [y], "
                         "args: {axis: [1], keep_dims: false, colour: 1}}\n",
@@ -119,8 +115,9 @@ TEST(Network, BadYamlIsReportedWithFileAndLine) {
                     "'axes'?), 'colour'; it takes 'axes', 'keep_dims'");
   expect_load_error(std::string(kHead) +
                         "    - {type: LeakyReLU, inputs: [x], outputs: [y], "
-                        "args: {alpha: 0.1, inplace: true}}\n",
-                    "net.yaml:8: [LeakyReLU] unknown argument 'inplace'");
+                        "args: {alpha: 0.1, inplace: 1.5}}\n",
+                    "net.yaml:8: [LeakyReLU] argument 'inplace' must be a "
+                    "bool, got float");
   expect_load_error(
       std::string(kHead) + "    - {type: ReLU, inputs: [z], outputs: [y]}\n",
       "net.yaml:8: ReLU reads 'z', which no input");
@@ -131,6 +128,53 @@ TEST(Network, BadYamlIsReportedWithFileAndLine) {
   expect_load_error(
       std::string(kHead) + "    - {type: ReLU, inputs: [x], outputs: [w]}\n",
       "output 'y' is never computed");
+}
+
+// A network written with NNabla's own argument lists (functions.yaml's
+// names and defaults, the optional ones given or left out) loads and
+// computes what NNabla computes: Convolution and MaxPooling with
+// channel_last, ReLU with inplace, MaxPooling without including_pad,
+// BatchNormalization with no_scale and no_bias on (x, mean, variance),
+// Split without num_outputs, LeakyReLU with no arguments at all.
+TEST(Network, NNablasArgumentListsLoadAndMeanWhatNNablaMeans) {
+  const std::string yaml = R"(network:
+  name: nnabla_lists
+  inputs:
+    - {name: x, shape: [1, 1, 2, 4]}
+    - {name: w, shape: [1, 1, 1, 1]}
+    - {name: mean, shape: [1, 1, 1, 1]}
+    - {name: var, shape: [1, 1, 1, 1]}
+  parameters: []
+  outputs: [y0, y1]
+  functions:
+    - {type: Convolution, inputs: [x, w], outputs: [c], args: {base_axis: 1,
+       pad: [0, 0], stride: [1, 1], dilation: [1, 1], group: 1,
+       channel_last: false}}
+    - {type: ReLU, inputs: [c], outputs: [r], args: {inplace: true}}
+    - {type: MaxPooling, inputs: [r], outputs: [p], args: {kernel: [2, 2],
+       stride: [2, 2], ignore_border: true, pad: [0, 0], channel_last: false}}
+    - {type: BatchNormalization, inputs: [p, mean, var], outputs: [b],
+       args: {axes: [1], decay_rate: 0.9, eps: 0.0, batch_stat: false,
+       no_scale: true, no_bias: true}}
+    - {type: LeakyReLU, inputs: [b], outputs: [l]}
+    - {type: Split, inputs: [l], outputs: [y0, y1], args: {axis: 3}}
+)";
+  ParameterScope params;
+  Network net = network_from_yaml(yaml, params, "nnabla.yaml");
+  net.input("x")->set_data(
+      variable_from({1, 1, 2, 4}, {1, -5, 2, 0, 3, 4, -8, -1})->data());
+  net.input("w")->set_data(variable_from({1, 1, 1, 1}, {2})->data());
+  net.input("mean")->set_data(variable_from({1, 1, 1, 1}, {5})->data());
+  net.input("var")->set_data(variable_from({1, 1, 1, 1}, {4})->data());
+  // conv: 2x; relu: (2, 0, 4, 0; 6, 8, 0, 0); max pool 2x2: (8, 4);
+  // normalised with mean 5, variance 4: (1.5, -0.5); leaky (alpha 0.1):
+  // (1.5, -0.05); split along axis 3: y0 = (1.5), y1 = (-0.05).
+  auto y0 = net.output("y0"), y1 = net.output("y1");
+  y0->forward();
+  y1->forward();
+  EXPECT_EQ(y0->shape(), (Shape{1, 1, 1}));
+  expect_near(to_doubles(y0), {1.5}, 1e-6, 0, "y0");
+  expect_near(to_doubles(y1), {-0.05}, 1e-6, 0, "y1");
 }
 
 // ---- inference: a free batch dimension, parameters loaded with the network

@@ -20,6 +20,8 @@
 #include <mixgraph/utils/hdf5/checkpoint.hpp>
 #include <mixgraph/utils/hdf5/parameters.hpp>
 
+#include "../support/function_tester.hpp"
+
 namespace F = mg::functions;
 namespace PF = mg::parametric_functions;
 
@@ -213,4 +215,130 @@ write(io, [("x", x.d), ("y", y.d)])
       err);
   EXPECT_LT(err, 1e-5f);
   for (const auto& f : {weights, io}) std::remove(f.c_str());
+}
+
+// Functions built here from NNabla's own argument lists (functions.yaml's
+// names, the optional ones given) compute what NNabla computes with the
+// same lists on the same inputs: Shift's reflect, Max and Min with their
+// indices, BatchNormalization on (x, mean, variance), Split, a two-layer
+// bidirectional RNN in NNabla's weight layout, MaxPooling without
+// including_pad, ConfusionMatrix's default axis and RandomCrop's default
+// shape.
+TEST(NNablaInterop, NNablasArgumentListsComputeTheSameHere) {
+  SKIP_WITHOUT_NNABLA();
+  const std::string io = temp("lists.h5");
+  const int rc = run_python(R"(
+import nnabla.function_bases as FB
+io = sys.argv[1]
+rng = np.random.RandomState(0)
+data = []
+def var(name, shape, lo=-1.0, hi=1.0):
+    v = nn.Variable.from_numpy_array(rng.uniform(lo, hi, shape).astype(np.float32))
+    data.append((name, v.d.copy()))
+    return v
+def keep(name, *ys):
+    for i, y in enumerate(ys):
+        y.forward()
+        data.append(("%s/%d" % (name, i), np.asarray(y.d, np.float32)))
+x = var("x", (2, 3, 4))
+keep("shift", FB.shift(x, shifts=(1, -2), border_mode="reflect"))
+keep("max", *FB.max(x, axes=(1,), keep_dims=False, with_index=True,
+                    only_index=False, n_outputs=2))
+keep("min", FB.min(x, axes=(0, 2), keep_dims=True, with_index=False,
+                   only_index=True))
+mean, variance = var("mean", (1, 3, 1)), var("variance", (1, 3, 1), 0.5, 2.0)
+keep("bn", FB.batch_normalization(x, None, None, mean, variance, axes=(1,),
+                                  decay_rate=0.9, eps=1e-5, batch_stat=False,
+                                  no_scale=True, no_bias=True))
+keep("split", *FB.split(x, axis=1, n_outputs=3))
+rx, rh = var("rnn_x", (3, 2, 3)), var("rnn_h", (2, 2, 2, 2))
+w0, w, b = var("w0", (2, 2, 5)), var("w", (1, 2, 2, 6)), var("b", (2, 2, 2))
+keep("rnn", *FB.rnn(rx, rh, w0, w, b, num_layers=2, nonlinearity="tanh",
+                    dropout=0.0, bidirectional=True, training=True))
+p = var("p", (1, 2, 3, 5))
+keep("pool", FB.max_pooling(p, kernel=(2, 2), stride=(1, 2),
+                            ignore_border=False, pad=(1, 0),
+                            channel_last=False))
+t = nn.Variable.from_numpy_array(rng.randint(0, 4, (2, 3, 1)).astype(np.float32))
+data.append(("t", t.d.copy()))
+keep("confusion", FB.confusion_matrix(x, t))
+keep("crop", FB.random_crop(x))
+write(io, data)
+)",
+                            io);
+  ASSERT_EQ(rc, 0) << "the NNabla script failed (its output is above)";
+  mg::ParameterScope data;
+  mg::load_parameters(io, data);
+  auto d = [&](const std::string& name) { return data.get(name); };
+  auto expect_same = [&](const std::vector<mg::VariablePtr>& ours,
+                         const std::string& name) {
+    SCOPED_TRACE(name);
+    for (size_t k = 0; k < ours.size(); ++k) {
+      const auto want = d(name + "/" + std::to_string(k));
+      ASSERT_TRUE(want) << "NNabla wrote no " << name << "/" << k;
+      ASSERT_EQ(ours[k]->shape(), want->shape()) << k;
+      const auto a = values(ours[k]), b = values(want);
+      for (size_t i = 0; i < a.size(); ++i) {
+        ASSERT_NEAR(a[i], b[i], 1e-5f) << k << " at " << i;
+      }
+    }
+  };
+  using I = std::vector<int64_t>;
+  auto x = d("x");
+  expect_same(
+      mg::test::apply_from_args(
+          "Shift",
+          {{"shifts", I{1, -2}}, {"border_mode", std::string("reflect")}}, {x}),
+      "shift");
+  expect_same(mg::test::apply_from_args("Max",
+                                        {{"axes", I{1}},
+                                         {"keep_dims", false},
+                                         {"with_index", true},
+                                         {"only_index", false}},
+                                        {x}),
+              "max");
+  expect_same(mg::test::apply_from_args("Min",
+                                        {{"axes", I{0, 2}},
+                                         {"keep_dims", true},
+                                         {"with_index", false},
+                                         {"only_index", true}},
+                                        {x}),
+              "min");
+  expect_same(mg::test::apply_from_args("BatchNormalization",
+                                        {{"axes", I{1}},
+                                         {"decay_rate", 0.9},
+                                         {"eps", 1e-5},
+                                         {"batch_stat", false},
+                                         {"no_scale", true},
+                                         {"no_bias", true}},
+                                        {x, d("mean"), d("variance")}),
+              "bn");
+  expect_same(mg::test::apply_from_args("Split", {{"axis", int64_t{1}}}, {x}),
+              "split");
+  expect_same(mg::test::apply_from_args(
+                  "RNN",
+                  {{"num_layers", int64_t{2}},
+                   {"nonlinearity", std::string("tanh")},
+                   {"dropout", 0.0},
+                   {"bidirectional", true},
+                   {"training", true}},
+                  {d("rnn_x"), d("rnn_h"), d("w0"), d("w"), d("b")}),
+              "rnn");
+  expect_same(mg::test::apply_from_args("MaxPooling",
+                                        {{"kernel", I{2, 2}},
+                                         {"stride", I{1, 2}},
+                                         {"ignore_border", false},
+                                         {"pad", I{1, 0}},
+                                         {"channel_last", false}},
+                                        {d("p")}),
+              "pool");
+  expect_same(mg::test::apply_from_args("ConfusionMatrix", {}, {x, d("t")}),
+              "confusion");
+  expect_same(mg::test::apply_from_args("RandomCrop",
+                                        {{"shape", I{2, 3, 4}},
+                                         {"base_axis", int64_t{1}},
+                                         {"seed", int64_t{-1}}},
+                                        {x}),
+              "crop");
+  std::remove(io.c_str());
 }

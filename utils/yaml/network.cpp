@@ -148,9 +148,11 @@ Shape to_input_shape(const YAML::Node& n, const std::string& source,
 }
 
 // Creates function `type` from `args`; when the arguments do not fit, finds
-// out which names are wrong: an unknown name whose nearest known name is
-// missing is a typo ("axis" for "axes"). The registry reports one problem at
-// a time, so this renames or drops the offending name and asks again.
+// out which names are wrong. Every argument may be left out (NNabla's lists
+// make most of them optional), so a wrong name is an unknown one: the
+// registry reports one at a time, so this drops it and asks again, then
+// names each with the known names it is near ("axis" for "axes") and lists
+// what the function takes.
 std::shared_ptr<Function> create_function_from_yaml(
     const std::string& type, const FunctionArgs& args,
     const std::string& source, const YAML::Node& where_node) {
@@ -170,53 +172,39 @@ std::shared_ptr<Function> create_function_from_yaml(
       return true;
     };
     FunctionArgs trial = args;
-    std::vector<std::string> unknown, typo_of;  // typo_of[i]: its known name
+    std::vector<std::string> unknown;
     std::shared_ptr<Function> fn;
-    for (size_t attempt = 0; attempt <= args.size() + 1 && !fn; ++attempt) {
+    for (size_t attempt = 0; attempt <= args.size() && !fn; ++attempt) {
       try {
         fn = registry.create_from_args(type, default_context(), trial);
       } catch (const std::invalid_argument& e) {
-        const std::string text = e.what();
         std::string name;
-        if (quoted_after(text, "missing argument '", &name)) {
-          // A given name that is not known and is near the missing one.
-          std::vector<std::string> candidates;
-          for (const auto& [k, v] : trial) {
-            const bool taken =
-                std::find(typo_of.begin(), typo_of.end(), k) != typo_of.end();
-            if (!taken && !nearest_names({name}, k, 1).empty()) {
-              candidates.push_back(k);
-            }
-          }
-          if (candidates.empty()) break;
-          for (auto& kv : trial) {
-            if (kv.first == candidates[0]) kv.first = name;
-          }
-          unknown.push_back(candidates[0]);
-          typo_of.push_back(name);
-        } else if (quoted_after(text, "unknown argument '", &name)) {
-          trial.erase(
-              std::remove_if(trial.begin(), trial.end(),
-                             [&](const auto& kv) { return kv.first == name; }),
-              trial.end());
-          unknown.push_back(name);
-          typo_of.emplace_back();
-        } else {
-          break;
-        }
+        if (!quoted_after(e.what(), "unknown argument '", &name)) break;
+        trial.erase(
+            std::remove_if(trial.begin(), trial.end(),
+                           [&](const auto& kv) { return kv.first == name; }),
+            trial.end());
+        unknown.push_back(name);
       }
     }
     if (unknown.empty()) fail(source, where_node, first);
-    std::vector<std::string> known;
+    std::vector<std::string> known, not_given;
     if (fn) {
-      for (const auto& kv : fn->args()) known.push_back(kv.first);
+      for (const auto& kv : fn->args()) {
+        known.push_back(kv.first);
+        const bool given =
+            std::any_of(args.begin(), args.end(),
+                        [&](const auto& a) { return a.first == kv.first; });
+        if (!given) not_given.push_back(kv.first);
+      }
     }
     std::string what = "[" + type + "] unknown argument";
     what += unknown.size() > 1 ? "s " : " ";
     for (size_t i = 0; i < unknown.size(); ++i) {
       what += (i ? ", '" : "'") + unknown[i] + "'";
-      what += typo_of[i].empty() ? did_you_mean(known, unknown[i])
-                                 : " (did you mean '" + typo_of[i] + "'?)";
+      // A typo is near a name the function takes and was not given.
+      const auto near = nearest_names(not_given, unknown[i], 1);
+      if (!near.empty()) what += " (did you mean '" + near[0] + "'?)";
     }
     if (fn) {
       what += "; it takes ";
@@ -470,7 +458,9 @@ Network build_network(const std::string& yaml, ParameterScope& params,
     std::vector<VariablePtr> outs;
     auto fn = create_function_from_yaml(type, args, source, f);
     try {
-      const int n = fn->num_outputs();
+      Variables raw;
+      for (const auto& v : inputs) raw.push_back(v.get());
+      const int n = fn->num_outputs_for(raw);
       outs = connect(std::make_shared<FunctionNode>(std::move(fn), inputs), n);
     } catch (const std::invalid_argument& e) {
       fail(source, f, e.what());
