@@ -37,13 +37,6 @@
 #include <mixgraph/functions/cpu/conv_dnnl.hpp>
 #include <mixgraph/mixgraph.hpp>
 
-// GCC 12's AVX-512 headers trip -Wuninitialized on their own
-// _mm512_undefined_* helpers (GCC bug 105593); the warning is not ours.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
 #include <omp.h>
 
 #include <algorithm>
@@ -62,14 +55,17 @@
 #include <thread>
 #include <vector>
 
+#include "machine.hpp"
 #include "timing.hpp"
 #include "torch_peer.hpp"
 
 namespace F = mg::functions;
 namespace PF = mg::parametric_functions;
+using mg::bench::fma_peak_gflops;
 using mg::bench::median;
 using mg::bench::median_seconds;
 using mg::bench::time_runs;
+using mg::bench::triad_bandwidth_gbs;
 
 namespace {
 
@@ -112,78 +108,6 @@ mg::VariablePtr mlp(const mg::VariablePtr& x, mg::ParameterScope& p) {
 }
 
 double megabytes(size_t bytes) { return bytes / 1048576.0; }
-
-// ---- the machine's fp32 FMA peak ----
-
-// kChains independent FMA chains per thread, in registers: the core's FMA
-// ports kept busy with nothing else (4 cycles latency x 2 ports needs 8).
-constexpr int kChains = 12;
-constexpr long kFmaIters = 1 << 22;
-
-__attribute__((target("avx512f"))) double fma_flops_avx512() {
-  __m512 acc[kChains];
-  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-  for (int k = 0; k < kChains; ++k) acc[k] = _mm512_set1_ps(float(k));
-  for (long i = 0; i < kFmaIters; ++i) {
-    for (int k = 0; k < kChains; ++k) acc[k] = _mm512_fmadd_ps(acc[k], a, b);
-  }
-  float sink = 0;
-  for (int k = 0; k < kChains; ++k) sink += _mm512_reduce_add_ps(acc[k]);
-  return sink == 12345.0f ? 0.0 : 2.0 * 16 * kChains * kFmaIters;
-}
-
-__attribute__((target("avx2,fma"))) double fma_flops_avx2() {
-  __m256 acc[kChains];
-  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-  for (int k = 0; k < kChains; ++k) acc[k] = _mm256_set1_ps(float(k));
-  for (long i = 0; i < kFmaIters; ++i) {
-    for (int k = 0; k < kChains; ++k) acc[k] = _mm256_fmadd_ps(acc[k], a, b);
-  }
-  float lanes[8], sink = 0;
-  for (int k = 0; k < kChains; ++k) {
-    _mm256_storeu_ps(lanes, acc[k]);
-    for (float l : lanes) sink += l;
-  }
-  return sink == 12345.0f ? 0.0 : 2.0 * 8 * kChains * kFmaIters;
-}
-
-// GFLOP/s of `threads` threads each running the loop: the best of 9 tries
-// a tenth of a second apart. The peak is the hardware's: a try slowed by
-// load from elsewhere on a shared machine (all 5 of a median were, once,
-// at half the rate) would make every fraction of it too high.
-double fma_peak_gflops(int threads, bool avx512) {
-  double best = 0;
-  for (int r = 0; r < 9; ++r) {
-    if (r > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    double flops = 0;
-    const double t0 = omp_get_wtime();
-#pragma omp parallel num_threads(threads) reduction(+ : flops)
-    flops += avx512 ? fma_flops_avx512() : fma_flops_avx2();
-    best = std::max(best, flops / (omp_get_wtime() - t0) / 1e9);
-  }
-  return best;
-}
-
-// ---- the machine's memory bandwidth ----
-
-// GB/s of a STREAM triad (a = b + s c) over three 64 MB arrays on `threads`
-// threads: the median of 5. Counted as the memory moves them: b and c read,
-// a read (for ownership) and written, 4 arrays (STREAM's convention counts
-// 3). The solver's update is a pass of the same kind: Adam reads the
-// weight, its grad and two moments and writes three of them back, 7.
-double triad_bandwidth_gbs(int threads) {
-  const int64_t n = int64_t{16} << 20;
-  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
-  std::vector<double> rates;
-  for (int r = 0; r < 5; ++r) {
-    const double t0 = omp_get_wtime();
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t i = 0; i < n; ++i) a[i] = b[i] + 0.5f * c[i];
-    rates.push_back(4.0 * n * sizeof(float) / (omp_get_wtime() - t0) / 1e9);
-  }
-  if (a[n / 2] != 2.0f) std::printf("(triad check failed)\n");
-  return median(rates);
-}
 
 // The fp32 multiply-adds of one training step (forward, the grads of
 // every weight and of every input but the images), as 2 flops each: the

@@ -1,0 +1,365 @@
+// Training steps of real models, ours beside PyTorch's on the same threads:
+// ResNet-18 in its CIFAR form (3x3 stem, no max pooling; 11.17M parameters,
+// batch 32 of 3x32x32, SGD with momentum) and a GPT-style decoder (4 pre-LN
+// blocks, d 256, 4 heads, MLP 1024 with GELU's tanh form, causal, vocab
+// 1000, seq 128, batch 8; 3.70M parameters; Adam). Random data; prints
+// figures, never fails on a clock.
+//
+//   bench_models [--model resnet18|gpt[,...]] [--type
+//   float|half|bfloat16[,...]]
+//                [--threads N] [--steps N] [--rounds N] [--warmup N]
+//                [--peers PYTHON] [--isa native|avx2]
+//
+// The configurations take turns: `rounds` rounds of `steps` timed steps
+// each (after `warmup` untimed ones in the first), ours and then, with
+// --peers, benchmarks/python_models.py's (PyTorch float32 and bf16
+// autocast) in that Python, so that drift of the machine falls on all
+// alike; a figure is the median over every timed step. Both sides print
+// their parameter counts, which must be equal.
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/mixgraph.hpp>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "machine.hpp"
+#include "timing.hpp"
+
+namespace F = mg::functions;
+namespace PF = mg::parametric_functions;
+using mg::bench::median;
+using mg::bench::time_runs;
+
+namespace {
+
+struct Options {
+  int threads = 2, steps = 5, rounds = 4, warmup = 2;
+  std::string isa = "native";
+  std::string peers_python;
+  std::vector<std::string> models{"resnet18", "gpt"};
+  std::vector<std::string> types{"float", "half", "bfloat16"};
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
+  return out;
+}
+
+// ---- ResNet-18, CIFAR form ----
+
+mg::VariablePtr conv_bn(const mg::VariablePtr& x, int64_t maps, int64_t k,
+                        int64_t stride, mg::ParameterScope s) {
+  PF::ConvolutionParams c;
+  c.pad = {k / 2, k / 2};
+  c.stride = {stride, stride};
+  c.with_bias = false;
+  return PF::batch_normalization(PF::convolution(x, maps, {k, k}, s, c), s);
+}
+
+mg::VariablePtr basic_block(const mg::VariablePtr& x, int64_t maps,
+                            int64_t stride, mg::ParameterScope s) {
+  auto h = F::relu(conv_bn(x, maps, 3, stride, s["conv1"]));
+  h = conv_bn(h, maps, 3, 1, s["conv2"]);
+  const bool project = stride != 1 || x->shape()[1] != maps;
+  auto shortcut = project ? conv_bn(x, maps, 1, stride, s["shortcut"]) : x;
+  return F::relu(F::add2(h, shortcut));
+}
+
+mg::VariablePtr resnet18(const mg::VariablePtr& x, mg::ParameterScope p) {
+  auto h = F::relu(conv_bn(x, 64, 3, 1, p["stem"]));
+  const int64_t maps[] = {64, 128, 256, 512};
+  for (int stage = 0; stage < 4; ++stage) {
+    for (int b = 0; b < 2; ++b) {
+      const int64_t stride = stage > 0 && b == 0 ? 2 : 1;
+      h = basic_block(
+          h, maps[stage], stride,
+          p["layer" + std::to_string(stage) + "_" + std::to_string(b)]);
+    }
+  }
+  return PF::affine(F::global_average_pooling(h), 10, p["fc"]);
+}
+
+// The multiply-adds of a ResNet-18 step as 2 flops each: every
+// convolution's forward, input grad and weight grad (the stem's input
+// needs no grad: two passes), for one 3x32x32 image.
+double resnet18_step_gflop(int64_t batch) {
+  double macs = 3.0 * 64 * 9 * 32 * 32 * 2;  // stem, 2 passes
+  int64_t cin = 64, side = 32;
+  for (const int64_t maps : {64, 128, 256, 512}) {
+    for (int b = 0; b < 2; ++b) {
+      const bool down = maps != 64 && b == 0;
+      const int64_t out = down ? side / 2 : side;
+      macs += 3.0 * cin * maps * 9 * out * out;        // conv1
+      macs += 3.0 * maps * maps * 9 * out * out;       // conv2
+      if (down) macs += 3.0 * cin * maps * out * out;  // 1x1 shortcut
+      cin = maps;
+      side = out;
+    }
+  }
+  return 2.0 * macs * batch / 1e9;
+}
+
+// ---- GPT-style decoder ----
+
+constexpr int64_t kVocab = 1000, kSeq = 128, kEmbed = 256, kHeads = 4,
+                  kHidden = 1024, kLayers = 4;
+
+// Tokens (T, B) of int32 ids -> logits (T, B, vocab).
+mg::VariablePtr gpt(const mg::VariablePtr& tokens,
+                    const mg::VariablePtr& positions, mg::ParameterScope p) {
+  auto h = F::add2(PF::embed(tokens, kVocab, kEmbed, p["tok"]),
+                   PF::embed(positions, kSeq, kEmbed, p["pos"]));  // (T,1,E)
+  PF::AffineParams tokens_axis;
+  tokens_axis.base_axis = 2;
+  for (int l = 0; l < kLayers; ++l) {
+    auto s = p["block" + std::to_string(l)];
+    auto a = PF::layer_normalization(h, s["ln1"], {0, 1});
+    h = F::add2(h, PF::multi_head_attention(a, a, a, kEmbed, kHeads, s["attn"],
+                                            /*causal=*/true));
+    auto m = PF::layer_normalization(h, s["ln2"], {0, 1});
+    m = F::gelu(PF::affine(m, kHidden, s["fc1"], tokens_axis));
+    h = F::add2(h, PF::affine(m, kEmbed, s["fc2"], tokens_axis));
+  }
+  h = PF::layer_normalization(h, p["ln_f"], {0, 1});
+  return PF::affine(h, kVocab, p["head"], tokens_axis);
+}
+
+// A GPT step's multiply-adds as 2 flops each: every affine layer's three
+// products (forward, input grad, weight grad) for each of the T B tokens,
+// and attention's q k^T and p v, three products each.
+double gpt_step_gflop(int64_t batch) {
+  const double tokens = static_cast<double>(kSeq * batch);
+  const double weights =
+      kLayers * (4.0 * kEmbed * kEmbed + 2.0 * kEmbed * kHidden) +
+      kEmbed * kVocab;
+  const double attention = kLayers * 2.0 * batch * kSeq * kSeq * kEmbed;
+  return 2.0 * 3.0 * (tokens * weights + attention) / 1e9;
+}
+
+// One model in one type_config: float the plain loop, half and bfloat16
+// the dynamic loss scaler, as a mixed precision training loop would.
+class Trainer {
+ public:
+  Trainer(const std::string& model, const std::string& type_config) {
+    mg::ContextGuard ctx(mg::context("cpu", type_config));
+    mg::seed(1);
+    std::mt19937 rng(3);
+    if (model == "resnet18") {
+      x_ = mg::make_variable({32, 3, 32, 32});
+      t_ = mg::make_variable({32, 1});
+      loss_ = F::mean(F::softmax_cross_entropy(resnet18(x_, params_), t_));
+      solver_ = mg::solvers::Momentum(0.1f, 0.9f);
+      std::uniform_real_distribution<float> pixel(-1.0f, 1.0f);
+      float* x = x_->data()->cast<float>(true);
+      for (int64_t i = 0; i < x_->size(); ++i) x[i] = pixel(rng);
+      int32_t* t = t_->data()->cast<int32_t>(true);
+      for (int64_t i = 0; i < t_->size(); ++i) t[i] = rng() % 10;
+    } else {
+      const int64_t batch = 8;
+      x_ = mg::make_variable({kSeq, batch});
+      t_ = mg::make_variable({kSeq, batch, 1});
+      auto positions = mg::make_variable({kSeq, 1});
+      int32_t* pos = positions->data()->cast<int32_t>(true);
+      for (int64_t i = 0; i < kSeq; ++i) pos[i] = static_cast<int32_t>(i);
+      loss_ =
+          F::mean(F::softmax_cross_entropy(gpt(x_, positions, params_), t_));
+      solver_ = mg::solvers::Adam(1e-4f);
+      int32_t* x = x_->data()->cast<int32_t>(true);
+      int32_t* t = t_->data()->cast<int32_t>(true);
+      for (int64_t i = 0; i < x_->size(); ++i) x[i] = rng() % kVocab;
+      for (int64_t i = 0; i < t_->size(); ++i) t[i] = rng() % kVocab;
+    }
+    solver_->set_parameters(params_.parameters());
+    for (const auto& [name, v] : params_.parameters()) {
+      if (v->need_grad()) parameters_ += v->size();
+    }
+    if (type_config != "float") {
+      updater_ = std::make_unique<mg::DynamicLossScalingUpdater>(solver_, loss_,
+                                                                 [] {});
+    }
+  }
+
+  void step() {
+    if (updater_) {
+      updater_->update();
+      return;
+    }
+    solver_->zero_grad();
+    loss_->forward(/*clear_buffer=*/false, /*clear_no_need_grad=*/true);
+    loss_->backward(1.0f, /*clear_buffer=*/true);
+    solver_->update();
+  }
+
+  int64_t parameters() const { return parameters_; }
+  float loss() const { return loss_->data()->get<const float>()[0]; }
+
+  /// The allocator's peak during one step, in MiB.
+  double step_peak_mb() {
+    mg::CpuAllocator::instance().reset_peak();
+    step();
+    return mg::cpu_memory_stats().peak / 1048576.0;
+  }
+
+ private:
+  mg::ParameterScope params_;
+  mg::VariablePtr x_, t_, loss_;
+  std::shared_ptr<mg::Solver> solver_;
+  std::unique_ptr<mg::DynamicLossScalingUpdater> updater_;
+  int64_t parameters_ = 0;
+};
+
+// One round of the Python peers: their step times by configuration, and
+// their parameter count ("params <n>").
+std::map<std::string, std::vector<double>> peer_round(const Options& o,
+                                                      const std::string& model,
+                                                      int64_t* params) {
+  std::ostringstream cmd;
+  cmd << o.peers_python << " " << MIXGRAPH_SOURCE_DIR
+      << "/benchmarks/python_models.py --model " << model << " --threads "
+      << o.threads << " --steps " << o.steps << " --warmup " << o.warmup;
+  std::map<std::string, std::vector<double>> steps;
+  FILE* p = popen(cmd.str().c_str(), "r");
+  if (!p) return steps;
+  char line[512];
+  while (std::fgets(line, sizeof line, p)) {
+    char name[128];
+    double v;
+    long long n;
+    if (std::sscanf(line, "step %127s %lf", name, &v) == 2) {
+      steps[name].push_back(v);
+    } else if (std::sscanf(line, "params %lld", &n) == 1) {
+      *params = n;
+    } else {
+      std::fputs(line, stdout);  // the peer's own messages
+    }
+  }
+  pclose(p);
+  return steps;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--threads")
+      o.threads = std::atoi(v.c_str());
+    else if (k == "--steps")
+      o.steps = std::atoi(v.c_str());
+    else if (k == "--rounds")
+      o.rounds = std::atoi(v.c_str());
+    else if (k == "--warmup")
+      o.warmup = std::atoi(v.c_str());
+    else if (k == "--peers")
+      o.peers_python = v;
+    else if (k == "--isa")
+      o.isa = v;
+    else if (k == "--model")
+      o.models = split(v);
+    else if (k == "--type")
+      o.types = split(v);
+    else {
+      std::fprintf(stderr, "unknown option %s\n", k.c_str());
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  omp_set_num_threads(o.threads);
+  std::unique_ptr<mg::cpu::ScopedCpuFeatures> isa;
+  if (o.isa == "avx2") {
+    mg::cpu::CpuFeatures f;
+    f.avx2 = f.f16c = true;
+    isa = std::make_unique<mg::cpu::ScopedCpuFeatures>(f);
+    setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+  }
+  const auto& cpu = mg::cpu::cpu_features();
+  const double peak = mg::bench::fma_peak_gflops(o.threads, cpu.avx512f);
+  const double bandwidth = mg::bench::triad_bandwidth_gbs(o.threads);
+  std::printf(
+      "threads %d, ISA %s (avx512f %d, avx512bf16 %d, amx %d), fp32 FMA peak "
+      "%.0f GFLOP/s, triad %.0f GB/s\n",
+      o.threads, o.isa.c_str(), cpu.avx512f, cpu.avx512bf16, cpu.amx_bf16, peak,
+      bandwidth);
+  for (const std::string& model : o.models) {
+    std::vector<std::unique_ptr<Trainer>> ours;
+    for (const std::string& t : o.types) {
+      ours.push_back(std::make_unique<Trainer>(model, t));
+    }
+    std::vector<std::vector<double>> samples(o.types.size());
+    std::map<std::string, std::vector<double>> peers;
+    int64_t peer_params = 0;
+    for (int r = 0; r < o.rounds; ++r) {
+      for (size_t i = 0; i < ours.size(); ++i) {
+        time_runs([&] { ours[i]->step(); }, r == 0 ? o.warmup : 0, o.steps,
+                  samples[i]);
+      }
+      if (!o.peers_python.empty()) {
+        for (auto& [name, v] : peer_round(o, model, &peer_params)) {
+          peers[name].insert(peers[name].end(), v.begin(), v.end());
+        }
+      }
+    }
+    std::printf("\n%s: %lld parameters (ours)", model.c_str(),
+                static_cast<long long>(ours[0]->parameters()));
+    if (peer_params) {
+      std::printf(", %lld (PyTorch)%s", static_cast<long long>(peer_params),
+                  peer_params == ours[0]->parameters() ? "" : " DIFFER");
+    }
+    const double gflop =
+        model == "gpt" ? gpt_step_gflop(8) : resnet18_step_gflop(32);
+    std::printf(
+        "\n%.1f GFLOP of products per step; 'of peak': that over "
+        "the step's time, against the fp32 FMA peak\n",
+        gflop);
+    // Each of ours against our float and against its PyTorch twin (float:
+    // float32, bfloat16: bf16 autocast, half: float32, the bar half must
+    // clear); > 1 is faster.
+    auto peer_ms = [&](const std::string& name) {
+      auto it = peers.find(name);
+      return it == peers.end() ? 0.0 : median(it->second) * 1e3;
+    };
+    auto ratio = [](double a, double b) {
+      char buf[16] = "-";
+      if (a > 0 && b > 0) std::snprintf(buf, sizeof buf, "%.2fx", a / b);
+      return std::string(buf);
+    };
+    std::printf("%-24s %10s %10s %10s %10s %10s\n", "configuration", "ms/step",
+                "vs float", "vs torch", "of peak", "peak MiB");
+    double float_ms = 0;
+    for (size_t i = 0; i < ours.size(); ++i) {
+      if (o.types[i] == "float") float_ms = median(samples[i]) * 1e3;
+    }
+    for (size_t i = 0; i < ours.size(); ++i) {
+      const double ms = median(samples[i]) * 1e3;
+      const double twin = peer_ms(
+          o.types[i] == "bfloat16" ? "torch-bf16-autocast" : "torch-float32");
+      std::printf("%-24s %10.1f %10s %10s %9.0f%% %10.1f\n",
+                  ("mixgraph " + o.types[i]).c_str(), ms,
+                  ratio(float_ms, ms).c_str(), ratio(twin, ms).c_str(),
+                  100.0 * gflop / (ms / 1e3) / peak, ours[i]->step_peak_mb());
+    }
+    for (const auto& [name, v] : peers) {
+      const double ms = median(v) * 1e3;
+      std::printf("%-24s %10.1f %10s %10s %9.0f%%\n", name.c_str(), ms, "", "",
+                  100.0 * gflop / (ms / 1e3) / peak);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,127 @@
+"""PyTorch's twins of bench_models' models: ResNet-18 in its CIFAR form
+(3x3 stem, no max pooling, convolutions without bias, batch 32, SGD with
+momentum) and the GPT-style decoder (4 pre-LN blocks, d 256, 4 heads, MLP
+1024 with GELU's tanh form, causal, vocab 1000, seq 128, batch 8, Adam),
+the same layers and parameter counts as ours, on random data. Trains each
+in float32 and in bf16 autocast and prints
+
+    params <n>
+    step <configuration> <seconds>      (every timed step)
+
+bench_models --peers <python> runs it once per round, between its own
+rounds. Optional: never a build or test dependency.
+"""
+import argparse
+import time
+
+
+def parse():
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", default="gpt", choices=["resnet18", "gpt"])
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=2)
+    return p.parse_args()
+
+
+def resnet18(nn):
+    def conv_bn(cin, cout, k, stride):
+        return [nn.Conv2d(cin, cout, k, stride, k // 2, bias=False),
+                nn.BatchNorm2d(cout)]
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.body = nn.Sequential(*conv_bn(cin, cout, 3, stride),
+                                      nn.ReLU(), *conv_bn(cout, cout, 3, 1))
+            self.shortcut = (nn.Sequential(*conv_bn(cin, cout, 1, stride))
+                             if stride != 1 or cin != cout else nn.Identity())
+
+        def forward(self, x):
+            return (self.body(x) + self.shortcut(x)).relu()
+
+    layers = [*conv_bn(3, 64, 3, 1), nn.ReLU()]
+    cin = 64
+    for stage, cout in enumerate([64, 128, 256, 512]):
+        for b in range(2):
+            layers.append(Block(cin, cout, 2 if stage > 0 and b == 0 else 1))
+            cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 10)]
+    return nn.Sequential(*layers)
+
+
+def gpt(torch, nn):
+    vocab, seq, d, heads, hidden, blocks = 1000, 128, 256, 4, 1024, 4
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.attn = nn.MultiheadAttention(d, heads)
+            self.mlp = nn.Sequential(nn.Linear(d, hidden),
+                                     nn.GELU(approximate="tanh"),
+                                     nn.Linear(hidden, d))
+
+        def forward(self, h, mask):
+            a = self.ln1(h)
+            h = h + self.attn(a, a, a, attn_mask=mask, need_weights=False)[0]
+            return h + self.mlp(self.ln2(h))
+
+    class Gpt(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+            self.blocks = nn.ModuleList(Block() for _ in range(blocks))
+            self.ln_f, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
+            self.register_buffer("mask", torch.triu(
+                torch.full((seq, seq), float("-inf")), diagonal=1))
+
+        def forward(self, tokens):  # (T, B) as ours
+            h = self.tok(tokens) + self.pos(
+                torch.arange(tokens.shape[0]))[:, None, :]
+            for b in self.blocks:
+                h = b(h, self.mask)
+            return self.head(self.ln_f(h))
+
+    return Gpt()
+
+
+def main():
+    a = parse()
+    import torch
+    import torch.nn as nn
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    if a.model == "resnet18":
+        model = resnet18(nn)
+        x = torch.rand(32, 3, 32, 32) * 2 - 1
+        t = torch.randint(0, 10, (32,))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    else:
+        model = gpt(torch, nn)
+        x = torch.randint(0, 1000, (128, 8))
+        t = torch.randint(0, 1000, (128 * 8,))
+        opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    print("params", sum(p.numel() for p in model.parameters()))
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step(autocast):
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            y = model(x)
+        loss = loss_fn(y.float().reshape(-1, y.shape[-1]), t)
+        loss.backward()
+        opt.step()
+
+    for name, autocast in [("torch-float32", False),
+                           ("torch-bf16-autocast", True)]:
+        for _ in range(a.warmup):
+            step(autocast)
+        for _ in range(a.steps):
+            t0 = time.perf_counter()
+            step(autocast)
+            print("step", name, time.perf_counter() - t0, flush=True)
+
+
+if __name__ == "__main__":
+    main()
