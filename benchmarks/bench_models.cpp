@@ -2,10 +2,11 @@
 // ResNet-18 in its CIFAR form (3x3 stem, no max pooling; 11.17M parameters,
 // batch 32 of 3x32x32, SGD with momentum) and a GPT-style decoder (4 pre-LN
 // blocks, d 256, 4 heads, MLP 1024 with GELU's tanh form, causal, vocab
-// 1000, seq 128, batch 8; 3.70M parameters; Adam). Random data; prints
-// figures, never fails on a clock.
+// 1000, seq 128, batch 8; 3.70M parameters; Adam) and an LSTM language
+// model (Embed 1000 x 512, two LSTM layers of 512, seq 64, batch 32; Adam).
+// Random data; prints figures, never fails on a clock.
 //
-//   bench_models [--model resnet18|gpt[,...]] [--type
+//   bench_models [--model resnet18|gpt|lstm[,...]] [--type
 //   float|half|bfloat16[,...]]
 //                [--threads N] [--steps N] [--rounds N] [--warmup N]
 //                [--peers PYTHON] [--isa native|avx2]
@@ -30,6 +31,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "machine.hpp"
@@ -46,7 +48,7 @@ struct Options {
   int threads = 2, steps = 5, rounds = 4, warmup = 2;
   std::string isa = "native";
   std::string peers_python;
-  std::vector<std::string> models{"resnet18", "gpt"};
+  std::vector<std::string> models{"resnet18", "gpt", "lstm"};
   std::vector<std::string> types{"float", "half", "bfloat16"};
 };
 
@@ -148,6 +150,33 @@ double gpt_step_gflop(int64_t batch) {
   return 2.0 * 3.0 * (tokens * weights + attention) / 1e9;
 }
 
+// ---- LSTM language model ----
+
+constexpr int64_t kLstmVocab = 1000, kLstmHidden = 512, kLstmSeq = 64,
+                  kLstmBatch = 32;
+
+// Tokens (T, B) -> logits (T, B, vocab): Embed, two LSTM layers, Affine.
+mg::VariablePtr lstm_lm(const mg::VariablePtr& tokens, mg::ParameterScope p) {
+  auto h = PF::embed(tokens, kLstmVocab, kLstmHidden, p["embed"]);
+  for (int l = 0; l < 2; ++l) {
+    h = std::get<0>(PF::lstm(h, nullptr, nullptr, kLstmHidden,
+                             p["lstm" + std::to_string(l)]));
+  }
+  PF::AffineParams tokens_axis;
+  tokens_axis.base_axis = 2;
+  return PF::affine(h, kLstmVocab, p["head"], tokens_axis);
+}
+
+// Its products: per token, the input and recurrent products of both
+// layers (4 gates of hidden, from hidden + hidden inputs) and the head;
+// three each (forward, input grad, weight grad).
+double lstm_step_gflop() {
+  const double tokens = static_cast<double>(kLstmSeq * kLstmBatch);
+  const double weights = 2.0 * 4 * kLstmHidden * (2 * kLstmHidden) +
+                         static_cast<double>(kLstmHidden) * kLstmVocab;
+  return 2.0 * 3.0 * tokens * weights / 1e9;
+}
+
 // One model in one type_config: float the plain loop, half and bfloat16
 // the dynamic loss scaler, as a mixed precision training loop would.
 class Trainer {
@@ -156,6 +185,11 @@ class Trainer {
     mg::ContextGuard ctx(mg::context("cpu", type_config));
     mg::seed(1);
     std::mt19937 rng(3);
+    if (model != "resnet18" && model != "gpt" && model != "lstm") {
+      std::fprintf(stderr, "unknown model %s (resnet18, gpt or lstm)\n",
+                   model.c_str());
+      std::exit(2);
+    }
     if (model == "resnet18") {
       x_ = mg::make_variable({32, 3, 32, 32});
       t_ = mg::make_variable({32, 1});
@@ -166,6 +200,15 @@ class Trainer {
       for (int64_t i = 0; i < x_->size(); ++i) x[i] = pixel(rng);
       int32_t* t = t_->data()->cast<int32_t>(true);
       for (int64_t i = 0; i < t_->size(); ++i) t[i] = rng() % 10;
+    } else if (model == "lstm") {
+      x_ = mg::make_variable({kLstmSeq, kLstmBatch});
+      t_ = mg::make_variable({kLstmSeq, kLstmBatch, 1});
+      loss_ = F::mean(F::softmax_cross_entropy(lstm_lm(x_, params_), t_));
+      solver_ = mg::solvers::Adam(1e-4f);
+      int32_t* x = x_->data()->cast<int32_t>(true);
+      int32_t* t = t_->data()->cast<int32_t>(true);
+      for (int64_t i = 0; i < x_->size(); ++i) x[i] = rng() % kLstmVocab;
+      for (int64_t i = 0; i < t_->size(); ++i) t[i] = rng() % kLstmVocab;
     } else {
       const int64_t batch = 8;
       x_ = mg::make_variable({kSeq, batch});
@@ -322,8 +365,9 @@ int main(int argc, char** argv) {
       std::printf(", %lld (PyTorch)%s", static_cast<long long>(peer_params),
                   peer_params == ours[0]->parameters() ? "" : " DIFFER");
     }
-    const double gflop =
-        model == "gpt" ? gpt_step_gflop(8) : resnet18_step_gflop(32);
+    const double gflop = model == "gpt"    ? gpt_step_gflop(8)
+                         : model == "lstm" ? lstm_step_gflop()
+                                           : resnet18_step_gflop(32);
     std::printf(
         "\n%.1f GFLOP of products per step; 'of peak': that over "
         "the step's time, against the fp32 FMA peak\n",

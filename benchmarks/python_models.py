@@ -1,6 +1,7 @@
 """PyTorch's twins of bench_models' models: ResNet-18 in its CIFAR form
 (3x3 stem, no max pooling, convolutions without bias, batch 32, SGD with
-momentum) and the GPT-style decoder (4 pre-LN blocks, d 256, 4 heads, MLP
+momentum), the LSTM language model (Embed 1000 x 512, two LSTM layers of
+512, seq 64, batch 32, Adam) and the GPT-style decoder (4 pre-LN blocks, d 256, 4 heads, MLP
 1024 with GELU's tanh form, causal, vocab 1000, seq 128, batch 8, Adam),
 the same layers and parameter counts as ours, on random data. Trains each
 in float32 and in bf16 autocast and prints
@@ -17,7 +18,8 @@ import time
 
 def parse():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", default="gpt", choices=["resnet18", "gpt"])
+    p.add_argument("--model", default="gpt",
+                   choices=["resnet18", "gpt", "lstm"])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--warmup", type=int, default=2)
@@ -86,6 +88,20 @@ def gpt(torch, nn):
     return Gpt()
 
 
+def lstm_lm(nn):
+    class LstmLm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(1000, 512)
+            self.lstm = nn.LSTM(512, 512, num_layers=2)
+            self.head = nn.Linear(512, 1000)
+
+        def forward(self, tokens):  # (T, B) as ours
+            return self.head(self.lstm(self.embed(tokens))[0])
+
+    return LstmLm()
+
+
 def main():
     a = parse()
     import torch
@@ -97,12 +113,20 @@ def main():
         x = torch.rand(32, 3, 32, 32) * 2 - 1
         t = torch.randint(0, 10, (32,))
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    elif a.model == "lstm":
+        model = lstm_lm(nn)
+        x = torch.randint(0, 1000, (64, 32))
+        t = torch.randint(0, 1000, (64 * 32,))
+        opt = torch.optim.Adam(model.parameters(), lr=1e-4)
     else:
         model = gpt(torch, nn)
         x = torch.randint(0, 1000, (128, 8))
         t = torch.randint(0, 1000, (128 * 8,))
         opt = torch.optim.Adam(model.parameters(), lr=1e-4)
-    print("params", sum(p.numel() for p in model.parameters()))
+    # nn.LSTM keeps two biases per gate (bias_ih and bias_hh) where ours
+    # has one: the second, redundant for the count, is left out.
+    print("params", sum(p.numel() for n, p in model.named_parameters()
+                        if "bias_hh" not in n))
     loss_fn = nn.CrossEntropyLoss()
 
     def step(autocast):
