@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <tuple>
 
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
@@ -214,8 +215,25 @@ VariablePtr batch_normalization(const VariablePtr& x, const VariablePtr& beta,
                                 const VariablePtr& mean,
                                 const VariablePtr& variance,
                                 const BatchNormalizationOptions& opts) {
-  return apply_function1(decl::BatchNormalization, opts,
-                         {x, beta, gamma, mean, variance});
+  // NNabla's input lists: beta left out under no_bias, gamma under
+  // no_scale.
+  std::vector<VariablePtr> in{x};
+  for (const auto& [v, left_out, name, option] :
+       {std::tuple{beta, opts.no_bias, "beta", "no_bias"},
+        std::tuple{gamma, opts.no_scale, "gamma", "no_scale"}}) {
+    if (left_out && v) {
+      throw std::invalid_argument(msg("[batch_normalization] ", name,
+                                      " is given, but ", option,
+                                      " is true: pass a null ", name,
+                                      " (it is 0 for beta, 1 for "
+                                      "gamma) or set ",
+                                      option, " false"));
+    }
+    if (!left_out) in.push_back(v);
+  }
+  in.push_back(mean);
+  in.push_back(variance);
+  return apply_function1(decl::BatchNormalization, opts, in);
 }
 
 VariablePtr sync_batch_normalization(

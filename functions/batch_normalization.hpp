@@ -192,7 +192,9 @@ Shape batch_normalization_param_shape(const Shape& x,
                                       const std::string& tag);
 
 namespace functions {
-/// Batch normalization of x with the given parameters and running stats.
+/// Batch normalization of x with the given parameters and running stats;
+/// with opts.no_bias (no_scale) beta (gamma) is null and left out of the
+/// inputs, as NNabla's lists leave it.
 VariablePtr batch_normalization(const VariablePtr& x, const VariablePtr& beta,
                                 const VariablePtr& gamma,
                                 const VariablePtr& mean,

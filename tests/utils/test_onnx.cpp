@@ -267,6 +267,25 @@ std::vector<Case> cases() {
   add("batch_normalization_1d", {4, 3}, [](const V& x, P& p) {
     return PF::batch_normalization(x, p["bn"], /*batch_stat=*/false);
   });
+  // NNabla's no_bias and no_scale: ONNX's B and scale written as constants.
+  add("batch_normalization_no_bias_no_scale", img, [](const V& x, P& p) {
+    mg::BatchNormalizationOptions o;
+    o.batch_stat = false;
+    o.no_bias = true;
+    auto g = F::batch_normalization(x, nullptr, param(p, "gamma", {1, 3, 1, 1}),
+                                    param(p, "mean", {1, 3, 1, 1}),
+                                    param(p, "var", {1, 3, 1, 1}), o);
+    o.no_bias = false;
+    o.no_scale = true;
+    auto b = F::batch_normalization(x, param(p, "beta2", {1, 3, 1, 1}), nullptr,
+                                    param(p, "mean2", {1, 3, 1, 1}),
+                                    param(p, "var2", {1, 3, 1, 1}), o);
+    o.no_bias = true;
+    auto n = F::batch_normalization(x, nullptr, nullptr,
+                                    param(p, "mean3", {1, 3, 1, 1}),
+                                    param(p, "var3", {1, 3, 1, 1}), o);
+    return F::add2(F::add2(g, b), n);
+  });
   c.push_back({"embed",
                {2, 5},
                [](const V& x, P& p) { return PF::embed(x, 10, 3, p["embed"]); },

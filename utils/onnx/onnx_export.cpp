@@ -536,9 +536,21 @@ void batch_normalization(Node& n) {
                   ": ONNX normalizes per channel of axis 1");
   }
   const Shape c{n.in_shape(0)[1]};
-  // Ours: x, beta, gamma, mean, variance; ONNX: X, scale, B, mean, var.
-  auto* b = n.op("BatchNormalization",
-                 {n.in(0), n.in(2, c), n.in(1, c), n.in(3, c), n.in(4, c)},
+  // Ours: x, beta, gamma, mean, variance, with beta left out under no_bias
+  // and gamma under no_scale (NNabla's lists); ONNX: X, scale, B, mean,
+  // var, always: a left-out one is written as its constant (0 or 1).
+  const bool no_bias = arg_bool(n.fn, "no_bias");
+  const bool no_scale = arg_bool(n.fn, "no_scale");
+  const std::vector<float> zeros(c[0], 0.0f), ones(c[0], 1.0f);
+  int i = 1;
+  const std::string beta =
+      no_bias ? n.e.constant(c, Dtype::f32, zeros.data(), "beta")
+              : n.in(i++, c);
+  const std::string gamma =
+      no_scale ? n.e.constant(c, Dtype::f32, ones.data(), "gamma")
+               : n.in(i++, c);
+  const std::string mean = n.in(i, c), variance = n.in(i + 1, c);
+  auto* b = n.op("BatchNormalization", {n.in(0), gamma, beta, mean, variance},
                  {n.out(0)});
   attr(b, "epsilon", arg_real(n.fn, "eps"));
 }
