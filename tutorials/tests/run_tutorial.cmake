@@ -8,8 +8,9 @@
 #   MODE=in_backward: tutorial 02's loop against its --in-backward form:
 #                the same weights, a lower peak memory.
 #   MODE=explain: tutorial 05 names the function of the first overflow.
-#   MODE=main:   the main job for 20 steps per type_config: its table and
-#                files; --resume then finds every run finished.
+#   MODE=main:   the main job for 20 steps per type_config: its table (with
+#                the accuracies of the last weights) and files; --resume
+#                then finds every run finished.
 #   MODE=convert: tutorial 06's converted models: half the file size, the
 #                accuracy within a point of float's.
 #   MODE=main_ranks: the main job on 2 ranks (LAUNCHER: mpirun and its
@@ -170,12 +171,27 @@ elseif(MODE STREQUAL "main")
   file(STRINGS ${WORK_DIR}/out/curves.csv rows)
   list(LENGTH rows n)
   expect_equal("curves.csv rows (header and 20 steps)" ${n} 21)
+  # 20 steps end within the first epoch: each run is tested on its last
+  # weights, so the table shows accuracies, not nan (issue 39).
+  if(m_output MATCHES "nan%")
+    message(FATAL_ERROR "the table shows a test accuracy of nan")
+  endif()
+  if(NOT m_test_accuracy MATCHES "^[0-9]+\\.[0-9]+$")
+    message(FATAL_ERROR "test_accuracy=${m_test_accuracy}: no test ran")
+  endif()
   run_tutorial(again ${args} --resume)
   string(REGEX MATCHALL "resumed from [^\n]* at step 20 " resumed "${again_output}")
   list(LENGTH resumed n)
   expect_equal("runs resumed at step 20" ${n} 3)
   expect_equal("weights after --resume" "${again_weights_hash}"
                "${m_weights_hash}")
+  # The checkpoints kept the accuracies: the finished runs are not tested
+  # again, and the table shows the same numbers.
+  expect_equal("test accuracy after --resume" "${again_test_accuracy}"
+               "${m_test_accuracy}")
+  if(again_output MATCHES "test accuracy [0-9.]+% after step")
+    message(FATAL_ERROR "--resume tested the finished runs again")
+  endif()
   message("the main job wrote its table, curves and checkpoints, and resumed")
 elseif(MODE STREQUAL "convert")
   # Tutorial 06 after 30 steps: each converted model's file is about half
