@@ -25,8 +25,9 @@ string(REPLACE "|" ";" LAUNCHER "${LAUNCHER}")
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
-# Runs the tutorial with `args`; sets <prefix>_output to what it printed and
-# <prefix>_<key> for each key=value of its (first) RESULT line.
+# Runs the tutorial with `args`; sets <prefix>_output and <prefix>_errors to
+# what it printed on stdout and stderr, and <prefix>_<key> for each
+# key=value of its (first) RESULT line.
 function(run_tutorial prefix)
   execute_process(COMMAND ${LAUNCHER} ${TUTORIAL} --batch-size 32 --log-every 10 ${ARGN}
     WORKING_DIRECTORY ${WORK_DIR}
@@ -42,6 +43,7 @@ function(run_tutorial prefix)
     message(FATAL_ERROR "exit status ${rc}")
   endif()
   set(${prefix}_output "${out}" PARENT_SCOPE)
+  set(${prefix}_errors "${err}" PARENT_SCOPE)
   string(REGEX MATCH "RESULT [^\n]*" result "${out}")
   if(NOT result)
     message(FATAL_ERROR "no RESULT line")
@@ -191,6 +193,24 @@ elseif(MODE STREQUAL "main")
                "${m_test_accuracy}")
   if(again_output MATCHES "test accuracy [0-9.]+% after step")
     message(FATAL_ERROR "--resume tested the finished runs again")
+  endif()
+  # gnuplot plots the curves of a short run without a warning: a loss scale
+  # that never moved (20 steps), a single step (an empty x and y range).
+  find_program(gnuplot gnuplot)
+  if(gnuplot)
+    run_tutorial(one --iterations 1 --type-configs half --out-dir one)
+    foreach(run m again one)
+      if("${${run}_errors}" MATCHES "[Ww]arning[^\n]*")
+        message(FATAL_ERROR "gnuplot warned: ${CMAKE_MATCH_0}")
+      endif()
+    endforeach()
+    foreach(png out/curves.png one/curves.png)
+      if(NOT EXISTS ${WORK_DIR}/${png})
+        message(FATAL_ERROR "the main job did not plot ${png}")
+      endif()
+    endforeach()
+  else()
+    message("gnuplot is not installed: the plot went untested")
   endif()
   message("the main job wrote its table, curves and checkpoints, and resumed")
 elseif(MODE STREQUAL "convert")
