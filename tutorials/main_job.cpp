@@ -263,7 +263,8 @@ int main(int argc, char** argv) {
   if (comm) {
     std::printf(
         "data-parallel: %d ranks (%s) of batch %d, grads all-reduced (mean, "
-        "fp32) in buckets of %.2f MB %s backward\n",
+        "fp32) in buckets of %.2f MB %s backward; the loss shown is the "
+        "mean over the ranks\n",
         ranks, comm->name().c_str(), options.batch_size, options.bucket_mb,
         options.overlap ? "launched during" : "after");
   }

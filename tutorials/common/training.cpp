@@ -193,7 +193,10 @@ void Training::step_done(float loss_scale, bool applied) {
   const double seconds = std::chrono::duration<double>(
                              std::chrono::steady_clock::now() - step_start_)
                              .count();
-  const float loss = loss_->data()->get<const float>()[0];
+  float loss = loss_->data()->get<const float>()[0];
+  // Each rank's loss is the mean over its shard: their mean is the global
+  // batch's, the loss a single process would print (rank 0's alone is not).
+  if (comm_) comm_->all_reduce(&loss, 1, mg::ReduceOp::mean);
   summary_.train_seconds += seconds;
   summary_.images += options_.batch_size * summary_.ranks;  // every rank's
   summary_.steps += 1;

@@ -35,11 +35,12 @@ struct Summary {
   double test_accuracy = std::numeric_limits<double>::quiet_NaN();
   double train_seconds = 0;  // training steps only (no evaluation, no I/O)
   int64_t images = 0;
-  float first_loss = 0, last_loss = 0;  // means over this process's first
-                                        // and last 10 steps
-  float final_loss = 0;                 // the last step's loss
-  uint64_t weights_hash = 0;            // FNV-1a of the fp32 weights
-  size_t peak_bytes = 0;  // mg::cpu_memory_stats().peak seen during the run
+  // The loss (with --ranks, its mean over the ranks): means over this
+  // process's first and last 10 steps, and the last step's.
+  float first_loss = 0, last_loss = 0;
+  float final_loss = 0;
+  uint64_t weights_hash = 0;  // FNV-1a of the fp32 weights
+  size_t peak_bytes = 0;      // mg::cpu_memory_stats().peak seen during the run
   bool interrupted = false;
   // Data-parallel runs (--ranks): the ranks, and this process's grad
   // all-reduce (GradReducer's stats: what backward did not hide).
@@ -97,7 +98,8 @@ class Training {
   /// The first call resumes from --checkpoint when --resume is given.
   bool running();
   /// Ends a step that used `loss_scale` (false `applied`: it was skipped):
-  /// progress and CSV; at an epoch's end the test accuracy and a checkpoint.
+  /// progress and CSV of the loss (with --ranks, its mean over the ranks);
+  /// at an epoch's end the test accuracy and a checkpoint.
   void step_done(float loss_scale = 1.0f, bool applied = true);
   /// Tests the last weights when the run stopped within an epoch (not after
   /// Ctrl-C), saves the last checkpoint, prints the summary and a

@@ -16,7 +16,8 @@
 #   MODE=main_ranks: the main job on 2 ranks (LAUNCHER: mpirun and its
 #                flags): the table with the all-reduce; 20 steps, then
 #                --resume to 40 from rank 0's checkpoints, against a
-#                straight 40-step run: the same weights.
+#                straight 40-step run: the same weights; the loss printed is
+#                the mean over the ranks.
 # Prints "SKIPPED: ..." (the test's skip pattern) when Fashion-MNIST is not
 # installed.
 cmake_minimum_required(VERSION 3.22)
@@ -25,14 +26,18 @@ string(REPLACE "|" ";" LAUNCHER "${LAUNCHER}")
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
-# Runs the tutorial with `args`; sets <prefix>_output and <prefix>_errors to
-# what it printed on stdout and stderr, and <prefix>_<key> for each
-# key=value of its (first) RESULT line.
+# Runs the tutorial with `args` (under LAUNCHER, with --batch-size `batch`,
+# 32 unless set); sets <prefix>_output and <prefix>_errors to what it
+# printed on stdout and stderr, and <prefix>_<key> for each key=value of its
+# (first) RESULT line.
 function(run_tutorial prefix)
-  execute_process(COMMAND ${LAUNCHER} ${TUTORIAL} --batch-size 32 --log-every 10 ${ARGN}
+  if(NOT batch)  # the caller's, else 32
+    set(batch 32)
+  endif()
+  execute_process(COMMAND ${LAUNCHER} ${TUTORIAL} --batch-size ${batch} --log-every 10 ${ARGN}
     WORKING_DIRECTORY ${WORK_DIR}
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  message("$ ${TUTORIAL} --batch-size 32 --log-every 10 ${ARGN}\n${out}${err}")
+  message("$ ${LAUNCHER} ${TUTORIAL} --batch-size ${batch} --log-every 10 ${ARGN}\n${out}${err}")
   if(NOT rc EQUAL 0)
     if("${out}${err}" MATCHES "apt-get install dataset-fashion-mnist")
       message("SKIPPED: Fashion-MNIST is not installed "
@@ -278,7 +283,32 @@ elseif(MODE STREQUAL "main_ranks")
   string(REGEX MATCHALL "weights_hash=[0-9a-f]+" a2_hashes "${a2_output}")
   string(REGEX MATCHALL "weights_hash=[0-9a-f]+" b_hashes "${b_output}")
   expect_equal("every run's weights after --resume" "${a2_hashes}" "${b_hashes}")
-  message("the main job trained on 2 ranks and resumed from rank 0's checkpoints")
+  # The loss printed is the mean over the ranks (issue 39): at step 1 (the
+  # same initial weights) 2 ranks of 32 images print the loss one process
+  # prints for the same 64 images; rank 0's own is of its 32 alone.
+  run_tutorial(two --ranks --type-configs float --bucket-mb 0.5
+               --iterations 1 --out-dir two)
+  set(ranks_launcher "${LAUNCHER}")
+  set(LAUNCHER "")
+  set(batch 64)
+  run_tutorial(one --type-configs float --iterations 1 --out-dir one)
+  set(LAUNCHER "${ranks_launcher}")
+  unset(batch)
+  # Within 5e-6 (the sums run in another order): compare in millionths.
+  foreach(run two one)
+    set(x "${${run}_final_loss}000000")
+    if(NOT x MATCHES "^([0-9]+)\\.([0-9][0-9][0-9][0-9][0-9][0-9])")
+      message(FATAL_ERROR "final_loss is not a number: ${${run}_final_loss}")
+    endif()
+    math(EXPR ${run}_micro "${CMAKE_MATCH_1} * 1000000 + ${CMAKE_MATCH_2}")
+  endforeach()
+  math(EXPR diff "${two_micro} - ${one_micro}")
+  if(diff GREATER 5 OR diff LESS -5)
+    message(FATAL_ERROR "2 ranks printed loss ${two_final_loss}, not the "
+            "global batch's ${one_final_loss}")
+  endif()
+  message("the main job trained on 2 ranks, printed the ranks' mean loss "
+          "and resumed from rank 0's checkpoints")
 else()
   message(FATAL_ERROR "MODE must be run, resume, updater, in_backward, explain, main, main_ranks or convert")
 endif()
