@@ -18,6 +18,7 @@
 #                --resume to 40 from rank 0's checkpoints, against a
 #                straight 40-step run: the same weights; the loss printed is
 #                the mean over the ranks.
+#   MODE=help:   --help says what the flags' defaults are.
 # Prints "SKIPPED: ..." (the test's skip pattern) when Fashion-MNIST is not
 # installed.
 cmake_minimum_required(VERSION 3.22)
@@ -286,8 +287,12 @@ elseif(MODE STREQUAL "main_ranks")
   # The loss printed is the mean over the ranks (issue 39): at step 1 (the
   # same initial weights) 2 ranks of 32 images print the loss one process
   # prints for the same 64 images; rank 0's own is of its 32 alone.
+  # --no-overlap turns the overlap off.
   run_tutorial(two --ranks --type-configs float --bucket-mb 0.5
-               --iterations 1 --out-dir two)
+               --iterations 1 --no-overlap --out-dir two)
+  if(NOT two_output MATCHES "fp32\\) in buckets of [0-9.]+ MB after backward")
+    message(FATAL_ERROR "--no-overlap did not turn the overlap off")
+  endif()
   set(ranks_launcher "${LAUNCHER}")
   set(LAUNCHER "")
   set(batch 64)
@@ -309,6 +314,25 @@ elseif(MODE STREQUAL "main_ranks")
   endif()
   message("the main job trained on 2 ranks, printed the ranks' mean loss "
           "and resumed from rank 0's checkpoints")
+elseif(MODE STREQUAL "help")
+  execute_process(COMMAND ${TUTORIAL} --help RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("$ ${TUTORIAL} --help\n${out}${err}")
+  expect_equal("exit status of --help" "${rc}" 0)
+  # CLI11 shows a negated flag as "--overlap,--no-overlap{false}", which
+  # reads as "off by default" (issue 39).
+  if(out MATCHES "[^\n]*{(true|false)}[^\n]*")
+    message(FATAL_ERROR "--help shows a flag's value as a default: ${CMAKE_MATCH_0}")
+  endif()
+  if(NOT out MATCHES "\n  --overlap[^\n]*(\n[^\n]*)?while backward runs \\(the default\\)")
+    message(FATAL_ERROR "--help does not say that --overlap is the default")
+  endif()
+  execute_process(COMMAND ${TUTORIAL} --overlap --no-overlap
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "--overlap excludes --no-overlap")
+    message(FATAL_ERROR "--overlap --no-overlap was not refused: ${out}${err}")
+  endif()
+  message("--help says what the defaults are")
 else()
-  message(FATAL_ERROR "MODE must be run, resume, updater, in_backward, explain, main, main_ranks or convert")
+  message(FATAL_ERROR "MODE must be run, resume, updater, in_backward, explain, main, main_ranks, convert or help")
 endif()
