@@ -47,6 +47,16 @@ uint64_t weights_hash(const mg::ParameterScope& params) {
   return h;
 }
 
+bool weights_finite(const mg::ParameterScope& params) {
+  for (const auto& [name, p] : params.parameters()) {
+    const float* w = p->data()->get<const float>();
+    if (!std::all_of(w, w + p->size(),
+                     [](float v) { return std::isfinite(v); }))
+      return false;
+  }
+  return true;
+}
+
 float mean(const std::deque<float>& v) {
   return v.empty() ? 0.0f
                    : std::accumulate(v.begin(), v.end(), 0.0f) / v.size();
@@ -247,7 +257,11 @@ void Training::step_done(float loss_scale, bool applied) {
 }
 
 void Training::test_now() {
-  summary_.test_accuracy = evaluate();
+  // A network with a nan weight would score 100%: top_n_error counts the
+  // classes scored above the label, and no comparison with nan is true.
+  summary_.test_accuracy = weights_finite(params)
+                               ? evaluate()
+                               : std::numeric_limits<double>::quiet_NaN();
   tested_at_ = summary_.steps;
 }
 
@@ -343,7 +357,10 @@ int Training::finish() {
                     tested_at_ != summary_.steps;
   if (test) {
     test_now();
-    if (leader()) {
+    if (leader() && std::isnan(summary_.test_accuracy)) {
+      std::printf("%s: no test after step %lld: the weights are not finite\n",
+                  name_.c_str(), static_cast<long long>(summary_.steps));
+    } else if (leader()) {
       std::printf("%s: test accuracy %.2f%% after step %lld\n", name_.c_str(),
                   summary_.test_accuracy,
                   static_cast<long long>(summary_.steps));

@@ -31,7 +31,7 @@ struct Summary {
   int64_t skipped_steps = 0;
   int64_t epochs_done = 0;
   // In %, of the weights after the last step (or at the last epoch's end,
-  // after Ctrl-C); NaN before any test.
+  // after Ctrl-C); NaN before any test and for weights that are not finite.
   double test_accuracy = std::numeric_limits<double>::quiet_NaN();
   double train_seconds = 0;  // training steps only (no evaluation, no I/O)
   int64_t images = 0;
@@ -115,7 +115,8 @@ class Training {
 
  private:
   void resume();
-  /// Sets the summary's test accuracy to that of the current weights.
+  /// Sets the summary's test accuracy to that of the current weights (NaN
+  /// when they are not finite).
   void test_now();
   void save_checkpoint();
   mg::CheckpointExtras extras() const;

@@ -19,6 +19,8 @@
 #                straight 40-step run: the same weights; the loss printed is
 #                the mean over the ranks.
 #   MODE=help:   --help says what the flags' defaults are.
+#   MODE=diverge: tutorial 02 at a loss scale that overflows: exit status 1
+#                and no test accuracy for its nan weights.
 # Prints "SKIPPED: ..." (the test's skip pattern) when Fashion-MNIST is not
 # installed.
 cmake_minimum_required(VERSION 3.22)
@@ -333,6 +335,27 @@ elseif(MODE STREQUAL "help")
     message(FATAL_ERROR "--overlap --no-overlap was not refused: ${out}${err}")
   endif()
   message("--help says what the defaults are")
+elseif(MODE STREQUAL "diverge")
+  # At 2^24 the second step's grads overflow and Adam turns the weights
+  # into nan. The run exits with status 1; its test accuracy is nan, not
+  # the 100% that a nan network scores (no comparison with nan is true).
+  execute_process(COMMAND ${TUTORIAL} --batch-size 32 --iterations 5
+                          --loss-scale 16777216 --checkpoint d.h5
+    WORKING_DIRECTORY ${WORK_DIR}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("$ ${TUTORIAL} --batch-size 32 --iterations 5 --loss-scale "
+          "16777216 --checkpoint d.h5\n${out}${err}")
+  if("${out}${err}" MATCHES "apt-get install dataset-fashion-mnist")
+    message("SKIPPED: Fashion-MNIST is not installed "
+            "(apt-get install dataset-fashion-mnist)")
+    cmake_language(EXIT 0)
+  endif()
+  expect_equal("exit status of a run whose loss is nan" "${rc}" 1)
+  if(NOT out MATCHES "no test after step 5: the weights are not finite" OR
+     NOT out MATCHES "RESULT [^\n]* test_accuracy=nan ")
+    message(FATAL_ERROR "a run with nan weights reported a test accuracy")
+  endif()
+  message("the diverged run exited with status 1 and no test accuracy")
 else()
-  message(FATAL_ERROR "MODE must be run, resume, updater, in_backward, explain, main, main_ranks, convert or help")
+  message(FATAL_ERROR "MODE must be run, resume, updater, in_backward, explain, main, main_ranks, convert, help or diverge")
 endif()
