@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -86,10 +87,25 @@ Run train(const std::string& type_config, tutorial::Options options,
                              .count()};
 }
 
+// The extent of the curves, finite values only, for the plot's ranges.
+struct Extent {
+  double lo = INFINITY, hi = -INFINITY;
+  void add(double v) {
+    if (std::isfinite(v) && v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  bool empty() const { return !(lo <= hi); }
+};
+struct CurveExtents {
+  size_t steps = 0;
+  Extent loss, loss_scale;
+};
+
 // curves.csv: each run's loss as a mean over the last `window` steps, and
 // the loss scale of the half run (the one that scales), one row per step.
-void write_curves(const std::string& out_dir,
-                  const std::vector<std::string>& type_configs, int window) {
+CurveExtents write_curves(const std::string& out_dir,
+                          const std::vector<std::string>& type_configs,
+                          int window) {
+  CurveExtents extents;
   std::vector<std::string> columns = {"step"};
   std::vector<std::vector<std::vector<std::string>>> runs;
   size_t steps = 0, half = type_configs.size();
@@ -114,19 +130,36 @@ void write_curves(const std::string& out_dir,
       if (step > static_cast<size_t>(window)) {
         sums[r] -= std::stod(rows[step - window][2]);
       }
-      row.push_back(std::to_string(sums[r] / std::min<size_t>(step, window)));
+      const double mean = sums[r] / std::min<size_t>(step, window);
+      extents.loss.add(mean);
+      row.push_back(std::to_string(mean));
     }
     if (half < runs.size()) {
-      row.push_back(step < runs[half].size() ? runs[half][step][3] : "NaN");
+      const bool has = step < runs[half].size();
+      if (has) extents.loss_scale.add(std::stod(runs[half][step][3]));
+      row.push_back(has ? runs[half][step][3] : "NaN");
     }
     csv.write_row(row);
   }
+  extents.steps = steps;
+  return extents;
+}
+
+// A y range for a log-scale plot of `e`: gnuplot's own, unless the values
+// are all one (a short run, a loss scale that never moved), where gnuplot
+// would warn "empty y range": then a factor of `margin` either side.
+std::string yrange(const Extent& e, double margin) {
+  if (e.lo < e.hi) return "set autoscale y\n";
+  std::ostringstream s;
+  s << "set yrange [" << e.lo / margin << ":" << e.hi * margin << "]\n";
+  return s.str();
 }
 
 // curves.png through gnuplot, when it is installed: the losses above, the
 // half run's loss scale below.
 void plot(const std::string& out_dir,
-          const std::vector<std::string>& type_configs, int window) {
+          const std::vector<std::string>& type_configs, int window,
+          const CurveExtents& extents) {
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
     std::printf(
         "gnuplot is not installed: no plot (apt-get install "
@@ -134,9 +167,15 @@ void plot(const std::string& out_dir,
         out_dir.c_str());
     return;
   }
+  if (extents.loss.empty()) {
+    std::printf("no finite loss: no plot; the curves are in %s/curves.csv\n",
+                out_dir.c_str());
+    return;
+  }
   const size_t n = type_configs.size();
   const bool half = std::find(type_configs.begin(), type_configs.end(),
-                              "half") != type_configs.end();
+                              "half") != type_configs.end() &&
+                    !extents.loss_scale.empty();
   const std::string data = "'" + out_dir + "/curves.csv'";
   std::ofstream gp(out_dir + "/curves.gp");
   gp << "set terminal pngcairo noenhanced size 1000," << (half ? 800 : 450)
@@ -144,18 +183,20 @@ void plot(const std::string& out_dir,
      << "set output '" << out_dir << "/curves.png'\n"
      << "set datafile separator ','\n"
      << "set grid\nset xlabel 'step'\n";
+  // A single step would be an empty x range.
+  if (extents.steps < 2) gp << "set xrange [0:2]\n";
   if (half) gp << "set multiplot layout 2,1\n";
   gp << "set title 'LeNet on Fashion-MNIST, Adam: training loss'\n"
      << "set ylabel 'loss (mean of the last " << window << " steps)'\n"
      << "set logscale y\n"
-     << "plot for [i=2:" << n + 1 << "] " << data
+     << yrange(extents.loss, 1.25) << "plot for [i=2:" << n + 1 << "] " << data
      << " using 1:i with lines lw 1.5 dt i-1 title columnhead(i)\n";
   if (half) {
     gp << "set title 'half: the dynamic loss scale each step used'\n"
        << "set ylabel 'loss scale'\nset logscale y 2\n"
        << "set offsets graph 0, graph 0, graph 0.1, graph 0.1\n"
-       << "plot " << data << " using 1:" << n + 2
-       << " with steps lw 1.5 title 'loss_scale_half'\n"
+       << yrange(extents.loss_scale, 2.0) << "plot " << data
+       << " using 1:" << n + 2 << " with steps lw 1.5 title 'loss_scale_half'\n"
        << "unset multiplot\n";
   }
   gp.close();
@@ -222,7 +263,8 @@ int main(int argc, char** argv) {
   if (comm) {
     std::printf(
         "data-parallel: %d ranks (%s) of batch %d, grads all-reduced (mean, "
-        "fp32) in buckets of %.2f MB %s backward\n",
+        "fp32) in buckets of %.2f MB %s backward; the loss shown is the "
+        "mean over the ranks\n",
         ranks, comm->name().c_str(), options.batch_size, options.bucket_mb,
         options.overlap ? "launched during" : "after");
   }
@@ -290,12 +332,12 @@ int main(int argc, char** argv) {
   const int window = 50;
   std::vector<std::string> done;  // the runs that started
   for (const auto& r : runs) done.push_back(r.summary.type_config);
-  write_curves(out_dir, done, window);
+  const CurveExtents extents = write_curves(out_dir, done, window);
   std::printf(
       "\ncurves: %s/curves.csv (per run: %s/<type_config>.csv); "
       "results: %s/results.csv\n",
       out_dir.c_str(), out_dir.c_str(), out_dir.c_str());
-  plot(out_dir, done, window);
+  plot(out_dir, done, window, extents);
   std::printf(
       "wall time %.0f s\n",
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

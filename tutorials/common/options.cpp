@@ -69,9 +69,15 @@ void add_flags(CLI::App& app, Options& o, bool with_type_config) {
                  "--ranks: size of the buckets grads are all-reduced in")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_flag("--overlap,!--no-overlap", o.overlap,
-               "--ranks: all-reduce buckets while backward runs (default) or "
-               "after it");
+  // Two flags, not CLI11's "--overlap,!--no-overlap": its help shows that
+  // as "--overlap,--no-overlap{false}", which reads as "off by default".
+  auto* on = app.add_flag_callback(
+      "--overlap", [&o] { o.overlap = true; },
+      "--ranks: all-reduce buckets while backward runs (the default)");
+  auto* off = app.add_flag_callback(
+      "--no-overlap", [&o] { o.overlap = false; },
+      "--ranks: all-reduce buckets after backward returns");
+  on->excludes(off);
 }
 
 Options parse_flags(int argc, char** argv, const std::string& description,

@@ -47,6 +47,16 @@ uint64_t weights_hash(const mg::ParameterScope& params) {
   return h;
 }
 
+bool weights_finite(const mg::ParameterScope& params) {
+  for (const auto& [name, p] : params.parameters()) {
+    const float* w = p->data()->get<const float>();
+    if (!std::all_of(w, w + p->size(),
+                     [](float v) { return std::isfinite(v); }))
+      return false;
+  }
+  return true;
+}
+
 float mean(const std::deque<float>& v) {
   return v.empty() ? 0.0f
                    : std::accumulate(v.begin(), v.end(), 0.0f) / v.size();
@@ -193,7 +203,10 @@ void Training::step_done(float loss_scale, bool applied) {
   const double seconds = std::chrono::duration<double>(
                              std::chrono::steady_clock::now() - step_start_)
                              .count();
-  const float loss = loss_->data()->get<const float>()[0];
+  float loss = loss_->data()->get<const float>()[0];
+  // Each rank's loss is the mean over its shard: their mean is the global
+  // batch's, the loss a single process would print (rank 0's alone is not).
+  if (comm_) comm_->all_reduce(&loss, 1, mg::ReduceOp::mean);
   summary_.train_seconds += seconds;
   summary_.images += options_.batch_size * summary_.ranks;  // every rank's
   summary_.steps += 1;
@@ -226,7 +239,7 @@ void Training::step_done(float loss_scale, bool applied) {
     epoch_ended_ = false;
     bar_.reset();
     summary_.epochs_done = batches_.epoch();
-    summary_.test_accuracy = evaluate();
+    test_now();
     save_checkpoint();
     std::printf(
         "epoch %lld/%d: test accuracy %.2f%%, %.0f img/s, %lld "
@@ -241,6 +254,15 @@ void Training::step_done(float loss_scale, bool applied) {
              summary_.steps % options_.checkpoint_every == 0) {
     save_checkpoint();
   }
+}
+
+void Training::test_now() {
+  // A network with a nan weight would score 100%: top_n_error counts the
+  // classes scored above the label, and no comparison with nan is true.
+  summary_.test_accuracy = weights_finite(params)
+                               ? evaluate()
+                               : std::numeric_limits<double>::quiet_NaN();
+  tested_at_ = summary_.steps;
 }
 
 double Training::evaluate() {
@@ -258,6 +280,7 @@ mg::CheckpointExtras Training::extras() const {
   e.set("skipped_steps", summary_.skipped_steps);
   e.set("epochs_done", summary_.epochs_done);
   e.set("test_accuracy", summary_.test_accuracy);
+  e.set("tested_at", tested_at_);
   e.set("train_seconds", summary_.train_seconds);
   e.set("images", summary_.images);
   e.set("peak_bytes", static_cast<int64_t>(summary_.peak_bytes));
@@ -297,6 +320,8 @@ void Training::resume() {
   summary_.skipped_steps = e.get_int("skipped_steps");
   summary_.epochs_done = e.get_int("epochs_done");
   summary_.test_accuracy = e.get_float("test_accuracy");
+  // A checkpoint from before "tested_at" existed: finish() tests again.
+  tested_at_ = e.has("tested_at") ? e.get_int("tested_at") : -1;
   summary_.train_seconds = e.get_float("train_seconds");
   summary_.images = e.get_int("images");
   summary_.peak_bytes = static_cast<size_t>(e.get_int("peak_bytes"));
@@ -325,8 +350,24 @@ void Training::resume() {
 int Training::finish() {
   bar_.reset();
   summary_.interrupted = interrupted();
-  if (started_ &&
-      (last_saved_ != summary_.steps || !file_exists(checkpoint_path()))) {
+  // A run that stopped within an epoch (--iterations) has not been tested
+  // on its last weights (or at all): test them, so that the summary and the
+  // checkpoint report them. A Ctrl-C stops without the wait.
+  const bool test = started_ && !summary_.interrupted && summary_.steps > 0 &&
+                    tested_at_ != summary_.steps;
+  if (test) {
+    test_now();
+    if (leader() && std::isnan(summary_.test_accuracy)) {
+      std::printf("%s: no test after step %lld: the weights are not finite\n",
+                  name_.c_str(), static_cast<long long>(summary_.steps));
+    } else if (leader()) {
+      std::printf("%s: test accuracy %.2f%% after step %lld\n", name_.c_str(),
+                  summary_.test_accuracy,
+                  static_cast<long long>(summary_.steps));
+    }
+  }
+  if (started_ && (test || last_saved_ != summary_.steps ||
+                   !file_exists(checkpoint_path()))) {
     save_checkpoint();
   }
   // The losses of this process's steps (none when a finished run resumed).

@@ -30,14 +30,17 @@ struct Summary {
   int64_t steps = 0;
   int64_t skipped_steps = 0;
   int64_t epochs_done = 0;
-  double test_accuracy = std::numeric_limits<double>::quiet_NaN();  // in %
+  // In %, of the weights after the last step (or at the last epoch's end,
+  // after Ctrl-C); NaN before any test and for weights that are not finite.
+  double test_accuracy = std::numeric_limits<double>::quiet_NaN();
   double train_seconds = 0;  // training steps only (no evaluation, no I/O)
   int64_t images = 0;
-  float first_loss = 0, last_loss = 0;  // means over this process's first
-                                        // and last 10 steps
-  float final_loss = 0;                 // the last step's loss
-  uint64_t weights_hash = 0;            // FNV-1a of the fp32 weights
-  size_t peak_bytes = 0;  // mg::cpu_memory_stats().peak seen during the run
+  // The loss (with --ranks, its mean over the ranks): means over this
+  // process's first and last 10 steps, and the last step's.
+  float first_loss = 0, last_loss = 0;
+  float final_loss = 0;
+  uint64_t weights_hash = 0;  // FNV-1a of the fp32 weights
+  size_t peak_bytes = 0;      // mg::cpu_memory_stats().peak seen during the run
   bool interrupted = false;
   // Data-parallel runs (--ranks): the ranks, and this process's grad
   // all-reduce (GradReducer's stats: what backward did not hide).
@@ -95,11 +98,13 @@ class Training {
   /// The first call resumes from --checkpoint when --resume is given.
   bool running();
   /// Ends a step that used `loss_scale` (false `applied`: it was skipped):
-  /// progress and CSV; at an epoch's end the test accuracy and a checkpoint.
+  /// progress and CSV of the loss (with --ranks, its mean over the ranks);
+  /// at an epoch's end the test accuracy and a checkpoint.
   void step_done(float loss_scale = 1.0f, bool applied = true);
-  /// Saves the last checkpoint, prints the summary and a machine-readable
-  /// "RESULT key=value ..." line; returns the exit status (130 after Ctrl-C,
-  /// 1 if the loss is not finite).
+  /// Tests the last weights when the run stopped within an epoch (not after
+  /// Ctrl-C), saves the last checkpoint, prints the summary and a
+  /// machine-readable "RESULT key=value ..." line; returns the exit status
+  /// (130 after Ctrl-C, 1 if the loss is not finite).
   int finish();
 
   const Summary& summary() const { return summary_; }
@@ -110,6 +115,9 @@ class Training {
 
  private:
   void resume();
+  /// Sets the summary's test accuracy to that of the current weights (NaN
+  /// when they are not finite).
+  void test_now();
   void save_checkpoint();
   mg::CheckpointExtras extras() const;
   void start_bar();
@@ -132,6 +140,7 @@ class Training {
   double bar_seconds_ = 0;
   bool started_ = false, epoch_ended_ = false, show_scale_ = false;
   int64_t last_saved_ = -1;
+  int64_t tested_at_ = -1;  // the step the test accuracy is of
   std::chrono::steady_clock::time_point step_start_;
   std::deque<float> recent_losses_;
   std::vector<float> first_losses_;

@@ -8,14 +8,19 @@
 #   MODE=in_backward: tutorial 02's loop against its --in-backward form:
 #                the same weights, a lower peak memory.
 #   MODE=explain: tutorial 05 names the function of the first overflow.
-#   MODE=main:   the main job for 20 steps per type_config: its table and
-#                files; --resume then finds every run finished.
+#   MODE=main:   the main job for 20 steps per type_config: its table (with
+#                the accuracies of the last weights) and files; --resume
+#                then finds every run finished.
 #   MODE=convert: tutorial 06's converted models: half the file size, the
 #                accuracy within a point of float's.
 #   MODE=main_ranks: the main job on 2 ranks (LAUNCHER: mpirun and its
 #                flags): the table with the all-reduce; 20 steps, then
 #                --resume to 40 from rank 0's checkpoints, against a
-#                straight 40-step run: the same weights.
+#                straight 40-step run: the same weights; the loss printed is
+#                the mean over the ranks.
+#   MODE=help:   --help says what the flags' defaults are.
+#   MODE=diverge: tutorial 02 at a loss scale that overflows: exit status 1
+#                and no test accuracy for its nan weights.
 # Prints "SKIPPED: ..." (the test's skip pattern) when Fashion-MNIST is not
 # installed.
 cmake_minimum_required(VERSION 3.22)
@@ -24,13 +29,18 @@ string(REPLACE "|" ";" LAUNCHER "${LAUNCHER}")
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
-# Runs the tutorial with `args`; sets <prefix>_output to what it printed and
-# <prefix>_<key> for each key=value of its (first) RESULT line.
+# Runs the tutorial with `args` (under LAUNCHER, with --batch-size `batch`,
+# 32 unless set); sets <prefix>_output and <prefix>_errors to what it
+# printed on stdout and stderr, and <prefix>_<key> for each key=value of its
+# (first) RESULT line.
 function(run_tutorial prefix)
-  execute_process(COMMAND ${LAUNCHER} ${TUTORIAL} --batch-size 32 --log-every 10 ${ARGN}
+  if(NOT batch)  # the caller's, else 32
+    set(batch 32)
+  endif()
+  execute_process(COMMAND ${LAUNCHER} ${TUTORIAL} --batch-size ${batch} --log-every 10 ${ARGN}
     WORKING_DIRECTORY ${WORK_DIR}
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  message("$ ${TUTORIAL} --batch-size 32 --log-every 10 ${ARGN}\n${out}${err}")
+  message("$ ${LAUNCHER} ${TUTORIAL} --batch-size ${batch} --log-every 10 ${ARGN}\n${out}${err}")
   if(NOT rc EQUAL 0)
     if("${out}${err}" MATCHES "apt-get install dataset-fashion-mnist")
       message("SKIPPED: Fashion-MNIST is not installed "
@@ -41,6 +51,7 @@ function(run_tutorial prefix)
     message(FATAL_ERROR "exit status ${rc}")
   endif()
   set(${prefix}_output "${out}" PARENT_SCOPE)
+  set(${prefix}_errors "${err}" PARENT_SCOPE)
   string(REGEX MATCH "RESULT [^\n]*" result "${out}")
   if(NOT result)
     message(FATAL_ERROR "no RESULT line")
@@ -170,12 +181,45 @@ elseif(MODE STREQUAL "main")
   file(STRINGS ${WORK_DIR}/out/curves.csv rows)
   list(LENGTH rows n)
   expect_equal("curves.csv rows (header and 20 steps)" ${n} 21)
+  # 20 steps end within the first epoch: each run is tested on its last
+  # weights, so the table shows accuracies, not nan (issue 39).
+  if(m_output MATCHES "nan%")
+    message(FATAL_ERROR "the table shows a test accuracy of nan")
+  endif()
+  if(NOT m_test_accuracy MATCHES "^[0-9]+\\.[0-9]+$")
+    message(FATAL_ERROR "test_accuracy=${m_test_accuracy}: no test ran")
+  endif()
   run_tutorial(again ${args} --resume)
   string(REGEX MATCHALL "resumed from [^\n]* at step 20 " resumed "${again_output}")
   list(LENGTH resumed n)
   expect_equal("runs resumed at step 20" ${n} 3)
   expect_equal("weights after --resume" "${again_weights_hash}"
                "${m_weights_hash}")
+  # The checkpoints kept the accuracies: the finished runs are not tested
+  # again, and the table shows the same numbers.
+  expect_equal("test accuracy after --resume" "${again_test_accuracy}"
+               "${m_test_accuracy}")
+  if(again_output MATCHES "test accuracy [0-9.]+% after step")
+    message(FATAL_ERROR "--resume tested the finished runs again")
+  endif()
+  # gnuplot plots the curves of a short run without a warning: a loss scale
+  # that never moved (20 steps), a single step (an empty x and y range).
+  find_program(gnuplot gnuplot)
+  if(gnuplot)
+    run_tutorial(one --iterations 1 --type-configs half --out-dir one)
+    foreach(run m again one)
+      if("${${run}_errors}" MATCHES "[Ww]arning[^\n]*")
+        message(FATAL_ERROR "gnuplot warned: ${CMAKE_MATCH_0}")
+      endif()
+    endforeach()
+    foreach(png out/curves.png one/curves.png)
+      if(NOT EXISTS ${WORK_DIR}/${png})
+        message(FATAL_ERROR "the main job did not plot ${png}")
+      endif()
+    endforeach()
+  else()
+    message("gnuplot is not installed: the plot went untested")
+  endif()
   message("the main job wrote its table, curves and checkpoints, and resumed")
 elseif(MODE STREQUAL "convert")
   # Tutorial 06 after 30 steps: each converted model's file is about half
@@ -242,7 +286,76 @@ elseif(MODE STREQUAL "main_ranks")
   string(REGEX MATCHALL "weights_hash=[0-9a-f]+" a2_hashes "${a2_output}")
   string(REGEX MATCHALL "weights_hash=[0-9a-f]+" b_hashes "${b_output}")
   expect_equal("every run's weights after --resume" "${a2_hashes}" "${b_hashes}")
-  message("the main job trained on 2 ranks and resumed from rank 0's checkpoints")
+  # The loss printed is the mean over the ranks (issue 39): at step 1 (the
+  # same initial weights) 2 ranks of 32 images print the loss one process
+  # prints for the same 64 images; rank 0's own is of its 32 alone.
+  # --no-overlap turns the overlap off.
+  run_tutorial(two --ranks --type-configs float --bucket-mb 0.5
+               --iterations 1 --no-overlap --out-dir two)
+  if(NOT two_output MATCHES "fp32\\) in buckets of [0-9.]+ MB after backward")
+    message(FATAL_ERROR "--no-overlap did not turn the overlap off")
+  endif()
+  set(ranks_launcher "${LAUNCHER}")
+  set(LAUNCHER "")
+  set(batch 64)
+  run_tutorial(one --type-configs float --iterations 1 --out-dir one)
+  set(LAUNCHER "${ranks_launcher}")
+  unset(batch)
+  # Within 5e-6 (the sums run in another order): compare in millionths.
+  foreach(run two one)
+    set(x "${${run}_final_loss}000000")
+    if(NOT x MATCHES "^([0-9]+)\\.([0-9][0-9][0-9][0-9][0-9][0-9])")
+      message(FATAL_ERROR "final_loss is not a number: ${${run}_final_loss}")
+    endif()
+    math(EXPR ${run}_micro "${CMAKE_MATCH_1} * 1000000 + ${CMAKE_MATCH_2}")
+  endforeach()
+  math(EXPR diff "${two_micro} - ${one_micro}")
+  if(diff GREATER 5 OR diff LESS -5)
+    message(FATAL_ERROR "2 ranks printed loss ${two_final_loss}, not the "
+            "global batch's ${one_final_loss}")
+  endif()
+  message("the main job trained on 2 ranks, printed the ranks' mean loss "
+          "and resumed from rank 0's checkpoints")
+elseif(MODE STREQUAL "help")
+  execute_process(COMMAND ${TUTORIAL} --help RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("$ ${TUTORIAL} --help\n${out}${err}")
+  expect_equal("exit status of --help" "${rc}" 0)
+  # CLI11 shows a negated flag as "--overlap,--no-overlap{false}", which
+  # reads as "off by default" (issue 39).
+  if(out MATCHES "[^\n]*{(true|false)}[^\n]*")
+    message(FATAL_ERROR "--help shows a flag's value as a default: ${CMAKE_MATCH_0}")
+  endif()
+  if(NOT out MATCHES "\n  --overlap[^\n]*(\n[^\n]*)?while backward runs \\(the default\\)")
+    message(FATAL_ERROR "--help does not say that --overlap is the default")
+  endif()
+  execute_process(COMMAND ${TUTORIAL} --overlap --no-overlap
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "--overlap excludes --no-overlap")
+    message(FATAL_ERROR "--overlap --no-overlap was not refused: ${out}${err}")
+  endif()
+  message("--help says what the defaults are")
+elseif(MODE STREQUAL "diverge")
+  # At 2^24 the second step's grads overflow and Adam turns the weights
+  # into nan. The run exits with status 1; its test accuracy is nan, not
+  # the 100% that a nan network scores (no comparison with nan is true).
+  execute_process(COMMAND ${TUTORIAL} --batch-size 32 --iterations 5
+                          --loss-scale 16777216 --checkpoint d.h5
+    WORKING_DIRECTORY ${WORK_DIR}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("$ ${TUTORIAL} --batch-size 32 --iterations 5 --loss-scale "
+          "16777216 --checkpoint d.h5\n${out}${err}")
+  if("${out}${err}" MATCHES "apt-get install dataset-fashion-mnist")
+    message("SKIPPED: Fashion-MNIST is not installed "
+            "(apt-get install dataset-fashion-mnist)")
+    cmake_language(EXIT 0)
+  endif()
+  expect_equal("exit status of a run whose loss is nan" "${rc}" 1)
+  if(NOT out MATCHES "no test after step 5: the weights are not finite" OR
+     NOT out MATCHES "RESULT [^\n]* test_accuracy=nan ")
+    message(FATAL_ERROR "a run with nan weights reported a test accuracy")
+  endif()
+  message("the diverged run exited with status 1 and no test accuracy")
 else()
-  message(FATAL_ERROR "MODE must be run, resume, updater, in_backward, explain, main, main_ranks or convert")
+  message(FATAL_ERROR "MODE must be run, resume, updater, in_backward, explain, main, main_ranks, convert, help or diverge")
 endif()
