@@ -230,7 +230,9 @@ VariablePtr epsilon_insensitive_loss(const VariablePtr& x0,
 /// -(t log x + (1 - t) log(1 - x)) for probabilities x and targets t in
 /// [0, 1], elementwise; both have grads.
 VariablePtr binary_cross_entropy(const VariablePtr& x, const VariablePtr& t);
-/// 1 where label t is not among the n best classes of x along `axis`.
+/// 1 where label t is not among the n best classes of x along `axis`, and
+/// where any of its scores is nan (NNabla counts those right: compared
+/// with nan, no class scores above the label).
 VariablePtr top_n_error(const VariablePtr& x, const VariablePtr& t,
                         int axis = -1, int n = 1);
 /// -log x[t] along `axis`, for probabilities x and integer labels t.

@@ -123,10 +123,15 @@ class TopNErrorCpu : public TopNError {
       for (int64_t j = 0; j < w; ++j) {
         const float threshold = xf[lt[j] * ld + j];
         int64_t count = 0;  // classes scoring at least the true one, itself too
+        bool nan = false;
         for (int64_t a = 0; a < s.size; ++a) {
-          count += xf[a * ld + j] >= threshold;
+          const float v = xf[a * ld + j];
+          count += v >= threshold;
+          nan |= v != v;
         }
-        yb[j] = count > opts_.n ? 1.0f : 0.0f;
+        // A nan score (a diverged model's) is an error: compared with it,
+        // no class scores above the label, which would count as right.
+        yb[j] = nan || count > opts_.n ? 1.0f : 0.0f;
       }
       store(yb, y + o * s.inner + j0, w);
     };

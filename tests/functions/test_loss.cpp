@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include <mixgraph/functions/builder.hpp>
 
@@ -338,6 +339,23 @@ Doubles top_n_ref(const Doubles& x, const Doubles& t, int64_t outer,
     }
   }
   return y;
+}
+
+// A diverged model's nan scores are errors in every type, whether the nan
+// is the label's score or another class's (compared with nan no class
+// scores above the label: counted as right, a diverged run scored 100%).
+TEST(TopNError, NanScoresAreErrors) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const char* type : {"float", "half", "bfloat16"}) {
+    SCOPED_TRACE(type);
+    ContextGuard guard(context("cpu", type));
+    auto x =
+        variable_from({4, 3}, {nan, nan, nan, 0, 1, nan, 5, 1, 2, 0, 1, 2});
+    auto t = variable_from({4, 1}, {0, 1, 0, 2});
+    auto y = F::top_n_error(x, t);
+    y->forward();
+    EXPECT_EQ(to_doubles(y), (Doubles{1, 1, 0, 0}));
+  }
 }
 
 FunctionCheck top_n_check(const Shape& xs, const Shape& ts, int axis, int n,
