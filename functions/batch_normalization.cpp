@@ -218,16 +218,14 @@ VariablePtr batch_normalization(const VariablePtr& x, const VariablePtr& beta,
   // NNabla's input lists: beta left out under no_bias, gamma under
   // no_scale.
   std::vector<VariablePtr> in{x};
-  for (const auto& [v, left_out, name, option] :
-       {std::tuple{beta, opts.no_bias, "beta", "no_bias"},
-        std::tuple{gamma, opts.no_scale, "gamma", "no_scale"}}) {
+  for (const auto& [v, left_out, name, option, value] :
+       {std::tuple{beta, opts.no_bias, "beta", "no_bias", "0"},
+        std::tuple{gamma, opts.no_scale, "gamma", "no_scale", "1"}}) {
     if (left_out && v) {
-      throw std::invalid_argument(msg("[batch_normalization] ", name,
-                                      " is given, but ", option,
-                                      " is true: pass a null ", name,
-                                      " (it is 0 for beta, 1 for "
-                                      "gamma) or set ",
-                                      option, " false"));
+      throw std::invalid_argument(
+          msg("[batch_normalization] ", name, " is given, but ", option,
+              " is true: pass a null ", name, " (it is then ", value,
+              ") or set ", option, " false"));
     }
     if (!left_out) in.push_back(v);
   }
@@ -267,10 +265,26 @@ Layer layer_parameters(const VariablePtr& x, ParameterScope scope,
   if (!x) throw std::invalid_argument(tag + "x is a null variable");
   const Shape p = batch_normalization_param_shape(x->shape(), params.axes, tag);
   const bool learn = !params.fix_parameters;
-  return {scope.get_or_create("beta", p, constant_initializer(0.0f), learn),
-          scope.get_or_create("gamma", p, constant_initializer(1.0f), learn),
-          scope.get_or_create("mean", p, constant_initializer(0.0f), false),
-          scope.get_or_create("var", p, constant_initializer(1.0f), false)};
+  return {
+      params.no_bias
+          ? nullptr
+          : scope.get_or_create("beta", p, constant_initializer(0.0f), learn),
+      params.no_scale
+          ? nullptr
+          : scope.get_or_create("gamma", p, constant_initializer(1.0f), learn),
+      scope.get_or_create("mean", p, constant_initializer(0.0f), false),
+      scope.get_or_create("var", p, constant_initializer(1.0f), false)};
+}
+
+// Sync and fused batch normalization take all five inputs.
+void refuse_left_out(const BatchNormalizationParams& params,
+                     const std::string& tag) {
+  if (params.no_scale || params.no_bias) {
+    throw std::invalid_argument(
+        tag +
+        "no_scale and no_bias are for batch_normalization only: this "
+        "layer learns both beta and gamma");
+  }
 }
 
 }  // namespace
@@ -285,6 +299,8 @@ VariablePtr batch_normalization(const VariablePtr& x, ParameterScope scope,
   opts.decay_rate = params.decay_rate;
   opts.eps = params.eps;
   opts.batch_stat = batch_stat;
+  opts.no_scale = params.no_scale;
+  opts.no_bias = params.no_bias;
   return functions::batch_normalization(x, l.beta, l.gamma, l.mean, l.var,
                                         opts);
 }
@@ -292,6 +308,7 @@ VariablePtr batch_normalization(const VariablePtr& x, ParameterScope scope,
 VariablePtr sync_batch_normalization(const VariablePtr& x, ParameterScope scope,
                                      CommunicatorPtr comm, bool batch_stat,
                                      const BatchNormalizationParams& params) {
+  refuse_left_out(params, "[sync_batch_normalization] ");
   const Layer l =
       layer_parameters(x, scope["bn"], params, "[sync_batch_normalization] ");
   SyncBatchNormalizationOptions opts;
@@ -308,6 +325,7 @@ VariablePtr fused_batch_normalization(const VariablePtr& x,
                                       ParameterScope scope, bool batch_stat,
                                       const BatchNormalizationParams& params,
                                       const std::string& nonlinearity) {
+  refuse_left_out(params, decl::FusedBatchNormalization.tag());
   const Layer l = layer_parameters(x, scope["bn"], params,
                                    decl::FusedBatchNormalization.tag());
   FusedBatchNormalizationOptions opts;

@@ -218,6 +218,10 @@ struct BatchNormalizationParams {
   float eps = 1e-5f;
   /// Whether beta and gamma are fixed (need_grad = false).
   bool fix_parameters = false;
+  /// NNabla's no_scale and no_bias: no gamma (1) or no beta (0) is created
+  /// or learned. PF::batch_normalization only.
+  bool no_scale = false;
+  bool no_bias = false;
 };
 
 /// A batch normalization layer whose parameters live in `scope`/bn, created on

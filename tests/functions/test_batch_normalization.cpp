@@ -308,6 +308,47 @@ VariablePtr bn(const Shape& xs, const Shape& bs, const Shape& gs,
                                 make_variable(vs), opts);
 }
 
+// PF's no_bias and no_scale (NNabla's PF.batch_normalization's): the left-out
+// parameter is not created, and the layer computes with 0 and 1 in its
+// place; sync and fused batch normalization, which learn both, refuse them.
+TEST(BatchNormalization, ParametricNoBiasAndNoScale) {
+  std::vector<float> v(2 * 3 * 4);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = 0.25f * static_cast<float>(i % 7);
+  auto x = variable_from({2, 3, 4}, v);
+  ParameterScope params;
+  PF::BatchNormalizationParams p;
+  p.no_bias = true;
+  auto a = PF::batch_normalization(x, params["a"], /*batch_stat=*/true, p);
+  p.no_bias = false;
+  p.no_scale = true;
+  auto b = PF::batch_normalization(x, params["b"], /*batch_stat=*/true, p);
+  EXPECT_EQ(params.get("a/bn/beta"), nullptr);
+  EXPECT_NE(params.get("a/bn/gamma"), nullptr);
+  EXPECT_NE(params.get("b/bn/beta"), nullptr);
+  EXPECT_EQ(params.get("b/bn/gamma"), nullptr);
+  auto full = PF::batch_normalization(x, params["c"], /*batch_stat=*/true);
+  for (const auto& y : {a, b, full}) y->forward();
+  // beta 0 and gamma 1 are the full layer's initial values: the same y.
+  EXPECT_EQ(to_doubles(a), to_doubles(full));
+  EXPECT_EQ(to_doubles(b), to_doubles(full));
+  BatchNormalizationOptions o;
+  o.no_bias = true;
+  expect_error(
+      [&] {
+        F::batch_normalization(
+            x, params.get("c/bn/beta"), params.get("c/bn/gamma"),
+            params.get("c/bn/mean"), params.get("c/bn/var"), o);
+      },
+      {"[batch_normalization] beta is given, but no_bias is true: pass a "
+       "null beta (it is then 0) or set no_bias false"});
+  p.no_bias = true;
+  expect_error(
+      [&] { PF::sync_batch_normalization(x, params["d"], nullptr, true, p); },
+      {"[sync_batch_normalization] no_scale and no_bias are for "
+       "batch_normalization only"});
+}
+
 TEST(BatchNormalization, ParameterShapeMismatch) {
   const Shape p{1, 3, 1, 1};
   EXPECT_EQ(error_of([&] {
