@@ -1,11 +1,6 @@
 #include <mixgraph/contexts/convert.hpp>
 
-// GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own
-// _mm512_undefined_* helpers (GCC bug 105593); the warning is not ours.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include <mixgraph/contexts/cpu/convert_avx512.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -27,26 +22,24 @@ void convert_loop(const S* src, D* dst, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] = convert_one<D>(src[i]);
 }
 
-__attribute__((target("avx512f"))) void half_to_float_avx512(
-    const uint16_t* src, float* dst, size_t n) {
+// The AVX-512 loops for T (Half or BFloat16): sixteen at a time through
+// convert_avx512.hpp's roundings, the tail one at a time (the same rules).
+template <class T>
+MG_TARGET_AVX512 void to_float_avx512(const uint16_t* src, float* dst,
+                                      size_t n) {
+  const T* s = reinterpret_cast<const T*>(src);
   size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
-    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(h));
-  }
-  for (; i < n; ++i) dst[i] = detail::half_bits_to_float(src[i]);
+  for (; i + 16 <= n; i += 16) avx512::store16(dst + i, avx512::load16(s + i));
+  for (; i < n; ++i) dst[i] = static_cast<float>(s[i]);
 }
 
-__attribute__((target("avx512f"))) void float_to_half_avx512(const float* src,
-                                                             uint16_t* dst,
-                                                             size_t n) {
+template <class T>
+MG_TARGET_AVX512 void from_float_avx512(const float* src, uint16_t* dst,
+                                        size_t n) {
+  T* d = reinterpret_cast<T*>(dst);
   size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(src + i),
-                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), h);
-  }
-  for (; i < n; ++i) dst[i] = detail::float_to_half_bits(src[i]);
+  for (; i + 16 <= n; i += 16) avx512::store16(d + i, avx512::load16(src + i));
+  for (; i < n; ++i) d[i] = T(src[i]);
 }
 
 __attribute__((target("avx2,f16c"))) void half_to_float_f16c(
@@ -69,40 +62,6 @@ __attribute__((target("avx2,f16c"))) void float_to_half_f16c(const float* src,
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
   }
   for (; i < n; ++i) dst[i] = detail::float_to_half_bits(src[i]);
-}
-
-__attribute__((target("avx512f"))) void bf16_to_float_avx512(
-    const uint16_t* src, float* dst, size_t n) {
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
-    __m512i w = _mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16);
-    _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(w));
-  }
-  for (; i < n; ++i) dst[i] = detail::bf16_bits_to_float(src[i]);
-}
-
-// Round to nearest even with integer ops, nan kept quiet: the same rule as
-// detail::float_to_bf16_bits, sixteen at a time.
-__attribute__((target("avx512f,avx512bw"))) void float_to_bf16_avx512(
-    const float* src, uint16_t* dst, size_t n) {
-  const __m512i one = _mm512_set1_epi32(1);
-  const __m512i bias = _mm512_set1_epi32(0x7fff);
-  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
-  const __m512i inf = _mm512_set1_epi32(0x7f800000);
-  const __m512i quiet = _mm512_set1_epi32(0x400000);
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    __m512i x = _mm512_castps_si512(_mm512_loadu_ps(src + i));
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), one);
-    __m512i rounded = _mm512_add_epi32(x, _mm512_add_epi32(bias, lsb));
-    __mmask16 is_nan =
-        _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, abs_mask), inf);
-    rounded = _mm512_mask_mov_epi32(rounded, is_nan, _mm512_or_si512(x, quiet));
-    __m256i out = _mm512_cvtepi32_epi16(_mm512_srli_epi32(rounded, 16));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), out);
-  }
-  for (; i < n; ++i) dst[i] = detail::float_to_bf16_bits(src[i]);
 }
 
 // The same with AVX2, eight at a time (CPUs without AVX-512: bfloat16
@@ -168,19 +127,19 @@ bool convert_vector(const void* src, Dtype st, void* dst, Dtype dt, size_t n) {
   const auto& cpu = cpu::cpu_features();
   if (st == Dtype::f16 && dt == Dtype::f32) {
     if (cpu.avx512f)
-      return run_chunked(half_to_float_avx512, src, dst, n), true;
+      return run_chunked(to_float_avx512<Half>, src, dst, n), true;
     if (cpu.f16c) return run_chunked(half_to_float_f16c, src, dst, n), true;
   } else if (st == Dtype::f32 && dt == Dtype::f16) {
     if (cpu.avx512f)
-      return run_chunked(float_to_half_avx512, src, dst, n), true;
+      return run_chunked(from_float_avx512<Half>, src, dst, n), true;
     if (cpu.f16c) return run_chunked(float_to_half_f16c, src, dst, n), true;
   } else if (st == Dtype::bf16 && dt == Dtype::f32) {
     if (cpu.avx512f)
-      return run_chunked(bf16_to_float_avx512, src, dst, n), true;
+      return run_chunked(to_float_avx512<BFloat16>, src, dst, n), true;
     if (cpu.avx2) return run_chunked(bf16_to_float_avx2, src, dst, n), true;
   } else if (st == Dtype::f32 && dt == Dtype::bf16) {
-    if (cpu.avx512bw)  // its kernel uses AVX-512BW's 16-bit packs
-      return run_chunked(float_to_bf16_avx512, src, dst, n), true;
+    if (cpu.avx512f)
+      return run_chunked(from_float_avx512<BFloat16>, src, dst, n), true;
     if (cpu.avx2) return run_chunked(float_to_bf16_avx2, src, dst, n), true;
   }
   return false;

@@ -15,6 +15,7 @@
 
 #include <mixgraph/contexts/cpu/dnnl_utils.hpp>
 #include <mixgraph/contexts/memory.hpp>
+#include <mixgraph/functions/cpu/channel_blocks.hpp>
 
 namespace mg::cpu {
 
@@ -262,13 +263,41 @@ struct Scratch {
   }
 };
 
-// Brings an operand into a plan's layout for one of its inputs: converted to
-// the compute type (our vector conversion: oneDNN 2.6 reorders fp16 with a
-// slow reference loop) where its type differs, then reordered where the
-// layout differs. Returns the pointer to hand to the primitive.
-const void* stage_in(const void* src, Dtype src_type, int64_t n, Dtype ct,
-                     bool reorder, const CachedPrimitive& r, const md& to,
-                     Scratch& converted, Scratch& blocked) {
+// Whether m is a channel-blocked layout (nCw16c, nChw16c, nCdhw16c) in fp32
+// or bf16, which channel_blocks.hpp converts to and from in one pass.
+bool is_channel_blocks(const md& m) {
+  using tag = dnnl::memory::format_tag;
+  const dt type = m.data_type();
+  if ((type != dt::f32 && type != dt::bf16) || !channel_blocks_vectorized()) {
+    return false;
+  }
+  const dims d = m.dims();
+  const tag t = d.size() == 3   ? tag::aBc16b
+                : d.size() == 4 ? tag::aBcd16b
+                : d.size() == 5 ? tag::aBcde16b
+                                : tag::undef;
+  return t != tag::undef && m == md(d, type, t);
+}
+
+Dtype dtype_of_md(const md& m) {
+  return m.data_type() == dt::bf16 ? Dtype::bf16 : Dtype::f32;
+}
+
+// An activation chunk: batch images of channels x spatial, row-major.
+struct Activation {
+  int64_t batch, channels, spatial;
+  int64_t size() const { return batch * channels * spatial; }
+};
+
+// Brings an operand of n elements into a plan's layout for one of its
+// inputs: converted to the compute type (our vector conversion: oneDNN 2.6
+// reorders fp16 with a slow reference loop) where its type differs, then
+// reordered where the layout differs. Returns the pointer to hand to the
+// primitive.
+const void* convert_and_reorder(const void* src, Dtype src_type, int64_t n,
+                                Dtype ct, bool reorder,
+                                const CachedPrimitive& r, const md& to,
+                                Scratch& converted, Scratch& blocked) {
   const void* p = src;
   if (src_type != ct) {
     void* c = converted.get(n * dtype_size(ct));
@@ -283,26 +312,50 @@ const void* stage_in(const void* src, Dtype src_type, int64_t n, Dtype ct,
   return p;
 }
 
+// The same for an activation, in one pass of ours where its layout changes
+// to a channel-blocked one (its type too, if it differs).
+const void* stage_in(const void* src, Dtype src_type, const Activation& act,
+                     Dtype ct, bool reorder, const CachedPrimitive& r,
+                     const md& to, Scratch& converted, Scratch& blocked) {
+  if (reorder && is_channel_blocks(to)) {
+    void* b = blocked.get(to.get_size());
+    to_channel_blocks(src, src_type, b, dtype_of_md(to), act.batch,
+                      act.channels, act.spatial);
+    return b;
+  }
+  return convert_and_reorder(src, src_type, act.size(), ct, reorder, r, to,
+                             converted, blocked);
+}
+
 // What one call of `op` reads and writes, per image of the batch.
 struct Sizes {
-  int64_t a, b, out;     // elements per image (b, out: 0 when not per image)
-  int64_t nb, nout;      // total elements of b and the output
-  int64_t out_channels;  // of the output (for a post bias)
-  int64_t out_spatial;
+  int64_t a, b, out;  // elements per image (b, out: 0 when not per image)
+  int64_t nb, nout;   // total elements of b and the output
+  // The channels and spatial size of each per-image operand (the output's
+  // also for a post bias; backward weights': out_channels and 1).
+  int64_t a_channels, a_spatial, b_channels, b_spatial;
+  int64_t out_channels, out_spatial;
+  Activation a_chunk(int64_t n) const { return {n, a_channels, a_spatial}; }
+  Activation b_chunk(int64_t n) const { return {n, b_channels, b_spatial}; }
 };
 
 Sizes sizes(ConvOp op, const ConvGeometry& g) {
   const int64_t n = std::max<int64_t>(g.batch, 1);
   const int64_t x = g.x_size() / n, y = g.y_size() / n;
+  const int64_t xs = shape_size(g.in_spatial), ys = shape_size(g.out_spatial);
   Sizes s{};
   if (op == ConvOp::forward) {
     s.a = x, s.out = y, s.nb = g.w_size(), s.nout = g.y_size();
-    s.out_channels = g.out_channels, s.out_spatial = shape_size(g.out_spatial);
+    s.a_channels = g.in_channels, s.a_spatial = xs;
+    s.out_channels = g.out_channels, s.out_spatial = ys;
   } else if (op == ConvOp::backward_data) {
     s.a = y, s.out = x, s.nb = g.w_size(), s.nout = g.x_size();
-    s.out_channels = g.in_channels, s.out_spatial = shape_size(g.in_spatial);
+    s.a_channels = g.out_channels, s.a_spatial = ys;
+    s.out_channels = g.in_channels, s.out_spatial = xs;
   } else {
     s.a = x, s.b = y, s.nb = g.y_size(), s.nout = g.w_size();
+    s.a_channels = g.in_channels, s.a_spatial = xs;
+    s.b_channels = g.out_channels, s.b_spatial = ys;
     s.out_channels = g.out_channels, s.out_spatial = 1;
   }
   return s;
@@ -352,21 +405,29 @@ void execute_data(ConvOp op, const ConvGeometry& g, const T* a, Operand w,
   for (int64_t n0 = 0; n0 < g.batch; n0 += nb) {
     const int64_t n = std::min(nb, g.batch - n0);
     const Plan& plan = plan_at<T>(op, g, n, bias != nullptr, accum, post_bias);
-    const Dtype ct =
-        plan.a_plain.data_type() == dt::bf16 ? Dtype::bf16 : Dtype::f32;
+    const Dtype ct = dtype_of_md(plan.a_plain);
     if (!wplan || wplan->b != plan.b) {
       wplan = &plan;
-      w_ready = stage_in(w.data, w.dtype, s.nb, ct, plan.b_reorder, plan.b_in,
-                         plan.b, w_conv, w_blk);
+      w_ready = convert_and_reorder(w.data, w.dtype, s.nb, ct, plan.b_reorder,
+                                    plan.b_in, plan.b, w_conv, w_blk);
     }
     const void* a_ready =
-        stage_in(a + n0 * s.a, dtype_of<T>, n * s.a, ct, plan.a_reorder,
+        stage_in(a + n0 * s.a, dtype_of<T>, s.a_chunk(n), ct, plan.a_reorder,
                  plan.a_in, plan.a, a_conv, a_blk);
-    // The row-major output: the caller's array where the primitive writes
-    // T and nothing is added, else an fp32 chunk stored afterwards.
     T* user = out + n0 * s.out;
+    // The primitive writes the caller's array itself where it writes T in
+    // its layout and nothing is added; where its layout is channel-blocked,
+    // one pass of ours brings the result back (type, layout, sum and bias
+    // at once); else an fp32 chunk is reordered and then stored.
     const bool direct = plan.out_plain.data_type() == dnnl_type(dtype_of<T>) &&
                         !accum && !post_bias;
+    if (plan.out_reorder && is_channel_blocks(plan.out)) {
+      void* dst = out_blk.get(plan.out.get_size());
+      run(plan, a_ready, w_ready, bias, dst, nullptr);
+      from_channel_blocks(dst, dtype_of_md(plan.out), user, dtype_of<T>, n,
+                          s.out_channels, s.out_spatial, accum, post_bias);
+      continue;
+    }
     void* row_major = direct ? static_cast<void*>(user)
                              : out_plain.get(n * s.out * sizeof(float));
     void* dst = plan.out_reorder ? out_blk.get(plan.out.get_size()) : row_major;
@@ -411,13 +472,12 @@ void execute_weights(const ConvGeometry& g, const T* x, const T* dy, W* dw,
     const int64_t n = std::min(nb, g.batch - n0);
     const Plan& plan =
         n == nb ? *first : plan_at<T>(op, g, n, db != nullptr, false, false);
-    const Dtype ct =
-        plan.a_plain.data_type() == dt::bf16 ? Dtype::bf16 : Dtype::f32;
+    const Dtype ct = dtype_of_md(plan.a_plain);
     const void* a_ready =
-        stage_in(x + n0 * s.a, dtype_of<T>, n * s.a, ct, plan.a_reorder,
+        stage_in(x + n0 * s.a, dtype_of<T>, s.a_chunk(n), ct, plan.a_reorder,
                  plan.a_in, plan.a, a_conv, a_blk);
     const void* b_ready =
-        stage_in(dy + n0 * s.b, dtype_of<T>, n * s.b, ct, plan.b_reorder,
+        stage_in(dy + n0 * s.b, dtype_of<T>, s.b_chunk(n), ct, plan.b_reorder,
                  plan.b_in, plan.b, b_conv, b_blk);
     void* dst = n0 == 0 ? total : part.get(plan.out.get_size());
     float* dbp = !db ? nullptr : n0 == 0 ? db : db_chunk.data();
