@@ -22,7 +22,7 @@
 // the table.
 //
 // --conv-chunk fixes the bytes of activations a convolution's batch chunk
-// holds (cpu::set_conv_chunk_bytes; default: half the threads' L2 cache).
+// holds (cpu::set_conv_chunk_bytes; default: the L3 cache, 16-64 MB).
 //
 // --isa avx2 runs our kernels and oneDNN's as on a CPU with AVX2 and F16C
 // but no AVX-512 (cpu::ScopedCpuFeatures, ONEDNN_MAX_CPU_ISA), to measure
@@ -529,9 +529,10 @@ int main(int argc, char** argv) {
   std::printf(
       "memory bandwidth, %d threads (STREAM triad, 192 MB): %.0f GB/s\n",
       o.threads, bandwidth);
-  std::printf("convolution batch chunks: %ld KB of activations%s\n",
-              static_cast<long>(mg::cpu::conv_chunk_bytes() >> 10),
-              o.conv_chunk > 0 ? " (--conv-chunk)" : " (half the L2 cache)");
+  std::printf(
+      "convolution batch chunks: %ld KB of activations%s\n",
+      static_cast<long>(mg::cpu::conv_chunk_bytes() >> 10),
+      o.conv_chunk > 0 ? " (--conv-chunk)" : " (the L3 cache, 16-64 MB)");
 
   std::printf("\n%-6s %-9s %10s %8s %8s %9s %8s %9s %7s %9s %7s %8s %6s\n",
               "model", "type", "img/s", "/torch", "/float", "peak MB", "act MB",

@@ -13,10 +13,10 @@ namespace mg::cpu {
 // float, Half or BFloat16, and accumulate in fp32. Results are written in T
 // (added to the destination with accum).
 //
-// oneDNN picks its own (blocked) layouts; the batch is cut into chunks whose
-// activations fit in the L2 cache, and each chunk is converted to the
-// compute type, reordered, convolved and reordered back while it is hot,
-// so the scratch memory is a few chunks, not a copy of the activations.
+// oneDNN picks its own (blocked) layouts; an activation is brought into its
+// layout and compute type in one pass (channel_blocks.hpp) and back the same
+// way. A big batch is cut into chunks of at most conv_chunk_bytes(), so the
+// scratch memory is a few chunks, not copies of whole activations.
 // The compute type is bf16 for BFloat16 where the CPU has AVX512-BF16 (or
 // AMX), else fp32 (Half too: Debian's oneDNN 2.6 has no fp16 kernels, and
 // fp16 hardware that accumulates in fp32 is AMX-FP16 and AVX10.2). The
@@ -58,13 +58,12 @@ template <class T>
 void channel_sums(const T* a, int64_t batch, int64_t channels, int64_t spatial,
                   float* sums);
 
-/// The bytes of fp32 activations a chunk of the batch is cut to: half the
-/// L2 cache of the threads that run it (the L2 a core as the CPU reports it,
-/// times omp_get_max_threads()), between 256 KB and 8 MB; or what
+/// The bytes of fp32 activations a chunk of the batch is cut to: the L3
+/// cache as the CPU reports it, between 16 MB and 64 MB; or what
 /// set_conv_chunk_bytes() gave.
 int64_t conv_chunk_bytes();
 
-/// Fixes the chunk size (bytes > 0) or gives it back to the L2 rule (0): for
+/// Fixes the chunk size (bytes > 0) or gives it back to the L3 rule (0): for
 /// tests that need a batch cut into chunks, and for tuning.
 void set_conv_chunk_bytes(int64_t bytes);
 
