@@ -292,10 +292,26 @@ std::map<std::string, std::vector<double>> peer_round(const Options& o,
   return steps;
 }
 
+constexpr const char* kUsage =
+    "usage: bench_models [--model resnet18|gpt|lstm[,...]]\n"
+    "                    [--type float|half|bfloat16[,...]] [--threads N]\n"
+    "                    [--steps N] [--rounds N] [--warmup N]\n"
+    "                    [--peers PYTHON] [--isa native|avx2]\n";
+
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  for (int i = 1; i < argc; i += 2) {
+    const std::string k = argv[i];
+    if (k == "--help" || k == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "bench_models: %s needs a value\n%s", k.c_str(),
+                   kUsage);
+      std::exit(2);
+    }
+    const std::string v = argv[i + 1];
     if (k == "--threads")
       o.threads = std::atoi(v.c_str());
     else if (k == "--steps")
@@ -313,7 +329,8 @@ Options parse(int argc, char** argv) {
     else if (k == "--type")
       o.types = split(v);
     else {
-      std::fprintf(stderr, "unknown option %s\n", k.c_str());
+      std::fprintf(stderr, "bench_models: unknown option %s\n%s", k.c_str(),
+                   kUsage);
       std::exit(2);
     }
   }
