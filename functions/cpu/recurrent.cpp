@@ -54,6 +54,25 @@ struct RowBack {
   float* dh_prev;
 };
 
+// Below this many elements of a step's (batch, hidden) a cell's rows run
+// on one thread: waking the team costs more than the rows.
+constexpr int64_t kCellParallelMin = 1 << 13;
+
+// sums[q] = the fp32 sum of a[r, q] over the rows r, for a (rows, cols):
+// threaded over column blocks, each summed down the rows in order.
+void column_sums(const float* a, int64_t rows, int64_t cols, float* sums) {
+  constexpr int64_t kCols = 256;
+#pragma omp parallel for schedule(static) if (rows * cols >= kParallelMin)
+  for (int64_t q0 = 0; q0 < cols; q0 += kCols) {
+    const int64_t q1 = std::min(cols, q0 + kCols);
+    std::fill(sums + q0, sums + q1, 0.0f);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = a + r * cols;
+      for (int64_t q = q0; q < q1; ++q) sums[q] += row[q];
+    }
+  }
+}
+
 struct RnnCell {
   static constexpr int kGates = 1, kSaved = 0;
   bool relu = false;
@@ -273,6 +292,7 @@ class RecurrentCpu : public Base {
                       cw.bh.data());
           float* h = hiddens.data() + t * B * H;
           float* c = has_c ? cells.data() + t * B * H : nullptr;
+#pragma omp parallel for schedule(static) if (B * H >= kCellParallelMin)
           for (int64_t n = 0; n < B; ++n) {
             math.forward(
                 {gx.data() + (t * B + n) * G * H, rh.data() + n * G * H,
@@ -336,8 +356,11 @@ class RecurrentCpu : public Base {
         const Floats& saved = saved_.cell[k];
         const Floats& hiddens = saved_.hiddens[k];
         const Floats& cells = saved_.cells[k];
-        Floats dgx(S * B * G * H), drh(B * G * H), dwh(G * H * H, 0.0f),
-            dbh(G * H, 0.0f), dh_step(B * H);
+        // drh of every step is kept, so that Wh's and bh's grads are one
+        // product and one sum over all steps after the loop (K = S B)
+        // instead of S skinny products (K = B) each adding into all of dWh.
+        Floats dgx(S * B * G * H), drh(S * B * G * H), dwh(G * H * H),
+            dbh(G * H), dh_step(B * H);
         Floats dh(dhn.begin() + k * B * H, dhn.begin() + (k + 1) * B * H);
         Floats dc = has_c ? Floats(dcn.begin() + k * B * H,
                                    dcn.begin() + (k + 1) * B * H)
@@ -352,44 +375,49 @@ class RecurrentCpu : public Base {
           const float* c_prev = !has_c  ? nullptr
                                 : first ? v.c0.data() + k * B * H
                                         : cells.data() + t_prev * B * H;
-          // This step's dh: from the next step and from y.
-          for (int64_t n = 0; n < B; ++n) {
-            for (int64_t j = 0; j < H; ++j) {
-              dh_step[n * H + j] =
-                  dh[n * H + j] + dlayer_out[((t * B + n) * D + d) * H + j];
-            }
-          }
+          float* drh_t = drh.data() + t * B * G * H;
           std::fill(dh_prev.begin(), dh_prev.end(), 0.0f);
+#pragma omp parallel for schedule(static) if (B * H >= kCellParallelMin)
           for (int64_t n = 0; n < B; ++n) {
-            math.backward(
-                {saved.data() + (t * B + n) * Cell::kSaved * H,
-                 hiddens.data() + (t * B + n) * H, h_prev + n * H,
-                 c_prev ? c_prev + n * H : nullptr, dh_step.data() + n * H,
-                 dc.data() + n * H, dgx.data() + (t * B + n) * G * H,
-                 drh.data() + n * G * H, dh_prev.data() + n * H},
-                H);
+            // This row's dh: from the next step and from y.
+            float* dh_n = dh_step.data() + n * H;
+            const float* dy = dlayer_out.data() + ((t * B + n) * D + d) * H;
+            for (int64_t j = 0; j < H; ++j) dh_n[j] = dh[n * H + j] + dy[j];
+            math.backward({saved.data() + (t * B + n) * Cell::kSaved * H,
+                           hiddens.data() + (t * B + n) * H, h_prev + n * H,
+                           c_prev ? c_prev + n * H : nullptr, dh_n,
+                           dc.data() + n * H, dgx.data() + (t * B + n) * G * H,
+                           drh_t + n * G * H, dh_prev.data() + n * H},
+                          H);
           }
-          // dh_prev += drh Wh; dWh += drh^T h_prev; dbh += sum drh.
-          gemm<float>(false, false, B, H, G * H, drh.data(), cw.wh.data(),
+          // dh_prev += drh Wh.
+          gemm<float>(false, false, B, H, G * H, drh_t, cw.wh.data(),
                       dh_prev.data(), nullptr, /*accum=*/true);
-          gemm<float>(true, false, G * H, H, B, drh.data(), h_prev, dwh.data(),
-                      nullptr, /*accum=*/true);
-          for (int64_t n = 0; n < B; ++n) {
-            for (int64_t q = 0; q < G * H; ++q) dbh[q] += drh[n * G * H + q];
-          }
           dh.swap(dh_prev);
         }
+        // dWh = sum over steps of drh_t^T h_prev(t): the steps whose h_prev
+        // is a hidden state are contiguous in both (forward: t = 1..S-1
+        // against hiddens 0..S-2; backward direction: t = 0..S-2 against
+        // hiddens 1..S-1), and the one whose h_prev is h0 adds to it.
+        const int64_t first_t = d == 0 ? 0 : S - 1;
+        const float* drh_hidden = drh.data() + (d == 0 ? B * G * H : 0);
+        const float* h_hidden = hiddens.data() + (d == 0 ? 0 : B * H);
+        gemm<float>(true, false, G * H, H, B, drh.data() + first_t * B * G * H,
+                    v.h0.data() + k * B * H, dwh.data());
+        if (S > 1) {
+          gemm<float>(true, false, G * H, H, (S - 1) * B, drh_hidden, h_hidden,
+                      dwh.data(), nullptr, /*accum=*/true);
+        }
+        column_sums(drh.data(), S * B, G * H, dbh.data());
         std::copy(dh.begin(), dh.end(), dh0.begin() + k * B * H);
         if (has_c) std::copy(dc.begin(), dc.end(), dc0.begin() + k * B * H);
         // The input's share, over every step at once.
-        Floats dwx(G * H * n_in), dbx(G * H, 0.0f);
+        Floats dwx(G * H * n_in), dbx(G * H);
         gemm<float>(true, false, G * H, n_in, S * B, dgx.data(),
                     layer_in.data(), dwx.data());
         gemm<float>(false, false, S * B, n_in, G * H, dgx.data(), cw.wx.data(),
                     dlayer_in.data(), nullptr, /*accum=*/true);
-        for (int64_t r = 0; r < S * B; ++r) {
-          for (int64_t q = 0; q < G * H; ++q) dbx[q] += dgx[r * G * H + q];
-        }
+        column_sums(dgx.data(), S * B, G * H, dbx.data());
         const int64_t row = n_in + H;
         float* dwk = l == 0 ? dw0.data() + d * G * H * row
                             : dw.data() + ((l - 1) * D + d) * G * H * row;
