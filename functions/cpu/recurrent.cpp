@@ -179,6 +179,34 @@ struct GruCell {
   }
 };
 
+// The operands of the recurrent functions' products: for bfloat16 where
+// oneDNN has bf16 kernels, bf16 copies of the fp32 states, weights and
+// grads (the products accumulate in fp32, as every bf16 product of ours;
+// PyTorch's autocast runs its LSTM's products in bf16 too), else the fp32
+// arrays as they are. The cells, the states and the sums stay fp32.
+template <class T>
+class ProductOperand {
+ public:
+  Operand of(const float* p, int64_t n) {
+    if (!in_bf16()) return Operand{p, Dtype::f32};
+    copy_.resize(n);
+    convert(p, Dtype::f32, copy_.data(), Dtype::bf16, static_cast<size_t>(n));
+    return Operand{copy_.data(), Dtype::bf16};
+  }
+  static bool in_bf16() {
+    return std::is_same_v<T, BFloat16> && compute_type<T>() == Dtype::bf16;
+  }
+
+ private:
+  std::vector<BFloat16> copy_;
+};
+
+// o advanced by n elements.
+Operand advanced(Operand o, int64_t n) {
+  return Operand{static_cast<const char*>(o.data) + n * dtype_size(o.dtype),
+                 o.dtype};
+}
+
 template <class T, class Base, class Cell>
 class RecurrentCpu : public Base {
  public:
@@ -186,6 +214,7 @@ class RecurrentCpu : public Base {
 
  protected:
   static constexpr int G = Cell::kGates;
+  using Product = ProductOperand<T>;
 
   Cell cell() const {
     if constexpr (std::is_same_v<Cell, RnnCell>) {
@@ -268,6 +297,7 @@ class RecurrentCpu : public Base {
     Floats layer_in = std::move(v.x);
     Floats hn(L * D * B * H), cn(has_c ? L * D * B * H : 0);
     Floats rh(B * G * H);
+    Product in16, wx16, wh16, h16;
     for (int l = 0; l < L; ++l) {
       const int64_t n_in = layer_input_size(l);
       Floats layer_out(S * B * D * H);
@@ -276,8 +306,11 @@ class RecurrentCpu : public Base {
         const Weights cw = weights(l, d, v.w0, v.w, v.b);
         // The input's share of every step's gates at once: (S B, G H).
         Floats gx(S * B * G * H);
-        gemm<float>(false, true, S * B, G * H, n_in, layer_in.data(),
-                    cw.wx.data(), gx.data(), cw.bx.data());
+        gemm<float>(false, true, S * B, G * H, n_in,
+                    in16.of(layer_in.data(), S * B * n_in),
+                    wx16.of(cw.wx.data(), G * H * n_in), gx.data(),
+                    cw.bx.data());
+        const Operand wh = wh16.of(cw.wh.data(), G * H * H);
         Floats& saved = saved_.cell[k];
         Floats& hiddens = saved_.hiddens[k];
         Floats& cells = saved_.cells[k];
@@ -288,8 +321,8 @@ class RecurrentCpu : public Base {
         const float* c_prev = has_c ? v.c0.data() + k * B * H : nullptr;
         for (int64_t step = 0; step < S; ++step) {
           const int64_t t = d == 0 ? step : S - 1 - step;
-          gemm<float>(false, true, B, G * H, H, h_prev, cw.wh.data(), rh.data(),
-                      cw.bh.data());
+          gemm<float>(false, true, B, G * H, H, h16.of(h_prev, B * H), wh,
+                      rh.data(), cw.bh.data());
           float* h = hiddens.data() + t * B * H;
           float* c = has_c ? cells.data() + t * B * H : nullptr;
 #pragma omp parallel for schedule(static) if (B * H >= kCellParallelMin)
@@ -346,6 +379,7 @@ class RecurrentCpu : public Base {
     Floats dw0(v.w0.size()), dw(v.w.size()), db(L * D * rows * H);
     Floats dh0(L * D * B * H), dc0(has_c ? L * D * B * H : 0);
     Floats dlayer_in;
+    Product in16, wx16, wh16, h16, h0_16, drh16, dgx16;
     for (int l = L - 1; l >= 0; --l) {
       const int64_t n_in = layer_input_size(l);
       const Floats& layer_in = saved_.layer_inputs[l];
@@ -353,6 +387,7 @@ class RecurrentCpu : public Base {
       for (int d = 0; d < D; ++d) {
         const int k = l * D + d;
         const Weights cw = weights(l, d, v.w0, v.w, v.b);
+        const Operand wh = wh16.of(cw.wh.data(), G * H * H);
         const Floats& saved = saved_.cell[k];
         const Floats& hiddens = saved_.hiddens[k];
         const Floats& cells = saved_.cells[k];
@@ -391,7 +426,7 @@ class RecurrentCpu : public Base {
                           H);
           }
           // dh_prev += drh Wh.
-          gemm<float>(false, false, B, H, G * H, drh_t, cw.wh.data(),
+          gemm<float>(false, false, B, H, G * H, drh16.of(drh_t, B * G * H), wh,
                       dh_prev.data(), nullptr, /*accum=*/true);
           dh.swap(dh_prev);
         }
@@ -400,23 +435,28 @@ class RecurrentCpu : public Base {
         // against hiddens 0..S-2; backward direction: t = 0..S-2 against
         // hiddens 1..S-1), and the one whose h_prev is h0 adds to it.
         const int64_t first_t = d == 0 ? 0 : S - 1;
-        const float* drh_hidden = drh.data() + (d == 0 ? B * G * H : 0);
-        const float* h_hidden = hiddens.data() + (d == 0 ? 0 : B * H);
-        gemm<float>(true, false, G * H, H, B, drh.data() + first_t * B * G * H,
-                    v.h0.data() + k * B * H, dwh.data());
+        const Operand drh_all = drh16.of(drh.data(), S * B * G * H);
+        const Operand h_all = h16.of(hiddens.data(), S * B * H);
+        gemm<float>(true, false, G * H, H, B,
+                    advanced(drh_all, first_t * B * G * H),
+                    h0_16.of(v.h0.data() + k * B * H, B * H), dwh.data());
         if (S > 1) {
-          gemm<float>(true, false, G * H, H, (S - 1) * B, drh_hidden, h_hidden,
-                      dwh.data(), nullptr, /*accum=*/true);
+          gemm<float>(true, false, G * H, H, (S - 1) * B,
+                      advanced(drh_all, d == 0 ? B * G * H : 0),
+                      advanced(h_all, d == 0 ? 0 : B * H), dwh.data(), nullptr,
+                      /*accum=*/true);
         }
         column_sums(drh.data(), S * B, G * H, dbh.data());
         std::copy(dh.begin(), dh.end(), dh0.begin() + k * B * H);
         if (has_c) std::copy(dc.begin(), dc.end(), dc0.begin() + k * B * H);
         // The input's share, over every step at once.
         Floats dwx(G * H * n_in), dbx(G * H);
-        gemm<float>(true, false, G * H, n_in, S * B, dgx.data(),
-                    layer_in.data(), dwx.data());
-        gemm<float>(false, false, S * B, n_in, G * H, dgx.data(), cw.wx.data(),
-                    dlayer_in.data(), nullptr, /*accum=*/true);
+        const Operand dgx_all = dgx16.of(dgx.data(), S * B * G * H);
+        gemm<float>(true, false, G * H, n_in, S * B, dgx_all,
+                    in16.of(layer_in.data(), S * B * n_in), dwx.data());
+        gemm<float>(false, false, S * B, n_in, G * H, dgx_all,
+                    wx16.of(cw.wx.data(), G * H * n_in), dlayer_in.data(),
+                    nullptr, /*accum=*/true);
         column_sums(dgx.data(), S * B, G * H, dbx.data());
         const int64_t row = n_in + H;
         float* dwk = l == 0 ? dw0.data() + d * G * H * row
