@@ -40,6 +40,7 @@
 #include <mixgraph/functions/softmax.hpp>
 #include <mixgraph/utils/onnx.hpp>
 #include <mixgraph/utils/onnx/onnx_fold.hpp>
+#include <mixgraph/utils/onnx/onnx_recurrent.hpp>
 #include <mixgraph/utils/onnx/onnx_tensor.hpp>
 
 namespace mg {
@@ -1167,15 +1168,8 @@ void range(const Op& op) {
 
 // ---- LSTM, GRU, RNN on our fused recurrent functions ----
 
-enum class RecurrentKind { rnn, lstm, gru };
-
-// Our gate blocks in ONNX's numbering: LSTM's ONNX order is i, o, f, c and
-// ours i, f, g (c), o; GRU's z, r, h and ours r, z, n.
-std::vector<int> onnx_gates(RecurrentKind kind) {
-  if (kind == RecurrentKind::lstm) return {0, 2, 3, 1};
-  if (kind == RecurrentKind::gru) return {1, 0, 2};
-  return {0};
-}
+using onnx_io::onnx_gates;
+using onnx_io::RecurrentKind;
 
 Tensor float_tensor(Shape shape, const std::vector<float>& v) {
   Tensor t;
@@ -1316,15 +1310,17 @@ std::pair<VariablePtr, VariablePtr> recurrent_weights(const Op& op,
     for (int g : gates) {
       // GRU's candidate keeps its input and hidden biases apart (ours: rows
       // b_n and b_nh, the last two).
-      const bool split = kind == RecurrentKind::gru && g == 2;
+      const bool split =
+          kind == RecurrentKind::gru && g == onnx_io::kGruCandidateGate;
       for (int64_t h = 0; h < H; ++h)
         b.push_back(float(wb(d, g, h) + (split ? 0.0 : rb(d, g, h))));
     }
     if (kind == RecurrentKind::gru) {
-      for (int64_t h = 0; h < H; ++h) b.push_back(float(rb(d, 2, h)));
+      for (int64_t h = 0; h < H; ++h)
+        b.push_back(float(rb(d, onnx_io::kGruCandidateGate, h)));
     }
   }
-  const int64_t rows = kind == RecurrentKind::gru ? 4 : G;
+  const int64_t rows = onnx_io::recurrent_bias_rows(kind);
   VariablePtr bias = op.im.parameter_from(
       base + "/bias", float_tensor({1, D, rows, H}, b), true);
   return {weight, bias};
