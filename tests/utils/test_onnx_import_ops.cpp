@@ -95,6 +95,16 @@ void attr(onnx::NodeProto* n, const std::string& name, int64_t v) {
   auto* a = n->add_attribute();
   a->set_name(name), a->set_type(onnx::AttributeProto::INT), a->set_i(v);
 }
+void attr(onnx::NodeProto* n, const std::string& name,
+          const std::vector<int64_t>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name), a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+void attr(onnx::NodeProto* n, const std::string& name, const std::string& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name), a->set_type(onnx::AttributeProto::STRING), a->set_s(v);
+}
 
 std::vector<float> ramp(int64_t n) {
   std::vector<float> v(static_cast<size_t>(n));
@@ -336,12 +346,8 @@ TEST(OnnxImportOps, MaxPoolCeilModeCoversTheEnd) {
   Model m;
   m.input("x", {1, 1, 6, 7});
   auto* n = m.node("MaxPool", {"x"}, {"y"});
-  auto* k = n->add_attribute();
-  k->set_name("kernel_shape"), k->set_type(onnx::AttributeProto::INTS);
-  k->add_ints(3), k->add_ints(3);
-  auto* st = n->add_attribute();
-  st->set_name("strides"), st->set_type(onnx::AttributeProto::INTS);
-  st->add_ints(2), st->add_ints(2);
+  attr(n, "kernel_shape", std::vector<int64_t>{3, 3});
+  attr(n, "strides", std::vector<int64_t>{2, 2});
   attr(n, "ceil_mode", 1);
   m.output("y");
   mg::ParameterScope params;
@@ -377,9 +383,7 @@ TEST(OnnxImportOps, ScatterNDWritesRowsAtIndexTuples) {
     m.ints("idx", {2, 0}, {2, 1});
     m.floats("up", {1, 2, 3, 4, 5, 6, 7, 8}, {2, 4});
     auto* n = m.node("ScatterND", {"x", "idx", "up"}, {"y"});
-    auto* a = n->add_attribute();
-    a->set_name("reduction"), a->set_type(onnx::AttributeProto::STRING);
-    a->set_s(reduction);
+    attr(n, "reduction", reduction);
     m.output("y");
     mg::ParameterScope params;
     mg::Network net = m.load(params);
