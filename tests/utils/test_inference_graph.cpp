@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <mixgraph/mixgraph.hpp>
+#include <mixgraph/utils/onnx.hpp>
 
 namespace mg::test {
 namespace {
@@ -145,6 +146,20 @@ TEST(InferenceGraph, SaveNetworkRefusesATrainingGraphAndSaysWhatToCall) {
         << what;
   }
   EXPECT_FALSE(std::filesystem::exists(path));
+  // save_onnx refuses it too, saying what to export; the inference form
+  // exports.
+  if (onnx_available()) {
+    try {
+      network_to_onnx("cnn", {{"y", y}}, params);
+      FAIL() << "a training graph was exported";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("mg::inference_graph"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_FALSE(
+        network_to_onnx("cnn", inference_graph({{"y", y}}), params).empty());
+  }
   // On purpose, the training graph as it is.
   SaveNetworkOptions as_is;
   as_is.training = true;
