@@ -10,7 +10,13 @@
 #   input <name> <file> <dims...>
 #   output <name> <file> <dims...>
 #
-#   /usr/bin/python3 export_pytorch_models.py OUT_DIR
+#   /usr/bin/python3 export_pytorch_models.py OUT_DIR [torchvision]
+#
+# With "torchvision": one classifier per torchvision family that has
+# operators of its own instead (ResNeXt and Wide ResNet are ResNet's, ...),
+# on the smallest inputs they take; the transformers (ViT, Swin) and
+# ConvNeXt in small configurations of the same classes, VGG and AlexNet
+# with their classifier cut down (a tiny image leaves 1 x 1 features).
 import os
 import sys
 import warnings
@@ -94,12 +100,12 @@ class HardSwishNet(nn.Module):
         return self.act(self.conv(x)) + nn.functional.hardsigmoid(x).mean()
 
 
-def mobilenet_v3():
+def calibrated(m, size, images):
     # torchvision's initialization with running statistics of 0 and 1 makes
-    # the activations vanish (outputs near 1e-10, whatever the input): set
-    # the statistics from one pass over random images, as training would.
-    torch.manual_seed(1)
-    m = torchvision.models.mobilenet_v3_small(num_classes=10)
+    # the activations vanish (MobileNetV3's outputs near 1e-10, whatever the
+    # input): set the statistics from one pass over random images, as
+    # training would. Fewer images leave some channels with a tiny variance
+    # that amplifies rounding (EfficientNet's outputs reached 900).
     for mod in m.modules():
         if isinstance(mod, nn.BatchNorm2d):
             mod.momentum = None  # a plain average
@@ -109,8 +115,60 @@ def mobilenet_v3():
             nn.init.normal_(mod.weight, 0, mod.in_features ** -0.5)
     m.train()
     with torch.no_grad():
-        m(torch.randn(16, 3, 64, 64))
+        m(torch.randn(images, 3, size, size))
     return m
+
+
+def mobilenet_v3():
+    torch.manual_seed(1)
+    return calibrated(torchvision.models.mobilenet_v3_small(num_classes=10),
+                      64, 16)
+
+
+def small_classifier(m, features):
+    # VGG's and AlexNet's 7 x 7 / 6 x 6 pooling and 4096-wide classifier
+    # on a 1 x 1 feature map: the same operators, a thousandth the size.
+    m.avgpool = nn.AdaptiveAvgPool2d(1)
+    m.classifier = nn.Sequential(nn.Dropout(), nn.Linear(features, 32),
+                                 nn.ReLU(), nn.Linear(32, 10))
+    return m
+
+
+def torchvision_models():
+    tv = torchvision.models
+    from torchvision.models.convnext import CNBlockConfig
+    from torchvision.models.swin_transformer import SwinTransformer
+    from torchvision.models.vision_transformer import VisionTransformer
+    made = {
+        "resnet18": (lambda: tv.resnet18(num_classes=10), 32),
+        "efficientnet_b0": (lambda: tv.efficientnet_b0(num_classes=10), 32),
+        "regnet_y_400mf": (lambda: tv.regnet_y_400mf(num_classes=10), 32),
+        "shufflenet_v2": (lambda: tv.shufflenet_v2_x0_5(num_classes=10), 32),
+        "squeezenet1_1": (lambda: tv.squeezenet1_1(num_classes=10), 48),
+        "densenet121": (lambda: tv.densenet121(num_classes=10), 32),
+        "googlenet": (lambda: tv.googlenet(num_classes=10, aux_logits=False,
+                                           init_weights=True), 32),
+        "inception_v3": (lambda: tv.inception_v3(
+            num_classes=10, aux_logits=False, init_weights=True), 75),
+        "convnext": (lambda: tv.convnext.ConvNeXt(
+            [CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)],
+            num_classes=10), 32),
+        "vgg11": (lambda: small_classifier(tv.vgg11(num_classes=10), 512), 32),
+        "alexnet": (lambda: small_classifier(tv.alexnet(num_classes=10), 256),
+                    63),
+        "mnasnet0_5": (lambda: tv.mnasnet0_5(num_classes=10), 32),
+        "vit": (lambda: VisionTransformer(
+            image_size=32, patch_size=8, num_layers=2, num_heads=2,
+            hidden_dim=32, mlp_dim=64, num_classes=10), 32),
+        "swin": (lambda: SwinTransformer(
+            patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4],
+            window_size=[4, 4], num_classes=10), 32),
+    }
+    def make(f, size):
+        torch.manual_seed(1)
+        return calibrated(f(), size, 32)
+    return {k: make(f, s) for k, (f, s) in made.items()}, {
+        k: s for k, (_, s) in made.items()}
 
 
 def lengths_mask(n):
@@ -133,21 +191,27 @@ def inputs(name, n):
         return [("x", rand(n, 3, 5)), ("mask", rand(n, 1, 5) > 0)]
     if name == "mobilenet_v3":
         return [("x", rand(n, 3, 64, 64))]
+    if name in image_size:
+        return [("x", rand(n, 3, image_size[name], image_size[name]))]
     return [("x", rand(n, 3, 6, 6))]
 
 
-models = {
-    "transformer": Encoder(),
-    "transformer_mask": EncoderMasked(),
-    "lstm": Recurrent(nn.LSTM),
-    "lstm_static": LSTMLast(),
-    "lstm_state": LSTMState(),
-    "gru": Recurrent(nn.GRU),
-    "rnn": Recurrent(nn.RNN),
-    "masked": Masked(),
-    "hardswish": HardSwishNet(),
-    "mobilenet_v3": mobilenet_v3(),
-}
+image_size = {}
+if sys.argv[2:] == ["torchvision"]:
+    models, image_size = torchvision_models()
+else:
+    models = {
+        "transformer": Encoder(),
+        "transformer_mask": EncoderMasked(),
+        "lstm": Recurrent(nn.LSTM),
+        "lstm_static": LSTMLast(),
+        "lstm_state": LSTMState(),
+        "gru": Recurrent(nn.GRU),
+        "rnn": Recurrent(nn.RNN),
+        "masked": Masked(),
+        "hardswish": HardSwishNet(),
+        "mobilenet_v3": mobilenet_v3(),
+    }
 batch_axis = {"h0": 1, "c0": 1}  # the states are (layers, batch, hidden)
 static = {"lstm_static"}  # exported at BATCHES[-1] without a free batch
 

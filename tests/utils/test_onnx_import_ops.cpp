@@ -95,6 +95,16 @@ void attr(onnx::NodeProto* n, const std::string& name, int64_t v) {
   auto* a = n->add_attribute();
   a->set_name(name), a->set_type(onnx::AttributeProto::INT), a->set_i(v);
 }
+void attr(onnx::NodeProto* n, const std::string& name,
+          const std::vector<int64_t>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name), a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+void attr(onnx::NodeProto* n, const std::string& name, const std::string& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name), a->set_type(onnx::AttributeProto::STRING), a->set_s(v);
+}
 
 std::vector<float> ramp(int64_t n) {
   std::vector<float> v(static_cast<size_t>(n));
@@ -326,6 +336,69 @@ TEST(OnnxImportOps, HardSwish) {
   for (size_t i = 0; i < x.size(); ++i) {
     const float want = x[i] * std::min(std::max(x[i] + 3, 0.0f), 6.0f) / 6;
     EXPECT_NEAR(y[i], want, 1e-6) << x[i];
+  }
+}
+
+// MaxPool with ceil_mode 1 (SqueezeNet's, GoogLeNet's): the last window
+// runs past the input's end and takes the max of what it covers; an
+// AveragePool that would need the same is refused, saying so.
+TEST(OnnxImportOps, MaxPoolCeilModeCoversTheEnd) {
+  Model m;
+  m.input("x", {1, 1, 6, 7});
+  auto* n = m.node("MaxPool", {"x"}, {"y"});
+  attr(n, "kernel_shape", std::vector<int64_t>{3, 3});
+  attr(n, "strides", std::vector<int64_t>{2, 2});
+  attr(n, "ceil_mode", 1);
+  m.output("y");
+  mg::ParameterScope params;
+  mg::Network net = m.load(params);
+  const std::vector<float> x = ramp(42);
+  fill(net.input("x"), x);
+  const std::vector<float> y = values(net.output("y"));
+  ASSERT_EQ(net.output("y")->shape(), (mg::Shape{1, 1, 3, 3}));
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      float want = -1e30f;
+      for (int r = 2 * i; r < std::min(2 * i + 3, 6); ++r) {
+        for (int c = 2 * j; c < std::min(2 * j + 3, 7); ++c) {
+          want = std::max(want, x[r * 7 + c]);
+        }
+      }
+      EXPECT_EQ(y[i * 3 + j], want) << i << ", " << j;
+    }
+  }
+  n->set_op_type("AveragePool");
+  mg::ParameterScope p2;
+  EXPECT_NE(error_of([&] { m.load(p2); }).find("ceil_mode 1 of an AveragePool"),
+            std::string::npos);
+}
+
+// ScatterND: data (3, 4) with rows 2 and 0 replaced (index tuples on the
+// last axis of indices, ONNX's layout), then with reduction add.
+TEST(OnnxImportOps, ScatterNDWritesRowsAtIndexTuples) {
+  for (const std::string reduction : {"none", "add"}) {
+    SCOPED_TRACE(reduction);
+    Model m;
+    m.input("x", {3, 4});
+    m.ints("idx", {2, 0}, {2, 1});
+    m.floats("up", {1, 2, 3, 4, 5, 6, 7, 8}, {2, 4});
+    auto* n = m.node("ScatterND", {"x", "idx", "up"}, {"y"});
+    attr(n, "reduction", reduction);
+    m.output("y");
+    mg::ParameterScope params;
+    mg::Network net = m.load(params);
+    const std::vector<float> x = ramp(12);
+    fill(net.input("x"), x);
+    const std::vector<float> y = values(net.output("y"));
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        // Row 2 gets updates row 0, row 0 updates row 1.
+        const float u = i == 2 ? 1.0f + j : i == 0 ? 5.0f + j : 0.0f;
+        const float want =
+            i == 1 ? x[4 + j] : (reduction == "add" ? x[i * 4 + j] + u : u);
+        EXPECT_EQ(y[i * 4 + j], want) << i << ", " << j;
+      }
+    }
   }
 }
 

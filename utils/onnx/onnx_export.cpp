@@ -14,6 +14,7 @@
 #include <mixgraph/graph/function.hpp>
 #include <mixgraph/graph/function_node.hpp>
 #include <mixgraph/utils/onnx.hpp>
+#include <mixgraph/utils/onnx/onnx_recurrent.hpp>
 #include <mixgraph/utils/onnx/onnx_tensor.hpp>
 
 namespace mg {
@@ -55,6 +56,14 @@ void attr(onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
   a->set_name(name);
   a->set_type(onnx::AttributeProto_AttributeType_INTS);
   for (int64_t x : v) a->add_ints(x);
+}
+
+void attr(onnx::NodeProto* n, const char* name,
+          const std::vector<std::string>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto_AttributeType_STRINGS);
+  for (const auto& x : v) a->add_strings(x);
 }
 
 // ---- a function's arguments by name ----
@@ -232,6 +241,12 @@ class Exporter {
     return name;
   }
 
+  bool is_parameter(const Variable* v) const {
+    return param_names_.count(v) != 0;
+  }
+  const std::string& parameter_name(const Variable* v) const {
+    return param_names_.at(v);
+  }
   void set_value(const Variable* v, Value val) { values_[v] = std::move(val); }
   const Value& value_of(const Variable* v) const { return values_.at(v); }
   bool has_value(const Variable* v) const { return values_.count(v) != 0; }
@@ -526,9 +541,9 @@ Converter pooling(const char* type, bool sum) {
 void batch_normalization(Node& n) {
   if (arg_bool(n.fn, "batch_stat")) {
     n.unsupported(
-        "batch_stat true (batch statistics) has no inference form: build "
-        "the graph to export with batch_stat false (the running mean and "
-        "variance)");
+        "batch_stat true (batch statistics) is training: export "
+        "mg::inference_graph(outputs) (utils/inference.hpp), which "
+        "normalises with the running mean and variance");
   }
   const std::vector<int64_t> axes = arg_ints(n.fn, "axes");
   if (axes != std::vector<int64_t>{1}) {
@@ -755,11 +770,22 @@ void interpolate(Node& n) {
 }
 
 void layer_normalization(Node& n) {
-  if (arg_ints(n.fn, "batch_axis") != std::vector<int64_t>{0}) {
-    n.unsupported("batch_axis other than {0}");
+  // ONNX normalises the axes from `axis` on: ours with the leading axes
+  // 0 .. k-1 as batch_axis (a transformer's (L, B, E) has {0, 1}).
+  const std::vector<int64_t> batch_axis = arg_ints(n.fn, "batch_axis");
+  for (size_t a = 0; a < batch_axis.size(); ++a) {
+    if (batch_axis[a] != static_cast<int64_t>(a)) {
+      n.unsupported("batch_axis " + shape_str(batch_axis) +
+                    ": only the leading axes {0, 1, ..., k-1}");
+    }
   }
+  const int64_t axis = static_cast<int64_t>(batch_axis.size());
   const Shape& xs = n.in_shape(0);
-  const Shape feat(xs.begin() + 1, xs.end());
+  if (axis < 1 || axis >= static_cast<int64_t>(xs.size())) {
+    n.unsupported("batch_axis " + shape_str(batch_axis) + " of x with shape " +
+                  shape_str(xs) + " leaves no axis to normalise");
+  }
+  const Shape feat(xs.begin() + axis, xs.end());
   // Ours: x, beta, gamma; ONNX: X, Scale (required), B.
   const bool scale = !arg_bool(n.fn, "no_scale") && n.has_in(2);
   const bool bias = !arg_bool(n.fn, "no_bias") && n.has_in(1);
@@ -773,8 +799,153 @@ void layer_normalization(Node& n) {
   std::vector<std::string> ins = {n.in(0), s};
   if (bias) ins.push_back(n.in(1, feat));
   auto* l = n.op("LayerNormalization", ins, {n.out(0)});
-  attr(l, "axis", int64_t{1});
+  attr(l, "axis", axis);
   attr(l, "epsilon", arg_real(n.fn, "eps"));
+}
+
+// Our LSTM, GRU and RNN as ONNX's, one node per layer (layout 0: x as
+// (T, B, I)), with the weights converted while writing into ONNX's W, R and
+// B initializers (named "<ours>_W" ...): our weight (D, G, H, I + H) split
+// into W and R with its gate blocks in ONNX's order, our bias rows spread
+// over ONNX's Wb and Rb (onnx_recurrent.hpp has the layouts). The weights
+// must be parameters, as the importer wants them.
+Converter recurrent(onnx_io::RecurrentKind kind) {
+  return [kind](Node& n) {
+    using onnx_io::RecurrentKind;
+    const bool lstm = kind == RecurrentKind::lstm;
+    const int w0 = lstm ? 3 : 2;  // weight_l0 after x, h (and c)
+    const int64_t L = arg_int(n.fn, "num_layers");
+    const int64_t D = arg_bool(n.fn, "bidirectional") ? 2 : 1;
+    if (arg_real(n.fn, "dropout") != 0.0) {
+      n.unsupported("dropout between layers has no ONNX equivalent");
+    }
+    const Shape& xs = n.in_shape(0);
+    const int64_t T = xs[0], I = xs[2], H = n.in_shape(1).back();
+    const int64_t G = onnx_io::recurrent_gates(kind);
+    const int64_t Gb = onnx_io::recurrent_bias_rows(kind);
+    const std::vector<int> ours = onnx_io::our_gates(kind);
+    // NNabla's rule for the optional inputs (Recurrent::setup_impl).
+    const int given = static_cast<int>(n.node.inputs().size());
+    const int weight_at = L > 1 ? w0 + 1 : -1;
+    const int bias_at = L > 1 ? w0 + 2 : w0 + 1;
+    const bool has_bias = given > bias_at && n.has_in(bias_at);
+    auto weights = [&](int i, const char* name) {
+      const VariablePtr& v = n.node.inputs()[i];
+      if (v->parent() || !n.e.is_parameter(v.get())) {
+        n.unsupported(std::string(name) +
+                      " must be a parameter (ONNX's W, R and B are written "
+                      "as initializers, converted to its gate order)");
+      }
+      const float* p = v->data()->get<const float>();
+      return std::vector<float>(p, p + v->size());
+    };
+    // Each layer's node is named after our weights' scope ("lstm" for
+    // "lstm/weight_l0"; layer l > 0 "lstm/l<l>"), which load_onnx names its
+    // converted weights after: "lstm/weight_l0" and "lstm/bias" come back.
+    std::string scope = n.e.parameter_name(n.node.inputs()[w0].get());
+    const std::string suffix = "/weight_l0";
+    if (scope.size() > suffix.size() &&
+        scope.compare(scope.size() - suffix.size(), suffix.size(), suffix) ==
+            0) {
+      scope.resize(scope.size() - suffix.size());
+    }
+    auto initializer = [&](const Shape& shape, const std::vector<float>& data,
+                           const std::string& hint) {
+      const std::string name =
+          n.e.constant(shape, Dtype::f32, data.data(), scope + "/" + hint);
+      return n.T == kFloat ? name : n.e.cast(name, n.T);
+    };
+    auto at = [&](const std::string& v, int64_t index) {
+      const std::string r = n.tmp();
+      attr(n.op("Gather", {v, n.scalar(static_cast<double>(index), kInt64)},
+                {r}),
+           "axis", int64_t{0});
+      return r;
+    };
+    const std::vector<float> first = weights(w0, "weight_l0");
+    const std::vector<float> deeper =
+        L > 1 ? weights(weight_at, "weight") : std::vector<float>{};
+    const std::vector<float> bias =
+        has_bias ? weights(bias_at, "bias") : std::vector<float>{};
+    std::string x = n.in(0);
+    std::vector<std::string> hs, cs;
+    for (int64_t l = 0; l < L; ++l) {
+      const int64_t in_size = l == 0 ? I : D * H;
+      // Our (D, G, H, in_size + H) block of this layer.
+      const float* w =
+          l == 0 ? first.data()
+                 : deeper.data() + (l - 1) * D * G * H * (in_size + H);
+      std::vector<float> W, R;
+      for (int64_t d = 0; d < D; ++d) {
+        for (int g : ours) {
+          for (int64_t h = 0; h < H; ++h) {
+            const float* row = w + ((d * G + g) * H + h) * (in_size + H);
+            W.insert(W.end(), row, row + in_size);
+            R.insert(R.end(), row + in_size, row + in_size + H);
+          }
+        }
+      }
+      std::string b;
+      if (has_bias) {
+        std::vector<float> B;
+        for (int64_t d = 0; d < D; ++d) {
+          const float* rows = bias.data() + (l * D + d) * Gb * H;
+          for (int g : ours) B.insert(B.end(), rows + g * H, rows + g * H + H);
+          for (int64_t g = 0; g < G; ++g) {
+            const bool hidden =
+                kind == RecurrentKind::gru && g == onnx_io::kGruCandidateGate;
+            const float* r = rows + onnx_io::kGruHiddenBiasRow * H;
+            for (int64_t h = 0; h < H; ++h) B.push_back(hidden ? r[h] : 0.0f);
+          }
+        }
+        b = initializer({D, 2 * G * H}, B, "B" + std::to_string(l));
+      }
+      std::vector<std::string> ins = {
+          x,
+          initializer({D, G * H, in_size}, W, "W" + std::to_string(l)),
+          initializer({D, G * H, H}, R, "R" + std::to_string(l)),
+          b,
+          "",
+          at(n.in(1), l)};
+      if (lstm) ins.push_back(at(n.in(2), l));
+      const std::string y = n.tmp(), h = n.tmp(), c = n.tmp();
+      const char* type = lstm                         ? "LSTM"
+                         : kind == RecurrentKind::gru ? "GRU"
+                                                      : "RNN";
+      std::vector<std::string> outs = {y, h};
+      if (lstm) outs.push_back(c);
+      auto* r = n.op(type, ins, outs);
+      r->set_name(l == 0 ? scope : scope + "/l" + std::to_string(l));
+      attr(r, "hidden_size", H);
+      attr(r, "direction", std::string(D == 2 ? "bidirectional" : "forward"));
+      if (kind == RecurrentKind::gru) {
+        attr(r, "linear_before_reset", int64_t{1});
+      }
+      if (kind == RecurrentKind::rnn &&
+          arg_str(n.fn, "nonlinearity") == "relu") {
+        attr(r, "activations", std::vector<std::string>(D, "Relu"));
+      }
+      // ONNX's Y (T, D, B, H) as ours (T, B, D H); 0 keeps the batch.
+      const std::string yt = n.tmp();
+      attr(n.op("Transpose", {y}, {yt}), "perm",
+           std::vector<int64_t>{0, 2, 1, 3});
+      x = l + 1 == L ? n.out(0) : n.tmp();
+      n.op("Reshape", {yt, n.ints({T, 0, D * H})}, {x});
+      hs.push_back(h);
+      cs.push_back(c);
+    }
+    // The states (D, B, H) of each layer stacked as ours (L, D, B, H).
+    auto stack = [&](const std::vector<std::string>& states, int o) {
+      std::vector<std::string> parts;
+      for (const auto& st : states) {
+        parts.push_back(L == 1 ? n.out(o) : n.tmp());
+        n.op("Unsqueeze", {st, n.ints({0})}, {parts.back()});
+      }
+      if (L > 1) attr(n.op("Concat", parts, {n.out(o)}), "axis", int64_t{0});
+    };
+    stack(hs, 1);
+    if (lstm) stack(cs, 2);
+  };
 }
 
 void instance_normalization(Node& n) {
@@ -954,6 +1125,9 @@ const std::map<std::string, Converter>& converters() {
     t["GlobalAveragePooling"] = unary("GlobalAveragePool");
     t["BatchNormalization"] = t["SyncBatchNormalization"] = batch_normalization;
     t["LayerNormalization"] = layer_normalization;
+    t["LSTM"] = recurrent(onnx_io::RecurrentKind::lstm);
+    t["GRU"] = recurrent(onnx_io::RecurrentKind::gru);
+    t["RNN"] = recurrent(onnx_io::RecurrentKind::rnn);
     t["InstanceNormalization"] = instance_normalization;
     t["PReLU"] = prelu;
     t["Softmax"] = [](Node& n) { softmax("Softmax", n); };
@@ -1031,7 +1205,8 @@ std::string network_to_onnx(
     throw std::invalid_argument(
         "[save_onnx] no ONNX equivalent for " + unmapped +
         " (mg::onnx_exportable_functions() lists what is written; a loss "
-        "or a training-only function has no place in an exported model)");
+        "or a training-only function has no place in an exported model: "
+        "export mg::inference_graph(outputs), utils/inference.hpp)");
   }
 
   onnx::ModelProto model;

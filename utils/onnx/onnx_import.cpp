@@ -36,10 +36,12 @@
 #include <mixgraph/functions/prelu.hpp>
 #include <mixgraph/functions/recurrent.hpp>
 #include <mixgraph/functions/reduction.hpp>
+#include <mixgraph/functions/scatter_ops.hpp>
 #include <mixgraph/functions/shape_ops.hpp>
 #include <mixgraph/functions/softmax.hpp>
 #include <mixgraph/utils/onnx.hpp>
 #include <mixgraph/utils/onnx/onnx_fold.hpp>
+#include <mixgraph/utils/onnx/onnx_recurrent.hpp>
 #include <mixgraph/utils/onnx/onnx_tensor.hpp>
 
 namespace mg {
@@ -701,21 +703,38 @@ Rule pool(bool max) {
     o.pad = symmetric_pads(op, k);
     o.stride = op.ints("strides", std::vector<int64_t>(k, 1));
     o.including_pad = op.i("count_include_pad", 0) != 0;
+    VariablePtr x = op.x(0);
     if (op.i("ceil_mode", 0)) {
-      // NNabla's ignore_border false where it gives ONNX's sizes.
+      // Output sizes rounded up, a window that would start past the input
+      // and its left padding dropped (PyTorch's rule, which its exporter
+      // writes): max pooling pads the end of x with -inf instead (a max
+      // ignores it: every window keeps an element of x), NNabla's
+      // ignore_border false where that gives the same sizes.
+      std::vector<int> ends;
+      bool padded = false;
       for (size_t a = 0; a < k; ++a) {
-        const int64_t in = op.shape(0)[2 + a];
-        const int64_t span = in + 2 * o.pad[a] - kernel[a];
-        const int64_t want = (span + o.stride[a] - 1) / o.stride[a] + 1;
-        const int64_t have = (in + o.pad[a] - 1) / o.stride[a] + 1;
-        if (want != have || !max) {
-          op.fail("ceil_mode 1 with these sizes has no mixgraph equivalent");
-        }
+        const int64_t in = op.shape(0)[2 + a], p = o.pad[a], s = o.stride[a];
+        const int64_t span = in + 2 * p - kernel[a];
+        int64_t want = (span + s - 1) / s + 1;
+        if ((want - 1) * s >= in + p) --want;
+        const int64_t extra = (want - 1) * s + kernel[a] - (in + 2 * p);
+        ends.push_back(static_cast<int>(p));
+        ends.push_back(static_cast<int>(p + std::max<int64_t>(extra, 0)));
+        padded = padded || extra > 0;
       }
-      o.ignore_border = false;
+      if (padded && !max) {
+        op.fail(
+            "ceil_mode 1 of an AveragePool whose last window reaches "
+            "past the padding has no mixgraph equivalent");
+      }
+      if (padded) {
+        x = F::pad(x, ends, "constant",
+                   -std::numeric_limits<float>::infinity());
+        o.pad.assign(k, 0);
+      }
     }
-    op.set(0, max ? F::max_pooling(op.x(0), kernel, o)
-                  : F::average_pooling(op.x(0), kernel, o));
+    op.set(0, max ? F::max_pooling(x, kernel, o)
+                  : F::average_pooling(x, kernel, o));
   };
 }
 
@@ -856,6 +875,23 @@ void gather(const Op& op) {
   op.set(0, F::gather(op.x(0),
                       Importer::constant_variable(int_tensor(ids, idx.shape)),
                       static_cast<int>(a), 0));
+}
+
+// ONNX's indices (..., k) hold each index tuple on the last axis; ours
+// (k, ...) on the first: the same scatter with that axis moved. Swin's
+// shifted-window mask is built this way (all constants: folded).
+void scatter_nd(const Op& op) {
+  const std::string reduction = op.s("reduction", "none");
+  if (reduction != "none" && reduction != "add") {
+    op.fail("reduction '" + reduction + "' is not supported (none and add)");
+  }
+  VariablePtr indices = op.x(1, nullptr, false);
+  const int r = indices->ndim();
+  if (r < 1) op.fail("indices must have at least one axis");
+  std::vector<int> perm{r - 1};
+  for (int a = 0; a + 1 < r; ++a) perm.push_back(a);
+  if (r > 1) indices = F::transpose(indices, perm);
+  op.set(0, F::scatter_nd(op.x(2), indices, op.x(0), {}, reduction == "add"));
 }
 
 void cast(const Op& op) {
@@ -1167,15 +1203,8 @@ void range(const Op& op) {
 
 // ---- LSTM, GRU, RNN on our fused recurrent functions ----
 
-enum class RecurrentKind { rnn, lstm, gru };
-
-// Our gate blocks in ONNX's numbering: LSTM's ONNX order is i, o, f, c and
-// ours i, f, g (c), o; GRU's z, r, h and ours r, z, n.
-std::vector<int> onnx_gates(RecurrentKind kind) {
-  if (kind == RecurrentKind::lstm) return {0, 2, 3, 1};
-  if (kind == RecurrentKind::gru) return {1, 0, 2};
-  return {0};
-}
+using onnx_io::onnx_gates;
+using onnx_io::RecurrentKind;
 
 Tensor float_tensor(Shape shape, const std::vector<float>& v) {
   Tensor t;
@@ -1316,15 +1345,17 @@ std::pair<VariablePtr, VariablePtr> recurrent_weights(const Op& op,
     for (int g : gates) {
       // GRU's candidate keeps its input and hidden biases apart (ours: rows
       // b_n and b_nh, the last two).
-      const bool split = kind == RecurrentKind::gru && g == 2;
+      const bool split =
+          kind == RecurrentKind::gru && g == onnx_io::kGruCandidateGate;
       for (int64_t h = 0; h < H; ++h)
         b.push_back(float(wb(d, g, h) + (split ? 0.0 : rb(d, g, h))));
     }
     if (kind == RecurrentKind::gru) {
-      for (int64_t h = 0; h < H; ++h) b.push_back(float(rb(d, 2, h)));
+      for (int64_t h = 0; h < H; ++h)
+        b.push_back(float(rb(d, onnx_io::kGruCandidateGate, h)));
     }
   }
-  const int64_t rows = kind == RecurrentKind::gru ? 4 : G;
+  const int64_t rows = onnx_io::recurrent_bias_rows(kind);
   VariablePtr bias = op.im.parameter_from(
       base + "/bias", float_tensor({1, D, rows, H}, b), true);
   return {weight, bias};
@@ -1536,6 +1567,7 @@ const std::map<std::string, Rule>& rules() {
     t["Concat"] = concat;
     t["Shape"] = shape_op;
     t["Gather"] = gather;
+    t["ScatterND"] = scatter_nd;
     t["Slice"] = slice;
     t["Split"] = split;
     t["Expand"] = expand;

@@ -13,6 +13,7 @@
 #include <mixgraph/functions/registry.hpp>
 #include <mixgraph/graph/function_node.hpp>
 #include <mixgraph/utils/hdf5/parameters.hpp>
+#include <mixgraph/utils/inference.hpp>
 
 namespace mg {
 
@@ -336,6 +337,21 @@ void save_network(
     const std::string& path, const std::string& name,
     const std::vector<std::pair<std::string, VariablePtr>>& outputs,
     const ParameterScope& params, const SaveNetworkOptions& options) {
+  if (!options.training) {
+    std::vector<VariablePtr> vars;
+    for (const auto& [oname, v] : outputs) vars.push_back(v);
+    const auto found = training_only_functions(vars);
+    if (!found.empty()) {
+      std::string list;
+      for (const auto& f : found) list += (list.empty() ? "" : ", ") + f;
+      throw std::invalid_argument(
+          "[save_network] '" + path + "': the graph trains (" + list +
+          "), and reloaded for inference it would compute something else: "
+          "save mg::inference_graph(outputs) (utils/inference.hpp), or set "
+          "SaveNetworkOptions::training to write the training graph as it "
+          "is");
+    }
+  }
   const std::string text = network_to_yaml(name, outputs, params, options);
   const std::string tmp = path + ".tmp";
   {

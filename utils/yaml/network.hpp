@@ -26,18 +26,27 @@ struct SaveNetworkOptions {
   /// the inputs change: a function argument that holds the batch size (a
   /// Reshape to (64, -1)) still does; write such shapes with -1 there.
   bool free_batch = false;
+  /// Write training-only behaviour as it is (batch normalization on batch
+  /// statistics, Dropout, random augmentation: training_only_functions()),
+  /// to share or resume training. Without it save_network refuses such a
+  /// graph, which reloaded for inference computes something else: save
+  /// mg::inference_graph(outputs) instead (utils/inference.hpp).
+  bool training = false;
 };
 
 /// Writes the graph that computes `outputs` (named) to `path`. Leaves found
 /// in `params` are written as parameters by name (their values go to HDF5
 /// with save_parameters); other leaves are the network's inputs, named by
-/// Variable::name() or "x0", "x1", ... in the order found. A failed write is
+/// Variable::name() or "x0", "x1", ... in the order found. A graph with
+/// training-only functions is std::invalid_argument naming them and what to
+/// call (see SaveNetworkOptions::training). A failed write is
 /// std::runtime_error.
 void save_network(
     const std::string& path, const std::string& name,
     const std::vector<std::pair<std::string, VariablePtr>>& outputs,
     const ParameterScope& params, const SaveNetworkOptions& options = {});
-/// The same, as YAML text.
+/// The same, as YAML text: the graph as it is, training-only functions
+/// included (the codec; save_network is what checks).
 std::string network_to_yaml(
     const std::string& name,
     const std::vector<std::pair<std::string, VariablePtr>>& outputs,
