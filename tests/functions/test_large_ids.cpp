@@ -173,6 +173,24 @@ TEST_P(LargeIds, NonZeroAndUniqueIndicesAreExact) {
   EXPECT_EQ(as_ints(u[2]), (std::vector<int32_t>{70000, 1, 1}));
 }
 
+// Sizes are integer data too: a shape past 65504, sequence lengths past
+// 2048.
+TEST_P(LargeIds, ShapesAndSequenceLengthsAreExact) {
+  auto sizes = F::shape(make_variable({kRows + 1, 1}));
+  sizes->forward();
+  EXPECT_EQ(as_ints(sizes), (std::vector<int32_t>{70003, 1}));
+  const int64_t t = 2051;
+  auto padded = variable_from({t, 2, 1}, std::vector<float>(t * 2, 1.0f));
+  auto packed =
+      F::pack_padded_sequence(padded, int32_variable({2}, {2051, 2049}));
+  auto back = F::pad_packed_sequence(packed[0], packed[1]);
+  back[1]->forward();
+  std::vector<int32_t> batch_sizes(t, 2);
+  batch_sizes[t - 2] = batch_sizes[t - 1] = 1;
+  EXPECT_EQ(as_ints(packed[1]), batch_sizes);
+  EXPECT_EQ(as_ints(back[1]), (std::vector<int32_t>{2051, 2049}));
+}
+
 TEST_P(LargeIds, RandintDrawsEveryIntegerOfALargeRange) {
   auto y = F::randint(65500, 65508, {4000}, 5);
   y->forward();
