@@ -191,6 +191,19 @@ TEST_P(LargeIds, ShapesAndSequenceLengthsAreExact) {
   EXPECT_EQ(as_ints(back[1]), (std::vector<int32_t>{2051, 2049}));
 }
 
+// MeanSubtraction's count of batches: t past 65504 still counts by one,
+// and the running mean moves by 1 / (t + 1).
+TEST_P(LargeIds, MeanSubtractionCountsPast65504) {
+  auto rmean = variable_from({3}, {0, 0, 0});
+  auto t = int32_variable({1}, {65537});
+  auto y =
+      F::mean_subtraction(variable_from({2, 3}, {1, 2, 3, 3, 4, 5}), rmean, t);
+  y->forward();
+  EXPECT_EQ(as_ints(t), std::vector<int32_t>{65538});
+  expect_near(to_doubles(rmean), {2.0 / 65538, 3.0 / 65538, 4.0 / 65538}, 0,
+              1e-6, "running mean after one batch at t = 65537");
+}
+
 TEST_P(LargeIds, RandintDrawsEveryIntegerOfALargeRange) {
   auto y = F::randint(65500, 65508, {4000}, 5);
   y->forward();
