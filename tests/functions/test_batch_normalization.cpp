@@ -424,7 +424,16 @@ TEST(BatchNormalization, TrainingNeedsTwoValuesPerChannel) {
             "[batch_normalization] x with shape (1, 3) and axes {1} has 1 "
             "value per channel; batch statistics (batch_stat = true) need at "
             "least 2");
-  EXPECT_NO_THROW(bn({1, 3}, p, p, p, p, with_axes({1}, false)));
+  // Inference statistics need no batch: y = (x - mean) / sqrt(var + eps)
+  // gamma + beta from the running ones.
+  auto y = F::batch_normalization(
+      variable_from({1, 3}, {1, 2, 3}), variable_from(p, {0.5f, -1, 2}),
+      variable_from(p, {2, 2, 2}), variable_from(p, {1, 1, 1}),
+      variable_from(p, {4, 4, 4}), with_axes({1}, false));
+  y->forward();
+  const double s = 1 / std::sqrt(4 + 1e-5);
+  expect_near(to_doubles(y), {0.5, -1 + 2 * s, 2 + 4 * s}, 1e-6, 1e-6,
+              "inference with one value per channel");
 }
 
 TEST(BatchNormalization, WrongNumberOfInputs) {
@@ -821,8 +830,19 @@ TEST(SyncBatchNormalization, TrainingNeedsTwoValuesPerChannel) {
       "[sync_batch_normalization] x with shape (0, 3) and axes {1} has "
       "0 value per channel on this rank; batch statistics (batch_stat = "
       "true) over 2 ranks need at least 1 on each");
-  EXPECT_NO_THROW(
-      sync_bn({1, 3}, {1, 3}, {}, std::make_shared<MirrorCommunicator>(2)));
+  // Two ranks holding the same value: the batch variance is 0, so y is
+  // beta exactly, and the running mean moves toward x.
+  const Shape p{1, 3};
+  auto mean = variable_from(p, {0, 0, 0});
+  auto y = F::sync_batch_normalization(
+      variable_from({1, 3}, {1, 2, 3}), variable_from(p, {0.5f, -1, 2}),
+      variable_from(p, {3, 3, 3}), mean, variable_from(p, {1, 1, 1}),
+      std::make_shared<MirrorCommunicator>(2));
+  y->forward();
+  expect_near(to_doubles(y), {0.5, -1, 2}, 1e-6, 0,
+              "one value per channel on each of two ranks");
+  expect_near(to_doubles(mean), {0.1, 0.2, 0.3}, 1e-6, 1e-6,
+              "running mean with decay 0.9");
 }
 
 // The CPU kernel reduces host buffers: a device communicator is refused.

@@ -26,17 +26,38 @@ VariablePtr uniform(const Shape& shape, float low, float high, uint32_t seed,
   return x;
 }
 
+// The mask as documented (Dropout::draw_mask), from the standard's mt19937
+// alone: element i is kept when the i-th 32-bit draw of the function's
+// generator is at least p 2^32.
+std::vector<bool> documented_mask(float p, uint32_t seed, size_t n) {
+  std::mt19937 g(seed);
+  const auto threshold =
+      static_cast<uint64_t>(std::ldexp(static_cast<double>(p), 32));
+  std::vector<bool> keep(n);
+  for (size_t i = 0; i < n; ++i) keep[i] = g() >= threshold;
+  return keep;
+}
+
 const bool kDropoutCheckerWithAFixedSeed = harness::add(
     decl::Dropout,
     {{"checker with a fixed seed",
       [] {
         // The checker rebuilds the graph for each evaluation; a fixed seed
-        // gives every build the same mask. There is no reference: the mask is
-        // random.
+        // gives every build the same mask, the documented one (below), so
+        // the reference, its numerical gradient and the reduced types all
+        // see that mask.
         FunctionCheck c;
         c.inputs = {{{4, 5, 6}}};
         c.build = [](const std::vector<VariablePtr>& in) {
           return F::dropout(in[0], 0.3f, 42);
+        };
+        c.reference = [](const std::vector<Doubles>& in) {
+          const std::vector<bool> keep = documented_mask(0.3f, 42, 120);
+          Doubles y(in[0].size());
+          for (size_t i = 0; i < y.size(); ++i) {
+            y[i] = keep[i] ? in[0][i] / (1.0 - 0.3f) : 0.0;
+          }
+          return y;
         };
         return c;
       },
@@ -73,6 +94,41 @@ TEST(Dropout, ForwardMatchesTheMaskItShows) {
     expected_grad[i] = yd[i] != 0.0 ? 1.0 / (1.0 - p) : 0.0;
   }
   expect_near(grad_doubles(x), expected_grad, 0, 1e-6, "dx against the mask");
+}
+
+// A known answer: seed 7, p = 0.3, written out (from NumPy's MT19937 with
+// the legacy seeding, the same generator as std::mt19937(7)), so that a
+// change to the draws fails here whatever the implementation's own mask
+// says. In every type, with output weights that are not all ones.
+TEST(Dropout, KnownMaskForSeed7InEveryType) {
+  const std::vector<int> kept = {0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0,
+                                 1, 0, 0, 1, 0, 0, 1, 1, 1, 1, 1, 1};
+  std::vector<float> x(kept.size()), w(kept.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = 0.5f + static_cast<float>(i) / 16;  // exact in every type
+    w[i] = -1.0f + static_cast<float>(i % 5) / 4;
+  }
+  const double scale = 1.0 / (1.0 - 0.3f);
+  for (const char* type : {"float", "half", "bfloat16"}) {
+    SCOPED_TRACE(type);
+    ContextGuard guard(context("cpu", type));
+    const double rtol = std::string(type) == "float"  ? 3e-7
+                        : std::string(type) == "half" ? 1e-3
+                                                      : 8e-3;
+    auto xv = variable_from({24}, x, true);
+    auto y = F::dropout(xv, 0.3f, 7);
+    y->forward();
+    auto seed = make_ndarray({24});
+    std::copy(w.begin(), w.end(), seed->cast<float>(true));
+    y->backward(seed);
+    Doubles want_y(x.size()), want_dx(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      want_y[i] = kept[i] ? x[i] * scale : 0.0;
+      want_dx[i] = kept[i] ? w[i] * scale : 0.0;
+    }
+    expect_near(to_doubles(y), want_y, 0, rtol, "y for the known mask");
+    expect_near(grad_doubles(xv), want_dx, 0, rtol, "dx for the known mask");
+  }
 }
 
 // The harness's batch-change check, for a function whose output is random:

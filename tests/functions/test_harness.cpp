@@ -90,6 +90,285 @@ INSTANTIATE_TEST_SUITE_P(EveryFunction, Harness,
                                   info.param.type_config;
                          });
 
+// The functions the precision policy keeps in float run their fp32 kernel
+// in the harness under every type_config, so their half and bfloat16
+// kernels would go untested: with the policy overridden to `reduced`, every
+// such kernel that is registered runs the harness's checks in its own type.
+std::vector<Param> float_policy_kernels() {
+  std::vector<Param> out;
+  for (const auto& info : function_list()) {
+    if (info.decl->precision != Precision::float32) continue;
+    for (const auto& b : info.backends) {
+      if (b.name == "cpu" && b.type != Dtype::f32) {
+        out.push_back(
+            {info.decl->name, b.type == Dtype::f16 ? "half" : "bfloat16"});
+      }
+    }
+  }
+  return out;
+}
+
+// Sets one function's precision for the scope of a test, then puts back the
+// precision it had.
+class PrecisionOverride {
+ public:
+  PrecisionOverride(const std::string& function, Precision p)
+      : function_(function),
+        before_(PrecisionPolicy::instance().get(function)) {
+    PrecisionPolicy::instance().set(function, p);
+  }
+  ~PrecisionOverride() { PrecisionPolicy::instance().set(function_, before_); }
+  PrecisionOverride(const PrecisionOverride&) = delete;
+  PrecisionOverride& operator=(const PrecisionOverride&) = delete;
+
+ private:
+  std::string function_;
+  Precision before_;
+};
+
+class ReducedKernel : public ::testing::TestWithParam<Param> {};
+
+TEST_P(ReducedKernel, RunsTheHarnessInItsOwnType) {
+  const Param& p = GetParam();
+  const FunctionDecl& d =
+      FunctionRegistry::instance().decl(p.function, "harness");
+  const PrecisionOverride reduced(p.function, Precision::reduced);
+  for (const auto& c : harness::cases(p.function)) {
+    harness::run(d, c, p.type_config);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(FloatPolicyFunctions, ReducedKernel,
+                         ::testing::ValuesIn(float_policy_kernels()),
+                         [](const auto& info) {
+                           return info.param.function + "_" +
+                                  info.param.type_config;
+                         });
+
+// The list above is not empty by accident: the losses' reduced kernels are
+// in it.
+TEST(HarnessCoverage, FloatPolicyFunctionsHaveTheirReducedKernelsTested) {
+  const auto kernels = float_policy_kernels();
+  size_t functions = 0;
+  for (const auto& info : function_list()) {
+    functions += info.decl->precision == Precision::float32;
+  }
+  std::set<std::string> tested;
+  for (const auto& k : kernels) tested.insert(k.function);
+  EXPECT_TRUE(tested.count("SoftmaxCrossEntropy"));
+  EXPECT_GE(tested.size(), 10u);
+  std::cout << kernels.size() << " half and bfloat16 kernels of "
+            << tested.size() << " of the " << functions
+            << " functions the policy keeps in float run the harness in "
+            << "their own type\n";
+}
+
+// Other values of one argument to try, nearest first: an argument the
+// codec drops comes back at its default, which these are not.
+std::vector<ArgValue> other_values(const ArgValue& v,
+                                   const std::set<std::string>& strings) {
+  std::vector<ArgValue> out;
+  if (auto b = std::get_if<bool>(&v)) {
+    out.push_back(!*b);
+  } else if (auto i = std::get_if<int64_t>(&v)) {
+    for (int64_t d : {1, -1, 2, -2, 3}) out.push_back(*i + d);
+    for (int64_t k : {0, 1, 2, -1}) {
+      if (k != *i) out.push_back(k);
+    }
+  } else if (auto x = std::get_if<double>(&v)) {
+    // Values that need all 17 digits: a writer that rounds them fails.
+    for (double d : {0.1234567891234567, -0.0987654321, 0.75, -0.5}) {
+      out.push_back(*x + d * std::max(1.0, std::abs(*x)));
+    }
+    out.push_back(0.3333333333333333);
+  } else if (auto s = std::get_if<std::string>(&v)) {
+    for (const auto& o : strings) {
+      if (o != *s) out.push_back(o);
+    }
+  } else if (auto l = std::get_if<std::vector<int64_t>>(&v)) {
+    for (int64_t d : {1, -1, 2}) {
+      for (size_t k = 0; k < l->size(); ++k) {
+        auto m = *l;
+        m[k] += d;
+        out.push_back(m);
+      }
+    }
+    auto longer = *l;
+    longer.push_back(1);
+    out.push_back(longer);
+    if (!l->empty())
+      out.push_back(std::vector<int64_t>(l->begin() + 1, l->end()));
+  } else if (auto f = std::get_if<std::vector<double>>(&v)) {
+    for (size_t k = 0; k < f->size(); ++k) {
+      auto m = *f;
+      m[k] += 0.1234567891234567;
+      out.push_back(m);
+    }
+    for (const auto& l : {std::vector<int64_t>{1}, std::vector<int64_t>{1, 1},
+                          std::vector<int64_t>{2, 2}, std::vector<int64_t>{0},
+                          std::vector<int64_t>{1, 2, 3}}) {
+      out.push_back(l);
+    }
+    out.push_back(std::vector<double>{0.25, 0.75});
+  }
+  return out;
+}
+
+std::string arg_str(const ArgValue& v) {
+  std::ostringstream os;
+  os.precision(17);
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::vector<int64_t>> ||
+                      std::is_same_v<T, std::vector<double>>) {
+          os << "[";
+          for (size_t i = 0; i < x.size(); ++i) os << (i ? ", " : "") << x[i];
+          os << "]";
+        } else {
+          os << x;
+        }
+      },
+      v);
+  return os.str() + " (" + arg_type_name(v) + ")";
+}
+
+// The arguments of the function that computes y, after a YAML round trip of
+// y's graph.
+FunctionArgs args_after_yaml(const VariablePtr& y) {
+  const ParameterScope none;
+  const std::string yaml = network_to_yaml("args", {{"y", y}}, none);
+  ParameterScope params;
+  const Network net = network_from_yaml(yaml, params, "<argument check>");
+  return net.outputs.at(0).second->parent()->function().args();
+}
+
+// Every argument of every function, set to a value other than its default
+// on a harness case's graph, comes back from the graph's YAML field by
+// field: the codec from arguments to options and back keeps it (it is not
+// the default), and the YAML writer and reader keep its type and every
+// digit. The harness's round trip compares outputs, which a dropped
+// argument passes wherever a case uses its default.
+TEST(HarnessCoverage, EveryArgumentSurvivesTheYamlAtAValueOtherThanItsDefault) {
+  auto& registry = FunctionRegistry::instance();
+  const Context ctx = context("cpu", "float");
+  const ContextGuard guard(ctx);
+  // Every string any function takes by default: the candidates for the
+  // string arguments (modes, directions, ...).
+  std::set<std::string> strings;
+  for (const auto& name : registry.names()) {
+    const FunctionArgs defaults =
+        registry.create_from_args(name, ctx, {})->args();
+    for (const auto& kv : defaults) {
+      if (auto s = std::get_if<std::string>(&kv.second)) strings.insert(*s);
+    }
+  }
+  int args = 0, changed = 0;
+  std::vector<std::string> codec_only, unchanged, problems;
+  for (const auto& name : registry.names()) {
+    const FunctionArgs defaults =
+        registry.create_from_args(name, ctx, {})->args();
+    for (size_t a = 0; a < defaults.size(); ++a) {
+      ++args;
+      bool done = false;
+      for (const auto& k : harness::cases(name)) {
+        if (done) break;
+        const FunctionCheck c = k.make();
+        std::vector<VariablePtr> vars;
+        const auto values = input_values(c);
+        for (size_t i = 0; i < c.inputs.size(); ++i) {
+          vars.push_back(variable_from(c.inputs[i].shape, values[i]));
+        }
+        VariablePtr built;
+        try {
+          built = c.build(vars);
+        } catch (const std::exception&) {
+          continue;
+        }
+        if (!built->parent() || built->parent()->function().name() != name) {
+          continue;
+        }
+        FunctionNode& node = *built->parent();
+        const FunctionArgs base = node.function().args();
+        for (const ArgValue& v : other_values(base[a].second, strings)) {
+          FunctionArgs given = base;
+          given[a].second = v;
+          std::vector<VariablePtr> outs;
+          std::shared_ptr<Function> fn;
+          try {
+            fn = registry.create_from_args(name, ctx, given);
+            Variables raw;
+            for (const auto& in : node.inputs()) raw.push_back(in.get());
+            const int n = fn->num_outputs_for(raw);
+            outs =
+                connect(std::make_shared<FunctionNode>(fn, node.inputs()), n);
+          } catch (const std::exception&) {
+            continue;  // not a value this case's inputs take
+          }
+          const FunctionArgs sent = fn->args();
+          done = true;
+          ++changed;
+          const std::string what =
+              name + "." + defaults[a].first + " = " + arg_str(v) + ": ";
+          if (sent.size() != defaults.size() ||
+              sent[a].first != defaults[a].first) {
+            problems.push_back(what + "the arguments' names changed");
+            break;
+          }
+          if (sent[a].second == base[a].second) {
+            problems.push_back(what + "the options kept " +
+                               arg_str(base[a].second));
+            break;
+          }
+          const FunctionArgs back = args_after_yaml(outs[0]);
+          for (size_t b = 0; b < sent.size(); ++b) {
+            if (b >= back.size() || back[b] != sent[b]) {
+              problems.push_back(
+                  what + "after the YAML, " + sent[b].first + " is " +
+                  (b < back.size() ? arg_str(back[b].second) : "missing") +
+                  ", not " + arg_str(sent[b].second));
+            }
+          }
+          break;
+        }
+      }
+      if (done) continue;
+      // No case's inputs take another value (sizes fixed by the shapes, a
+      // layout, ...): the codec alone, arguments to options and back.
+      const std::string arg = name + "." + defaults[a].first;
+      for (const ArgValue& v : other_values(defaults[a].second, strings)) {
+        FunctionArgs given = defaults;
+        given[a].second = v;
+        FunctionArgs sent;
+        try {
+          sent = registry.create_from_args(name, ctx, given)->args();
+        } catch (const std::exception&) {
+          continue;
+        }
+        done = true;
+        if (sent.size() != defaults.size() || sent[a] == defaults[a]) {
+          problems.push_back(arg + " = " + arg_str(v) + ": the options kept " +
+                             arg_str(defaults[a].second));
+        }
+        break;
+      }
+      (done ? codec_only : unchanged).push_back(arg);
+    }
+  }
+  std::string problem_list, codec_list, unchanged_list;
+  for (const auto& p : problems) problem_list += "\n  " + p;
+  for (const auto& u : codec_only) codec_list += " " + u;
+  for (const auto& u : unchanged) unchanged_list += " " + u;
+  EXPECT_TRUE(problems.empty()) << problem_list;
+  EXPECT_TRUE(unchanged.empty()) << "never set:" << unchanged_list;
+  // Most go through a graph's YAML; the rest are listed.
+  EXPECT_GE(changed, args * 4 / 5) << "codec only:" << codec_list;
+  std::cout << changed << " of " << args
+            << " arguments set to a value other than their default came back "
+            << "from a graph's YAML field by field; through the codec alone "
+            << "(no case's inputs take another value):" << codec_list << "\n";
+}
+
 TEST(HarnessCoverage, EveryRegisteredFunctionHasACase) {
   std::vector<std::string> missing;
   size_t functions = 0, cases = 0, long_sums = 0, layouts = 0, integers = 0;

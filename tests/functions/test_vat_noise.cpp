@@ -58,6 +58,9 @@ const bool kVATNoiseLong = harness::add(
       [] {
         FunctionCheck c = vat_case("", {2, 4096}, vat_opts(1, 1.0f)).make();
         c.inputs[0].low = 0.5f;
+        // x's grad is NNabla's 0, not y's derivative: kept out of the
+        // harness's long-sum grad check.
+        c.inputs[0].need_grad = false;
         c.half_atol = c.bf16_atol = 0.0;
         c.half_rtol = 2e-3, c.bf16_rtol = 1e-2;
         return c;

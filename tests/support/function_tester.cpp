@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <stdexcept>
@@ -332,6 +333,64 @@ void check_all(const FunctionCheck& c) {
   {
     SCOPED_TRACE("bfloat16");
     check_reduced(c, "bfloat16");
+  }
+}
+
+std::vector<float> rounded_to(const std::vector<float>& values,
+                              const std::string& type_config) {
+  const Dtype t = context("cpu", type_config).type_config();
+  std::vector<uint8_t> narrow(values.size() * dtype_size(t));
+  std::vector<float> out(values.size());
+  convert(values.data(), Dtype::f32, narrow.data(), t, values.size());
+  convert(narrow.data(), t, out.data(), Dtype::f32, values.size());
+  return out;
+}
+
+void check_grads_against_reference(const FunctionCheck& c,
+                                   const std::string& type_config, double rtol,
+                                   int samples) {
+  ASSERT_TRUE(c.reference) << "a grad check against double needs a reference";
+  auto values = make_values(c);
+  for (size_t i = 0; i < values.size(); ++i) {
+    // Random values only: explicit ones are labels, indices or chosen values.
+    if (c.inputs[i].values.empty()) {
+      values[i] = rounded_to(values[i], type_config);
+    }
+  }
+  ContextGuard guard(context("cpu", type_config));
+  auto inputs = make_inputs(c, values);
+  auto y = c.build(inputs);
+  y->forward();
+  std::mt19937 rng(c.seed + 2000);
+  std::uniform_real_distribution<float> dist(0.5f, 1.0f);
+  std::vector<float> w(y->size());
+  for (auto& e : w) e = dist(rng);
+  w = rounded_to(w, type_config);
+  y->backward(array_from(y->shape(), w));
+  auto dvalues = as_doubles(values);
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    if (!c.inputs[i].need_grad) continue;
+    const Doubles got = grad_doubles(inputs[i]);
+    const size_t n = got.size();
+    const size_t step = std::max<size_t>(1, n / samples);
+    Doubles g, numeric;
+    double largest = 0;
+    for (size_t j = step / 2; j < n; j += step) {
+      const double x = dvalues[i][j];
+      const double h = c.eps * std::max(1.0, std::fabs(x));
+      dvalues[i][j] = x + h;
+      const double plus = weighted_sum(c.reference(dvalues), w);
+      dvalues[i][j] = x - h;
+      const double minus = weighted_sum(c.reference(dvalues), w);
+      dvalues[i][j] = x;
+      numeric.push_back((plus - minus) / (2 * h));
+      g.push_back(got[j]);
+      largest = std::max(largest, std::fabs(numeric.back()));
+    }
+    expect_near(g, numeric, rtol * largest, 0,
+                type_config + " grad of input " + std::to_string(i) +
+                    " against differences of the double reference (every " +
+                    std::to_string(step) + "th element)");
   }
 }
 

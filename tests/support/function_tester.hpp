@@ -79,6 +79,20 @@ void check_clear_buffer(const FunctionCheck& c,
 /// keeps it in float.
 void check_reduced(const FunctionCheck& c, const std::string& type_config);
 
+/// For a long sum in `type_config` ("half" or "bfloat16"): the grads of the
+/// inputs that take one against central differences of the double
+/// reference, on `samples` elements of each input spread evenly. The random
+/// inputs and the output weights are rounded to the type first, so that both
+/// sides see the same numbers; the weights are in [0.5, 1), so that the
+/// backward's sums grow with their length as the forward's do. The error is
+/// measured against the largest grad of the input: `rtol` of it.
+void check_grads_against_reference(const FunctionCheck& c,
+                                   const std::string& type_config, double rtol,
+                                   int samples = 24);
+/// `values` rounded to the type of `type_config` and back to float.
+std::vector<float> rounded_to(const std::vector<float>& values,
+                              const std::string& type_config);
+
 /// The function's output (as doubles) for c's inputs with the values
 /// `values` (one vector per input) in `type_config`.
 Doubles run_forward(const FunctionCheck& c,

@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <random>
 #include <set>
 #include <string>
 
@@ -13,13 +15,22 @@
 
 namespace {
 
+bool throws(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception&) {
+    return true;
+  }
+  return false;
+}
+
 // One use of each public header; compiled and linked (so every symbol named
 // here exists in the library), called by the test below.
 int uses_every_header() {
   int n = 0;
   // contexts/
-  n += sizeof(mg::CachingAllocatorOptions) > 0;  // caching_allocator
-  mg::Context ctx = mg::context("cpu", "half");  // context
+  n += mg::CachingAllocatorOptions{}.round == 512;  // caching_allocator
+  mg::Context ctx = mg::context("cpu", "half");     // context
   float f = 1.5f;
   mg::Half h;
   mg::convert(&f, mg::Dtype::f32, &h, mg::Dtype::f16, 1);  // convert, half
@@ -28,10 +39,11 @@ int uses_every_header() {
   n += mg::dtype_size(mg::Dtype::bf16) == 2;               // dtype
   n += mg::dispatch_float_types(mg::Dtype::f32, "umbrella", [](auto tag) {
          return static_cast<int>(sizeof(typename decltype(tag)::type));
-       }) == 4;                             // dtype_dispatch
-  n += sizeof(mg::BFloat16) == 2;           // half
-  n += sizeof(mg::cpu_memory_stats()) > 0;  // memory
-  n += mg::msg("a", 1) == "a1";             // strings
+       }) == 4;                                          // dtype_dispatch
+  n += sizeof(mg::BFloat16) == 2;                        // half
+  const mg::MemoryStats stats = mg::cpu_memory_stats();  // memory
+  n += stats.peak >= stats.in_use;
+  n += mg::msg("a", 1) == "a1";  // strings
   n += mg::did_you_mean({"Tanh"}, "tanh").size() > 0;
   mg::SyncedArray array(4);  // synced_array
   n += array.size() == 4;
@@ -40,8 +52,6 @@ int uses_every_header() {
   n += std::string(mg::decl::Affine.name) == "Affine";  // function_decl
   mg::FunctionArgs args{{"alpha", 0.5}};                // function_args
   n += std::string(mg::arg_type_name(args[0].second)).size() > 0;
-  n += sizeof(mg::Function) > 0;                          // function
-  n += sizeof(mg::FunctionNode) > 0;                      // function_node
   mg::Initializer init = mg::constant_initializer(2.0f);  // initializer
   n += mg::make_ndarray({2})->size() == 2;                // ndarray
   mg::ParameterScope params;                              // parameter_scope
@@ -60,58 +70,74 @@ int uses_every_header() {
     auto e = mg::F::top_n_error(mg::PF::affine(x, 3, params["fc"]), t);  // loss
     n += e->shape() == mg::Shape{2, 1};
     n += mg::apply_function1(mg::decl::Sum, mg::ReduceOptions{{1}, false}, {x})
-             ->shape() == mg::Shape{2};  // builder
+             ->shape() == mg::Shape{2};     // builder
+    mg::FunctionNode& node = *y->parent();  // function_node
+    n += node.inputs().size() == 1;
+    n += node.function().name() == "Reshape";  // function
+    auto q = mg::make_variable({1, 3, 4});
+    n += mg::F::scaled_dot_product_attention(q, q, q)->shape() ==
+         q->shape();  // attention
+    auto h = mg::make_variable({2, 3});
+    n += mg::PF::lstm_cell(x, h, h, 3, params["lstm"]).first->shape() ==
+         h->shape();  // lstm
   }
-  n += sizeof(mg::SplitOptions) > 0;                      // array_ops
-  n += sizeof(&mg::F::scaled_dot_product_attention) > 0;  // attention
-  n += sizeof(mg::BatchMatmulOptions) > 0;                // batch_matmul
-  n += sizeof(mg::BatchNormalizationOptions) > 0;         // batch_normalization
-  n += sizeof(mg::CastOptions) > 0;                       // cast
-  n += sizeof(mg::ConvolutionOptions) > 0;                // convolution
-  n += sizeof(mg::DeconvolutionOptions) > 0;              // deconvolution
-  n += sizeof(mg::DropoutOptions) > 0;                    // dropout
-  n += sizeof(mg::EmbedOptions) > 0;                      // indexing
-  n += sizeof(&mg::PF::lstm_cell) > 0;                    // lstm
-  n += sizeof(mg::ArgMax) > 0;                            // min_argmax
-  n += sizeof(mg::LayerNormalizationOptions) > 0;         // normalization
-  n += sizeof(mg::PoolingOptions) > 0;                    // pooling
-  n += mg::default_policy_yaml().size() > 0;              // precision_policy
-  n += mg::FunctionRegistry::instance().has("Affine");    // registry
+  n += mg::SplitOptions{}.axis == 0;           // array_ops
+  n += !mg::BatchMatmulOptions{}.transpose_a;  // batch_matmul
+  n += mg::BatchNormalizationOptions{}.decay_rate ==
+       0.9f;                                       // batch_normalization
+  n += mg::CastOptions{}.dtype == mg::Dtype::f32;  // cast
+  n += mg::ConvolutionOptions{}.group == 1;        // convolution
+  n += mg::DeconvolutionOptions{}.group == 1;      // deconvolution
+  n += mg::DropoutOptions{}.p == 0.5f;             // dropout
+  n += std::is_empty_v<mg::EmbedOptions>;          // indexing (no arguments)
+  n += std::string(mg::decl::ArgMax.name) == "ArgMax";  // min_argmax
+  n += mg::LayerNormalizationOptions{}.eps == 1e-5f;    // normalization
+  n += mg::PoolingOptions{}.ignore_border;              // pooling
+  n += mg::default_policy_yaml().size() > 0;            // precision_policy
+  n += mg::FunctionRegistry::instance().has("Affine");  // registry
   n += mg::options_to_args(mg::ReduceOptions{}).size() == 2;  // args_codec
-  n += sizeof(mg::BroadcastPlan) > 0;                         // elementwise
-  n += sizeof(mg::TopKDataOptions) > 0;                       // top_k
-  n += sizeof(mg::RandomSource) > 0;       // random_generators
-  n += sizeof(mg::RandomFlipOptions) > 0;  // random_augment
+  n += mg::broadcast_plan({2, 1}, {3}, "").out_shape ==
+       mg::Shape{2, 3};               // elementwise
+  n += mg::TopKDataOptions{}.k == 1;  // top_k
+  n +=
+      mg::RandomSource(5).engine()() == std::mt19937(5)();  // random_generators
+  n += mg::RandomFlipOptions{}.base_axis == 1;              // random_augment
   // solvers/
-  n += mg::solvers::AdaBound()->name().size() > 0;  // adabound
-  n += mg::solvers::Adagrad()->name().size() > 0;   // adagrad
-  n += mg::solvers::Adam()->name() == "Adam";       // adam, solver
-  n += mg::solvers::Adamax()->name().size() > 0;    // adam_variants
-  n += mg::solvers::Lamb()->name().size() > 0;      // lamb
-  n += mg::solvers::Lars()->name().size() > 0;      // lars
-  n += mg::solvers::Lion()->name().size() > 0;      // lion
-  n += sizeof(mg::DynamicLossScalingOptions) > 0;   // loss_scaling
-  n += mg::solvers::Nesterov()->name().size() > 0;  // nesterov
-  n += mg::solvers::RMSprop()->name().size() > 0;   // rmsprop
-  n += mg::solvers::Sgd()->name().size() > 0;       // sgd
-  n += mg::solvers::SgdW()->name().size() > 0;      // sgdw
-  n += sizeof(mg::FusedGrad) > 0;                   // device_ops
+  n += mg::solvers::AdaBound()->name().size() > 0;         // adabound
+  n += mg::solvers::Adagrad()->name().size() > 0;          // adagrad
+  n += mg::solvers::Adam()->name() == "Adam";              // adam, solver
+  n += mg::solvers::Adamax()->name().size() > 0;           // adam_variants
+  n += mg::solvers::Lamb()->name().size() > 0;             // lamb
+  n += mg::solvers::Lars()->name().size() > 0;             // lars
+  n += mg::solvers::Lion()->name().size() > 0;             // lion
+  n += mg::DynamicLossScalingOptions{}.scale == 65536.0f;  // loss_scaling
+  n += mg::solvers::Nesterov()->name().size() > 0;         // nesterov
+  n += mg::solvers::RMSprop()->name().size() > 0;          // rmsprop
+  n += mg::solvers::Sgd()->name().size() > 0;              // sgd
+  n += mg::solvers::SgdW()->name().size() > 0;             // sgdw
+  n += mg::FusedGrad{nullptr, mg::Dtype::f16, nullptr, 3}.n == 3;  // device_ops
   n += mg::sum_of_squares(2, [](int64_t) { return 1.0; }) == 2.0;  // norms
-  n += sizeof(mg::WeightDecayRule) > 0;  // weight_decay_rule
-  n += sizeof(&mg::state_data) > 0;      // update_rule
-  n += mg::detail::kNumRuleSlots > 0;    // rule_list
+  float g = 1.0f;
+  mg::WeightDecayRule{0.5f}(g, 4.0f);  // weight_decay_rule
+  n += g == 3.0f;
+  n += std::is_same_v<decltype(&mg::state_data),
+                      float* (*)(const mg::UpdateContext&, mg::SolverState&,
+                                 const std::string&)>;  // update_rule
+  n += mg::detail::kNumRuleSlots > 0;                   // rule_list
   // utils/
-  n += sizeof(mg::CsvWriter) > 0;                            // csv
+  n += !std::is_copy_constructible_v<mg::CsvWriter>;         // csv
   n += mg::BatchIterator(4, 2, 1).batches_per_epoch() == 2;  // batch_iterator
   n += mg::default_fashion_mnist_dir().size() > 0;           // fashion_mnist
-  n += sizeof(mg::PixelScaling) > 0;                         // feed
-  n += sizeof(&mg::read_idx) > 0;                            // idx
-  n += sizeof(mg::CheckpointExtras) > 0;                     // checkpoint
-  n += sizeof(mg::LoadParametersOptions) > 0;                // parameters
-  n += !mg::InterruptGuard::requested();                     // interrupt
-  n += sizeof(mg::ProgressBar) > 0;                          // progress
-  n += sizeof(mg::NetworkOptions) > 0;                       // yaml/network
-  n += mg::kOnnxOpset == 17;                                 // onnx
+  n += mg::PixelScaling{}.std == 1.0f;                       // feed
+  n += throws([] { mg::read_idx("/nonexistent/umbrella.idx"); });  // idx
+  mg::CheckpointExtras extras;
+  extras.set("step", int64_t{7});
+  n += extras.get_int("step") == 7;                     // checkpoint
+  n += !mg::LoadParametersOptions{}.convert_dtype;      // parameters
+  n += !mg::InterruptGuard::requested();                // interrupt
+  n += !std::is_copy_constructible_v<mg::ProgressBar>;  // progress
+  n += mg::NetworkOptions{}.batch_size == 0;            // yaml/network
+  n += mg::kOnnxOpset == 17;                            // onnx
   return n;
 }
 
