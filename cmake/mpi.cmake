@@ -2,7 +2,8 @@
 #
 # AUTO and ON look for MPI's C library (Debian: libopenmpi-dev, and
 # openmpi-bin for mpirun). AUTO builds the MPI communicator when it is found
-# and says what is missing otherwise; ON stops with that message; without it
+# and says what is missing otherwise; ON stops with that message (also when
+# mpirun, which runs the mpi tests, is missing); without it
 # mg::mpi_communicator() throws, saying how to get it, and the rest of the
 # library is the same. NCCL (the CUDA buffers' communicator) is built when
 # the CUDA backend and MPI are both on and nccl.h and libnccl are found.
@@ -27,6 +28,11 @@ else()
   if(MPI_C_FOUND)
     set(MIXGRAPH_WITH_MPI ON)
     find_program(MIXGRAPH_MPIEXEC NAMES mpirun mpiexec HINTS ${MPIEXEC_EXECUTABLE})
+    if(_mg_mpi STREQUAL "ON" AND NOT MIXGRAPH_MPIEXEC)
+      message(FATAL_ERROR "MIXGRAPH_MPI=ON, but no MPI launcher (mpirun or "
+                          "mpiexec) was found to run the data-parallel "
+                          "tests (apt-get install openmpi-bin)")
+    endif()
     message(STATUS "mixgraph: MPI communicator on (MPI ${MPI_C_VERSION}, "
                    "launcher ${MIXGRAPH_MPIEXEC})")
   elseif(_mg_mpi STREQUAL "ON")

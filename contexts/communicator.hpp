@@ -64,9 +64,12 @@ bool mpi_available();
 
 /// The communicator of the processes mpirun started (MPI_COMM_WORLD),
 /// initialising MPI (with MPI_THREAD_FUNNELED) when nobody has; MPI is
-/// finalised at exit when it was initialised here. The same object on every
-/// call. Started without mpirun it has one rank. Throws std::runtime_error
-/// when the build has no MPI (saying how to get it).
+/// finalised at exit when it was initialised here. A process that exits with
+/// a non-zero status (a rank that caught an error and returned 1) aborts the
+/// whole job instead (MPI_Abort), so that no other rank is left waiting in a
+/// collective it will never join. The same object on every call. Started
+/// without mpirun it has one rank. Throws std::runtime_error when the build has
+/// no MPI (saying how to get it).
 CommunicatorPtr mpi_communicator();
 
 /// True when this build has the NCCL communicator (CUDA, NCCL and MPI).

@@ -26,8 +26,10 @@ fi
 build=${MIXGRAPH_TEST_BUILD_DIR:-build/tests-release}
 # MIXGRAPH_CUDA=AUTO: where nvcc and cuDNN are installed the CUDA backend is
 # built too (about a minute on 2 cores) and its tests skip without a GPU.
+# MIXGRAPH_MPI=ON: OpenMPI is installed above, so a failed detection stops
+# the configure step instead of leaving the mpi tests out unseen.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DMIXGRAPH_CUDA=AUTO >/dev/null
+  -DMIXGRAPH_CUDA=AUTO -DMIXGRAPH_MPI=ON >/dev/null
 cmake --build "$build" -j "$(nproc)"
 # Two tests at a time on 2 cores: OpenMP threads sleep at barriers instead of
 # spinning against each other.
@@ -43,7 +45,7 @@ export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 if [ "${MIXGRAPH_SKIP_SANITIZERS:-0}" != 1 ]; then
   asan=${MIXGRAPH_ASAN_BUILD_DIR:-build/tests-asan}
   cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-    -DMIXGRAPH_SANITIZE=ON -DMIXGRAPH_CUDA=OFF \
+    -DMIXGRAPH_SANITIZE=ON -DMIXGRAPH_CUDA=OFF -DMIXGRAPH_MPI=ON \
     -DMIXGRAPH_BUILD_EXAMPLES=OFF -DMIXGRAPH_BUILD_TUTORIALS=OFF >/dev/null
   cmake --build "$asan" -j "$(nproc)"
   suppressions="$(pwd)/tests/lsan_suppressions.txt"

@@ -193,6 +193,22 @@ void shutdown_world() {
   if (world) world->shutdown();
 }
 
+#ifdef __GLIBC__
+// At exit. A clean exit finalises MPI, which waits for every rank to get
+// there. A failed one (status != 0: a rank that caught its error, reported
+// it and returned 1) aborts the job instead: the other ranks may be waiting
+// in a collective this rank will never join, and MPI_Finalize would wait for
+// them in turn, so the job would hang; mpirun ends every rank and exits
+// with this status. (An exception that leaves main aborts the process,
+// which mpirun already answers the same way.)
+void shutdown_world_at_exit(int status, void*) {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (status != 0 && world && !finalized) MPI_Abort(MPI_COMM_WORLD, status);
+  shutdown_world();
+}
+#endif
+
 }  // namespace
 
 bool mpi_available() { return true; }
@@ -202,7 +218,11 @@ CommunicatorPtr mpi_communicator() {
   std::lock_guard<std::mutex> lock(mutex);
   if (!world) {
     world = std::make_shared<MpiCommunicator>();
+#ifdef __GLIBC__
+    on_exit(shutdown_world_at_exit, nullptr);  // sees the exit status
+#else
     std::atexit(shutdown_world);
+#endif
   }
   return world;
 }

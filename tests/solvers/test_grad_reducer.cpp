@@ -105,6 +105,11 @@ TEST(GradReducer, AnUpdaterWithACommunicatorTrainsAsWithout) {
   // A 1-rank communicator: the same steps bit for bit, in half with scaling.
   mg::ContextGuard half(mg::context("cpu", "half"));
   Net a(3), b(3);
+  std::vector<std::vector<float>> initial;
+  for (const auto& [name, v] : a.params.parameters()) {
+    const float* w = v->data()->get<const float>();
+    initial.emplace_back(w, w + v->size());
+  }
   auto train = [](Net& n, mg::CommunicatorPtr comm) {
     auto solver = mg::solvers::Adam(1e-2f);
     solver->set_parameters(n.params.parameters());
@@ -113,7 +118,9 @@ TEST(GradReducer, AnUpdaterWithACommunicatorTrainsAsWithout) {
     o.accum_grad = 2;
     mg::DynamicLossScalingUpdater updater(
         solver, n.loss, [] {}, o);
-    for (int i = 0; i < 5; ++i) updater.update();
+    for (int i = 0; i < 5; ++i) EXPECT_TRUE(updater.update()) << "step " << i;
+    EXPECT_EQ(updater.applied_steps(), 5);
+    EXPECT_EQ(solver->t(), 5u);
     return updater.grad_reducer() != nullptr;
   };
   EXPECT_FALSE(train(a, nullptr));
@@ -122,9 +129,14 @@ TEST(GradReducer, AnUpdaterWithACommunicatorTrainsAsWithout) {
   for (size_t i = 0; i < pa.size(); ++i) {
     const float* wa = pa[i].second->data()->get<const float>();
     const float* wb = pb[i].second->data()->get<const float>();
+    int64_t moved = 0;
     for (int64_t j = 0; j < pa[i].second->size(); ++j) {
       ASSERT_EQ(wa[j], wb[j]) << pa[i].first;
+      moved += wb[j] != initial[i][j];
     }
+    // Adam moves every weight with a nonzero grad by about lr per step.
+    EXPECT_EQ(moved, pb[i].second->size())
+        << pa[i].first << ": the updates were not applied";
   }
 }
 

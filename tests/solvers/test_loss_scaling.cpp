@@ -326,6 +326,37 @@ TEST(DynamicLossScaling, AccumulationKeepsTheScaleAndSumsBatches) {
   EXPECT_EQ(up.scale_history(), (std::vector<float>{8}));
 }
 
+// The counter counts applied updates, not the batches accumulated into
+// them: with accum_grad 3 and interval 2 the scale grows after 2 updates (6
+// batches), and an overflow in any batch of an update resets it.
+TEST(DynamicLossScaling, UnderAccumulationTheCounterCountsUpdates) {
+  Scripted s(
+      "......"
+      "i.....");
+  auto solver = solvers::Sgd(0.01f);
+  solver->set_parameters(s.params.parameters());
+  DynamicLossScalingOptions o;
+  o.scale = 8;
+  o.interval = 2;
+  o.accum_grad = 3;
+  DynamicLossScalingUpdater up(solver, s.loss, s.feeder(), o);
+  EXPECT_TRUE(up.update());
+  EXPECT_EQ(up.state().counter, 1);
+  EXPECT_EQ(up.scale(), 8.0f) << "grew after 3 batches of one update";
+  EXPECT_TRUE(up.update());
+  EXPECT_EQ(up.state().counter, 0);
+  EXPECT_EQ(up.scale(), 16.0f) << "did not grow after 2 updates";
+  EXPECT_FALSE(up.update());  // the inf in its first batch
+  EXPECT_EQ(up.scale(), 8.0f);
+  EXPECT_EQ(up.state().counter, 0);
+  EXPECT_TRUE(up.update());
+  EXPECT_EQ(up.state().counter, 1);
+  EXPECT_EQ(up.scale(), 8.0f);
+  EXPECT_EQ(s.fed, 12u);
+  EXPECT_EQ(up.applied_steps(), 3);
+  EXPECT_EQ(up.skipped_steps(), 1);
+}
+
 TEST(DynamicLossScaling, ClippingSeesUnscaledGradsAndWeightDecayApplies) {
   Scripted s("..");
   auto solver = solvers::Sgd(1.0f);

@@ -1,17 +1,38 @@
-# Writes the first C++ block after "## A first program" in README.md to OUT,
-# so that the README's program is compiled and run exactly as written.
+# Writes the first C++ block after the heading SECTION (default "## A first
+# program") in README.md to OUT, so that the README's program is compiled
+# and run exactly as written (or with REPLACE replaced by WITH).
+if(NOT DEFINED SECTION)
+  set(SECTION "## A first program")
+endif()
 file(READ "${README}" text)
-string(FIND "${text}" "## A first program" start)
+string(FIND "${text}" "${SECTION}\n" start)
 if(start EQUAL -1)
-  message(FATAL_ERROR "README.md has no '## A first program' section")
+  message(FATAL_ERROR "README.md has no '${SECTION}' section")
 endif()
 string(SUBSTRING "${text}" ${start} -1 text)
 string(FIND "${text}" "```cpp\n" open)
+string(LENGTH "${SECTION}" heading)
+string(SUBSTRING "${text}" ${heading} -1 rest)
+string(FIND "${rest}" "\n## " next)  # the next section, if any
+if(NOT next EQUAL -1)
+  math(EXPR next "${next} + ${heading}")
+endif()
+if(open EQUAL -1 OR (NOT next EQUAL -1 AND open GREATER next))
+  message(FATAL_ERROR "README.md's '${SECTION}' section has no C++ block")
+endif()
 string(SUBSTRING "${text}" ${open} -1 text)
 string(LENGTH "```cpp\n" skip)
 string(SUBSTRING "${text}" ${skip} -1 text)
 string(FIND "${text}" "```" close)
 string(SUBSTRING "${text}" 0 ${close} code)
+# REPLACE -> WITH: a variant of the program (the resume test's stopped run).
+if(DEFINED REPLACE)
+  string(FIND "${code}" "${REPLACE}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the '${SECTION}' program has no '${REPLACE}'")
+  endif()
+  string(REPLACE "${REPLACE}" "${WITH}" code "${code}")
+endif()
 file(WRITE "${OUT}.new" "${code}")
 # Rewrite only on change, so an unrelated README edit rebuilds nothing.
 execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.new" "${OUT}")

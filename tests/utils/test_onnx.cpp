@@ -1,9 +1,10 @@
 // ONNX export and import: every mapped function written by save_onnx, read
 // back by load_onnx and (where onnxruntime is installed: scripts/
 // install_onnxruntime.sh makes .venv-onnx) run by onnxruntime, against
-// our own forward; a model written by the ONNX project's Python helper
-// (Debian's python3-onnx) as PyTorch's exporter writes it; fp16 models from
-// the inference conversion; and the errors.
+// our own forward; a representative set of them evaluated offline by NumPy
+// references of the operators (run_numpy_reference.py); a model written by the
+// ONNX project's Python helper (Debian's python3-onnx) as PyTorch's exporter
+// writes it; fp16 models from the inference conversion; and the errors.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -404,21 +406,21 @@ TEST_P(OnnxCase, RoundTripGivesTheSameOutputs) {
 INSTANTIATE_TEST_SUITE_P(Functions, OnnxCase, ::testing::ValuesIn(cases()),
                          case_name);
 
-// Every case above run by onnxruntime from the file we wrote: ONNX's own
-// semantics of each operator against our forward, within 1e-5 (float).
-TEST(Onnx, OnnxRuntimeRunsEveryExportedFunction) {
-  if (!ort_available()) {
-    GTEST_SKIP() << "onnxruntime is not installed (bash "
-                    "scripts/install_onnxruntime.sh makes .venv-onnx; or set "
-                    "MIXGRAPH_ONNXRUNTIME_PYTHON)";
-  }
+// Runs `script` (run_onnxruntime.py's manifest) with `python` on the cases
+// named in `which` (every case when empty), exported by save_onnx, and
+// checks its outputs against our forward within `tolerance` (max_error).
+void run_exported_cases(const std::string& python, const std::string& script,
+                        const std::set<std::string>& which,
+                        const std::string& runner, double tolerance) {
   const fs::path dir = temp_dir();
   std::map<std::string, std::vector<float>> expected;
-  std::ofstream manifest(dir / "manifest.txt");
+  const std::string prefix = runner + "_";
+  std::ofstream manifest(dir / (prefix + "manifest.txt"));
   for (const Case& c : cases()) {
+    if (!which.empty() && !which.count(c.name)) continue;
     mg::ParameterScope params;
     Built b = build(c, params);
-    const std::string base = (dir / ("ort_" + c.name)).string();
+    const std::string base = (dir / (prefix + c.name)).string();
     mg::save_onnx(base + ".onnx", c.name, {{"y", b.y}}, params);
     std::ofstream(base + ".in", std::ios::binary)
         .write(reinterpret_cast<const char*>(b.input.data()),
@@ -431,16 +433,17 @@ TEST(Onnx, OnnxRuntimeRunsEveryExportedFunction) {
     expected[c.name] = b.output;
   }
   manifest.close();
-  const std::string cmd = ort_python() +
-                          " " MIXGRAPH_SOURCE_DIR
-                          "/tests/utils/run_onnxruntime.py " +
-                          (dir / "manifest.txt").string();
+  EXPECT_EQ(expected.size(), which.empty() ? cases().size() : which.size())
+      << "a case named in the list does not exist";
+  const std::string cmd = python + " " MIXGRAPH_SOURCE_DIR "/tests/utils/" +
+                          script + " " +
+                          (dir / (prefix + "manifest.txt")).string();
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   for (const auto& [name, want] : expected) {
-    const std::string out = (dir / ("ort_" + name + ".out")).string();
+    const std::string out = (dir / (prefix + name + ".out")).string();
     if (fs::exists(out + ".err")) {
       std::ifstream e(out + ".err");
-      ADD_FAILURE() << name << ": onnxruntime: " << e.rdbuf();
+      ADD_FAILURE() << name << ": " << runner << ": " << e.rdbuf();
       continue;
     }
     std::ifstream in(out, std::ios::binary);
@@ -449,10 +452,55 @@ TEST(Onnx, OnnxRuntimeRunsEveryExportedFunction) {
             static_cast<std::streamsize>(got.size() * 4));
     ASSERT_TRUE(in) << name << ": short output";
     const double err = max_error(got, want);
-    EXPECT_LE(err, 1e-5) << name;
-    std::printf("%-28s onnxruntime vs mixgraph: max error %.2g\n", name.c_str(),
-                err);
+    EXPECT_LE(err, tolerance) << name;
+    std::printf("%-28s %s vs mixgraph: max error %.2g\n", name.c_str(),
+                runner.c_str(), err);
   }
+}
+
+// Every case above run by onnxruntime from the file we wrote: ONNX's own
+// semantics of each operator against our forward, within 1e-5 (float).
+TEST(Onnx, OnnxRuntimeRunsEveryExportedFunction) {
+  if (!ort_available()) {
+    GTEST_SKIP() << "onnxruntime is not installed (bash "
+                    "scripts/install_onnxruntime.sh makes .venv-onnx; or set "
+                    "MIXGRAPH_ONNXRUNTIME_PYTHON)";
+  }
+  run_exported_cases(ort_python(), "run_onnxruntime.py", {}, "onnxruntime",
+                     1e-5);
+}
+
+// Offline, with Debian's packages only: a representative set of the cases
+// above evaluated operator by operator by run_numpy_reference.py (ONNX's
+// definitions of the operators written in NumPy, apart from our exporter
+// and importer), within 1e-5 (our float32 against its float64).
+TEST(Onnx, NumpyReferenceRunsRepresentativeCases) {
+  if (std::system("/usr/bin/python3 -c 'import onnx, numpy' >/dev/null 2>&1")) {
+    GTEST_SKIP() << "Debian's python3-onnx is not installed (apt-get install "
+                    "python3-onnx)";
+  }
+  run_exported_cases("/usr/bin/python3", "run_numpy_reference.py",
+                     {"lenet_bn",
+                      "relu",
+                      "sigmoid",
+                      "tanh",
+                      "exp",
+                      "erf",
+                      "leaky_relu",
+                      "binary",
+                      "reshape_transpose",
+                      "concat_stack_split",
+                      "slice_flip",
+                      "reductions",
+                      "softmax",
+                      "batch_matmul",
+                      "affine_base_axis_2",
+                      "convolution_groups_strides",
+                      "pooling",
+                      "batch_normalization_1d",
+                      "pad_tile_broadcast",
+                      "embed"},
+                     "numpy", 1e-5);
 }
 
 // A model as PyTorch's exporter writes it (Gemm with transB, a flatten
