@@ -109,6 +109,7 @@ int uses_every_header() {
   n += sizeof(mg::CheckpointExtras) > 0;                     // checkpoint
   n += sizeof(mg::LoadParametersOptions) > 0;                // parameters
   n += !mg::InterruptGuard::requested();                     // interrupt
+  n += sizeof(mg::NnpOptions) > 0;                           // nnp
   n += sizeof(mg::ProgressBar) > 0;                          // progress
   n += sizeof(mg::NetworkOptions) > 0;                       // yaml/network
   n += mg::kOnnxOpset == 17;                                 // onnx
@@ -116,12 +117,12 @@ int uses_every_header() {
 }
 
 TEST(Umbrella, EveryPublicHeaderIsUsableThroughItAlone) {
-  EXPECT_EQ(uses_every_header(), 67) << "one use per line, each true";
+  EXPECT_EQ(uses_every_header(), 68) << "one use per line, each true";
 }
 
 // Every header of contexts/, graph/, functions/, solvers/ and utils/ is in
 // mixgraph.hpp, but for the backend folders (cpu/, cuda/, cudnn/, ops/),
-// utils/onnx/ (ONNX's protobuf classes) and
+// utils/onnx/ (ONNX's protobuf classes), utils/nnp/ and network_graph.hpp and
 // the internal HDF5 plumbing and the engine's backward plan, which the
 // install leaves out or which need third-party headers.
 TEST(Umbrella, ListsEveryPublicHeader) {
@@ -130,10 +131,11 @@ TEST(Umbrella, ListsEveryPublicHeader) {
   std::ifstream in(root / "mixgraph.hpp");
   const std::string umbrella((std::istreambuf_iterator<char>(in)), {});
   ASSERT_FALSE(umbrella.empty());
-  const std::set<std::string> internal_dirs = {"cpu", "cuda", "cudnn", "ops",
-                                               "onnx"};
+  const std::set<std::string> internal_dirs = {"cpu", "cuda", "cudnn",
+                                               "ops", "onnx", "nnp"};
   const std::set<std::string> internal_files = {
-      "hdf5_file.hpp", "parameters_io.hpp", "backward_plan.hpp"};
+      "hdf5_file.hpp", "parameters_io.hpp", "backward_plan.hpp",
+      "network_graph.hpp"};
   int listed = 0;
   for (const char* layer :
        {"contexts", "graph", "functions", "solvers", "utils"}) {
