@@ -3,7 +3,8 @@
 // that none is missing and compiles a program that uses each through it).
 // Only the internal HDF5 plumbing (utils/hdf5/hdf5_file.hpp,
 // parameters_io.hpp, which include hdf5.h), utils/onnx/ (ONNX's protobuf
-// classes) and the backend folders (cpu/, cuda/, cudnn/, ops/) are left out.
+// classes), utils/nnp/ and utils/network_graph.hpp (the network files'
+// plumbing) and the backend folders (cpu/, cuda/, cudnn/, ops/) are left out.
 #pragma once
 
 #include <mixgraph/contexts/caching_allocator.hpp>
@@ -125,6 +126,7 @@
 #include <mixgraph/utils/hdf5/parameters.hpp>
 #include <mixgraph/utils/inference.hpp>
 #include <mixgraph/utils/interrupt.hpp>
+#include <mixgraph/utils/nnp.hpp>
 #include <mixgraph/utils/onnx.hpp>
 #include <mixgraph/utils/progress.hpp>
 #include <mixgraph/utils/yaml/network.hpp>

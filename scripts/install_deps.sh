@@ -4,7 +4,8 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libdnnl-dev libhdf5-dev
           libyaml-cpp-dev zlib1g-dev googletest libgtest-dev libcli11-dev
-          libonnx-dev libprotobuf-dev libeigen3-dev libkissfft-dev "$@")
+          libonnx-dev libprotobuf-dev protobuf-compiler libzip-dev
+          libeigen3-dev libkissfft-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \

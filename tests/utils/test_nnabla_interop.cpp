@@ -21,28 +21,14 @@
 #include <mixgraph/utils/hdf5/parameters.hpp>
 
 #include "../support/function_tester.hpp"
+#include "../support/nnabla_venv.hpp"
 
 namespace F = mg::functions;
 namespace PF = mg::parametric_functions;
 
 namespace {
 
-std::string nnabla_python() {
-  if (const char* p = std::getenv("MIXGRAPH_NNABLA_PYTHON")) return p;
-  return MIXGRAPH_SOURCE_DIR "/.venv-nnabla/bin/python";
-}
-
-bool nnabla_available() {
-  const std::string cmd =
-      nnabla_python() + " -c 'import nnabla' >/dev/null 2>&1";
-  return std::filesystem::exists(nnabla_python()) &&
-         std::system(cmd.c_str()) == 0;
-}
-
-#define SKIP_WITHOUT_NNABLA()                                                \
-  if (!nnabla_available())                                                   \
-  GTEST_SKIP() << "nnabla is not installed (bash scripts/install_nnabla.sh " \
-                  "makes .venv-nnabla; or set MIXGRAPH_NNABLA_PYTHON)"
+using mg::test::nnabla_python;
 
 std::string temp(const std::string& name) {
   // The process id keeps the two tests (run in parallel) apart.

@@ -135,6 +135,7 @@ int uses_every_header() {
   n += extras.get_int("step") == 7;                     // checkpoint
   n += !mg::LoadParametersOptions{}.convert_dtype;      // parameters
   n += !mg::InterruptGuard::requested();                // interrupt
+  n += mg::NnpOptions{}.batch_size == 0;                // nnp
   n += !std::is_copy_constructible_v<mg::ProgressBar>;  // progress
   n += mg::NetworkOptions{}.batch_size == 0;            // yaml/network
   n += mg::kOnnxOpset == 17;                            // onnx
@@ -142,12 +143,12 @@ int uses_every_header() {
 }
 
 TEST(Umbrella, EveryPublicHeaderIsUsableThroughItAlone) {
-  EXPECT_EQ(uses_every_header(), 67) << "one use per line, each true";
+  EXPECT_EQ(uses_every_header(), 68) << "one use per line, each true";
 }
 
 // Every header of contexts/, graph/, functions/, solvers/ and utils/ is in
 // mixgraph.hpp, but for the backend folders (cpu/, cuda/, cudnn/, ops/),
-// utils/onnx/ (ONNX's protobuf classes) and
+// utils/onnx/ (ONNX's protobuf classes), utils/nnp/ and network_graph.hpp and
 // the internal HDF5 plumbing and the engine's backward plan, which the
 // install leaves out or which need third-party headers.
 TEST(Umbrella, ListsEveryPublicHeader) {
@@ -156,10 +157,11 @@ TEST(Umbrella, ListsEveryPublicHeader) {
   std::ifstream in(root / "mixgraph.hpp");
   const std::string umbrella((std::istreambuf_iterator<char>(in)), {});
   ASSERT_FALSE(umbrella.empty());
-  const std::set<std::string> internal_dirs = {"cpu", "cuda", "cudnn", "ops",
-                                               "onnx"};
+  const std::set<std::string> internal_dirs = {"cpu", "cuda", "cudnn",
+                                               "ops", "onnx", "nnp"};
   const std::set<std::string> internal_files = {
-      "hdf5_file.hpp", "parameters_io.hpp", "backward_plan.hpp"};
+      "hdf5_file.hpp", "parameters_io.hpp", "backward_plan.hpp",
+      "network_graph.hpp"};
   int listed = 0;
   for (const char* layer :
        {"contexts", "graph", "functions", "solvers", "utils"}) {

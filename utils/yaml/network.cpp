@@ -14,23 +14,11 @@
 #include <mixgraph/graph/function_node.hpp>
 #include <mixgraph/utils/hdf5/parameters.hpp>
 #include <mixgraph/utils/inference.hpp>
+#include <mixgraph/utils/network_graph.hpp>
 
 namespace mg {
 
 namespace {
-
-// Functions below the outputs, each after the functions it reads from.
-std::vector<FunctionNode*> functions_in_order(
-    const std::vector<std::pair<std::string, VariablePtr>>& outputs) {
-  std::vector<VariablePtr> vars;
-  for (const auto& [name, v] : outputs) {
-    if (!v)
-      throw std::invalid_argument("[save_network] output '" + name +
-                                  "' is null");
-    vars.push_back(v);
-  }
-  return mg::functions_in_order(vars);
-}
 
 void emit_value(YAML::Emitter& out, const ArgValue& v) {
   std::visit(
@@ -148,76 +136,6 @@ Shape to_input_shape(const YAML::Node& n, const std::string& source,
   return s;
 }
 
-// Creates function `type` from `args`; when the arguments do not fit, finds
-// out which names are wrong. Every argument may be left out (NNabla's lists
-// make most of them optional), so a wrong name is an unknown one: the
-// registry reports one at a time, so this drops it and asks again, then
-// names each with the known names it is near ("axis" for "axes") and lists
-// what the function takes.
-std::shared_ptr<Function> create_function_from_yaml(
-    const std::string& type, const FunctionArgs& args,
-    const std::string& source, const YAML::Node& where_node) {
-  auto& registry = FunctionRegistry::instance();
-  try {
-    return registry.create_from_args(type, default_context(), args);
-  } catch (const std::invalid_argument& first_error) {
-    const std::string first = first_error.what();
-    auto quoted_after = [](const std::string& text, const std::string& key,
-                           std::string* out) {
-      const size_t at = text.find(key);
-      if (at == std::string::npos) return false;
-      const size_t begin = at + key.size();
-      const size_t end = text.find('\'', begin);
-      if (end == std::string::npos) return false;
-      *out = text.substr(begin, end - begin);
-      return true;
-    };
-    FunctionArgs trial = args;
-    std::vector<std::string> unknown;
-    std::shared_ptr<Function> fn;
-    for (size_t attempt = 0; attempt <= args.size() && !fn; ++attempt) {
-      try {
-        fn = registry.create_from_args(type, default_context(), trial);
-      } catch (const std::invalid_argument& e) {
-        std::string name;
-        if (!quoted_after(e.what(), "unknown argument '", &name)) break;
-        trial.erase(
-            std::remove_if(trial.begin(), trial.end(),
-                           [&](const auto& kv) { return kv.first == name; }),
-            trial.end());
-        unknown.push_back(name);
-      }
-    }
-    if (unknown.empty()) fail(source, where_node, first);
-    std::vector<std::string> known, not_given;
-    if (fn) {
-      for (const auto& kv : fn->args()) {
-        known.push_back(kv.first);
-        const bool given =
-            std::any_of(args.begin(), args.end(),
-                        [&](const auto& a) { return a.first == kv.first; });
-        if (!given) not_given.push_back(kv.first);
-      }
-    }
-    std::string what = "[" + type + "] unknown argument";
-    what += unknown.size() > 1 ? "s " : " ";
-    for (size_t i = 0; i < unknown.size(); ++i) {
-      what += (i ? ", '" : "'") + unknown[i] + "'";
-      // A typo is near a name the function takes and was not given.
-      const auto near = nearest_names(not_given, unknown[i], 1);
-      if (!near.empty()) what += " (did you mean '" + near[0] + "'?)";
-    }
-    if (fn) {
-      what += "; it takes ";
-      for (size_t i = 0; i < known.size(); ++i) {
-        what += (i ? ", '" : "'") + known[i] + "'";
-      }
-      if (known.empty()) what += "no arguments";
-    }
-    fail(source, where_node, what);
-  }
-}
-
 YAML::Node need(const YAML::Node& parent, const char* key,
                 const std::string& source, const std::string& what) {
   YAML::Node found = parent[key];
@@ -245,53 +163,22 @@ std::string network_to_yaml(
     const std::string& name,
     const std::vector<std::pair<std::string, VariablePtr>>& outputs,
     const ParameterScope& params, const SaveNetworkOptions& options) {
-  std::unordered_map<const Variable*, std::string> param_names;
-  for (const auto& [pname, v] : params.parameters(/*grad_only=*/false)) {
-    param_names[v.get()] = pname;
-  }
-  std::unordered_map<const Variable*, std::string> names;
-  std::vector<std::pair<std::string, const Variable*>> inputs, used_params;
-  const auto order = functions_in_order(outputs);
-  for (const auto& [oname, v] : outputs) names[v.get()] = oname;
-  int next_input = 0, next_value = 0;
-  // A function's outputs the graph does not use (Split's) are fresh
-  // variables without a parent: named as values, and kept alive so that no
-  // other variable takes their address while `names` holds it.
-  std::vector<VariablePtr> unused_outputs;
-  auto name_of = [&](const VariablePtr& v, bool output) -> std::string {
-    auto it = names.find(v.get());
-    if (it != names.end()) return it->second;
-    std::string n;
-    if (output) {
-      n = "v" + std::to_string(next_value++);
-      unused_outputs.push_back(v);
-    } else if (auto p = param_names.find(v.get()); p != param_names.end()) {
-      n = p->second;
-      used_params.emplace_back(n, v.get());
-    } else if (!v->parent()) {
-      n = v->name().empty() ? "x" + std::to_string(next_input++) : v->name();
-      inputs.emplace_back(n, v.get());
-    } else {
-      n = "v" + std::to_string(next_value++);
-    }
-    names[v.get()] = n;
-    return n;
-  };
+  const auto graph = network_graph::name_graph(outputs, params, "save_network");
   YAML::Emitter fout;
   fout << YAML::BeginSeq;
-  for (FunctionNode* node : order) {
+  for (const auto& f : graph.functions) {
     fout << YAML::BeginMap;
-    fout << YAML::Key << "type" << YAML::Value << node->function().name();
+    fout << YAML::Key << "type" << YAML::Value << f.node->function().name();
     fout << YAML::Key << "inputs" << YAML::Value << YAML::Flow
          << YAML::BeginSeq;
-    for (const auto& in : node->inputs()) fout << name_of(in, false);
+    for (const auto& in : f.inputs) fout << in;
     fout << YAML::EndSeq;
     fout << YAML::Key << "outputs" << YAML::Value << YAML::Flow
          << YAML::BeginSeq;
-    for (const auto& out : node->outputs()) fout << name_of(out, true);
+    for (const auto& out : f.outputs) fout << out;
     fout << YAML::EndSeq;
     fout << YAML::Key << "args" << YAML::Value << YAML::BeginMap;
-    for (const auto& [k, v] : node->function().args()) {
+    for (const auto& [k, v] : f.node->function().args()) {
       fout << YAML::Key << k << YAML::Value;
       emit_value(fout, v);
     }
@@ -304,7 +191,7 @@ std::string network_to_yaml(
       << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << name;
   out << YAML::Key << "inputs" << YAML::Value << YAML::BeginSeq;
-  for (const auto& [n, v] : inputs) {
+  for (const auto& [n, v] : graph.inputs) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value
         << n << YAML::Key << "shape" << YAML::Value << YAML::Flow
         << YAML::BeginSeq;
@@ -319,7 +206,7 @@ std::string network_to_yaml(
   }
   out << YAML::EndSeq;
   out << YAML::Key << "parameters" << YAML::Value << YAML::BeginSeq;
-  for (const auto& [n, v] : used_params) {
+  for (const auto& [n, v] : graph.parameters) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value
         << n << YAML::Key << "shape" << YAML::Value << YAML::Flow << v->shape()
         << YAML::EndMap;
@@ -471,16 +358,9 @@ Network build_network(const std::string& yaml, ParameterScope& params,
                           to_arg(kv.second, source));
       }
     }
-    std::vector<VariablePtr> outs;
-    auto fn = create_function_from_yaml(type, args, source, f);
-    try {
-      Variables raw;
-      for (const auto& v : inputs) raw.push_back(v.get());
-      const int n = fn->num_outputs_for(raw);
-      outs = connect(std::make_shared<FunctionNode>(std::move(fn), inputs), n);
-    } catch (const std::invalid_argument& e) {
-      fail(source, f, e.what());
-    }
+    const auto outs = network_graph::build_function(
+        type, args, inputs,
+        [&](const std::string& what) { fail(source, f, what); });
     const YAML::Node names = need(f, "outputs", source, type);
     if (names.size() != outs.size()) {
       fail(source, names,
