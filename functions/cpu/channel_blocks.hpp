@@ -24,9 +24,8 @@ bool channel_blocks_vectorized();
 /// `block_type` (each f32, f16 or bf16; a narrowing rounds to nearest
 /// even); the channels past `channels` in the last block are zero, as
 /// oneDNN requires of a padded blocked layout.
-void to_channel_blocks(const void* src, Dtype type, void* dst,
-                       Dtype block_type, int64_t batch, int64_t channels,
-                       int64_t spatial);
+void to_channel_blocks(const void* src, Dtype type, void* dst, Dtype block_type,
+                       int64_t batch, int64_t channels, int64_t spatial);
 
 /// dst[n][c][s] (+)= src[n][c / 16][s][c % 16] (+ bias[c]), rounded to
 /// `type` once: the sum is formed in fp32 (accum adds the old dst), then
@@ -38,11 +37,10 @@ void from_channel_blocks(const void* src, Dtype block_type, void* dst,
 /// The same one element at a time: the reference the tests hold the
 /// vector path to, bit for bit.
 void to_channel_blocks_scalar(const void* src, Dtype type, void* dst,
-                              Dtype block_type, int64_t batch,
-                              int64_t channels, int64_t spatial);
+                              Dtype block_type, int64_t batch, int64_t channels,
+                              int64_t spatial);
 void from_channel_blocks_scalar(const void* src, Dtype block_type, void* dst,
                                 Dtype type, int64_t batch, int64_t channels,
-                                int64_t spatial, bool accum,
-                                const float* bias);
+                                int64_t spatial, bool accum, const float* bias);
 
 }  // namespace mg::cpu
