@@ -1,13 +1,12 @@
 #include <mixgraph/functions/cpu/channel_blocks.hpp>
 
 #include <algorithm>
-#include <stdexcept>
-#include <string>
 #include <type_traits>
 
 #include <mixgraph/contexts/convert_one.hpp>
 #include <mixgraph/contexts/cpu/convert_avx512.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/contexts/dtype_dispatch.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 
 namespace mg::cpu {
@@ -172,37 +171,15 @@ void from_blocks_avx512(const B* src, T* dst, int64_t batch, int64_t channels,
                 });
 }
 
-// Runs fn with a value of the element type of `type` (f32, f16, bf16).
-template <class Fn>
-void with_type(Dtype type, const char* what, Fn&& fn) {
-  switch (type) {
-    case Dtype::f32:
-      return fn(float{});
-    case Dtype::f16:
-      return fn(Half{});
-    case Dtype::bf16:
-      return fn(BFloat16{});
-    default:
-      throw std::invalid_argument(std::string("[") + what + "] " +
-                                  dtype_name(type) +
-                                  " data: only float, half and bfloat16");
-  }
-}
-
-}  // namespace
-
-bool channel_blocks_vectorized() {
-  const CpuFeatures& cpu = cpu_features();
-  return cpu.avx512f;
-}
-
-void to_channel_blocks(const void* src, Dtype type, void* dst, Dtype block_type,
-                       int64_t batch, int64_t channels, int64_t spatial) {
-  const bool vector = channel_blocks_vectorized();
-  with_type(type, "to_channel_blocks", [&](auto t) {
-    with_type(block_type, "to_channel_blocks", [&](auto b) {
-      using T = decltype(t);
-      using B = decltype(b);
+// The entry points' one dispatch: the element types from their Dtypes (the
+// project's one Dtype -> type switch), then the vector or the scalar pass.
+void to_blocks(bool vector, const void* src, Dtype type, void* dst,
+               Dtype block_type, int64_t batch, int64_t channels,
+               int64_t spatial) {
+  dispatch_float_types(type, "to_channel_blocks", [&](auto t) {
+    dispatch_float_types(block_type, "to_channel_blocks", [&](auto b) {
+      using T = typename decltype(t)::type;
+      using B = typename decltype(b)::type;
       const T* s = static_cast<const T*>(src);
       B* d = static_cast<B*>(dst);
       vector ? to_blocks_avx512(s, d, batch, channels, spatial)
@@ -211,14 +188,13 @@ void to_channel_blocks(const void* src, Dtype type, void* dst, Dtype block_type,
   });
 }
 
-void from_channel_blocks(const void* src, Dtype block_type, void* dst,
-                         Dtype type, int64_t batch, int64_t channels,
-                         int64_t spatial, bool accum, const float* bias) {
-  const bool vector = channel_blocks_vectorized();
-  with_type(block_type, "from_channel_blocks", [&](auto b) {
-    with_type(type, "from_channel_blocks", [&](auto t) {
-      using B = decltype(b);
-      using T = decltype(t);
+void from_blocks(bool vector, const void* src, Dtype block_type, void* dst,
+                 Dtype type, int64_t batch, int64_t channels, int64_t spatial,
+                 bool accum, const float* bias) {
+  dispatch_float_types(block_type, "from_channel_blocks", [&](auto b) {
+    dispatch_float_types(type, "from_channel_blocks", [&](auto t) {
+      using B = typename decltype(b)::type;
+      using T = typename decltype(t)::type;
       const B* s = static_cast<const B*>(src);
       T* d = static_cast<T*>(dst);
       vector ? from_blocks_avx512(s, d, batch, channels, spatial, accum, bias)
@@ -227,29 +203,35 @@ void from_channel_blocks(const void* src, Dtype block_type, void* dst,
   });
 }
 
+}  // namespace
+
+bool channel_blocks_vectorized() { return cpu_features().avx512f; }
+
+void to_channel_blocks(const void* src, Dtype type, void* dst, Dtype block_type,
+                       int64_t batch, int64_t channels, int64_t spatial) {
+  to_blocks(channel_blocks_vectorized(), src, type, dst, block_type, batch,
+            channels, spatial);
+}
+
+void from_channel_blocks(const void* src, Dtype block_type, void* dst,
+                         Dtype type, int64_t batch, int64_t channels,
+                         int64_t spatial, bool accum, const float* bias) {
+  from_blocks(channel_blocks_vectorized(), src, block_type, dst, type, batch,
+              channels, spatial, accum, bias);
+}
+
 void to_channel_blocks_scalar(const void* src, Dtype type, void* dst,
                               Dtype block_type, int64_t batch, int64_t channels,
                               int64_t spatial) {
-  with_type(type, "to_channel_blocks", [&](auto t) {
-    with_type(block_type, "to_channel_blocks", [&](auto b) {
-      to_blocks_scalar(static_cast<const decltype(t)*>(src),
-                       static_cast<decltype(b)*>(dst), batch, channels,
-                       spatial);
-    });
-  });
+  to_blocks(false, src, type, dst, block_type, batch, channels, spatial);
 }
 
 void from_channel_blocks_scalar(const void* src, Dtype block_type, void* dst,
                                 Dtype type, int64_t batch, int64_t channels,
                                 int64_t spatial, bool accum,
                                 const float* bias) {
-  with_type(block_type, "from_channel_blocks", [&](auto b) {
-    with_type(type, "from_channel_blocks", [&](auto t) {
-      from_blocks_scalar(static_cast<const decltype(b)*>(src),
-                         static_cast<decltype(t)*>(dst), batch, channels,
-                         spatial, accum, bias);
-    });
-  });
+  from_blocks(false, src, block_type, dst, type, batch, channels, spatial,
+              accum, bias);
 }
 
 }  // namespace mg::cpu
