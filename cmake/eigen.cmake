@@ -7,5 +7,5 @@ find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 get_target_property(MIXGRAPH_EIGEN_INCLUDE_DIRS Eigen3::Eigen
                     INTERFACE_INCLUDE_DIRECTORIES)
 set_source_files_properties(
-  ${CMAKE_SOURCE_DIR}/functions/cpu/batch_linalg.cpp
+  ${CMAKE_SOURCE_DIR}/mixgraph/functions/cpu/batch_linalg.cpp
   PROPERTIES INCLUDE_DIRECTORIES "${MIXGRAPH_EIGEN_INCLUDE_DIRS}")

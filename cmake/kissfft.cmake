@@ -23,8 +23,8 @@ message(STATUS "mixgraph: KissFFT ${MIXGRAPH_KISSFFT_LIBRARY}")
 function(mixgraph_add_kissfft target)
   target_link_libraries(${target} PRIVATE ${MIXGRAPH_KISSFFT_LIBRARY})
   set_source_files_properties(
-    ${CMAKE_SOURCE_DIR}/functions/cpu/fft.cpp
-    ${CMAKE_SOURCE_DIR}/functions/cpu/stft.cpp
+    ${CMAKE_SOURCE_DIR}/mixgraph/functions/cpu/fft.cpp
+    ${CMAKE_SOURCE_DIR}/mixgraph/functions/cpu/stft.cpp
     PROPERTIES INCLUDE_DIRECTORIES "${MIXGRAPH_KISSFFT_INCLUDE_DIR}"
                COMPILE_DEFINITIONS "kiss_fft_scalar=float")
 endfunction()

@@ -21,7 +21,7 @@ message(STATUS "mixgraph: .nnp files with protobuf ${Protobuf_VERSION}, "
 # no public header includes protobuf's or libzip's.
 function(mixgraph_add_nnp target)
   protobuf_generate_cpp(nnp_proto_srcs nnp_proto_hdrs
-                        ${CMAKE_SOURCE_DIR}/utils/nnp/nnabla.proto)
+                        ${CMAKE_SOURCE_DIR}/mixgraph/utils/nnp/nnabla.proto)
   # protoc's code is not ours to warn about.
   set_source_files_properties(${nnp_proto_srcs} PROPERTIES COMPILE_OPTIONS -w)
   target_sources(${target} PRIVATE ${nnp_proto_srcs})

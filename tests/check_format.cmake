@@ -5,13 +5,11 @@
 #   git ls-files '*.cpp' '*.hpp' '*.cu' | xargs clang-format -i
 cmake_minimum_required(VERSION 3.22)
 set(files)
-foreach(dir contexts graph functions solvers utils tests tutorials examples
-        benchmarks)
+foreach(dir mixgraph tests tutorials examples benchmarks)
   file(GLOB_RECURSE found ${SOURCE_DIR}/${dir}/*.cpp ${SOURCE_DIR}/${dir}/*.hpp
        ${SOURCE_DIR}/${dir}/*.cu ${SOURCE_DIR}/${dir}/*.cuh)
   list(APPEND files ${found})
 endforeach()
-list(APPEND files ${SOURCE_DIR}/mixgraph.hpp)
 list(LENGTH files n)
 execute_process(COMMAND ${CLANG_FORMAT} --dry-run -Werror ${files}
   WORKING_DIRECTORY ${SOURCE_DIR}

@@ -328,7 +328,7 @@ TEST(Nnp, SchemaIsNNablas) {
   const std::string protoc = std::string(MIXGRAPH_PROTOC) +
                              " --descriptor_set_out=" + set +
                              " -I" MIXGRAPH_SOURCE_DIR
-                             "/utils/nnp "
+                             "/mixgraph/utils/nnp "
                              "nnabla.proto";
   ASSERT_EQ(std::system(protoc.c_str()), 0) << protoc;
   const std::string check =
