@@ -1,3 +1,6 @@
+// The oneDNN convolutions of conv_dnnl.hpp: the primitive cache, the
+// chunking of a batch by the L3 cache, and the three passes (about 600
+// lines, kept together: the passes share the cache and the chunking).
 #include <mixgraph/functions/cpu/conv_dnnl.hpp>
 
 #include <unistd.h>

@@ -3,6 +3,10 @@
 // Each functor is the function's options too: its fields are the function's
 // arguments. grad(x, y, dy) returns dx; grad_uses_x / grad_uses_y say which
 // of x and y backward reads, so clear_no_need_grad can free the others.
+//
+// Over 600 lines on purpose: one short functor per unary function (about
+// 90), a table read top to bottom; splitting it would scatter the list the
+// registration (op_list.hpp) mirrors.
 #pragma once
 
 #include <cmath>

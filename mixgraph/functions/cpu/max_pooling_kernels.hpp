@@ -1,0 +1,44 @@
+// The max pooling kernels of one map (max_pooling_kernels.cpp), per ISA:
+// fp32 maps whose windows all lie inside them, the 2x2 stride-2 windows
+// (LeNet's) in fp32 and on the bits of half and bfloat16. A window's
+// maximum is its first largest element, the first nan winning.
+#pragma once
+
+#include <cstdint>
+
+#include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/functions/cpu/pooling_windows.hpp>
+
+namespace mg::cpu::pooling {
+
+/// 2x2 windows with stride 2 over the last two axes: LeNet's pooling.
+inline bool is_2x2_stride_2(const Dims3& d) {
+  return d.in[0] == 1 && d.k[1] == 2 && d.k[2] == 2 && d.s[1] == 2 &&
+         d.s[2] == 2;
+}
+
+/// Max pooling of one map whose windows all lie inside it (no padding, none
+/// cut at the end).
+void max_forward_inside(const float* x, float* y, const Dims3& d);
+
+/// dx[argmax] += dy for every window of one map whose windows all lie
+/// inside it; dx holds what to add to (zeros, or the grad to accumulate on).
+void max_backward_inside(const float* x, const float* dy, float* dx,
+                         const Dims3& d);
+
+/// The 2x2 stride-2 forward of one fp32 map, on the widest path the CPU has.
+void max_forward_2x2(const float* x, float* y, const Dims3& d);
+
+/// Puts each 2x2 window's dy where its maximum came from: added to dx (add),
+/// else written, the window's other three elements set to zero (dx's
+/// elements in no window are left as they are).
+void max_backward_2x2(const float* x, const float* dy, float* dx,
+                      const Dims3& d, bool add);
+
+/// The 2x2 windows of one 16-bit map on its bits (inf_bits: the type's
+/// infinity), forward (y set) or backward (dy, dx set), on AVX-512BW or
+/// AVX2: the caller checks that the CPU has one of them.
+void max_2x2_bits(const Bits16* x, const Bits16* dy, Bits16* y, Bits16* dx,
+                  const Dims3& d, uint16_t inf_bits);
+
+}  // namespace mg::cpu::pooling
