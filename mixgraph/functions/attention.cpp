@@ -63,6 +63,7 @@ VariablePtr scaled_dot_product_attention(const VariablePtr& q,
               "queries)"));
     }
     auto mask = make_variable({len_q, len_k});
+    mask->set_constant(true);  // part of the model (ONNX: an initializer)
     float* m = mask->data()->cast<float>(/*write_only=*/true);
     for (int64_t i = 0; i < len_q; ++i) {
       for (int64_t j = 0; j < len_k; ++j) {

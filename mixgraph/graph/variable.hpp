@@ -47,6 +47,11 @@ class Variable : public std::enable_shared_from_this<Variable> {
   /// A persistent variable keeps its data and grad under clear_buffer.
   bool persistent() const { return persistent_; }
   void set_persistent(bool persistent) { persistent_ = persistent; }
+  /// A constant is a leaf whose data belongs to the graph, not to its user
+  /// (attention's causal mask): exporters write it inside the model (an
+  /// ONNX initializer) rather than as one of the model's inputs.
+  bool constant() const { return constant_; }
+  void set_constant(bool constant) { constant_ = constant; }
   const std::string& name() const { return name_; }
   void set_name(const std::string& name) { name_ = name; }
 
@@ -91,6 +96,7 @@ class Variable : public std::enable_shared_from_this<Variable> {
   std::shared_ptr<FunctionNode> parent_;
   bool need_grad_;
   bool persistent_ = false;
+  bool constant_ = false;
   std::string name_;
 };
 

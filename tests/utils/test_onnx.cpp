@@ -329,6 +329,11 @@ std::vector<Case> cases() {
         PF::affine(F::gelu(PF::affine(h, 16, p["ff1"], seq)), 8, p["ff2"], seq);
     return PF::layer_normalization(F::add2(h, f), p["ln2"], {0, 1});
   });
+  // Causal self-attention (a decoder's): the mask is part of the model (an
+  // initializer), not a second input the reader would have to feed.
+  add("causal_attention", {5, 2, 8}, [](const V& x, P& p) {
+    return PF::multi_head_attention(x, x, x, 8, 2, p["mha"], /*causal=*/true);
+  });
   c.push_back({"embed",
                {2, 5},
                [](const V& x, P& p) { return PF::embed(x, 10, 3, p["embed"]); },

@@ -255,14 +255,23 @@ class Exporter {
   onnx::GraphProto* graph() { return g_; }
 
  private:
+  // v's data as the initializer `name`, in `shape` (null: v's own).
+  Value initializer(const VariablePtr& v, const std::string& name,
+                    const Shape* shape) {
+    SyncedArray& a = v->data()->array();
+    const Dtype d = a.has_head() ? a.dtype() : Dtype::f32;
+    const Shape s = shape ? *shape : v->shape();
+    onnx_io::write_tensor(g_->add_initializer(), name, s, d, a.get(d));
+    return {name, elem_type(d), s};
+  }
+
   Value leaf(const VariablePtr& v, int32_t want, const Shape* shape) {
     auto p = param_names_.find(v.get());
-    if (p != param_names_.end()) {
-      SyncedArray& a = v->data()->array();
-      const Dtype d = a.has_head() ? a.dtype() : Dtype::f32;
-      const Shape s = shape ? *shape : v->shape();
-      onnx_io::write_tensor(g_->add_initializer(), p->second, s, d, a.get(d));
-      return {p->second, elem_type(d), s};
+    if (p != param_names_.end()) return initializer(v, p->second, shape);
+    // Data of the graph's own (attention's causal mask).
+    if (v->constant()) {
+      return initializer(v, fresh(v->name().empty() ? "constant" : v->name()),
+                         shape);
     }
     // A model input: float where a floating port reads it (converted inside
     // to the type the reader computes in), int64 where an integer port does.
