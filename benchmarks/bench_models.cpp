@@ -3,10 +3,12 @@
 // batch 32 of 3x32x32, SGD with momentum) and a GPT-style decoder (4 pre-LN
 // blocks, d 256, 4 heads, MLP 1024 with GELU's tanh form, causal, vocab
 // 1000, seq 128, batch 8; 3.70M parameters; Adam) and an LSTM language
-// model (Embed 1000 x 512, two LSTM layers of 512, seq 64, batch 32; Adam).
-// Random data; prints figures, never fails on a clock.
+// model (Embed 1000 x 512, two LSTM layers of 512, seq 64, batch 32; Adam)
+// and the U-Net of examples/unet_fashion_mnist.cpp (depthwise-separable
+// blocks, bilinear and unpooling upsampling, 11 labels per pixel of 28x28,
+// batch 32; Adam). Random data; prints figures, never fails on a clock.
 //
-//   bench_models [--model resnet18|gpt|lstm[,...]] [--type
+//   bench_models [--model resnet18|gpt|lstm|unet[,...]] [--type
 //   float|half|bfloat16[,...]]
 //                [--threads N] [--steps N] [--rounds N] [--warmup N]
 //                [--peers PYTHON] [--isa native|avx2]
@@ -48,7 +50,7 @@ struct Options {
   int threads = 2, steps = 5, rounds = 4, warmup = 2;
   std::string isa = "native";
   std::string peers_python;
-  std::vector<std::string> models{"resnet18", "gpt", "lstm"};
+  std::vector<std::string> models{"resnet18", "gpt", "lstm", "unet"};
   std::vector<std::string> types{"float", "half", "bfloat16"};
 };
 
@@ -177,6 +179,57 @@ double lstm_step_gflop() {
   return 2.0 * 3.0 * tokens * weights / 1e9;
 }
 
+// ---- U-Net (examples/unet_fashion_mnist.cpp's) ----
+
+constexpr int64_t kUnetBatch = 32, kUnetSide = 28, kUnetLabels = 11;
+
+mg::VariablePtr unet_conv(const mg::VariablePtr& x, int64_t maps,
+                          int64_t kernel, mg::ParameterScope scope) {
+  PF::ConvolutionParams p;
+  p.pad = {kernel / 2, kernel / 2};
+  return PF::convolution(x, maps, {kernel, kernel}, scope, p);
+}
+
+// relu(1x1 conv(relu(depthwise 3x3 conv(x)))).
+mg::VariablePtr separable(const mg::VariablePtr& x, int64_t maps,
+                          mg::ParameterScope scope) {
+  PF::DepthwiseConvolutionParams dw;
+  dw.pad = {1, 1};
+  auto h = F::relu(PF::depthwise_convolution(x, {3, 3}, scope["dw"], dw));
+  return F::relu(unet_conv(h, maps, 1, scope["pw"]));
+}
+
+// Images (N, 1, 28, 28) -> logits (N, 11, 28, 28).
+mg::VariablePtr unet(const mg::VariablePtr& x, mg::ParameterScope p) {
+  auto e1 = F::relu(unet_conv(x, 16, 3, p["enc1"]));
+  auto e2 = separable(F::max_pooling(e1, {2, 2}), 32, p["enc2"]);
+  auto mid = separable(F::max_pooling(e2, {2, 2}), 64, p["mid1"]);
+  mid = separable(mid, 64, p["mid2"]);
+  auto u2 = F::interpolate(mid, {14, 14}, "linear", /*align_corners=*/false,
+                           /*half_pixel=*/true);
+  auto d2 = F::relu(unet_conv(F::concatenate({u2, e2}, 1), 32, 3, p["dec2"]));
+  auto u1 = F::unpooling(d2, {2, 2});
+  auto d1 = F::relu(unet_conv(F::concatenate({u1, e1}, 1), 16, 3, p["dec1"]));
+  return unet_conv(d1, kUnetLabels, 1, p["head"]);
+}
+
+// Its convolutions' multiply-adds (the depthwise ones included), three
+// passes each but the first layer's (its input needs no grad).
+double unet_step_gflop() {
+  auto conv = [](double cin, double cout, double k, double side) {
+    return cin * cout * k * k * side * side;
+  };
+  auto separable_macs = [&](double cin, double cout, double side) {
+    return conv(1, cin, 3, side) + conv(cin, cout, 1, side);
+  };
+  const double macs =
+      2 * conv(1, 16, 3, 28) +
+      3 * (separable_macs(16, 32, 14) + separable_macs(32, 64, 7) +
+           separable_macs(64, 64, 7) + conv(96, 32, 3, 14) +
+           conv(48, 16, 3, 28) + conv(16, 11, 1, 28));
+  return 2.0 * macs * kUnetBatch / 1e9;
+}
+
 // One model in one type_config: float the plain loop, half and bfloat16
 // the dynamic loss scaler, as a mixed precision training loop would.
 class Trainer {
@@ -185,8 +238,9 @@ class Trainer {
     mg::ContextGuard ctx(mg::context("cpu", type_config));
     mg::seed(1);
     std::mt19937 rng(3);
-    if (model != "resnet18" && model != "gpt" && model != "lstm") {
-      std::fprintf(stderr, "unknown model %s (resnet18, gpt or lstm)\n",
+    if (model != "resnet18" && model != "gpt" && model != "lstm" &&
+        model != "unet") {
+      std::fprintf(stderr, "unknown model %s (resnet18, gpt, lstm or unet)\n",
                    model.c_str());
       std::exit(2);
     }
@@ -200,6 +254,16 @@ class Trainer {
       for (int64_t i = 0; i < x_->size(); ++i) x[i] = pixel(rng);
       int32_t* t = t_->data()->cast<int32_t>(true);
       for (int64_t i = 0; i < t_->size(); ++i) t[i] = rng() % 10;
+    } else if (model == "unet") {
+      x_ = mg::make_variable({kUnetBatch, 1, kUnetSide, kUnetSide});
+      t_ = mg::make_variable({kUnetBatch, 1, kUnetSide, kUnetSide});
+      loss_ = F::mean(F::softmax_cross_entropy(unet(x_, params_), t_, 1));
+      solver_ = mg::solvers::Adam(2e-3f);
+      std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+      float* x = x_->data()->cast<float>(true);
+      for (int64_t i = 0; i < x_->size(); ++i) x[i] = pixel(rng);
+      int32_t* t = t_->data()->cast<int32_t>(true);
+      for (int64_t i = 0; i < t_->size(); ++i) t[i] = rng() % kUnetLabels;
     } else if (model == "lstm") {
       x_ = mg::make_variable({kLstmSeq, kLstmBatch});
       t_ = mg::make_variable({kLstmSeq, kLstmBatch, 1});
@@ -293,7 +357,7 @@ std::map<std::string, std::vector<double>> peer_round(const Options& o,
 }
 
 constexpr const char* kUsage =
-    "usage: bench_models [--model resnet18|gpt|lstm[,...]]\n"
+    "usage: bench_models [--model resnet18|gpt|lstm|unet[,...]]\n"
     "                    [--type float|half|bfloat16[,...]] [--threads N]\n"
     "                    [--steps N] [--rounds N] [--warmup N]\n"
     "                    [--peers PYTHON] [--isa native|avx2]\n";
@@ -384,6 +448,7 @@ int main(int argc, char** argv) {
     }
     const double gflop = model == "gpt"    ? gpt_step_gflop(8)
                          : model == "lstm" ? lstm_step_gflop()
+                         : model == "unet" ? unet_step_gflop()
                                            : resnet18_step_gflop(32);
     std::printf(
         "\n%.1f GFLOP of products per step; 'of peak': that over "

@@ -2,7 +2,9 @@
 (3x3 stem, no max pooling, convolutions without bias, batch 32, SGD with
 momentum), the LSTM language model (Embed 1000 x 512, two LSTM layers of
 512, seq 64, batch 32, Adam) and the GPT-style decoder (4 pre-LN blocks, d 256, 4 heads, MLP
-1024 with GELU's tanh form, causal, vocab 1000, seq 128, batch 8, Adam),
+1024 with GELU's tanh form, causal, vocab 1000, seq 128, batch 8, Adam)
+and the U-Net of examples/unet_fashion_mnist.cpp (batch 32 of 1x28x28, 11
+labels per pixel, Adam),
 the same layers and parameter counts as ours, on random data. Trains each
 in float32 and in bf16 autocast and prints
 
@@ -19,7 +21,7 @@ import time
 def parse():
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="gpt",
-                   choices=["resnet18", "gpt", "lstm"])
+                   choices=["resnet18", "gpt", "lstm", "unet"])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--warmup", type=int, default=2)
@@ -102,6 +104,37 @@ def lstm_lm(nn):
     return LstmLm()
 
 
+def unet(torch, nn):
+    def conv(cin, cout, k):
+        return nn.Conv2d(cin, cout, k, padding=k // 2)
+
+    def separable(cin, cout):  # ours: depthwise 3x3 (with bias), 1x1
+        return nn.Sequential(nn.Conv2d(cin, cin, 3, padding=1, groups=cin),
+                             nn.ReLU(), conv(cin, cout, 1), nn.ReLU())
+
+    class Unet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc1, self.enc2 = conv(1, 16, 3), separable(16, 32)
+            self.mid1, self.mid2 = separable(32, 64), separable(64, 64)
+            self.dec2, self.dec1 = conv(96, 32, 3), conv(48, 16, 3)
+            self.head = conv(16, 11, 1)
+
+        def forward(self, x):
+            f = torch.nn.functional
+            e1 = self.enc1(x).relu()
+            e2 = self.enc2(f.max_pool2d(e1, 2))
+            mid = self.mid2(self.mid1(f.max_pool2d(e2, 2)))
+            u2 = f.interpolate(mid, size=(14, 14), mode="bilinear",
+                               align_corners=False)
+            d2 = self.dec2(torch.cat([u2, e2], 1)).relu()
+            u1 = f.interpolate(d2, scale_factor=2, mode="nearest")
+            d1 = self.dec1(torch.cat([u1, e1], 1)).relu()
+            return self.head(d1)
+
+    return Unet()
+
+
 def main():
     a = parse()
     import torch
@@ -113,6 +146,11 @@ def main():
         x = torch.rand(32, 3, 32, 32) * 2 - 1
         t = torch.randint(0, 10, (32,))
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    elif a.model == "unet":
+        model = unet(torch, nn)
+        x = torch.rand(32, 1, 28, 28)
+        t = torch.randint(0, 11, (32, 28, 28))
+        opt = torch.optim.Adam(model.parameters(), lr=2e-3)
     elif a.model == "lstm":
         model = lstm_lm(nn)
         x = torch.randint(0, 1000, (64, 32))
@@ -133,7 +171,10 @@ def main():
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
             y = model(x)
-        loss = loss_fn(y.float().reshape(-1, y.shape[-1]), t)
+        if a.model == "unet":  # per pixel: the labels on axis 1
+            loss = loss_fn(y.float(), t)
+        else:
+            loss = loss_fn(y.float().reshape(-1, y.shape[-1]), t)
         loss.backward()
         opt.step()
 
