@@ -106,7 +106,7 @@ namespace parametric_functions {
 VariablePtr weight_normalization(const VariablePtr& w, ParameterScope scope,
                                  int dim, float eps, bool fix_parameters) {
   const std::string tag = decl::WeightNormalization.tag();
-  if (!w) throw std::invalid_argument(tag + "w is a null variable");
+  if (!w) throw std::invalid_argument(msg(tag, "w is a null variable"));
   int64_t outer = 0, rows = 0, inner = 0;
   split_at_dim(tag, w->shape(), dim, &outer, &rows, &inner);
   // g starts at w's norms along dim (NNabla's
@@ -138,7 +138,7 @@ VariablePtr weight_normalization(const VariablePtr& w, ParameterScope scope,
 VariablePtr spectral_norm(const VariablePtr& w, ParameterScope scope, int dim,
                           int itr, float eps, bool test) {
   const std::string tag = decl::SpectralNorm.tag();
-  if (!w) throw std::invalid_argument(tag + "w is a null variable");
+  if (!w) throw std::invalid_argument(msg(tag, "w is a null variable"));
   int64_t outer = 0, rows = 0, inner = 0;
   split_at_dim(tag, w->shape(), dim, &outer, &rows, &inner);
   auto u = scope["spectral-norm"].get_or_create(

@@ -32,16 +32,15 @@ void Reduction::setup_impl(const Variables& in, const Variables& out) {
   }
   for (int a : opts_.axes) {
     if (a < -nd || a >= nd) {
-      throw std::invalid_argument(tag() + "axis " + std::to_string(a) +
-                                  " is out of range for x with shape " +
-                                  shape_str(x) + " (" + std::to_string(nd) +
-                                  " dimensions)");
+      throw std::invalid_argument(msg(tag(), "axis ", a,
+                                      " is out of range for x with shape ",
+                                      shape_str(x), " (", nd, " dimensions)"));
     }
     const int n = a < 0 ? a + nd : a;
     if (std::find(axes_.begin(), axes_.end(), n) != axes_.end()) {
-      throw std::invalid_argument(tag() + "axes " + ints_str(opts_.axes) +
-                                  " name axis " + std::to_string(n) +
-                                  " twice for x with shape " + shape_str(x));
+      throw std::invalid_argument(
+          msg(tag(), "axes ", ints_str(opts_.axes), " name axis ", n,
+              " twice for x with shape ", shape_str(x)));
     }
     axes_.push_back(n);
   }
@@ -66,9 +65,10 @@ void Extremum::setup_impl(const Variables& in, const Variables& out) {
   // Only the CPU kernel writes the indices; a device kernel would write y
   // alone, so the request is refused rather than half met.
   if (indices && backend().name != "cpu") {
-    throw std::invalid_argument(tag() + "with_index and only_index are " +
-                                "implemented on the CPU only, not on " +
-                                backend().str());
+    throw std::invalid_argument(msg(
+        tag(),
+        "with_index and only_index are implemented on the CPU only, not on ",
+        backend().str()));
   }
   if (out.size() == 2) out[1]->reshape(out[0]->shape());
 }
@@ -77,10 +77,9 @@ void Max::setup_impl(const Variables& in, const Variables& out) {
   Extremum::setup_impl(in, out);
   for (int a : axes_) {
     if (in[0]->shape()[a] == 0) {
-      throw std::invalid_argument(tag() + "x with shape " +
-                                  shape_str(in[0]->shape()) +
-                                  " has no elements on axis " +
-                                  std::to_string(a) + " to take the max of");
+      throw std::invalid_argument(
+          msg(tag(), "x with shape ", shape_str(in[0]->shape()),
+              " has no elements on axis ", a, " to take the max of"));
     }
   }
 }

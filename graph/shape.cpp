@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
+
 namespace mg {
 
 int64_t shape_size(const Shape& shape) {
@@ -36,18 +38,17 @@ int axis_of_shape(int axis, const Shape& shape, const std::string& tag,
                   const std::string& what, const std::string& name) {
   const int ndim = static_cast<int>(shape.size());
   if (axis < -ndim || axis >= ndim) {
-    throw std::invalid_argument(tag + what + " " + std::to_string(axis) +
-                                " is out of range for " + name +
-                                " with shape " + shape_str(shape));
+    throw std::invalid_argument(msg(tag, what, " ", axis,
+                                    " is out of range for ", name,
+                                    " with shape ", shape_str(shape)));
   }
   return axis < 0 ? axis + ndim : axis;
 }
 
 int normalize_axis(int axis, int ndim, const std::string& tag) {
   if (axis < -ndim || axis >= ndim) {
-    throw std::invalid_argument(tag + "axis " + std::to_string(axis) +
-                                " is out of range for " + std::to_string(ndim) +
-                                " dimensions");
+    throw std::invalid_argument(
+        msg(tag, "axis ", axis, " is out of range for ", ndim, " dimensions"));
   }
   return axis < 0 ? axis + ndim : axis;
 }

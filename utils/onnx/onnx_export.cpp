@@ -72,14 +72,14 @@ const ArgValue& arg(const Function& f, const char* name) {
   for (const auto& [k, v] : f.args()) {
     if (k == name) return v;
   }
-  throw std::logic_error(f.tag() + "has no argument '" + name + "'");
+  throw std::logic_error(msg(f.tag(), "has no argument '", name, "'"));
 }
 double arg_real(const Function& f, const char* name) {
   const ArgValue& v = arg(f, name);
   if (auto p = std::get_if<double>(&v)) return *p;
   if (auto p = std::get_if<int64_t>(&v)) return static_cast<double>(*p);
   if (auto p = std::get_if<bool>(&v)) return *p ? 1.0 : 0.0;
-  throw std::logic_error(f.tag() + "argument '" + name + "' is not a number");
+  throw std::logic_error(msg(f.tag(), "argument '", name, "' is not a number"));
 }
 int64_t arg_int(const Function& f, const char* name) {
   return static_cast<int64_t>(arg_real(f, name));
@@ -96,12 +96,12 @@ std::vector<int64_t> arg_ints(const Function& f, const char* name) {
     return out;
   }
   if (auto p = std::get_if<int64_t>(&v)) return {*p};
-  throw std::logic_error(f.tag() + "argument '" + name + "' is not a list");
+  throw std::logic_error(msg(f.tag(), "argument '", name, "' is not a list"));
 }
 std::string arg_str(const Function& f, const char* name) {
   const ArgValue& v = arg(f, name);
   if (auto p = std::get_if<std::string>(&v)) return *p;
-  throw std::logic_error(f.tag() + "argument '" + name + "' is not a string");
+  throw std::logic_error(msg(f.tag(), "argument '", name, "' is not a string"));
 }
 
 class Exporter;
@@ -139,7 +139,7 @@ struct Node {
   // y = op(x) etc. for one-node conversions, into output 0.
   void unary(const std::string& type) { op(type, {in(0)}, {out(0)}); }
   [[noreturn]] void unsupported(const std::string& why) const {
-    throw std::invalid_argument("[save_onnx] " + fn.name() + ": " + why);
+    throw std::invalid_argument(msg("[save_onnx] ", fn.name(), ": ", why));
   }
 };
 
@@ -216,8 +216,8 @@ class Exporter {
     auto it = values_.find(v.get());
     if (it == values_.end()) {
       if (v->parent()) {
-        throw std::logic_error("[save_onnx] " + who +
-                               " reads a value not computed yet");
+        throw std::logic_error(
+            msg("[save_onnx] ", who, " reads a value not computed yet"));
       }
       it = values_.emplace(v.get(), leaf(v, want, shape)).first;
     }
@@ -225,9 +225,9 @@ class Exporter {
     std::string name = val.name;
     if (shape && *shape != val.shape) {
       if (shape_size(*shape) != shape_size(val.shape)) {
-        throw std::logic_error("[save_onnx] " + who + ": cannot view " +
-                               shape_str(val.shape) + " as " +
-                               shape_str(*shape));
+        throw std::logic_error(msg("[save_onnx] ", who, ": cannot view ",
+                                   shape_str(val.shape), " as ",
+                                   shape_str(*shape)));
       }
       const std::string r = fresh(name + "_reshaped");
       node("Reshape", {name, ints(*shape)}, {r});
@@ -1186,7 +1186,8 @@ std::string network_to_onnx(
   std::vector<VariablePtr> vars;
   for (const auto& [oname, v] : outputs) {
     if (!v) {
-      throw std::invalid_argument("[save_onnx] output '" + oname + "' is null");
+      throw std::invalid_argument(
+          msg("[save_onnx] output '", oname, "' is null"));
     }
     vars.push_back(v);
   }
@@ -1203,10 +1204,10 @@ std::string network_to_onnx(
   }
   if (!unmapped.empty()) {
     throw std::invalid_argument(
-        "[save_onnx] no ONNX equivalent for " + unmapped +
-        " (mg::onnx_exportable_functions() lists what is written; a loss "
-        "or a training-only function has no place in an exported model: "
-        "export mg::inference_graph(outputs), utils/inference.hpp)");
+        msg("[save_onnx] no ONNX equivalent for ", unmapped,
+            " (mg::onnx_exportable_functions() lists what is written; a loss "
+            "or a training-only function has no place in an exported model: "
+            "export mg::inference_graph(outputs), utils/inference.hpp)"));
   }
 
   onnx::ModelProto model;
@@ -1249,13 +1250,13 @@ std::string network_to_onnx(
     onnx::checker::check_model(model);
   } catch (const std::exception& ex) {
     throw std::logic_error(
-        std::string("[save_onnx] ONNX's checker rejects the model written "
-                    "for '") +
-        name + "': " + ex.what());
+        msg(std::string("[save_onnx] ONNX's checker rejects the model written "
+                        "for '"),
+            name, "': ", ex.what()));
   }
   std::string bytes;
   if (!model.SerializeToString(&bytes)) {
-    throw std::runtime_error("[save_onnx] cannot serialize '" + name + "'");
+    throw std::runtime_error(msg("[save_onnx] cannot serialize '", name, "'"));
   }
   return bytes;
 }
@@ -1267,15 +1268,16 @@ void save_onnx(const std::string& path, const std::string& name,
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary);
-    if (!f) throw std::runtime_error("[save_onnx] cannot write '" + tmp + "'");
+    if (!f)
+      throw std::runtime_error(msg("[save_onnx] cannot write '", tmp, "'"));
     f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (!f) {
-      throw std::runtime_error("[save_onnx] writing '" + tmp + "' failed");
+      throw std::runtime_error(msg("[save_onnx] writing '", tmp, "' failed"));
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw std::runtime_error("[save_onnx] cannot rename '" + tmp + "' to '" +
-                             path + "'");
+    throw std::runtime_error(
+        msg("[save_onnx] cannot rename '", tmp, "' to '", path, "'"));
   }
 }
 

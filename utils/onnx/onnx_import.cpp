@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include <mixgraph/contexts/context.hpp>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/affine.hpp>
 #include <mixgraph/functions/array_ops.hpp>
 #include <mixgraph/functions/batch_matmul.hpp>
@@ -185,9 +186,9 @@ class Importer {
     if (c != constants_.end()) return c->second;
     auto it = initializers_.find(name);
     if (it == initializers_.end()) {
-      throw std::invalid_argument(where() + ": " + who + " needs '" + name +
-                                  "' to be a constant (an initializer or a "
-                                  "Constant node)");
+      throw std::invalid_argument(msg(where(), ": ", who, " needs '", name,
+                                      "' to be a constant (an initializer or a "
+                                      "Constant node)"));
     }
     return onnx_io::read_tensor(*it->second, where());
   }
@@ -211,9 +212,9 @@ class Importer {
       } else if (constants_.count(name)) {
         it = vars_.emplace(name, constant_variable(constants_.at(name))).first;
       } else {
-        throw std::invalid_argument(where() + ": " + who + " reads '" + name +
-                                    "', which no input, initializer or "
-                                    "earlier node defines");
+        throw std::invalid_argument(msg(where(), ": ", who, " reads '", name,
+                                        "', which no input, initializer or "
+                                        "earlier node defines"));
       }
     }
     return reshaped(it->second, name, shape, who);
@@ -223,9 +224,9 @@ class Importer {
                        const Shape* shape, const std::string& who) const {
     if (shape && *shape != v->shape()) {
       if (shape_size(*shape) != v->size()) {
-        throw std::invalid_argument(where() + ": " + who + " reads '" + name +
-                                    "' of shape " + shape_str(v->shape()) +
-                                    " as " + shape_str(*shape));
+        throw std::invalid_argument(msg(where(), ": ", who, " reads '", name,
+                                        "' of shape ", shape_str(v->shape()),
+                                        " as ", shape_str(*shape)));
       }
       v = F::reshape(v, *shape);
     }
@@ -355,18 +356,18 @@ class Importer {
       if (i != 0 &&
           (d.dim_param().empty() || !batch_symbols_.count(d.dim_param()))) {
         throw std::invalid_argument(
-            where() + ": input '" + in.name() + "' has a free dimension " +
-            std::to_string(i) + " ('" + d.dim_param() +
-            "'); only the batch may be free: the first dimension, or one "
-            "named as an input's free first dimension");
+            msg(where(), ": input '", in.name(), "' has a free dimension ", i,
+                " ('", d.dim_param(),
+                "'); only the batch may be free: the first dimension, or one "
+                "named as an input's free first dimension"));
       }
       if (options_.batch_size <= 0) {
         throw std::invalid_argument(
-            where() + ": input '" + in.name() +
-            "' has a free batch "
-            "dimension ('" +
-            d.dim_param() +
-            "'): set NetworkOptions::batch_size to the batch size to run");
+            msg(where(), ": input '", in.name(),
+                "' has a free batch "
+                "dimension ('",
+                d.dim_param(),
+                "'): set NetworkOptions::batch_size to the batch size to run"));
       }
       s.push_back(options_.batch_size);
     }
@@ -392,9 +393,9 @@ class Importer {
     Tensor t = onnx_io::read_tensor(*initializers_.at(name), where());
     if (shape) {
       if (shape_size(*shape) != t.size()) {
-        throw std::invalid_argument(where() + ": initializer '" + name +
-                                    "' of shape " + shape_str(t.shape) +
-                                    " cannot be read as " + shape_str(*shape));
+        throw std::invalid_argument(
+            msg(where(), ": initializer '", name, "' of shape ",
+                shape_str(t.shape), " cannot be read as ", shape_str(*shape)));
       }
       t.shape = *shape;
     }
@@ -411,9 +412,9 @@ class Importer {
                           t.dtype == Dtype::bf16 || t.dtype == Dtype::f64;
     VariablePtr v = params_.get(name);
     if (v && v->shape() != s) {
-      throw std::invalid_argument(where() + ": parameter '" + name + "' is " +
-                                  shape_str(s) + " in the model but " +
-                                  shape_str(v->shape()) + " in the scope");
+      throw std::invalid_argument(msg(where(), ": parameter '", name, "' is ",
+                                      shape_str(s), " in the model but ",
+                                      shape_str(v->shape()), " in the scope"));
     }
     if (!v) {
       v = make_variable(s, need_grad && floating);
@@ -448,8 +449,8 @@ class Importer {
 };
 
 void Op::fail(const std::string& what) const {
-  throw std::invalid_argument(im.where() + ": node '" + node.name() + "' (" +
-                              node.op_type() + "): " + what);
+  throw std::invalid_argument(msg(im.where(), ": node '", node.name(), "' (",
+                                  node.op_type(), "): ", what));
 }
 VariablePtr Op::x(int i, const Shape* shape, bool need_grad) const {
   if (!has(i)) fail("input " + std::to_string(i) + " is missing");
@@ -1602,23 +1603,24 @@ Network network_from_onnx(const std::string& bytes, ParameterScope& params,
                           const NetworkOptions& options) {
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) {
-    throw std::invalid_argument("[load_onnx] " + source +
-                                ": not an ONNX model (the protobuf does not "
-                                "parse)");
+    throw std::invalid_argument(
+        msg("[load_onnx] ", source,
+            ": not an ONNX model (the protobuf does not "
+            "parse)"));
   }
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
     throw std::invalid_argument(
-        "[load_onnx] " + source +
-        ": ONNX's checker rejects the model: " + e.what());
+        msg("[load_onnx] ", source,
+            ": ONNX's checker rejects the model: ", e.what()));
   }
   for (const auto& o : model.opset_import()) {
     if ((o.domain().empty() || o.domain() == "ai.onnx") && o.version() < 11) {
       throw std::invalid_argument(
-          "[load_onnx] " + source + ": opset " + std::to_string(o.version()) +
-          " is too old (11 or newer is read; convert it with "
-          "onnx.version_converter)");
+          msg("[load_onnx] ", source, ": opset ", o.version(),
+              " is too old (11 or newer is read; convert it with "
+              "onnx.version_converter)"));
     }
   }
   return Importer(model, params, source, options).run();
@@ -1628,7 +1630,7 @@ Network load_onnx(const std::string& path, ParameterScope& params,
                   const NetworkOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw std::invalid_argument("[load_onnx] cannot open '" + path + "'");
+    throw std::invalid_argument(msg("[load_onnx] cannot open '", path, "'"));
   std::stringstream ss;
   ss << in.rdbuf();
   return network_from_onnx(ss.str(), params, path, options);
