@@ -20,11 +20,6 @@ namespace mg::cuda {
 
 namespace {
 
-#define MG_GRID_STRIDE(i, n)                                            \
-  for (int64_t i =                                                      \
-           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
-       i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
 template <class T>
 __device__ float ld(const T* p, int64_t i) {
   return p ? static_cast<float>(p[i]) : 0.0f;

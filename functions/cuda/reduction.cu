@@ -19,11 +19,6 @@ namespace {
 
 constexpr int kMaxDims = 8;
 
-#define MG_GRID_STRIDE(i, n)                                            \
-  for (int64_t i =                                                      \
-           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
-       i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
 // Row-major index decomposition over up to kMaxDims axes with strides.
 struct Indexer {
   int nd = 0;

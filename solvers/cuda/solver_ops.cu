@@ -29,11 +29,6 @@ namespace mg::cuda {
 
 namespace {
 
-#define MG_GRID_STRIDE(i, n)                                            \
-  for (int64_t i =                                                      \
-           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
-       i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
 // ---- update rules ----
 
 template <int NS>
