@@ -20,10 +20,6 @@ int axis_of(int axis, const Shape& shape, int ndim, const std::string& what,
   return axis < 0 ? axis + ndim : axis;
 }
 
-std::string ints_str(const std::vector<int>& v) {
-  return shape_str(Shape(v.begin(), v.end()));
-}
-
 }  // namespace
 
 int Split::num_outputs_for(const Variables& inputs) const {
@@ -156,17 +152,8 @@ void Pad::setup_impl(const Variables& in, const Variables& out) {
 
 void Flip::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
-  const int nd = static_cast<int>(x.size());
-  flipped_.assign(nd, false);
-  for (int a : opts_.axes) {
-    const int n = axis_of(a, x, nd, "x", tag());
-    if (flipped_[n]) {
-      throw std::invalid_argument(
-          msg(tag(), "axes ", ints_str(opts_.axes), " name axis ", n,
-              " twice for x with shape ", shape_str(x)));
-    }
-    flipped_[n] = true;
-  }
+  flipped_.assign(x.size(), false);
+  for (int n : axes_of_shape(opts_.axes, x, tag())) flipped_[n] = true;
   out[0]->reshape(x);
 }
 

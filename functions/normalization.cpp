@@ -8,34 +8,9 @@ namespace mg {
 
 namespace {
 
-std::string ints_str(const std::vector<int>& v) {
-  return shape_str(Shape(v.begin(), v.end()));
-}
-
-// The axes of option `what` in [0, ndim), checked for range and repeats.
-std::vector<int> checked_axes(const char* what, const std::vector<int>& axes,
-                              const Shape& x, const std::string& tag) {
-  const int nd = static_cast<int>(x.size());
-  std::vector<int> out;
-  for (int a : axes) {
-    const int n = a < 0 ? a + nd : a;
-    if (n < 0 || n >= nd) {
-      throw std::invalid_argument(
-          msg(tag, what, " ", ints_str(axes), " has axis ", a,
-              ", out of range for x with shape ", shape_str(x)));
-    }
-    if (std::find(out.begin(), out.end(), n) != out.end()) {
-      throw std::invalid_argument(
-          msg(tag, what, " ", ints_str(axes), " names axis ", n, " twice"));
-    }
-    out.push_back(n);
-  }
-  return out;
-}
-
 std::vector<int> batch_axes(const std::vector<int>& axes, const Shape& x,
                             const std::string& tag) {
-  return checked_axes("batch_axis", axes, x, tag);
+  return axes_of_shape(axes, x, tag, "batch_axis");
 }
 
 // The channel axis in [0, ndim), not one of the batch axes.
@@ -100,7 +75,7 @@ Normalization::Layout InstanceNormalization::layout(const Shape& x) const {
 
 Normalization::Layout TensorNormalization::layout(const Shape& x) const {
   Layout l{x, std::vector<bool>(x.size(), false)};
-  for (int a : checked_axes("axes", opts_.axes, x, tag())) l.kept[a] = true;
+  for (int a : axes_of_shape(opts_.axes, x, tag())) l.kept[a] = true;
   return l;
 }
 

@@ -9,40 +9,12 @@
 
 namespace mg {
 
-namespace {
-
-std::string ints_str(const std::vector<int>& v) {
-  std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(v[i]);
-  }
-  if (v.size() == 1) s += ",";
-  return s + ")";
-}
-
-}  // namespace
-
 void Reduction::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   const int nd = static_cast<int>(x.size());
-  axes_.clear();
+  axes_ = axes_of_shape(opts_.axes, x, tag());
   if (opts_.axes.empty()) {
     for (int a = 0; a < nd; ++a) axes_.push_back(a);
-  }
-  for (int a : opts_.axes) {
-    if (a < -nd || a >= nd) {
-      throw std::invalid_argument(msg(tag(), "axis ", a,
-                                      " is out of range for x with shape ",
-                                      shape_str(x), " (", nd, " dimensions)"));
-    }
-    const int n = a < 0 ? a + nd : a;
-    if (std::find(axes_.begin(), axes_.end(), n) != axes_.end()) {
-      throw std::invalid_argument(
-          msg(tag(), "axes ", ints_str(opts_.axes), " name axis ", n,
-              " twice for x with shape ", shape_str(x)));
-    }
-    axes_.push_back(n);
   }
   std::sort(axes_.begin(), axes_.end());
   count_ = 1;

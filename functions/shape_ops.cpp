@@ -8,14 +8,6 @@
 
 namespace mg {
 
-namespace {
-
-std::string ints_str(const std::vector<int>& v) {
-  return shape_str(Shape(v.begin(), v.end()));
-}
-
-}  // namespace
-
 void Reshape::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   const int64_t n = shape_size(x);
@@ -67,18 +59,7 @@ void Transpose::setup_impl(const Variables& in, const Variables& out) {
                                     axes.size(), " entries, but x with shape ",
                                     shape_str(x), " has ", nd, " dimensions"));
   }
-  perm_.assign(nd, 0);
-  std::vector<bool> seen(nd, false);
-  for (int i = 0; i < nd; ++i) {
-    const int a = axes[i] < 0 ? axes[i] + nd : axes[i];
-    if (a < 0 || a >= nd || seen[a]) {
-      throw std::invalid_argument(msg(tag(), "axes ", ints_str(axes),
-                                      " is not a permutation of the ", nd,
-                                      " axes of x with shape ", shape_str(x)));
-    }
-    seen[a] = true;
-    perm_[i] = a;
-  }
+  perm_ = axes_of_shape(axes, x, tag());  // nd distinct axes: a permutation
   Shape y(nd);
   for (int i = 0; i < nd; ++i) y[i] = x[perm_[i]];
   out[0]->reshape(y);
