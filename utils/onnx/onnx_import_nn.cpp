@@ -33,26 +33,26 @@ namespace F = functions;
 
 namespace {
 
-void conv(const Op& op) {
-  const Shape& ws = op.shape(1);
-  const size_t k = ws.size() - 2;
-  ConvolutionOptions o;
+// The attributes Conv and ConvTranspose share, for W's k kernel axes.
+template <class Options>
+Options conv_options(const Op& op) {
+  const size_t k = op.shape(1).size() - 2;
+  Options o;
   o.pad = symmetric_pads(op, k);
   o.stride = op.ints("strides", std::vector<int64_t>(k, 1));
   o.dilation = op.ints("dilations", std::vector<int64_t>(k, 1));
   o.group = static_cast<int>(op.i("group", 1));
+  return o;
+}
+
+void conv(const Op& op) {
+  const auto o = conv_options<ConvolutionOptions>(op);
   op.set(0, F::convolution(op.x(0), op.x(1), op.has(2) ? op.x(2) : nullptr, o));
 }
 
 void conv_transpose(const Op& op) {
   if (op.attr("output_shape")) op.fail("output_shape is not supported");
-  const Shape& ws = op.shape(1);
-  const size_t k = ws.size() - 2;
-  DeconvolutionOptions o;
-  o.pad = symmetric_pads(op, k);
-  o.stride = op.ints("strides", std::vector<int64_t>(k, 1));
-  o.dilation = op.ints("dilations", std::vector<int64_t>(k, 1));
-  o.group = static_cast<int>(op.i("group", 1));
+  auto o = conv_options<DeconvolutionOptions>(op);
   o.output_padding = op.ints("output_padding");
   op.set(0,
          F::deconvolution(op.x(0), op.x(1), op.has(2) ? op.x(2) : nullptr, o));
