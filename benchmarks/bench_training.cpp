@@ -247,7 +247,7 @@ class Trainer {
   float loss_scale_ = 1.0f;  // static, with the update inside backward
   mg::ParameterScope params_;
   mg::VariablePtr x_, t_, loss_;
-  std::shared_ptr<mg::Adam> solver_;
+  std::shared_ptr<mg::AdamSolver> solver_;
   std::unique_ptr<mg::DynamicLossScalingUpdater> updater_;
   std::vector<float> xs_, ts_;
   int next_ = 0;

@@ -1,4 +1,5 @@
 #include <mixgraph/contexts/caching_allocator.hpp>
+#include <mixgraph/contexts/strings.hpp>
 
 #include <stdexcept>
 #include <utility>
@@ -16,8 +17,8 @@ CachingAllocator::CachingAllocator(RawAllocator& raw, std::string name,
     : raw_(raw), name_(std::move(name)), opt_(options) {
   if (opt_.round == 0 || opt_.small_segment < opt_.small_limit ||
       opt_.large_round == 0) {
-    throw std::invalid_argument("[CachingAllocator " + name_ +
-                                "] inconsistent size options");
+    throw std::invalid_argument(
+        msg("[CachingAllocator ", name_, "] inconsistent size options"));
   }
 }
 
@@ -49,10 +50,9 @@ std::unique_ptr<Memory> CachingAllocator::allocate(size_t bytes) {
   }
   if (!b) {
     throw std::runtime_error(
-        "[CachingAllocator " + name_ + "] out of memory allocating " +
-        std::to_string(size) + " bytes (" + std::to_string(stats_.in_use) +
-        " in use, " + std::to_string(reserved_) +
-        " reserved after releasing the cache)");
+        msg("[CachingAllocator ", name_, "] out of memory allocating ", size,
+            " bytes (", stats_.in_use, " in use, ", reserved_,
+            " reserved after releasing the cache)"));
   }
   split(b, size);
   b->free = false;

@@ -1,4 +1,5 @@
 #include <mixgraph/contexts/communicator.hpp>
+#include <mixgraph/contexts/strings.hpp>
 
 #include <cstring>
 #include <mutex>
@@ -21,9 +22,9 @@ class LocalCommunicator : public Communicator {
   void wait_all() override {}
   void broadcast(void*, int64_t, int root) override {
     if (root != 0) {
-      throw std::invalid_argument("[Communicator::broadcast] root " +
-                                  std::to_string(root) +
-                                  " is not a rank of a 1-rank communicator");
+      throw std::invalid_argument(
+          msg("[Communicator::broadcast] root ", root,
+              " is not a rank of a 1-rank communicator"));
     }
   }
   void all_gather(const float* send, int64_t n, float* recv) override {

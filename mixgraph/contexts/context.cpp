@@ -1,6 +1,7 @@
 #include <mixgraph/contexts/context.hpp>
 
 #include <mixgraph/contexts/device.hpp>
+#include <mixgraph/contexts/strings.hpp>
 
 #include <sstream>
 #include <stdexcept>
@@ -14,9 +15,9 @@ Dtype parse_type_config(const std::string& type_config,
   if (type_config == "float") return Dtype::f32;
   if (type_config == "half") return Dtype::f16;
   if (type_config == "bfloat16") return Dtype::bf16;
-  throw std::invalid_argument("[" + where + "] unknown type_config '" +
-                              type_config +
-                              "'; expected float, half or bfloat16");
+  throw std::invalid_argument(msg("[", where, "] unknown type_config '",
+                                  type_config,
+                                  "'; expected float, half or bfloat16"));
 }
 
 Context& mutable_default() {
@@ -70,8 +71,8 @@ Context context(const std::string& ext, const std::string& type_config,
     // mixgraph was built without CUDA" (or: no GPU present, ...).
     resolve_device(ctx.device(), "[context] " + ext + ": ");
   } else {
-    throw std::invalid_argument("[context] unknown extension '" + ext +
-                                "'; expected cpu, cuda or cudnn");
+    throw std::invalid_argument(msg("[context] unknown extension '", ext,
+                                    "'; expected cpu, cuda or cudnn"));
   }
   return ctx;
 }
@@ -83,24 +84,24 @@ Context parse_context(const std::string& text) {
   while (std::getline(ss, item, ',')) {
     const auto colon = item.find(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == item.size()) {
-      throw std::invalid_argument("[parse_context] entry '" + item + "' of '" +
-                                  text +
-                                  "' is not of the form backend:type, e.g. "
-                                  "cpu:half");
+      throw std::invalid_argument(msg("[parse_context] entry '", item, "' of '",
+                                      text,
+                                      "' is not of the form backend:type, e.g. "
+                                      "cpu:half"));
     }
     const std::string name = item.substr(0, colon);
     if (name != "cpu" && name != "cuda" && name != "cudnn") {
-      throw std::invalid_argument("[parse_context] unknown backend '" + name +
-                                  "' in '" + text +
-                                  "'; expected cpu, cuda or cudnn");
+      throw std::invalid_argument(msg("[parse_context] unknown backend '", name,
+                                      "' in '", text,
+                                      "'; expected cpu, cuda or cudnn"));
     }
     ctx.backends.push_back(
         {name, parse_type_config(item.substr(colon + 1), "parse_context")});
     if (name != "cpu") ctx.array_class = "CudaArray";
   }
   if (ctx.backends.empty()) {
-    throw std::invalid_argument("[parse_context] '" + text +
-                                "' names no backend");
+    throw std::invalid_argument(
+        msg("[parse_context] '", text, "' names no backend"));
   }
   return ctx;
 }

@@ -1,4 +1,5 @@
 #include <mixgraph/contexts/device.hpp>
+#include <mixgraph/contexts/strings.hpp>
 
 #include <cctype>
 #include <map>
@@ -55,24 +56,24 @@ DeviceRef resolve_device(const std::string& device, const std::string& where) {
   for (char c : digits)
     numeric = numeric && std::isdigit(static_cast<unsigned char>(c));
   if (colon == 0 || !numeric) {
-    throw std::invalid_argument(prefix +
-                                "is not a device name; expected cpu or "
-                                "<backend>:<index>, e.g. cuda:0");
+    throw std::invalid_argument(msg(prefix,
+                                    "is not a device name; expected cpu or "
+                                    "<backend>:<index>, e.g. cuda:0"));
   }
   ref.name = device.substr(0, colon);
   ref.index = std::stoi(digits);
   ref.backend = find_device_backend(ref.name);
   const std::string unavailable = prefix + "is not available: ";
   if (!ref.backend)
-    throw std::invalid_argument(unavailable + not_built(ref.name));
+    throw std::invalid_argument(msg(unavailable, not_built(ref.name)));
   std::string why;
   const int n = ref.backend->count(&why);
-  if (n == 0) throw std::invalid_argument(unavailable + why);
+  if (n == 0) throw std::invalid_argument(msg(unavailable, why));
   if (ref.index >= n) {
     throw std::invalid_argument(
-        unavailable + "there " +
-        (n == 1 ? "is 1 " : "are " + std::to_string(n) + " ") + ref.name +
-        " device" + (n == 1 ? "" : "s"));
+        msg(unavailable, "there ",
+            (n == 1 ? "is 1 " : "are " + std::to_string(n) + " "), ref.name,
+            " device", (n == 1 ? "" : "s")));
   }
   return ref;
 }

@@ -1,4 +1,5 @@
 #include <mixgraph/contexts/dtype.hpp>
+#include <mixgraph/contexts/strings.hpp>
 
 #include <stdexcept>
 
@@ -23,8 +24,8 @@ size_t dtype_size(Dtype dtype) {
     case Dtype::b8:
       return 1;
   }
-  throw std::invalid_argument("[dtype_size] invalid dtype value " +
-                              std::to_string(static_cast<int>(dtype)));
+  throw std::invalid_argument(
+      msg("[dtype_size] invalid dtype value ", static_cast<int>(dtype)));
 }
 
 const char* dtype_name(Dtype dtype) {
@@ -59,9 +60,9 @@ Dtype parse_dtype(const std::string& name) {
   if (name == "uint8") return Dtype::u8;
   if (name == "bool") return Dtype::b8;
   throw std::invalid_argument(
-      "[parse_dtype] unknown dtype '" + name +
-      "'; expected one of float, half, bfloat16, double, int, long, uint8, "
-      "bool");
+      msg("[parse_dtype] unknown dtype '", name,
+          "'; expected one of float, half, bfloat16, double, int, long, uint8, "
+          "bool"));
 }
 
 bool is_floating(Dtype dtype) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include <mixgraph/contexts/dtype.hpp>
+#include <mixgraph/contexts/strings.hpp>
 
 namespace mg {
 
@@ -30,9 +31,9 @@ decltype(auto) dispatch_float_types(Dtype dtype, const char* where, Fn&& fn) {
     default:
       break;
   }
-  throw std::invalid_argument(std::string("[") + where +
-                              "] unsupported dtype " + dtype_name(dtype) +
-                              "; expected float, half or bfloat16");
+  throw std::invalid_argument(msg("[", where, "] unsupported dtype ",
+                                  dtype_name(dtype),
+                                  "; expected float, half or bfloat16"));
 }
 
 /// Calls fn(TypeTag<T>) for every dtype.
@@ -56,9 +57,8 @@ decltype(auto) dispatch_all_types(Dtype dtype, const char* where, Fn&& fn) {
     case Dtype::b8:
       return fn(TypeTag<bool>{});
   }
-  throw std::invalid_argument(std::string("[") + where +
-                              "] invalid dtype value " +
-                              std::to_string(static_cast<int>(dtype)));
+  throw std::invalid_argument(
+      msg("[", where, "] invalid dtype value ", static_cast<int>(dtype)));
 }
 
 }  // namespace mg

@@ -1,4 +1,5 @@
 #include <mixgraph/contexts/memory.hpp>
+#include <mixgraph/contexts/strings.hpp>
 
 #include <cstdlib>
 #include <mutex>
@@ -68,8 +69,8 @@ std::unique_ptr<Memory> CpuAllocator::allocate(size_t bytes) {
       ptr = std::aligned_alloc(kAlignment, size);
     }
     if (!ptr) {
-      throw std::runtime_error("[CpuAllocator] out of memory allocating " +
-                               std::to_string(size) + " bytes");
+      throw std::runtime_error(
+          msg("[CpuAllocator] out of memory allocating ", size, " bytes"));
     }
   }
   {

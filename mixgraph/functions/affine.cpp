@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
 
 namespace mg {
@@ -11,30 +12,28 @@ void Affine::setup_impl(const Variables& in, const Variables& out) {
   const Shape& w = in[1]->shape();
   const int base = opts_.base_axis;
   if (base < 0 || base >= static_cast<int>(x.size())) {
-    throw std::invalid_argument(tag() + "base_axis " + std::to_string(base) +
-                                " must be in [0, " + std::to_string(x.size()) +
-                                ") for x with shape " + shape_str(x));
+    throw std::invalid_argument(msg(tag(), "base_axis ", base,
+                                    " must be in [0, ", x.size(),
+                                    ") for x with shape ", shape_str(x)));
   }
   if (w.size() < 2) {
-    throw std::invalid_argument(tag() + "W with shape " + shape_str(w) +
-                                " must have at least 2 dimensions (K, M)");
+    throw std::invalid_argument(msg(tag(), "W with shape ", shape_str(w),
+                                    " must have at least 2 dimensions (K, M)"));
   }
   batch_ = shape_size(x, 0, base);
   features_ = shape_size(x, base, static_cast<int>(x.size()));
   outputs_ = shape_size(w, 1, static_cast<int>(w.size()));
   if (w[0] != features_) {
-    throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
-                                " and base_axis " + std::to_string(base) +
-                                " has " + std::to_string(features_) +
-                                " features, but W with shape " + shape_str(w) +
-                                " expects " + std::to_string(w[0]));
+    throw std::invalid_argument(msg(tag(), "x with shape ", shape_str(x),
+                                    " and base_axis ", base, " has ", features_,
+                                    " features, but W with shape ",
+                                    shape_str(w), " expects ", w[0]));
   }
   const Shape wout(w.begin() + 1, w.end());
   if (in.size() == 3 && in[2]->shape() != wout) {
-    throw std::invalid_argument(tag() + "b with shape " +
-                                shape_str(in[2]->shape()) +
-                                " must have shape " + shape_str(wout) +
-                                " to match W with shape " + shape_str(w));
+    throw std::invalid_argument(msg(
+        tag(), "b with shape ", shape_str(in[2]->shape()), " must have shape ",
+        shape_str(wout), " to match W with shape ", shape_str(w)));
   }
   Shape y(x.begin(), x.begin() + base);
   y.insert(y.end(), wout.begin(), wout.end());
@@ -59,14 +58,13 @@ VariablePtr affine(const VariablePtr& x, int64_t n_outmaps,
   if (!x) throw std::invalid_argument("[affine] x is a null variable");
   const Shape& xs = x->shape();
   if (params.base_axis < 0 || params.base_axis >= static_cast<int>(xs.size())) {
-    throw std::invalid_argument("[affine] base_axis " +
-                                std::to_string(params.base_axis) +
-                                " must be in [0, " + std::to_string(xs.size()) +
-                                ") for x with shape " + shape_str(xs));
+    throw std::invalid_argument(msg("[affine] base_axis ", params.base_axis,
+                                    " must be in [0, ", xs.size(),
+                                    ") for x with shape ", shape_str(xs)));
   }
   if (n_outmaps <= 0) {
-    throw std::invalid_argument("[affine] n_outmaps must be positive, got " +
-                                std::to_string(n_outmaps));
+    throw std::invalid_argument(
+        msg("[affine] n_outmaps must be positive, got ", n_outmaps));
   }
   const int64_t k =
       shape_size(xs, params.base_axis, static_cast<int>(xs.size()));

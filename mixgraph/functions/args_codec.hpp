@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include <mixgraph/contexts/dtype.hpp>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/graph/function_args.hpp>
 
 namespace mg {
@@ -40,8 +41,8 @@ inline ArgValue to_value(const std::vector<float>& v) {
 
 [[noreturn]] inline void type_error(const std::string& fn, const char* name,
                                     const char* want, const ArgValue& got) {
-  throw std::invalid_argument("[" + fn + "] argument '" + name + "' must be " +
-                              want + ", got " + arg_type_name(got));
+  throw std::invalid_argument(msg("[", fn, "] argument '", name, "' must be ",
+                                  want, ", got ", arg_type_name(got)));
 }
 
 inline void from_value(const ArgValue& a, bool& out, const std::string& fn,
@@ -173,8 +174,8 @@ O options_from_args(const FunctionArgs& args, const std::string& fn) {
       return k.first == kv.first;
     });
     if (!ok) {
-      throw std::invalid_argument("[" + fn + "] unknown argument '" + kv.first +
-                                  "'");
+      throw std::invalid_argument(
+          msg("[", fn, "] unknown argument '", kv.first, "'"));
     }
   }
   return opts;

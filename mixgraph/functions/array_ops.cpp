@@ -14,15 +14,10 @@ namespace {
 int axis_of(int axis, const Shape& shape, int ndim, const std::string& what,
             const std::string& tag) {
   if (axis < -ndim || axis >= ndim) {
-    throw std::invalid_argument(tag + "axis " + std::to_string(axis) +
-                                " is out of range for " + what +
-                                " with shape " + shape_str(shape));
+    throw std::invalid_argument(msg(tag, "axis ", axis, " is out of range for ",
+                                    what, " with shape ", shape_str(shape)));
   }
   return axis < 0 ? axis + ndim : axis;
-}
-
-std::string ints_str(const std::vector<int>& v) {
-  return shape_str(Shape(v.begin(), v.end()));
 }
 
 }  // namespace
@@ -43,10 +38,10 @@ void Split::setup_impl(const Variables& in, const Variables& out) {
   const int nd = static_cast<int>(x.size());
   const int axis = axis_of(opts_.axis, x, nd, "x", tag());
   if (opts_.num_outputs > 0 && x[axis] != opts_.num_outputs) {
-    throw std::invalid_argument(
-        tag() + "x with shape " + shape_str(x) + " has " +
-        std::to_string(x[axis]) + " slices along axis " + std::to_string(axis) +
-        ", but num_outputs is " + std::to_string(opts_.num_outputs));
+    throw std::invalid_argument(msg(tag(), "x with shape ", shape_str(x),
+                                    " has ", x[axis], " slices along axis ",
+                                    axis, ", but num_outputs is ",
+                                    opts_.num_outputs));
   }
   outer_ = shape_size(x, 0, axis);
   inner_ = shape_size(x, axis + 1, nd);
@@ -60,9 +55,9 @@ void Stack::setup_impl(const Variables& in, const Variables& out) {
   for (size_t i = 1; i < in.size(); ++i) {
     if (in[i]->shape() != x) {
       throw std::invalid_argument(
-          tag() + "input " + std::to_string(i) + " with shape " +
-          shape_str(in[i]->shape()) + " differs from input 0 with shape " +
-          shape_str(x) + "; stacked inputs must have one shape");
+          msg(tag(), "input ", i, " with shape ", shape_str(in[i]->shape()),
+              " differs from input 0 with shape ", shape_str(x),
+              "; stacked inputs must have one shape"));
     }
   }
   const int nd = static_cast<int>(x.size());
@@ -80,16 +75,16 @@ void Broadcast::setup_impl(const Variables& in, const Variables& out) {
   const std::string fail = tag() + "x with shape " + shape_str(x) +
                            " cannot broadcast to shape " + shape_str(s);
   if (x.size() > s.size()) {
-    throw std::invalid_argument(fail + ": it has more dimensions");
+    throw std::invalid_argument(msg(fail, ": it has more dimensions"));
   }
   const size_t lead = s.size() - x.size();
   axes_.clear();
   for (size_t a = 0; a < s.size(); ++a) {
     const int64_t xd = a < lead ? 1 : x[a - lead];
     if (xd != s[a] && xd != 1) {
-      throw std::invalid_argument(
-          fail + ": axis " + std::to_string(a) + " is " + std::to_string(xd) +
-          " against " + std::to_string(s[a]) + "; x's size must match or be 1");
+      throw std::invalid_argument(msg(fail, ": axis ", a, " is ", xd,
+                                      " against ", s[a],
+                                      "; x's size must match or be 1"));
     }
     if (xd == 1 && s[a] != 1) axes_.push_back(static_cast<int>(a));
   }
@@ -103,14 +98,14 @@ void Pad::setup_impl(const Variables& in, const Variables& out) {
   const int np = static_cast<int>(pw.size()) / 2;
   if (pw.size() % 2 != 0 || np > nd) {
     throw std::invalid_argument(
-        tag() + "pad_width " + ints_str(pw) +
-        " must hold (before, after) pairs for at most the " +
-        std::to_string(nd) + " axes of x with shape " + shape_str(x));
+        msg(tag(), "pad_width ", ints_str(pw),
+            " must hold (before, after) pairs for at most the ", nd,
+            " axes of x with shape ", shape_str(x)));
   }
   const std::string& mode = opts_.mode;
   if (mode != "constant" && mode != "reflect" && mode != "repeat") {
-    throw std::invalid_argument(tag() + "mode '" + mode +
-                                "' is not one of constant, reflect, repeat");
+    throw std::invalid_argument(msg(
+        tag(), "mode '", mode, "' is not one of constant, reflect, repeat"));
   }
   Shape y = x;
   x_view_ = x;
@@ -121,20 +116,19 @@ void Pad::setup_impl(const Variables& in, const Variables& out) {
     const int64_t after = p >= 0 ? pw[2 * p + 1] : 0;
     const int64_t n = x[a];
     if (before < 0 || after < 0) {
-      throw std::invalid_argument(tag() + "pad_width " + ints_str(pw) +
-                                  " has a negative entry");
+      throw std::invalid_argument(
+          msg(tag(), "pad_width ", ints_str(pw), " has a negative entry"));
     }
     if (mode == "reflect" && (before >= n || after >= n) && before + after) {
-      throw std::invalid_argument(
-          tag() + "reflect padding (" + std::to_string(before) + ", " +
-          std::to_string(after) + ") on axis " + std::to_string(a) +
-          " of x with shape " + shape_str(x) + " must be less than its size " +
-          std::to_string(n));
+      throw std::invalid_argument(msg(tag(), "reflect padding (", before, ", ",
+                                      after, ") on axis ", a,
+                                      " of x with shape ", shape_str(x),
+                                      " must be less than its size ", n));
     }
     if (mode == "repeat" && n == 0 && before + after) {
-      throw std::invalid_argument(tag() + "repeat padding of axis " +
-                                  std::to_string(a) + " of x with shape " +
-                                  shape_str(x) + ", which is empty");
+      throw std::invalid_argument(msg(tag(), "repeat padding of axis ", a,
+                                      " of x with shape ", shape_str(x),
+                                      ", which is empty"));
     }
     y[a] = before + n + after;
     auto& src = source_[a];
@@ -158,17 +152,8 @@ void Pad::setup_impl(const Variables& in, const Variables& out) {
 
 void Flip::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
-  const int nd = static_cast<int>(x.size());
-  flipped_.assign(nd, false);
-  for (int a : opts_.axes) {
-    const int n = axis_of(a, x, nd, "x", tag());
-    if (flipped_[n]) {
-      throw std::invalid_argument(tag() + "axes " + ints_str(opts_.axes) +
-                                  " name axis " + std::to_string(n) +
-                                  " twice for x with shape " + shape_str(x));
-    }
-    flipped_[n] = true;
-  }
+  flipped_.assign(x.size(), false);
+  for (int n : axes_of_shape(opts_.axes, x, tag())) flipped_[n] = true;
   out[0]->reshape(x);
 }
 
@@ -203,16 +188,16 @@ void Unpooling::setup_impl(const Variables& in, const Variables& out) {
   const int last = opts_.channel_last ? nd - 1 : nd;  // one past the pooled
   if (nk == 0 || nk > last) {
     throw std::invalid_argument(
-        tag() + "kernel " + shape_str(k) + " must have " +
-        (last <= 1 ? std::string("1 value")
-                   : "1 to " + std::to_string(last) + " values") +
-        ", one per pooled axis of x with shape " + shape_str(x) +
-        (opts_.channel_last ? " (channel_last)" : ""));
+        msg(tag(), "kernel ", shape_str(k), " must have ",
+            (last <= 1 ? std::string("1 value")
+                       : "1 to " + std::to_string(last) + " values"),
+            ", one per pooled axis of x with shape ", shape_str(x),
+            (opts_.channel_last ? " (channel_last)" : "")));
   }
   for (int64_t e : k) {
     if (e <= 0) {
-      throw std::invalid_argument(tag() + "kernel " + shape_str(k) +
-                                  " must be positive");
+      throw std::invalid_argument(
+          msg(tag(), "kernel ", shape_str(k), " must be positive"));
     }
   }
   x_view_ = x;
@@ -279,9 +264,8 @@ std::vector<VariablePtr> split(const VariablePtr& x, int axis) {
   const int nd = static_cast<int>(s.size());
   const int a = axis_of(axis, s, nd, "x", "[split] ");
   if (s[a] == 0) {
-    throw std::invalid_argument("[split] x with shape " + shape_str(s) +
-                                " has no slices along axis " +
-                                std::to_string(a));
+    throw std::invalid_argument(msg("[split] x with shape ", shape_str(s),
+                                    " has no slices along axis ", a));
   }
   return apply_function(decl::Split, SplitOptions{axis, static_cast<int>(s[a])},
                         {x});

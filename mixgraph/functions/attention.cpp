@@ -15,11 +15,11 @@ namespace {
 
 const Shape& shape_of(const VariablePtr& v, const char* name, size_t min_dims,
                       const std::string& tag) {
-  if (!v) throw std::invalid_argument(tag + name + " is a null variable");
+  if (!v) throw std::invalid_argument(msg(tag, name, " is a null variable"));
   if (v->shape().size() < min_dims) {
     throw std::invalid_argument(
-        tag + name + " with shape " + shape_str(v->shape()) + " must have " +
-        (min_dims == 3 ? "3 dimensions" : "at least 2 dimensions"));
+        msg(tag, name, " with shape ", shape_str(v->shape()), " must have ",
+            (min_dims == 3 ? "3 dimensions" : "at least 2 dimensions")));
   }
   return v->shape();
 }
@@ -37,14 +37,14 @@ VariablePtr scaled_dot_product_attention(const VariablePtr& q,
   const Shape& ks = shape_of(k, "k", 2, tag);
   const Shape& vs = shape_of(v, "v", 2, tag);
   if (qs.back() != ks.back()) {
-    throw std::invalid_argument(tag + "q with shape " + shape_str(qs) +
-                                " and k with shape " + shape_str(ks) +
-                                " must have the same last axis (E)");
+    throw std::invalid_argument(msg(tag, "q with shape ", shape_str(qs),
+                                    " and k with shape ", shape_str(ks),
+                                    " must have the same last axis (E)"));
   }
   if (ks[ks.size() - 2] != vs[vs.size() - 2]) {
-    throw std::invalid_argument(tag + "k with shape " + shape_str(ks) +
-                                " and v with shape " + shape_str(vs) +
-                                " must have the same sequence length (S)");
+    throw std::invalid_argument(msg(tag, "k with shape ", shape_str(ks),
+                                    " and v with shape ", shape_str(vs),
+                                    " must have the same sequence length (S)"));
   }
   const float s =
       scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(qs.back()));
@@ -91,15 +91,15 @@ VariablePtr multi_head_attention(const VariablePtr& query,
   const Shape& ks = shape_of(key, "key", 3, tag);
   const Shape& vs = shape_of(value, "value", 3, tag);
   if (num_heads <= 0 || embed_dim <= 0 || embed_dim % num_heads != 0) {
-    throw std::invalid_argument(tag + "embed_dim " + std::to_string(embed_dim) +
-                                " must be a positive multiple of num_heads " +
-                                std::to_string(num_heads));
+    throw std::invalid_argument(
+        msg(tag, "embed_dim ", embed_dim,
+            " must be a positive multiple of num_heads ", num_heads));
   }
   if (ks[0] != vs[0] || ks[1] != qs[1] || vs[1] != qs[1]) {
     throw std::invalid_argument(
-        tag + "query with shape " + shape_str(qs) + ", key with shape " +
-        shape_str(ks) + " and value with shape " + shape_str(vs) +
-        " must be (L, B, E), (S, B, E_k) and (S, B, E_v)");
+        msg(tag, "query with shape ", shape_str(qs), ", key with shape ",
+            shape_str(ks), " and value with shape ", shape_str(vs),
+            " must be (L, B, E), (S, B, E_k) and (S, B, E_v)"));
   }
   const int64_t batch = qs[1], head = embed_dim / num_heads;
   // NNabla's parameters: <scope>/multi_head_attention/{q,k,v,out}_weight of

@@ -12,9 +12,9 @@ void BatchMatmul::setup_impl(const Variables& in, const Variables& out) {
   for (int i = 0; i < 2; ++i) {
     const Shape& s = i ? b : a;
     if (s.size() < 2) {
-      throw std::invalid_argument(tag() + (i ? "b" : "a") + " with shape " +
-                                  shape_str(s) +
-                                  " must have at least 2 dimensions");
+      throw std::invalid_argument(msg(tag(), (i ? "b" : "a"), " with shape ",
+                                      shape_str(s),
+                                      " must have at least 2 dimensions"));
     }
   }
   const size_t na = a.size(), nb = b.size();
@@ -27,10 +27,9 @@ void BatchMatmul::setup_impl(const Variables& in, const Variables& out) {
   };
   if (k_ != kb) {
     throw std::invalid_argument(
-        tag() + "a with shape " + shape_str(a) + with(opts_.transpose_a) +
-        " has " + std::to_string(k_) + " columns, but b with shape " +
-        shape_str(b) + with(opts_.transpose_b) + " has " + std::to_string(kb) +
-        " rows");
+        msg(tag(), "a with shape ", shape_str(a), with(opts_.transpose_a),
+            " has ", k_, " columns, but b with shape ", shape_str(b),
+            with(opts_.transpose_b), " has ", kb, " rows"));
   }
   // Matrix i of a meets matrix i of b, so the batch dimensions must be
   // equal one by one: equal counts alone would pair (2, 3) with (3, 2)

@@ -27,22 +27,22 @@ std::vector<int> normalized_axes(const Shape& x, const std::vector<int>& axes,
                                  const std::string& tag) {
   const int nd = static_cast<int>(x.size());
   if (axes.empty()) {
-    throw std::invalid_argument(tag + "axes must name at least one axis");
+    throw std::invalid_argument(msg(tag, "axes must name at least one axis"));
   }
   std::vector<int> a;
   for (int axis : axes) {
     if (axis < -nd || axis >= nd) {
       throw std::invalid_argument(
-          tag + "axis " + std::to_string(axis) + " in axes " + axes_str(axes) +
-          " is out of range for x with shape " + shape_str(x));
+          msg(tag, "axis ", axis, " in axes ", axes_str(axes),
+              " is out of range for x with shape ", shape_str(x)));
     }
     a.push_back(axis < 0 ? axis + nd : axis);
   }
   for (size_t i = 1; i < a.size(); ++i) {
     if (a[i] != a[i - 1] + 1) {
       throw std::invalid_argument(
-          tag + "axes " + axes_str(axes) + " for x with shape " + shape_str(x) +
-          " must be distinct consecutive axes in increasing " + "order");
+          msg(tag, "axes ", axes_str(axes), " for x with shape ", shape_str(x),
+              " must be distinct consecutive axes in increasing order"));
     }
   }
   return a;
@@ -65,19 +65,19 @@ void BatchNormalization::setup_layout(const Variables& in) {
   for (int i = 1; i < 5; ++i) {
     if (in[i]->shape() != p) {
       throw std::invalid_argument(
-          tag() + names[i] + " with shape " + shape_str(in[i]->shape()) +
-          " must have shape " + shape_str(p) + " (x's shape " + shape_str(x) +
-          " with 1 outside axes " + axes_str(opts_.axes) + ")");
+          msg(tag(), names[i], " with shape ", shape_str(in[i]->shape()),
+              " must have shape ", shape_str(p), " (x's shape ", shape_str(x),
+              " with 1 outside axes ", axes_str(opts_.axes), ")"));
     }
   }
   if (!(opts_.decay_rate >= 0.0f && opts_.decay_rate <= 1.0f)) {
-    throw std::invalid_argument(tag() + "decay_rate must be in [0, 1], got " +
-                                std::to_string(opts_.decay_rate));
+    throw std::invalid_argument(msg(tag(), "decay_rate must be in [0, 1], got ",
+                                    std::to_string(opts_.decay_rate)));
   }
   if (!(opts_.eps >= 0.0f) || !std::isfinite(opts_.eps)) {
-    throw std::invalid_argument(tag() +
-                                "eps must be finite and non-negative, got " +
-                                std::to_string(opts_.eps));
+    throw std::invalid_argument(msg(tag(),
+                                    "eps must be finite and non-negative, got ",
+                                    std::to_string(opts_.eps)));
   }
   const auto axes = normalized_axes(x, opts_.axes, tag());
   const int nd = static_cast<int>(x.size());
@@ -95,9 +95,9 @@ void BatchNormalization::check_batch_values(const Shape& x, int ranks) const {
       ranks > 1 ? " on this rank; batch statistics (batch_stat = true) over " +
                       std::to_string(ranks) + " ranks need at least 1 on each"
                 : "; batch statistics (batch_stat = true) need at least 2";
-  throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
-                              " and axes " + axes_str(opts_.axes) + " has " +
-                              std::to_string(n) + " value per channel" + need);
+  throw std::invalid_argument(msg(tag(), "x with shape ", shape_str(x),
+                                  " and axes ", axes_str(opts_.axes), " has ",
+                                  n, " value per channel", need));
 }
 
 int BatchNormalization::input_port(int i) const {
@@ -185,9 +185,10 @@ CommunicatorPtr SyncBatchNormalization::communicator() const {
 void SyncBatchNormalization::setup_full(const Variables& in,
                                         const Variables& out) {
   if (sync_opts_.group != "world") {
-    throw std::invalid_argument(tag() + "group '" + sync_opts_.group +
-                                "' is not supported: the only group is "
-                                "'world' (every rank of the communicator)");
+    throw std::invalid_argument(
+        msg(tag(), "group '", sync_opts_.group,
+            "' is not supported: the only group is "
+            "'world' (every rank of the communicator)"));
   }
   setup_layout(in);
   // A rank may hold a single value per channel when others hold more.
@@ -199,11 +200,11 @@ void SyncBatchNormalization::sum_over_ranks(float* values, int64_t n) {
   const CommunicatorPtr comm = communicator();
   if (comm->size() == 1) return;
   if (comm->device() != "cpu") {
-    throw std::invalid_argument(tag() + "the " + comm->name() +
-                                " communicator reduces buffers on " +
-                                comm->device() +
-                                ", but the statistics are on the host: give an "
-                                "MPI (or local) communicator");
+    throw std::invalid_argument(
+        msg(tag(), "the ", comm->name(), " communicator reduces buffers on ",
+            comm->device(),
+            ", but the statistics are on the host: give an "
+            "MPI (or local) communicator"));
   }
   comm->all_reduce(values, n, ReduceOp::sum);
 }
@@ -262,7 +263,7 @@ struct Layer {
 Layer layer_parameters(const VariablePtr& x, ParameterScope scope,
                        const BatchNormalizationParams& params,
                        const std::string& tag) {
-  if (!x) throw std::invalid_argument(tag + "x is a null variable");
+  if (!x) throw std::invalid_argument(msg(tag, "x is a null variable"));
   const Shape p = batch_normalization_param_shape(x->shape(), params.axes, tag);
   const bool learn = !params.fix_parameters;
   return {
@@ -281,9 +282,9 @@ void refuse_left_out(const BatchNormalizationParams& params,
                      const std::string& tag) {
   if (params.no_scale || params.no_bias) {
     throw std::invalid_argument(
-        tag +
-        "no_scale and no_bias are for batch_normalization only: this "
-        "layer learns both beta and gamma");
+        msg(tag,
+            "no_scale and no_bias are for batch_normalization only: this "
+            "layer learns both beta and gamma"));
   }
 }
 

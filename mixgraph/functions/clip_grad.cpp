@@ -20,14 +20,8 @@ void ClipGradByValue::setup_impl(const Variables& in, const Variables& out) {
 }
 
 void ClipGradByNorm::setup_impl(const Variables& in, const Variables& out) {
-  const int nd = in[0]->ndim();
-  reduced_.assign(nd, opts_.axes.empty());
-  for (int a : opts_.axes) {
-    const int k = normalize_axis(a, nd, tag());
-    if (reduced_[k]) {
-      throw std::invalid_argument(
-          msg(tag(), "axis ", a, " is given twice in axes"));
-    }
+  reduced_.assign(in[0]->ndim(), opts_.axes.empty());
+  for (int k : axes_of_shape(opts_.axes, in[0]->shape(), tag())) {
     reduced_[k] = true;
   }
   out[0]->reshape(in[0]->shape());

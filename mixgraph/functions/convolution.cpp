@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
 
 namespace mg {
@@ -33,14 +34,14 @@ std::vector<int64_t> per_axis(const std::string& tag, const char* name,
   if (v.empty()) return std::vector<int64_t>(axes, fallback);
   if (v.size() != axes) {
     throw std::invalid_argument(
-        tag + name + " " + shape_str(v) + " must have " + std::to_string(axes) +
-        " values, one per spatial axis of x with shape " + shape_str(x));
+        msg(tag, name, " ", shape_str(v), " must have ", axes,
+            " values, one per spatial axis of x with shape ", shape_str(x)));
   }
   for (int64_t e : v) {
     if (e < min) {
       throw std::invalid_argument(
-          tag + name + " " + shape_str(v) +
-          (min > 0 ? " must be positive" : " must be non-negative"));
+          msg(tag, name, " ", shape_str(v),
+              (min > 0 ? " must be positive" : " must be non-negative")));
     }
   }
   return v;
@@ -51,10 +52,10 @@ void check_conv_base_axis(const std::string& tag, const Shape& x,
   const int nd = static_cast<int>(x.size());
   if (base_axis < 0 || base_axis > nd - 2) {
     throw std::invalid_argument(
-        tag + "base_axis " + std::to_string(base_axis) + " must be in [0, " +
-        std::to_string(nd - 2) + "] for x with shape " + shape_str(x) +
-        ", which needs a channel axis and at least one spatial axis from "
-        "base_axis on");
+        msg(tag, "base_axis ", base_axis, " must be in [0, ", nd - 2,
+            "] for x with shape ", shape_str(x),
+            ", which needs a channel axis and at least one spatial axis from "
+            "base_axis on"));
   }
 }
 
@@ -66,27 +67,24 @@ ConvGeometry conv_common(const std::string& tag, const Shape& x, const Shape& w,
   const int nd = static_cast<int>(x.size());
   const size_t axes = static_cast<size_t>(nd - base_axis - 1);
   if (axes > 3) {
-    throw std::invalid_argument(tag + "x with shape " + shape_str(x) +
-                                " and base_axis " + std::to_string(base_axis) +
-                                " has " + std::to_string(axes) +
-                                " spatial axes; 1 to 3 are supported");
+    throw std::invalid_argument(msg(tag, "x with shape ", shape_str(x),
+                                    " and base_axis ", base_axis, " has ", axes,
+                                    " spatial axes; 1 to 3 are supported"));
   }
   if (w.size() != axes + 2) {
     throw std::invalid_argument(
-        tag + "W with shape " + shape_str(w) + " must have " +
-        std::to_string(axes + 2) +
-        " dimensions (two channel axes, then the kernel) for x with shape " +
-        shape_str(x) + " and base_axis " + std::to_string(base_axis));
+        msg(tag, "W with shape ", shape_str(w), " must have ", axes + 2,
+            " dimensions (two channel axes, then the kernel) for x with shape ",
+            shape_str(x), " and base_axis ", base_axis));
   }
   for (int64_t e : w) {
     if (e <= 0) {
-      throw std::invalid_argument(tag + "W with shape " + shape_str(w) +
-                                  " must have no empty dimension");
+      throw std::invalid_argument(msg(tag, "W with shape ", shape_str(w),
+                                      " must have no empty dimension"));
     }
   }
   if (group <= 0) {
-    throw std::invalid_argument(tag + "group " + std::to_string(group) +
-                                " must be positive");
+    throw std::invalid_argument(msg(tag, "group ", group, " must be positive"));
   }
   ConvGeometry g;
   g.batch = shape_size(x, 0, base_axis);
@@ -101,7 +99,7 @@ ConvGeometry conv_common(const std::string& tag, const Shape& x, const Shape& w,
 const Shape& conv_layer_input_shape(const std::string& tag,
                                     const VariablePtr& x, int base_axis,
                                     const Shape& kernel) {
-  if (!x) throw std::invalid_argument(tag + "x is a null variable");
+  if (!x) throw std::invalid_argument(msg(tag, "x is a null variable"));
   const Shape& xs = x->shape();
   check_conv_base_axis(tag, xs, base_axis);
   // Checked before W is made, so a bad kernel leaves nothing in the scope.
@@ -109,11 +107,10 @@ const Shape& conv_layer_input_shape(const std::string& tag,
   bool positive = true;
   for (int64_t k : kernel) positive = positive && k > 0;
   if (kernel.size() != axes || !positive) {
-    throw std::invalid_argument(tag + "kernel " + shape_str(kernel) +
-                                " must have " + std::to_string(axes) +
-                                " positive sizes, one per spatial axis of x " +
-                                "with shape " + shape_str(xs) +
-                                " and base_axis " + std::to_string(base_axis));
+    throw std::invalid_argument(
+        msg(tag, "kernel ", shape_str(kernel), " must have ", axes,
+            " positive sizes, one per spatial axis of x with shape ",
+            shape_str(xs), " and base_axis ", base_axis));
   }
   return xs;
 }
@@ -122,10 +119,10 @@ const Shape& conv_layer_input_shape(const std::string& tag,
 
 void detail::check_channel_first(const std::string& tag, bool channel_last) {
   if (channel_last) {
-    throw std::invalid_argument(
-        tag +
+    throw std::invalid_argument(msg(
+        tag,
         "channel_last=true is not supported: the kernels are channel-first; "
-        "transpose x to (batch, channels, spatial...) and pass false");
+        "transpose x to (batch, channels, spatial...) and pass false"));
   }
 }
 
@@ -142,21 +139,20 @@ void Convolution::setup_geometry(const Variables& in, const Variables& out,
                               opts_.dilation, group);
   const int64_t c = x[base], g = group;
   if (c % g != 0) {
-    throw std::invalid_argument(
-        tag() + "x with shape " + shape_str(x) + " has " + std::to_string(c) +
-        " channels, which group " + std::to_string(g) + " does not divide");
+    throw std::invalid_argument(msg(tag(), "x with shape ", shape_str(x),
+                                    " has ", c, " channels, which group ", g,
+                                    " does not divide"));
   }
   if (w[0] % g != 0) {
-    throw std::invalid_argument(tag() + "W with shape " + shape_str(w) +
-                                " has " + std::to_string(w[0]) +
-                                " output channels, which group " +
-                                std::to_string(g) + " does not divide");
+    throw std::invalid_argument(
+        msg(tag(), "W with shape ", shape_str(w), " has ", w[0],
+            " output channels, which group ", g, " does not divide"));
   }
   if (w[1] * g != c) {
-    throw std::invalid_argument(
-        tag() + "x with shape " + shape_str(x) + " has " + std::to_string(c) +
-        " channels, but W with shape " + shape_str(w) + " and group " +
-        std::to_string(g) + " expects " + std::to_string(w[1] * g));
+    throw std::invalid_argument(msg(tag(), "x with shape ", shape_str(x),
+                                    " has ", c, " channels, but W with shape ",
+                                    shape_str(w), " and group ", g, " expects ",
+                                    w[1] * g));
   }
   geom_.in_channels = c;
   geom_.out_channels = w[0];
@@ -166,21 +162,18 @@ void Convolution::setup_geometry(const Variables& in, const Variables& out,
     const int64_t span = geom_.dilation[i] * (geom_.kernel[i] - 1) + 1;
     const int64_t padded = geom_.in_spatial[i] + 2 * geom_.pad[i];
     if (span > padded) {
-      throw std::invalid_argument(
-          tag() + "W with shape " + shape_str(w) + " and dilation " +
-          shape_str(geom_.dilation) + " spans " + std::to_string(span) +
-          " along spatial axis " + std::to_string(i) +
-          ", more than the padded input's " + std::to_string(padded) +
-          " (x with shape " + shape_str(x) + ", pad " + shape_str(geom_.pad) +
-          ")");
+      throw std::invalid_argument(msg(
+          tag(), "W with shape ", shape_str(w), " and dilation ",
+          shape_str(geom_.dilation), " spans ", span, " along spatial axis ", i,
+          ", more than the padded input's ", padded, " (x with shape ",
+          shape_str(x), ", pad ", shape_str(geom_.pad), ")"));
     }
     geom_.out_spatial.push_back((padded - span) / geom_.stride[i] + 1);
   }
   if (in.size() == 3 && in[2]->shape() != Shape{w[0]}) {
-    throw std::invalid_argument(tag() + "b with shape " +
-                                shape_str(in[2]->shape()) +
-                                " must have shape " + shape_str({w[0]}) +
-                                " to match W with shape " + shape_str(w));
+    throw std::invalid_argument(msg(
+        tag(), "b with shape ", shape_str(in[2]->shape()), " must have shape ",
+        shape_str({w[0]}), " to match W with shape ", shape_str(w)));
   }
   Shape y(x.begin(), x.begin() + base);
   y.push_back(w[0]);
@@ -202,29 +195,27 @@ void DepthwiseConvolution::setup_impl(const Variables& in,
   const int m = dw_opts_.multiplier;
   detail::check_conv_base_axis(tag(), x, base);
   if (m <= 0) {
-    throw std::invalid_argument(tag() + "multiplier " + std::to_string(m) +
-                                " must be positive");
+    throw std::invalid_argument(
+        msg(tag(), "multiplier ", m, " must be positive"));
   }
   const int64_t c = x[base];
   const size_t axes = x.size() - static_cast<size_t>(base) - 1;
   if (w.size() != axes + 1 || w[0] != c * m) {
     throw std::invalid_argument(
-        tag() + "weight with shape " + shape_str(w) + " must be (" +
-        std::to_string(c * m) + ", kernel...) with " + std::to_string(axes) +
-        " kernel sizes: x with shape " + shape_str(x) + " has " +
-        std::to_string(c) + " channels at base_axis " + std::to_string(base) +
-        " and multiplier is " + std::to_string(m));
+        msg(tag(), "weight with shape ", shape_str(w), " must be (", c * m,
+            ", kernel...) with ", axes, " kernel sizes: x with shape ",
+            shape_str(x), " has ", c, " channels at base_axis ", base,
+            " and multiplier is ", m));
   }
   if (c > std::numeric_limits<int>::max()) {
-    throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
-                                " has too many channels");
+    throw std::invalid_argument(
+        msg(tag(), "x with shape ", shape_str(x), " has too many channels"));
   }
   if (in.size() == 3 && in[2]->shape() != Shape{c * m}) {
-    throw std::invalid_argument(
-        tag() + "bias with shape " + shape_str(in[2]->shape()) +
-        " must have shape " + shape_str({c * m}) +
-        ", one per output channel (" + std::to_string(c) +
-        " channels times multiplier " + std::to_string(m) + ")");
+    throw std::invalid_argument(msg(
+        tag(), "bias with shape ", shape_str(in[2]->shape()),
+        " must have shape ", shape_str({c * m}), ", one per output channel (",
+        c, " channels times multiplier ", m, ")"));
   }
   // The convolution's weight (C * m, C / group = 1, kernel...), group = C.
   Shape wv{w[0], 1};
@@ -261,14 +252,13 @@ VariablePtr convolution(const VariablePtr& x, int64_t outmaps,
   const int base = params.base_axis;
   const Shape& xs = detail::conv_layer_input_shape(tag, x, base, kernel);
   if (outmaps <= 0) {
-    throw std::invalid_argument(tag + "outmaps must be positive, got " +
-                                std::to_string(outmaps));
+    throw std::invalid_argument(
+        msg(tag, "outmaps must be positive, got ", outmaps));
   }
   if (params.group <= 0 || xs[base] % params.group != 0) {
     throw std::invalid_argument(
-        tag + "x with shape " + shape_str(xs) + " has " +
-        std::to_string(xs[base]) + " channels, which group " +
-        std::to_string(params.group) + " does not divide");
+        msg(tag, "x with shape ", shape_str(xs), " has ", xs[base],
+            " channels, which group ", params.group, " does not divide"));
   }
   const int64_t k = shape_size(kernel);
   const int64_t in_per_group = xs[base] / params.group;
@@ -290,9 +280,8 @@ VariablePtr depthwise_convolution(const VariablePtr& x,
   const int base = params.base_axis;
   const Shape& xs = detail::conv_layer_input_shape(tag, x, base, kernel);
   if (params.multiplier <= 0) {
-    throw std::invalid_argument(tag + "multiplier " +
-                                std::to_string(params.multiplier) +
-                                " must be positive");
+    throw std::invalid_argument(
+        msg(tag, "multiplier ", params.multiplier, " must be positive"));
   }
   const int64_t k = shape_size(kernel);
   const int64_t outmaps = xs[base] * params.multiplier;

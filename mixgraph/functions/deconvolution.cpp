@@ -3,6 +3,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
 
 namespace mg {
@@ -23,24 +24,22 @@ void Deconvolution::setup_geometry(const Variables& in, const Variables& out,
       tag(), "output_padding", opts_.output_padding, axes, 0, 0, x);
   for (size_t i = 0; i < axes; ++i) {
     if (output_padding[i] >= g.stride[i]) {
-      throw std::invalid_argument(tag() + "output_padding " +
-                                  shape_str(output_padding) +
-                                  " must be smaller than stride " +
-                                  shape_str(g.stride) + " on every axis");
+      throw std::invalid_argument(msg(tag(), "output_padding ",
+                                      shape_str(output_padding),
+                                      " must be smaller than stride ",
+                                      shape_str(g.stride), " on every axis"));
     }
   }
   const int64_t c = x[base];
   if (w[0] != c) {
-    throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
-                                " has " + std::to_string(c) +
-                                " channels, but W with shape " + shape_str(w) +
-                                " expects " + std::to_string(w[0]));
+    throw std::invalid_argument(msg(tag(), "x with shape ", shape_str(x),
+                                    " has ", c, " channels, but W with shape ",
+                                    shape_str(w), " expects ", w[0]));
   }
   if (c % g.group != 0) {
-    throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
-                                " has " + std::to_string(c) +
-                                " channels, which group " +
-                                std::to_string(g.group) + " does not divide");
+    throw std::invalid_argument(msg(tag(), "x with shape ", shape_str(x),
+                                    " has ", c, " channels, which group ",
+                                    g.group, " does not divide"));
   }
   g.in_channels = w[1] * g.group;  // the convolution's input is our output
   g.out_channels = c;
@@ -51,20 +50,19 @@ void Deconvolution::setup_geometry(const Variables& in, const Variables& out,
                          span + output_padding[i];
     if (size <= 0) {
       throw std::invalid_argument(
-          tag() + "x with shape " + shape_str(x) + ", W with shape " +
-          shape_str(w) + ", pad " + shape_str(g.pad) + ", stride " +
-          shape_str(g.stride) + " and dilation " + shape_str(g.dilation) +
-          " give an empty output along spatial axis " + std::to_string(i) +
-          " (size " + std::to_string(size) + ")");
+          msg(tag(), "x with shape ", shape_str(x), ", W with shape ",
+              shape_str(w), ", pad ", shape_str(g.pad), ", stride ",
+              shape_str(g.stride), " and dilation ", shape_str(g.dilation),
+              " give an empty output along spatial axis ", i, " (size ", size,
+              ")"));
     }
     g.in_spatial.push_back(size);
   }
   if (in.size() == 3 && in[2]->shape() != Shape{g.in_channels}) {
     throw std::invalid_argument(
-        tag() + "b with shape " + shape_str(in[2]->shape()) +
-        " must have shape " + shape_str({g.in_channels}) +
-        " to match W with shape " + shape_str(w) + " and group " +
-        std::to_string(g.group));
+        msg(tag(), "b with shape ", shape_str(in[2]->shape()),
+            " must have shape ", shape_str({g.in_channels}),
+            " to match W with shape ", shape_str(w), " and group ", g.group));
   }
   geom_ = g;
   Shape y(x.begin(), x.begin() + base);
@@ -88,29 +86,26 @@ void DepthwiseDeconvolution::setup_impl(const Variables& in,
   detail::check_conv_base_axis(tag(), x, base);
   const int64_t c = x[base];
   if (d <= 0 || c % d != 0) {
-    throw std::invalid_argument(tag() + "divisor " + std::to_string(d) +
-                                " must be positive and divide the " +
-                                std::to_string(c) +
-                                " channels of x with shape " + shape_str(x));
+    throw std::invalid_argument(
+        msg(tag(), "divisor ", d, " must be positive and divide the ", c,
+            " channels of x with shape ", shape_str(x)));
   }
   const size_t axes = x.size() - static_cast<size_t>(base) - 1;
   if (w.size() != axes + 1 || w[0] != c) {
     throw std::invalid_argument(
-        tag() + "weight with shape " + shape_str(w) + " must be (" +
-        std::to_string(c) + ", kernel...) with " + std::to_string(axes) +
-        " kernel sizes: x with shape " + shape_str(x) + " has " +
-        std::to_string(c) + " channels at base_axis " + std::to_string(base));
+        msg(tag(), "weight with shape ", shape_str(w), " must be (", c,
+            ", kernel...) with ", axes, " kernel sizes: x with shape ",
+            shape_str(x), " has ", c, " channels at base_axis ", base));
   }
   if (in.size() == 3 && in[2]->shape() != Shape{c / d}) {
-    throw std::invalid_argument(
-        tag() + "bias with shape " + shape_str(in[2]->shape()) +
-        " must have shape " + shape_str({c / d}) +
-        ", one per output channel (" + std::to_string(c) +
-        " channels over divisor " + std::to_string(d) + ")");
+    throw std::invalid_argument(msg(
+        tag(), "bias with shape ", shape_str(in[2]->shape()),
+        " must have shape ", shape_str({c / d}), ", one per output channel (",
+        c, " channels over divisor ", d, ")"));
   }
   if (c / d > std::numeric_limits<int>::max()) {
-    throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
-                                " has too many channels");
+    throw std::invalid_argument(
+        msg(tag(), "x with shape ", shape_str(x), " has too many channels"));
   }
   // The deconvolution's weight (C, OC / group = 1, kernel...), group = C / d.
   Shape wv{c, 1};
@@ -148,9 +143,9 @@ VariablePtr deconvolution(const VariablePtr& x, int64_t outmaps,
   const int base = params.base_axis;
   const Shape& xs = detail::conv_layer_input_shape(tag, x, base, kernel);
   if (outmaps <= 0 || params.group <= 0 || outmaps % params.group != 0) {
-    throw std::invalid_argument(tag + "outmaps " + std::to_string(outmaps) +
-                                " must be a positive multiple of group " +
-                                std::to_string(params.group));
+    throw std::invalid_argument(msg(tag, "outmaps ", outmaps,
+                                    " must be a positive multiple of group ",
+                                    params.group));
   }
   const int64_t k = shape_size(kernel);
   const int64_t out_per_group = outmaps / params.group;
@@ -173,10 +168,9 @@ VariablePtr depthwise_deconvolution(
   const Shape& xs = detail::conv_layer_input_shape(tag, x, base, kernel);
   const int d = params.divisor;
   if (d <= 0 || xs[base] % d != 0) {
-    throw std::invalid_argument(tag + "divisor " + std::to_string(d) +
-                                " must be positive and divide the " +
-                                std::to_string(xs[base]) +
-                                " channels of x with shape " + shape_str(xs));
+    throw std::invalid_argument(
+        msg(tag, "divisor ", d, " must be positive and divide the ", xs[base],
+            " channels of x with shape ", shape_str(xs)));
   }
   const int64_t k = shape_size(kernel);
   Shape wshape{xs[base]};

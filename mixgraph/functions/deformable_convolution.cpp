@@ -137,15 +137,14 @@ VariablePtr deformable_convolution(const VariablePtr& x, int64_t outmaps,
   const int base = params.base_axis;
   const Shape& xs = detail::conv_layer_input_shape(tag, x, base, kernel);
   if (outmaps <= 0) {
-    throw std::invalid_argument(tag + "outmaps must be positive, got " +
-                                std::to_string(outmaps));
+    throw std::invalid_argument(
+        msg(tag, "outmaps must be positive, got ", outmaps));
   }
   const int64_t channels = xs[base];
   if (params.group <= 0 || channels % params.group != 0) {
     throw std::invalid_argument(
-        tag + "x with shape " + shape_str(xs) + " has " +
-        std::to_string(channels) + " channels, which group " +
-        std::to_string(params.group) + " does not divide");
+        msg(tag, "x with shape ", shape_str(xs), " has ", channels,
+            " channels, which group ", params.group, " does not divide"));
   }
   const int64_t k = shape_size(kernel);
   const int64_t in_per_group = channels / params.group;

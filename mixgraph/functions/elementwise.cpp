@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
+
 namespace mg {
 
 BroadcastPlan broadcast_plan(const Shape& a, const Shape& b,
@@ -15,10 +17,10 @@ BroadcastPlan broadcast_plan(const Shape& a, const Shape& b,
   for (int i = 0; i < nd; ++i) {
     if (pa[i] != pb[i] && pa[i] != 1 && pb[i] != 1) {
       throw std::invalid_argument(
-          tag + "x0 with shape " + shape_str(a) + " and x1 with shape " +
-          shape_str(b) + " cannot broadcast: axis " + std::to_string(i) +
-          " (aligned on the right) is " + std::to_string(pa[i]) + " against " +
-          std::to_string(pb[i]) + "; each must match or be 1");
+          msg(tag, "x0 with shape ", shape_str(a), " and x1 with shape ",
+              shape_str(b), " cannot broadcast: axis ", i,
+              " (aligned on the right) is ", pa[i], " against ", pb[i],
+              "; each must match or be 1"));
     }
     p.out_shape[i] = pa[i] == 1 ? pb[i] : pa[i];
   }

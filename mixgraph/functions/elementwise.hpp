@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/graph/function.hpp>
 
 namespace mg {
@@ -86,7 +87,7 @@ class UnaryFunction : public Function {
   void setup_impl(const Variables& in, const Variables& out) override {
     if constexpr (detail::OpChecks<Op>::value) {
       const std::string why = op_.invalid();
-      if (!why.empty()) throw std::invalid_argument(tag() + why);
+      if (!why.empty()) throw std::invalid_argument(msg(tag(), why));
     }
     out[0]->reshape(in[0]->shape());
   }

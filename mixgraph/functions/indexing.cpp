@@ -1,4 +1,5 @@
 #include <cmath>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/indexing.hpp>
 #include <stdexcept>
@@ -9,8 +10,9 @@ void Embed::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   const Shape& w = in[1]->shape();
   if (w.empty()) {
-    throw std::invalid_argument(tag() + "W with shape " + shape_str(w) +
-                                " must have at least 1 dimension (n_inputs)");
+    throw std::invalid_argument(
+        msg(tag(), "W with shape ", shape_str(w),
+            " must have at least 1 dimension (n_inputs)"));
   }
   rows_ = w[0];
   width_ = shape_size(w, 1, static_cast<int>(w.size()));
@@ -28,17 +30,17 @@ void Gather::setup_impl(const Variables& in, const Variables& out) {
   const int b = opts_.batch_dims;
   if (b < 0 || b > axis || b > ni) {
     throw std::invalid_argument(
-        tag() + "batch_dims " + std::to_string(b) +
-        " must be in [0, min(axis, indices dimensions)] = [0, " +
-        std::to_string(std::min(axis, ni)) + "] for x with shape " +
-        shape_str(x) + " and indices with shape " + shape_str(idx));
+        msg(tag(), "batch_dims ", b,
+            " must be in [0, min(axis, indices dimensions)] = [0, ",
+            std::min(axis, ni), "] for x with shape ", shape_str(x),
+            " and indices with shape ", shape_str(idx)));
   }
   for (int d = 0; d < b; ++d) {
     if (x[d] != idx[d]) {
       throw std::invalid_argument(
-          tag() + "x with shape " + shape_str(x) + " and indices with shape " +
-          shape_str(idx) + " must match on the " + std::to_string(b) +
-          " batch dimensions, but differ on axis " + std::to_string(d));
+          msg(tag(), "x with shape ", shape_str(x), " and indices with shape ",
+              shape_str(idx), " must match on the ", b,
+              " batch dimensions, but differ on axis ", d));
     }
   }
   batch_ = shape_size(x, 0, b);
@@ -56,19 +58,18 @@ void OneHot::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   const Shape& s = opts_.shape;
   if (s.empty()) {
-    throw std::invalid_argument(tag() + "shape must not be empty");
+    throw std::invalid_argument(msg(tag(), "shape must not be empty"));
   }
   for (int64_t d : s) {
     if (d <= 0) {
-      throw std::invalid_argument(tag() + "shape " + shape_str(s) +
-                                  " must have positive sizes");
+      throw std::invalid_argument(
+          msg(tag(), "shape ", shape_str(s), " must have positive sizes"));
     }
   }
   if (x.empty() || x.back() != static_cast<int64_t>(s.size())) {
-    throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
-                                " must have a last axis of " +
-                                std::to_string(s.size()) +
-                                " ids, one per axis of shape " + shape_str(s));
+    throw std::invalid_argument(
+        msg(tag(), "x with shape ", shape_str(x), " must have a last axis of ",
+            s.size(), " ids, one per axis of shape ", shape_str(s)));
   }
   Shape y(x.begin(), x.end() - 1);
   y.insert(y.end(), s.begin(), s.end());
@@ -80,11 +81,11 @@ void Where::setup_impl(const Variables& in, const Variables& out) {
   const Shape& t = in[1]->shape();
   const Shape& f = in[2]->shape();
   if (t != f) {
-    throw std::invalid_argument(tag() + "x_true with shape " + shape_str(t) +
-                                " and x_false with shape " + shape_str(f) +
-                                " must have one shape: where does not "
-                                "broadcast them (F::broadcast both to the "
-                                "shape you want first)");
+    throw std::invalid_argument(msg(tag(), "x_true with shape ", shape_str(t),
+                                    " and x_false with shape ", shape_str(f),
+                                    " must have one shape: where does not "
+                                    "broadcast them (F::broadcast both to the "
+                                    "shape you want first)"));
   }
   bool ok = c.size() <= t.size();
   for (size_t i = 0; ok && i < c.size(); ++i) {
@@ -92,9 +93,9 @@ void Where::setup_impl(const Variables& in, const Variables& out) {
     ok = cd == td || cd == 1;
   }
   if (!ok) {
-    throw std::invalid_argument(tag() + "condition with shape " + shape_str(c) +
-                                " cannot broadcast to x_true with shape " +
-                                shape_str(t));
+    throw std::invalid_argument(
+        msg(tag(), "condition with shape ", shape_str(c),
+            " cannot broadcast to x_true with shape ", shape_str(t)));
   }
   out[0]->reshape(t);
 }
@@ -129,8 +130,8 @@ VariablePtr embed(const VariablePtr& x, int64_t n_inputs, int64_t n_features,
                   ParameterScope scope, const Initializer& w_init) {
   if (n_inputs <= 0 || n_features <= 0) {
     throw std::invalid_argument(
-        "[embed] n_inputs and n_features must be positive, got " +
-        std::to_string(n_inputs) + " and " + std::to_string(n_features));
+        msg("[embed] n_inputs and n_features must be positive, got ", n_inputs,
+            " and ", n_features));
   }
   const float lim = std::sqrt(3.0f);
   auto W = scope["embed"].get_or_create(

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
 
 namespace mg {
@@ -53,34 +54,33 @@ void Interpolate::setup_impl(const Variables& in, const Variables& out) {
   const int ns = static_cast<int>(size.size());
   const int last = opts_.channel_last ? nd - 1 : nd;  // one past the resized
   if (opts_.mode != "nearest" && opts_.mode != "linear") {
-    throw std::invalid_argument(tag() + "mode '" + opts_.mode +
-                                "' is not one of nearest, linear");
+    throw std::invalid_argument(
+        msg(tag(), "mode '", opts_.mode, "' is not one of nearest, linear"));
   }
   if (opts_.align_corners && opts_.half_pixel) {
     throw std::invalid_argument(
-        tag() + "align_corners and half_pixel cannot both be true");
+        msg(tag(), "align_corners and half_pixel cannot both be true"));
   }
   if (ns == 0 || ns > last) {
     throw std::invalid_argument(
-        tag() + "output_size " + shape_str(size) + " must have " +
-        (last <= 1 ? std::string("1 value")
-                   : "1 to " + std::to_string(last) + " values") +
-        ", one per resized axis of x with shape " + shape_str(x) +
-        (opts_.channel_last ? " (channel_last)" : ""));
+        msg(tag(), "output_size ", shape_str(size), " must have ",
+            (last <= 1 ? std::string("1 value")
+                       : "1 to " + std::to_string(last) + " values"),
+            ", one per resized axis of x with shape ", shape_str(x),
+            (opts_.channel_last ? " (channel_last)" : "")));
   }
   Shape y = x;
   axes_.clear();
   for (int i = 0; i < ns; ++i) {
     const int a = last - ns + i;
     if (size[i] <= 0) {
-      throw std::invalid_argument(tag() + "output_size " + shape_str(size) +
-                                  " must be positive");
+      throw std::invalid_argument(
+          msg(tag(), "output_size ", shape_str(size), " must be positive"));
     }
     if (x[a] == 0) {
-      throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
-                                  " is empty along axis " + std::to_string(a) +
-                                  ", which output_size " + shape_str(size) +
-                                  " resizes to " + std::to_string(size[i]));
+      throw std::invalid_argument(msg(
+          tag(), "x with shape ", shape_str(x), " is empty along axis ", a,
+          ", which output_size ", shape_str(size), " resizes to ", size[i]));
     }
     y[a] = size[i];
     axes_.push_back(resized_axis(a, x[a], size[i], opts_));

@@ -17,21 +17,21 @@ void check_label_shape(const Shape& x, const Shape& t, const AxisSplit& s,
   Shape expected = x;
   expected[s.axis] = 1;
   if (t != expected) {
-    throw std::invalid_argument(
-        tag + "x with shape " + shape_str(x) + " and t with shape " +
-        shape_str(t) + " do not match: t holds one class label per position, " +
-        "so it must have shape " + shape_str(expected) + " (x's shape with 1 " +
-        "at axis " + std::to_string(s.axis) + ")");
+    throw std::invalid_argument(msg(
+        tag, "x with shape ", shape_str(x), " and t with shape ", shape_str(t),
+        " do not match: t holds one class label per position, so it must have "
+        "shape ",
+        shape_str(expected), " (x's shape with 1 at axis ", s.axis, ")"));
   }
 }
 
 void check_same_shape(const Variables& in, const char* a, const char* b,
                       const std::string& tag) {
   if (in[0]->shape() != in[1]->shape()) {
-    throw std::invalid_argument(tag + a + " with shape " +
-                                shape_str(in[0]->shape()) + " and " + b +
-                                " with shape " + shape_str(in[1]->shape()) +
-                                " must have the same shape");
+    throw std::invalid_argument(msg(tag, a, " with shape ",
+                                    shape_str(in[0]->shape()), " and ", b,
+                                    " with shape ", shape_str(in[1]->shape()),
+                                    " must have the same shape"));
   }
 }
 
@@ -75,8 +75,8 @@ void TopNError::setup_impl(const Variables& in, const Variables& out) {
   split_ = split_at_axis(in[0]->shape(), opts_.axis, tag());
   check_label_shape(in[0]->shape(), in[1]->shape(), split_, tag());
   if (opts_.n < 1) {
-    throw std::invalid_argument(tag() + "n must be at least 1, got " +
-                                std::to_string(opts_.n));
+    throw std::invalid_argument(
+        msg(tag(), "n must be at least 1, got ", opts_.n));
   }
   out[0]->reshape(in[1]->shape());
 }

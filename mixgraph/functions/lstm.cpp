@@ -23,20 +23,20 @@ std::pair<VariablePtr, VariablePtr> lstm_cell(const VariablePtr& x,
                                               ParameterScope scope) {
   const std::string tag = "[lstm_cell] ";
   if (!x || !h || !c)
-    throw std::invalid_argument(tag + "x, h and c must be set");
+    throw std::invalid_argument(msg(tag, "x, h and c must be set"));
   const Shape& xs = x->shape();
   if (xs.size() != 2 || state_size <= 0) {
-    throw std::invalid_argument(tag + "x with shape " + shape_str(xs) +
-                                " must be (N, I) and state_size (" +
-                                std::to_string(state_size) + ") positive");
+    throw std::invalid_argument(msg(tag, "x with shape ", shape_str(xs),
+                                    " must be (N, I) and state_size (",
+                                    state_size, ") positive"));
   }
   const Shape state{xs[0], state_size};
   for (const auto& [name, v] : {std::pair{"h", h}, std::pair{"c", c}}) {
     if (v->shape() != state) {
       throw std::invalid_argument(
-          tag + name + " with shape " + shape_str(v->shape()) + " must be " +
-          shape_str(state) + " for x with shape " + shape_str(xs) +
-          " and state_size " + std::to_string(state_size));
+          msg(tag, name, " with shape ", shape_str(v->shape()), " must be ",
+              shape_str(state), " for x with shape ", shape_str(xs),
+              " and state_size ", state_size));
     }
   }
   // NNabla's lstm_cell: <scope>/lstm/affine/W of (I + H, 4, state_size)
@@ -62,8 +62,8 @@ std::tuple<VariablePtr, VariablePtr, VariablePtr> lstm(const VariablePtr& x,
                                                        ParameterScope scope) {
   if (!x || x->shape().size() != 3 || x->shape()[0] == 0) {
     throw std::invalid_argument(
-        "[lstm] x must be a (T, N, I) sequence with T > 0, got shape " +
-        (x ? shape_str(x->shape()) : std::string("null")));
+        msg("[lstm] x must be a (T, N, I) sequence with T > 0, got shape ",
+            (x ? shape_str(x->shape()) : std::string("null"))));
   }
   if (hidden <= 0) {
     throw std::invalid_argument(

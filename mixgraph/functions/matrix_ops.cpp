@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
 
 namespace mg {
@@ -9,8 +10,8 @@ namespace mg {
 void MatrixDiag::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   if (x.empty()) {
-    throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
-                                " needs at least 1 axis");
+    throw std::invalid_argument(
+        msg(tag(), "x with shape ", shape_str(x), " needs at least 1 axis"));
   }
   m_ = x.back();
   rows_ = m_ ? shape_size(x) / m_ : 0;
@@ -23,9 +24,9 @@ void MatrixDiagPart::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   const size_t nd = x.size();
   if (nd < 2 || x[nd - 1] != x[nd - 2]) {
-    throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
-                                " must end in two axes of one size (square "
-                                "matrices)");
+    throw std::invalid_argument(msg(tag(), "x with shape ", shape_str(x),
+                                    " must end in two axes of one size (square "
+                                    "matrices)"));
   }
   m_ = x.back();
   rows_ = m_ ? shape_size(x) / (m_ * m_) : 0;
@@ -35,8 +36,8 @@ void MatrixDiagPart::setup_impl(const Variables& in, const Variables& out) {
 void EyeLike::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   if (x.size() != 2) {
-    throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
-                                " must be 2-D");
+    throw std::invalid_argument(
+        msg(tag(), "x with shape ", shape_str(x), " must be 2-D"));
   }
   out[0]->reshape(x);
 }

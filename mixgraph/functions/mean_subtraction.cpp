@@ -51,7 +51,7 @@ namespace parametric_functions {
 VariablePtr mean_subtraction(const VariablePtr& x, ParameterScope scope,
                              int base_axis, bool update_running_mean) {
   const std::string tag = decl::MeanSubtraction.tag();
-  if (!x) throw std::invalid_argument(tag + "x is a null variable");
+  if (!x) throw std::invalid_argument(msg(tag, "x is a null variable"));
   const Shape& xs = x->shape();
   if (base_axis < 0 || base_axis >= static_cast<int>(xs.size())) {
     throw std::invalid_argument(msg(tag, "base_axis ", base_axis,

@@ -1,3 +1,4 @@
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/min_argmax.hpp>
 #include <stdexcept>
@@ -11,9 +12,9 @@ void check_not_empty(const Shape& x, const std::vector<int>& axes,
                      const std::string& tag) {
   for (int a : axes) {
     if (x[a] == 0) {
-      throw std::invalid_argument(tag + "x with shape " + shape_str(x) +
-                                  " has no elements on axis " +
-                                  std::to_string(a) + " to pick from");
+      throw std::invalid_argument(msg(tag, "x with shape ", shape_str(x),
+                                      " has no elements on axis ", a,
+                                      " to pick from"));
     }
   }
 }

@@ -30,14 +30,8 @@ void NormNormalization::setup_impl(const Variables& in, const Variables& out) {
     throw std::invalid_argument(
         msg(tag(), "p ", opts_.p, " must be at least 1"));
   }
-  const int nd = in[0]->ndim();
-  reduced_.assign(nd, opts_.axes.empty());
-  for (int a : opts_.axes) {
-    const int k = normalize_axis(a, nd, tag());
-    if (reduced_[k]) {
-      throw std::invalid_argument(
-          msg(tag(), "axis ", a, " is given twice in axes"));
-    }
+  reduced_.assign(in[0]->ndim(), opts_.axes.empty());
+  for (int k : axes_of_shape(opts_.axes, in[0]->shape(), tag())) {
     reduced_[k] = true;
   }
   out[0]->reshape(in[0]->shape());
@@ -106,7 +100,7 @@ namespace parametric_functions {
 VariablePtr weight_normalization(const VariablePtr& w, ParameterScope scope,
                                  int dim, float eps, bool fix_parameters) {
   const std::string tag = decl::WeightNormalization.tag();
-  if (!w) throw std::invalid_argument(tag + "w is a null variable");
+  if (!w) throw std::invalid_argument(msg(tag, "w is a null variable"));
   int64_t outer = 0, rows = 0, inner = 0;
   split_at_dim(tag, w->shape(), dim, &outer, &rows, &inner);
   // g starts at w's norms along dim (NNabla's
@@ -138,7 +132,7 @@ VariablePtr weight_normalization(const VariablePtr& w, ParameterScope scope,
 VariablePtr spectral_norm(const VariablePtr& w, ParameterScope scope, int dim,
                           int itr, float eps, bool test) {
   const std::string tag = decl::SpectralNorm.tag();
-  if (!w) throw std::invalid_argument(tag + "w is a null variable");
+  if (!w) throw std::invalid_argument(msg(tag, "w is a null variable"));
   int64_t outer = 0, rows = 0, inner = 0;
   split_at_dim(tag, w->shape(), dim, &outer, &rows, &inner);
   auto u = scope["spectral-norm"].get_or_create(

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/normalization.hpp>
 #include <stdexcept>
@@ -7,35 +8,9 @@ namespace mg {
 
 namespace {
 
-std::string ints_str(const std::vector<int>& v) {
-  return shape_str(Shape(v.begin(), v.end()));
-}
-
-// The axes of option `what` in [0, ndim), checked for range and repeats.
-std::vector<int> checked_axes(const char* what, const std::vector<int>& axes,
-                              const Shape& x, const std::string& tag) {
-  const int nd = static_cast<int>(x.size());
-  std::vector<int> out;
-  for (int a : axes) {
-    const int n = a < 0 ? a + nd : a;
-    if (n < 0 || n >= nd) {
-      throw std::invalid_argument(
-          tag + what + " " + ints_str(axes) + " has axis " + std::to_string(a) +
-          ", out of range for x with shape " + shape_str(x));
-    }
-    if (std::find(out.begin(), out.end(), n) != out.end()) {
-      throw std::invalid_argument(tag + what + " " + ints_str(axes) +
-                                  " names axis " + std::to_string(n) +
-                                  " twice");
-    }
-    out.push_back(n);
-  }
-  return out;
-}
-
 std::vector<int> batch_axes(const std::vector<int>& axes, const Shape& x,
                             const std::string& tag) {
-  return checked_axes("batch_axis", axes, x, tag);
+  return axes_of_shape(axes, x, tag, "batch_axis");
 }
 
 // The channel axis in [0, ndim), not one of the batch axes.
@@ -43,8 +18,8 @@ int channel_axis_of(int axis, const std::vector<int>& batch, const Shape& x,
                     const std::string& tag) {
   const int n = axis_of_shape(axis, x, tag, "channel_axis");
   if (std::find(batch.begin(), batch.end(), n) != batch.end()) {
-    throw std::invalid_argument(tag + "channel_axis " + std::to_string(axis) +
-                                " is also a batch axis");
+    throw std::invalid_argument(
+        msg(tag, "channel_axis ", axis, " is also a batch axis"));
   }
   return n;
 }
@@ -63,11 +38,10 @@ void Normalization::setup_impl(const Variables& in, const Variables& out) {
   const size_t expected = 1 + !no_bias_ + !no_scale_;
   if (in.size() != expected) {
     throw std::invalid_argument(
-        tag() + "takes " + std::to_string(expected) + " inputs (x" +
-        (no_bias_ ? "" : ", beta") + (no_scale_ ? "" : ", gamma") +
-        ") with no_bias " + (no_bias_ ? "true" : "false") + " and no_scale " +
-        (no_scale_ ? "true" : "false") + ", but got " +
-        std::to_string(in.size()));
+        msg(tag(), "takes ", expected, " inputs (x", (no_bias_ ? "" : ", beta"),
+            (no_scale_ ? "" : ", gamma"), ") with no_bias ",
+            (no_bias_ ? "true" : "false"), " and no_scale ",
+            (no_scale_ ? "true" : "false"), ", but got ", in.size()));
   }
   layout_ = layout(x);
   for (int i : {beta_index(), gamma_index()}) {
@@ -77,9 +51,9 @@ void Normalization::setup_impl(const Variables& in, const Variables& out) {
     for (size_t d = 0; ok && d < p.size(); ++d) ok = p[d] == 1 || p[d] == x[d];
     if (!ok) {
       throw std::invalid_argument(
-          tag() + (i == beta_index() ? "beta" : "gamma") + " with shape " +
-          shape_str(p) + " must have the dimensions of x with shape " +
-          shape_str(x) + ", each 1 or x's size");
+          msg(tag(), (i == beta_index() ? "beta" : "gamma"), " with shape ",
+              shape_str(p), " must have the dimensions of x with shape ",
+              shape_str(x), ", each 1 or x's size"));
     }
   }
   out[0]->reshape(x);
@@ -101,7 +75,7 @@ Normalization::Layout InstanceNormalization::layout(const Shape& x) const {
 
 Normalization::Layout TensorNormalization::layout(const Shape& x) const {
   Layout l{x, std::vector<bool>(x.size(), false)};
-  for (int a : checked_axes("axes", opts_.axes, x, tag())) l.kept[a] = true;
+  for (int a : axes_of_shape(opts_.axes, x, tag())) l.kept[a] = true;
   return l;
 }
 
@@ -116,11 +90,9 @@ Normalization::Layout GroupNormalization::layout(const Shape& x) const {
   const int c = channel_axis_of(opts_.channel_axis, batch, x, tag());
   const int g = opts_.num_groups;
   if (g <= 0 || x[c] % g != 0) {
-    throw std::invalid_argument(tag() + "num_groups " + std::to_string(g) +
-                                " must be positive and divide the " +
-                                std::to_string(x[c]) +
-                                " channels of x with shape " + shape_str(x) +
-                                " on axis " + std::to_string(c));
+    throw std::invalid_argument(
+        msg(tag(), "num_groups ", g, " must be positive and divide the ", x[c],
+            " channels of x with shape ", shape_str(x), " on axis ", c));
   }
   // The channel axis c becomes (groups, channels per group) at c and c + 1.
   Layout l;
@@ -216,7 +188,7 @@ std::pair<VariablePtr, VariablePtr> beta_gamma(ParameterScope scope,
 
 const Shape& shape_of(const VariablePtr& x, const char* tag) {
   if (!x)
-    throw std::invalid_argument(std::string(tag) + "x is a null variable");
+    throw std::invalid_argument(msg(std::string(tag), "x is a null variable"));
   return x->shape();
 }
 

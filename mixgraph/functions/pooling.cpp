@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/convolution.hpp>  // detail::per_axis
 
@@ -22,19 +23,19 @@ void Pooling::setup_impl(const Variables& in, const Variables& out) {
   const auto& opts = args_.options;
   detail::check_channel_first(tag(), opts.channel_last);
   if (kernel.empty() || kernel.size() > 3) {
-    throw std::invalid_argument(tag() + "kernel " + shape_str(kernel) +
-                                " must have 1 to 3 values, one per pooled "
-                                "axis");
+    throw std::invalid_argument(msg(tag(), "kernel ", shape_str(kernel),
+                                    " must have 1 to 3 values, one per pooled "
+                                    "axis"));
   }
   if (kernel.size() > x.size()) {
-    throw std::invalid_argument(tag() + "kernel " + shape_str(kernel) +
-                                " has more axes than x with shape " +
-                                shape_str(x));
+    throw std::invalid_argument(msg(tag(), "kernel ", shape_str(kernel),
+                                    " has more axes than x with shape ",
+                                    shape_str(x)));
   }
   for (int64_t k : kernel) {
     if (k <= 0) {
-      throw std::invalid_argument(tag() + "kernel " + shape_str(kernel) +
-                                  " must be positive");
+      throw std::invalid_argument(
+          msg(tag(), "kernel ", shape_str(kernel), " must be positive"));
     }
   }
   const size_t axes = kernel.size();
@@ -50,11 +51,10 @@ void Pooling::setup_impl(const Variables& in, const Variables& out) {
   for (size_t i = 0; i < axes; ++i) {
     const int64_t padded = g.in[i] + 2 * g.pad[i];
     if (opts.ignore_border && kernel[i] > padded) {
-      throw std::invalid_argument(
-          tag() + "kernel " + shape_str(kernel) +
-          " is larger than x with shape " + shape_str(x) + " padded by " +
-          shape_str(g.pad) + " along pooled axis " + std::to_string(i) + " (" +
-          std::to_string(kernel[i]) + " > " + std::to_string(padded) + ")");
+      throw std::invalid_argument(msg(
+          tag(), "kernel ", shape_str(kernel), " is larger than x with shape ",
+          shape_str(x), " padded by ", shape_str(g.pad), " along pooled axis ",
+          i, " (", kernel[i], " > ", padded, ")"));
     }
     g.out.push_back(opts.ignore_border
                         ? (padded - kernel[i]) / g.stride[i] + 1
@@ -70,8 +70,9 @@ void GlobalAveragePooling::setup_impl(const Variables& in,
                                       const Variables& out) {
   const Shape& x = in[0]->shape();
   if (x.size() < 2) {
-    throw std::invalid_argument(tag() + "x with shape " + shape_str(x) +
-                                " must have at least 2 dimensions (N, C, ...)");
+    throw std::invalid_argument(
+        msg(tag(), "x with shape ", shape_str(x),
+            " must have at least 2 dimensions (N, C, ...)"));
   }
   rows_ = x[0] * x[1];
   size_ = shape_size(x, 2, static_cast<int>(x.size()));

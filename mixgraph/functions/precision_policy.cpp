@@ -53,7 +53,7 @@ void PrecisionPolicy::load_string(const std::string& yaml,
   try {
     root = YAML::Load(yaml);
   } catch (const YAML::Exception& e) {
-    throw std::invalid_argument(where(e.mark) + e.msg);
+    throw std::invalid_argument(msg(where(e.mark), e.msg));
   }
   std::map<std::string, Precision> overrides;
   if (root.IsNull()) {  // an empty file: no overrides
@@ -74,27 +74,28 @@ void PrecisionPolicy::load_string(const std::string& yaml,
       p = Precision::float32;
     } else if (key == "accumulate_float") {
       throw std::invalid_argument(
-          where(kv.first.Mark()) +
-          "'accumulate_float' is no longer a category: every function sums "
-          "in fp32 already; list these functions under 'reduced'");
+          msg(where(kv.first.Mark()),
+              "'accumulate_float' is no longer a category: every function sums "
+              "in fp32 already; list these functions under 'reduced'"));
     } else {
-      throw std::invalid_argument(where(kv.first.Mark()) + "unknown key '" +
-                                  key + "'; expected reduced or float");
+      throw std::invalid_argument(msg(where(kv.first.Mark()), "unknown key '",
+                                      key, "'; expected reduced or float"));
     }
     if (!kv.second.IsSequence()) {
-      throw std::invalid_argument(where(kv.second.Mark()) + "'" + key +
-                                  "' must be a list of function names");
+      throw std::invalid_argument(msg(where(kv.second.Mark()), "'", key,
+                                      "' must be a list of function names"));
     }
     for (const auto& item : kv.second) {
       const std::string name = item.as<std::string>();
       if (!FunctionRegistry::instance().has(name)) {
         throw std::invalid_argument(
-            where(item.Mark()) + "unknown function '" + name + "'" +
-            did_you_mean(FunctionRegistry::instance().names(), name));
+            msg(where(item.Mark()), "unknown function '", name, "'",
+                did_you_mean(FunctionRegistry::instance().names(), name)));
       }
       if (overrides.count(name) && overrides[name] != p) {
-        throw std::invalid_argument(where(item.Mark()) + "'" + name +
-                                    "' is listed under both reduced and float");
+        throw std::invalid_argument(
+            msg(where(item.Mark()), "'", name,
+                "' is listed under both reduced and float"));
       }
       overrides[name] = p;
     }
@@ -105,7 +106,8 @@ void PrecisionPolicy::load_string(const std::string& yaml,
 void PrecisionPolicy::load_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
-    throw std::invalid_argument("[PrecisionPolicy] cannot open '" + path + "'");
+    throw std::invalid_argument(
+        msg("[PrecisionPolicy] cannot open '", path, "'"));
   }
   std::stringstream ss;
   ss << in.rdbuf();

@@ -131,7 +131,7 @@ void QuantizedWeightLayer::setup_inner(const FunctionDecl& decl,
   try {
     inner_->setup(inner_inputs(in), out);
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(tag() + e.what());
+    throw std::invalid_argument(msg(tag(), e.what()));
   }
 }
 
@@ -350,7 +350,7 @@ struct AffineLayer {
 AffineLayer affine_layer(const std::string& tag, const VariablePtr& x,
                          int64_t n_outmaps, ParameterScope layer,
                          const QuantizedAffineParams& p) {
-  if (!x) throw std::invalid_argument(tag + "x is a null variable");
+  if (!x) throw std::invalid_argument(msg(tag, "x is a null variable"));
   const Shape& xs = x->shape();
   if (p.base_axis < 0 || p.base_axis >= static_cast<int>(xs.size())) {
     throw std::invalid_argument(msg(tag, "base_axis ", p.base_axis,

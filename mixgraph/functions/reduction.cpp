@@ -9,41 +9,12 @@
 
 namespace mg {
 
-namespace {
-
-std::string ints_str(const std::vector<int>& v) {
-  std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(v[i]);
-  }
-  if (v.size() == 1) s += ",";
-  return s + ")";
-}
-
-}  // namespace
-
 void Reduction::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   const int nd = static_cast<int>(x.size());
-  axes_.clear();
+  axes_ = axes_of_shape(opts_.axes, x, tag());
   if (opts_.axes.empty()) {
     for (int a = 0; a < nd; ++a) axes_.push_back(a);
-  }
-  for (int a : opts_.axes) {
-    if (a < -nd || a >= nd) {
-      throw std::invalid_argument(tag() + "axis " + std::to_string(a) +
-                                  " is out of range for x with shape " +
-                                  shape_str(x) + " (" + std::to_string(nd) +
-                                  " dimensions)");
-    }
-    const int n = a < 0 ? a + nd : a;
-    if (std::find(axes_.begin(), axes_.end(), n) != axes_.end()) {
-      throw std::invalid_argument(tag() + "axes " + ints_str(opts_.axes) +
-                                  " name axis " + std::to_string(n) +
-                                  " twice for x with shape " + shape_str(x));
-    }
-    axes_.push_back(n);
   }
   std::sort(axes_.begin(), axes_.end());
   count_ = 1;
@@ -66,9 +37,10 @@ void Extremum::setup_impl(const Variables& in, const Variables& out) {
   // Only the CPU kernel writes the indices; a device kernel would write y
   // alone, so the request is refused rather than half met.
   if (indices && backend().name != "cpu") {
-    throw std::invalid_argument(tag() + "with_index and only_index are " +
-                                "implemented on the CPU only, not on " +
-                                backend().str());
+    throw std::invalid_argument(msg(
+        tag(),
+        "with_index and only_index are implemented on the CPU only, not on ",
+        backend().str()));
   }
   if (out.size() == 2) out[1]->reshape(out[0]->shape());
 }
@@ -77,10 +49,9 @@ void Max::setup_impl(const Variables& in, const Variables& out) {
   Extremum::setup_impl(in, out);
   for (int a : axes_) {
     if (in[0]->shape()[a] == 0) {
-      throw std::invalid_argument(tag() + "x with shape " +
-                                  shape_str(in[0]->shape()) +
-                                  " has no elements on axis " +
-                                  std::to_string(a) + " to take the max of");
+      throw std::invalid_argument(
+          msg(tag(), "x with shape ", shape_str(in[0]->shape()),
+              " has no elements on axis ", a, " to take the max of"));
     }
   }
 }

@@ -5,21 +5,15 @@
 #include <stdexcept>
 
 #include <mixgraph/contexts/strings.hpp>
-#include <mixgraph/functions/cpu/cpu_functions.hpp>
+#include <mixgraph/functions/backends.hpp>
 #include <mixgraph/functions/precision_policy.hpp>
-#ifdef MIXGRAPH_WITH_CUDA
-#include <mixgraph/functions/cuda/cuda_functions.hpp>  // no CUDA headers
-#endif
 
 namespace mg {
 
 FunctionRegistry& FunctionRegistry::instance() {
   static FunctionRegistry* registry = [] {
     auto* r = new FunctionRegistry();
-    cpu::register_cpu_functions(*r);
-#ifdef MIXGRAPH_WITH_CUDA
-    cuda::register_cuda_functions(*r);
-#endif
+    register_backends(*r);
     return r;
   }();
   return *registry;

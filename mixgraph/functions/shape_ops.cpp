@@ -3,17 +3,10 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
 
 namespace mg {
-
-namespace {
-
-std::string ints_str(const std::vector<int>& v) {
-  return shape_str(Shape(v.begin(), v.end()));
-}
-
-}  // namespace
 
 void Reshape::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
@@ -24,14 +17,14 @@ void Reshape::setup_impl(const Variables& in, const Variables& out) {
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == -1) {
       if (infer >= 0) {
-        throw std::invalid_argument(tag() + "shape " + shape_str(s) +
-                                    " has more than one -1");
+        throw std::invalid_argument(
+            msg(tag(), "shape ", shape_str(s), " has more than one -1"));
       }
       infer = static_cast<int>(i);
     } else if (s[i] < 0) {
-      throw std::invalid_argument(
-          tag() + "shape " + shape_str(s) + " has a negative dimension " +
-          std::to_string(s[i]) + "; only -1 (inferred) is allowed");
+      throw std::invalid_argument(msg(tag(), "shape ", shape_str(s),
+                                      " has a negative dimension ", s[i],
+                                      "; only -1 (inferred) is allowed"));
     } else {
       known *= s[i];
     }
@@ -40,19 +33,19 @@ void Reshape::setup_impl(const Variables& in, const Variables& out) {
                           std::to_string(n) + " elements";
   if (infer >= 0) {
     if (known == 0) {
-      throw std::invalid_argument(has + ", but the -1 in shape " +
-                                  shape_str(s) +
-                                  " cannot be inferred next to a 0 dimension");
+      throw std::invalid_argument(
+          msg(has, ", but the -1 in shape ", shape_str(s),
+              " cannot be inferred next to a 0 dimension"));
     }
     if (n % known != 0) {
-      throw std::invalid_argument(
-          has + ", which is not a multiple of " + std::to_string(known) +
-          ", the size of shape " + shape_str(s) + " without its -1");
+      throw std::invalid_argument(msg(has, ", which is not a multiple of ",
+                                      known, ", the size of shape ",
+                                      shape_str(s), " without its -1"));
     }
     s[infer] = n / known;
   } else if (known != n) {
-    throw std::invalid_argument(has + ", but shape " + shape_str(s) + " has " +
-                                std::to_string(known));
+    throw std::invalid_argument(
+        msg(has, ", but shape ", shape_str(s), " has ", known));
   }
   out[0]->reshape(s);
 }
@@ -62,23 +55,11 @@ void Transpose::setup_impl(const Variables& in, const Variables& out) {
   const int nd = static_cast<int>(x.size());
   const std::vector<int>& axes = opts_.axes;
   if (static_cast<int>(axes.size()) != nd) {
-    throw std::invalid_argument(tag() + "axes " + ints_str(axes) + " has " +
-                                std::to_string(axes.size()) +
-                                " entries, but x with shape " + shape_str(x) +
-                                " has " + std::to_string(nd) + " dimensions");
+    throw std::invalid_argument(msg(tag(), "axes ", ints_str(axes), " has ",
+                                    axes.size(), " entries, but x with shape ",
+                                    shape_str(x), " has ", nd, " dimensions"));
   }
-  perm_.assign(nd, 0);
-  std::vector<bool> seen(nd, false);
-  for (int i = 0; i < nd; ++i) {
-    const int a = axes[i] < 0 ? axes[i] + nd : axes[i];
-    if (a < 0 || a >= nd || seen[a]) {
-      throw std::invalid_argument(
-          tag() + "axes " + ints_str(axes) + " is not a permutation of the " +
-          std::to_string(nd) + " axes of x with shape " + shape_str(x));
-    }
-    seen[a] = true;
-    perm_[i] = a;
-  }
+  perm_ = axes_of_shape(axes, x, tag());  // nd distinct axes: a permutation
   Shape y(nd);
   for (int i = 0; i < nd; ++i) y[i] = x[perm_[i]];
   out[0]->reshape(y);
@@ -88,10 +69,9 @@ void Concatenate::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x0 = in[0]->shape();
   const int nd = static_cast<int>(x0.size());
   if (opts_.axis < -nd || opts_.axis >= nd) {
-    throw std::invalid_argument(tag() + "axis " + std::to_string(opts_.axis) +
-                                " is out of range for x0 with shape " +
-                                shape_str(x0) + " (" + std::to_string(nd) +
-                                " dimensions)");
+    throw std::invalid_argument(msg(tag(), "axis ", opts_.axis,
+                                    " is out of range for x0 with shape ",
+                                    shape_str(x0), " (", nd, " dimensions)"));
   }
   const int axis = opts_.axis < 0 ? opts_.axis + nd : opts_.axis;
   Shape y = x0;
@@ -100,18 +80,16 @@ void Concatenate::setup_impl(const Variables& in, const Variables& out) {
     const std::string name =
         "x" + std::to_string(i) + " with shape " + shape_str(xi);
     if (static_cast<int>(xi.size()) != nd) {
-      throw std::invalid_argument(tag() + name + " has " +
-                                  std::to_string(xi.size()) +
-                                  " dimensions, but x0 with shape " +
-                                  shape_str(x0) + " has " + std::to_string(nd));
+      throw std::invalid_argument(msg(tag(), name, " has ", xi.size(),
+                                      " dimensions, but x0 with shape ",
+                                      shape_str(x0), " has ", nd));
     }
     for (int d = 0; d < nd; ++d) {
       if (d != axis && xi[d] != x0[d]) {
         throw std::invalid_argument(
-            tag() + name + " must match x0 with shape " + shape_str(x0) +
-            " on every axis but the concatenation axis " +
-            std::to_string(axis) + "; axis " + std::to_string(d) + " is " +
-            std::to_string(xi[d]) + " against " + std::to_string(x0[d]));
+            msg(tag(), name, " must match x0 with shape ", shape_str(x0),
+                " on every axis but the concatenation axis ", axis, "; axis ",
+                d, " is ", xi[d], " against ", x0[d]));
       }
     }
     y[axis] += xi[axis];
@@ -128,15 +106,13 @@ void Slice::setup_impl(const Variables& in, const Variables& out) {
   if (opts_.stop.size() != k ||
       (!opts_.step.empty() && opts_.step.size() != k)) {
     throw std::invalid_argument(
-        tag() + "start, stop and step must have the same length, but have " +
-        std::to_string(k) + ", " + std::to_string(opts_.stop.size()) + " and " +
-        std::to_string(opts_.step.size()));
+        msg(tag(), "start, stop and step must have the same length, but have ",
+            k, ", ", opts_.stop.size(), " and ", opts_.step.size()));
   }
   if (static_cast<int>(k) > nd) {
-    throw std::invalid_argument(
-        tag() + "start, stop and step have " + std::to_string(k) +
-        " entries, but x with shape " + shape_str(x) + " has only " +
-        std::to_string(nd) + " dimensions");
+    throw std::invalid_argument(msg(tag(), "start, stop and step have ", k,
+                                    " entries, but x with shape ", shape_str(x),
+                                    " has only ", nd, " dimensions"));
   }
   start_.assign(nd, 0);
   step_.assign(nd, 1);
@@ -150,25 +126,22 @@ void Slice::setup_impl(const Variables& in, const Variables& out) {
     int64_t s = opts_.start[i], e = opts_.stop[i];
     const std::string where =
         " on axis " + std::to_string(a) + " of x with shape " + shape_str(x);
-    if (step == 0) throw std::invalid_argument(tag() + "step is 0" + where);
+    if (step == 0) throw std::invalid_argument(msg(tag(), "step is 0", where));
     if (s < 0) s += n;
     if (e < 0) e += n;
     // A positive step reads [start, stop) with start in [0, n]; a negative
     // one reads (stop, start] with start in [0, n - 1] and stop >= -1.
     const int64_t s_max = step > 0 ? n : n - 1;
     if (s < 0 || s > s_max) {
-      throw std::invalid_argument(
-          tag() + "start " + std::to_string(opts_.start[i]) +
-          " is out of range" + where + "; expected [" + std::to_string(-n) +
-          ", " + std::to_string(s_max) + "] with step " + std::to_string(step));
+      throw std::invalid_argument(msg(tag(), "start ", opts_.start[i],
+                                      " is out of range", where, "; expected [",
+                                      -n, ", ", s_max, "] with step ", step));
     }
     e = std::min(e, s_max);
     if (e < (step > 0 ? 0 : -1)) {
-      throw std::invalid_argument(
-          tag() + "stop " + std::to_string(opts_.stop[i]) + " is out of range" +
-          where + "; expected at least " +
-          std::to_string(step > 0 ? -n : -n - 1) + " with step " +
-          std::to_string(step));
+      throw std::invalid_argument(msg(
+          tag(), "stop ", opts_.stop[i], " is out of range", where,
+          "; expected at least ", step > 0 ? -n : -n - 1, " with step ", step));
     }
     int64_t len = 0;
     if (step > 0 && s < e) len = (e - 1 - s) / step + 1;

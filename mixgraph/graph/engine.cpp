@@ -235,8 +235,8 @@ void Variable::backward(const NdArrayPtr& grad, bool clear_buffer,
   if (grad) {
     if (grad->shape() != shape()) {
       throw std::invalid_argument(
-          "[backward] the grad has shape " + shape_str(grad->shape()) +
-          ", but variable '" + name_ + "' has shape " + shape_str(shape()));
+          msg("[backward] the grad has shape ", shape_str(grad->shape()),
+              ", but variable '", name_, "' has shape ", shape_str(shape())));
     }
     // A copy, not the caller's buffer: the root's grad is the graph's (a
     // later backward(float) fills it), and the caller's array stays theirs.

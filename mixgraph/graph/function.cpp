@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
+
 namespace mg {
 
 std::string shapes_str(const Variables& vars) {
@@ -34,15 +36,14 @@ void Function::setup(const Variables& inputs, const Variables& outputs) {
                                      ? std::to_string(min_inputs())
                                      : std::to_string(min_inputs()) + " to " +
                                            std::to_string(max_inputs());
-    throw std::invalid_argument(tag() + "takes " + expected +
-                                " inputs, but got " + std::to_string(n) +
-                                " with shapes " + shapes_str(inputs));
+    throw std::invalid_argument(msg(tag(), "takes ", expected,
+                                    " inputs, but got ", n, " with shapes ",
+                                    shapes_str(inputs)));
   }
   const int m = num_outputs_for(inputs);
   if (static_cast<int>(outputs.size()) != m) {
-    throw std::invalid_argument(tag() + "has " + std::to_string(m) +
-                                " outputs, but " +
-                                std::to_string(outputs.size()) + " were given");
+    throw std::invalid_argument(
+        msg(tag(), "has ", m, " outputs, but ", outputs.size(), " were given"));
   }
   setup_impl(inputs, outputs);
 }

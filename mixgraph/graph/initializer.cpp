@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/graph/random.hpp>
 
 namespace mg {
@@ -13,9 +14,8 @@ namespace {
 
 void check_fan(int64_t fan, const char* what) {
   if (fan <= 0) {
-    throw std::invalid_argument(std::string("[initializer] ") + what +
-                                " must be positive, got " +
-                                std::to_string(fan));
+    throw std::invalid_argument(
+        msg("[initializer] ", what, " must be positive, got ", fan));
   }
 }
 
@@ -28,8 +28,8 @@ Initializer constant_initializer(float value) {
 Initializer uniform_initializer(float lower, float upper) {
   if (!(lower < upper)) {
     throw std::invalid_argument(
-        "[uniform_initializer] lower " + std::to_string(lower) +
-        " must be below upper " + std::to_string(upper));
+        msg("[uniform_initializer] lower ", std::to_string(lower),
+            " must be below upper ", std::to_string(upper)));
   }
   return [lower, upper](NdArray& a) {
     std::uniform_real_distribution<float> dist(lower, upper);
@@ -40,8 +40,8 @@ Initializer uniform_initializer(float lower, float upper) {
 
 Initializer normal_initializer(float mean, float std) {
   if (!(std >= 0)) {
-    throw std::invalid_argument("[normal_initializer] std must be >= 0, got " +
-                                std::to_string(std));
+    throw std::invalid_argument(msg(
+        "[normal_initializer] std must be >= 0, got ", std::to_string(std)));
   }
   return [mean, std](NdArray& a) {
     std::normal_distribution<float> dist(mean, std);

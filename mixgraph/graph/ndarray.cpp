@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
+
 namespace mg {
 
 namespace {
@@ -9,9 +11,8 @@ namespace {
 void check_shape(const Shape& shape, const char* where) {
   for (auto d : shape) {
     if (d < 0) {
-      throw std::invalid_argument(std::string("[") + where + "] shape " +
-                                  shape_str(shape) +
-                                  " has a negative dimension");
+      throw std::invalid_argument(msg("[", where, "] shape ", shape_str(shape),
+                                      " has a negative dimension"));
     }
   }
 }
@@ -35,8 +36,8 @@ void NdArray::reshape(const Shape& shape) {
 void NdArray::set_array(std::shared_ptr<SyncedArray> array) {
   if (array->size() != static_cast<size_t>(size())) {
     throw std::invalid_argument(
-        "[NdArray::set_array] array of " + std::to_string(array->size()) +
-        " elements cannot back shape " + shape_str(shape_));
+        msg("[NdArray::set_array] array of ", array->size(),
+            " elements cannot back shape ", shape_str(shape_)));
   }
   array_ = std::move(array);
 }

@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include <mixgraph/contexts/strings.hpp>
+
 namespace mg {
 
 struct ParameterScope::Store {
@@ -17,9 +19,9 @@ ParameterScope::ParameterScope(std::shared_ptr<Store> store, std::string prefix)
 
 ParameterScope ParameterScope::operator[](const std::string& name) const {
   if (name.empty() || name.front() == '/' || name.back() == '/') {
-    throw std::invalid_argument("[ParameterScope] scope name '" + name +
-                                "' must be non-empty without a leading or "
-                                "trailing '/'");
+    throw std::invalid_argument(msg("[ParameterScope] scope name '", name,
+                                    "' must be non-empty without a leading or "
+                                    "trailing '/'"));
   }
   return ParameterScope(store_, prefix_ + name + "/");
 }
@@ -36,10 +38,9 @@ VariablePtr ParameterScope::get_or_create(const std::string& name,
                                           bool need_grad) {
   if (VariablePtr v = get(name)) {
     if (v->shape() != shape) {
-      throw std::invalid_argument("[ParameterScope] parameter '" + prefix_ +
-                                  name + "' has shape " +
-                                  shape_str(v->shape()) + ", but " +
-                                  shape_str(shape) + " was requested");
+      throw std::invalid_argument(msg(
+          "[ParameterScope] parameter '", prefix_, name, "' has shape ",
+          shape_str(v->shape()), ", but ", shape_str(shape), " was requested"));
     }
     return v;
   }

@@ -39,20 +39,20 @@ void Variable::reshape(const Shape& shape) {
 
 void Variable::set_data(NdArrayPtr data) {
   if (data->shape() != shape()) {
-    throw std::invalid_argument("[Variable::set_data] variable '" + name_ +
-                                "' has shape " + shape_str(shape()) +
-                                ", but the array has shape " +
-                                shape_str(data->shape()));
+    throw std::invalid_argument(msg("[Variable::set_data] variable '", name_,
+                                    "' has shape ", shape_str(shape()),
+                                    ", but the array has shape ",
+                                    shape_str(data->shape())));
   }
   data_ = std::move(data);
 }
 
 void Variable::set_grad(NdArrayPtr grad) {
   if (grad->shape() != shape()) {
-    throw std::invalid_argument("[Variable::set_grad] variable '" + name_ +
-                                "' has shape " + shape_str(shape()) +
-                                ", but the array has shape " +
-                                shape_str(grad->shape()));
+    throw std::invalid_argument(msg("[Variable::set_grad] variable '", name_,
+                                    "' has shape ", shape_str(shape()),
+                                    ", but the array has shape ",
+                                    shape_str(grad->shape())));
   }
   grad_ = std::move(grad);
 }
@@ -177,8 +177,8 @@ std::vector<VariablePtr> connect(std::shared_ptr<FunctionNode> node,
                                  int num_outputs) {
   for (size_t i = 0; i < node->inputs_.size(); ++i) {
     if (!node->inputs_[i]) {
-      throw std::invalid_argument(node->function().tag() + "input " +
-                                  std::to_string(i) + " is a null variable");
+      throw std::invalid_argument(
+          msg(node->function().tag(), "input ", i, " is a null variable"));
     }
   }
   std::vector<VariablePtr> outputs;

@@ -19,12 +19,13 @@ void check_adabound(const std::string& solver, float alpha, float beta1,
 
 }  // namespace
 
-AdaBound::AdaBound(float alpha, float beta1, float beta2, float eps,
-                   float final_lr, float gamma)
-    : AdaBound("AdaBound", alpha, beta1, beta2, eps, final_lr, gamma) {}
+AdaBoundSolver::AdaBoundSolver(float alpha, float beta1, float beta2, float eps,
+                               float final_lr, float gamma)
+    : AdaBoundSolver("AdaBound", alpha, beta1, beta2, eps, final_lr, gamma) {}
 
-AdaBound::AdaBound(const char* solver, float alpha, float beta1, float beta2,
-                   float eps, float final_lr, float gamma)
+AdaBoundSolver::AdaBoundSolver(const char* solver, float alpha, float beta1,
+                               float beta2, float eps, float final_lr,
+                               float gamma)
     : Solver(alpha),
       beta1_(beta1),
       beta2_(beta2),
@@ -35,7 +36,7 @@ AdaBound::AdaBound(const char* solver, float alpha, float beta1, float beta2,
   check_adabound(solver, alpha, beta1, beta2, eps, final_lr, gamma);
 }
 
-AdaBoundRule AdaBound::rule(uint32_t t, bool bias_correction) const {
+AdaBoundRule AdaBoundSolver::rule(uint32_t t, bool bias_correction) const {
   double alpha_t = learning_rate_;
   if (bias_correction) {
     alpha_t *= std::sqrt(1.0 - std::pow(static_cast<double>(beta2_), t)) /
@@ -52,35 +53,40 @@ AdaBoundRule AdaBound::rule(uint32_t t, bool bias_correction) const {
                       static_cast<float>(final_lr * (1.0 + 1.0 / gt))};
 }
 
-void AdaBound::update_impl(const UpdateContext& ctx, float* w, const float* g,
-                           SolverState& state, int64_t n) {
+void AdaBoundSolver::update_impl(const UpdateContext& ctx, float* w,
+                                 const float* g, SolverState& state,
+                                 int64_t n) {
   apply_rule(ctx, rule(state.t, true), n, w, g, state_data(ctx, state, "mean"),
              state_data(ctx, state, "var"));
 }
 
-AMSBound::AMSBound(float alpha, float beta1, float beta2, float eps,
-                   float final_lr, float gamma, bool bias_correction)
-    : AdaBound("AMSBound", alpha, beta1, beta2, eps, final_lr, gamma),
+AMSBoundSolver::AMSBoundSolver(float alpha, float beta1, float beta2, float eps,
+                               float final_lr, float gamma,
+                               bool bias_correction)
+    : AdaBoundSolver("AMSBound", alpha, beta1, beta2, eps, final_lr, gamma),
       bias_correction_(bias_correction) {}
 
-void AMSBound::update_impl(const UpdateContext& ctx, float* w, const float* g,
-                           SolverState& state, int64_t n) {
+void AMSBoundSolver::update_impl(const UpdateContext& ctx, float* w,
+                                 const float* g, SolverState& state,
+                                 int64_t n) {
   apply_rule(ctx, rule(state.t, bias_correction_), n, w, g,
              state_data(ctx, state, "m"), state_data(ctx, state, "v"),
              state_data(ctx, state, "v_hat"));
 }
 
 namespace solvers {
-std::shared_ptr<mg::AdaBound> AdaBound(float alpha, float beta1, float beta2,
-                                       float eps, float final_lr, float gamma) {
-  return std::make_shared<mg::AdaBound>(alpha, beta1, beta2, eps, final_lr,
-                                        gamma);
+std::shared_ptr<mg::AdaBoundSolver> AdaBound(float alpha, float beta1,
+                                             float beta2, float eps,
+                                             float final_lr, float gamma) {
+  return std::make_shared<mg::AdaBoundSolver>(alpha, beta1, beta2, eps,
+                                              final_lr, gamma);
 }
-std::shared_ptr<mg::AMSBound> AMSBound(float alpha, float beta1, float beta2,
-                                       float eps, float final_lr, float gamma,
-                                       bool bias_correction) {
-  return std::make_shared<mg::AMSBound>(alpha, beta1, beta2, eps, final_lr,
-                                        gamma, bias_correction);
+std::shared_ptr<mg::AMSBoundSolver> AMSBound(float alpha, float beta1,
+                                             float beta2, float eps,
+                                             float final_lr, float gamma,
+                                             bool bias_correction) {
+  return std::make_shared<mg::AMSBoundSolver>(alpha, beta1, beta2, eps,
+                                              final_lr, gamma, bias_correction);
 }
 }  // namespace solvers
 

@@ -38,11 +38,11 @@ struct AdaBoundRule {
 /// alpha_t = alpha sqrt(1 - b2^t) / (1 - b1^t) per unit of sqrt(v) is
 /// clipped to [final_lr (1 - 1 / (gamma t + 1)), final_lr (1 + 1 / (gamma t))],
 /// with final_lr scaled by alpha / initial alpha to follow the schedule.
-class AdaBound : public Solver {
+class AdaBoundSolver : public Solver {
  public:
-  explicit AdaBound(float alpha = 1e-3f, float beta1 = 0.9f,
-                    float beta2 = 0.999f, float eps = 1e-8f,
-                    float final_lr = 0.1f, float gamma = 1e-3f);
+  explicit AdaBoundSolver(float alpha = 1e-3f, float beta1 = 0.9f,
+                          float beta2 = 0.999f, float eps = 1e-8f,
+                          float final_lr = 0.1f, float gamma = 1e-3f);
   std::string name() const override { return "AdaBound"; }
   std::vector<std::string> state_names() const override {
     return {"mean", "var"};
@@ -50,8 +50,8 @@ class AdaBound : public Solver {
 
  protected:
   /// Checks the hyper-parameters in the name of `solver`.
-  AdaBound(const char* solver, float alpha, float beta1, float beta2, float eps,
-           float final_lr, float gamma);
+  AdaBoundSolver(const char* solver, float alpha, float beta1, float beta2,
+                 float eps, float final_lr, float gamma);
   bool elementwise_update() const override { return true; }
   void update_impl(const UpdateContext& ctx, float* w, const float* g,
                    SolverState& state, int64_t n) override;
@@ -62,12 +62,12 @@ class AdaBound : public Solver {
 
 /// AMSBound (Luo et al.): AdaBound over AMSGRAD's max of v; states "m",
 /// "v" and "v_hat". alpha_t is alpha unless bias_correction is set.
-class AMSBound : public AdaBound {
+class AMSBoundSolver : public AdaBoundSolver {
  public:
-  explicit AMSBound(float alpha = 1e-3f, float beta1 = 0.9f,
-                    float beta2 = 0.999f, float eps = 1e-8f,
-                    float final_lr = 0.1f, float gamma = 1e-3f,
-                    bool bias_correction = false);
+  explicit AMSBoundSolver(float alpha = 1e-3f, float beta1 = 0.9f,
+                          float beta2 = 0.999f, float eps = 1e-8f,
+                          float final_lr = 0.1f, float gamma = 1e-3f,
+                          bool bias_correction = false);
   std::string name() const override { return "AMSBound"; }
   std::vector<std::string> state_names() const override {
     return {"m", "v", "v_hat"};
@@ -81,13 +81,13 @@ class AMSBound : public AdaBound {
 };
 
 namespace solvers {
-std::shared_ptr<AdaBound> AdaBound(float alpha = 1e-3f, float beta1 = 0.9f,
-                                   float beta2 = 0.999f, float eps = 1e-8f,
-                                   float final_lr = 0.1f, float gamma = 1e-3f);
-std::shared_ptr<AMSBound> AMSBound(float alpha = 1e-3f, float beta1 = 0.9f,
-                                   float beta2 = 0.999f, float eps = 1e-8f,
-                                   float final_lr = 0.1f, float gamma = 1e-3f,
-                                   bool bias_correction = false);
+std::shared_ptr<AdaBoundSolver> AdaBound(
+    float alpha = 1e-3f, float beta1 = 0.9f, float beta2 = 0.999f,
+    float eps = 1e-8f, float final_lr = 0.1f, float gamma = 1e-3f);
+std::shared_ptr<AMSBoundSolver> AMSBound(
+    float alpha = 1e-3f, float beta1 = 0.9f, float beta2 = 0.999f,
+    float eps = 1e-8f, float final_lr = 0.1f, float gamma = 1e-3f,
+    bool bias_correction = false);
 }  // namespace solvers
 
 }  // namespace mg

@@ -18,9 +18,9 @@ struct AdagradRule {
 };
 
 /// Adagrad (Duchi, Hazan and Singer); state "v".
-class Adagrad : public Solver {
+class AdagradSolver : public Solver {
  public:
-  explicit Adagrad(float lr = 1e-2f, float eps = 1e-8f);
+  explicit AdagradSolver(float lr = 1e-2f, float eps = 1e-8f);
   std::string name() const override { return "Adagrad"; }
   std::vector<std::string> state_names() const override { return {"v"}; }
 
@@ -46,9 +46,10 @@ struct AdadeltaRule {
 };
 
 /// Adadelta (Zeiler); states "e_sqr_grad" and "e_sqr_delta".
-class Adadelta : public Solver {
+class AdadeltaSolver : public Solver {
  public:
-  explicit Adadelta(float lr = 1.0f, float decay = 0.95f, float eps = 1e-6f);
+  explicit AdadeltaSolver(float lr = 1.0f, float decay = 0.95f,
+                          float eps = 1e-6f);
   std::string name() const override { return "Adadelta"; }
   std::vector<std::string> state_names() const override {
     return {"e_sqr_grad", "e_sqr_delta"};
@@ -62,9 +63,9 @@ class Adadelta : public Solver {
 };
 
 namespace solvers {
-std::shared_ptr<Adagrad> Adagrad(float lr = 1e-2f, float eps = 1e-8f);
-std::shared_ptr<Adadelta> Adadelta(float lr = 1.0f, float decay = 0.95f,
-                                   float eps = 1e-6f);
+std::shared_ptr<AdagradSolver> Adagrad(float lr = 1e-2f, float eps = 1e-8f);
+std::shared_ptr<AdadeltaSolver> Adadelta(float lr = 1.0f, float decay = 0.95f,
+                                         float eps = 1e-6f);
 }  // namespace solvers
 
 }  // namespace mg

@@ -22,10 +22,10 @@ struct AdamRule {
 };
 
 /// Adam; states "mean" and "var".
-class Adam : public Solver {
+class AdamSolver : public Solver {
  public:
-  explicit Adam(float alpha = 1e-3f, float beta1 = 0.9f, float beta2 = 0.999f,
-                float eps = 1e-8f);
+  explicit AdamSolver(float alpha = 1e-3f, float beta1 = 0.9f,
+                      float beta2 = 0.999f, float eps = 1e-8f);
   std::string name() const override { return "Adam"; }
   std::vector<std::string> state_names() const override {
     return {"mean", "var"};
@@ -42,10 +42,11 @@ class Adam : public Solver {
 
 /// Adam with decoupled weight decay: w -= eta_t wd w inside the step, where
 /// eta_t = alpha / initial alpha follows the learning rate schedule.
-class AdamW : public Adam {
+class AdamWSolver : public AdamSolver {
  public:
-  explicit AdamW(float alpha = 1e-3f, float beta1 = 0.9f, float beta2 = 0.999f,
-                 float eps = 1e-8f, float wd = 1e-4f);
+  explicit AdamWSolver(float alpha = 1e-3f, float beta1 = 0.9f,
+                       float beta2 = 0.999f, float eps = 1e-8f,
+                       float wd = 1e-4f);
   std::string name() const override { return "AdamW"; }
 
  protected:
@@ -55,11 +56,11 @@ class AdamW : public Adam {
 };
 
 namespace solvers {
-std::shared_ptr<Adam> Adam(float alpha = 1e-3f, float beta1 = 0.9f,
-                           float beta2 = 0.999f, float eps = 1e-8f);
-std::shared_ptr<AdamW> AdamW(float alpha = 1e-3f, float beta1 = 0.9f,
-                             float beta2 = 0.999f, float eps = 1e-8f,
-                             float wd = 1e-4f);
+std::shared_ptr<AdamSolver> Adam(float alpha = 1e-3f, float beta1 = 0.9f,
+                                 float beta2 = 0.999f, float eps = 1e-8f);
+std::shared_ptr<AdamWSolver> AdamW(float alpha = 1e-3f, float beta1 = 0.9f,
+                                   float beta2 = 0.999f, float eps = 1e-8f,
+                                   float wd = 1e-4f);
 }  // namespace solvers
 
 }  // namespace mg

@@ -21,13 +21,13 @@ void check_adam_like(const std::string& solver, float alpha, float beta1,
 
 }  // namespace
 
-Adamax::Adamax(float alpha, float beta1, float beta2, float eps)
+AdamaxSolver::AdamaxSolver(float alpha, float beta1, float beta2, float eps)
     : Solver(alpha), beta1_(beta1), beta2_(beta2), eps_(eps) {
   check_adam_like("Adamax", alpha, beta1, beta2, eps);
 }
 
-void Adamax::update_impl(const UpdateContext& ctx, float* w, const float* g,
-                         SolverState& state, int64_t n) {
+void AdamaxSolver::update_impl(const UpdateContext& ctx, float* w,
+                               const float* g, SolverState& state, int64_t n) {
   // NNabla corrects only the first moment's bias: u is a max, not a mean.
   const auto alpha_t =
       static_cast<float>(learning_rate_ / one_minus_pow(beta1_, state.t));
@@ -35,8 +35,8 @@ void Adamax::update_impl(const UpdateContext& ctx, float* w, const float* g,
              state_data(ctx, state, "m"), state_data(ctx, state, "u"));
 }
 
-AMSGrad::AMSGrad(float alpha, float beta1, float beta2, float eps,
-                 bool bias_correction)
+AMSGradSolver::AMSGradSolver(float alpha, float beta1, float beta2, float eps,
+                             bool bias_correction)
     : Solver(alpha),
       beta1_(beta1),
       beta2_(beta2),
@@ -45,8 +45,8 @@ AMSGrad::AMSGrad(float alpha, float beta1, float beta2, float eps,
   check_adam_like("AMSGRAD", alpha, beta1, beta2, eps);
 }
 
-void AMSGrad::update_impl(const UpdateContext& ctx, float* w, const float* g,
-                          SolverState& state, int64_t n) {
+void AMSGradSolver::update_impl(const UpdateContext& ctx, float* w,
+                                const float* g, SolverState& state, int64_t n) {
   double alpha_t = learning_rate_;
   if (bias_correction_) {
     alpha_t *= std::sqrt(one_minus_pow(beta2_, state.t)) /
@@ -58,9 +58,10 @@ void AMSGrad::update_impl(const UpdateContext& ctx, float* w, const float* g,
              state_data(ctx, state, "v_hat"));
 }
 
-AdaBelief::AdaBelief(float alpha, float beta1, float beta2, float eps, float wd,
-                     bool amsgrad, bool weight_decouple, bool fixed_decay,
-                     bool rectify)
+AdaBeliefSolver::AdaBeliefSolver(float alpha, float beta1, float beta2,
+                                 float eps, float wd, bool amsgrad,
+                                 bool weight_decouple, bool fixed_decay,
+                                 bool rectify)
     : Solver(alpha),
       beta1_(beta1),
       beta2_(beta2),
@@ -74,13 +75,14 @@ AdaBelief::AdaBelief(float alpha, float beta1, float beta2, float eps, float wd,
   check_hyper("AdaBelief", "wd", wd, 0);
 }
 
-std::vector<std::string> AdaBelief::state_names() const {
+std::vector<std::string> AdaBeliefSolver::state_names() const {
   if (amsgrad_) return {"mean", "var", "s_max"};
   return {"mean", "var"};
 }
 
-void AdaBelief::update_impl(const UpdateContext& ctx, float* w, const float* g,
-                            SolverState& state, int64_t n) {
+void AdaBeliefSolver::update_impl(const UpdateContext& ctx, float* w,
+                                  const float* g, SolverState& state,
+                                  int64_t n) {
   const uint32_t t = state.t;
   const double c1 = one_minus_pow(beta1_, t);
   const double c2_sq = one_minus_pow(beta2_, t);
@@ -114,25 +116,29 @@ void AdaBelief::update_impl(const UpdateContext& ctx, float* w, const float* g,
 }
 
 namespace solvers {
-std::shared_ptr<mg::Adamax> Adamax(float alpha, float beta1, float beta2,
-                                   float eps) {
-  return std::make_shared<mg::Adamax>(alpha, beta1, beta2, eps);
+std::shared_ptr<mg::AdamaxSolver> Adamax(float alpha, float beta1, float beta2,
+                                         float eps) {
+  return std::make_shared<mg::AdamaxSolver>(alpha, beta1, beta2, eps);
 }
-std::shared_ptr<mg::AMSGrad> AMSGRAD(float alpha, float beta1, float beta2,
-                                     float eps, bool bias_correction) {
-  return std::make_shared<mg::AMSGrad>(alpha, beta1, beta2, eps,
-                                       bias_correction);
+std::shared_ptr<mg::AMSGradSolver> AMSGRAD(float alpha, float beta1,
+                                           float beta2, float eps,
+                                           bool bias_correction) {
+  return std::make_shared<mg::AMSGradSolver>(alpha, beta1, beta2, eps,
+                                             bias_correction);
 }
-std::shared_ptr<mg::AMSGrad> AMSGrad(float alpha, float beta1, float beta2,
-                                     float eps, bool bias_correction) {
+std::shared_ptr<mg::AMSGradSolver> AMSGrad(float alpha, float beta1,
+                                           float beta2, float eps,
+                                           bool bias_correction) {
   return AMSGRAD(alpha, beta1, beta2, eps, bias_correction);
 }
-std::shared_ptr<mg::AdaBelief> AdaBelief(float alpha, float beta1, float beta2,
-                                         float eps, float wd, bool amsgrad,
-                                         bool weight_decouple, bool fixed_decay,
-                                         bool rectify) {
-  return std::make_shared<mg::AdaBelief>(alpha, beta1, beta2, eps, wd, amsgrad,
-                                         weight_decouple, fixed_decay, rectify);
+std::shared_ptr<mg::AdaBeliefSolver> AdaBelief(float alpha, float beta1,
+                                               float beta2, float eps, float wd,
+                                               bool amsgrad,
+                                               bool weight_decouple,
+                                               bool fixed_decay, bool rectify) {
+  return std::make_shared<mg::AdaBeliefSolver>(alpha, beta1, beta2, eps, wd,
+                                               amsgrad, weight_decouple,
+                                               fixed_decay, rectify);
 }
 }  // namespace solvers
 

@@ -20,10 +20,10 @@ struct AdamaxRule {
 };
 
 /// Adamax (Kingma and Ba), Adam with an infinity norm; states "m" and "u".
-class Adamax : public Solver {
+class AdamaxSolver : public Solver {
  public:
-  explicit Adamax(float alpha = 2e-3f, float beta1 = 0.9f, float beta2 = 0.999f,
-                  float eps = 1e-8f);
+  explicit AdamaxSolver(float alpha = 2e-3f, float beta1 = 0.9f,
+                        float beta2 = 0.999f, float eps = 1e-8f);
   std::string name() const override { return "Adamax"; }
   std::vector<std::string> state_names() const override { return {"m", "u"}; }
 
@@ -50,11 +50,11 @@ struct AmsgradRule {
 /// AMSGRAD (Reddi et al.): Adam with the running max of v; states "m", "v"
 /// and "v_hat". alpha_t is alpha, or Adam's bias-corrected
 /// alpha sqrt(1 - b2^t) / (1 - b1^t) when bias_correction is set.
-class AMSGrad : public Solver {
+class AMSGradSolver : public Solver {
  public:
-  explicit AMSGrad(float alpha = 1e-3f, float beta1 = 0.9f,
-                   float beta2 = 0.999f, float eps = 1e-8f,
-                   bool bias_correction = false);
+  explicit AMSGradSolver(float alpha = 1e-3f, float beta1 = 0.9f,
+                         float beta2 = 0.999f, float eps = 1e-8f,
+                         bool bias_correction = false);
   /// NNabla's name, "AMSGRAD".
   std::string name() const override { return "AMSGRAD"; }
   std::vector<std::string> state_names() const override {
@@ -104,12 +104,13 @@ struct AdaBeliefRule {
 /// amsgrad. wd is a decoupled decay applied only with weight_decouple (then
 /// weight_decay(rate) must give the same rate, as for AdamW); rectify gives
 /// the RAdam variant.
-class AdaBelief : public Solver {
+class AdaBeliefSolver : public Solver {
  public:
-  explicit AdaBelief(float alpha = 1e-3f, float beta1 = 0.9f,
-                     float beta2 = 0.999f, float eps = 1e-8f, float wd = 0.0f,
-                     bool amsgrad = false, bool weight_decouple = false,
-                     bool fixed_decay = false, bool rectify = false);
+  explicit AdaBeliefSolver(float alpha = 1e-3f, float beta1 = 0.9f,
+                           float beta2 = 0.999f, float eps = 1e-8f,
+                           float wd = 0.0f, bool amsgrad = false,
+                           bool weight_decouple = false,
+                           bool fixed_decay = false, bool rectify = false);
   std::string name() const override { return "AdaBelief"; }
   std::vector<std::string> state_names() const override;
 
@@ -125,22 +126,21 @@ class AdaBelief : public Solver {
 };
 
 namespace solvers {
-std::shared_ptr<Adamax> Adamax(float alpha = 2e-3f, float beta1 = 0.9f,
-                               float beta2 = 0.999f, float eps = 1e-8f);
+std::shared_ptr<AdamaxSolver> Adamax(float alpha = 2e-3f, float beta1 = 0.9f,
+                                     float beta2 = 0.999f, float eps = 1e-8f);
 /// NNabla's spelling.
-std::shared_ptr<AMSGrad> AMSGRAD(float alpha = 1e-3f, float beta1 = 0.9f,
-                                 float beta2 = 0.999f, float eps = 1e-8f,
-                                 bool bias_correction = false);
+std::shared_ptr<AMSGradSolver> AMSGRAD(float alpha = 1e-3f, float beta1 = 0.9f,
+                                       float beta2 = 0.999f, float eps = 1e-8f,
+                                       bool bias_correction = false);
 /// The same as AMSGRAD.
-std::shared_ptr<AMSGrad> AMSGrad(float alpha = 1e-3f, float beta1 = 0.9f,
-                                 float beta2 = 0.999f, float eps = 1e-8f,
-                                 bool bias_correction = false);
-std::shared_ptr<AdaBelief> AdaBelief(float alpha = 1e-3f, float beta1 = 0.9f,
-                                     float beta2 = 0.999f, float eps = 1e-8f,
-                                     float wd = 0.0f, bool amsgrad = false,
-                                     bool weight_decouple = false,
-                                     bool fixed_decay = false,
-                                     bool rectify = false);
+std::shared_ptr<AMSGradSolver> AMSGrad(float alpha = 1e-3f, float beta1 = 0.9f,
+                                       float beta2 = 0.999f, float eps = 1e-8f,
+                                       bool bias_correction = false);
+std::shared_ptr<AdaBeliefSolver> AdaBelief(
+    float alpha = 1e-3f, float beta1 = 0.9f, float beta2 = 0.999f,
+    float eps = 1e-8f, float wd = 0.0f, bool amsgrad = false,
+    bool weight_decouple = false, bool fixed_decay = false,
+    bool rectify = false);
 }  // namespace solvers
 
 }  // namespace mg

@@ -7,8 +7,8 @@
 
 namespace mg {
 
-Lamb::Lamb(float eta, float beta1, float beta2, float gamma_l, float gamma_u,
-           float eps, bool bias_correction)
+LambSolver::LambSolver(float eta, float beta1, float beta2, float gamma_l,
+                       float gamma_u, float eps, bool bias_correction)
     : Solver(eta),
       beta1_(beta1),
       beta2_(beta2),
@@ -24,8 +24,8 @@ Lamb::Lamb(float eta, float beta1, float beta2, float gamma_l, float gamma_u,
   check_hyper("Lamb", "eps", eps, 0);
 }
 
-void Lamb::update_impl(const UpdateContext& ctx, float* w, const float* g,
-                       SolverState& state, int64_t n) {
+void LambSolver::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                             SolverState& state, int64_t n) {
   float* m = state_data(ctx, state, "mean");
   float* v = state_data(ctx, state, "var");
   apply_rule(ctx, LambMomentsRule{beta1_, beta2_}, n, w, g, m, v);
@@ -49,11 +49,11 @@ void Lamb::update_impl(const UpdateContext& ctx, float* w, const float* g,
 }
 
 namespace solvers {
-std::shared_ptr<mg::Lamb> Lamb(float eta, float beta1, float beta2,
-                               float gamma_l, float gamma_u, float eps,
-                               bool bias_correction) {
-  return std::make_shared<mg::Lamb>(eta, beta1, beta2, gamma_l, gamma_u, eps,
-                                    bias_correction);
+std::shared_ptr<mg::LambSolver> Lamb(float eta, float beta1, float beta2,
+                                     float gamma_l, float gamma_u, float eps,
+                                     bool bias_correction) {
+  return std::make_shared<mg::LambSolver>(eta, beta1, beta2, gamma_l, gamma_u,
+                                          eps, bias_correction);
 }
 }  // namespace solvers
 

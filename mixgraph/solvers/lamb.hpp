@@ -41,11 +41,12 @@ struct LambStepRule {
 /// w -= eta phi(||w||) / ||r|| r, r = m_hat / (sqrt(v_hat) + eps) + lambda w,
 /// where phi clips ||w|| to [gamma_l, gamma_u] and the ratio is 1 when
 /// ||r|| <= eps.
-class Lamb : public Solver {
+class LambSolver : public Solver {
  public:
-  explicit Lamb(float eta = 1e-3f, float beta1 = 0.9f, float beta2 = 0.999f,
-                float gamma_l = 0.0f, float gamma_u = 10.0f, float eps = 1e-6f,
-                bool bias_correction = false);
+  explicit LambSolver(float eta = 1e-3f, float beta1 = 0.9f,
+                      float beta2 = 0.999f, float gamma_l = 0.0f,
+                      float gamma_u = 10.0f, float eps = 1e-6f,
+                      bool bias_correction = false);
   std::string name() const override { return "Lamb"; }
   std::vector<std::string> state_names() const override {
     return {"mean", "var"};
@@ -60,10 +61,10 @@ class Lamb : public Solver {
 };
 
 namespace solvers {
-std::shared_ptr<Lamb> Lamb(float eta = 1e-3f, float beta1 = 0.9f,
-                           float beta2 = 0.999f, float gamma_l = 0.0f,
-                           float gamma_u = 10.0f, float eps = 1e-6f,
-                           bool bias_correction = false);
+std::shared_ptr<LambSolver> Lamb(float eta = 1e-3f, float beta1 = 0.9f,
+                                 float beta2 = 0.999f, float gamma_l = 0.0f,
+                                 float gamma_u = 10.0f, float eps = 1e-6f,
+                                 bool bias_correction = false);
 }  // namespace solvers
 
 }  // namespace mg

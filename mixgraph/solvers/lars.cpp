@@ -7,7 +7,7 @@
 
 namespace mg {
 
-Lars::Lars(float lr, float momentum, float coefficient, float eps)
+LarsSolver::LarsSolver(float lr, float momentum, float coefficient, float eps)
     : Solver(lr), momentum_(momentum), coefficient_(coefficient), eps_(eps) {
   check_hyper("Lars", "learning rate", lr, 0);
   check_hyper("Lars", "momentum", momentum, 0);
@@ -15,8 +15,8 @@ Lars::Lars(float lr, float momentum, float coefficient, float eps)
   check_hyper("Lars", "eps", eps, 0);
 }
 
-void Lars::update_impl(const UpdateContext& ctx, float* w, const float* g,
-                       SolverState& state, int64_t n) {
+void LarsSolver::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                             SolverState& state, int64_t n) {
   // The norms of the whole parameter first, then one elementwise pass.
   const double w_norm =
       std::sqrt(sum_of_squares(n, [w](int64_t i) { return w[i]; }));
@@ -34,9 +34,9 @@ void Lars::update_impl(const UpdateContext& ctx, float* w, const float* g,
 }
 
 namespace solvers {
-std::shared_ptr<mg::Lars> Lars(float lr, float momentum, float coefficient,
-                               float eps) {
-  return std::make_shared<mg::Lars>(lr, momentum, coefficient, eps);
+std::shared_ptr<mg::LarsSolver> Lars(float lr, float momentum,
+                                     float coefficient, float eps) {
+  return std::make_shared<mg::LarsSolver>(lr, momentum, coefficient, eps);
 }
 }  // namespace solvers
 

@@ -20,10 +20,10 @@ struct LarsRule {
 /// decay is fused: weight_decay(rate) sets the rate of the next update(),
 /// which enters both the direction g + rate w and the trust ratio
 /// lr coefficient ||w|| / (||g|| + rate ||w||) (lr itself when ||w|| < eps).
-class Lars : public Solver {
+class LarsSolver : public Solver {
  public:
-  explicit Lars(float lr = 1e-3f, float momentum = 0.9f,
-                float coefficient = 1e-3f, float eps = 1e-6f);
+  explicit LarsSolver(float lr = 1e-3f, float momentum = 0.9f,
+                      float coefficient = 1e-3f, float eps = 1e-6f);
   std::string name() const override { return "Lars"; }
   std::vector<std::string> state_names() const override { return {"v"}; }
 
@@ -35,8 +35,8 @@ class Lars : public Solver {
 };
 
 namespace solvers {
-std::shared_ptr<Lars> Lars(float lr = 1e-3f, float momentum = 0.9f,
-                           float coefficient = 1e-3f, float eps = 1e-6f);
+std::shared_ptr<LarsSolver> Lars(float lr = 1e-3f, float momentum = 0.9f,
+                                 float coefficient = 1e-3f, float eps = 1e-6f);
 }  // namespace solvers
 
 }  // namespace mg

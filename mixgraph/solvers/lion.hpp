@@ -21,9 +21,10 @@ struct LionRule {
 /// Lion (Chen et al.); state "m". Its weight decay is fused, as NNabla's:
 /// weight_decay(rate) sets wd of the next update(), and the step is
 /// lr (sign(...) + wd w), not a sign of a decayed grad.
-class Lion : public Solver {
+class LionSolver : public Solver {
  public:
-  explicit Lion(float lr = 1e-4f, float beta1 = 0.9f, float beta2 = 0.99f);
+  explicit LionSolver(float lr = 1e-4f, float beta1 = 0.9f,
+                      float beta2 = 0.99f);
   std::string name() const override { return "Lion"; }
   std::vector<std::string> state_names() const override { return {"m"}; }
 
@@ -36,8 +37,8 @@ class Lion : public Solver {
 };
 
 namespace solvers {
-std::shared_ptr<Lion> Lion(float lr = 1e-4f, float beta1 = 0.9f,
-                           float beta2 = 0.99f);
+std::shared_ptr<LionSolver> Lion(float lr = 1e-4f, float beta1 = 0.9f,
+                                 float beta2 = 0.99f);
 }  // namespace solvers
 
 }  // namespace mg

@@ -25,7 +25,7 @@ void check_scale(float scale, const DynamicLossScalingOptions& o) {
 
 void check_options(const DynamicLossScalingOptions& o) {
   auto fail = [](const std::string& what) {
-    throw std::invalid_argument(kTag + what);
+    throw std::invalid_argument(msg(kTag, what));
   };
   if (!(o.scaling_factor > 1.0f) || !std::isfinite(o.scaling_factor)) {
     fail(msg("scaling_factor must be > 1, got ", o.scaling_factor));

@@ -18,9 +18,9 @@ struct NesterovRule {
 };
 
 /// Nesterov accelerated gradient; state "m".
-class Nesterov : public Solver {
+class NesterovSolver : public Solver {
  public:
-  explicit Nesterov(float lr = 1e-3f, float momentum = 0.9f);
+  explicit NesterovSolver(float lr = 1e-3f, float momentum = 0.9f);
   std::string name() const override { return "Nesterov"; }
   std::vector<std::string> state_names() const override { return {"m"}; }
 
@@ -32,7 +32,8 @@ class Nesterov : public Solver {
 };
 
 namespace solvers {
-std::shared_ptr<Nesterov> Nesterov(float lr = 1e-3f, float momentum = 0.9f);
+std::shared_ptr<NesterovSolver> Nesterov(float lr = 1e-3f,
+                                         float momentum = 0.9f);
 }  // namespace solvers
 
 }  // namespace mg

@@ -18,9 +18,10 @@ struct RmspropRule {
 };
 
 /// RMSprop (Hinton); state "v".
-class RMSprop : public Solver {
+class RMSpropSolver : public Solver {
  public:
-  explicit RMSprop(float lr = 1e-3f, float decay = 0.9f, float eps = 1e-8f);
+  explicit RMSpropSolver(float lr = 1e-3f, float decay = 0.9f,
+                         float eps = 1e-8f);
   std::string name() const override { return "RMSprop"; }
   std::vector<std::string> state_names() const override { return {"v"}; }
 
@@ -46,10 +47,10 @@ struct RmspropGravesRule {
 
 /// RMSprop as Graves defines it (centred, with momentum); states "n", "g"
 /// and "d".
-class RMSpropGraves : public Solver {
+class RMSpropGravesSolver : public Solver {
  public:
-  explicit RMSpropGraves(float lr = 1e-4f, float decay = 0.95f,
-                         float momentum = 0.9f, float eps = 1e-4f);
+  explicit RMSpropGravesSolver(float lr = 1e-4f, float decay = 0.95f,
+                               float momentum = 0.9f, float eps = 1e-4f);
   std::string name() const override { return "RMSpropGraves"; }
   std::vector<std::string> state_names() const override {
     return {"n", "g", "d"};
@@ -63,12 +64,12 @@ class RMSpropGraves : public Solver {
 };
 
 namespace solvers {
-std::shared_ptr<RMSprop> RMSprop(float lr = 1e-3f, float decay = 0.9f,
-                                 float eps = 1e-8f);
-std::shared_ptr<RMSpropGraves> RMSpropGraves(float lr = 1e-4f,
-                                             float decay = 0.95f,
-                                             float momentum = 0.9f,
-                                             float eps = 1e-4f);
+std::shared_ptr<RMSpropSolver> RMSprop(float lr = 1e-3f, float decay = 0.9f,
+                                       float eps = 1e-8f);
+std::shared_ptr<RMSpropGravesSolver> RMSpropGraves(float lr = 1e-4f,
+                                                   float decay = 0.95f,
+                                                   float momentum = 0.9f,
+                                                   float eps = 1e-4f);
 }  // namespace solvers
 
 }  // namespace mg

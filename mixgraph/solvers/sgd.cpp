@@ -4,28 +4,34 @@
 
 namespace mg {
 
-Sgd::Sgd(float lr) : Solver(lr) { check_hyper("Sgd", "learning rate", lr, 0); }
+SgdSolver::SgdSolver(float lr) : Solver(lr) {
+  check_hyper("Sgd", "learning rate", lr, 0);
+}
 
-void Sgd::update_impl(const UpdateContext& ctx, float* w, const float* g,
-                      SolverState&, int64_t n) {
+void SgdSolver::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                            SolverState&, int64_t n) {
   apply_rule(ctx, SgdRule{learning_rate_}, n, w, g);
 }
 
-Momentum::Momentum(float lr, float momentum) : Solver(lr), momentum_(momentum) {
+MomentumSolver::MomentumSolver(float lr, float momentum)
+    : Solver(lr), momentum_(momentum) {
   check_hyper("Momentum", "learning rate", lr, 0);
   check_hyper("Momentum", "momentum", momentum, 0);
 }
 
-void Momentum::update_impl(const UpdateContext& ctx, float* w, const float* g,
-                           SolverState& state, int64_t n) {
+void MomentumSolver::update_impl(const UpdateContext& ctx, float* w,
+                                 const float* g, SolverState& state,
+                                 int64_t n) {
   apply_rule(ctx, MomentumRule{learning_rate_, momentum_}, n, w, g,
              state_data(ctx, state, "m"));
 }
 
 namespace solvers {
-std::shared_ptr<mg::Sgd> Sgd(float lr) { return std::make_shared<mg::Sgd>(lr); }
-std::shared_ptr<mg::Momentum> Momentum(float lr, float momentum) {
-  return std::make_shared<mg::Momentum>(lr, momentum);
+std::shared_ptr<mg::SgdSolver> Sgd(float lr) {
+  return std::make_shared<mg::SgdSolver>(lr);
+}
+std::shared_ptr<mg::MomentumSolver> Momentum(float lr, float momentum) {
+  return std::make_shared<mg::MomentumSolver>(lr, momentum);
 }
 }  // namespace solvers
 

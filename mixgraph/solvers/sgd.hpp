@@ -13,9 +13,9 @@ struct SgdRule {
 };
 
 /// Stochastic gradient descent.
-class Sgd : public Solver {
+class SgdSolver : public Solver {
  public:
-  explicit Sgd(float lr = 1e-3f);
+  explicit SgdSolver(float lr = 1e-3f);
   std::string name() const override { return "Sgd"; }
   std::vector<std::string> state_names() const override { return {}; }
 
@@ -35,9 +35,9 @@ struct MomentumRule {
 };
 
 /// SGD with momentum; state "m".
-class Momentum : public Solver {
+class MomentumSolver : public Solver {
  public:
-  explicit Momentum(float lr = 1e-3f, float momentum = 0.9f);
+  explicit MomentumSolver(float lr = 1e-3f, float momentum = 0.9f);
   std::string name() const override { return "Momentum"; }
   std::vector<std::string> state_names() const override { return {"m"}; }
 
@@ -49,8 +49,9 @@ class Momentum : public Solver {
 };
 
 namespace solvers {
-std::shared_ptr<Sgd> Sgd(float lr = 1e-3f);
-std::shared_ptr<Momentum> Momentum(float lr = 1e-3f, float momentum = 0.9f);
+std::shared_ptr<SgdSolver> Sgd(float lr = 1e-3f);
+std::shared_ptr<MomentumSolver> Momentum(float lr = 1e-3f,
+                                         float momentum = 0.9f);
 }  // namespace solvers
 
 }  // namespace mg

@@ -4,23 +4,23 @@
 
 namespace mg {
 
-SgdW::SgdW(float lr, float momentum, float wd)
+SgdWSolver::SgdWSolver(float lr, float momentum, float wd)
     : Solver(lr), momentum_(momentum), wd_(wd), initial_lr_(lr) {
   check_hyper("SgdW", "learning rate", lr, 0);
   check_hyper("SgdW", "momentum", momentum, 0);
   check_hyper("SgdW", "wd", wd, 0);
 }
 
-void SgdW::update_impl(const UpdateContext& ctx, float* w, const float* g,
-                       SolverState& state, int64_t n) {
+void SgdWSolver::update_impl(const UpdateContext& ctx, float* w, const float* g,
+                             SolverState& state, int64_t n) {
   const float eta_t = initial_lr_ > 0 ? learning_rate_ / initial_lr_ : 0;
   apply_rule(ctx, SgdWRule{learning_rate_, momentum_, eta_t * wd_}, n, w, g,
              state_data(ctx, state, "m"));
 }
 
 namespace solvers {
-std::shared_ptr<mg::SgdW> SgdW(float lr, float momentum, float wd) {
-  return std::make_shared<mg::SgdW>(lr, momentum, wd);
+std::shared_ptr<mg::SgdWSolver> SgdW(float lr, float momentum, float wd) {
+  return std::make_shared<mg::SgdWSolver>(lr, momentum, wd);
 }
 }  // namespace solvers
 

@@ -18,9 +18,10 @@ struct SgdWRule {
 
 /// SGD with momentum and decoupled weight decay (Loshchilov and Hutter);
 /// state "m".
-class SgdW : public Solver {
+class SgdWSolver : public Solver {
  public:
-  explicit SgdW(float lr = 1e-3f, float momentum = 0.9f, float wd = 1e-4f);
+  explicit SgdWSolver(float lr = 1e-3f, float momentum = 0.9f,
+                      float wd = 1e-4f);
   std::string name() const override { return "SgdW"; }
   std::vector<std::string> state_names() const override { return {"m"}; }
 
@@ -33,8 +34,8 @@ class SgdW : public Solver {
 };
 
 namespace solvers {
-std::shared_ptr<SgdW> SgdW(float lr = 1e-3f, float momentum = 0.9f,
-                           float wd = 1e-4f);
+std::shared_ptr<SgdWSolver> SgdW(float lr = 1e-3f, float momentum = 0.9f,
+                                 float wd = 1e-4f);
 }  // namespace solvers
 
 }  // namespace mg

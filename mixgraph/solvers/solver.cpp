@@ -202,9 +202,9 @@ void Solver::set_parameters(const ParameterList& params, bool reset,
   }
   for (const auto& [key, var] : params) {
     if (!var) {
-      throw std::invalid_argument("[" + name() +
-                                  "::set_parameters] parameter '" + key +
-                                  "' is a null variable");
+      throw std::invalid_argument(msg("[", name(),
+                                      "::set_parameters] parameter '", key,
+                                      "' is a null variable"));
     }
     auto it = entries_.find(key);
     if (it != entries_.end()) {  // already held: replace the variable
@@ -238,8 +238,8 @@ void Solver::index_parameters() {
 void Solver::remove_parameters(const std::vector<std::string>& names) {
   for (const auto& n : names) {
     if (!entries_.erase(n)) {
-      throw std::invalid_argument(
-          "[" + name() + "::remove_parameters] no parameter named '" + n + "'");
+      throw std::invalid_argument(msg(
+          "[", name(), "::remove_parameters] no parameter named '", n, "'"));
     }
   }
   ParameterList kept;
@@ -441,22 +441,22 @@ void Solver::set_states(const std::map<std::string, SolverState>& states) {
     auto it = entries_.find(key);
     if (it == entries_.end()) {
       throw std::invalid_argument(
-          "[" + name() + "::set_states] no parameter named '" + key + "'");
+          msg("[", name(), "::set_states] no parameter named '", key, "'"));
     }
     std::set<std::string> got;
     for (const auto& [sname, arr] : s.pstate) {
       got.insert(sname);
       if (!expected.count(sname)) {
-        throw std::invalid_argument("[" + name() + "::set_states] parameter '" +
-                                    key + "' has unknown state '" + sname +
-                                    "'");
+        throw std::invalid_argument(msg("[", name(),
+                                        "::set_states] parameter '", key,
+                                        "' has unknown state '", sname, "'"));
       }
       if (!arr || arr->shape() != it->second.var->shape()) {
-        throw std::invalid_argument("[" + name() + "::set_states] state '" +
-                                    sname + "' of '" + key + "' has shape " +
-                                    (arr ? shape_str(arr->shape()) : "null") +
-                                    ", but the parameter has shape " +
-                                    shape_str(it->second.var->shape()));
+        throw std::invalid_argument(
+            msg("[", name(), "::set_states] state '", sname, "' of '", key,
+                "' has shape ", (arr ? shape_str(arr->shape()) : "null"),
+                ", but the parameter has shape ",
+                shape_str(it->second.var->shape())));
       }
     }
     if (got != expected) {
@@ -464,8 +464,8 @@ void Solver::set_states(const std::map<std::string, SolverState>& states) {
       for (const auto& n : expected) {
         if (!got.count(n)) missing += (missing.empty() ? "" : ", ") + n;
       }
-      throw std::invalid_argument("[" + name() + "::set_states] parameter '" +
-                                  key + "' lacks state " + missing);
+      throw std::invalid_argument(msg("[", name(), "::set_states] parameter '",
+                                      key, "' lacks state ", missing));
     }
   }
   for (const auto& [key, s] : states) entries_.at(key).state = s;

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
+
 namespace mg {
 
 namespace {
@@ -30,8 +32,8 @@ std::vector<std::string> split(const std::string& line) {
 
 [[noreturn]] void io_error(const std::string& tag, const std::string& path,
                            const std::string& what) {
-  throw std::runtime_error("[" + tag + "] " + path + ": " + what + ": " +
-                           std::strerror(errno));
+  throw std::runtime_error(
+      msg("[", tag, "] ", path, ": ", what, ": ", std::strerror(errno)));
 }
 
 }  // namespace
@@ -45,9 +47,9 @@ CsvWriter::CsvWriter(const std::string& path, std::vector<std::string> columns,
     std::string header;
     if (in && std::getline(in, header)) {
       if (header != join(columns_)) {
-        throw std::invalid_argument("[CsvWriter] " + path + ": its header \"" +
-                                    header + "\" is not \"" + join(columns_) +
-                                    "\", so it cannot be continued");
+        throw std::invalid_argument(msg("[CsvWriter] ", path, ": its header \"",
+                                        header, "\" is not \"", join(columns_),
+                                        "\", so it cannot be continued"));
       }
       continuing = true;
     }
@@ -63,10 +65,9 @@ CsvWriter::~CsvWriter() {
 
 void CsvWriter::write_row(const std::vector<std::string>& cells) {
   if (cells.size() != columns_.size()) {
-    throw std::invalid_argument("[CsvWriter] " + path_ + ": a row has " +
-                                std::to_string(cells.size()) +
-                                " values, but the header has " +
-                                std::to_string(columns_.size()) + " columns");
+    throw std::invalid_argument(
+        msg("[CsvWriter] ", path_, ": a row has ", cells.size(),
+            " values, but the header has ", columns_.size(), " columns"));
   }
   const std::string line = join(cells) + "\n";
   if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0) {
@@ -77,8 +78,8 @@ void CsvWriter::write_row(const std::vector<std::string>& cells) {
 std::vector<std::vector<std::string>> read_csv(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
-    throw std::invalid_argument("[read_csv] " + path +
-                                ": cannot open: " + std::strerror(errno));
+    throw std::invalid_argument(
+        msg("[read_csv] ", path, ": cannot open: ", std::strerror(errno)));
   }
   std::vector<std::vector<std::string>> rows;
   for (std::string line; std::getline(in, line);) rows.push_back(split(line));

@@ -258,8 +258,8 @@ std::vector<std::pair<std::string, VariablePtr>> inference_graph(
   std::vector<VariablePtr> vars;
   for (const auto& [name, v] : outputs) {
     if (!v) {
-      throw std::invalid_argument("[inference_graph] output '" + name +
-                                  "' is null");
+      throw std::invalid_argument(
+          msg("[inference_graph] output '", name, "' is null"));
     }
     vars.push_back(v);
   }

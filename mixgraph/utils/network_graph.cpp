@@ -95,8 +95,8 @@ NamedGraph name_graph(const NamedVariables& outputs,
   std::vector<VariablePtr> roots;
   for (const auto& [name, v] : outputs) {
     if (!v) {
-      throw std::invalid_argument("[" + caller + "] output '" + name +
-                                  "' is null");
+      throw std::invalid_argument(
+          msg("[", caller, "] output '", name, "' is null"));
     }
     roots.push_back(v);
   }

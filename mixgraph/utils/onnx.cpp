@@ -7,15 +7,17 @@
 
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
+
 namespace mg {
 
 namespace {
 
 [[noreturn]] void no_onnx(const char* what) {
   throw std::runtime_error(
-      std::string("[") + what +
-      "] mixgraph was built without ONNX: apt-get install libonnx-dev "
-      "libprotobuf-dev and configure with MIXGRAPH_ONNX=AUTO or ON");
+      msg("[", what,
+          "] mixgraph was built without ONNX: apt-get install libonnx-dev "
+          "libprotobuf-dev and configure with MIXGRAPH_ONNX=AUTO or ON"));
 }
 
 }  // namespace

@@ -287,12 +287,12 @@ TEST(Flip, BadAxes) {
       [] {
         F::flip(make_variable({2, 3}), {2});
       },
-      {"[flip] axis 2 is out of range for x with shape (2, 3)"});
+      {"[flip] axes (2,) has axis 2, out of range for x with shape (2, 3)"});
   expect_error(
       [] {
         F::flip(make_variable({2, 3}), {1, -1});
       },
-      {"[flip] axes (1, -1) name axis 1 twice"});
+      {"[flip] axes (1, -1) names axis 1 twice for x with shape (2, 3)"});
 }
 
 // NNabla's Split has no num_outputs: the count is x.shape[axis], found when

@@ -145,13 +145,15 @@ TEST(ClipGradByNorm, AxesMustBeInRangeAndDistinct) {
       [&] {
         F::clip_grad_by_norm(make_variable({2, 3}), o);
       },
-      {"[clip_grad_by_norm] axis 2 is out of range"});
+      {"[clip_grad_by_norm] axes (2,) has axis 2, out of range for x with "
+       "shape (2, 3)"});
   o.axes = {1, -1};
   expect_error(
       [&] {
         F::clip_grad_by_norm(make_variable({2, 3}), o);
       },
-      {"[clip_grad_by_norm] axis -1 is given twice in axes"});
+      {"[clip_grad_by_norm] axes (1, -1) names axis 1 twice for x with "
+       "shape (2, 3)"});
 }
 
 }  // namespace

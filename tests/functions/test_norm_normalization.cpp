@@ -290,13 +290,15 @@ TEST(NormNormalization, Errors) {
       [&] {
         F::norm_normalization(make_variable({2, 3}), o);
       },
-      {"[norm_normalization] axis 0 is given twice in axes"});
+      {"[norm_normalization] axes (0, 0) names axis 0 twice for x with shape "
+       "(2, 3)"});
   o.axes = {-3};
   expect_error(
       [&] {
         F::norm_normalization(make_variable({2, 3}), o);
       },
-      {"[norm_normalization] axis -3 is out of range"});
+      {"[norm_normalization] axes (-3,) has axis -3, out of range for x with "
+       "shape (2, 3)"});
 }
 
 TEST(WeightNormalization, ScalesEachRowToG) {

@@ -391,7 +391,8 @@ TEST(Normalization, BadArguments) {
       [&] {
         F::layer_normalization(x, nullptr, nullptr, {0, -3});
       },
-      {"names axis 0 twice"});
+      {"[layer_normalization] batch_axis (0, -3) names axis 0 twice for x "
+       "with shape (2, 4, 3)"});
   expect_error(
       [&] { F::group_normalization(x, nullptr, nullptr, 3); },
       {"[group_normalization] num_groups 3 must be positive and divide "

@@ -340,20 +340,20 @@ TEST(Reduce, DuplicateAxesAreRejected) {
   EXPECT_EQ(error_of([] {
               F::sum(make_variable({2, 3, 4}), {1, -2});
             }),
-            "[sum] axes (1, -2) name axis 1 twice for x with shape (2, 3, 4)");
+            "[sum] axes (1, -2) names axis 1 twice for x with shape (2, 3, 4)");
 }
 
 TEST(Reduce, OutOfRangeAxesAreRejected) {
   EXPECT_EQ(error_of([] {
               F::mean(make_variable({2, 3, 4}), {3});
             }),
-            "[mean] axis 3 is out of range for x with shape (2, 3, 4) (3 "
-            "dimensions)");
+            "[mean] axes (3,) has axis 3, out of range for x with shape (2, 3, "
+            "4)");
   EXPECT_EQ(error_of([] {
               F::max(make_variable({2, 3}), {-3});
             }),
-            "[max] axis -3 is out of range for x with shape (2, 3) (2 "
-            "dimensions)");
+            "[max] axes (-3,) has axis -3, out of range for x with shape (2, "
+            "3)");
 }
 
 TEST(Reduce, MaxOfAnEmptyAxisIsRejected) {

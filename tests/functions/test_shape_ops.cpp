@@ -160,13 +160,13 @@ TEST(Transpose, BadAxes) {
       error_of([] {
         F::transpose(make_variable({2, 3, 4}), {0, 0, 1});
       }),
-      "[transpose] axes (0, 0, 1) is not a permutation of the 3 axes of x "
-      "with shape (2, 3, 4)");
+      "[transpose] axes (0, 0, 1) names axis 0 twice for x with shape (2, 3, "
+      "4)");
   EXPECT_EQ(error_of([] {
               F::transpose(make_variable({2, 3}), {0, 2});
             }),
-            "[transpose] axes (0, 2) is not a permutation of the 2 axes of x "
-            "with shape (2, 3)");
+            "[transpose] axes (0, 2) has axis 2, out of range for x with shape "
+            "(2, 3)");
 }
 
 // ---- Concatenate ----

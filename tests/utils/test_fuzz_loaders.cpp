@@ -134,7 +134,7 @@ struct TrainedRun {
   Context ctx;
   ParameterScope params;
   VariablePtr x, t, loss;
-  std::shared_ptr<Momentum> solver;
+  std::shared_ptr<MomentumSolver> solver;
   std::unique_ptr<DynamicLossScalingUpdater> updater;
 };
 

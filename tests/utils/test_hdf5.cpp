@@ -349,7 +349,7 @@ struct TrainingRun {
   Context ctx;
   ParameterScope params;
   VariablePtr x, t, loss;
-  std::shared_ptr<Momentum> solver;
+  std::shared_ptr<MomentumSolver> solver;
   std::unique_ptr<DynamicLossScalingUpdater> updater;
   int64_t iteration = 0;
 };

@@ -1,4 +1,5 @@
 #include <mixgraph/contexts/cpu/dnnl_utils.hpp>
+#include <mixgraph/contexts/strings.hpp>
 
 namespace mg::cpu {
 
@@ -29,7 +30,7 @@ dnnl::memory::data_type dnnl_type(Dtype dtype) {
       break;
   }
   throw std::invalid_argument(
-      std::string("[dnnl_type] oneDNN has no type for ") + dtype_name(dtype));
+      msg("[dnnl_type] oneDNN has no type for ", dtype_name(dtype)));
 }
 
 CachedPrimitive::CachedPrimitive(
@@ -45,10 +46,9 @@ CachedPrimitive::CachedPrimitive(
 void CachedPrimitive::execute(const char* where,
                               std::initializer_list<const void*> data) const {
   if (data.size() != kinds_.size()) {
-    throw std::logic_error(std::string("[") + where + "] " +
-                           std::to_string(data.size()) +
-                           " arguments given to a primitive that takes " +
-                           std::to_string(kinds_.size()));
+    throw std::logic_error(msg("[", where, "] ", data.size(),
+                               " arguments given to a primitive that takes ",
+                               kinds_.size()));
   }
   std::lock_guard<std::mutex> lock(*mutex_);
   dnnl_call(where, [&] {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <mixgraph/contexts/dtype.hpp>
+#include <mixgraph/contexts/strings.hpp>
 
 namespace mg::cpu {
 
@@ -31,8 +32,8 @@ decltype(auto) dnnl_call(const std::string& where, Fn&& fn) {
   try {
     return fn();
   } catch (const dnnl::error& e) {
-    throw std::runtime_error("[" + where + "] oneDNN: " + e.what() +
-                             " (status " + std::to_string(e.status) + ")");
+    throw std::runtime_error(
+        msg("[", where, "] oneDNN: ", e.what(), " (status ", e.status, ")"));
   }
 }
 

@@ -2,6 +2,7 @@
 // cuBLASLt costs every process about 80 ms, which a program (or test) that
 // never multiplies on a GPU should not pay.
 #include <mixgraph/contexts/cuda/cublas_utils.hpp>
+#include <mixgraph/contexts/strings.hpp>
 
 #include <dlfcn.h>
 
@@ -36,14 +37,14 @@ const Cublas& cublas() {
     void* lib = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
       const char* why = dlerror();
-      throw std::runtime_error("[cublas] cannot load " + soname + ": " +
-                               (why ? why : "unknown error"));
+      throw std::runtime_error(msg("[cublas] cannot load ", soname, ": ",
+                                   (why ? why : "unknown error")));
     }
     auto sym = [&](const char* name) {
       void* p = dlsym(lib, name);
       if (!p) {
-        throw std::runtime_error("[cublas] " + soname + " has no symbol " +
-                                 name);
+        throw std::runtime_error(
+            msg("[cublas] ", soname, " has no symbol ", name));
       }
       return p;
     };
@@ -68,10 +69,9 @@ const Cublas& cublas() {
 void check_cublas(cublasStatus_t s, const char* call, const char* file,
                   int line) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
-  throw std::runtime_error(std::string("[cublas] ") + call +
-                           " failed: " + cublas().status_name(s) + ": " +
-                           cublas().status_string(s) + " (" + file + ":" +
-                           std::to_string(line) + ")");
+  throw std::runtime_error(
+      msg("[cublas] ", call, " failed: ", cublas().status_name(s), ": ",
+          cublas().status_string(s), " (", file, ":", line, ")"));
 }
 
 cudaDataType_t cuda_data_type(Dtype dtype) {
@@ -85,9 +85,9 @@ cudaDataType_t cuda_data_type(Dtype dtype) {
     default:
       break;
   }
-  throw std::invalid_argument(std::string("[cublas] unsupported dtype ") +
-                              dtype_name(dtype) +
-                              "; expected float, half or bfloat16");
+  throw std::invalid_argument(msg("[cublas] unsupported dtype ",
+                                  dtype_name(dtype),
+                                  "; expected float, half or bfloat16"));
 }
 
 cublasHandle_t cublas_handle(int index) {
@@ -116,9 +116,8 @@ void gemm(int index, bool trans_a, bool trans_b, int64_t m, int64_t n,
           Dtype b_type, float beta, void* c, Dtype c_type) {
   if (m == 0 || n == 0) return;
   if (m > INT_MAX || n > INT_MAX || k > INT_MAX) {
-    throw std::runtime_error("[cublas] gemm of " + std::to_string(m) + " x " +
-                             std::to_string(n) + " x " + std::to_string(k) +
-                             " has a side past 2^31 - 1");
+    throw std::runtime_error(msg("[cublas] gemm of ", m, " x ", n, " x ", k,
+                                 " has a side past 2^31 - 1"));
   }
   DeviceGuard guard(index);
   cublasHandle_t h = cublas_handle(index);

@@ -1,5 +1,6 @@
 // CudaDevice: stream, caching allocator and pinned staging of one GPU.
 #include <mixgraph/contexts/cuda/cuda_utils.hpp>
+#include <mixgraph/contexts/strings.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -19,8 +20,8 @@ constexpr size_t kStagingBytes = 4 << 20;
 void check(cudaError_t e, const char* call, const char* file, int line) {
   if (e == cudaSuccess) return;
   throw std::runtime_error(
-      std::string("[cuda] ") + call + " failed: " + cudaGetErrorName(e) + ": " +
-      cudaGetErrorString(e) + " (" + file + ":" + std::to_string(line) + ")");
+      msg("[cuda] ", call, " failed: ", cudaGetErrorName(e), ": ",
+          cudaGetErrorString(e), " (", file, ":", line, ")"));
 }
 
 DeviceGuard::DeviceGuard(int index) {
@@ -59,8 +60,8 @@ int device_index(const std::string& device) {
       device.find_first_not_of("0123456789", 5) == std::string::npos) {
     return std::stoi(device.substr(5));
   }
-  throw std::invalid_argument("[cuda] '" + device +
-                              "' is not a CUDA device; expected cuda:<index>");
+  throw std::invalid_argument(
+      msg("[cuda] '", device, "' is not a CUDA device; expected cuda:<index>"));
 }
 
 CudaDevice& CudaDevice::get(int index) {

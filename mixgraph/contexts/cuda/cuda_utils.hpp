@@ -47,6 +47,13 @@ inline unsigned blocks_for(int64_t n, int threads = kThreads) {
   return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 * 8 ? 65535 * 8 : b));
 }
 
+/// In a kernel: `for` each index i in [0, n) this thread owns, striding by
+/// the whole grid (so any grid size from blocks_for covers n).
+#define MG_GRID_STRIDE(i, n)                                            \
+  for (int64_t i =                                                      \
+           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
+       i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+
 /// The number of CUDA devices; 0 with the reason in `why` when there is no
 /// usable GPU (no driver, no device). Asked once.
 int device_count(std::string* why = nullptr);

@@ -1,4 +1,5 @@
 #include <mixgraph/contexts/cuda/cudnn_utils.hpp>
+#include <mixgraph/contexts/strings.hpp>
 
 #include <algorithm>
 #include <climits>
@@ -10,9 +11,9 @@ namespace mg::cuda {
 void check_cudnn(cudnnStatus_t s, const char* call, const char* file,
                  int line) {
   if (s == CUDNN_STATUS_SUCCESS) return;
-  throw std::runtime_error(std::string("[cudnn] ") + call +
-                           " failed: " + cudnnGetErrorString(s) + " (" + file +
-                           ":" + std::to_string(line) + ")");
+  throw std::runtime_error(msg("[cudnn] ", call,
+                               " failed: ", cudnnGetErrorString(s), " (", file,
+                               ":", line, ")"));
 }
 
 cudnnDataType_t cudnn_data_type(Dtype dtype) {
@@ -26,9 +27,9 @@ cudnnDataType_t cudnn_data_type(Dtype dtype) {
     default:
       break;
   }
-  throw std::invalid_argument(std::string("[cudnn] unsupported dtype ") +
-                              dtype_name(dtype) +
-                              "; expected float, half or bfloat16");
+  throw std::invalid_argument(msg("[cudnn] unsupported dtype ",
+                                  dtype_name(dtype),
+                                  "; expected float, half or bfloat16"));
 }
 
 cudnnHandle_t cudnn_handle(int index) {

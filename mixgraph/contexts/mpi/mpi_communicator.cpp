@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <mixgraph/contexts/communicator.hpp>
+#include <mixgraph/contexts/strings.hpp>
 
 namespace mg {
 
@@ -119,9 +120,8 @@ class MpiCommunicator : public Communicator {
 
   void broadcast(void* data, int64_t bytes, int root) override {
     if (root < 0 || root >= size_) {
-      throw std::invalid_argument(msg_prefix("broadcast") + "root " +
-                                  std::to_string(root) + " is not a rank of " +
-                                  std::to_string(size_));
+      throw std::invalid_argument(msg(msg_prefix("broadcast"), "root ", root,
+                                      " is not a rank of ", size_));
     }
     auto* p = static_cast<char*>(data);
     for (int64_t at = 0; at < bytes; at += kMaxCount) {
@@ -133,9 +133,9 @@ class MpiCommunicator : public Communicator {
 
   void all_gather(const float* send, int64_t n, float* recv) override {
     if (n > kMaxCount) {
-      throw std::invalid_argument(msg_prefix("all_gather") + std::to_string(n) +
-                                  " values per rank is more than MPI's int "
-                                  "counts allow in one call");
+      throw std::invalid_argument(msg(msg_prefix("all_gather"), n,
+                                      " values per rank is more than MPI's int "
+                                      "counts allow in one call"));
     }
     check(MPI_Allgather(send, static_cast<int>(n), MPI_FLOAT, recv,
                         static_cast<int>(n), MPI_FLOAT, live("all_gather")),
@@ -153,8 +153,8 @@ class MpiCommunicator : public Communicator {
   }
   MPI_Comm live(const char* what) const {
     if (comm_ == MPI_COMM_NULL) {
-      throw std::runtime_error(msg_prefix(what) +
-                               "MPI was finalised (the program is exiting)");
+      throw std::runtime_error(
+          msg(msg_prefix(what), "MPI was finalised (the program is exiting)"));
     }
     return comm_;
   }
@@ -163,9 +163,8 @@ class MpiCommunicator : public Communicator {
     char text[MPI_MAX_ERROR_STRING];
     int length = 0;
     MPI_Error_string(rc, text, &length);
-    throw std::runtime_error("[MpiCommunicator] rank " + std::to_string(rank_) +
-                             ": " + call +
-                             " failed: " + std::string(text, length));
+    throw std::runtime_error(msg("[MpiCommunicator] rank ", rank_, ": ", call,
+                                 " failed: ", std::string(text, length)));
   }
   void divide(float* data, int64_t n) const {
     const float inv = 1.0f / static_cast<float>(size_);

@@ -12,6 +12,7 @@
 
 #include <mixgraph/contexts/communicator.hpp>
 #include <mixgraph/contexts/cuda/cuda_utils.hpp>
+#include <mixgraph/contexts/strings.hpp>
 
 namespace mg {
 
@@ -19,8 +20,8 @@ namespace {
 
 void nccl_check(ncclResult_t r, const char* call, int rank) {
   if (r == ncclSuccess) return;
-  throw std::runtime_error("[NcclCommunicator] rank " + std::to_string(rank) +
-                           ": " + call + " failed: " + ncclGetErrorString(r));
+  throw std::runtime_error(msg("[NcclCommunicator] rank ", rank, ": ", call,
+                               " failed: ", ncclGetErrorString(r)));
 }
 
 #define MG_NCCL_CHECK(call) nccl_check((call), #call, rank_)
@@ -46,11 +47,10 @@ class NcclCommunicator : public Communicator {
     std::string why;
     const int gpus = cuda::device_count(&why);
     if (local_rank_ >= gpus) {
-      throw std::runtime_error("[nccl_communicator] rank " +
-                               std::to_string(rank_) + " is local rank " +
-                               std::to_string(local_rank_) +
-                               " but this machine has " + std::to_string(gpus) +
-                               " GPU(s)" + (why.empty() ? "" : ": " + why));
+      throw std::runtime_error(msg("[nccl_communicator] rank ", rank_,
+                                   " is local rank ", local_rank_,
+                                   " but this machine has ", gpus, " GPU(s)",
+                                   (why.empty() ? "" : ": " + why)));
     }
     device_ = local_rank_;
     cuda::DeviceGuard guard(device_);

@@ -17,6 +17,7 @@
 
 #include <mixgraph/contexts/cpu/dnnl_utils.hpp>
 #include <mixgraph/contexts/memory.hpp>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/cpu/channel_blocks.hpp>
 
 namespace mg::cpu {
@@ -207,8 +208,7 @@ Plan make_plan(const PlanKey& key) {
     plan.ok = true;
   } catch (const dnnl::error& e) {
     if (key.compute == Dtype::f32) {
-      throw std::runtime_error(std::string("[convolution] oneDNN: ") +
-                               e.what());
+      throw std::runtime_error(msg("[convolution] oneDNN: ", e.what()));
     }
   }
   return plan;

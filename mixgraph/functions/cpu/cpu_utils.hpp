@@ -11,6 +11,7 @@
 #include <mixgraph/contexts/convert.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/contexts/dtype_dispatch.hpp>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/graph/variable.hpp>
 
 namespace mg::cpu {
@@ -242,10 +243,9 @@ void dispatch_layout(const std::vector<Variable*>& in, const std::string& tag,
     if (i == 0) {
       held = d;
     } else if (d != held) {
-      throw std::invalid_argument(tag + "input 0 holds " + dtype_name(held) +
-                                  " data but input " + std::to_string(i) +
-                                  " holds " + dtype_name(d) +
-                                  "; convert them to one type with F::cast");
+      throw std::invalid_argument(msg(
+          tag, "input 0 holds ", dtype_name(held), " data but input ", i,
+          " holds ", dtype_name(d), "; convert them to one type with F::cast"));
     }
   }
   if (is_floating(held)) {

@@ -9,6 +9,7 @@
 
 #include <mixgraph/contexts/cpu/dnnl_utils.hpp>
 #include <mixgraph/contexts/memory.hpp>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 
 namespace mg::cpu {
@@ -69,7 +70,7 @@ GemmPlan make_plan(const GemmKey& key) {
     plan.native = true;
   } catch (const dnnl::error& e) {
     if (key.type == Dtype::f32 && key.out_type == Dtype::f32) {
-      throw std::runtime_error(std::string("[gemm] oneDNN: ") + e.what());
+      throw std::runtime_error(msg("[gemm] oneDNN: ", e.what()));
     }
   }
   return plan;

@@ -1,6 +1,7 @@
 // Embed, Gather, OneHot and Where on the CPU. Forward copies elements of T;
 // backward sums into fp32 buffers where indices repeat.
 #include <cstring>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/cpu/elementwise.hpp>
@@ -21,10 +22,9 @@ const int32_t* indices(Variable* v, int64_t limit, const std::string& has,
   const int64_t n = v->size();
   for (int64_t i = 0; i < n; ++i) {
     if (ids[i] < 0 || ids[i] >= limit) {
-      throw std::invalid_argument(
-          tag_name + " holds index " + std::to_string(ids[i]) +
-          " at flat index " + std::to_string(i) + ", but " + has +
-          "; indices must be in [0, " + std::to_string(limit) + ")");
+      throw std::invalid_argument(msg(tag_name, " holds index ", ids[i],
+                                      " at flat index ", i, ", but ", has,
+                                      "; indices must be in [0, ", limit, ")"));
     }
   }
   return ids;
@@ -140,11 +140,10 @@ class OneHotCpu : public OneHot {
       for (int d = 0; d < k; ++d) {
         const int32_t id = ids[n * k + d];
         if (id < 0 || id >= s[d]) {
-          throw std::invalid_argument(
-              tag() + "x holds id " + std::to_string(id) + " at flat index " +
-              std::to_string(n * k + d) + ", but axis " + std::to_string(d) +
-              " of shape " + shape_str(s) + " has size " +
-              std::to_string(s[d]));
+          throw std::invalid_argument(msg(tag(), "x holds id ", id,
+                                          " at flat index ", n * k + d,
+                                          ", but axis ", d, " of shape ",
+                                          shape_str(s), " has size ", s[d]));
         }
         flat = flat * s[d] + id;
       }

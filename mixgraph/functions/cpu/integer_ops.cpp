@@ -53,8 +53,8 @@ void dispatch_integers(Variable* v, const std::string& tag, Fn&& fn) {
                   std::is_same_v<U, uint8_t>) {
       fn(t);
     } else {
-      throw std::invalid_argument(tag + "x holds " + dtype_name(d) +
-                                  " data; expected int, long or uint8");
+      throw std::invalid_argument(msg(tag, "x holds ", dtype_name(d),
+                                      " data; expected int, long or uint8"));
     }
   });
 }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <mixgraph/contexts/strings.hpp>
+
 namespace mg::cpu {
 
 static_assert(sizeof(kiss_fft_scalar) == sizeof(float),
@@ -24,8 +26,8 @@ class KissPlan {
       : cfg_(kiss_fftnd_alloc(dims.data(), static_cast<int>(dims.size()),
                               inverse ? 1 : 0, nullptr, nullptr)) {
     if (!cfg_) {
-      throw std::runtime_error("KissFFT: kiss_fftnd_alloc failed for " +
-                               std::to_string(dims.size()) + "-D dims");
+      throw std::runtime_error(
+          msg("KissFFT: kiss_fftnd_alloc failed for ", dims.size(), "-D dims"));
     }
   }
   ~KissPlan() { kiss_fft_free(cfg_); }

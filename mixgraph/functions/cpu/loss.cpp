@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/cpu/axis_tile.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/loss.hpp>
@@ -24,11 +25,10 @@ const int32_t* labels(const Variables& in, const AxisSplit& s,
   for (int64_t i = 0; i < n; ++i) {
     if (l[i] < 0 || l[i] >= s.size) {
       throw std::invalid_argument(
-          tag + "t holds label " + std::to_string(l[i]) + " at flat index " +
-          std::to_string(i) + ", but x with shape " +
-          shape_str(in[0]->shape()) + " has " + std::to_string(s.size) +
-          " classes along axis " + std::to_string(s.axis) + ": labels must " +
-          "be in [0, " + std::to_string(s.size) + ")");
+          msg(tag, "t holds label ", l[i], " at flat index ", i,
+              ", but x with shape ", shape_str(in[0]->shape()), " has ", s.size,
+              " classes along axis ", s.axis, ": labels must be in [0, ",
+              s.size, ")"));
     }
   }
   return l;
@@ -71,9 +71,9 @@ class SoftmaxCrossEntropyCpu : public SoftmaxCrossEntropy {
                      const std::vector<bool>& accum) override {
     if (propagate_down[1]) {
       throw std::invalid_argument(
-          tag() +
-          "t holds class labels and has no gradient; make t "
-          "need_grad = false");
+          msg(tag(),
+              "t holds class labels and has no gradient; make t "
+              "need_grad = false"));
     }
     if (!propagate_down[0]) return;
     const AxisSplit& s = split_;
@@ -168,9 +168,10 @@ class SigmoidCrossEntropyCpu : public SigmoidCrossEntropy {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (propagate_down[1]) {
-      throw std::invalid_argument(tag() +
-                                  "t holds targets and has no gradient; make t "
-                                  "need_grad = false");
+      throw std::invalid_argument(
+          msg(tag(),
+              "t holds targets and has no gradient; make t "
+              "need_grad = false"));
     }
     if (!propagate_down[0]) return;
     const T* x = input<T>(in[0]);

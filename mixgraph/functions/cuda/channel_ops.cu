@@ -8,11 +8,6 @@ namespace mg::cuda {
 
 namespace {
 
-#define MG_GRID_STRIDE(i, n)                                            \
-  for (int64_t i =                                                      \
-           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
-       i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
 // One block per channel: the (outer, inner) elements of channel c, summed
 // per thread, then in a fixed tree.
 template <class T>

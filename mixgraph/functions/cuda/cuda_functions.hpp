@@ -1,6 +1,6 @@
 // The one list of CUDA and cuDNN function groups. Each register_* lives in
 // the file of the same name under functions/cuda/ or functions/cudnn/;
-// the registry calls register_cuda_functions when the backend is built.
+// functions/backends.cpp calls register_cuda_functions when it is built.
 // No CUDA header here.
 #pragma once
 

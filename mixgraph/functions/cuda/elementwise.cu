@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/cuda/cuda_function.hpp>
 #include <mixgraph/functions/cuda/cuda_functions.hpp>
 #include <mixgraph/functions/cuda/kernels.hpp>
@@ -18,11 +19,6 @@
 namespace mg::cuda {
 
 namespace {
-
-#define MG_GRID_STRIDE(i, n)                                            \
-  for (int64_t i =                                                      \
-           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
-       i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
 template <class T>
 __device__ float ld(const T* p, int64_t i) {
@@ -125,9 +121,9 @@ Broadcast make_broadcast(const BroadcastPlan& p) {
     s1.push_back(p.stride1[d]);
   }
   if (shape.size() > static_cast<size_t>(kMaxDims)) {
-    throw std::runtime_error("[cuda elementwise] broadcasting over " +
-                             shape_str(p.out_shape) + " needs more than " +
-                             std::to_string(kMaxDims) + " axes");
+    throw std::runtime_error(msg("[cuda elementwise] broadcasting over ",
+                                 shape_str(p.out_shape), " needs more than ",
+                                 kMaxDims, " axes"));
   }
   Broadcast b;
   b.nd = static_cast<int>(shape.size());
@@ -283,9 +279,10 @@ class SigmoidCrossEntropyCuda : public SigmoidCrossEntropy {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (propagate_down[1]) {
-      throw std::invalid_argument(tag() +
-                                  "t holds targets and has no gradient; make t "
-                                  "need_grad = false");
+      throw std::invalid_argument(
+          msg(tag(),
+              "t holds targets and has no gradient; make t "
+              "need_grad = false"));
     }
     if (!propagate_down[0]) return;
     const Launch l(*this);

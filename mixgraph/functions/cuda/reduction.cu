@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/cuda/cuda_function.hpp>
 #include <mixgraph/functions/cuda/cuda_functions.hpp>
 #include <mixgraph/functions/cuda/kernels.hpp>
@@ -17,11 +18,6 @@ namespace mg::cuda {
 namespace {
 
 constexpr int kMaxDims = 8;
-
-#define MG_GRID_STRIDE(i, n)                                            \
-  for (int64_t i =                                                      \
-           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
-       i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
 // Row-major index decomposition over up to kMaxDims axes with strides.
 struct Indexer {
@@ -65,9 +61,9 @@ ReduceGeom reduce_geom(const Shape& shape, const std::vector<int>& axes) {
   for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
     Indexer& ix = red[i] ? g.reduced : g.kept;
     if (ix.nd == kMaxDims) {
-      throw std::runtime_error("[cuda reduce] shape " + shape_str(shape) +
-                               " alternates reduced and kept axes more than " +
-                               std::to_string(kMaxDims) + " times");
+      throw std::runtime_error(msg(
+          "[cuda reduce] shape ", shape_str(shape),
+          " alternates reduced and kept axes more than ", kMaxDims, " times"));
     }
     // Filled from the last axis; shifted into place below.
     ix.shape[kMaxDims - 1 - ix.nd] = dims[i];
@@ -255,8 +251,8 @@ Indexer to_reduced(const Shape& shape, const std::vector<int>& axes) {
     }
   }
   if (dims.size() > static_cast<size_t>(kMaxDims)) {
-    throw std::runtime_error("[cuda reduce] shape " + shape_str(shape) +
-                             " has too many alternating axes");
+    throw std::runtime_error(msg("[cuda reduce] shape ", shape_str(shape),
+                                 " has too many alternating axes"));
   }
   Indexer ix;
   ix.nd = static_cast<int>(dims.size());

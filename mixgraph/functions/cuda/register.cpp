@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include <mixgraph/contexts/device.hpp>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/cuda/cuda_function.hpp>
 
 namespace mg::cuda {
@@ -16,10 +17,10 @@ int checked_device(const Function& f) {
   const DeviceRef d = resolve_device(f.device(), f.tag());
   if (d.name != "cuda") {
     throw std::invalid_argument(
-        f.tag() + "runs on CUDA (" + f.backend().str() +
-        "), but its context's device is '" + f.device() +
-        "'; make the context with mg::context(\"cudnn\", ...) or give it "
-        "array_class CudaArray");
+        msg(f.tag(), "runs on CUDA (", f.backend().str(),
+            "), but its context's device is '", f.device(),
+            "'; make the context with mg::context(\"cudnn\", ...) or give it "
+            "array_class CudaArray"));
   }
   return d.index;
 }

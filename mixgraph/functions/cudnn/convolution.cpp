@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <mixgraph/contexts/cuda/cudnn_utils.hpp>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/cuda/cuda_function.hpp>
 #include <mixgraph/functions/cuda/cuda_functions.hpp>
 #include <mixgraph/functions/cuda/kernels.hpp>
@@ -88,9 +89,9 @@ const Perf& pick(const std::vector<Perf>& perf, int n, Dtype dtype,
     if (!first) first = &p;
   }
   if (!first) {
-    throw std::runtime_error(std::string("[convolution] cuDNN has no ") + what +
-                             " algorithm for this geometry and dtype " +
-                             dtype_name(dtype));
+    throw std::runtime_error(msg("[convolution] cuDNN has no ", what,
+                                 " algorithm for this geometry and dtype ",
+                                 dtype_name(dtype)));
   }
   return *first;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <mixgraph/contexts/cuda/cudnn_utils.hpp>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/cuda/cuda_function.hpp>
 #include <mixgraph/functions/cuda/cuda_functions.hpp>
 
@@ -60,9 +61,9 @@ class PoolingCudnn : public Base {
     MG_CUDNN_CHECK(cudnnGetPoolingNdForwardOutputDim(
         pool_, x_, static_cast<int>(got.size()), got.data()));
     if (std::vector<int64_t>(got.begin(), got.end()) != out_dims) {
-      throw std::runtime_error(this->tag() +
-                               "cuDNN's output shape differs from the "
-                               "function's");
+      throw std::runtime_error(msg(this->tag(),
+                                   "cuDNN's output shape differs from the "
+                                   "function's"));
     }
   }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <mixgraph/contexts/cuda/cuda_utils.hpp>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/solvers/adabound.hpp>
 #include <mixgraph/solvers/adagrad.hpp>
 #include <mixgraph/solvers/adam.hpp>
@@ -27,11 +28,6 @@
 namespace mg::cuda {
 
 namespace {
-
-#define MG_GRID_STRIDE(i, n)                                            \
-  for (int64_t i =                                                      \
-           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
-       i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
 // ---- update rules ----
 
@@ -171,10 +167,9 @@ class CudaSolverOps final : public SolverDeviceOps {
                   float* w, const float* g, float grad_scale,
                   float* const* states) override {
     if (rule_slot < 0 || rule_slot >= mg::detail::kNumRuleSlots) {
-      throw std::out_of_range(
-          "[cuda solver] update rule slot " + std::to_string(rule_slot) +
-          " is outside MG_UPDATE_RULES (" +
-          std::to_string(mg::detail::kNumRuleSlots) + " rules)");
+      throw std::out_of_range(msg("[cuda solver] update rule slot ", rule_slot,
+                                  " is outside MG_UPDATE_RULES (",
+                                  mg::detail::kNumRuleSlots, " rules)"));
     }
     if (n == 0) return;
     DeviceGuard guard(index);
@@ -203,8 +198,8 @@ class CudaSolverOps final : public SolverDeviceOps {
       if (fg.dtype != Dtype::f32 && fg.dtype != Dtype::f16 &&
           fg.dtype != Dtype::bf16) {
         throw std::invalid_argument(
-            std::string("[Solver] a grad of dtype ") + dtype_name(fg.dtype) +
-            " cannot be unscaled; grads are float, half or bfloat16");
+            msg("[Solver] a grad of dtype ", dtype_name(fg.dtype),
+                " cannot be unscaled; grads are float, half or bfloat16"));
       }
     }
     auto result_mem = dev.allocate(sizeof(Result));

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
+
 namespace mg {
 
 namespace {
@@ -14,7 +16,7 @@ constexpr const char* kHeaderV1 = "mixgraph.BatchIterator 1";
 
 [[noreturn]] void bad_state(const std::string& what) {
   throw std::invalid_argument(
-      "[BatchIterator] cannot restore the saved state: " + what);
+      msg("[BatchIterator] cannot restore the saved state: ", what));
 }
 
 }  // namespace
@@ -28,15 +30,14 @@ BatchIterator::BatchIterator(int64_t size, int64_t batch_size, uint64_t seed,
       shuffle_(shuffle),
       rng_(seed) {
   if (ranks < 1 || rank < 0 || rank >= ranks) {
-    throw std::invalid_argument("[BatchIterator] rank " + std::to_string(rank) +
-                                " is not a rank of " + std::to_string(ranks));
+    throw std::invalid_argument(
+        msg("[BatchIterator] rank ", rank, " is not a rank of ", ranks));
   }
   if (batch_size < 1 || size < batch_size * ranks) {
     throw std::invalid_argument(
-        "[BatchIterator] batch_size must be in [1, size / ranks], got "
-        "batch_size " +
-        std::to_string(batch_size) + " on " + std::to_string(ranks) +
-        " rank(s) for " + std::to_string(size) + " examples");
+        msg("[BatchIterator] batch_size must be in [1, size / ranks], got "
+            "batch_size ",
+            batch_size, " on ", ranks, " rank(s) for ", size, " examples"));
   }
   permutation_.resize(size);
   std::iota(permutation_.begin(), permutation_.end(), int64_t{0});

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/utils/data/idx.hpp>
 
 namespace mg {
@@ -27,20 +28,20 @@ std::string find_file(const std::string& dir, const std::string& name,
   if (is_file(gz)) return gz;
   if (is_file(dir + "/" + name)) return dir + "/" + name;
   if (!report) return "";
-  throw std::invalid_argument(
-      "[load_fashion_mnist] " + gz + " does not exist (nor " + name +
+  throw std::invalid_argument(msg(
+      "[load_fashion_mnist] ", gz, " does not exist (nor ", name,
       " without .gz): install the data set with "
       "`apt-get install dataset-fashion-mnist`, or point "
-      "MIXGRAPH_FASHION_MNIST_DIR (or --data-dir) at a folder that has it");
+      "MIXGRAPH_FASHION_MNIST_DIR (or --data-dir) at a folder that has it"));
 }
 
 std::string prefix_of(const std::string& split) {
   if (split == "train") return "train";
   if (split == "test") return "t10k";
   throw std::invalid_argument(
-      "[load_fashion_mnist] split must be \"train\" "
-      "or \"test\", got \"" +
-      split + "\"");
+      msg("[load_fashion_mnist] split must be \"train\" "
+          "or \"test\", got \"",
+          split, "\""));
 }
 
 }  // namespace
@@ -74,24 +75,24 @@ ImageDataset load_fashion_mnist(const std::string& split,
   IdxArray labels = read_idx(label_path);
   if (images.shape.size() != 3) {
     throw std::invalid_argument(
-        "[load_fashion_mnist] " + image_path +
-        ": images must have shape (N, rows, cols), got " +
-        shape_str(images.shape));
+        msg("[load_fashion_mnist] ", image_path,
+            ": images must have shape (N, rows, cols), got ",
+            shape_str(images.shape)));
   }
   if (labels.shape.size() != 1 || labels.shape[0] != images.shape[0]) {
     throw std::invalid_argument(
-        "[load_fashion_mnist] " + label_path + ": labels with shape " +
-        shape_str(labels.shape) + " do not match the " +
-        std::to_string(images.shape[0]) + " images of " + image_path);
+        msg("[load_fashion_mnist] ", label_path, ": labels with shape ",
+            shape_str(labels.shape), " do not match the ", images.shape[0],
+            " images of ", image_path));
   }
   ImageDataset ds;
   ds.classes = 10;
   for (size_t i = 0; i < labels.data.size(); ++i) {
     if (labels.data[i] >= ds.classes) {
-      throw std::invalid_argument("[load_fashion_mnist] " + label_path +
-                                  ": label " + std::to_string(labels.data[i]) +
-                                  " at index " + std::to_string(i) +
-                                  " is not a class in [0, 10)");
+      throw std::invalid_argument(
+          msg("[load_fashion_mnist] ", label_path, ": label ",
+              std::to_string(labels.data[i]), " at index ", i,
+              " is not a class in [0, 10)"));
     }
   }
   ds.size = images.shape[0];

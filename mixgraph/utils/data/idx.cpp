@@ -9,13 +9,15 @@
 #include <limits>
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
+
 namespace mg {
 
 namespace {
 
 [[noreturn]] void fail(const std::string& tag, const std::string& path,
                        const std::string& what) {
-  throw std::invalid_argument("[" + tag + "] " + path + ": " + what);
+  throw std::invalid_argument(msg("[", tag, "] ", path, ": ", what));
 }
 
 const char* type_name(int code) {
@@ -170,15 +172,14 @@ IdxArray read_idx(const std::string& path) {
 
 void write_idx(const std::string& path, const IdxArray& array, bool gzip) {
   if (array.shape.empty() || array.shape.size() > 255) {
-    throw std::invalid_argument("[write_idx] " + path + ": shape " +
-                                shape_str(array.shape) +
-                                " must have 1 to 255 dimensions");
+    throw std::invalid_argument(msg("[write_idx] ", path, ": shape ",
+                                    shape_str(array.shape),
+                                    " must have 1 to 255 dimensions"));
   }
   if (static_cast<int64_t>(array.data.size()) != shape_size(array.shape)) {
     throw std::invalid_argument(
-        "[write_idx] " + path + ": shape " + shape_str(array.shape) +
-        " needs " + std::to_string(shape_size(array.shape)) + " bytes, got " +
-        std::to_string(array.data.size()));
+        msg("[write_idx] ", path, ": shape ", shape_str(array.shape), " needs ",
+            shape_size(array.shape), " bytes, got ", array.data.size()));
   }
   std::vector<unsigned char> bytes = {
       0, 0, 0x08, static_cast<unsigned char>(array.shape.size())};
@@ -204,8 +205,8 @@ void write_idx(const std::string& path, const IdxArray& array, bool gzip) {
     }
   }
   if (!ok) {
-    throw std::runtime_error("[write_idx] " + path +
-                             ": cannot write: " + std::strerror(errno));
+    throw std::runtime_error(
+        msg("[write_idx] ", path, ": cannot write: ", std::strerror(errno)));
   }
 }
 

@@ -164,9 +164,9 @@ void save_checkpoint(const std::string& path, const ParameterScope& params,
                      int64_t iteration, const CheckpointExtras& extras) {
   for (const auto& [name, value] : extras.values()) {
     if (name.empty() || name.find('/') != std::string::npos) {
-      throw std::invalid_argument("[save_checkpoint] extra '" + name +
-                                  "' for " + path +
-                                  ": names must be non-empty without '/'");
+      throw std::invalid_argument(msg("[save_checkpoint] extra '", name,
+                                      "' for ", path,
+                                      ": names must be non-empty without '/'"));
     }
   }
   h5::write_atomically(path, "save_checkpoint", [&](h5::File& f) {

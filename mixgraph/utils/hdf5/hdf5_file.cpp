@@ -8,6 +8,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
+
 namespace mg::h5 {
 
 namespace {
@@ -63,12 +65,12 @@ std::string where(const std::string& tag, const std::string& file,
 
 void fail(const std::string& tag, const std::string& file,
           const std::string& entry, const std::string& what) {
-  throw std::invalid_argument(where(tag, file, entry) + what);
+  throw std::invalid_argument(msg(where(tag, file, entry), what));
 }
 
 void fail_write(const std::string& tag, const std::string& file,
                 const std::string& entry, const std::string& what) {
-  throw std::runtime_error(where(tag, file, entry) + what);
+  throw std::runtime_error(msg(where(tag, file, entry), what));
 }
 
 File open_for_read(const std::string& path, const std::string& tag) {

@@ -153,7 +153,7 @@ class Loader {
 
  private:
   [[noreturn]] void refuse(const std::string& what) const {
-    throw std::invalid_argument("[load_nnp] " + path_ + ": " + what);
+    throw std::invalid_argument(msg("[load_nnp] ", path_, ": ", what));
   }
 
   // The entries NNabla's loader reads, by extension (as it does): protobuf
@@ -451,7 +451,7 @@ class Loader {
 // ---- saving ----
 
 [[noreturn]] void refuse_save(const std::string& what) {
-  throw std::invalid_argument("[save_nnp] " + what);
+  throw std::invalid_argument(msg("[save_nnp] ", what));
 }
 
 void set_shape(pb::Shape* shape, const Shape& dims) {
@@ -709,7 +709,7 @@ void write_nnp(const std::string& path, pb::NNablaProtoBuf& proto,
     }
     std::string bytes;
     if (!proto.SerializeToString(&bytes)) {
-      throw std::runtime_error("[save_nnp] cannot serialize '" + path + "'");
+      throw std::runtime_error(msg("[save_nnp] cannot serialize '", path, "'"));
     }
     entries.emplace_back("network.protobuf", std::move(bytes));
   } else {
@@ -731,8 +731,8 @@ const Network& Nnp::network(const std::string& name) const {
     if (n.name == name) return n;
     names.push_back(n.name);
   }
-  throw std::invalid_argument("[Nnp] no network named '" + name + "'" +
-                              did_you_mean(names, name));
+  throw std::invalid_argument(
+      msg("[Nnp] no network named '", name, "'", did_you_mean(names, name)));
 }
 
 Network Nnp::executor(const std::string& name) const {
@@ -747,8 +747,8 @@ Network Nnp::executor(const std::string& name) const {
     for (const auto& o : x.outputs) view.outputs.emplace_back(o, net.output(o));
     return view;
   }
-  throw std::invalid_argument("[Nnp] no executor named '" + name + "'" +
-                              did_you_mean(names, name));
+  throw std::invalid_argument(
+      msg("[Nnp] no executor named '", name, "'", did_you_mean(names, name)));
 }
 
 Nnp load_nnp(const std::string& path, ParameterScope& params,

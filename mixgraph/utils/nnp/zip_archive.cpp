@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
+
 namespace mg::nnp {
 
 namespace {
@@ -26,8 +28,8 @@ ZipEntries read_zip(const std::string& path, const std::string& caller) {
     std::string why = zip_error_text(code);
     if (code == ZIP_ER_NOENT) why = "no such file";
     if (code == ZIP_ER_NOZIP) why = "not a zip archive (a .nnp is one)";
-    throw std::invalid_argument("[" + caller + "] cannot read '" + path +
-                                "': " + why);
+    throw std::invalid_argument(
+        msg("[", caller, "] cannot read '", path, "': ", why));
   }
   ZipEntries entries;
   std::string error;
@@ -50,8 +52,8 @@ ZipEntries read_zip(const std::string& path, const std::string& caller) {
   }
   zip_discard(archive);
   if (!error.empty()) {
-    throw std::invalid_argument("[" + caller + "] cannot read '" + path +
-                                "': " + error);
+    throw std::invalid_argument(
+        msg("[", caller, "] cannot read '", path, "': ", error));
   }
   return entries;
 }
@@ -62,8 +64,8 @@ void write_zip(const std::string& path, const ZipEntries& entries,
   int code = 0;
   zip_t* archive = zip_open(tmp.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &code);
   if (!archive) {
-    throw std::runtime_error("[" + caller + "] cannot write '" + tmp +
-                             "': " + zip_error_text(code));
+    throw std::runtime_error(
+        msg("[", caller, "] cannot write '", tmp, "': ", zip_error_text(code)));
   }
   for (const auto& [name, bytes] : entries) {
     // The bytes stay alive (in `entries`) until zip_close reads them.
@@ -75,20 +77,20 @@ void write_zip(const std::string& path, const ZipEntries& entries,
       if (source) zip_source_free(source);
       zip_discard(archive);
       std::remove(tmp.c_str());
-      throw std::runtime_error("[" + caller + "] cannot add '" + name +
-                               "' to '" + tmp + "': " + why);
+      throw std::runtime_error(
+          msg("[", caller, "] cannot add '", name, "' to '", tmp, "': ", why));
     }
   }
   if (zip_close(archive) != 0) {
     const std::string why = zip_strerror(archive);
     zip_discard(archive);
     std::remove(tmp.c_str());
-    throw std::runtime_error("[" + caller + "] writing '" + tmp +
-                             "' failed: " + why);
+    throw std::runtime_error(
+        msg("[", caller, "] writing '", tmp, "' failed: ", why));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw std::runtime_error("[" + caller + "] cannot rename '" + tmp +
-                             "' to '" + path + "'");
+    throw std::runtime_error(
+        msg("[", caller, "] cannot rename '", tmp, "' to '", path, "'"));
   }
 }
 

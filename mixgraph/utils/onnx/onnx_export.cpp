@@ -11,6 +11,28 @@
 #include <unordered_map>
 
 #include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/functions/affine.hpp>
+#include <mixgraph/functions/array_ops.hpp>
+#include <mixgraph/functions/batch_matmul.hpp>
+#include <mixgraph/functions/batch_normalization.hpp>
+#include <mixgraph/functions/cast.hpp>
+#include <mixgraph/functions/convolution.hpp>
+#include <mixgraph/functions/deconvolution.hpp>
+#include <mixgraph/functions/dropout.hpp>
+#include <mixgraph/functions/elementwise.hpp>
+#include <mixgraph/functions/indexing.hpp>
+#include <mixgraph/functions/interpolate.hpp>
+#include <mixgraph/functions/min_argmax.hpp>
+#include <mixgraph/functions/nary.hpp>
+#include <mixgraph/functions/normalization.hpp>
+#include <mixgraph/functions/ops/binary_ops.hpp>
+#include <mixgraph/functions/ops/unary_ops.hpp>
+#include <mixgraph/functions/pooling.hpp>
+#include <mixgraph/functions/prelu.hpp>
+#include <mixgraph/functions/recurrent.hpp>
+#include <mixgraph/functions/reduction.hpp>
+#include <mixgraph/functions/shape_ops.hpp>
+#include <mixgraph/functions/softmax.hpp>
 #include <mixgraph/graph/function.hpp>
 #include <mixgraph/graph/function_node.hpp>
 #include <mixgraph/utils/onnx.hpp>
@@ -72,14 +94,14 @@ const ArgValue& arg(const Function& f, const char* name) {
   for (const auto& [k, v] : f.args()) {
     if (k == name) return v;
   }
-  throw std::logic_error(f.tag() + "has no argument '" + name + "'");
+  throw std::logic_error(msg(f.tag(), "has no argument '", name, "'"));
 }
 double arg_real(const Function& f, const char* name) {
   const ArgValue& v = arg(f, name);
   if (auto p = std::get_if<double>(&v)) return *p;
   if (auto p = std::get_if<int64_t>(&v)) return static_cast<double>(*p);
   if (auto p = std::get_if<bool>(&v)) return *p ? 1.0 : 0.0;
-  throw std::logic_error(f.tag() + "argument '" + name + "' is not a number");
+  throw std::logic_error(msg(f.tag(), "argument '", name, "' is not a number"));
 }
 int64_t arg_int(const Function& f, const char* name) {
   return static_cast<int64_t>(arg_real(f, name));
@@ -96,12 +118,12 @@ std::vector<int64_t> arg_ints(const Function& f, const char* name) {
     return out;
   }
   if (auto p = std::get_if<int64_t>(&v)) return {*p};
-  throw std::logic_error(f.tag() + "argument '" + name + "' is not a list");
+  throw std::logic_error(msg(f.tag(), "argument '", name, "' is not a list"));
 }
 std::string arg_str(const Function& f, const char* name) {
   const ArgValue& v = arg(f, name);
   if (auto p = std::get_if<std::string>(&v)) return *p;
-  throw std::logic_error(f.tag() + "argument '" + name + "' is not a string");
+  throw std::logic_error(msg(f.tag(), "argument '", name, "' is not a string"));
 }
 
 class Exporter;
@@ -139,7 +161,7 @@ struct Node {
   // y = op(x) etc. for one-node conversions, into output 0.
   void unary(const std::string& type) { op(type, {in(0)}, {out(0)}); }
   [[noreturn]] void unsupported(const std::string& why) const {
-    throw std::invalid_argument("[save_onnx] " + fn.name() + ": " + why);
+    throw std::invalid_argument(msg("[save_onnx] ", fn.name(), ": ", why));
   }
 };
 
@@ -216,8 +238,8 @@ class Exporter {
     auto it = values_.find(v.get());
     if (it == values_.end()) {
       if (v->parent()) {
-        throw std::logic_error("[save_onnx] " + who +
-                               " reads a value not computed yet");
+        throw std::logic_error(
+            msg("[save_onnx] ", who, " reads a value not computed yet"));
       }
       it = values_.emplace(v.get(), leaf(v, want, shape)).first;
     }
@@ -225,9 +247,9 @@ class Exporter {
     std::string name = val.name;
     if (shape && *shape != val.shape) {
       if (shape_size(*shape) != shape_size(val.shape)) {
-        throw std::logic_error("[save_onnx] " + who + ": cannot view " +
-                               shape_str(val.shape) + " as " +
-                               shape_str(*shape));
+        throw std::logic_error(msg("[save_onnx] ", who, ": cannot view ",
+                                   shape_str(val.shape), " as ",
+                                   shape_str(*shape)));
       }
       const std::string r = fresh(name + "_reshaped");
       node("Reshape", {name, ints(*shape)}, {r});
@@ -1030,21 +1052,46 @@ Converter chain(std::vector<const char*> types) {
 
 void identity(Node& n) { n.op("Identity", {n.in(0)}, {n.out(0)}); }
 
+// The table's keys: the names the functions' declarations give
+// (graph/function_decl.hpp), so that a renamed function cannot leave a stale
+// entry behind.
+template <class Op>
+constexpr const char* unary_name = decl::unary<Op>.name;
+template <class Op>
+constexpr const char* binary_name = decl::binary<Op>.name;
+
 const std::map<std::string, Converter>& converters() {
   static const std::map<std::string, Converter> table = [] {
     std::map<std::string, Converter> t;
-    for (const char* name :
-         {"Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Erf", "Sin", "Cos",
-          "Tan", "Sinh", "Cosh", "Ceil", "Floor"}) {
-      t[name] = unary(name);
-    }
-    const std::pair<const char*, const char*> renamed[] = {
-        {"ReLU", "Relu"},   {"ASin", "Asin"},        {"ACos", "Acos"},
-        {"ATan", "Atan"},   {"ASinh", "Asinh"},      {"ACosh", "Acosh"},
-        {"ATanh", "Atanh"}, {"SoftSign", "Softsign"}};
-    for (const auto& [ours, theirs] : renamed) t[ours] = unary(theirs);
-    t["Identity"] = t["Dropout"] = t["Unlink"] = identity;
-    t["SoftPlus"] = [](Node& n) {  // log(1 + exp(beta x)) / beta
+    // Ours and ONNX's unary operator of the same meaning.
+    const std::pair<const char*, const char*> unaries[] = {
+        {unary_name<ops::Sigmoid>, "Sigmoid"},
+        {unary_name<ops::Tanh>, "Tanh"},
+        {unary_name<ops::Exp>, "Exp"},
+        {unary_name<ops::Log>, "Log"},
+        {unary_name<ops::Sqrt>, "Sqrt"},
+        {unary_name<ops::Abs>, "Abs"},
+        {unary_name<ops::Erf>, "Erf"},
+        {unary_name<ops::Sin>, "Sin"},
+        {unary_name<ops::Cos>, "Cos"},
+        {unary_name<ops::Tan>, "Tan"},
+        {unary_name<ops::Sinh>, "Sinh"},
+        {unary_name<ops::Cosh>, "Cosh"},
+        {unary_name<ops::Ceil>, "Ceil"},
+        {unary_name<ops::Floor>, "Floor"},
+        {unary_name<ops::ReLU>, "Relu"},
+        {unary_name<ops::ASin>, "Asin"},
+        {unary_name<ops::ACos>, "Acos"},
+        {unary_name<ops::ATan>, "Atan"},
+        {unary_name<ops::ASinh>, "Asinh"},
+        {unary_name<ops::ACosh>, "Acosh"},
+        {unary_name<ops::ATanh>, "Atanh"},
+        {unary_name<ops::SoftSign>, "Softsign"},
+    };
+    for (const auto& [ours, theirs] : unaries) t[ours] = unary(theirs);
+    t[unary_name<ops::Identity>] = t[decl::Dropout.name] =
+        t[unary_name<ops::Unlink>] = identity;
+    t[unary_name<ops::SoftPlus>] = [](Node& n) {  // log(1 + exp(beta x)) / beta
       const double beta = arg_real(n.fn, "beta");
       if (beta == 1.0) return n.unary("Softplus");
       const std::string bx = n.tmp(), s = n.tmp();
@@ -1052,126 +1099,130 @@ const std::map<std::string, Converter>& converters() {
       n.op("Softplus", {bx}, {s});
       n.op("Div", {s, n.scalar(beta)}, {n.out(0)});
     };
-    t["LeakyReLU"] = [](Node& n) {
+    t[unary_name<ops::LeakyReLU>] = [](Node& n) {
       attr(n.op("LeakyRelu", {n.in(0)}, {n.out(0)}), "alpha",
            arg_real(n.fn, "alpha"));
     };
-    t["ELU"] = [](Node& n) {
+    t[unary_name<ops::ELU>] = [](Node& n) {
       attr(n.op("Elu", {n.in(0)}, {n.out(0)}), "alpha",
            arg_real(n.fn, "alpha"));
     };
-    t["SELU"] = [](Node& n) {
+    t[unary_name<ops::SELU>] = [](Node& n) {
       auto* s = n.op("Selu", {n.in(0)}, {n.out(0)});
       attr(s, "alpha", arg_real(n.fn, "alpha"));
       attr(s, "gamma", arg_real(n.fn, "scale"));
     };
-    t["HardSigmoid"] = [](Node& n) {  // clip(0.2 x + 0.5, 0, 1)
+    t[unary_name<ops::HardSigmoid>] = [](Node& n) {  // clip(0.2 x + 0.5, 0, 1)
       auto* h = n.op("HardSigmoid", {n.in(0)}, {n.out(0)});
       attr(h, "alpha", 0.2);
       attr(h, "beta", 0.5);
     };
-    t["ReLU6"] = clip(0.0, 6.0);
-    t["HardTanh"] = clip(-1.0, 1.0);
-    t["ClipByValue"] = [](Node& n) {
+    t[unary_name<ops::ReLU6>] = clip(0.0, 6.0);
+    t[unary_name<ops::HardTanh>] = clip(-1.0, 1.0);
+    t[unary_name<ops::ClipByValue>] = [](Node& n) {
       clip(arg_real(n.fn, "min"), arg_real(n.fn, "max"))(n);
     };
-    t["Swish"] = x_times({"Sigmoid"});
-    t["Mish"] = x_times({"Softplus", "Tanh"});
-    t["GELU"] = gelu;
-    t["LogSigmoid"] = chain({"Neg", "Softplus", "Neg"});
-    t["Rsqrt"] = chain({"Sqrt", "Reciprocal"});
-    t["TanhShrink"] = [](Node& n) {
+    t[unary_name<ops::Swish>] = x_times({"Sigmoid"});
+    t[unary_name<ops::Mish>] = x_times({"Softplus", "Tanh"});
+    t[unary_name<ops::GELU>] = gelu;
+    t[unary_name<ops::LogSigmoid>] = chain({"Neg", "Softplus", "Neg"});
+    t[unary_name<ops::Rsqrt>] = chain({"Sqrt", "Reciprocal"});
+    t[unary_name<ops::TanhShrink>] = [](Node& n) {
       const std::string x = n.in(0), th = n.tmp();
       n.op("Tanh", {x}, {th});
       n.op("Sub", {x, th}, {n.out(0)});
     };
-    t["Add2"] = t["BcAdd2"] = binary("Add");
-    t["Sub2"] = binary("Sub");
-    t["Mul2"] = binary("Mul");
-    t["Div2"] = binary("Div");
-    t["Pow2"] = binary("Pow");
-    t["Maximum2"] = binary("Max");
-    t["Minimum2"] = binary("Min");
-    t["AddScalar"] = with_scalar("Add", false);
-    t["MulScalar"] = with_scalar("Mul", false);
-    t["PowScalar"] = with_scalar("Pow", false);
-    t["MaximumScalar"] = with_scalar("Max", false);
-    t["MinimumScalar"] = with_scalar("Min", false);
-    t["RSubScalar"] = with_scalar("Sub", true);
-    t["RDivScalar"] = with_scalar("Div", true);
-    t["RPowScalar"] = with_scalar("Pow", true);
-    t["AddN"] = [](Node& n) {
+    t[binary_name<ops::Add2>] = t[binary_name<ops::BcAdd2>] = binary("Add");
+    t[binary_name<ops::Sub2>] = binary("Sub");
+    t[binary_name<ops::Mul2>] = binary("Mul");
+    t[binary_name<ops::Div2>] = binary("Div");
+    t[binary_name<ops::Pow2>] = binary("Pow");
+    t[binary_name<ops::Maximum2>] = binary("Max");
+    t[binary_name<ops::Minimum2>] = binary("Min");
+    t[unary_name<ops::AddScalar>] = with_scalar("Add", false);
+    t[unary_name<ops::MulScalar>] = with_scalar("Mul", false);
+    t[unary_name<ops::PowScalar>] = with_scalar("Pow", false);
+    t[unary_name<ops::MaximumScalar>] = with_scalar("Max", false);
+    t[unary_name<ops::MinimumScalar>] = with_scalar("Min", false);
+    t[unary_name<ops::RSubScalar>] = with_scalar("Sub", true);
+    t[unary_name<ops::RDivScalar>] = with_scalar("Div", true);
+    t[unary_name<ops::RPowScalar>] = with_scalar("Pow", true);
+    t[decl::AddN.name] = [](Node& n) {
       std::vector<std::string> ins;
       for (size_t i = 0; i < n.node.inputs().size(); ++i)
         ins.push_back(n.in(static_cast<int>(i)));
       n.op("Sum", ins, {n.out(0)});
     };
-    t["Equal"] = predicate("Equal", 2, false, false);
-    t["NotEqual"] = predicate("Equal", 2, false, true);
-    t["Greater"] = predicate("Greater", 2, false, false);
-    t["GreaterEqual"] = predicate("GreaterOrEqual", 2, false, false);
-    t["Less"] = predicate("Less", 2, false, false);
-    t["LessEqual"] = predicate("LessOrEqual", 2, false, false);
-    t["EqualScalar"] = predicate("Equal", 1, true, false);
-    t["NotEqualScalar"] = predicate("Equal", 1, true, true);
-    t["GreaterScalar"] = predicate("Greater", 1, true, false);
-    t["GreaterEqualScalar"] = predicate("GreaterOrEqual", 1, true, false);
-    t["LessScalar"] = predicate("Less", 1, true, false);
-    t["LessEqualScalar"] = predicate("LessOrEqual", 1, true, false);
-    t["LogicalAnd"] = predicate("LogicalAnd", 2, false, false);
-    t["LogicalOr"] = predicate("LogicalOr", 2, false, false);
-    t["LogicalXor"] = predicate("LogicalXor", 2, false, false);
-    t["LogicalNot"] = predicate("Not", 1, false, false);
-    t["IsNaN"] = predicate("IsNaN", 1, false, false);
-    t["IsInf"] = predicate("IsInf", 1, false, false);
-    t["Affine"] = affine;
-    t["Convolution"] = convolution;
-    t["DepthwiseConvolution"] = depthwise_convolution;
-    t["Deconvolution"] = deconvolution;
-    t["MaxPooling"] = pooling("MaxPool", false);
-    t["AveragePooling"] = pooling("AveragePool", false);
-    t["SumPooling"] = pooling("AveragePool", true);
-    t["GlobalAveragePooling"] = unary("GlobalAveragePool");
-    t["BatchNormalization"] = t["SyncBatchNormalization"] = batch_normalization;
-    t["LayerNormalization"] = layer_normalization;
-    t["LSTM"] = recurrent(onnx_io::RecurrentKind::lstm);
-    t["GRU"] = recurrent(onnx_io::RecurrentKind::gru);
-    t["RNN"] = recurrent(onnx_io::RecurrentKind::rnn);
-    t["InstanceNormalization"] = instance_normalization;
-    t["PReLU"] = prelu;
-    t["Softmax"] = [](Node& n) { softmax("Softmax", n); };
-    t["LogSoftmax"] = [](Node& n) { softmax("LogSoftmax", n); };
-    t["Sum"] = reduction("ReduceSum");
-    t["Mean"] = reduction("ReduceMean");
-    t["Max"] = reduction("ReduceMax");
-    t["Min"] = reduction("ReduceMin");
-    t["Prod"] = reduction("ReduceProd");
-    t["ReduceSum"] = reduce_all("ReduceSum");
-    t["ReduceMean"] = reduce_all("ReduceMean");
-    t["Reshape"] = reshape;
-    t["Transpose"] = transpose;
-    t["Concatenate"] = concatenate;
-    t["Stack"] = stack;
-    t["Split"] = split;
-    t["Slice"] = slice;
-    t["Flip"] = flip;
-    t["Broadcast"] = broadcast;
-    t["Tile"] = tile;
-    t["Pad"] = pad;
-    t["BatchMatmul"] = batch_matmul;
-    t["Interpolate"] = interpolate;
-    t["Embed"] = [](Node& n) {  // Gather(W, ids) on axis 0
+    t[binary_name<ops::Equal>] = predicate("Equal", 2, false, false);
+    t[binary_name<ops::NotEqual>] = predicate("Equal", 2, false, true);
+    t[binary_name<ops::Greater>] = predicate("Greater", 2, false, false);
+    t[binary_name<ops::GreaterEqual>] =
+        predicate("GreaterOrEqual", 2, false, false);
+    t[binary_name<ops::Less>] = predicate("Less", 2, false, false);
+    t[binary_name<ops::LessEqual>] = predicate("LessOrEqual", 2, false, false);
+    t[unary_name<ops::EqualScalar>] = predicate("Equal", 1, true, false);
+    t[unary_name<ops::NotEqualScalar>] = predicate("Equal", 1, true, true);
+    t[unary_name<ops::GreaterScalar>] = predicate("Greater", 1, true, false);
+    t[unary_name<ops::GreaterEqualScalar>] =
+        predicate("GreaterOrEqual", 1, true, false);
+    t[unary_name<ops::LessScalar>] = predicate("Less", 1, true, false);
+    t[unary_name<ops::LessEqualScalar>] =
+        predicate("LessOrEqual", 1, true, false);
+    t[binary_name<ops::LogicalAnd>] = predicate("LogicalAnd", 2, false, false);
+    t[binary_name<ops::LogicalOr>] = predicate("LogicalOr", 2, false, false);
+    t[binary_name<ops::LogicalXor>] = predicate("LogicalXor", 2, false, false);
+    t[unary_name<ops::LogicalNot>] = predicate("Not", 1, false, false);
+    t[unary_name<ops::IsNaN>] = predicate("IsNaN", 1, false, false);
+    t[unary_name<ops::IsInf>] = predicate("IsInf", 1, false, false);
+    t[decl::Affine.name] = affine;
+    t[decl::Convolution.name] = convolution;
+    t[decl::DepthwiseConvolution.name] = depthwise_convolution;
+    t[decl::Deconvolution.name] = deconvolution;
+    t[decl::MaxPooling.name] = pooling("MaxPool", false);
+    t[decl::AveragePooling.name] = pooling("AveragePool", false);
+    t[decl::SumPooling.name] = pooling("AveragePool", true);
+    t[decl::GlobalAveragePooling.name] = unary("GlobalAveragePool");
+    t[decl::BatchNormalization.name] = t[decl::SyncBatchNormalization.name] =
+        batch_normalization;
+    t[decl::LayerNormalization.name] = layer_normalization;
+    t[decl::LSTM.name] = recurrent(onnx_io::RecurrentKind::lstm);
+    t[decl::GRU.name] = recurrent(onnx_io::RecurrentKind::gru);
+    t[decl::RNN.name] = recurrent(onnx_io::RecurrentKind::rnn);
+    t[decl::InstanceNormalization.name] = instance_normalization;
+    t[decl::PReLU.name] = prelu;
+    t[decl::Softmax.name] = [](Node& n) { softmax("Softmax", n); };
+    t[decl::LogSoftmax.name] = [](Node& n) { softmax("LogSoftmax", n); };
+    t[decl::Sum.name] = reduction("ReduceSum");
+    t[decl::Mean.name] = reduction("ReduceMean");
+    t[decl::Max.name] = reduction("ReduceMax");
+    t[decl::Min.name] = reduction("ReduceMin");
+    t[decl::Prod.name] = reduction("ReduceProd");
+    t[decl::ReduceSum.name] = reduce_all("ReduceSum");
+    t[decl::ReduceMean.name] = reduce_all("ReduceMean");
+    t[decl::Reshape.name] = reshape;
+    t[decl::Transpose.name] = transpose;
+    t[decl::Concatenate.name] = concatenate;
+    t[decl::Stack.name] = stack;
+    t[decl::Split.name] = split;
+    t[decl::Slice.name] = slice;
+    t[decl::Flip.name] = flip;
+    t[decl::Broadcast.name] = broadcast;
+    t[decl::Tile.name] = tile;
+    t[decl::Pad.name] = pad;
+    t[decl::BatchMatmul.name] = batch_matmul;
+    t[decl::Interpolate.name] = interpolate;
+    t[decl::Embed.name] = [](Node& n) {  // Gather(W, ids) on axis 0
       n.op("Gather", {n.in(1), n.in(0)}, {n.out(0)});
     };
-    t["Gather"] = [](Node& n) {
+    t[decl::Gather.name] = [](Node& n) {
       if (arg_int(n.fn, "batch_dims") != 0) n.unsupported("batch_dims != 0");
       attr(n.op("Gather", {n.in(0), n.in(1)}, {n.out(0)}), "axis",
            arg_int(n.fn, "axis"));
     };
-    t["Where"] = [](Node& n) {
+    t[decl::Where.name] = [](Node& n) {
       n.op("Where", {n.e.cast(n.in(0), kBool), n.in(1), n.in(2)}, {n.out(0)});
     };
-    t["Cast"] = [](Node& n) {
+    t[decl::Cast.name] = [](Node& n) {
       attr(n.op("Cast", {n.in(0)}, {n.out(0)}), "to",
            static_cast<int64_t>(n.out_elem(0)));
     };
@@ -1195,7 +1246,8 @@ std::string network_to_onnx(
   std::vector<VariablePtr> vars;
   for (const auto& [oname, v] : outputs) {
     if (!v) {
-      throw std::invalid_argument("[save_onnx] output '" + oname + "' is null");
+      throw std::invalid_argument(
+          msg("[save_onnx] output '", oname, "' is null"));
     }
     vars.push_back(v);
   }
@@ -1212,10 +1264,10 @@ std::string network_to_onnx(
   }
   if (!unmapped.empty()) {
     throw std::invalid_argument(
-        "[save_onnx] no ONNX equivalent for " + unmapped +
-        " (mg::onnx_exportable_functions() lists what is written; a loss "
-        "or a training-only function has no place in an exported model: "
-        "export mg::inference_graph(outputs), utils/inference.hpp)");
+        msg("[save_onnx] no ONNX equivalent for ", unmapped,
+            " (mg::onnx_exportable_functions() lists what is written; a loss "
+            "or a training-only function has no place in an exported model: "
+            "export mg::inference_graph(outputs), utils/inference.hpp)"));
   }
 
   onnx::ModelProto model;
@@ -1258,13 +1310,13 @@ std::string network_to_onnx(
     onnx::checker::check_model(model);
   } catch (const std::exception& ex) {
     throw std::logic_error(
-        std::string("[save_onnx] ONNX's checker rejects the model written "
-                    "for '") +
-        name + "': " + ex.what());
+        msg(std::string("[save_onnx] ONNX's checker rejects the model written "
+                        "for '"),
+            name, "': ", ex.what()));
   }
   std::string bytes;
   if (!model.SerializeToString(&bytes)) {
-    throw std::runtime_error("[save_onnx] cannot serialize '" + name + "'");
+    throw std::runtime_error(msg("[save_onnx] cannot serialize '", name, "'"));
   }
   return bytes;
 }
@@ -1276,15 +1328,16 @@ void save_onnx(const std::string& path, const std::string& name,
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary);
-    if (!f) throw std::runtime_error("[save_onnx] cannot write '" + tmp + "'");
+    if (!f)
+      throw std::runtime_error(msg("[save_onnx] cannot write '", tmp, "'"));
     f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (!f) {
-      throw std::runtime_error("[save_onnx] writing '" + tmp + "' failed");
+      throw std::runtime_error(msg("[save_onnx] writing '", tmp, "' failed"));
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw std::runtime_error("[save_onnx] cannot rename '" + tmp + "' to '" +
-                             path + "'");
+    throw std::runtime_error(
+        msg("[save_onnx] cannot rename '", tmp, "' to '", path, "'"));
   }
 }
 

@@ -6,6 +6,8 @@
 #include <map>
 #include <stdexcept>
 
+#include <mixgraph/contexts/strings.hpp>
+
 namespace mg::onnx_io {
 
 namespace {
@@ -40,7 +42,8 @@ Shape broadcast(const std::vector<Tensor>& in) {
         std::string shapes;
         for (const Tensor& u : in)
           shapes += (shapes.empty() ? "" : " and ") + shape_str(u.shape);
-        throw std::invalid_argument("shapes " + shapes + " do not broadcast");
+        throw std::invalid_argument(
+            msg("shapes ", shapes, " do not broadcast"));
       }
       if (o == 1) o = d;
     }

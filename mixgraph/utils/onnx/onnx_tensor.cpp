@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include <mixgraph/contexts/half.hpp>
+#include <mixgraph/contexts/strings.hpp>
 
 namespace mg::onnx_io {
 
@@ -60,9 +61,10 @@ Dtype dtype_of(int32_t elem, const std::string& where) {
     default:
       break;
   }
-  throw std::invalid_argument(where + ": element type " + elem_name(elem) +
-                              " is not supported (float, float16, bfloat16, "
-                              "double, int32, int64, uint8, bool are)");
+  throw std::invalid_argument(
+      msg(where, ": element type ", elem_name(elem),
+          " is not supported (float, float16, bfloat16, "
+          "double, int32, int64, uint8, bool are)"));
 }
 
 namespace {
@@ -86,17 +88,17 @@ T load(const uint8_t* p) {
 Tensor read_tensor(const onnx::TensorProto& t, const std::string& where) {
   if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
     throw std::invalid_argument(
-        where + ": tensor '" + t.name() +
-        "' keeps its data in an external file, which load_onnx does not "
-        "read (save the model with its data inside: "
-        "onnx.save(model, path, save_as_external_data=False))");
+        msg(where, ": tensor '", t.name(),
+            "' keeps its data in an external file, which load_onnx does not "
+            "read (save the model with its data inside: "
+            "onnx.save(model, path, save_as_external_data=False))"));
   }
   Tensor out;
   out.dtype = dtype_of(t.data_type(), where + ": tensor '" + t.name() + "'");
   for (int64_t d : t.dims()) {
     if (d < 0) {
-      throw std::invalid_argument(where + ": tensor '" + t.name() +
-                                  "' has a negative dimension");
+      throw std::invalid_argument(
+          msg(where, ": tensor '", t.name(), "' has a negative dimension"));
     }
     out.shape.push_back(d);
   }
@@ -135,11 +137,10 @@ Tensor read_tensor(const onnx::TensorProto& t, const std::string& where) {
     }
   }
   if (out.bytes.size() != want) {
-    throw std::invalid_argument(where + ": tensor '" + t.name() +
-                                "' of shape " + shape_str(out.shape) +
-                                " and type " + elem_name(t.data_type()) +
-                                " holds " + std::to_string(out.bytes.size()) +
-                                " bytes, not " + std::to_string(want));
+    throw std::invalid_argument(
+        msg(where, ": tensor '", t.name(), "' of shape ", shape_str(out.shape),
+            " and type ", elem_name(t.data_type()), " holds ", out.bytes.size(),
+            " bytes, not ", want));
   }
   return out;
 }

@@ -42,8 +42,8 @@ std::string where(const std::string& source, const YAML::Node& n) {
 
 [[noreturn]] void fail(const std::string& source, const YAML::Node& n,
                        const std::string& what) {
-  throw std::invalid_argument("[load_network] " + where(source, n) + ": " +
-                              what);
+  throw std::invalid_argument(
+      msg("[load_network] ", where(source, n), ": ", what));
 }
 
 // A YAML scalar or list as an argument value: bool, int, float, string.
@@ -149,14 +149,14 @@ VariablePtr Network::input(const std::string& n) const {
   for (const auto& [k, v] : inputs) {
     if (k == n) return v;
   }
-  throw std::invalid_argument("[Network] no input named '" + n + "'");
+  throw std::invalid_argument(msg("[Network] no input named '", n, "'"));
 }
 
 VariablePtr Network::output(const std::string& n) const {
   for (const auto& [k, v] : outputs) {
     if (k == n) return v;
   }
-  throw std::invalid_argument("[Network] no output named '" + n + "'");
+  throw std::invalid_argument(msg("[Network] no output named '", n, "'"));
 }
 
 std::string network_to_yaml(
@@ -232,11 +232,11 @@ void save_network(
       std::string list;
       for (const auto& f : found) list += (list.empty() ? "" : ", ") + f;
       throw std::invalid_argument(
-          "[save_network] '" + path + "': the graph trains (" + list +
-          "), and reloaded for inference it would compute something else: "
-          "save mg::inference_graph(outputs) (utils/inference.hpp), or set "
-          "SaveNetworkOptions::training to write the training graph as it "
-          "is");
+          msg("[save_network] '", path, "': the graph trains (", list,
+              "), and reloaded for inference it would compute something else: "
+              "save mg::inference_graph(outputs) (utils/inference.hpp), or set "
+              "SaveNetworkOptions::training to write the training graph as it "
+              "is"));
     }
   }
   const std::string text = network_to_yaml(name, outputs, params, options);
@@ -244,14 +244,15 @@ void save_network(
   {
     std::ofstream f(tmp);
     if (!f)
-      throw std::runtime_error("[save_network] cannot write '" + tmp + "'");
+      throw std::runtime_error(msg("[save_network] cannot write '", tmp, "'"));
     f << text;
     if (!f)
-      throw std::runtime_error("[save_network] writing '" + tmp + "' failed");
+      throw std::runtime_error(
+          msg("[save_network] writing '", tmp, "' failed"));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw std::runtime_error("[save_network] cannot rename '" + tmp + "' to '" +
-                             path + "'");
+    throw std::runtime_error(
+        msg("[save_network] cannot rename '", tmp, "' to '", path, "'"));
   }
 }
 
@@ -270,8 +271,8 @@ Network network_from_yaml(const std::string& yaml, ParameterScope& params,
   try {
     return build_network(yaml, params, source, options);
   } catch (const YAML::Exception& e) {
-    throw std::invalid_argument("[load_network] " + source + ":" +
-                                std::to_string(e.mark.line + 1) + ": " + e.msg);
+    throw std::invalid_argument(
+        msg("[load_network] ", source, ":", e.mark.line + 1, ": ", e.msg));
   }
 }
 
@@ -284,8 +285,8 @@ Network build_network(const std::string& yaml, ParameterScope& params,
   try {
     root = YAML::Load(yaml);
   } catch (const YAML::Exception& e) {
-    throw std::invalid_argument("[load_network] " + source + ":" +
-                                std::to_string(e.mark.line + 1) + ": " + e.msg);
+    throw std::invalid_argument(
+        msg("[load_network] ", source, ":", e.mark.line + 1, ": ", e.msg));
   }
   if (!root.IsMap() || !root["network"]) {
     fail(source, root, "expected a map with the key 'network'");
@@ -321,11 +322,11 @@ Network build_network(const std::string& yaml, ParameterScope& params,
     vars[n] = v;
   }
   if (!missing.empty()) {
-    throw std::invalid_argument(
-        "[load_network] " + source +
+    throw std::invalid_argument(msg(
+        "[load_network] ", source,
         ": these parameters have no value in the scope (load them first with "
-        "load_parameters, or use load_trained_network):" +
-        missing);
+        "load_parameters, or use load_trained_network):",
+        missing));
   }
   const YAML::Node functions = net["functions"];
   if (!functions || !functions.IsSequence()) {
@@ -386,7 +387,7 @@ Network load_network(const std::string& path, ParameterScope& params,
                      const NetworkOptions& options) {
   std::ifstream in(path);
   if (!in)
-    throw std::invalid_argument("[load_network] cannot open '" + path + "'");
+    throw std::invalid_argument(msg("[load_network] cannot open '", path, "'"));
   std::stringstream ss;
   ss << in.rdbuf();
   return network_from_yaml(ss.str(), params, path, options);
