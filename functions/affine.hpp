@@ -28,15 +28,13 @@ inline constexpr FunctionDeclOf<AffineOptions> Affine{
 
 /// x: (..., K) flattened from base_axis; W: (K, outmaps...); b: (outmaps...).
 /// y: x.shape[:base_axis] + W.shape[1:].
-class Affine : public Function {
+class Affine : public FunctionWith<AffineOptions> {
  public:
-  explicit Affine(const AffineOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i < 2; }
-  const AffineOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const AffineOptions opts_;
   int64_t batch_ = 0, features_ = 0, outputs_ = 0;  // N, K, M
 };
 

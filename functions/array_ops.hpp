@@ -39,17 +39,15 @@ inline constexpr FunctionDeclOf<SplitOptions> Split{
 
 /// y_k = x[..., k, ...] for each k along axis: x.shape[axis] outputs, each
 /// with the axis removed (NNabla's Split).
-class Split : public Function {
+class Split : public FunctionWith<SplitOptions> {
  public:
-  explicit Split(const SplitOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   int num_outputs() const override { return opts_.num_outputs; }
   int num_outputs_for(const Variables& inputs) const override;
   bool grad_depends_input_data(int) const override { return false; }
-  const SplitOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const SplitOptions opts_;
   int64_t outer_ = 1, inner_ = 1;  // sizes before and after the axis
 };
 
@@ -75,15 +73,13 @@ inline constexpr FunctionDeclOf<StackOptions> Stack{{"Stack",
 }  // namespace decl
 
 /// y = the inputs (all of one shape) joined along a new axis.
-class Stack : public Function {
+class Stack : public FunctionWith<StackOptions> {
  public:
-  explicit Stack(const StackOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const StackOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const StackOptions opts_;
   int64_t outer_ = 1, inner_ = 1;
 };
 
@@ -106,15 +102,13 @@ inline constexpr FunctionDeclOf<BroadcastOptions> Broadcast{
 
 /// y = x repeated along its size-1 axes to `shape` (x aligned on the right,
 /// as in NumPy); the grad sums over the repeated axes in fp32.
-class Broadcast : public Function {
+class Broadcast : public FunctionWith<BroadcastOptions> {
  public:
-  explicit Broadcast(const BroadcastOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const BroadcastOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const BroadcastOptions opts_;
   std::vector<int> axes_;  // axes of y that x is repeated along
 };
 
@@ -161,15 +155,13 @@ inline constexpr FunctionDeclOf<PadOptions> Pad{
 }  // namespace decl
 
 /// y = x padded on the last axes.
-class Pad : public AxisGather {
+class Pad : public FunctionWith<PadOptions, AxisGather> {
  public:
-  explicit Pad(const PadOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   float fill_value() const override { return opts_.constant_value; }
-  const PadOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const PadOptions opts_;
 };
 
 struct TileOptions {
@@ -192,14 +184,12 @@ inline constexpr FunctionDeclOf<TileOptions> Tile{
 
 /// y = x repeated reps[a] times along each axis a (NNabla's Tile); the grad
 /// sums the copies in fp32.
-class Tile : public AxisGather {
+class Tile : public FunctionWith<TileOptions, AxisGather> {
  public:
-  explicit Tile(const TileOptions& opts) : opts_(opts) {}
-  const TileOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const TileOptions opts_;
 };
 
 struct ShiftOptions {
@@ -225,14 +215,12 @@ inline constexpr FunctionDeclOf<ShiftOptions> Shift{
 }  // namespace decl
 
 /// y = x shifted along its last axes, x's shape (NNabla's Shift).
-class Shift : public AxisGather {
+class Shift : public FunctionWith<ShiftOptions, AxisGather> {
  public:
-  explicit Shift(const ShiftOptions& opts) : opts_(opts) {}
-  const ShiftOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ShiftOptions opts_;
 };
 
 struct UnpoolingOptions {
@@ -259,14 +247,12 @@ inline constexpr FunctionDeclOf<UnpoolingOptions> Unpooling{
 /// Pooling's inverse as NNabla's: each element spread over a kernel-sized
 /// block, y[k i + j] = x[i] per pooled axis (nearest-neighbour upsampling
 /// by integer factors); the grad sums each block in fp32.
-class Unpooling : public AxisGather {
+class Unpooling : public FunctionWith<UnpoolingOptions, AxisGather> {
  public:
-  explicit Unpooling(const UnpoolingOptions& opts) : opts_(opts) {}
-  const UnpoolingOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const UnpoolingOptions opts_;
 };
 
 struct FlipOptions {
@@ -287,15 +273,13 @@ inline constexpr FunctionDeclOf<FlipOptions> Flip{
 }  // namespace decl
 
 /// y = x with the order of its elements reversed along axes.
-class Flip : public Function {
+class Flip : public FunctionWith<FlipOptions> {
  public:
-  explicit Flip(const FlipOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const FlipOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const FlipOptions opts_;
   std::vector<bool> flipped_;  // per axis of x
 };
 
@@ -322,11 +306,10 @@ inline constexpr FunctionDeclOf<TriluOptions> Trilu{
 /// y = x on one triangle of its last two axes (row i, column j), 0
 /// elsewhere (NNabla's Trilu; numpy.triu / tril); the grad is dy on the
 /// same triangle.
-class Trilu : public Function {
+class Trilu : public FunctionWith<TriluOptions> {
  public:
-  explicit Trilu(const TriluOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const TriluOptions& options() const { return opts_; }
   /// Whether (i, j) is kept.
   bool keeps(int64_t i, int64_t j) const {
     return opts_.upper ? j - i >= opts_.k : j - i <= opts_.k;
@@ -334,7 +317,6 @@ class Trilu : public Function {
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const TriluOptions opts_;
 };
 
 namespace functions {

@@ -100,14 +100,13 @@ class BatchLogdet : public BatchSquareFunction {
 /// dx = sym(L^-T phi(L^T dL) L^-1), phi keeping the lower triangle with
 /// the diagonal halved, sym(A) = (A + A^T) / 2, with L factored again in
 /// double from x.
-class BatchCholesky : public BatchSquareFunction {
+class BatchCholesky
+    : public FunctionWith<BatchCholeskyOptions, BatchSquareFunction> {
  public:
-  explicit BatchCholesky(const BatchCholeskyOptions& opts) : opts_(opts) {}
-  const BatchCholeskyOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const BatchCholeskyOptions opts_;
 };
 
 namespace functions {

@@ -68,16 +68,14 @@ inline constexpr FunctionDeclOf<BatchNormalizationOptions> BatchNormalization{
 /// and variance (inputs 3 and 4) are updated in place in forward, the
 /// variance with the unbiased batch variance (n / (n - 1)) as NNabla does;
 /// they are read and written as fp32 and get no gradient.
-class BatchNormalization : public Function {
+class BatchNormalization : public FunctionWith<BatchNormalizationOptions> {
  public:
-  explicit BatchNormalization(const BatchNormalizationOptions& opts)
-      : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   // Backward reads x and gamma; the running statistics only in inference.
   bool grad_depends_input_data(int i) const override {
     const int port = input_port(i);
     return port == 0 || port == 2 || (port >= 3 && !opts_.batch_stat);
   }
-  const BatchNormalizationOptions& options() const { return opts_; }
   // beta and gamma may be left out (no_bias, no_scale): the inputs after
   // them move up.
   int input_port(int i) const override;
@@ -107,7 +105,6 @@ class BatchNormalization : public Function {
   // batch; SyncBatchNormalization all-reduces them. The kernels call it
   // between their steps.
   virtual void sum_over_ranks(float* /*values*/, int64_t /*n*/) {}
-  const BatchNormalizationOptions opts_;
   // x seen as (size0, size1, size2): batch axes, channels, the rest.
   int64_t size0_ = 0, size1_ = 0, size2_ = 0;
 

@@ -37,16 +37,14 @@ inline constexpr FunctionDeclOf<CReLUOptions> CReLU{
 }  // namespace decl
 
 /// y = concatenate(relu(x), relu(-x), axis).
-class CReLU : public ConcatActivation {
+class CReLU : public FunctionWith<CReLUOptions, ConcatActivation> {
  public:
-  explicit CReLU(const CReLUOptions& opts) : opts_(opts) {}
-  const CReLUOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override {
     setup_split(in, out, opts_.axis);
   }
-  const CReLUOptions opts_;
 };
 
 struct CELUOptions {
@@ -72,16 +70,14 @@ inline constexpr FunctionDeclOf<CELUOptions> CELU{
 
 /// y = concatenate(elu(x, alpha), elu(-x, alpha), axis) (NNabla's
 /// "concatenated ELU"; not PyTorch's CELU, which is an ELU variant).
-class CELU : public ConcatActivation {
+class CELU : public FunctionWith<CELUOptions, ConcatActivation> {
  public:
-  explicit CELU(const CELUOptions& opts) : opts_(opts) {}
-  const CELUOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override {
     setup_split(in, out, opts_.axis);
   }
-  const CELUOptions opts_;
 };
 
 namespace functions {

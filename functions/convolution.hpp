@@ -108,11 +108,10 @@ inline constexpr FunctionDeclOf<ConvolutionOptions> Convolution{
 /// x: (batch..., C, spatial...); W: (OC, C / group, kernel...); b: (OC,).
 /// y: (batch..., OC, out...) with out = (in + 2 pad - (dilation (k - 1) + 1))
 /// / stride + 1 per spatial axis.
-class Convolution : public Function {
+class Convolution : public FunctionWith<ConvolutionOptions> {
  public:
-  explicit Convolution(const ConvolutionOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i < 2; }
-  const ConvolutionOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
@@ -120,7 +119,6 @@ class Convolution : public Function {
   /// and group: fills geom_, checks the bias (in[2]) and reshapes y.
   void setup_geometry(const Variables& in, const Variables& out, const Shape& w,
                       int group);
-  const ConvolutionOptions opts_;
   ConvGeometry geom_;
 };
 

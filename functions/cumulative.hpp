@@ -24,14 +24,12 @@ void visit_fields(CumulativeOptions& o, V&& v) {
 }
 
 /// The shape rule the two share: y has x's shape.
-class Cumulative : public Function {
+class Cumulative : public FunctionWith<CumulativeOptions> {
  public:
-  explicit Cumulative(const CumulativeOptions& opts) : opts_(opts) {}
-  const CumulativeOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const CumulativeOptions opts_;
   AxisSplit split_;
 };
 

@@ -108,20 +108,18 @@ inline constexpr FunctionDeclOf<UniqueOptions> Unique{
 /// compared exactly in x's type; indices: where each first occurs in x
 /// (flattened, or along axis); inverse_indices: for each element (slice)
 /// of x, its position in y; counts: occurrences. No grad (NNabla has none).
-class Unique : public Function {
+class Unique : public FunctionWith<UniqueOptions> {
  public:
-  explicit Unique(const UniqueOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   int num_outputs() const override {
     return 1 + opts_.with_index + opts_.with_inverse + opts_.with_counts;
   }
   bool output_shape_depends_on_data() const override { return true; }
-  const UniqueOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   /// Finds the unique slices of x's data and writes every output.
   void compute(const Variables& in, const Variables& out);
-  const UniqueOptions opts_;
   /// Where each of y's slices comes from along axis_ (flattened: x's
   /// element), for the kernel's copy.
   std::vector<int64_t> source_;
@@ -153,19 +151,16 @@ inline constexpr FunctionDeclOf<PackPaddedSequenceOptions> PackPaddedSequence{
 /// NNabla's: sort the batch first): pack_sequence (sum of lengths, *) holds
 /// the steps in time-major order, batch_sizes (max length) how many
 /// sequences each step has. The grad goes back to the steps it came from.
-class PackPaddedSequence : public Function {
+class PackPaddedSequence : public FunctionWith<PackPaddedSequenceOptions> {
  public:
-  explicit PackPaddedSequence(const PackPaddedSequenceOptions& opts)
-      : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i == 1; }
   bool output_shape_depends_on_data() const override { return true; }
-  const PackPaddedSequenceOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   /// Reads and checks lengths; reshapes the outputs to them.
   void plan(const Variables& in, const Variables& out);
-  const PackPaddedSequenceOptions opts_;
   std::vector<int32_t> lengths_, batch_sizes_;
   int64_t row_ = 1;  // elements per step: *
 };
@@ -201,19 +196,16 @@ inline constexpr FunctionDeclOf<PadPackedSequenceOptions> PadPackedSequence{
 /// (non-increasing, summing to N) give padded_sequence (T', B, *) with
 /// B = batch_sizes[0], T' = total_length or T, padding_value past each
 /// sequence's end, and lengths (B). The grad gathers the steps back.
-class PadPackedSequence : public Function {
+class PadPackedSequence : public FunctionWith<PadPackedSequenceOptions> {
  public:
-  explicit PadPackedSequence(const PadPackedSequenceOptions& opts)
-      : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i == 1; }
   bool output_shape_depends_on_data() const override { return true; }
-  const PadPackedSequenceOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   /// Reads and checks batch_sizes; reshapes the outputs to them.
   void plan(const Variables& in, const Variables& out);
-  const PadPackedSequenceOptions opts_;
   std::vector<int32_t> batch_sizes_;
   int64_t row_ = 1, steps_ = 0;  // elements per step; padded steps
 };
@@ -256,18 +248,16 @@ inline constexpr FunctionDeclOf<ONNXNonMaxSuppressionOptions>
 /// decreasing score (ties: the lower box index first, where NNabla's
 /// unstable sort leaves it open). ONNX's NonMaxSuppression with NNabla's
 /// threshold (score >= score_threshold kept). No grad.
-class ONNXNonMaxSuppression : public Function {
+class ONNXNonMaxSuppression
+    : public FunctionWith<ONNXNonMaxSuppressionOptions> {
  public:
-  explicit ONNXNonMaxSuppression(const ONNXNonMaxSuppressionOptions& opts)
-      : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool output_shape_depends_on_data() const override { return true; }
-  const ONNXNonMaxSuppressionOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   /// Runs the suppression on the data and writes y (reshaping it).
   void compute(const Variables& in, const Variables& out);
-  const ONNXNonMaxSuppressionOptions opts_;
 };
 
 namespace functions {

@@ -46,11 +46,10 @@ inline constexpr FunctionDeclOf<DeconvolutionOptions> Deconvolution{
 /// x: (batch..., C, spatial...); W: (C, OC / group, kernel...); b: (OC,).
 /// y: (batch..., OC, out...) with out = (in - 1) stride - 2 pad +
 /// dilation (k - 1) + 1 + output_padding per spatial axis.
-class Deconvolution : public Function {
+class Deconvolution : public FunctionWith<DeconvolutionOptions> {
  public:
-  explicit Deconvolution(const DeconvolutionOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i < 2; }
-  const DeconvolutionOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
@@ -58,7 +57,6 @@ class Deconvolution : public Function {
   /// and group: fills geom_, checks the bias (in[2]) and reshapes y.
   void setup_geometry(const Variables& in, const Variables& out, const Shape& w,
                       int group);
-  const DeconvolutionOptions opts_;
   /// The convolution whose backward-data this is: its x is our y (OC
   /// channels) and its y our x (C channels).
   ConvGeometry geom_;

@@ -42,15 +42,13 @@ inline constexpr FunctionDeclOf<RoiAlignOptions> RoiAlign{
 /// of its box's sample (NNabla's sampling: box corners scaled and shifted by
 /// -0.5, samples at cell fractions, those beyond [-1, size] skipped, the
 /// rest clamped into the map). Samples summed in fp32. Grad to input only.
-class RoiAlign : public Function {
+class RoiAlign : public FunctionWith<RoiAlignOptions> {
  public:
-  explicit RoiAlign(const RoiAlignOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i == 1; }
-  const RoiAlignOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const RoiAlignOptions opts_;
 };
 
 struct NmsDetection2dOptions {
@@ -86,14 +84,12 @@ inline constexpr FunctionDeclOf<NmsDetection2dOptions> NmsDetection2d{
 /// class score; by objectness: a box is zeroed, objectness and all scores,
 /// when any box of higher objectness overlaps it). Ties keep the input
 /// order (a stable sort; NNabla's std::sort leaves them open).
-class NmsDetection2d : public Function {
+class NmsDetection2d : public FunctionWith<NmsDetection2dOptions> {
  public:
-  explicit NmsDetection2d(const NmsDetection2dOptions& opts) : opts_(opts) {}
-  const NmsDetection2dOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const NmsDetection2dOptions opts_;
 };
 
 namespace functions {

@@ -34,17 +34,15 @@ inline constexpr FunctionDeclOf<FFTOptions> IFFT{
 /// (..., N1[, N2[, N3]], 2). The grad is the adjoint transform: the inverse
 /// one unnormalized for FFT (scaled as forward when normalized), the forward
 /// one over prod N for IFFT, as NNabla's.
-class FFTBase : public Function {
+class FFTBase : public FunctionWith<FFTOptions> {
  public:
   FFTBase(const FFTOptions& opts, bool inverse)
-      : opts_(opts), inverse_(inverse) {}
+      : FunctionWith(opts), inverse_(inverse) {}
   bool grad_depends_input_data(int) const override { return false; }
-  const FFTOptions& options() const { return opts_; }
   bool inverse() const { return inverse_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const FFTOptions opts_;
   const bool inverse_;
 };
 

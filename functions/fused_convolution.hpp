@@ -79,15 +79,13 @@ inline constexpr FunctionDeclOf<FusedConvolutionOptions> FusedConvolution{
 /// Forward and backward run our functions' kernels in a chain (those the
 /// context picks, in its types), so the values, grads and running
 /// statistics are those of the unfused graph bit for bit.
-class FusedConvolution : public Function {
+class FusedConvolution : public FunctionWith<FusedConvolutionOptions> {
  public:
-  explicit FusedConvolution(const FusedConvolutionOptions& opts)
-      : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   // The activation's grad may read y.
   bool grad_depends_output_data(int) const override {
     return !opts_.nonlinearity.empty() && opts_.nonlinearity != "identity";
   }
-  const FusedConvolutionOptions& options() const { return opts_; }
   // Optional inputs are placed by their count: input i's port is what
   // setup found it to be (the positional rule until then).
   int input_port(int i) const override {
@@ -114,7 +112,6 @@ class FusedConvolution : public Function {
   Variable* slot(int s, const Variables& in, const Variables& out) const;
   Variables vars(const std::vector<int>& slots, const Variables& in,
                  const Variables& out) const;
-  const FusedConvolutionOptions opts_;
   // The declared port of each input (kX .. kZ), set by setup.
   std::vector<int> ports_;
   std::vector<Step> steps_;

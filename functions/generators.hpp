@@ -29,14 +29,12 @@ inline constexpr FunctionDeclOf<ConstantOptions> Constant{
 
 /// y = val everywhere, in the context's type (val rounded to it; -inf and
 /// inf stay what they are, so a Constant makes an additive mask).
-class Constant : public Function {
+class Constant : public FunctionWith<ConstantOptions> {
  public:
-  explicit Constant(const ConstantOptions& opts) : opts_(opts) {}
-  const ConstantOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ConstantOptions opts_;
 };
 
 struct ArangeOptions {
@@ -74,14 +72,12 @@ inline constexpr FunctionDeclOf<ArangeOptions> Arange{
 /// y[i] = start + i * step for i in [0, ceil((stop - start) / step)): a 1-D
 /// array, empty when the range is; each element computed from i (not by
 /// repeated adding, whose error would grow along y).
-class Arange : public Function {
+class Arange : public FunctionWith<ArangeOptions> {
  public:
-  explicit Arange(const ArangeOptions& opts) : opts_(opts) {}
-  const ArangeOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ArangeOptions opts_;
 };
 
 struct LinspaceOptions {
@@ -115,14 +111,12 @@ inline constexpr FunctionDeclOf<LinspaceOptions> Linspace{
 /// y = num evenly spaced values from start to stop, both included (num = 1
 /// gives start alone, num = 0 an empty array): y[i] = start + i * (stop -
 /// start) / (num - 1), computed in double.
-class Linspace : public Function {
+class Linspace : public FunctionWith<LinspaceOptions> {
  public:
-  explicit Linspace(const LinspaceOptions& opts) : opts_(opts) {}
-  const LinspaceOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const LinspaceOptions opts_;
 };
 
 /// The value of element i of an Arange or Linspace: the one formula the CPU

@@ -38,15 +38,13 @@ inline constexpr FunctionDeclOf<Mod2Options> Mod2{
 /// there). Floating x0: std::fmod in fp32 on the converted values (exact:
 /// the remainder is representable in the input's type), nan for a zero
 /// divisor.
-class Mod2 : public Function {
+class Mod2 : public FunctionWith<Mod2Options> {
  public:
-  explicit Mod2(const Mod2Options& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const Mod2Options& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const Mod2Options opts_;
   BroadcastPlan plan_;
 };
 
@@ -76,15 +74,13 @@ inline constexpr FunctionDeclOf<BitShiftOptions> BitShift{
 /// converted to it; a shift below 0 or of the width or more gives 0, as
 /// NNabla's. y has x's integer type (uint8, int32, int64); x held as
 /// floating data must hold whole numbers and gives int32.
-class BitShift : public Function {
+class BitShift : public FunctionWith<BitShiftOptions> {
  public:
-  explicit BitShift(const BitShiftOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const BitShiftOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const BitShiftOptions opts_;
   BroadcastPlan plan_;
   bool left_ = true;
 };

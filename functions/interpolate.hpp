@@ -59,17 +59,15 @@ inline constexpr FunctionDeclOf<InterpolateOptions> Interpolate{
 /// (the same float arithmetic picks the same neighbours); the sums are in
 /// fp32 under half and bfloat16, and the grad adds dy back to the sources
 /// with the same weights in fp32.
-class Interpolate : public Function {
+class Interpolate : public FunctionWith<InterpolateOptions> {
  public:
-  explicit Interpolate(const InterpolateOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const InterpolateOptions& options() const { return opts_; }
   /// The resized axes, in the order the forward pass resizes them.
   const std::vector<ResizedAxis>& axes() const { return axes_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const InterpolateOptions opts_;
   std::vector<ResizedAxis> axes_;
 };
 

@@ -34,15 +34,12 @@ inline constexpr FunctionDeclOf<SoftmaxCrossEntropyOptions> SoftmaxCrossEntropy{
 /// (SoftmaxCrossEntropy, CategoricalCrossEntropy): x (..., C, ...); t:
 /// integer class labels, x's shape with 1 at the axis (NNabla: x (N, C), t
 /// (N, 1)); y: t's shape. t gets no gradient.
-class ClassLabelLoss : public Function {
+class ClassLabelLoss : public FunctionWith<SoftmaxCrossEntropyOptions> {
  public:
-  explicit ClassLabelLoss(const SoftmaxCrossEntropyOptions& opts)
-      : opts_(opts) {}
-  const SoftmaxCrossEntropyOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const SoftmaxCrossEntropyOptions opts_;
   AxisSplit split_;
 };
 
@@ -104,15 +101,13 @@ inline constexpr FunctionDeclOf<TopNErrorOptions> TopNError{
 /// y = 1 where more than n classes score at least the true class's score,
 /// else 0 (NNabla's rule: ties count against). Shapes as SoftmaxCrossEntropy.
 /// A metric: it has no gradient.
-class TopNError : public Function {
+class TopNError : public FunctionWith<TopNErrorOptions> {
  public:
-  explicit TopNError(const TopNErrorOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const TopNErrorOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const TopNErrorOptions opts_;
   AxisSplit split_;
 };
 
@@ -162,14 +157,12 @@ inline constexpr FunctionDeclOf<KLMultinomialOptions> KLMultinomial{
 /// (NNabla's), shape p.shape[:base_axis] + (1,); summed in double. dp =
 /// dy (log(p + 1e-8) - log(q + 1e-8) + 1), dq = -dy p / (q + 1e-8) (NNabla
 /// divides by q alone, which is not the derivative of its own forward).
-class KLMultinomial : public Function {
+class KLMultinomial : public FunctionWith<KLMultinomialOptions> {
  public:
-  explicit KLMultinomial(const KLMultinomialOptions& opts) : opts_(opts) {}
-  const KLMultinomialOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const KLMultinomialOptions opts_;
   int64_t rows_ = 0, row_size_ = 0;
 };
 
@@ -198,15 +191,13 @@ inline constexpr FunctionDeclOf<ConfusionMatrixOptions> ConfusionMatrix{
 /// in x is class k (the first best on ties). Shapes of x and t as
 /// SoftmaxCrossEntropy. A metric: no gradient. The counts are held in fp32
 /// whatever the type_config (half would stop counting at 2048).
-class ConfusionMatrix : public Function {
+class ConfusionMatrix : public FunctionWith<ConfusionMatrixOptions> {
  public:
-  explicit ConfusionMatrix(const ConfusionMatrixOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const ConfusionMatrixOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ConfusionMatrixOptions opts_;
   AxisSplit split_;
 };
 

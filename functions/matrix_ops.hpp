@@ -68,15 +68,13 @@ inline constexpr FunctionDeclOf<EyeLikeOptions> EyeLike{
 
 /// y of x's shape (M, N): 1 where column - row = k, else 0, in the
 /// context's type.
-class EyeLike : public Function {
+class EyeLike : public FunctionWith<EyeLikeOptions> {
  public:
-  explicit EyeLike(const EyeLikeOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const EyeLikeOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const EyeLikeOptions opts_;
 };
 
 namespace functions {

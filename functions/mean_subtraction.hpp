@@ -40,16 +40,14 @@ inline constexpr FunctionDeclOf<MeanSubtractionOptions> MeanSubtraction{
 /// with M the number of samples and t the updated count: NNabla's
 /// approximation, which keeps only each element's own share of the latest
 /// batch's mean; dx = dy in inference. The mean and its sums are fp32.
-class MeanSubtraction : public Function {
+class MeanSubtraction : public FunctionWith<MeanSubtractionOptions> {
  public:
-  explicit MeanSubtraction(const MeanSubtractionOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   // Backward uses the count forward reached, kept by forward.
   bool grad_depends_input_data(int) const override { return false; }
-  const MeanSubtractionOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const MeanSubtractionOptions opts_;
   // x as (samples, features).
   int64_t samples_ = 0, features_ = 0;
   // The count t reached in the last training forward (backward's factor).

@@ -35,15 +35,12 @@ inline constexpr FunctionDeclOf<NormNormalizationOptions> NormNormalization{
 /// y = x / (sum over axes of |x|^p + eps)^(1/p), the norm kept over the
 /// reduced axes. eps is added as NNabla documents it (NNabla's CPU code
 /// leaves it out, so an all-zero slice gives 0 / 0 there and 0 here).
-class NormNormalization : public Function {
+class NormNormalization : public FunctionWith<NormNormalizationOptions> {
  public:
-  explicit NormNormalization(const NormNormalizationOptions& opts)
-      : opts_(opts) {}
-  const NormNormalizationOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const NormNormalizationOptions opts_;
   std::vector<bool> reduced_;
 };
 
@@ -73,15 +70,12 @@ inline constexpr FunctionDeclOf<WeightNormalizationOptions> WeightNormalization{
 /// w_wn = g[c] w / sqrt(sum of w^2 over every axis but dim + eps), c the
 /// index along dim (Salimans and Kingma). g is 1-D with w.shape[dim]
 /// values.
-class WeightNormalization : public Function {
+class WeightNormalization : public FunctionWith<WeightNormalizationOptions> {
  public:
-  explicit WeightNormalization(const WeightNormalizationOptions& opts)
-      : opts_(opts) {}
-  const WeightNormalizationOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const WeightNormalizationOptions opts_;
   // w as (outer, channels, inner), the channels along dim.
   int64_t outer_ = 0, channels_ = 0, inner_ = 0;
 };
@@ -126,15 +120,13 @@ inline constexpr FunctionDeclOf<SpectralNormOptions> SpectralNorm{
 /// + eps); sigma = u^T W v. Unless test, the new u is written into u. u
 /// and v are constants for the grad (NNabla's): dW = (dW_sn - (sum dW_sn
 /// W) / sigma u v^T) / sigma.
-class SpectralNorm : public Function {
+class SpectralNorm : public FunctionWith<SpectralNormOptions> {
  public:
-  explicit SpectralNorm(const SpectralNormOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   int num_outputs() const override { return opts_.output_u ? 2 : 1; }
-  const SpectralNormOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const SpectralNormOptions opts_;
   // w as (outer, rows, inner) with the rows along dim: the matrix's row r,
   // column (o, i) is w[o, r, i].
   int64_t outer_ = 0, rows_ = 0, inner_ = 0;

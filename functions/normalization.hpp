@@ -141,15 +141,14 @@ inline constexpr FunctionDeclOf<LayerNormalizationOptions> LayerNormalization{
 }  // namespace decl
 
 /// Statistics per sample (per index of the batch axes) over all other axes.
-class LayerNormalization : public Normalization {
+class LayerNormalization
+    : public FunctionWith<LayerNormalizationOptions, Normalization> {
  public:
   explicit LayerNormalization(const LayerNormalizationOptions& opts)
-      : Normalization(opts.eps, opts.no_scale, opts.no_bias), opts_(opts) {}
-  const LayerNormalizationOptions& options() const { return opts_; }
+      : FunctionWith(opts, opts.eps, opts.no_scale, opts.no_bias) {}
 
  protected:
   Layout layout(const Shape& x) const override;
-  const LayerNormalizationOptions opts_;
 };
 
 namespace decl {
@@ -163,15 +162,14 @@ inline constexpr FunctionDeclOf<GroupNormalizationOptions> GroupNormalization{
 }  // namespace decl
 
 /// Statistics per sample and group of num_groups consecutive channels.
-class GroupNormalization : public Normalization {
+class GroupNormalization
+    : public FunctionWith<GroupNormalizationOptions, Normalization> {
  public:
   explicit GroupNormalization(const GroupNormalizationOptions& opts)
-      : Normalization(opts.eps, opts.no_scale, opts.no_bias), opts_(opts) {}
-  const GroupNormalizationOptions& options() const { return opts_; }
+      : FunctionWith(opts, opts.eps, opts.no_scale, opts.no_bias) {}
 
  protected:
   Layout layout(const Shape& x) const override;
-  const GroupNormalizationOptions opts_;
 };
 
 namespace decl {
@@ -185,15 +183,14 @@ inline constexpr FunctionDeclOf<InstanceNormalizationOptions>
 }  // namespace decl
 
 /// Statistics per sample and channel, over the remaining (spatial) axes.
-class InstanceNormalization : public Normalization {
+class InstanceNormalization
+    : public FunctionWith<InstanceNormalizationOptions, Normalization> {
  public:
   explicit InstanceNormalization(const InstanceNormalizationOptions& opts)
-      : Normalization(opts.eps, opts.no_scale, opts.no_bias), opts_(opts) {}
-  const InstanceNormalizationOptions& options() const { return opts_; }
+      : FunctionWith(opts, opts.eps, opts.no_scale, opts.no_bias) {}
 
  protected:
   Layout layout(const Shape& x) const override;
-  const InstanceNormalizationOptions opts_;
 };
 
 namespace decl {
@@ -208,15 +205,14 @@ inline constexpr FunctionDeclOf<TensorNormalizationOptions> TensorNormalization{
 
 /// Statistics per index of `axes`, over all other axes (NNabla's general
 /// normalization).
-class TensorNormalization : public Normalization {
+class TensorNormalization
+    : public FunctionWith<TensorNormalizationOptions, Normalization> {
  public:
   explicit TensorNormalization(const TensorNormalizationOptions& opts)
-      : Normalization(opts.eps, opts.no_scale, opts.no_bias), opts_(opts) {}
-  const TensorNormalizationOptions& options() const { return opts_; }
+      : FunctionWith(opts, opts.eps, opts.no_scale, opts.no_bias) {}
 
  protected:
   Layout layout(const Shape& x) const override;
-  const TensorNormalizationOptions opts_;
 };
 
 namespace decl {
@@ -231,15 +227,14 @@ inline constexpr FunctionDeclOf<WeightStandardizationOptions>
 /// A weight standardized per output channel: (w - mean) / sqrt(var + eps)
 /// over the channel's other axes (Qiao et al. 2019), before it enters a
 /// convolution or affine; no beta or gamma.
-class WeightStandardization : public Normalization {
+class WeightStandardization
+    : public FunctionWith<WeightStandardizationOptions, Normalization> {
  public:
   explicit WeightStandardization(const WeightStandardizationOptions& opts)
-      : Normalization(opts.eps, true, true), opts_(opts) {}
-  const WeightStandardizationOptions& options() const { return opts_; }
+      : FunctionWith(opts, opts.eps, true, true) {}
 
  protected:
   Layout layout(const Shape& x) const override;
-  const WeightStandardizationOptions opts_;
 };
 
 namespace functions {

@@ -64,17 +64,15 @@ inline constexpr FunctionDeclOf<ONNXResizeOptions> ONNXResize{
 /// y = x resized by ONNX's rules, one axis at a time from the last (the
 /// order of NNabla's sums), in fp32; the grad (NNabla has none) adds dy back
 /// to the taps with their weights.
-class ONNXResize : public Function {
+class ONNXResize : public FunctionWith<ONNXResizeOptions> {
  public:
-  explicit ONNXResize(const ONNXResizeOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const ONNXResizeOptions& options() const { return opts_; }
   /// The resized axes, last first.
   const std::vector<ResizeTaps>& axes() const { return axes_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ONNXResizeOptions opts_;
   std::vector<ResizeTaps> axes_;
 };
 

@@ -62,15 +62,13 @@ inline constexpr FunctionDeclOf<DequantizeLinearOptions> DequantizeLinear{
 /// y = saturate(round(x / scale) + saturate(round(zero_point))): whole
 /// numbers in [-128, 127] (int8) or [0, 255] (uint8), exact in every
 /// floating type. scale and zero_point have x's rank, each axis 1 or x's.
-class QuantizeLinear : public Function {
+class QuantizeLinear : public FunctionWith<QuantizeLinearOptions> {
  public:
-  explicit QuantizeLinear(const QuantizeLinearOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i == 1; }
-  const QuantizeLinearOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const QuantizeLinearOptions opts_;
   float lo_ = -128, hi_ = 127;  // the saturation range
 };
 
@@ -132,15 +130,13 @@ inline constexpr FunctionDeclOf<MinMaxQuantizeOptions> MinMaxQuantize{
 /// does. Grads are straight through: x's (zero outside [m, M] with
 /// ste_fine_grained); with neither x_min_max nor ema, qr_min gets the sum of
 /// dy where x < m and qr_max where x > M.
-class MinMaxQuantize : public Function {
+class MinMaxQuantize : public FunctionWith<MinMaxQuantizeOptions> {
  public:
-  explicit MinMaxQuantize(const MinMaxQuantizeOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i == 0; }
-  const MinMaxQuantizeOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const MinMaxQuantizeOptions opts_;
   /// For each element of x, the index of its element in qr_min (and the
   /// others).
   std::vector<int64_t> param_index_;
@@ -309,56 +305,54 @@ class QuantizedWeightLayer : public Function {
 
 /// y = affine(x, sign(weight), bias); forward writes sign(weight) into
 /// binary_weight. weight: (K, outmaps...).
-class BinaryConnectAffine : public detail::QuantizedWeightLayer {
+class BinaryConnectAffine : public FunctionWith<BinaryConnectAffineOptions,
+                                                detail::QuantizedWeightLayer> {
  public:
   explicit BinaryConnectAffine(const BinaryConnectAffineOptions& opts)
-      : QuantizedWeightLayer(2), opts_(opts) {}
-  const BinaryConnectAffineOptions& options() const { return opts_; }
+      : FunctionWith(opts, 2) {}
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const BinaryConnectAffineOptions opts_;
 };
 
 /// y = convolution(x, sign(weight), bias); weight (OC, C / group,
 /// kernel...).
-class BinaryConnectConvolution : public detail::QuantizedWeightLayer {
+class BinaryConnectConvolution
+    : public FunctionWith<BinaryConnectConvolutionOptions,
+                          detail::QuantizedWeightLayer> {
  public:
   explicit BinaryConnectConvolution(const BinaryConnectConvolutionOptions& opts)
-      : QuantizedWeightLayer(2), opts_(opts) {}
-  const BinaryConnectConvolutionOptions& options() const { return opts_; }
+      : FunctionWith(opts, 2) {}
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const BinaryConnectConvolutionOptions opts_;
 };
 
 /// y = affine(x, sign(weight) * alpha, bias) with alpha[j] the mean of
 /// |weight[:, j]| over the K inputs (NNabla's code; its docs say 1 / the
 /// L1 norm); forward writes sign(weight) into binary_weight and alpha
 /// (outmaps...) into alpha.
-class BinaryWeightAffine : public detail::QuantizedWeightLayer {
+class BinaryWeightAffine : public FunctionWith<BinaryWeightAffineOptions,
+                                               detail::QuantizedWeightLayer> {
  public:
   explicit BinaryWeightAffine(const BinaryWeightAffineOptions& opts)
-      : QuantizedWeightLayer(3), opts_(opts) {}
-  const BinaryWeightAffineOptions& options() const { return opts_; }
+      : FunctionWith(opts, 3) {}
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const BinaryWeightAffineOptions opts_;
 };
 
 /// y = convolution(x, sign(weight) * alpha, bias) with alpha[n] (OC,) the
 /// mean of |weight[n]| over one filter.
-class BinaryWeightConvolution : public detail::QuantizedWeightLayer {
+class BinaryWeightConvolution
+    : public FunctionWith<BinaryWeightConvolutionOptions,
+                          detail::QuantizedWeightLayer> {
  public:
   explicit BinaryWeightConvolution(const BinaryWeightConvolutionOptions& opts)
-      : QuantizedWeightLayer(3), opts_(opts) {}
-  const BinaryWeightConvolutionOptions& options() const { return opts_; }
+      : FunctionWith(opts, 3) {}
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const BinaryWeightConvolutionOptions opts_;
 };
 
 /// Incremental network quantization (NNabla's): at each forward the fixed
@@ -369,29 +363,26 @@ class BinaryWeightConvolution : public detail::QuantizedWeightLayer {
 /// written back quantized to 0 or +-2^e, e in [n2, n1] from the largest
 /// magnitude and num_bits; then y = affine(x, weight, bias). weight must be
 /// a leaf (a parameter), as must the indicator. The grads are Affine's.
-class INQAffine : public detail::QuantizedWeightLayer {
+class INQAffine
+    : public FunctionWith<INQAffineOptions, detail::QuantizedWeightLayer> {
  public:
-  explicit INQAffine(const INQAffineOptions& opts)
-      : QuantizedWeightLayer(2), opts_(opts) {}
-  const INQAffineOptions& options() const { return opts_; }
+  explicit INQAffine(const INQAffineOptions& opts) : FunctionWith(opts, 2) {}
   bool grad_depends_input_data(int i) const override { return i < 2; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const INQAffineOptions opts_;
 };
 
 /// INQ on a convolution: weight (OC, C / group, kernel...).
-class INQConvolution : public detail::QuantizedWeightLayer {
+class INQConvolution
+    : public FunctionWith<INQConvolutionOptions, detail::QuantizedWeightLayer> {
  public:
   explicit INQConvolution(const INQConvolutionOptions& opts)
-      : QuantizedWeightLayer(2), opts_(opts) {}
-  const INQConvolutionOptions& options() const { return opts_; }
+      : FunctionWith(opts, 2) {}
   bool grad_depends_input_data(int i) const override { return i < 2; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const INQConvolutionOptions opts_;
 };
 
 namespace functions {

@@ -270,29 +270,26 @@ void RandomGather::for_each_source(Fn&& fn) const {
 /// Each sample's axes in `axes` reversed, each with probability 1/2 (per
 /// sample, one draw per axis of x as NNabla's: the axis flips when the draw
 /// is odd).
-class RandomFlip : public RandomGather {
+class RandomFlip : public FunctionWith<RandomFlipOptions, RandomGather> {
  public:
   explicit RandomFlip(const RandomFlipOptions& opts)
-      : RandomGather(opts.base_axis, opts.seed), opts_(opts) {}
-  const RandomFlipOptions& options() const { return opts_; }
+      : FunctionWith(opts, opts.base_axis, opts.seed) {}
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   void draw_sample(std::mt19937& g, std::vector<int64_t>& d) override;
   int64_t source_along(const std::vector<int64_t>& d, int axis,
                        int64_t c) const override;
-  const RandomFlipOptions opts_;
   std::vector<bool> flippable_;  // per axis of x
 };
 
 /// Each sample shifted along the last shifts.size() axes by its own draws
 /// (y[i] = x[i - s], s = draw % (2 max + 1) - max), the places shifted in
 /// filled by border_mode.
-class RandomShift : public RandomGather {
+class RandomShift : public FunctionWith<RandomShiftOptions, RandomGather> {
  public:
   explicit RandomShift(const RandomShiftOptions& opts)
-      : RandomGather(opts.base_axis, opts.seed), opts_(opts) {}
-  const RandomShiftOptions& options() const { return opts_; }
+      : FunctionWith(opts, opts.base_axis, opts.seed) {}
   float fill_value() const override { return opts_.constant_value; }
 
  protected:
@@ -300,25 +297,22 @@ class RandomShift : public RandomGather {
   void draw_sample(std::mt19937& g, std::vector<int64_t>& d) override;
   int64_t source_along(const std::vector<int64_t>& d, int axis,
                        int64_t c) const override;
-  const RandomShiftOptions opts_;
   // border_mode, read once by setup (source_along runs per element).
   enum class Border { nearest, reflect, constant } border_ = Border::nearest;
 };
 
 /// Each sample cropped to `shape` at an offset drawn per cropped axis
 /// (draw % (size - crop + 1), as NNabla's).
-class RandomCrop : public RandomGather {
+class RandomCrop : public FunctionWith<RandomCropOptions, RandomGather> {
  public:
   explicit RandomCrop(const RandomCropOptions& opts)
-      : RandomGather(opts.base_axis, opts.seed), opts_(opts) {}
-  const RandomCropOptions& options() const { return opts_; }
+      : FunctionWith(opts, opts.base_axis, opts.seed) {}
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   void draw_sample(std::mt19937& g, std::vector<int64_t>& d) override;
   int64_t source_along(const std::vector<int64_t>& d, int axis,
                        int64_t c) const override;
-  const RandomCropOptions opts_;
 };
 
 /// Random erasing (Zhong et al.), as NNabla's: for each of the n patches
@@ -332,12 +326,11 @@ class RandomCrop : public RandomGather {
 /// U(replacements), in memory order. All draws in fp32, rounded to T once.
 /// dx = dy outside every erased patch and 0 inside (ste_fine_grained), or
 /// dy everywhere.
-class RandomErase : public Function {
+class RandomErase : public FunctionWith<RandomEraseOptions> {
  public:
   explicit RandomErase(const RandomEraseOptions& opts)
-      : opts_(opts), source_(opts.seed) {}
+      : FunctionWith(opts), source_(opts.seed) {}
   bool grad_depends_input_data(int) const override { return false; }
-  const RandomEraseOptions& options() const { return opts_; }
   /// x's values (in fp32) with the patches drawn now written in; marks the
   /// erased elements in erased().
   void erase(std::vector<float>& y);
@@ -346,7 +339,6 @@ class RandomErase : public Function {
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const RandomEraseOptions opts_;
   RandomSource source_;
   int64_t samples_ = 1, c_ = 1, h_ = 1, w_ = 1;
   std::vector<uint8_t> erased_;
@@ -360,17 +352,15 @@ class RandomErase : public Function {
 /// (each a 32-bit draw % 1001 / 1000, or % 2, in its order), made image by
 /// image in order: NNabla draws them inside an OpenMP loop from one
 /// generator, so its results vary with the threads; these do not. In fp32.
-class ImageAugmentation : public Function {
+class ImageAugmentation : public FunctionWith<ImageAugmentationOptions> {
  public:
   explicit ImageAugmentation(const ImageAugmentationOptions& opts)
-      : opts_(opts), source_(opts.seed) {}
-  const ImageAugmentationOptions& options() const { return opts_; }
+      : FunctionWith(opts), source_(opts.seed) {}
   /// y (fp32, y's shape) from x (fp32, x's shape) with new draws.
   void augment(const std::vector<float>& x, std::vector<float>& y);
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ImageAugmentationOptions opts_;
   RandomSource source_;
   int64_t images_ = 1, channels_ = 1, h_in_ = 1, w_in_ = 1, h_out_ = 1,
           w_out_ = 1;

@@ -191,18 +191,16 @@ inline constexpr FunctionDeclOf<RandGammaOptions> RandGamma{
 /// round them to the output type once). Each forward draws anew; there is
 /// nothing to differentiate.
 template <class Options>
-class RandomGenerator : public Function {
+class RandomGenerator : public FunctionWith<Options> {
  public:
   explicit RandomGenerator(const Options& opts)
-      : opts_(opts), source_(opts.seed) {}
-  const Options& options() const { return opts_; }
+      : FunctionWith<Options>(opts), source_(opts.seed) {}
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   /// Throws std::invalid_argument when the distribution's arguments are
   /// invalid.
   virtual void check_arguments() const = 0;
-  const Options opts_;
   RandomSource source_;
 };
 
@@ -282,12 +280,11 @@ class RandGamma : public RandomGenerator<RandGammaOptions> {
 /// (std::invalid_argument in forward otherwise). The grads are NNabla's:
 /// dx and dw both get dy at the members drawn (dw is not a derivative: y
 /// does not vary smoothly with w).
-class RandomChoice : public Function {
+class RandomChoice : public FunctionWith<RandomChoiceOptions> {
  public:
   explicit RandomChoice(const RandomChoiceOptions& opts)
-      : opts_(opts), source_(opts.seed) {}
+      : FunctionWith(opts), source_(opts.seed) {}
   bool grad_depends_input_data(int) const override { return false; }
-  const RandomChoiceOptions& options() const { return opts_; }
   /// The last forward's picks: for each element of y the member's index
   /// along x's last axis.
   const std::vector<int32_t>& picks() const { return picks_; }
@@ -297,7 +294,6 @@ class RandomChoice : public Function {
   /// Draws picks_ from the weights (fp32, populations x members).
   void draw(const std::vector<float>& w);
   void check_total(float total, int64_t population) const;
-  const RandomChoiceOptions opts_;
   RandomSource source_;
   int64_t populations_ = 1, members_ = 1, samples_ = 1;
   std::vector<int32_t> picks_;

@@ -25,15 +25,13 @@ void visit_fields(ReduceOptions& o, V&& v) {
 
 /// The shape rule shared by Sum, Mean and Max: y drops (or keeps as 1) the
 /// reduced axes; with every axis reduced and keep_dims off, y has shape ().
-class Reduction : public Function {
+class Reduction : public FunctionWith<ReduceOptions> {
  public:
-  explicit Reduction(const ReduceOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const ReduceOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ReduceOptions opts_;
   std::vector<int> axes_;  // normalised and sorted
   int64_t count_ = 1;      // elements reduced into each output
 };

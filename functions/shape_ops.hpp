@@ -32,15 +32,13 @@ inline constexpr FunctionDeclOf<ReshapeOptions> Reshape{
 
 /// y = x with another shape of the same size. The data is copied: sharing
 /// x's buffer would let clear_buffer free y's data together with x's.
-class Reshape : public Function {
+class Reshape : public FunctionWith<ReshapeOptions> {
  public:
-  explicit Reshape(const ReshapeOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const ReshapeOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ReshapeOptions opts_;
 };
 
 struct TransposeOptions {
@@ -61,15 +59,13 @@ inline constexpr FunctionDeclOf<TransposeOptions> Transpose{
 }  // namespace decl
 
 /// y = x with its axes permuted.
-class Transpose : public Function {
+class Transpose : public FunctionWith<TransposeOptions> {
  public:
-  explicit Transpose(const TransposeOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const TransposeOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const TransposeOptions opts_;
   std::vector<int> perm_;  // axes with negative entries normalised
 };
 
@@ -96,15 +92,13 @@ inline constexpr FunctionDeclOf<ConcatenateOptions> Concatenate{
 }  // namespace decl
 
 /// y = the inputs joined along axis; they must match on every other axis.
-class Concatenate : public Function {
+class Concatenate : public FunctionWith<ConcatenateOptions> {
  public:
-  explicit Concatenate(const ConcatenateOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const ConcatenateOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ConcatenateOptions opts_;
   int64_t outer_ = 1, inner_ = 1;  // sizes before and after the axis
 };
 
@@ -131,15 +125,13 @@ inline constexpr FunctionDeclOf<SliceOptions> Slice{
 }  // namespace decl
 
 /// y = x[start:stop:step] on every axis.
-class Slice : public Function {
+class Slice : public FunctionWith<SliceOptions> {
  public:
-  explicit Slice(const SliceOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const SliceOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const SliceOptions opts_;
   std::vector<int64_t> start_, step_;  // resolved, one per axis of x
 };
 

@@ -41,15 +41,13 @@ inline constexpr FunctionDeclOf<ShapeOptions> Shape{
 /// negative start or end counts from the end, a start past the end and an
 /// end of 0 or past the end clamp to ndim); empty (0,) where e <= s. No
 /// grad. Named ShapeOf because mg::Shape is the shape type.
-class ShapeOf : public Function {
+class ShapeOf : public FunctionWith<ShapeOptions> {
  public:
-  explicit ShapeOf(const ShapeOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const ShapeOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ShapeOptions opts_;
   int64_t begin_ = 0, end_ = 0;  // the axes [begin_, end_) of x
 };
 
@@ -81,15 +79,13 @@ inline constexpr FunctionDeclOf<SinkOptions> Sink{{"Sink",
 /// every input a grad of ones (added to a grad that accumulates: NNabla
 /// overwrites it, which makes the result depend on the order backward
 /// visits the input's readers).
-class Sink : public Function {
+class Sink : public FunctionWith<SinkOptions> {
  public:
-  explicit Sink(const SinkOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const SinkOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const SinkOptions opts_;
 };
 
 namespace functions {

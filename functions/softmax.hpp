@@ -39,17 +39,15 @@ inline constexpr FunctionDeclOf<SoftmaxOptions> Softmax{
 }  // namespace decl
 
 /// y = exp(x - max) / sum(exp(x - max)) along the axis; sums in fp32.
-class Softmax : public Function {
+class Softmax : public FunctionWith<SoftmaxOptions> {
  public:
-  explicit Softmax(const SoftmaxOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   // dx = y (dy - sum(dy y)): backward reads y, not x.
   bool grad_depends_input_data(int) const override { return false; }
   bool grad_depends_output_data(int) const override { return true; }
-  const SoftmaxOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const SoftmaxOptions opts_;
   AxisSplit split_;
 };
 

@@ -86,30 +86,26 @@ inline constexpr FunctionDeclOf<ISTFTOptions> ISTFT{
 
 /// (y_r, y_i) (B, fft_size / 2 + 1, frames) = the DFT of each windowed frame
 /// of x (B, L), padded with center.
-class STFT : public Function {
+class STFT : public FunctionWith<STFTOptions> {
  public:
-  explicit STFT(const STFTOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const STFTOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const STFTOptions opts_;
   STFTPlan plan_;
 };
 
 /// x (B, L) = the overlap-add of the windowed inverse DFTs of (y_r, y_i)
 /// divided by the summed squared window (sliced by fft_size / 2 with
 /// center).
-class ISTFT : public Function {
+class ISTFT : public FunctionWith<ISTFTOptions> {
  public:
-  explicit ISTFT(const ISTFTOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const ISTFTOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ISTFTOptions opts_;
   STFTPlan plan_;
 };
 
