@@ -9,13 +9,9 @@ namespace mg {
 struct AffineOptions {
   /// Axes before base_axis are batch axes; the rest are features.
   int base_axis = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(AffineOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-}
+  MG_FIELDS(base_axis);
+};
 
 namespace decl {
 /// Affine's declaration.

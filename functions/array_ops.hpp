@@ -16,14 +16,9 @@ struct SplitOptions {
   /// takes it from x when the function is linked to its input; a count
   /// given must equal it.
   int num_outputs = 0;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(SplitOptions& o, V&& v) {
-  v("axis", o.axis);
-  v("num_outputs", o.num_outputs);
-}
+  MG_FIELDS(axis, num_outputs);
+};
 
 namespace decl {
 /// Split's declaration.
@@ -54,13 +49,9 @@ class Split : public FunctionWith<SplitOptions> {
 struct StackOptions {
   /// Where the new axis goes in y (negative counts from the end of y).
   int axis = 0;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(StackOptions& o, V&& v) {
-  v("axis", o.axis);
-}
+  MG_FIELDS(axis);
+};
 
 namespace decl {
 /// Stack's declaration.
@@ -86,13 +77,9 @@ class Stack : public FunctionWith<StackOptions> {
 struct BroadcastOptions {
   /// The shape to broadcast to.
   Shape shape;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BroadcastOptions& o, V&& v) {
-  v("shape", o.shape);
-}
+  MG_FIELDS(shape);
+};
 
 namespace decl {
 /// Broadcast's declaration.
@@ -138,15 +125,9 @@ struct PadOptions {
   /// or "repeat" (repeat the edge value).
   std::string mode = "constant";
   float constant_value = 0.0f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(PadOptions& o, V&& v) {
-  v("pad_width", o.pad_width);
-  v("mode", o.mode);
-  v("constant_value", o.constant_value);
-}
+  MG_FIELDS(pad_width, mode, constant_value);
+};
 
 namespace decl {
 /// Pad's declaration.
@@ -168,13 +149,9 @@ struct TileOptions {
   /// Repetitions per axis, aligned on the right; more entries than x has
   /// axes add leading axes (NumPy's tile).
   std::vector<int> reps;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(TileOptions& o, V&& v) {
-  v("reps", o.reps);
-}
+  MG_FIELDS(reps);
+};
 
 namespace decl {
 /// Tile's declaration.
@@ -199,14 +176,9 @@ struct ShiftOptions {
   /// "reflect" (x mirrored at its edges, the edge repeated: NNabla's, NumPy's
   /// 'symmetric').
   std::string border_mode = "nearest";
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ShiftOptions& o, V&& v) {
-  v("shifts", o.shifts);
-  v("border_mode", o.border_mode);
-}
+  MG_FIELDS(shifts, border_mode);
+};
 
 namespace decl {
 /// Shift's declaration.
@@ -229,14 +201,9 @@ struct UnpoolingOptions {
   std::vector<int64_t> kernel;
   /// Whether the last axis holds the channels (NHWC), left as it is.
   bool channel_last = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(UnpoolingOptions& o, V&& v) {
-  v("kernel", o.kernel);
-  v("channel_last", o.channel_last);
-}
+  MG_FIELDS(kernel, channel_last);
+};
 
 namespace decl {
 /// Unpooling's declaration.
@@ -258,13 +225,9 @@ class Unpooling : public FunctionWith<UnpoolingOptions, AxisGather> {
 struct FlipOptions {
   /// The axes to reverse; NNabla's default is the last.
   std::vector<int> axes = {-1};
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(FlipOptions& o, V&& v) {
-  v("axes", o.axes);
-}
+  MG_FIELDS(axes);
+};
 
 namespace decl {
 /// Flip's declaration.
@@ -288,14 +251,9 @@ struct TriluOptions {
   int k = 0;
   /// Keep the upper triangle (j - i >= k), else the lower (j - i <= k).
   bool upper = true;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(TriluOptions& o, V&& v) {
-  v("k", o.k);
-  v("upper", o.upper);
-}
+  MG_FIELDS(k, upper);
+};
 
 namespace decl {
 /// Trilu's declaration.

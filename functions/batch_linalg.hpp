@@ -11,26 +11,12 @@ struct BatchInvOptions {};
 struct BatchDetOptions {};
 struct BatchLogdetOptions {};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BatchInvOptions&, V&&) {}
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BatchDetOptions&, V&&) {}
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BatchLogdetOptions&, V&&) {}
-
 struct BatchCholeskyOptions {
   /// Return U with x = U^T U instead of L with x = L L^T.
   bool upper = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BatchCholeskyOptions& o, V&& v) {
-  v("upper", o.upper);
-}
+  MG_FIELDS(upper);
+};
 
 namespace decl {
 /// BatchInv's declaration.

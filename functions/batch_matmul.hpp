@@ -9,14 +9,9 @@ struct BatchMatmulOptions {
   /// Use the transpose of each matrix of a (of b).
   bool transpose_a = false;
   bool transpose_b = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BatchMatmulOptions& o, V&& v) {
-  v("transpose_a", o.transpose_a);
-  v("transpose_b", o.transpose_b);
-}
+  MG_FIELDS(transpose_a, transpose_b);
+};
 
 namespace decl {
 /// BatchMatmul's declaration.

@@ -10,13 +10,9 @@ namespace mg {
 struct BoolFillOptions {
   /// What replaces data where the mask is nonzero.
   float value = 0.0f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BoolFillOptions& o, V&& v) {
-  v("value", o.value);
-}
+  MG_FIELDS(value);
+};
 
 namespace decl {
 /// BoolFill's declaration.

@@ -19,13 +19,9 @@ struct BroadcastToOptions {
   /// The axis of x where y's first axis goes; negative (NNabla's default
   /// -1, and any negative as NNabla's): y fits x's last axes.
   int axis = -1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BroadcastToOptions& o, V&& v) {
-  v("axis", o.axis);
-}
+  MG_FIELDS(axis);
+};
 
 namespace decl {
 /// BroadcastTo's declaration: x gives the shape alone (no grad, any dtype).
@@ -58,14 +54,9 @@ struct MeshgridOptions {
   /// the number of inputs when the function is linked to them; a count
   /// given must equal it.
   int num_outputs = 0;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(MeshgridOptions& o, V&& v) {
-  v("ij_indexing", o.ij_indexing);
-  v("num_outputs", o.num_outputs);
-}
+  MG_FIELDS(ij_indexing, num_outputs);
+};
 
 namespace decl {
 /// Meshgrid's declaration: N 1-D inputs, N outputs.

@@ -9,13 +9,9 @@ namespace mg {
 struct CastOptions {
   /// The dtype y is stored in.
   Dtype dtype = Dtype::f32;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(CastOptions& o, V&& v) {
-  v("dtype", o.dtype);
-}
+  MG_FIELDS(dtype);
+};
 
 namespace decl {
 /// Cast's declaration.

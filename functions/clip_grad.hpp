@@ -40,14 +40,9 @@ struct ClipGradByNormOptions {
   /// The axes the norm runs over; empty: every axis (NNabla's default,
   /// range(x.ndim)). Negative axes count from the end.
   std::vector<int> axes = {};
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ClipGradByNormOptions& o, V&& v) {
-  v("clip_norm", o.clip_norm);
-  v("axes", o.axes);
-}
+  MG_FIELDS(clip_norm, axes);
+};
 
 namespace decl {
 /// ClipGradByNorm's declaration.

@@ -22,13 +22,9 @@ struct CReLUOptions {
   /// The axis the two halves are joined along (negative counts from the
   /// end); NNabla's default, 1, is the channel axis.
   int axis = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(CReLUOptions& o, V&& v) {
-  v("axis", o.axis);
-}
+  MG_FIELDS(axis);
+};
 
 namespace decl {
 /// CReLU's declaration.
@@ -53,14 +49,9 @@ struct CELUOptions {
   /// The axis the two halves are joined along (negative counts from the
   /// end); NNabla's default, 1, is the channel axis.
   int axis = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(CELUOptions& o, V&& v) {
-  v("alpha", o.alpha);
-  v("axis", o.axis);
-}
+  MG_FIELDS(alpha, axis);
+};
 
 namespace decl {
 /// CELU's declaration.

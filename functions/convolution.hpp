@@ -17,18 +17,9 @@ struct ConvolutionOptions {
   /// NNabla's layout flag: true (channels last) is refused with an error
   /// (the kernels are channel-first; transpose x to it).
   bool channel_last = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ConvolutionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("pad", o.pad);
-  v("stride", o.stride);
-  v("dilation", o.dilation);
-  v("group", o.group);
-  v("channel_last", o.channel_last);
-}
+  MG_FIELDS(base_axis, pad, stride, dilation, group, channel_last);
+};
 
 /// The geometry of y = conv(x, W) on (batch, channels, spatial...) arrays,
 /// as the backends see it: x (batch, in_channels, in_spatial...), W
@@ -128,17 +119,9 @@ struct DepthwiseConvolutionOptions {
   std::vector<int64_t> pad, stride, dilation;
   /// Output channels per input channel.
   int multiplier = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(DepthwiseConvolutionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("pad", o.pad);
-  v("stride", o.stride);
-  v("dilation", o.dilation);
-  v("multiplier", o.multiplier);
-}
+  MG_FIELDS(base_axis, pad, stride, dilation, multiplier);
+};
 
 namespace decl {
 /// DepthwiseConvolution's declaration (NNabla's input names).

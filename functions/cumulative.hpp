@@ -13,15 +13,9 @@ struct CumulativeOptions {
   bool exclusive = false;
   /// Run from the last element to the first.
   bool reverse = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(CumulativeOptions& o, V&& v) {
-  v("axis", o.axis);
-  v("exclusive", o.exclusive);
-  v("reverse", o.reverse);
-}
+  MG_FIELDS(axis, exclusive, reverse);
+};
 
 /// The shape rule the two share: y has x's shape.
 class Cumulative : public FunctionWith<CumulativeOptions> {

@@ -80,18 +80,9 @@ struct UniqueOptions {
   bool with_index = false;
   bool with_inverse = false;
   bool with_counts = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(UniqueOptions& o, V&& v) {
-  v("flatten", o.flatten);
-  v("axis", o.axis);
-  v("sorted", o.sorted);
-  v("with_index", o.with_index);
-  v("with_inverse", o.with_inverse);
-  v("with_counts", o.with_counts);
-}
+  MG_FIELDS(flatten, axis, sorted, with_index, with_inverse, with_counts);
+};
 
 namespace decl {
 /// Unique's declaration: y keeps x's type; indices, inverse_indices and
@@ -129,13 +120,9 @@ class Unique : public FunctionWith<UniqueOptions> {
 struct PackPaddedSequenceOptions {
   /// padded_sequence is (B, T, *) instead of (T, B, *).
   bool batch_first = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(PackPaddedSequenceOptions& o, V&& v) {
-  v("batch_first", o.batch_first);
-}
+  MG_FIELDS(batch_first);
+};
 
 namespace decl {
 /// PackPaddedSequence's declaration: lengths and batch_sizes int32.
@@ -172,15 +159,9 @@ struct PadPackedSequenceOptions {
   float padding_value = 0.0f;
   /// Pad to this many steps; -1: the longest sequence's.
   int total_length = -1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(PadPackedSequenceOptions& o, V&& v) {
-  v("batch_first", o.batch_first);
-  v("padding_value", o.padding_value);
-  v("total_length", o.total_length);
-}
+  MG_FIELDS(batch_first, padding_value, total_length);
+};
 
 namespace decl {
 /// PadPackedSequence's declaration: batch_sizes and lengths int32.
@@ -220,16 +201,10 @@ struct ONNXNonMaxSuppressionOptions {
   float iou_threshold = 0.0f;
   /// Boxes scoring below this are dropped.
   float score_threshold = 0.0f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ONNXNonMaxSuppressionOptions& o, V&& v) {
-  v("center_point_box", o.center_point_box);
-  v("max_output_boxes_per_class", o.max_output_boxes_per_class);
-  v("iou_threshold", o.iou_threshold);
-  v("score_threshold", o.score_threshold);
-}
+  MG_FIELDS(center_point_box, max_output_boxes_per_class, iou_threshold,
+            score_threshold);
+};
 
 namespace decl {
 /// ONNXNonMaxSuppression's declaration: boxes and scores read in fp32

@@ -20,19 +20,10 @@ struct DeconvolutionOptions {
   /// NNabla's layout flag: true (channels last) is refused with an error
   /// (the kernels are channel-first; transpose x to it).
   bool channel_last = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(DeconvolutionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("pad", o.pad);
-  v("stride", o.stride);
-  v("dilation", o.dilation);
-  v("group", o.group);
-  v("channel_last", o.channel_last);
-  v("output_padding", o.output_padding);
-}
+  MG_FIELDS(base_axis, pad, stride, dilation, group, channel_last,
+            output_padding);
+};
 
 namespace decl {
 /// Deconvolution's declaration.
@@ -68,17 +59,9 @@ struct DepthwiseDeconvolutionOptions {
   std::vector<int64_t> pad, stride, dilation;
   /// Input channels summed into each output channel.
   int divisor = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(DepthwiseDeconvolutionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("pad", o.pad);
-  v("stride", o.stride);
-  v("dilation", o.dilation);
-  v("divisor", o.divisor);
-}
+  MG_FIELDS(base_axis, pad, stride, dilation, divisor);
+};
 
 namespace decl {
 /// DepthwiseDeconvolution's declaration (NNabla's input names).

@@ -17,19 +17,10 @@ struct DeformableConvolutionOptions {
   int deformable_group = 1;
   /// NNabla's argument; true is refused, as NNabla's CPU kernel does.
   bool channel_last = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(DeformableConvolutionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("pad", o.pad);
-  v("stride", o.stride);
-  v("dilation", o.dilation);
-  v("group", o.group);
-  v("deformable_group", o.deformable_group);
-  v("channel_last", o.channel_last);
-}
+  MG_FIELDS(base_axis, pad, stride, dilation, group, deformable_group,
+            channel_last);
+};
 
 namespace decl {
 /// DeformableConvolution's declaration (NNabla's input names). With four

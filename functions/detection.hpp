@@ -16,16 +16,9 @@ struct RoiAlignOptions {
   int64_t sampling_ratio = -1;
   /// input (N, H, W, C) and y (K, oh, ow, C) when true.
   bool channel_last = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(RoiAlignOptions& o, V&& v) {
-  v("output_size", o.output_size);
-  v("spatial_scale", o.spatial_scale);
-  v("sampling_ratio", o.sampling_ratio);
-  v("channel_last", o.channel_last);
-}
+  MG_FIELDS(output_size, spatial_scale, sampling_ratio, channel_last);
+};
 
 namespace decl {
 /// RoiAlign's declaration: boxes are read in fp32 (pixel coordinates need
@@ -58,15 +51,9 @@ struct NmsDetection2dOptions {
   float nms = 0.45f;
   /// Suppress per class (by objectness x probability) or by objectness.
   bool nms_per_class = true;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(NmsDetection2dOptions& o, V&& v) {
-  v("thresh", o.thresh);
-  v("nms", o.nms);
-  v("nms_per_class", o.nms_per_class);
-}
+  MG_FIELDS(thresh, nms, nms_per_class);
+};
 
 namespace decl {
 /// NmsDetection2d's declaration: no grad (NNabla's backward is empty).

@@ -17,14 +17,9 @@ struct DropoutOptions {
   /// at each forward (NNabla's rule, see RandomSource), so mg::seed and a
   /// checkpoint's mg::random_state reproduce the masks.
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(DropoutOptions& o, V&& v) {
-  v("p", o.p);
-  v("seed", o.seed);
-}
+  MG_FIELDS(p, seed);
+};
 
 namespace decl {
 /// Dropout's declaration.

@@ -16,13 +16,9 @@ struct EinsumOptions {
   /// output is "..." then the letters that appear once, in ASCII order
   /// (upper case first), as NNabla's and NumPy's.
   std::string equation;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(EinsumOptions& o, V&& v) {
-  v("equation", o.equation);
-}
+  MG_FIELDS(equation);
+};
 
 namespace decl {
 /// Einsum's declaration: any number of inputs.

@@ -12,14 +12,9 @@ struct FFTOptions {
   int64_t signal_ndim = 1;
   /// Unitary: scaled by 1 / sqrt(prod N) (IFFT: instead of 1 / prod N).
   bool normalized = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(FFTOptions& o, V&& v) {
-  v("signal_ndim", o.signal_ndim);
-  v("normalized", o.normalized);
-}
+  MG_FIELDS(signal_ndim, normalized);
+};
 
 namespace decl {
 /// FFT's declaration.

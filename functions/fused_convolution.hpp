@@ -34,25 +34,11 @@ struct FusedConvolutionOptions {
   /// Pad's mode ("constant", "reflect", "repeat") and constant value.
   std::string pad_mode = "constant";
   float constant_value = 0.0f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(FusedConvolutionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("pad", o.pad);
-  v("stride", o.stride);
-  v("dilation", o.dilation);
-  v("group", o.group);
-  v("channel_last", o.channel_last);
-  v("decay_rate", o.decay_rate);
-  v("eps", o.eps);
-  v("batch_stat", o.batch_stat);
-  v("nonlinearity", o.nonlinearity);
-  v("nonlinearity_args", o.nonlinearity_args);
-  v("pad_mode", o.pad_mode);
-  v("constant_value", o.constant_value);
-}
+  MG_FIELDS(base_axis, pad, stride, dilation, group, channel_last, decay_rate,
+            eps, batch_stat, nonlinearity, nonlinearity_args, pad_mode,
+            constant_value);
+};
 
 namespace decl {
 /// FusedConvolution's declaration. The optional inputs are given in this

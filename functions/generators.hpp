@@ -12,14 +12,9 @@ struct ConstantOptions {
   float val = 0.0f;
   /// y's shape; () makes a scalar.
   Shape shape;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ConstantOptions& o, V&& v) {
-  v("val", o.val);
-  v("shape", o.shape);
-}
+  MG_FIELDS(val, shape);
+};
 
 namespace decl {
 /// Constant's declaration.
@@ -44,15 +39,9 @@ struct ArangeOptions {
   float stop = 0.0f;
   /// Not 0.
   float step = 1.0f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ArangeOptions& o, V&& v) {
-  v("start", o.start);
-  v("stop", o.stop);
-  v("step", o.step);
-}
+  MG_FIELDS(start, stop, step);
+};
 
 namespace decl {
 /// Arange's declaration.
@@ -86,15 +75,9 @@ struct LinspaceOptions {
   float stop = 0.0f;
   /// The number of elements, 0 or more.
   int num = 0;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(LinspaceOptions& o, V&& v) {
-  v("start", o.start);
-  v("stop", o.stop);
-  v("num", o.num);
-}
+  MG_FIELDS(start, stop, num);
+};
 
 namespace decl {
 /// Linspace's declaration.

@@ -14,14 +14,9 @@ struct AffineGridOptions {
   /// True: the target grid's corner pixels sit at -1 and 1; false: the
   /// pixel centres, the grid scaled by (S - 1) / S.
   bool align_corners = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(AffineGridOptions& o, V&& v) {
-  v("size", o.size);
-  v("align_corners", o.align_corners);
-}
+  MG_FIELDS(size, align_corners);
+};
 
 struct WarpByGridOptions {
   /// "linear" or "nearest".
@@ -34,15 +29,9 @@ struct WarpByGridOptions {
   bool align_corners = false;
   /// Whether x's last axis holds the channels (NHWC; y likewise).
   bool channel_last = false;
-};
 
-template <class V>
-void visit_fields(WarpByGridOptions& o, V&& v) {
-  v("mode", o.mode);
-  v("padding_mode", o.padding_mode);
-  v("align_corners", o.align_corners);
-  v("channel_last", o.channel_last);
-}
+  MG_FIELDS(mode, padding_mode, align_corners, channel_last);
+};
 
 struct WarpByFlowOptions {};
 

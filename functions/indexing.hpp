@@ -37,14 +37,9 @@ struct GatherOptions {
   int axis = 0;
   /// Leading axes shared by x and indices (as TensorFlow's gather).
   int batch_dims = 0;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(GatherOptions& o, V&& v) {
-  v("axis", o.axis);
-  v("batch_dims", o.batch_dims);
-}
+  MG_FIELDS(axis, batch_dims);
+};
 
 namespace decl {
 /// Gather's declaration.
@@ -71,13 +66,9 @@ class Gather : public FunctionWith<GatherOptions> {
 struct OneHotOptions {
   /// The size of each one-hot axis; x's last axis has one id per entry.
   Shape shape;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(OneHotOptions& o, V&& v) {
-  v("shape", o.shape);
-}
+  MG_FIELDS(shape);
+};
 
 namespace decl {
 /// OneHot's declaration.

@@ -14,13 +14,9 @@ struct Mod2Options {
   /// numpy.mod (it takes x1's sign). Floating data is always fmod, as
   /// NNabla's.
   bool fmod = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(Mod2Options& o, V&& v) {
-  v("fmod", o.fmod);
-}
+  MG_FIELDS(fmod);
+};
 
 namespace decl {
 /// Mod2's declaration: x0 and x1 of any type (x0's decides: integers stay
@@ -51,13 +47,9 @@ class Mod2 : public FunctionWith<Mod2Options> {
 struct BitShiftOptions {
   /// "LEFT" or "RIGHT".
   std::string direction = "LEFT";
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BitShiftOptions& o, V&& v) {
-  v("direction", o.direction);
-}
+  MG_FIELDS(direction);
+};
 
 namespace decl {
 /// BitShift's declaration: integer x and shift, integer y, no grads.

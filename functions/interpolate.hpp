@@ -25,18 +25,10 @@ struct InterpolateOptions {
   bool half_pixel_for_nn = false;
   /// Whether the last axis holds the channels (NHWC), left as it is.
   bool channel_last = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(InterpolateOptions& o, V&& v) {
-  v("output_size", o.output_size);
-  v("mode", o.mode);
-  v("align_corners", o.align_corners);
-  v("half_pixel", o.half_pixel);
-  v("half_pixel_for_nn", o.half_pixel_for_nn);
-  v("channel_last", o.channel_last);
-}
+  MG_FIELDS(output_size, mode, align_corners, half_pixel, half_pixel_for_nn,
+            channel_last);
+};
 
 /// One resized axis: output j along it is (1 - w[j]) x[i0[j]] + w[j]
 /// x[i1[j]] (w = 0 and i1 = i0 for nearest). Linear interpolation of

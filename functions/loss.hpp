@@ -10,13 +10,9 @@ namespace mg {
 struct SoftmaxCrossEntropyOptions {
   /// The class axis of x; negative counts from the end.
   int axis = -1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(SoftmaxCrossEntropyOptions& o, V&& v) {
-  v("axis", o.axis);
-}
+  MG_FIELDS(axis);
+};
 
 namespace decl {
 /// SoftmaxCrossEntropy's declaration.
@@ -80,14 +76,9 @@ struct TopNErrorOptions {
   int axis = -1;
   /// An answer is right when the true class is among the n best.
   int n = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(TopNErrorOptions& o, V&& v) {
-  v("axis", o.axis);
-  v("n", o.n);
-}
+  MG_FIELDS(axis, n);
+};
 
 namespace decl {
 /// TopNError's declaration.
@@ -135,13 +126,9 @@ class CategoricalCrossEntropy : public ClassLabelLoss {
 struct KLMultinomialOptions {
   /// The axes from base_axis on hold one distribution.
   int base_axis = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(KLMultinomialOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-}
+  MG_FIELDS(base_axis);
+};
 
 namespace decl {
 /// KLMultinomial's declaration: a loss, fp32 under half and bfloat16.
@@ -170,13 +157,9 @@ struct ConfusionMatrixOptions {
   /// The class axis of x; negative counts from the end (NNabla's default,
   /// len(x.shape) - 1: the last).
   int axis = -1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ConfusionMatrixOptions& o, V&& v) {
-  v("axis", o.axis);
-}
+  MG_FIELDS(axis);
+};
 
 namespace decl {
 /// ConfusionMatrix's declaration: counts in fp32 (exact to 2^24).

@@ -52,13 +52,9 @@ class MatrixDiagPart : public Function {
 struct EyeLikeOptions {
   /// The diagonal: 0 the main one, k > 0 above it, k < 0 below.
   int k = 0;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(EyeLikeOptions& o, V&& v) {
-  v("k", o.k);
-}
+  MG_FIELDS(k);
+};
 
 namespace decl {
 /// EyeLike's declaration: x gives the shape alone (no grad, any dtype).

@@ -14,14 +14,9 @@ struct MeanSubtractionOptions {
   /// true (training): update the running mean with this batch's mean and
   /// count it in t, then subtract it; false: subtract the running mean.
   bool update_running_mean = true;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(MeanSubtractionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("update_running_mean", o.update_running_mean);
-}
+  MG_FIELDS(base_axis, update_running_mean);
+};
 
 namespace decl {
 /// MeanSubtraction's declaration: rmean (fp32) and t (an integer count,

@@ -16,15 +16,9 @@ struct NormNormalizationOptions {
   std::vector<int> axes = {};
   /// Added to the sum of |x|^p before its p-th root.
   float eps = 1e-12f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(NormNormalizationOptions& o, V&& v) {
-  v("p", o.p);
-  v("axes", o.axes);
-  v("eps", o.eps);
-}
+  MG_FIELDS(p, axes, eps);
+};
 
 namespace decl {
 /// NormNormalization's declaration.
@@ -49,14 +43,9 @@ struct WeightNormalizationOptions {
   int dim = 0;
   /// Added to the sum of squares before the square root.
   float eps = 1e-12f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(WeightNormalizationOptions& o, V&& v) {
-  v("dim", o.dim);
-  v("eps", o.eps);
-}
+  MG_FIELDS(dim, eps);
+};
 
 namespace decl {
 /// WeightNormalization's declaration.
@@ -92,17 +81,9 @@ struct SpectralNormOptions {
   bool test = false;
   /// Also output u as it was before forward (a second output).
   bool output_u = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(SpectralNormOptions& o, V&& v) {
-  v("dim", o.dim);
-  v("itr", o.itr);
-  v("eps", o.eps);
-  v("test", o.test);
-  v("output_u", o.output_u);
-}
+  MG_FIELDS(dim, itr, eps, test, output_u);
+};
 
 namespace decl {
 /// SpectralNorm's declaration: u (fp32) is updated in place and gets no

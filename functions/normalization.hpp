@@ -16,16 +16,9 @@ struct LayerNormalizationOptions {
   /// Whether gamma (beta) is left out of the inputs.
   bool no_scale = false;
   bool no_bias = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(LayerNormalizationOptions& o, V&& v) {
-  v("batch_axis", o.batch_axis);
-  v("eps", o.eps);
-  v("no_scale", o.no_scale);
-  v("no_bias", o.no_bias);
-}
+  MG_FIELDS(batch_axis, eps, no_scale, no_bias);
+};
 
 struct GroupNormalizationOptions {
   /// The channels are split into num_groups groups of consecutive channels.
@@ -35,18 +28,9 @@ struct GroupNormalizationOptions {
   float eps = 1e-5f;
   bool no_scale = false;
   bool no_bias = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(GroupNormalizationOptions& o, V&& v) {
-  v("num_groups", o.num_groups);
-  v("channel_axis", o.channel_axis);
-  v("batch_axis", o.batch_axis);
-  v("eps", o.eps);
-  v("no_scale", o.no_scale);
-  v("no_bias", o.no_bias);
-}
+  MG_FIELDS(num_groups, channel_axis, batch_axis, eps, no_scale, no_bias);
+};
 
 struct InstanceNormalizationOptions {
   int channel_axis = 1;
@@ -54,17 +38,9 @@ struct InstanceNormalizationOptions {
   float eps = 1e-5f;
   bool no_scale = false;
   bool no_bias = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(InstanceNormalizationOptions& o, V&& v) {
-  v("channel_axis", o.channel_axis);
-  v("batch_axis", o.batch_axis);
-  v("eps", o.eps);
-  v("no_scale", o.no_scale);
-  v("no_bias", o.no_bias);
-}
+  MG_FIELDS(channel_axis, batch_axis, eps, no_scale, no_bias);
+};
 
 struct TensorNormalizationOptions {
   /// The axes that index the statistics (their shape is x's with 1 on the
@@ -73,29 +49,17 @@ struct TensorNormalizationOptions {
   std::vector<int> axes = {1};
   float eps = 1e-5f;
   bool no_scale = false, no_bias = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(TensorNormalizationOptions& o, V&& v) {
-  v("axes", o.axes);
-  v("eps", o.eps);
-  v("no_scale", o.no_scale);
-  v("no_bias", o.no_bias);
-}
+  MG_FIELDS(axes, eps, no_scale, no_bias);
+};
 
 struct WeightStandardizationOptions {
   /// The output-channel axis: one mean and deviation per channel.
   int channel_axis = 0;
   float eps = 1e-5f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(WeightStandardizationOptions& o, V&& v) {
-  v("channel_axis", o.channel_axis);
-  v("eps", o.eps);
-}
+  MG_FIELDS(channel_axis, eps);
+};
 
 /// The shared rule. Inputs x, then beta unless no_bias, then gamma unless
 /// no_scale (NNabla's order); beta and gamma have x's number of dimensions

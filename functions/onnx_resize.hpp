@@ -27,21 +27,10 @@ struct ONNXResizeOptions {
   float extrapolation_value = 0.0f;
   /// Nearest: "round_prefer_floor", "round_prefer_ceil", "floor", "ceil".
   std::string nearest_mode = "round_prefer_floor";
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ONNXResizeOptions& o, V&& v) {
-  v("roi", o.roi);
-  v("scales", o.scales);
-  v("sizes", o.sizes);
-  v("mode", o.mode);
-  v("coordinate_transformation_mode", o.coordinate_transformation_mode);
-  v("cubic_coeff_a", o.cubic_coeff_a);
-  v("exclude_outside", o.exclude_outside);
-  v("extrapolation_value", o.extrapolation_value);
-  v("nearest_mode", o.nearest_mode);
-}
+  MG_FIELDS(roi, scales, sizes, mode, coordinate_transformation_mode,
+            cubic_coeff_a, exclude_outside, extrapolation_value, nearest_mode);
+};
 
 /// One resized axis: output j along it is sum_t weight[j * taps + t] *
 /// x[index[j * taps + t]] (1 tap for nearest, 2 linear, 4 cubic); outside[j]

@@ -17,17 +17,9 @@ struct PatchCorrelationOptions {
   /// Zeros added (top, bottom, left, right); (vertical, horizontal) or one
   /// value stand for those.
   std::vector<int64_t> padding = {0, 0, 0, 0};
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(PatchCorrelationOptions& o, V&& v) {
-  v("patch", o.patch);
-  v("shift", o.shift);
-  v("patch_step", o.patch_step);
-  v("shift_step", o.shift_step);
-  v("padding", o.padding);
-}
+  MG_FIELDS(patch, shift, patch_step, shift_step, padding);
+};
 
 namespace decl {
 /// PatchCorrelation's declaration.

@@ -10,13 +10,9 @@ struct PReLUOptions {
   /// The channel axis: a slope per x.shape[base_axis] element, when the
   /// slope has that many (negative counts from the end).
   int base_axis = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(PReLUOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-}
+  MG_FIELDS(base_axis);
+};
 
 namespace decl {
 /// PReLU's declaration: x and the slope w (a parameter: fp32 grad for an

@@ -8,13 +8,9 @@ namespace mg {
 struct PruneOptions {
   /// The fraction of elements to zero, in [0, 1].
   float rate = 0.9f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(PruneOptions& o, V&& v) {
-  v("rate", o.rate);
-}
+  MG_FIELDS(rate);
+};
 
 namespace decl {
 /// Prune's declaration.

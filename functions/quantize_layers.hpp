@@ -30,14 +30,9 @@ struct QuantizeLinearOptions {
   /// NumPy's type number of the integer grid: 1 int8, 2 uint8 (the two
   /// NNabla gives a range).
   int64_t dtype = 1;
-};
 
-template <class V>
-void visit_fields(QuantizeLinearOptions& o, V&& v) {
-  v("round_mode", o.round_mode);
-  v("narrow_range", o.narrow_range);
-  v("dtype", o.dtype);
-}
+  MG_FIELDS(round_mode, narrow_range, dtype);
+};
 
 struct DequantizeLinearOptions {};
 
@@ -97,16 +92,9 @@ struct MinMaxQuantizeOptions {
   bool ste_fine_grained = true;
   /// qr_max is kept at least qr_min + eps.
   float eps = 0.01f;
-};
 
-template <class V>
-void visit_fields(MinMaxQuantizeOptions& o, V&& v) {
-  v("decay", o.decay);
-  v("x_min_max", o.x_min_max);
-  v("ema", o.ema);
-  v("ste_fine_grained", o.ste_fine_grained);
-  v("eps", o.eps);
-}
+  MG_FIELDS(decay, x_min_max, ema, ste_fine_grained, eps);
+};
 
 namespace decl {
 /// MinMaxQuantize's declaration: x, qr_min and qr_max get grads; the levels
@@ -151,32 +139,20 @@ struct BinaryConnectAffineOptions {
   int base_axis = 1;
   /// sign(0): the value a zero weight binarizes to.
   float quantize_zero_to = 1.0f;
+
+  MG_FIELDS(base_axis, quantize_zero_to);
 };
 struct BinaryWeightAffineOptions : BinaryConnectAffineOptions {};
-
-template <class V>
-void visit_fields(BinaryConnectAffineOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("quantize_zero_to", o.quantize_zero_to);
-}
 
 struct BinaryConnectConvolutionOptions {
   int base_axis = 1;
   std::vector<int64_t> pad, stride, dilation;
   int group = 1;
   float quantize_zero_to = 1.0f;
+
+  MG_FIELDS(base_axis, pad, stride, dilation, group, quantize_zero_to);
 };
 struct BinaryWeightConvolutionOptions : BinaryConnectConvolutionOptions {};
-
-template <class V>
-void visit_fields(BinaryConnectConvolutionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("pad", o.pad);
-  v("stride", o.stride);
-  v("dilation", o.dilation);
-  v("group", o.group);
-  v("quantize_zero_to", o.quantize_zero_to);
-}
 
 struct INQAffineOptions {
   int base_axis = 1;
@@ -189,16 +165,9 @@ struct INQAffineOptions {
   std::string selection_algorithm = "largest_abs";
   /// The random selection's seed; -1 draws from mg::random_engine().
   int64_t seed = -1;
-};
 
-template <class V>
-void visit_fields(INQAffineOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("num_bits", o.num_bits);
-  v("inq_iterations", o.inq_iterations);
-  v("selection_algorithm", o.selection_algorithm);
-  v("seed", o.seed);
-}
+  MG_FIELDS(base_axis, num_bits, inq_iterations, selection_algorithm, seed);
+};
 
 struct INQConvolutionOptions {
   int base_axis = 1;
@@ -208,20 +177,10 @@ struct INQConvolutionOptions {
   std::vector<int64_t> inq_iterations;
   std::string selection_algorithm = "largest_abs";
   int64_t seed = -1;
-};
 
-template <class V>
-void visit_fields(INQConvolutionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("pad", o.pad);
-  v("stride", o.stride);
-  v("dilation", o.dilation);
-  v("group", o.group);
-  v("num_bits", o.num_bits);
-  v("inq_iterations", o.inq_iterations);
-  v("selection_algorithm", o.selection_algorithm);
-  v("seed", o.seed);
-}
+  MG_FIELDS(base_axis, pad, stride, dilation, group, num_bits, inq_iterations,
+            selection_algorithm, seed);
+};
 
 namespace decl {
 /// The binary layers' declarations (NNabla's input names): the float

@@ -23,15 +23,9 @@ struct RandomFlipOptions {
   int base_axis = 1;
   /// -1: the library's generator (see RandomSource).
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandomFlipOptions& o, V&& v) {
-  v("axes", o.axes);
-  v("base_axis", o.base_axis);
-  v("seed", o.seed);
-}
+  MG_FIELDS(axes, base_axis, seed);
+};
 
 /// RandomShift's arguments (NNabla's, with its defaults).
 struct RandomShiftOptions {
@@ -46,17 +40,9 @@ struct RandomShiftOptions {
   float constant_value = 0.0f;
   int base_axis = 1;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandomShiftOptions& o, V&& v) {
-  v("shifts", o.shifts);
-  v("border_mode", o.border_mode);
-  v("constant_value", o.constant_value);
-  v("base_axis", o.base_axis);
-  v("seed", o.seed);
-}
+  MG_FIELDS(shifts, border_mode, constant_value, base_axis, seed);
+};
 
 /// RandomCrop's arguments (NNabla's, with its defaults).
 struct RandomCropOptions {
@@ -67,15 +53,9 @@ struct RandomCropOptions {
   Shape shape;
   int base_axis = 1;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandomCropOptions& o, V&& v) {
-  v("shape", o.shape);
-  v("base_axis", o.base_axis);
-  v("seed", o.seed);
-}
+  MG_FIELDS(shape, base_axis, seed);
+};
 
 /// RandomErase's arguments (NNabla's, with its defaults).
 struct RandomEraseOptions {
@@ -100,23 +80,10 @@ struct RandomEraseOptions {
   bool channel_last = false;
   /// The grad is 0 where a patch erased x (true), or dy everywhere.
   bool ste_fine_grained = true;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandomEraseOptions& o, V&& v) {
-  v("prob", o.prob);
-  v("area_ratios", o.area_ratios);
-  v("aspect_ratios", o.aspect_ratios);
-  v("replacements", o.replacements);
-  v("n", o.n);
-  v("share", o.share);
-  v("inplace", o.inplace);
-  v("base_axis", o.base_axis);
-  v("seed", o.seed);
-  v("channel_last", o.channel_last);
-  v("ste_fine_grained", o.ste_fine_grained);
-}
+  MG_FIELDS(prob, area_ratios, aspect_ratios, replacements, n, share, inplace,
+            base_axis, seed, channel_last, ste_fine_grained);
+};
 
 /// ImageAugmentation's arguments (NNabla's, with its defaults).
 struct ImageAugmentationOptions {
@@ -147,28 +114,11 @@ struct ImageAugmentationOptions {
   /// Gaussian noise of a standard deviation drawn from [0, noise].
   float noise = 0.0f;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(ImageAugmentationOptions& o, V&& v) {
-  v("shape", o.shape);
-  v("pad", o.pad);
-  v("min_scale", o.min_scale);
-  v("max_scale", o.max_scale);
-  v("angle", o.angle);
-  v("aspect_ratio", o.aspect_ratio);
-  v("distortion", o.distortion);
-  v("flip_lr", o.flip_lr);
-  v("flip_ud", o.flip_ud);
-  v("brightness", o.brightness);
-  v("brightness_each", o.brightness_each);
-  v("contrast", o.contrast);
-  v("contrast_center", o.contrast_center);
-  v("contrast_each", o.contrast_each);
-  v("noise", o.noise);
-  v("seed", o.seed);
-}
+  MG_FIELDS(shape, pad, min_scale, max_scale, angle, aspect_ratio, distortion,
+            flip_lr, flip_ud, brightness, brightness_each, contrast,
+            contrast_center, contrast_each, noise, seed);
+};
 
 namespace decl {
 /// ImageAugmentation's declaration: no grad (NNabla's has none: it

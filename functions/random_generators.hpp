@@ -38,16 +38,9 @@ struct RandOptions {
   Shape shape;
   /// -1: the library's generator (see RandomSource).
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandOptions& o, V&& v) {
-  v("low", o.low);
-  v("high", o.high);
-  v("shape", o.shape);
-  v("seed", o.seed);
-}
+  MG_FIELDS(low, high, shape, seed);
+};
 
 /// Randint's arguments.
 struct RandintOptions {
@@ -56,16 +49,9 @@ struct RandintOptions {
   int high = 1;
   Shape shape;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandintOptions& o, V&& v) {
-  v("low", o.low);
-  v("high", o.high);
-  v("shape", o.shape);
-  v("seed", o.seed);
-}
+  MG_FIELDS(low, high, shape, seed);
+};
 
 /// Randn's arguments.
 struct RandnOptions {
@@ -74,16 +60,9 @@ struct RandnOptions {
   float sigma = 1.0f;
   Shape shape;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandnOptions& o, V&& v) {
-  v("mu", o.mu);
-  v("sigma", o.sigma);
-  v("shape", o.shape);
-  v("seed", o.seed);
-}
+  MG_FIELDS(mu, sigma, shape, seed);
+};
 
 /// RandBinomial's arguments.
 struct RandBinomialOptions {
@@ -93,16 +72,9 @@ struct RandBinomialOptions {
   float p = 0.5f;
   Shape shape;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandBinomialOptions& o, V&& v) {
-  v("n", o.n);
-  v("p", o.p);
-  v("shape", o.shape);
-  v("seed", o.seed);
-}
+  MG_FIELDS(n, p, shape, seed);
+};
 
 /// RandBeta's arguments.
 struct RandBetaOptions {
@@ -111,16 +83,9 @@ struct RandBetaOptions {
   float beta = 0.5f;
   Shape shape;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandBetaOptions& o, V&& v) {
-  v("alpha", o.alpha);
-  v("beta", o.beta);
-  v("shape", o.shape);
-  v("seed", o.seed);
-}
+  MG_FIELDS(alpha, beta, shape, seed);
+};
 
 /// RandGamma's arguments.
 struct RandGammaOptions {
@@ -129,16 +94,9 @@ struct RandGammaOptions {
   float theta = 1.0f;
   Shape shape;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandGammaOptions& o, V&& v) {
-  v("k", o.k);
-  v("theta", o.theta);
-  v("shape", o.shape);
-  v("seed", o.seed);
-}
+  MG_FIELDS(k, theta, shape, seed);
+};
 
 /// RandomChoice's arguments.
 struct RandomChoiceOptions {
@@ -147,15 +105,9 @@ struct RandomChoiceOptions {
   /// With replacement; false: each member at most once.
   bool replace = true;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandomChoiceOptions& o, V&& v) {
-  v("shape", o.shape);
-  v("replace", o.replace);
-  v("seed", o.seed);
-}
+  MG_FIELDS(shape, replace, seed);
+};
 
 namespace decl {
 /// RandomChoice's declaration: x keeps its type (int32 members, such as

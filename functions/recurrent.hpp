@@ -32,18 +32,11 @@ struct RecurrentOptions {
   /// NNabla's flag: whether grads will be taken. Kept for the codec; the
   /// function keeps what backward needs either way.
   bool training = true;
+
+  MG_FIELDS(num_layers, dropout, bidirectional, training);
 };
 using LSTMOptions = RecurrentOptions;
 using GRUOptions = RecurrentOptions;
-
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(RecurrentOptions& o, V&& v) {
-  v("num_layers", o.num_layers);
-  v("dropout", o.dropout);
-  v("bidirectional", o.bidirectional);
-  v("training", o.training);
-}
 
 /// RNN's arguments (NNabla's): LSTM's and the nonlinearity.
 struct RNNOptions {
@@ -53,17 +46,9 @@ struct RNNOptions {
   float dropout = 0.0f;
   bool bidirectional = false;
   bool training = true;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(RNNOptions& o, V&& v) {
-  v("num_layers", o.num_layers);
-  v("nonlinearity", o.nonlinearity);
-  v("dropout", o.dropout);
-  v("bidirectional", o.bidirectional);
-  v("training", o.training);
-}
+  MG_FIELDS(num_layers, nonlinearity, dropout, bidirectional, training);
+};
 
 /// What the three share: the inputs x (T, B, I), h (and c) (L, D, B, H),
 /// weight_l0 (D, G, H, I + H), then weight (L - 1, D, G, H, D H + H) when

@@ -38,14 +38,9 @@ struct ScatterNdOptions {
   Shape shape;
   /// Add the data where indices meet, instead of writing over.
   bool add = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ScatterNdOptions& o, V&& v) {
-  v("shape", o.shape);
-  v("add", o.add);
-}
+  MG_FIELDS(shape, add);
+};
 
 namespace decl {
 /// ScatterNd's declaration.
@@ -75,13 +70,9 @@ class ScatterNd : public FunctionWith<ScatterNdOptions> {
 struct ScatterAddOptions {
   /// The axis of x0 the indices pick along (negative counts from the end).
   int axis = 0;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ScatterAddOptions& o, V&& v) {
-  v("axis", o.axis);
-}
+  MG_FIELDS(axis);
+};
 
 namespace decl {
 /// ScatterAdd's declaration.

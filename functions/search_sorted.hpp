@@ -10,13 +10,9 @@ struct SearchSortedOptions {
   /// false: the first index i with v <= sorted[i] (lower bound); true: the
   /// first with v < sorted[i] (upper bound).
   bool right = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(SearchSortedOptions& o, V&& v) {
-  v("right", o.right);
-}
+  MG_FIELDS(right);
+};
 
 namespace decl {
 /// SearchSorted's declaration: indices held in fp32 (exact to 2^24, a

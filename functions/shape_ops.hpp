@@ -15,14 +15,9 @@ struct ReshapeOptions {
   /// NNabla's flag, accepted for compatibility; the data is always copied
   /// (see Reshape).
   bool inplace = true;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ReshapeOptions& o, V&& v) {
-  v("shape", o.shape);
-  v("inplace", o.inplace);
-}
+  MG_FIELDS(shape, inplace);
+};
 
 namespace decl {
 /// Reshape's declaration.
@@ -44,13 +39,9 @@ class Reshape : public FunctionWith<ReshapeOptions> {
 struct TransposeOptions {
   /// A permutation of x's axes: y's axis i is x's axis axes[i].
   std::vector<int> axes;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(TransposeOptions& o, V&& v) {
-  v("axes", o.axes);
-}
+  MG_FIELDS(axes);
+};
 
 namespace decl {
 /// Transpose's declaration.
@@ -72,13 +63,9 @@ class Transpose : public FunctionWith<TransposeOptions> {
 struct ConcatenateOptions {
   /// The axis to join along; -1 is the last, NNabla's default.
   int axis = -1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ConcatenateOptions& o, V&& v) {
-  v("axis", o.axis);
-}
+  MG_FIELDS(axis);
+};
 
 namespace decl {
 /// Concatenate's declaration.
@@ -108,15 +95,9 @@ struct SliceOptions {
   /// -size-1 reaches index 0). Shorter vectors apply to the last axes, as in
   /// NNabla; an empty step means 1 on every sliced axis.
   std::vector<int64_t> start, stop, step;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(SliceOptions& o, V&& v) {
-  v("start", o.start);
-  v("stop", o.stop);
-  v("step", o.step);
-}
+  MG_FIELDS(start, stop, step);
+};
 
 namespace decl {
 /// Slice's declaration.

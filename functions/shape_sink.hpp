@@ -17,14 +17,9 @@ struct ShapeOptions {
   /// One past the last axis (negative counts from the end); 0 means the
   /// end, as NNabla's.
   int64_t end = 0;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ShapeOptions& o, V&& v) {
-  v("start", o.start);
-  v("end", o.end);
-}
+  MG_FIELDS(start, end);
+};
 
 namespace decl {
 /// Shape's declaration: x of any type (only its shape is read), the shape
@@ -55,13 +50,9 @@ struct SinkOptions {
   /// Backward sets each input's grad to ones (NNabla's default); false
   /// leaves the grads as they are, for grads the caller set by hand.
   bool one_input_grad = true;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(SinkOptions& o, V&& v) {
-  v("one_input_grad", o.one_input_grad);
-}
+  MG_FIELDS(one_input_grad);
+};
 
 namespace decl {
 /// Sink's declaration: any number of inputs of any shape, one dummy

@@ -24,13 +24,9 @@ struct SoftmaxOptions {
   /// The axis to normalise along; negative counts from the end (NNabla's
   /// default is the last axis).
   int axis = -1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(SoftmaxOptions& o, V&& v) {
-  v("axis", o.axis);
-}
+  MG_FIELDS(axis);
+};
 
 namespace decl {
 /// Softmax's declaration.

@@ -16,16 +16,9 @@ struct SortOptions {
   bool with_index = false;
   /// Output the indices alone (implies with_index).
   bool only_index = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(SortOptions& o, V&& v) {
-  v("axis", o.axis);
-  v("reverse", o.reverse);
-  v("with_index", o.with_index);
-  v("only_index", o.only_index);
-}
+  MG_FIELDS(axis, reverse, with_index, only_index);
+};
 
 namespace decl {
 /// Sort's declaration: the values in the context's type, the indices int32

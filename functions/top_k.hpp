@@ -26,18 +26,9 @@ struct TopKDataOptions {
   /// Also output the int32 positions of the k values within their sample
   /// (needs reduce).
   bool with_index = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(TopKDataOptions& o, V&& v) {
-  v("k", o.k);
-  v("abs", o.abs);
-  v("reduce", o.reduce);
-  v("base_axis", o.base_axis);
-  v("largest", o.largest);
-  v("with_index", o.with_index);
-}
+  MG_FIELDS(k, abs, reduce, base_axis, largest, with_index);
+};
 
 /// TopKGrad's arguments.
 struct TopKGradOptions {
@@ -47,15 +38,9 @@ struct TopKGradOptions {
   bool abs = false;
   /// The first axis of a sample (negative counts from the end).
   int base_axis = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(TopKGradOptions& o, V&& v) {
-  v("k", o.k);
-  v("abs", o.abs);
-  v("base_axis", o.base_axis);
-}
+  MG_FIELDS(k, abs, base_axis);
+};
 
 namespace decl {
 /// TopKData's declaration: with with_index the second output holds the int32

@@ -13,14 +13,9 @@ struct VATNoiseOptions {
   int base_axis = 1;
   /// The noise's norm.
   float eps = 1.0f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(VATNoiseOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("eps", o.eps);
-}
+  MG_FIELDS(base_axis, eps);
+};
 
 namespace decl {
 /// VATNoise's declaration: x's grad is 0 (NNabla's rule); w is the buffer
