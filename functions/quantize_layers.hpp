@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <typeindex>
 #include <vector>
 
@@ -251,10 +252,11 @@ class QuantizedWeightLayer : public Function {
                    const void* opts, const Variables& in, const Variables& out);
   /// The inner function's inputs: x, wq_, bias.
   Variables inner_inputs(const Variables& in) const;
-  /// Runs the inner backward with the weight's grad written through wq_.
-  void inner_backward(const Variables& in, const Variables& out,
-                      const std::vector<bool>& propagate_down,
-                      const std::vector<bool>& accum);
+  /// Runs the inner backward with the weight's grad written through wq_
+  /// (every layer's backward).
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override;
 
   const int bias_;  // the bias's input index
   std::shared_ptr<Function> inner_;
@@ -262,58 +264,52 @@ class QuantizedWeightLayer : public Function {
 };
 }  // namespace detail
 
+namespace detail {
+/// Whether the layer is BinaryWeight's (alpha is its fourth input) or
+/// INQ's (its backward reads the weight's data).
+template <class Options>
+inline constexpr bool binary_weight_layer =
+    std::is_same_v<Options, BinaryWeightAffineOptions> ||
+    std::is_same_v<Options, BinaryWeightConvolutionOptions>;
+template <class Options>
+inline constexpr bool inq_layer =
+    std::is_same_v<Options, INQAffineOptions> ||
+    std::is_same_v<Options, INQConvolutionOptions>;
+
+/// The six weight-quantized layers, one class: the options say which.
+/// setup_impl checks the layer's own arguments and sets the inner Affine or
+/// Convolution up (functions/quantize_layers.cpp).
+template <class Options>
+class QuantizedLayer : public FunctionWith<Options, QuantizedWeightLayer> {
+ public:
+  explicit QuantizedLayer(const Options& opts)
+      : FunctionWith<Options, QuantizedWeightLayer>(
+            opts, binary_weight_layer<Options> ? 3 : 2) {}
+  bool grad_depends_input_data(int i) const override {
+    return inq_layer<Options> ? i < 2 : i == 0;
+  }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+};
+}  // namespace detail
+
 /// y = affine(x, sign(weight), bias); forward writes sign(weight) into
 /// binary_weight. weight: (K, outmaps...).
-class BinaryConnectAffine : public FunctionWith<BinaryConnectAffineOptions,
-                                                detail::QuantizedWeightLayer> {
- public:
-  explicit BinaryConnectAffine(const BinaryConnectAffineOptions& opts)
-      : FunctionWith(opts, 2) {}
-
- protected:
-  void setup_impl(const Variables& in, const Variables& out) override;
-};
-
+using BinaryConnectAffine = detail::QuantizedLayer<BinaryConnectAffineOptions>;
 /// y = convolution(x, sign(weight), bias); weight (OC, C / group,
 /// kernel...).
-class BinaryConnectConvolution
-    : public FunctionWith<BinaryConnectConvolutionOptions,
-                          detail::QuantizedWeightLayer> {
- public:
-  explicit BinaryConnectConvolution(const BinaryConnectConvolutionOptions& opts)
-      : FunctionWith(opts, 2) {}
-
- protected:
-  void setup_impl(const Variables& in, const Variables& out) override;
-};
-
+using BinaryConnectConvolution =
+    detail::QuantizedLayer<BinaryConnectConvolutionOptions>;
 /// y = affine(x, sign(weight) * alpha, bias) with alpha[j] the mean of
 /// |weight[:, j]| over the K inputs (NNabla's code; its docs say 1 / the
 /// L1 norm); forward writes sign(weight) into binary_weight and alpha
 /// (outmaps...) into alpha.
-class BinaryWeightAffine : public FunctionWith<BinaryWeightAffineOptions,
-                                               detail::QuantizedWeightLayer> {
- public:
-  explicit BinaryWeightAffine(const BinaryWeightAffineOptions& opts)
-      : FunctionWith(opts, 3) {}
-
- protected:
-  void setup_impl(const Variables& in, const Variables& out) override;
-};
-
+using BinaryWeightAffine = detail::QuantizedLayer<BinaryWeightAffineOptions>;
 /// y = convolution(x, sign(weight) * alpha, bias) with alpha[n] (OC,) the
 /// mean of |weight[n]| over one filter.
-class BinaryWeightConvolution
-    : public FunctionWith<BinaryWeightConvolutionOptions,
-                          detail::QuantizedWeightLayer> {
- public:
-  explicit BinaryWeightConvolution(const BinaryWeightConvolutionOptions& opts)
-      : FunctionWith(opts, 3) {}
-
- protected:
-  void setup_impl(const Variables& in, const Variables& out) override;
-};
-
+using BinaryWeightConvolution =
+    detail::QuantizedLayer<BinaryWeightConvolutionOptions>;
 /// Incremental network quantization (NNabla's): at each forward the fixed
 /// weights (indicator 1) are restored to the values of the last forward
 /// (a solver's step on them is undone), at the forward counts in
@@ -322,27 +318,9 @@ class BinaryWeightConvolution
 /// written back quantized to 0 or +-2^e, e in [n2, n1] from the largest
 /// magnitude and num_bits; then y = affine(x, weight, bias). weight must be
 /// a leaf (a parameter), as must the indicator. The grads are Affine's.
-class INQAffine
-    : public FunctionWith<INQAffineOptions, detail::QuantizedWeightLayer> {
- public:
-  explicit INQAffine(const INQAffineOptions& opts) : FunctionWith(opts, 2) {}
-  bool grad_depends_input_data(int i) const override { return i < 2; }
-
- protected:
-  void setup_impl(const Variables& in, const Variables& out) override;
-};
-
+using INQAffine = detail::QuantizedLayer<INQAffineOptions>;
 /// INQ on a convolution: weight (OC, C / group, kernel...).
-class INQConvolution
-    : public FunctionWith<INQConvolutionOptions, detail::QuantizedWeightLayer> {
- public:
-  explicit INQConvolution(const INQConvolutionOptions& opts)
-      : FunctionWith(opts, 2) {}
-  bool grad_depends_input_data(int i) const override { return i < 2; }
-
- protected:
-  void setup_impl(const Variables& in, const Variables& out) override;
-};
+using INQConvolution = detail::QuantizedLayer<INQConvolutionOptions>;
 
 namespace functions {
 /// Linear quantization onto int8 or uint8 levels (values held in the
