@@ -9,13 +9,9 @@ namespace mg {
 struct AffineOptions {
   /// Axes before base_axis are batch axes; the rest are features.
   int base_axis = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(AffineOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-}
+  MG_FIELDS(base_axis);
+};
 
 namespace decl {
 /// Affine's declaration.
@@ -28,15 +24,13 @@ inline constexpr FunctionDeclOf<AffineOptions> Affine{
 
 /// x: (..., K) flattened from base_axis; W: (K, outmaps...); b: (outmaps...).
 /// y: x.shape[:base_axis] + W.shape[1:].
-class Affine : public Function {
+class Affine : public FunctionWith<AffineOptions> {
  public:
-  explicit Affine(const AffineOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i < 2; }
-  const AffineOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const AffineOptions opts_;
   int64_t batch_ = 0, features_ = 0, outputs_ = 0;  // N, K, M
 };
 

@@ -1,14 +1,17 @@
 // Options structs <-> FunctionArgs, written once per struct.
 //
-// An options struct with fields lists them in a visit_fields overload next
-// to it, found by ADL:
-//   template <class V> void visit_fields(AffineOptions& o, V&& v) {
-//     v("base_axis", o.base_axis);
-//   }
-// The registry uses it to record each function's arguments and to rebuild a
-// function from arguments read back from a file. A struct with no fields
-// needs nothing. A field's default member initializer is the argument's
-// default (NNabla's, for NNabla's arguments): an argument left out keeps it.
+// An options struct with fields lists them once, inside it, with MG_FIELDS
+// (graph/fields.hpp):
+//   struct AffineOptions {
+//     int base_axis = 1;
+//     MG_FIELDS(base_axis);
+//   };
+// which defines the member `template <class V> void fields(V&& v)` calling
+// v("base_axis", base_axis). The registry uses it to record each function's
+// arguments and to rebuild a function from arguments read back from a file. A
+// struct with no fields needs nothing. A field's default member initializer is
+// the argument's default (NNabla's, for NNabla's arguments): an argument left
+// out keeps it.
 #pragma once
 
 #include <algorithm>
@@ -134,8 +137,8 @@ struct Probe {
 template <class O, class = void>
 struct HasFields : std::false_type {};
 template <class O>
-struct HasFields<O, std::void_t<decltype(visit_fields(std::declval<O&>(),
-                                                      std::declval<Probe&>()))>>
+struct HasFields<
+    O, std::void_t<decltype(std::declval<O&>().fields(std::declval<Probe&>()))>>
     : std::true_type {};
 
 }  // namespace args_detail
@@ -149,11 +152,11 @@ inline constexpr bool describable_options =
 template <class O>
 FunctionArgs options_to_args(const O& opts) {
   static_assert(describable_options<O>,
-                "options with fields need a visit_fields overload");
+                "options with fields list them with MG_FIELDS");
   FunctionArgs args;
   if constexpr (!std::is_empty_v<O>) {
     O copy = opts;
-    visit_fields(copy, args_detail::Writer{args});
+    copy.fields(args_detail::Writer{args});
   }
   return args;
 }
@@ -166,7 +169,7 @@ O options_from_args(const FunctionArgs& args, const std::string& fn) {
   O opts{};
   FunctionArgs known;
   if constexpr (!std::is_empty_v<O>) {
-    visit_fields(opts, args_detail::Reader{args, fn});
+    opts.fields(args_detail::Reader{args, fn});
     known = options_to_args(opts);
   }
   for (const auto& kv : args) {

@@ -16,14 +16,9 @@ struct SplitOptions {
   /// takes it from x when the function is linked to its input; a count
   /// given must equal it.
   int num_outputs = 0;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(SplitOptions& o, V&& v) {
-  v("axis", o.axis);
-  v("num_outputs", o.num_outputs);
-}
+  MG_FIELDS(axis, num_outputs);
+};
 
 namespace decl {
 /// Split's declaration.
@@ -39,30 +34,24 @@ inline constexpr FunctionDeclOf<SplitOptions> Split{
 
 /// y_k = x[..., k, ...] for each k along axis: x.shape[axis] outputs, each
 /// with the axis removed (NNabla's Split).
-class Split : public Function {
+class Split : public FunctionWith<SplitOptions> {
  public:
-  explicit Split(const SplitOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   int num_outputs() const override { return opts_.num_outputs; }
   int num_outputs_for(const Variables& inputs) const override;
   bool grad_depends_input_data(int) const override { return false; }
-  const SplitOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const SplitOptions opts_;
   int64_t outer_ = 1, inner_ = 1;  // sizes before and after the axis
 };
 
 struct StackOptions {
   /// Where the new axis goes in y (negative counts from the end of y).
   int axis = 0;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(StackOptions& o, V&& v) {
-  v("axis", o.axis);
-}
+  MG_FIELDS(axis);
+};
 
 namespace decl {
 /// Stack's declaration.
@@ -75,28 +64,22 @@ inline constexpr FunctionDeclOf<StackOptions> Stack{{"Stack",
 }  // namespace decl
 
 /// y = the inputs (all of one shape) joined along a new axis.
-class Stack : public Function {
+class Stack : public FunctionWith<StackOptions> {
  public:
-  explicit Stack(const StackOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const StackOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const StackOptions opts_;
   int64_t outer_ = 1, inner_ = 1;
 };
 
 struct BroadcastOptions {
   /// The shape to broadcast to.
   Shape shape;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BroadcastOptions& o, V&& v) {
-  v("shape", o.shape);
-}
+  MG_FIELDS(shape);
+};
 
 namespace decl {
 /// Broadcast's declaration.
@@ -106,15 +89,13 @@ inline constexpr FunctionDeclOf<BroadcastOptions> Broadcast{
 
 /// y = x repeated along its size-1 axes to `shape` (x aligned on the right,
 /// as in NumPy); the grad sums over the repeated axes in fp32.
-class Broadcast : public Function {
+class Broadcast : public FunctionWith<BroadcastOptions> {
  public:
-  explicit Broadcast(const BroadcastOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const BroadcastOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const BroadcastOptions opts_;
   std::vector<int> axes_;  // axes of y that x is repeated along
 };
 
@@ -144,15 +125,9 @@ struct PadOptions {
   /// or "repeat" (repeat the edge value).
   std::string mode = "constant";
   float constant_value = 0.0f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(PadOptions& o, V&& v) {
-  v("pad_width", o.pad_width);
-  v("mode", o.mode);
-  v("constant_value", o.constant_value);
-}
+  MG_FIELDS(pad_width, mode, constant_value);
+};
 
 namespace decl {
 /// Pad's declaration.
@@ -161,28 +136,22 @@ inline constexpr FunctionDeclOf<PadOptions> Pad{
 }  // namespace decl
 
 /// y = x padded on the last axes.
-class Pad : public AxisGather {
+class Pad : public FunctionWith<PadOptions, AxisGather> {
  public:
-  explicit Pad(const PadOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   float fill_value() const override { return opts_.constant_value; }
-  const PadOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const PadOptions opts_;
 };
 
 struct TileOptions {
   /// Repetitions per axis, aligned on the right; more entries than x has
   /// axes add leading axes (NumPy's tile).
   std::vector<int> reps;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(TileOptions& o, V&& v) {
-  v("reps", o.reps);
-}
+  MG_FIELDS(reps);
+};
 
 namespace decl {
 /// Tile's declaration.
@@ -192,14 +161,12 @@ inline constexpr FunctionDeclOf<TileOptions> Tile{
 
 /// y = x repeated reps[a] times along each axis a (NNabla's Tile); the grad
 /// sums the copies in fp32.
-class Tile : public AxisGather {
+class Tile : public FunctionWith<TileOptions, AxisGather> {
  public:
-  explicit Tile(const TileOptions& opts) : opts_(opts) {}
-  const TileOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const TileOptions opts_;
 };
 
 struct ShiftOptions {
@@ -209,14 +176,9 @@ struct ShiftOptions {
   /// "reflect" (x mirrored at its edges, the edge repeated: NNabla's, NumPy's
   /// 'symmetric').
   std::string border_mode = "nearest";
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ShiftOptions& o, V&& v) {
-  v("shifts", o.shifts);
-  v("border_mode", o.border_mode);
-}
+  MG_FIELDS(shifts, border_mode);
+};
 
 namespace decl {
 /// Shift's declaration.
@@ -225,14 +187,12 @@ inline constexpr FunctionDeclOf<ShiftOptions> Shift{
 }  // namespace decl
 
 /// y = x shifted along its last axes, x's shape (NNabla's Shift).
-class Shift : public AxisGather {
+class Shift : public FunctionWith<ShiftOptions, AxisGather> {
  public:
-  explicit Shift(const ShiftOptions& opts) : opts_(opts) {}
-  const ShiftOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ShiftOptions opts_;
 };
 
 struct UnpoolingOptions {
@@ -241,14 +201,9 @@ struct UnpoolingOptions {
   std::vector<int64_t> kernel;
   /// Whether the last axis holds the channels (NHWC), left as it is.
   bool channel_last = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(UnpoolingOptions& o, V&& v) {
-  v("kernel", o.kernel);
-  v("channel_last", o.channel_last);
-}
+  MG_FIELDS(kernel, channel_last);
+};
 
 namespace decl {
 /// Unpooling's declaration.
@@ -259,26 +214,20 @@ inline constexpr FunctionDeclOf<UnpoolingOptions> Unpooling{
 /// Pooling's inverse as NNabla's: each element spread over a kernel-sized
 /// block, y[k i + j] = x[i] per pooled axis (nearest-neighbour upsampling
 /// by integer factors); the grad sums each block in fp32.
-class Unpooling : public AxisGather {
+class Unpooling : public FunctionWith<UnpoolingOptions, AxisGather> {
  public:
-  explicit Unpooling(const UnpoolingOptions& opts) : opts_(opts) {}
-  const UnpoolingOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const UnpoolingOptions opts_;
 };
 
 struct FlipOptions {
   /// The axes to reverse; NNabla's default is the last.
   std::vector<int> axes = {-1};
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(FlipOptions& o, V&& v) {
-  v("axes", o.axes);
-}
+  MG_FIELDS(axes);
+};
 
 namespace decl {
 /// Flip's declaration.
@@ -287,15 +236,13 @@ inline constexpr FunctionDeclOf<FlipOptions> Flip{
 }  // namespace decl
 
 /// y = x with the order of its elements reversed along axes.
-class Flip : public Function {
+class Flip : public FunctionWith<FlipOptions> {
  public:
-  explicit Flip(const FlipOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const FlipOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const FlipOptions opts_;
   std::vector<bool> flipped_;  // per axis of x
 };
 
@@ -304,14 +251,9 @@ struct TriluOptions {
   int k = 0;
   /// Keep the upper triangle (j - i >= k), else the lower (j - i <= k).
   bool upper = true;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(TriluOptions& o, V&& v) {
-  v("k", o.k);
-  v("upper", o.upper);
-}
+  MG_FIELDS(k, upper);
+};
 
 namespace decl {
 /// Trilu's declaration.
@@ -322,11 +264,10 @@ inline constexpr FunctionDeclOf<TriluOptions> Trilu{
 /// y = x on one triangle of its last two axes (row i, column j), 0
 /// elsewhere (NNabla's Trilu; numpy.triu / tril); the grad is dy on the
 /// same triangle.
-class Trilu : public Function {
+class Trilu : public FunctionWith<TriluOptions> {
  public:
-  explicit Trilu(const TriluOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const TriluOptions& options() const { return opts_; }
   /// Whether (i, j) is kept.
   bool keeps(int64_t i, int64_t j) const {
     return opts_.upper ? j - i >= opts_.k : j - i <= opts_.k;
@@ -334,7 +275,6 @@ class Trilu : public Function {
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const TriluOptions opts_;
 };
 
 namespace functions {

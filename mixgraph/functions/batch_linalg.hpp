@@ -11,26 +11,12 @@ struct BatchInvOptions {};
 struct BatchDetOptions {};
 struct BatchLogdetOptions {};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BatchInvOptions&, V&&) {}
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BatchDetOptions&, V&&) {}
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BatchLogdetOptions&, V&&) {}
-
 struct BatchCholeskyOptions {
   /// Return U with x = U^T U instead of L with x = L L^T.
   bool upper = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BatchCholeskyOptions& o, V&& v) {
-  v("upper", o.upper);
-}
+  MG_FIELDS(upper);
+};
 
 namespace decl {
 /// BatchInv's declaration.
@@ -100,14 +86,13 @@ class BatchLogdet : public BatchSquareFunction {
 /// dx = sym(L^-T phi(L^T dL) L^-1), phi keeping the lower triangle with
 /// the diagonal halved, sym(A) = (A + A^T) / 2, with L factored again in
 /// double from x.
-class BatchCholesky : public BatchSquareFunction {
+class BatchCholesky
+    : public FunctionWith<BatchCholeskyOptions, BatchSquareFunction> {
  public:
-  explicit BatchCholesky(const BatchCholeskyOptions& opts) : opts_(opts) {}
-  const BatchCholeskyOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const BatchCholeskyOptions opts_;
 };
 
 namespace functions {

@@ -9,14 +9,9 @@ struct BatchMatmulOptions {
   /// Use the transpose of each matrix of a (of b).
   bool transpose_a = false;
   bool transpose_b = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BatchMatmulOptions& o, V&& v) {
-  v("transpose_a", o.transpose_a);
-  v("transpose_b", o.transpose_b);
-}
+  MG_FIELDS(transpose_a, transpose_b);
+};
 
 namespace decl {
 /// BatchMatmul's declaration.
@@ -27,14 +22,12 @@ inline constexpr FunctionDeclOf<BatchMatmulOptions> BatchMatmul{
 /// a: (..., M, K) ((..., K, M) with transpose_a); b: (..., K, N) ((..., N,
 /// K) with transpose_b); the batch axes (...) hold the same number of
 /// matrices. y: a.shape[:-2] + (M, N), accumulated in fp32.
-class BatchMatmul : public Function {
+class BatchMatmul : public FunctionWith<BatchMatmulOptions> {
  public:
-  explicit BatchMatmul(const BatchMatmulOptions& opts) : opts_(opts) {}
-  const BatchMatmulOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const BatchMatmulOptions opts_;
   int64_t batch_ = 0, m_ = 0, n_ = 0, k_ = 0;
 };
 

@@ -27,27 +27,23 @@ struct BatchNormalizationOptions {
   /// ... and no beta input (a bias of 0); the inputs left out are skipped,
   /// so with both the inputs are (x, mean, variance).
   bool no_bias = false;
+
+  /// The fields FusedBatchNormalization shares (its NNabla arguments lack
+  /// no_scale and no_bias).
+  template <class V>
+  void shared_fields(V&& v) {
+    v("axes", axes);
+    v("decay_rate", decay_rate);
+    v("eps", eps);
+    v("batch_stat", batch_stat);
+  }
+  template <class V>
+  void fields(V&& v) {
+    shared_fields(v);
+    v("no_scale", no_scale);
+    v("no_bias", no_bias);
+  }
 };
-
-namespace detail {
-/// The fields BatchNormalization shares with FusedBatchNormalization (whose
-/// NNabla arguments lack no_scale and no_bias).
-template <class V>
-void visit_batch_normalization_fields(BatchNormalizationOptions& o, V&& v) {
-  v("axes", o.axes);
-  v("decay_rate", o.decay_rate);
-  v("eps", o.eps);
-  v("batch_stat", o.batch_stat);
-}
-}  // namespace detail
-
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BatchNormalizationOptions& o, V&& v) {
-  detail::visit_batch_normalization_fields(o, v);
-  v("no_scale", o.no_scale);
-  v("no_bias", o.no_bias);
-}
 
 namespace decl {
 /// BatchNormalization's declaration.
@@ -68,16 +64,14 @@ inline constexpr FunctionDeclOf<BatchNormalizationOptions> BatchNormalization{
 /// and variance (inputs 3 and 4) are updated in place in forward, the
 /// variance with the unbiased batch variance (n / (n - 1)) as NNabla does;
 /// they are read and written as fp32 and get no gradient.
-class BatchNormalization : public Function {
+class BatchNormalization : public FunctionWith<BatchNormalizationOptions> {
  public:
-  explicit BatchNormalization(const BatchNormalizationOptions& opts)
-      : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   // Backward reads x and gamma; the running statistics only in inference.
   bool grad_depends_input_data(int i) const override {
     const int port = input_port(i);
     return port == 0 || port == 2 || (port >= 3 && !opts_.batch_stat);
   }
-  const BatchNormalizationOptions& options() const { return opts_; }
   // beta and gamma may be left out (no_bias, no_scale): the inputs after
   // them move up.
   int input_port(int i) const override;
@@ -107,7 +101,6 @@ class BatchNormalization : public Function {
   // batch; SyncBatchNormalization all-reduces them. The kernels call it
   // between their steps.
   virtual void sum_over_ranks(float* /*values*/, int64_t /*n*/) {}
-  const BatchNormalizationOptions opts_;
   // x seen as (size0, size1, size2): batch axes, channels, the rest.
   int64_t size0_ = 0, size1_ = 0, size2_ = 0;
 
@@ -128,18 +121,11 @@ struct SyncBatchNormalizationOptions {
   float decay_rate = 0.9f;
   float eps = 1e-5f;
   bool batch_stat = true;
-};
 
-/// The fields, for writing and reading the function's arguments (the
-/// communicator is not one: a function read back uses the default one).
-template <class V>
-void visit_fields(SyncBatchNormalizationOptions& o, V&& v) {
-  v("group", o.group);
-  v("axes", o.axes);
-  v("decay_rate", o.decay_rate);
-  v("eps", o.eps);
-  v("batch_stat", o.batch_stat);
-}
+  /// (The communicator is not an argument: a function read back uses the
+  /// default one.)
+  MG_FIELDS(group, axes, decay_rate, eps, batch_stat);
+};
 
 namespace decl {
 /// SyncBatchNormalization's declaration.

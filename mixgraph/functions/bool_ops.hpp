@@ -10,13 +10,9 @@ namespace mg {
 struct BoolFillOptions {
   /// What replaces data where the mask is nonzero.
   float value = 0.0f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BoolFillOptions& o, V&& v) {
-  v("value", o.value);
-}
+  MG_FIELDS(value);
+};
 
 namespace decl {
 /// BoolFill's declaration.
@@ -29,15 +25,13 @@ inline constexpr FunctionDeclOf<BoolFillOptions> BoolFill{
 
 /// y = value where mask (broadcast to data's shape, aligned on the right)
 /// is nonzero, else data; ddata = dy where the mask is zero, else 0.
-class BoolFill : public Function {
+class BoolFill : public FunctionWith<BoolFillOptions> {
  public:
-  explicit BoolFill(const BoolFillOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i == 1; }
-  const BoolFillOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const BoolFillOptions opts_;
 };
 
 struct BoolScatterOptions {};

@@ -19,13 +19,9 @@ struct BroadcastToOptions {
   /// The axis of x where y's first axis goes; negative (NNabla's default
   /// -1, and any negative as NNabla's): y fits x's last axes.
   int axis = -1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BroadcastToOptions& o, V&& v) {
-  v("axis", o.axis);
-}
+  MG_FIELDS(axis);
+};
 
 namespace decl {
 /// BroadcastTo's declaration: x gives the shape alone (no grad, any dtype).
@@ -40,15 +36,13 @@ inline constexpr FunctionDeclOf<BroadcastToOptions> BroadcastTo{
 /// must equal those), repeated over the others (NNabla's BroadcastTo, for
 /// any rank; NNabla's CPU kernel stops at 4 axes and has no grad). dy sums
 /// dz over the repeated axes in fp32; x gets no grad.
-class BroadcastTo : public Function {
+class BroadcastTo : public FunctionWith<BroadcastToOptions> {
  public:
-  explicit BroadcastTo(const BroadcastToOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const BroadcastToOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const BroadcastToOptions opts_;
   SpreadLayout layout_;  // y in z
 };
 
@@ -60,14 +54,9 @@ struct MeshgridOptions {
   /// the number of inputs when the function is linked to them; a count
   /// given must equal it.
   int num_outputs = 0;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(MeshgridOptions& o, V&& v) {
-  v("ij_indexing", o.ij_indexing);
-  v("num_outputs", o.num_outputs);
-}
+  MG_FIELDS(ij_indexing, num_outputs);
+};
 
 namespace decl {
 /// Meshgrid's declaration: N 1-D inputs, N outputs.
@@ -86,20 +75,18 @@ inline constexpr FunctionDeclOf<MeshgridOptions> Meshgrid{
 /// y_k holds x_k along x_k's axis, repeated over the others. dx_k sums dy_k
 /// over the other axes in fp32 (every input gets its grad; NNabla's
 /// backward looks only at the first two inputs' propagate_down).
-class Meshgrid : public Function {
+class Meshgrid : public FunctionWith<MeshgridOptions> {
  public:
-  explicit Meshgrid(const MeshgridOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   int num_outputs() const override { return opts_.num_outputs; }
   int num_outputs_for(const Variables& inputs) const override {
     return opts_.num_outputs > 0 ? opts_.num_outputs
                                  : static_cast<int>(inputs.size());
   }
   bool grad_depends_input_data(int) const override { return false; }
-  const MeshgridOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const MeshgridOptions opts_;
   std::vector<SpreadLayout> layouts_;  // x_k in y_k
 };
 

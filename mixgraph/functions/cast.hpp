@@ -9,13 +9,9 @@ namespace mg {
 struct CastOptions {
   /// The dtype y is stored in.
   Dtype dtype = Dtype::f32;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(CastOptions& o, V&& v) {
-  v("dtype", o.dtype);
-}
+  MG_FIELDS(dtype);
+};
 
 namespace decl {
 /// Cast's declaration.
@@ -30,15 +26,13 @@ inline constexpr FunctionDeclOf<CastOptions> Cast{
 /// y = x stored in `dtype` (whatever the context's type): x is read in the
 /// dtype it holds and converted once, rounding to nearest even. The grad
 /// goes back in x's dtype when that is float, half or bfloat16.
-class Cast : public Function {
+class Cast : public FunctionWith<CastOptions> {
  public:
-  explicit Cast(const CastOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const CastOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const CastOptions opts_;
 };
 
 namespace functions {

@@ -40,14 +40,9 @@ struct ClipGradByNormOptions {
   /// The axes the norm runs over; empty: every axis (NNabla's default,
   /// range(x.ndim)). Negative axes count from the end.
   std::vector<int> axes = {};
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ClipGradByNormOptions& o, V&& v) {
-  v("clip_norm", o.clip_norm);
-  v("axes", o.axes);
-}
+  MG_FIELDS(clip_norm, axes);
+};
 
 namespace decl {
 /// ClipGradByNorm's declaration.
@@ -59,15 +54,13 @@ inline constexpr FunctionDeclOf<ClipGradByNormOptions> ClipGradByNorm{
 /// broadcast back over them). As NNabla's, every grad is rescaled to the
 /// norm clip_norm, small ones too, and a zero dy gives 0 / 0 (NaN). The
 /// sum of squares runs in fp32.
-class ClipGradByNorm : public Function {
+class ClipGradByNorm : public FunctionWith<ClipGradByNormOptions> {
  public:
-  explicit ClipGradByNorm(const ClipGradByNormOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const ClipGradByNormOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ClipGradByNormOptions opts_;
   /// Whether each axis of x is reduced.
   std::vector<bool> reduced_;
 };

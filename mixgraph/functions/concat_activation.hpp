@@ -22,13 +22,9 @@ struct CReLUOptions {
   /// The axis the two halves are joined along (negative counts from the
   /// end); NNabla's default, 1, is the channel axis.
   int axis = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(CReLUOptions& o, V&& v) {
-  v("axis", o.axis);
-}
+  MG_FIELDS(axis);
+};
 
 namespace decl {
 /// CReLU's declaration.
@@ -37,16 +33,14 @@ inline constexpr FunctionDeclOf<CReLUOptions> CReLU{
 }  // namespace decl
 
 /// y = concatenate(relu(x), relu(-x), axis).
-class CReLU : public ConcatActivation {
+class CReLU : public FunctionWith<CReLUOptions, ConcatActivation> {
  public:
-  explicit CReLU(const CReLUOptions& opts) : opts_(opts) {}
-  const CReLUOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override {
     setup_split(in, out, opts_.axis);
   }
-  const CReLUOptions opts_;
 };
 
 struct CELUOptions {
@@ -55,14 +49,9 @@ struct CELUOptions {
   /// The axis the two halves are joined along (negative counts from the
   /// end); NNabla's default, 1, is the channel axis.
   int axis = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(CELUOptions& o, V&& v) {
-  v("alpha", o.alpha);
-  v("axis", o.axis);
-}
+  MG_FIELDS(alpha, axis);
+};
 
 namespace decl {
 /// CELU's declaration.
@@ -72,16 +61,14 @@ inline constexpr FunctionDeclOf<CELUOptions> CELU{
 
 /// y = concatenate(elu(x, alpha), elu(-x, alpha), axis) (NNabla's
 /// "concatenated ELU"; not PyTorch's CELU, which is an ELU variant).
-class CELU : public ConcatActivation {
+class CELU : public FunctionWith<CELUOptions, ConcatActivation> {
  public:
-  explicit CELU(const CELUOptions& opts) : opts_(opts) {}
-  const CELUOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override {
     setup_split(in, out, opts_.axis);
   }
-  const CELUOptions opts_;
 };
 
 namespace functions {

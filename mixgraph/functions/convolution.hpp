@@ -17,18 +17,9 @@ struct ConvolutionOptions {
   /// NNabla's layout flag: true (channels last) is refused with an error
   /// (the kernels are channel-first; transpose x to it).
   bool channel_last = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ConvolutionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("pad", o.pad);
-  v("stride", o.stride);
-  v("dilation", o.dilation);
-  v("group", o.group);
-  v("channel_last", o.channel_last);
-}
+  MG_FIELDS(base_axis, pad, stride, dilation, group, channel_last);
+};
 
 /// The geometry of y = conv(x, W) on (batch, channels, spatial...) arrays,
 /// as the backends see it: x (batch, in_channels, in_spatial...), W
@@ -108,11 +99,10 @@ inline constexpr FunctionDeclOf<ConvolutionOptions> Convolution{
 /// x: (batch..., C, spatial...); W: (OC, C / group, kernel...); b: (OC,).
 /// y: (batch..., OC, out...) with out = (in + 2 pad - (dilation (k - 1) + 1))
 /// / stride + 1 per spatial axis.
-class Convolution : public Function {
+class Convolution : public FunctionWith<ConvolutionOptions> {
  public:
-  explicit Convolution(const ConvolutionOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i < 2; }
-  const ConvolutionOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
@@ -120,7 +110,6 @@ class Convolution : public Function {
   /// and group: fills geom_, checks the bias (in[2]) and reshapes y.
   void setup_geometry(const Variables& in, const Variables& out, const Shape& w,
                       int group);
-  const ConvolutionOptions opts_;
   ConvGeometry geom_;
 };
 
@@ -130,17 +119,9 @@ struct DepthwiseConvolutionOptions {
   std::vector<int64_t> pad, stride, dilation;
   /// Output channels per input channel.
   int multiplier = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(DepthwiseConvolutionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("pad", o.pad);
-  v("stride", o.stride);
-  v("dilation", o.dilation);
-  v("multiplier", o.multiplier);
-}
+  MG_FIELDS(base_axis, pad, stride, dilation, multiplier);
+};
 
 namespace decl {
 /// DepthwiseConvolution's declaration (NNabla's input names).

@@ -13,25 +13,17 @@ struct CumulativeOptions {
   bool exclusive = false;
   /// Run from the last element to the first.
   bool reverse = false;
+
+  MG_FIELDS(axis, exclusive, reverse);
 };
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(CumulativeOptions& o, V&& v) {
-  v("axis", o.axis);
-  v("exclusive", o.exclusive);
-  v("reverse", o.reverse);
-}
-
 /// The shape rule the two share: y has x's shape.
-class Cumulative : public Function {
+class Cumulative : public FunctionWith<CumulativeOptions> {
  public:
-  explicit Cumulative(const CumulativeOptions& opts) : opts_(opts) {}
-  const CumulativeOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const CumulativeOptions opts_;
   AxisSplit split_;
 };
 

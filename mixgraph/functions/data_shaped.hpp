@@ -80,18 +80,9 @@ struct UniqueOptions {
   bool with_index = false;
   bool with_inverse = false;
   bool with_counts = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(UniqueOptions& o, V&& v) {
-  v("flatten", o.flatten);
-  v("axis", o.axis);
-  v("sorted", o.sorted);
-  v("with_index", o.with_index);
-  v("with_inverse", o.with_inverse);
-  v("with_counts", o.with_counts);
-}
+  MG_FIELDS(flatten, axis, sorted, with_index, with_inverse, with_counts);
+};
 
 namespace decl {
 /// Unique's declaration: y keeps x's type; indices, inverse_indices and
@@ -108,20 +99,18 @@ inline constexpr FunctionDeclOf<UniqueOptions> Unique{
 /// compared exactly in x's type; indices: where each first occurs in x
 /// (flattened, or along axis); inverse_indices: for each element (slice)
 /// of x, its position in y; counts: occurrences. No grad (NNabla has none).
-class Unique : public Function {
+class Unique : public FunctionWith<UniqueOptions> {
  public:
-  explicit Unique(const UniqueOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   int num_outputs() const override {
     return 1 + opts_.with_index + opts_.with_inverse + opts_.with_counts;
   }
   bool output_shape_depends_on_data() const override { return true; }
-  const UniqueOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   /// Finds the unique slices of x's data and writes every output.
   void compute(const Variables& in, const Variables& out);
-  const UniqueOptions opts_;
   /// Where each of y's slices comes from along axis_ (flattened: x's
   /// element), for the kernel's copy.
   std::vector<int64_t> source_;
@@ -131,13 +120,9 @@ class Unique : public Function {
 struct PackPaddedSequenceOptions {
   /// padded_sequence is (B, T, *) instead of (T, B, *).
   bool batch_first = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(PackPaddedSequenceOptions& o, V&& v) {
-  v("batch_first", o.batch_first);
-}
+  MG_FIELDS(batch_first);
+};
 
 namespace decl {
 /// PackPaddedSequence's declaration: lengths and batch_sizes int32.
@@ -153,19 +138,16 @@ inline constexpr FunctionDeclOf<PackPaddedSequenceOptions> PackPaddedSequence{
 /// NNabla's: sort the batch first): pack_sequence (sum of lengths, *) holds
 /// the steps in time-major order, batch_sizes (max length) how many
 /// sequences each step has. The grad goes back to the steps it came from.
-class PackPaddedSequence : public Function {
+class PackPaddedSequence : public FunctionWith<PackPaddedSequenceOptions> {
  public:
-  explicit PackPaddedSequence(const PackPaddedSequenceOptions& opts)
-      : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i == 1; }
   bool output_shape_depends_on_data() const override { return true; }
-  const PackPaddedSequenceOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   /// Reads and checks lengths; reshapes the outputs to them.
   void plan(const Variables& in, const Variables& out);
-  const PackPaddedSequenceOptions opts_;
   std::vector<int32_t> lengths_, batch_sizes_;
   int64_t row_ = 1;  // elements per step: *
 };
@@ -177,15 +159,9 @@ struct PadPackedSequenceOptions {
   float padding_value = 0.0f;
   /// Pad to this many steps; -1: the longest sequence's.
   int total_length = -1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(PadPackedSequenceOptions& o, V&& v) {
-  v("batch_first", o.batch_first);
-  v("padding_value", o.padding_value);
-  v("total_length", o.total_length);
-}
+  MG_FIELDS(batch_first, padding_value, total_length);
+};
 
 namespace decl {
 /// PadPackedSequence's declaration: batch_sizes and lengths int32.
@@ -201,19 +177,16 @@ inline constexpr FunctionDeclOf<PadPackedSequenceOptions> PadPackedSequence{
 /// (non-increasing, summing to N) give padded_sequence (T', B, *) with
 /// B = batch_sizes[0], T' = total_length or T, padding_value past each
 /// sequence's end, and lengths (B). The grad gathers the steps back.
-class PadPackedSequence : public Function {
+class PadPackedSequence : public FunctionWith<PadPackedSequenceOptions> {
  public:
-  explicit PadPackedSequence(const PadPackedSequenceOptions& opts)
-      : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i == 1; }
   bool output_shape_depends_on_data() const override { return true; }
-  const PadPackedSequenceOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   /// Reads and checks batch_sizes; reshapes the outputs to them.
   void plan(const Variables& in, const Variables& out);
-  const PadPackedSequenceOptions opts_;
   std::vector<int32_t> batch_sizes_;
   int64_t row_ = 1, steps_ = 0;  // elements per step; padded steps
 };
@@ -228,16 +201,10 @@ struct ONNXNonMaxSuppressionOptions {
   float iou_threshold = 0.0f;
   /// Boxes scoring below this are dropped.
   float score_threshold = 0.0f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ONNXNonMaxSuppressionOptions& o, V&& v) {
-  v("center_point_box", o.center_point_box);
-  v("max_output_boxes_per_class", o.max_output_boxes_per_class);
-  v("iou_threshold", o.iou_threshold);
-  v("score_threshold", o.score_threshold);
-}
+  MG_FIELDS(center_point_box, max_output_boxes_per_class, iou_threshold,
+            score_threshold);
+};
 
 namespace decl {
 /// ONNXNonMaxSuppression's declaration: boxes and scores read in fp32
@@ -256,18 +223,16 @@ inline constexpr FunctionDeclOf<ONNXNonMaxSuppressionOptions>
 /// decreasing score (ties: the lower box index first, where NNabla's
 /// unstable sort leaves it open). ONNX's NonMaxSuppression with NNabla's
 /// threshold (score >= score_threshold kept). No grad.
-class ONNXNonMaxSuppression : public Function {
+class ONNXNonMaxSuppression
+    : public FunctionWith<ONNXNonMaxSuppressionOptions> {
  public:
-  explicit ONNXNonMaxSuppression(const ONNXNonMaxSuppressionOptions& opts)
-      : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool output_shape_depends_on_data() const override { return true; }
-  const ONNXNonMaxSuppressionOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   /// Runs the suppression on the data and writes y (reshaping it).
   void compute(const Variables& in, const Variables& out);
-  const ONNXNonMaxSuppressionOptions opts_;
 };
 
 namespace functions {

@@ -20,19 +20,10 @@ struct DeconvolutionOptions {
   /// NNabla's layout flag: true (channels last) is refused with an error
   /// (the kernels are channel-first; transpose x to it).
   bool channel_last = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(DeconvolutionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("pad", o.pad);
-  v("stride", o.stride);
-  v("dilation", o.dilation);
-  v("group", o.group);
-  v("channel_last", o.channel_last);
-  v("output_padding", o.output_padding);
-}
+  MG_FIELDS(base_axis, pad, stride, dilation, group, channel_last,
+            output_padding);
+};
 
 namespace decl {
 /// Deconvolution's declaration.
@@ -46,11 +37,10 @@ inline constexpr FunctionDeclOf<DeconvolutionOptions> Deconvolution{
 /// x: (batch..., C, spatial...); W: (C, OC / group, kernel...); b: (OC,).
 /// y: (batch..., OC, out...) with out = (in - 1) stride - 2 pad +
 /// dilation (k - 1) + 1 + output_padding per spatial axis.
-class Deconvolution : public Function {
+class Deconvolution : public FunctionWith<DeconvolutionOptions> {
  public:
-  explicit Deconvolution(const DeconvolutionOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i < 2; }
-  const DeconvolutionOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
@@ -58,7 +48,6 @@ class Deconvolution : public Function {
   /// and group: fills geom_, checks the bias (in[2]) and reshapes y.
   void setup_geometry(const Variables& in, const Variables& out, const Shape& w,
                       int group);
-  const DeconvolutionOptions opts_;
   /// The convolution whose backward-data this is: its x is our y (OC
   /// channels) and its y our x (C channels).
   ConvGeometry geom_;
@@ -70,17 +59,9 @@ struct DepthwiseDeconvolutionOptions {
   std::vector<int64_t> pad, stride, dilation;
   /// Input channels summed into each output channel.
   int divisor = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(DepthwiseDeconvolutionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("pad", o.pad);
-  v("stride", o.stride);
-  v("dilation", o.dilation);
-  v("divisor", o.divisor);
-}
+  MG_FIELDS(base_axis, pad, stride, dilation, divisor);
+};
 
 namespace decl {
 /// DepthwiseDeconvolution's declaration (NNabla's input names).

@@ -17,19 +17,10 @@ struct DeformableConvolutionOptions {
   int deformable_group = 1;
   /// NNabla's argument; true is refused, as NNabla's CPU kernel does.
   bool channel_last = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(DeformableConvolutionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("pad", o.pad);
-  v("stride", o.stride);
-  v("dilation", o.dilation);
-  v("group", o.group);
-  v("deformable_group", o.deformable_group);
-  v("channel_last", o.channel_last);
-}
+  MG_FIELDS(base_axis, pad, stride, dilation, group, deformable_group,
+            channel_last);
+};
 
 namespace decl {
 /// DeformableConvolution's declaration (NNabla's input names). With four
@@ -55,15 +46,13 @@ inline constexpr FunctionDeclOf<DeformableConvolutionOptions>
 /// Convolution's. 2-D only, as NNabla's. Everything in fp32; grads to x,
 /// weight, offset, mask and bias (NNabla gives offset and mask theirs only
 /// while x takes a grad too; here each is independent).
-class DeformableConvolution : public Function {
+class DeformableConvolution
+    : public FunctionWith<DeformableConvolutionOptions> {
  public:
-  explicit DeformableConvolution(const DeformableConvolutionOptions& opts)
-      : opts_(opts) {}
-  const DeformableConvolutionOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const DeformableConvolutionOptions opts_;
   int64_t batch_ = 0, c_ = 0, oc_ = 0, h_ = 0, w_ = 0, kh_ = 0, kw_ = 0,
           oh_ = 0, ow_ = 0;
   int64_t pad_[2] = {0, 0}, stride_[2] = {1, 1}, dil_[2] = {1, 1};

@@ -16,16 +16,9 @@ struct RoiAlignOptions {
   int64_t sampling_ratio = -1;
   /// input (N, H, W, C) and y (K, oh, ow, C) when true.
   bool channel_last = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(RoiAlignOptions& o, V&& v) {
-  v("output_size", o.output_size);
-  v("spatial_scale", o.spatial_scale);
-  v("sampling_ratio", o.sampling_ratio);
-  v("channel_last", o.channel_last);
-}
+  MG_FIELDS(output_size, spatial_scale, sampling_ratio, channel_last);
+};
 
 namespace decl {
 /// RoiAlign's declaration: boxes are read in fp32 (pixel coordinates need
@@ -42,15 +35,13 @@ inline constexpr FunctionDeclOf<RoiAlignOptions> RoiAlign{
 /// of its box's sample (NNabla's sampling: box corners scaled and shifted by
 /// -0.5, samples at cell fractions, those beyond [-1, size] skipped, the
 /// rest clamped into the map). Samples summed in fp32. Grad to input only.
-class RoiAlign : public Function {
+class RoiAlign : public FunctionWith<RoiAlignOptions> {
  public:
-  explicit RoiAlign(const RoiAlignOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i == 1; }
-  const RoiAlignOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const RoiAlignOptions opts_;
 };
 
 struct NmsDetection2dOptions {
@@ -60,15 +51,9 @@ struct NmsDetection2dOptions {
   float nms = 0.45f;
   /// Suppress per class (by objectness x probability) or by objectness.
   bool nms_per_class = true;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(NmsDetection2dOptions& o, V&& v) {
-  v("thresh", o.thresh);
-  v("nms", o.nms);
-  v("nms_per_class", o.nms_per_class);
-}
+  MG_FIELDS(thresh, nms, nms_per_class);
+};
 
 namespace decl {
 /// NmsDetection2d's declaration: no grad (NNabla's backward is empty).
@@ -86,14 +71,12 @@ inline constexpr FunctionDeclOf<NmsDetection2dOptions> NmsDetection2d{
 /// class score; by objectness: a box is zeroed, objectness and all scores,
 /// when any box of higher objectness overlaps it). Ties keep the input
 /// order (a stable sort; NNabla's std::sort leaves them open).
-class NmsDetection2d : public Function {
+class NmsDetection2d : public FunctionWith<NmsDetection2dOptions> {
  public:
-  explicit NmsDetection2d(const NmsDetection2dOptions& opts) : opts_(opts) {}
-  const NmsDetection2dOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const NmsDetection2dOptions opts_;
 };
 
 namespace functions {

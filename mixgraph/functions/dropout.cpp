@@ -9,7 +9,7 @@
 namespace mg {
 
 Dropout::Dropout(const DropoutOptions& opts)
-    : opts_(opts), source_(opts.seed), scale_(1.0f / (1.0f - opts.p)) {}
+    : FunctionWith(opts), source_(opts.seed), scale_(1.0f / (1.0f - opts.p)) {}
 
 void Dropout::setup_impl(const Variables& in, const Variables& out) {
   // Also rejects nan.

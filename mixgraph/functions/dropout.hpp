@@ -17,14 +17,9 @@ struct DropoutOptions {
   /// at each forward (NNabla's rule, see RandomSource), so mg::seed and a
   /// checkpoint's mg::random_state reproduce the masks.
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(DropoutOptions& o, V&& v) {
-  v("p", o.p);
-  v("seed", o.seed);
-}
+  MG_FIELDS(p, seed);
+};
 
 namespace decl {
 /// Dropout's declaration.
@@ -36,11 +31,10 @@ inline constexpr FunctionDeclOf<DropoutOptions> Dropout{
 /// probability 1 - p) and kept for backward: dx = dy * mask / (1 - p). Two
 /// functions created with the same seed (other than -1) draw the same
 /// masks.
-class Dropout : public Function {
+class Dropout : public FunctionWith<DropoutOptions> {
  public:
   explicit Dropout(const DropoutOptions& opts);
   bool grad_depends_input_data(int) const override { return false; }
-  const DropoutOptions& options() const { return opts_; }
   /// The mask of the last forward: 1 where x was kept.
   const std::vector<uint8_t>& mask() const { return mask_; }
 
@@ -48,7 +42,6 @@ class Dropout : public Function {
   void setup_impl(const Variables& in, const Variables& out) override;
   /// Draws a new mask of n elements.
   void draw_mask(int64_t n);
-  const DropoutOptions opts_;
   RandomSource source_;
   std::vector<uint8_t> mask_;
   float scale_;  // 1 / (1 - p)

@@ -16,13 +16,9 @@ struct EinsumOptions {
   /// output is "..." then the letters that appear once, in ASCII order
   /// (upper case first), as NNabla's and NumPy's.
   std::string equation;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(EinsumOptions& o, V&& v) {
-  v("equation", o.equation);
-}
+  MG_FIELDS(equation);
+};
 
 namespace decl {
 /// Einsum's declaration: any number of inputs.
@@ -43,14 +39,12 @@ inline constexpr FunctionDeclOf<EinsumOptions> Einsum{{"Einsum",
 /// no later step needs summed out first, in double). dx_k is the same
 /// contraction of dy and the other inputs into x_k's labels (its diagonal
 /// for a repeated label, summed over broadcast axes).
-class Einsum : public Function {
+class Einsum : public FunctionWith<EinsumOptions> {
  public:
-  explicit Einsum(const EinsumOptions& opts) : opts_(opts) {}
-  const EinsumOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const EinsumOptions opts_;
   /// Every index (the output's first, then the summed ones) with its size.
   std::vector<int64_t> sizes_;
   int64_t out_labels_ = 0;  // the first out_labels_ of sizes_ are y's axes

@@ -12,14 +12,9 @@ struct FFTOptions {
   int64_t signal_ndim = 1;
   /// Unitary: scaled by 1 / sqrt(prod N) (IFFT: instead of 1 / prod N).
   bool normalized = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(FFTOptions& o, V&& v) {
-  v("signal_ndim", o.signal_ndim);
-  v("normalized", o.normalized);
-}
+  MG_FIELDS(signal_ndim, normalized);
+};
 
 namespace decl {
 /// FFT's declaration.
@@ -34,17 +29,15 @@ inline constexpr FunctionDeclOf<FFTOptions> IFFT{
 /// (..., N1[, N2[, N3]], 2). The grad is the adjoint transform: the inverse
 /// one unnormalized for FFT (scaled as forward when normalized), the forward
 /// one over prod N for IFFT, as NNabla's.
-class FFTBase : public Function {
+class FFTBase : public FunctionWith<FFTOptions> {
  public:
   FFTBase(const FFTOptions& opts, bool inverse)
-      : opts_(opts), inverse_(inverse) {}
+      : FunctionWith(opts), inverse_(inverse) {}
   bool grad_depends_input_data(int) const override { return false; }
-  const FFTOptions& options() const { return opts_; }
   bool inverse() const { return inverse_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const FFTOptions opts_;
   const bool inverse_;
 };
 

@@ -12,15 +12,14 @@ namespace mg {
 struct FusedBatchNormalizationOptions : BatchNormalizationOptions {
   /// The activation: "relu" is the only one (NNabla's).
   std::string nonlinearity = "relu";
-};
 
-/// The fields, for writing and reading the function's arguments: NNabla's
-/// order, BatchNormalization's then the activation.
-template <class V>
-void visit_fields(FusedBatchNormalizationOptions& o, V&& v) {
-  detail::visit_batch_normalization_fields(o, v);
-  v("nonlinearity", o.nonlinearity);
-}
+  /// NNabla's order: BatchNormalization's then the activation.
+  template <class V>
+  void fields(V&& v) {
+    shared_fields(v);
+    v("nonlinearity", nonlinearity);
+  }
+};
 
 namespace decl {
 /// FusedBatchNormalization's declaration: BatchNormalization's inputs, then

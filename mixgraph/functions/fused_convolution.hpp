@@ -34,25 +34,11 @@ struct FusedConvolutionOptions {
   /// Pad's mode ("constant", "reflect", "repeat") and constant value.
   std::string pad_mode = "constant";
   float constant_value = 0.0f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(FusedConvolutionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("pad", o.pad);
-  v("stride", o.stride);
-  v("dilation", o.dilation);
-  v("group", o.group);
-  v("channel_last", o.channel_last);
-  v("decay_rate", o.decay_rate);
-  v("eps", o.eps);
-  v("batch_stat", o.batch_stat);
-  v("nonlinearity", o.nonlinearity);
-  v("nonlinearity_args", o.nonlinearity_args);
-  v("pad_mode", o.pad_mode);
-  v("constant_value", o.constant_value);
-}
+  MG_FIELDS(base_axis, pad, stride, dilation, group, channel_last, decay_rate,
+            eps, batch_stat, nonlinearity, nonlinearity_args, pad_mode,
+            constant_value);
+};
 
 namespace decl {
 /// FusedConvolution's declaration. The optional inputs are given in this
@@ -79,15 +65,13 @@ inline constexpr FunctionDeclOf<FusedConvolutionOptions> FusedConvolution{
 /// Forward and backward run our functions' kernels in a chain (those the
 /// context picks, in its types), so the values, grads and running
 /// statistics are those of the unfused graph bit for bit.
-class FusedConvolution : public Function {
+class FusedConvolution : public FunctionWith<FusedConvolutionOptions> {
  public:
-  explicit FusedConvolution(const FusedConvolutionOptions& opts)
-      : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   // The activation's grad may read y.
   bool grad_depends_output_data(int) const override {
     return !opts_.nonlinearity.empty() && opts_.nonlinearity != "identity";
   }
-  const FusedConvolutionOptions& options() const { return opts_; }
   // Optional inputs are placed by their count: input i's port is what
   // setup found it to be (the positional rule until then).
   int input_port(int i) const override {
@@ -114,7 +98,6 @@ class FusedConvolution : public Function {
   Variable* slot(int s, const Variables& in, const Variables& out) const;
   Variables vars(const std::vector<int>& slots, const Variables& in,
                  const Variables& out) const;
-  const FusedConvolutionOptions opts_;
   // The declared port of each input (kX .. kZ), set by setup.
   std::vector<int> ports_;
   std::vector<Step> steps_;

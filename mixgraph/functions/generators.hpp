@@ -12,14 +12,9 @@ struct ConstantOptions {
   float val = 0.0f;
   /// y's shape; () makes a scalar.
   Shape shape;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ConstantOptions& o, V&& v) {
-  v("val", o.val);
-  v("shape", o.shape);
-}
+  MG_FIELDS(val, shape);
+};
 
 namespace decl {
 /// Constant's declaration.
@@ -29,14 +24,12 @@ inline constexpr FunctionDeclOf<ConstantOptions> Constant{
 
 /// y = val everywhere, in the context's type (val rounded to it; -inf and
 /// inf stay what they are, so a Constant makes an additive mask).
-class Constant : public Function {
+class Constant : public FunctionWith<ConstantOptions> {
  public:
-  explicit Constant(const ConstantOptions& opts) : opts_(opts) {}
-  const ConstantOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ConstantOptions opts_;
 };
 
 struct ArangeOptions {
@@ -46,15 +39,9 @@ struct ArangeOptions {
   float stop = 0.0f;
   /// Not 0.
   float step = 1.0f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ArangeOptions& o, V&& v) {
-  v("start", o.start);
-  v("stop", o.stop);
-  v("step", o.step);
-}
+  MG_FIELDS(start, stop, step);
+};
 
 namespace decl {
 /// Arange's declaration.
@@ -74,14 +61,12 @@ inline constexpr FunctionDeclOf<ArangeOptions> Arange{
 /// y[i] = start + i * step for i in [0, ceil((stop - start) / step)): a 1-D
 /// array, empty when the range is; each element computed from i (not by
 /// repeated adding, whose error would grow along y).
-class Arange : public Function {
+class Arange : public FunctionWith<ArangeOptions> {
  public:
-  explicit Arange(const ArangeOptions& opts) : opts_(opts) {}
-  const ArangeOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ArangeOptions opts_;
 };
 
 struct LinspaceOptions {
@@ -90,15 +75,9 @@ struct LinspaceOptions {
   float stop = 0.0f;
   /// The number of elements, 0 or more.
   int num = 0;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(LinspaceOptions& o, V&& v) {
-  v("start", o.start);
-  v("stop", o.stop);
-  v("num", o.num);
-}
+  MG_FIELDS(start, stop, num);
+};
 
 namespace decl {
 /// Linspace's declaration.
@@ -115,14 +94,12 @@ inline constexpr FunctionDeclOf<LinspaceOptions> Linspace{
 /// y = num evenly spaced values from start to stop, both included (num = 1
 /// gives start alone, num = 0 an empty array): y[i] = start + i * (stop -
 /// start) / (num - 1), computed in double.
-class Linspace : public Function {
+class Linspace : public FunctionWith<LinspaceOptions> {
  public:
-  explicit Linspace(const LinspaceOptions& opts) : opts_(opts) {}
-  const LinspaceOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const LinspaceOptions opts_;
 };
 
 /// The value of element i of an Arange or Linspace: the one formula the CPU

@@ -14,14 +14,9 @@ struct AffineGridOptions {
   /// True: the target grid's corner pixels sit at -1 and 1; false: the
   /// pixel centres, the grid scaled by (S - 1) / S.
   bool align_corners = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(AffineGridOptions& o, V&& v) {
-  v("size", o.size);
-  v("align_corners", o.align_corners);
-}
+  MG_FIELDS(size, align_corners);
+};
 
 struct WarpByGridOptions {
   /// "linear" or "nearest".
@@ -34,15 +29,9 @@ struct WarpByGridOptions {
   bool align_corners = false;
   /// Whether x's last axis holds the channels (NHWC; y likewise).
   bool channel_last = false;
-};
 
-template <class V>
-void visit_fields(WarpByGridOptions& o, V&& v) {
-  v("mode", o.mode);
-  v("padding_mode", o.padding_mode);
-  v("align_corners", o.align_corners);
-  v("channel_last", o.channel_last);
-}
+  MG_FIELDS(mode, padding_mode, align_corners, channel_last);
+};
 
 struct WarpByFlowOptions {};
 
@@ -63,28 +52,24 @@ inline constexpr FunctionDeclOf<WarpByFlowOptions> WarpByFlow{
 
 /// grid (B, H, W, 2) or (B, D, H, W, 3) = theta (B, 2, 3) or (B, 3, 4)
 /// applied to the normalized target grid (x, y[, z], 1) in [-1, 1], in fp32.
-class AffineGrid : public Function {
+class AffineGrid : public FunctionWith<AffineGridOptions> {
  public:
-  explicit AffineGrid(const AffineGridOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const AffineGridOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const AffineGridOptions opts_;
 };
 
 /// y (B, C, Ho, Wo) = x (B, C, Hi, Wi) sampled at grid (B, Ho, Wo, 2) of
 /// normalized (x, y) in [-1, 1] (and the 3-D forms), by bilinear
 /// (trilinear) or nearest interpolation, in fp32.
-class WarpByGrid : public Function {
+class WarpByGrid : public FunctionWith<WarpByGridOptions> {
  public:
-  explicit WarpByGrid(const WarpByGridOptions& opts) : opts_(opts) {}
-  const WarpByGridOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const WarpByGridOptions opts_;
 };
 
 /// warped (N, C, H, W) = data sampled bilinearly at (x + flow[:, 0], y +

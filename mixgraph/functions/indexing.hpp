@@ -37,14 +37,9 @@ struct GatherOptions {
   int axis = 0;
   /// Leading axes shared by x and indices (as TensorFlow's gather).
   int batch_dims = 0;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(GatherOptions& o, V&& v) {
-  v("axis", o.axis);
-  v("batch_dims", o.batch_dims);
-}
+  MG_FIELDS(axis, batch_dims);
+};
 
 namespace decl {
 /// Gather's declaration.
@@ -57,15 +52,13 @@ inline constexpr FunctionDeclOf<GatherOptions> Gather{
 
 /// y = x[..., indices, ...] along axis: shape x.shape[:axis] +
 /// indices.shape[batch_dims:] + x.shape[axis + 1:].
-class Gather : public Function {
+class Gather : public FunctionWith<GatherOptions> {
  public:
-  explicit Gather(const GatherOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i == 1; }
-  const GatherOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const GatherOptions opts_;
   // x as (batch, outer, size, inner), indices as (batch, count).
   int64_t batch_ = 1, outer_ = 1, size_ = 1, inner_ = 1, count_ = 1;
 };
@@ -73,13 +66,9 @@ class Gather : public Function {
 struct OneHotOptions {
   /// The size of each one-hot axis; x's last axis has one id per entry.
   Shape shape;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(OneHotOptions& o, V&& v) {
-  v("shape", o.shape);
-}
+  MG_FIELDS(shape);
+};
 
 namespace decl {
 /// OneHot's declaration.
@@ -89,15 +78,13 @@ inline constexpr FunctionDeclOf<OneHotOptions> OneHot{
 
 /// x: ids of shape (..., len(shape)); y of shape x.shape[:-1] + shape is 1 at
 /// the ids and 0 elsewhere. No gradient.
-class OneHot : public Function {
+class OneHot : public FunctionWith<OneHotOptions> {
  public:
-  explicit OneHot(const OneHotOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const OneHotOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const OneHotOptions opts_;
 };
 
 /// Where has no arguments.

@@ -14,13 +14,9 @@ struct Mod2Options {
   /// numpy.mod (it takes x1's sign). Floating data is always fmod, as
   /// NNabla's.
   bool fmod = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(Mod2Options& o, V&& v) {
-  v("fmod", o.fmod);
-}
+  MG_FIELDS(fmod);
+};
 
 namespace decl {
 /// Mod2's declaration: x0 and x1 of any type (x0's decides: integers stay
@@ -38,28 +34,22 @@ inline constexpr FunctionDeclOf<Mod2Options> Mod2{
 /// there). Floating x0: std::fmod in fp32 on the converted values (exact:
 /// the remainder is representable in the input's type), nan for a zero
 /// divisor.
-class Mod2 : public Function {
+class Mod2 : public FunctionWith<Mod2Options> {
  public:
-  explicit Mod2(const Mod2Options& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const Mod2Options& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const Mod2Options opts_;
   BroadcastPlan plan_;
 };
 
 struct BitShiftOptions {
   /// "LEFT" or "RIGHT".
   std::string direction = "LEFT";
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(BitShiftOptions& o, V&& v) {
-  v("direction", o.direction);
-}
+  MG_FIELDS(direction);
+};
 
 namespace decl {
 /// BitShift's declaration: integer x and shift, integer y, no grads.
@@ -76,15 +66,13 @@ inline constexpr FunctionDeclOf<BitShiftOptions> BitShift{
 /// converted to it; a shift below 0 or of the width or more gives 0, as
 /// NNabla's. y has x's integer type (uint8, int32, int64); x held as
 /// floating data must hold whole numbers and gives int32.
-class BitShift : public Function {
+class BitShift : public FunctionWith<BitShiftOptions> {
  public:
-  explicit BitShift(const BitShiftOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const BitShiftOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const BitShiftOptions opts_;
   BroadcastPlan plan_;
   bool left_ = true;
 };

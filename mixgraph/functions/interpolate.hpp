@@ -25,18 +25,10 @@ struct InterpolateOptions {
   bool half_pixel_for_nn = false;
   /// Whether the last axis holds the channels (NHWC), left as it is.
   bool channel_last = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(InterpolateOptions& o, V&& v) {
-  v("output_size", o.output_size);
-  v("mode", o.mode);
-  v("align_corners", o.align_corners);
-  v("half_pixel", o.half_pixel);
-  v("half_pixel_for_nn", o.half_pixel_for_nn);
-  v("channel_last", o.channel_last);
-}
+  MG_FIELDS(output_size, mode, align_corners, half_pixel, half_pixel_for_nn,
+            channel_last);
+};
 
 /// One resized axis: output j along it is (1 - w[j]) x[i0[j]] + w[j]
 /// x[i1[j]] (w = 0 and i1 = i0 for nearest). Linear interpolation of
@@ -59,17 +51,15 @@ inline constexpr FunctionDeclOf<InterpolateOptions> Interpolate{
 /// (the same float arithmetic picks the same neighbours); the sums are in
 /// fp32 under half and bfloat16, and the grad adds dy back to the sources
 /// with the same weights in fp32.
-class Interpolate : public Function {
+class Interpolate : public FunctionWith<InterpolateOptions> {
  public:
-  explicit Interpolate(const InterpolateOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const InterpolateOptions& options() const { return opts_; }
   /// The resized axes, in the order the forward pass resizes them.
   const std::vector<ResizedAxis>& axes() const { return axes_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const InterpolateOptions opts_;
   std::vector<ResizedAxis> axes_;
 };
 

@@ -10,13 +10,9 @@ namespace mg {
 struct SoftmaxCrossEntropyOptions {
   /// The class axis of x; negative counts from the end.
   int axis = -1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(SoftmaxCrossEntropyOptions& o, V&& v) {
-  v("axis", o.axis);
-}
+  MG_FIELDS(axis);
+};
 
 namespace decl {
 /// SoftmaxCrossEntropy's declaration.
@@ -34,15 +30,12 @@ inline constexpr FunctionDeclOf<SoftmaxCrossEntropyOptions> SoftmaxCrossEntropy{
 /// (SoftmaxCrossEntropy, CategoricalCrossEntropy): x (..., C, ...); t:
 /// integer class labels, x's shape with 1 at the axis (NNabla: x (N, C), t
 /// (N, 1)); y: t's shape. t gets no gradient.
-class ClassLabelLoss : public Function {
+class ClassLabelLoss : public FunctionWith<SoftmaxCrossEntropyOptions> {
  public:
-  explicit ClassLabelLoss(const SoftmaxCrossEntropyOptions& opts)
-      : opts_(opts) {}
-  const SoftmaxCrossEntropyOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const SoftmaxCrossEntropyOptions opts_;
   AxisSplit split_;
 };
 
@@ -83,14 +76,9 @@ struct TopNErrorOptions {
   int axis = -1;
   /// An answer is right when the true class is among the n best.
   int n = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(TopNErrorOptions& o, V&& v) {
-  v("axis", o.axis);
-  v("n", o.n);
-}
+  MG_FIELDS(axis, n);
+};
 
 namespace decl {
 /// TopNError's declaration.
@@ -104,15 +92,13 @@ inline constexpr FunctionDeclOf<TopNErrorOptions> TopNError{
 /// y = 1 where more than n classes score at least the true class's score,
 /// else 0 (NNabla's rule: ties count against). Shapes as SoftmaxCrossEntropy.
 /// A metric: it has no gradient.
-class TopNError : public Function {
+class TopNError : public FunctionWith<TopNErrorOptions> {
  public:
-  explicit TopNError(const TopNErrorOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const TopNErrorOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const TopNErrorOptions opts_;
   AxisSplit split_;
 };
 
@@ -140,13 +126,9 @@ class CategoricalCrossEntropy : public ClassLabelLoss {
 struct KLMultinomialOptions {
   /// The axes from base_axis on hold one distribution.
   int base_axis = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(KLMultinomialOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-}
+  MG_FIELDS(base_axis);
+};
 
 namespace decl {
 /// KLMultinomial's declaration: a loss, fp32 under half and bfloat16.
@@ -162,14 +144,12 @@ inline constexpr FunctionDeclOf<KLMultinomialOptions> KLMultinomial{
 /// (NNabla's), shape p.shape[:base_axis] + (1,); summed in double. dp =
 /// dy (log(p + 1e-8) - log(q + 1e-8) + 1), dq = -dy p / (q + 1e-8) (NNabla
 /// divides by q alone, which is not the derivative of its own forward).
-class KLMultinomial : public Function {
+class KLMultinomial : public FunctionWith<KLMultinomialOptions> {
  public:
-  explicit KLMultinomial(const KLMultinomialOptions& opts) : opts_(opts) {}
-  const KLMultinomialOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const KLMultinomialOptions opts_;
   int64_t rows_ = 0, row_size_ = 0;
 };
 
@@ -177,13 +157,9 @@ struct ConfusionMatrixOptions {
   /// The class axis of x; negative counts from the end (NNabla's default,
   /// len(x.shape) - 1: the last).
   int axis = -1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ConfusionMatrixOptions& o, V&& v) {
-  v("axis", o.axis);
-}
+  MG_FIELDS(axis);
+};
 
 namespace decl {
 /// ConfusionMatrix's declaration: counts in fp32 (exact to 2^24).
@@ -198,15 +174,13 @@ inline constexpr FunctionDeclOf<ConfusionMatrixOptions> ConfusionMatrix{
 /// in x is class k (the first best on ties). Shapes of x and t as
 /// SoftmaxCrossEntropy. A metric: no gradient. The counts are held in fp32
 /// whatever the type_config (half would stop counting at 2048).
-class ConfusionMatrix : public Function {
+class ConfusionMatrix : public FunctionWith<ConfusionMatrixOptions> {
  public:
-  explicit ConfusionMatrix(const ConfusionMatrixOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const ConfusionMatrixOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ConfusionMatrixOptions opts_;
   AxisSplit split_;
 };
 

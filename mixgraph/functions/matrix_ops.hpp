@@ -52,13 +52,9 @@ class MatrixDiagPart : public Function {
 struct EyeLikeOptions {
   /// The diagonal: 0 the main one, k > 0 above it, k < 0 below.
   int k = 0;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(EyeLikeOptions& o, V&& v) {
-  v("k", o.k);
-}
+  MG_FIELDS(k);
+};
 
 namespace decl {
 /// EyeLike's declaration: x gives the shape alone (no grad, any dtype).
@@ -68,15 +64,13 @@ inline constexpr FunctionDeclOf<EyeLikeOptions> EyeLike{
 
 /// y of x's shape (M, N): 1 where column - row = k, else 0, in the
 /// context's type.
-class EyeLike : public Function {
+class EyeLike : public FunctionWith<EyeLikeOptions> {
  public:
-  explicit EyeLike(const EyeLikeOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const EyeLikeOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const EyeLikeOptions opts_;
 };
 
 namespace functions {

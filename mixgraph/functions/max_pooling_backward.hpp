@@ -16,17 +16,9 @@ struct MaxPoolingBackwardOptions {
   /// NNabla's argument; true is refused, as NNabla's CPU kernel does (our
   /// pooling functions take channels first).
   bool channel_last = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(MaxPoolingBackwardOptions& o, V&& v) {
-  v("kernel", o.kernel);
-  v("stride", o.stride);
-  v("ignore_border", o.ignore_border);
-  v("pad", o.pad);
-  v("channel_last", o.channel_last);
-}
+  MG_FIELDS(kernel, stride, ignore_border, pad, channel_last);
+};
 
 namespace decl {
 /// MaxPoolingBackward's declaration: dy gets a grad; x none (dx is

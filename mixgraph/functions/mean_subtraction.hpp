@@ -14,14 +14,9 @@ struct MeanSubtractionOptions {
   /// true (training): update the running mean with this batch's mean and
   /// count it in t, then subtract it; false: subtract the running mean.
   bool update_running_mean = true;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(MeanSubtractionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("update_running_mean", o.update_running_mean);
-}
+  MG_FIELDS(base_axis, update_running_mean);
+};
 
 namespace decl {
 /// MeanSubtraction's declaration: rmean (fp32) and t (an integer count,
@@ -40,16 +35,14 @@ inline constexpr FunctionDeclOf<MeanSubtractionOptions> MeanSubtraction{
 /// with M the number of samples and t the updated count: NNabla's
 /// approximation, which keeps only each element's own share of the latest
 /// batch's mean; dx = dy in inference. The mean and its sums are fp32.
-class MeanSubtraction : public Function {
+class MeanSubtraction : public FunctionWith<MeanSubtractionOptions> {
  public:
-  explicit MeanSubtraction(const MeanSubtractionOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   // Backward uses the count forward reached, kept by forward.
   bool grad_depends_input_data(int) const override { return false; }
-  const MeanSubtractionOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const MeanSubtractionOptions opts_;
   // x as (samples, features).
   int64_t samples_ = 0, features_ = 0;
   // The count t reached in the last training forward (backward's factor).

@@ -9,10 +9,6 @@ namespace mg {
 /// AddN and MulN have no arguments.
 struct NaryOptions {};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(NaryOptions&, V&&) {}
-
 /// The shape rule the two share: one or more inputs, all of one shape (no
 /// broadcasting, as NNabla's), y of that shape.
 class NaryFunction : public Function {

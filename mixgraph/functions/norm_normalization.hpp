@@ -16,15 +16,9 @@ struct NormNormalizationOptions {
   std::vector<int> axes = {};
   /// Added to the sum of |x|^p before its p-th root.
   float eps = 1e-12f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(NormNormalizationOptions& o, V&& v) {
-  v("p", o.p);
-  v("axes", o.axes);
-  v("eps", o.eps);
-}
+  MG_FIELDS(p, axes, eps);
+};
 
 namespace decl {
 /// NormNormalization's declaration.
@@ -35,15 +29,12 @@ inline constexpr FunctionDeclOf<NormNormalizationOptions> NormNormalization{
 /// y = x / (sum over axes of |x|^p + eps)^(1/p), the norm kept over the
 /// reduced axes. eps is added as NNabla documents it (NNabla's CPU code
 /// leaves it out, so an all-zero slice gives 0 / 0 there and 0 here).
-class NormNormalization : public Function {
+class NormNormalization : public FunctionWith<NormNormalizationOptions> {
  public:
-  explicit NormNormalization(const NormNormalizationOptions& opts)
-      : opts_(opts) {}
-  const NormNormalizationOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const NormNormalizationOptions opts_;
   std::vector<bool> reduced_;
 };
 
@@ -52,14 +43,9 @@ struct WeightNormalizationOptions {
   int dim = 0;
   /// Added to the sum of squares before the square root.
   float eps = 1e-12f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(WeightNormalizationOptions& o, V&& v) {
-  v("dim", o.dim);
-  v("eps", o.eps);
-}
+  MG_FIELDS(dim, eps);
+};
 
 namespace decl {
 /// WeightNormalization's declaration.
@@ -73,15 +59,12 @@ inline constexpr FunctionDeclOf<WeightNormalizationOptions> WeightNormalization{
 /// w_wn = g[c] w / sqrt(sum of w^2 over every axis but dim + eps), c the
 /// index along dim (Salimans and Kingma). g is 1-D with w.shape[dim]
 /// values.
-class WeightNormalization : public Function {
+class WeightNormalization : public FunctionWith<WeightNormalizationOptions> {
  public:
-  explicit WeightNormalization(const WeightNormalizationOptions& opts)
-      : opts_(opts) {}
-  const WeightNormalizationOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const WeightNormalizationOptions opts_;
   // w as (outer, channels, inner), the channels along dim.
   int64_t outer_ = 0, channels_ = 0, inner_ = 0;
 };
@@ -98,17 +81,9 @@ struct SpectralNormOptions {
   bool test = false;
   /// Also output u as it was before forward (a second output).
   bool output_u = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(SpectralNormOptions& o, V&& v) {
-  v("dim", o.dim);
-  v("itr", o.itr);
-  v("eps", o.eps);
-  v("test", o.test);
-  v("output_u", o.output_u);
-}
+  MG_FIELDS(dim, itr, eps, test, output_u);
+};
 
 namespace decl {
 /// SpectralNorm's declaration: u (fp32) is updated in place and gets no
@@ -126,15 +101,13 @@ inline constexpr FunctionDeclOf<SpectralNormOptions> SpectralNorm{
 /// + eps); sigma = u^T W v. Unless test, the new u is written into u. u
 /// and v are constants for the grad (NNabla's): dW = (dW_sn - (sum dW_sn
 /// W) / sigma u v^T) / sigma.
-class SpectralNorm : public Function {
+class SpectralNorm : public FunctionWith<SpectralNormOptions> {
  public:
-  explicit SpectralNorm(const SpectralNormOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   int num_outputs() const override { return opts_.output_u ? 2 : 1; }
-  const SpectralNormOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const SpectralNormOptions opts_;
   // w as (outer, rows, inner) with the rows along dim: the matrix's row r,
   // column (o, i) is w[o, r, i].
   int64_t outer_ = 0, rows_ = 0, inner_ = 0;

@@ -16,16 +16,9 @@ struct LayerNormalizationOptions {
   /// Whether gamma (beta) is left out of the inputs.
   bool no_scale = false;
   bool no_bias = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(LayerNormalizationOptions& o, V&& v) {
-  v("batch_axis", o.batch_axis);
-  v("eps", o.eps);
-  v("no_scale", o.no_scale);
-  v("no_bias", o.no_bias);
-}
+  MG_FIELDS(batch_axis, eps, no_scale, no_bias);
+};
 
 struct GroupNormalizationOptions {
   /// The channels are split into num_groups groups of consecutive channels.
@@ -35,18 +28,9 @@ struct GroupNormalizationOptions {
   float eps = 1e-5f;
   bool no_scale = false;
   bool no_bias = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(GroupNormalizationOptions& o, V&& v) {
-  v("num_groups", o.num_groups);
-  v("channel_axis", o.channel_axis);
-  v("batch_axis", o.batch_axis);
-  v("eps", o.eps);
-  v("no_scale", o.no_scale);
-  v("no_bias", o.no_bias);
-}
+  MG_FIELDS(num_groups, channel_axis, batch_axis, eps, no_scale, no_bias);
+};
 
 struct InstanceNormalizationOptions {
   int channel_axis = 1;
@@ -54,17 +38,9 @@ struct InstanceNormalizationOptions {
   float eps = 1e-5f;
   bool no_scale = false;
   bool no_bias = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(InstanceNormalizationOptions& o, V&& v) {
-  v("channel_axis", o.channel_axis);
-  v("batch_axis", o.batch_axis);
-  v("eps", o.eps);
-  v("no_scale", o.no_scale);
-  v("no_bias", o.no_bias);
-}
+  MG_FIELDS(channel_axis, batch_axis, eps, no_scale, no_bias);
+};
 
 struct TensorNormalizationOptions {
   /// The axes that index the statistics (their shape is x's with 1 on the
@@ -73,29 +49,17 @@ struct TensorNormalizationOptions {
   std::vector<int> axes = {1};
   float eps = 1e-5f;
   bool no_scale = false, no_bias = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(TensorNormalizationOptions& o, V&& v) {
-  v("axes", o.axes);
-  v("eps", o.eps);
-  v("no_scale", o.no_scale);
-  v("no_bias", o.no_bias);
-}
+  MG_FIELDS(axes, eps, no_scale, no_bias);
+};
 
 struct WeightStandardizationOptions {
   /// The output-channel axis: one mean and deviation per channel.
   int channel_axis = 0;
   float eps = 1e-5f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(WeightStandardizationOptions& o, V&& v) {
-  v("channel_axis", o.channel_axis);
-  v("eps", o.eps);
-}
+  MG_FIELDS(channel_axis, eps);
+};
 
 /// The shared rule. Inputs x, then beta unless no_bias, then gamma unless
 /// no_scale (NNabla's order); beta and gamma have x's number of dimensions
@@ -141,15 +105,14 @@ inline constexpr FunctionDeclOf<LayerNormalizationOptions> LayerNormalization{
 }  // namespace decl
 
 /// Statistics per sample (per index of the batch axes) over all other axes.
-class LayerNormalization : public Normalization {
+class LayerNormalization
+    : public FunctionWith<LayerNormalizationOptions, Normalization> {
  public:
   explicit LayerNormalization(const LayerNormalizationOptions& opts)
-      : Normalization(opts.eps, opts.no_scale, opts.no_bias), opts_(opts) {}
-  const LayerNormalizationOptions& options() const { return opts_; }
+      : FunctionWith(opts, opts.eps, opts.no_scale, opts.no_bias) {}
 
  protected:
   Layout layout(const Shape& x) const override;
-  const LayerNormalizationOptions opts_;
 };
 
 namespace decl {
@@ -163,15 +126,14 @@ inline constexpr FunctionDeclOf<GroupNormalizationOptions> GroupNormalization{
 }  // namespace decl
 
 /// Statistics per sample and group of num_groups consecutive channels.
-class GroupNormalization : public Normalization {
+class GroupNormalization
+    : public FunctionWith<GroupNormalizationOptions, Normalization> {
  public:
   explicit GroupNormalization(const GroupNormalizationOptions& opts)
-      : Normalization(opts.eps, opts.no_scale, opts.no_bias), opts_(opts) {}
-  const GroupNormalizationOptions& options() const { return opts_; }
+      : FunctionWith(opts, opts.eps, opts.no_scale, opts.no_bias) {}
 
  protected:
   Layout layout(const Shape& x) const override;
-  const GroupNormalizationOptions opts_;
 };
 
 namespace decl {
@@ -185,15 +147,14 @@ inline constexpr FunctionDeclOf<InstanceNormalizationOptions>
 }  // namespace decl
 
 /// Statistics per sample and channel, over the remaining (spatial) axes.
-class InstanceNormalization : public Normalization {
+class InstanceNormalization
+    : public FunctionWith<InstanceNormalizationOptions, Normalization> {
  public:
   explicit InstanceNormalization(const InstanceNormalizationOptions& opts)
-      : Normalization(opts.eps, opts.no_scale, opts.no_bias), opts_(opts) {}
-  const InstanceNormalizationOptions& options() const { return opts_; }
+      : FunctionWith(opts, opts.eps, opts.no_scale, opts.no_bias) {}
 
  protected:
   Layout layout(const Shape& x) const override;
-  const InstanceNormalizationOptions opts_;
 };
 
 namespace decl {
@@ -208,15 +169,14 @@ inline constexpr FunctionDeclOf<TensorNormalizationOptions> TensorNormalization{
 
 /// Statistics per index of `axes`, over all other axes (NNabla's general
 /// normalization).
-class TensorNormalization : public Normalization {
+class TensorNormalization
+    : public FunctionWith<TensorNormalizationOptions, Normalization> {
  public:
   explicit TensorNormalization(const TensorNormalizationOptions& opts)
-      : Normalization(opts.eps, opts.no_scale, opts.no_bias), opts_(opts) {}
-  const TensorNormalizationOptions& options() const { return opts_; }
+      : FunctionWith(opts, opts.eps, opts.no_scale, opts.no_bias) {}
 
  protected:
   Layout layout(const Shape& x) const override;
-  const TensorNormalizationOptions opts_;
 };
 
 namespace decl {
@@ -231,15 +191,14 @@ inline constexpr FunctionDeclOf<WeightStandardizationOptions>
 /// A weight standardized per output channel: (w - mean) / sqrt(var + eps)
 /// over the channel's other axes (Qiao et al. 2019), before it enters a
 /// convolution or affine; no beta or gamma.
-class WeightStandardization : public Normalization {
+class WeightStandardization
+    : public FunctionWith<WeightStandardizationOptions, Normalization> {
  public:
   explicit WeightStandardization(const WeightStandardizationOptions& opts)
-      : Normalization(opts.eps, true, true), opts_(opts) {}
-  const WeightStandardizationOptions& options() const { return opts_; }
+      : FunctionWith(opts, opts.eps, true, true) {}
 
  protected:
   Layout layout(const Shape& x) const override;
-  const WeightStandardizationOptions opts_;
 };
 
 namespace functions {

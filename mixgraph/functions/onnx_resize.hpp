@@ -27,21 +27,10 @@ struct ONNXResizeOptions {
   float extrapolation_value = 0.0f;
   /// Nearest: "round_prefer_floor", "round_prefer_ceil", "floor", "ceil".
   std::string nearest_mode = "round_prefer_floor";
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ONNXResizeOptions& o, V&& v) {
-  v("roi", o.roi);
-  v("scales", o.scales);
-  v("sizes", o.sizes);
-  v("mode", o.mode);
-  v("coordinate_transformation_mode", o.coordinate_transformation_mode);
-  v("cubic_coeff_a", o.cubic_coeff_a);
-  v("exclude_outside", o.exclude_outside);
-  v("extrapolation_value", o.extrapolation_value);
-  v("nearest_mode", o.nearest_mode);
-}
+  MG_FIELDS(roi, scales, sizes, mode, coordinate_transformation_mode,
+            cubic_coeff_a, exclude_outside, extrapolation_value, nearest_mode);
+};
 
 /// One resized axis: output j along it is sum_t weight[j * taps + t] *
 /// x[index[j * taps + t]] (1 tap for nearest, 2 linear, 4 cubic); outside[j]
@@ -64,17 +53,15 @@ inline constexpr FunctionDeclOf<ONNXResizeOptions> ONNXResize{
 /// y = x resized by ONNX's rules, one axis at a time from the last (the
 /// order of NNabla's sums), in fp32; the grad (NNabla has none) adds dy back
 /// to the taps with their weights.
-class ONNXResize : public Function {
+class ONNXResize : public FunctionWith<ONNXResizeOptions> {
  public:
-  explicit ONNXResize(const ONNXResizeOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const ONNXResizeOptions& options() const { return opts_; }
   /// The resized axes, last first.
   const std::vector<ResizeTaps>& axes() const { return axes_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ONNXResizeOptions opts_;
   std::vector<ResizeTaps> axes_;
 };
 

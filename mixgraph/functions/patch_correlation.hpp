@@ -17,17 +17,9 @@ struct PatchCorrelationOptions {
   /// Zeros added (top, bottom, left, right); (vertical, horizontal) or one
   /// value stand for those.
   std::vector<int64_t> padding = {0, 0, 0, 0};
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(PatchCorrelationOptions& o, V&& v) {
-  v("patch", o.patch);
-  v("shift", o.shift);
-  v("patch_step", o.patch_step);
-  v("shift_step", o.shift_step);
-  v("padding", o.padding);
-}
+  MG_FIELDS(patch, shift, patch_step, shift_step, padding);
+};
 
 namespace decl {
 /// PatchCorrelation's declaration.
@@ -45,15 +37,12 @@ inline constexpr FunctionDeclOf<PatchCorrelationOptions> PatchCorrelation{
 /// horizontally), positions outside either image adding nothing. Ho = (H +
 /// top + bottom - patch_v) / patch_step_v + 1, Cy = 2 shift_v / shift_step_v
 /// + 1. Sums in fp32.
-class PatchCorrelation : public Function {
+class PatchCorrelation : public FunctionWith<PatchCorrelationOptions> {
  public:
-  explicit PatchCorrelation(const PatchCorrelationOptions& opts)
-      : opts_(opts) {}
-  const PatchCorrelationOptions& options() const { return opts_; }
+  using FunctionWith::FunctionWith;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const PatchCorrelationOptions opts_;
   /// The options expanded: patch, shift, patch_step, shift_step as (v, h),
   /// padding as (top, bottom, left, right).
   int64_t patch_[2], shift_[2], pstep_[2], sstep_[2], pad_[4];

@@ -30,18 +30,17 @@ struct PoolingOptions {
 struct PoolingArgs {
   std::vector<int64_t> kernel;
   PoolingOptions options;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(PoolingArgs& o, V&& v) {
-  v("kernel", o.kernel);
-  v("stride", o.options.stride);
-  v("ignore_border", o.options.ignore_border);
-  v("pad", o.options.pad);
-  v("channel_last", o.options.channel_last);
-  v("including_pad", o.options.including_pad);
-}
+  template <class V>
+  void fields(V&& v) {
+    v("kernel", kernel);
+    v("stride", options.stride);
+    v("ignore_border", options.ignore_border);
+    v("pad", options.pad);
+    v("channel_last", options.channel_last);
+    v("including_pad", options.including_pad);
+  }
+};
 
 /// The geometry of a pooling: `maps` independent arrays (the axes before
 /// the pooled ones), each pooled over the trailing axes.

@@ -10,13 +10,9 @@ struct PReLUOptions {
   /// The channel axis: a slope per x.shape[base_axis] element, when the
   /// slope has that many (negative counts from the end).
   int base_axis = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(PReLUOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-}
+  MG_FIELDS(base_axis);
+};
 
 namespace decl {
 /// PReLU's declaration: x and the slope w (a parameter: fp32 grad for an
@@ -28,15 +24,13 @@ inline constexpr FunctionDeclOf<PReLUOptions> PReLU{
 /// y = x for x >= 0, w x below; w is one slope shared by every element
 /// (shape () or (1)) or one per channel (shape (C), C =
 /// x.shape[base_axis]). dw sums dy x over x < 0 in fp32.
-class PReLU : public Function {
+class PReLU : public FunctionWith<PReLUOptions> {
  public:
-  explicit PReLU(const PReLUOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return true; }
-  const PReLUOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const PReLUOptions opts_;
   // x seen as (outer, channels, inner); channels = 1 for a shared slope.
   int64_t outer_ = 1, channels_ = 1, inner_ = 1;
 };

@@ -8,13 +8,9 @@ namespace mg {
 struct PruneOptions {
   /// The fraction of elements to zero, in [0, 1].
   float rate = 0.9f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(PruneOptions& o, V&& v) {
-  v("rate", o.rate);
-}
+  MG_FIELDS(rate);
+};
 
 namespace decl {
 /// Prune's declaration.
@@ -25,15 +21,13 @@ inline constexpr FunctionDeclOf<PruneOptions> Prune{
 /// y = 0 where |x| < t, else x, with t the magnitude at sorted position
 /// floor((size - 1) rate) (rate 1 zeroes everything); the grad passes
 /// straight through (dx = dy), as NNabla's. Ties at t are kept.
-class Prune : public Function {
+class Prune : public FunctionWith<PruneOptions> {
  public:
-  explicit Prune(const PruneOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const PruneOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const PruneOptions opts_;
 };
 
 namespace functions {

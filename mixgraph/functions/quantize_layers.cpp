@@ -1,6 +1,7 @@
 #include <mixgraph/functions/quantize_layers.hpp>
 
 #include <stdexcept>
+#include <type_traits>
 
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/affine.hpp>
@@ -141,7 +142,7 @@ Variables QuantizedWeightLayer::inner_inputs(const Variables& in) const {
   return v;
 }
 
-void QuantizedWeightLayer::inner_backward(
+void QuantizedWeightLayer::backward_impl(
     const Variables& in, const Variables& out,
     const std::vector<bool>& propagate_down, const std::vector<bool>& accum) {
   std::vector<bool> pd{propagate_down[0], propagate_down[1]};
@@ -173,45 +174,6 @@ ConvolutionOptions conv_options(int base_axis, std::vector<int64_t> pad,
 
 }  // namespace
 
-void BinaryConnectAffine::setup_impl(const Variables& in,
-                                     const Variables& out) {
-  const AffineOptions o{opts_.base_axis};
-  setup_inner(decl::Affine, typeid(AffineOptions), &o, in, out);
-}
-
-void BinaryWeightAffine::setup_impl(const Variables& in, const Variables& out) {
-  const Shape& w = in[1]->shape();
-  const Shape wout(w.begin() + (w.empty() ? 0 : 1), w.end());
-  if (shape_size(in[3]->shape()) != shape_size(wout)) {
-    throw std::invalid_argument(
-        msg(tag(), "alpha with shape ", shape_str(in[3]->shape()),
-            " must have ", shape_size(wout),
-            " elements, one per output of weight ", shape_str(w)));
-  }
-  const AffineOptions o{opts_.base_axis};
-  setup_inner(decl::Affine, typeid(AffineOptions), &o, in, out);
-}
-
-void BinaryConnectConvolution::setup_impl(const Variables& in,
-                                          const Variables& out) {
-  const ConvolutionOptions o = conv_options(
-      opts_.base_axis, opts_.pad, opts_.stride, opts_.dilation, opts_.group);
-  setup_inner(decl::Convolution, typeid(ConvolutionOptions), &o, in, out);
-}
-
-void BinaryWeightConvolution::setup_impl(const Variables& in,
-                                         const Variables& out) {
-  const Shape& w = in[1]->shape();
-  if (w.empty() || shape_size(in[3]->shape()) != w[0]) {
-    throw std::invalid_argument(msg(
-        tag(), "alpha with shape ", shape_str(in[3]->shape()),
-        " must have one element per output channel of weight ", shape_str(w)));
-  }
-  const ConvolutionOptions o = conv_options(
-      opts_.base_axis, opts_.pad, opts_.stride, opts_.dilation, opts_.group);
-  setup_inner(decl::Convolution, typeid(ConvolutionOptions), &o, in, out);
-}
-
 namespace {
 
 void check_inq(const std::string& tag, int64_t num_bits,
@@ -239,20 +201,56 @@ void check_inq(const std::string& tag, int64_t num_bits,
 
 }  // namespace
 
-void INQAffine::setup_impl(const Variables& in, const Variables& out) {
-  check_inq(tag(), opts_.num_bits, opts_.inq_iterations,
-            opts_.selection_algorithm, in[1]);
-  const AffineOptions o{opts_.base_axis};
-  setup_inner(decl::Affine, typeid(AffineOptions), &o, in, out);
+namespace detail {
+
+template <class Options>
+void QuantizedLayer<Options>::setup_impl(const Variables& in,
+                                         const Variables& out) {
+  const Options& o = this->opts_;
+  constexpr bool conv =
+      std::is_same_v<Options, BinaryConnectConvolutionOptions> ||
+      std::is_same_v<Options, BinaryWeightConvolutionOptions> ||
+      std::is_same_v<Options, INQConvolutionOptions>;
+  const Shape& w = in[1]->shape();
+  if constexpr (binary_weight_layer<Options> && conv) {
+    if (w.empty() || shape_size(in[3]->shape()) != w[0]) {
+      throw std::invalid_argument(
+          msg(this->tag(), "alpha with shape ", shape_str(in[3]->shape()),
+              " must have one element per output channel of weight ",
+              shape_str(w)));
+    }
+  } else if constexpr (binary_weight_layer<Options>) {
+    const Shape wout(w.begin() + (w.empty() ? 0 : 1), w.end());
+    if (shape_size(in[3]->shape()) != shape_size(wout)) {
+      throw std::invalid_argument(
+          msg(this->tag(), "alpha with shape ", shape_str(in[3]->shape()),
+              " must have ", shape_size(wout),
+              " elements, one per output of weight ", shape_str(w)));
+    }
+  }
+  if constexpr (inq_layer<Options>) {
+    check_inq(this->tag(), o.num_bits, o.inq_iterations, o.selection_algorithm,
+              in[1]);
+  }
+  if constexpr (conv) {
+    const ConvolutionOptions c =
+        conv_options(o.base_axis, o.pad, o.stride, o.dilation, o.group);
+    this->setup_inner(decl::Convolution, typeid(ConvolutionOptions), &c, in,
+                      out);
+  } else {
+    const AffineOptions a{o.base_axis};
+    this->setup_inner(decl::Affine, typeid(AffineOptions), &a, in, out);
+  }
 }
 
-void INQConvolution::setup_impl(const Variables& in, const Variables& out) {
-  check_inq(tag(), opts_.num_bits, opts_.inq_iterations,
-            opts_.selection_algorithm, in[1]);
-  const ConvolutionOptions o = conv_options(
-      opts_.base_axis, opts_.pad, opts_.stride, opts_.dilation, opts_.group);
-  setup_inner(decl::Convolution, typeid(ConvolutionOptions), &o, in, out);
-}
+template class QuantizedLayer<BinaryConnectAffineOptions>;
+template class QuantizedLayer<BinaryConnectConvolutionOptions>;
+template class QuantizedLayer<BinaryWeightAffineOptions>;
+template class QuantizedLayer<BinaryWeightConvolutionOptions>;
+template class QuantizedLayer<INQAffineOptions>;
+template class QuantizedLayer<INQConvolutionOptions>;
+
+}  // namespace detail
 
 namespace functions {
 
@@ -406,6 +404,30 @@ ConvLayer conv_layer(const std::string& tag, const VariablePtr& x,
   return l;
 }
 
+// A layer's options from its parametric function's parameters: the fields
+// its options have (the convolution's geometry, the binary layers' zero,
+// INQ's schedule).
+template <class Options, class Params>
+Options layer_options(const Params& p) {
+  Options o;
+  o.base_axis = p.base_axis;
+  if constexpr (std::is_same_v<Params, QuantizedConvolutionParams>) {
+    o.pad = p.pad;
+    o.stride = p.stride;
+    o.dilation = p.dilation;
+    o.group = p.group;
+  }
+  if constexpr (detail::inq_layer<Options>) {
+    o.num_bits = p.num_bits;
+    o.inq_iterations = p.inq_iterations;
+    o.selection_algorithm = p.selection_algorithm;
+    o.seed = p.seed;
+  } else {
+    o.quantize_zero_to = p.quantize_zero_to;
+  }
+  return o;
+}
+
 }  // namespace
 
 VariablePtr binary_connect_affine(const VariablePtr& x, int64_t n_outmaps,
@@ -415,10 +437,8 @@ VariablePtr binary_connect_affine(const VariablePtr& x, int64_t n_outmaps,
   const AffineLayer l =
       affine_layer("[binary_connect_affine] ", x, n_outmaps, layer, params);
   auto Wb = layer.get_or_create("Wb", l.w, constant_initializer(0.0f), false);
-  BinaryConnectAffineOptions o;
-  o.base_axis = params.base_axis;
-  o.quantize_zero_to = params.quantize_zero_to;
-  return functions::binary_connect_affine(x, l.W, Wb, l.b, o);
+  return functions::binary_connect_affine(
+      x, l.W, Wb, l.b, layer_options<BinaryConnectAffineOptions>(params));
 }
 
 VariablePtr binary_weight_affine(const VariablePtr& x, int64_t n_outmaps,
@@ -430,10 +450,8 @@ VariablePtr binary_weight_affine(const VariablePtr& x, int64_t n_outmaps,
   auto Wb = layer.get_or_create("Wb", l.w, constant_initializer(0.0f), false);
   auto alpha = layer.get_or_create("alpha", {n_outmaps},
                                    constant_initializer(0.0f), false);
-  BinaryWeightAffineOptions o;
-  o.base_axis = params.base_axis;
-  o.quantize_zero_to = params.quantize_zero_to;
-  return functions::binary_weight_affine(x, l.W, Wb, alpha, l.b, o);
+  return functions::binary_weight_affine(
+      x, l.W, Wb, alpha, l.b, layer_options<BinaryWeightAffineOptions>(params));
 }
 
 VariablePtr inq_affine(const VariablePtr& x, int64_t n_outmaps,
@@ -443,13 +461,8 @@ VariablePtr inq_affine(const VariablePtr& x, int64_t n_outmaps,
   const AffineLayer l =
       affine_layer("[inq_affine] ", x, n_outmaps, layer, params);
   auto I = layer.get_or_create("I", l.w, constant_initializer(0.0f), false);
-  INQAffineOptions o;
-  o.base_axis = params.base_axis;
-  o.num_bits = params.num_bits;
-  o.inq_iterations = params.inq_iterations;
-  o.selection_algorithm = params.selection_algorithm;
-  o.seed = params.seed;
-  return functions::inq_affine(x, l.W, I, l.b, o);
+  return functions::inq_affine(x, l.W, I, l.b,
+                               layer_options<INQAffineOptions>(params));
 }
 
 VariablePtr binary_connect_convolution(
@@ -459,14 +472,8 @@ VariablePtr binary_connect_convolution(
   const ConvLayer l = conv_layer("[binary_connect_convolution] ", x, outmaps,
                                  kernel, layer, params);
   auto Wb = layer.get_or_create("Wb", l.w, constant_initializer(0.0f), false);
-  BinaryConnectConvolutionOptions o;
-  o.base_axis = params.base_axis;
-  o.pad = params.pad;
-  o.stride = params.stride;
-  o.dilation = params.dilation;
-  o.group = params.group;
-  o.quantize_zero_to = params.quantize_zero_to;
-  return functions::binary_connect_convolution(x, l.W, Wb, l.b, o);
+  return functions::binary_connect_convolution(
+      x, l.W, Wb, l.b, layer_options<BinaryConnectConvolutionOptions>(params));
 }
 
 VariablePtr binary_weight_convolution(
@@ -478,14 +485,9 @@ VariablePtr binary_weight_convolution(
   auto Wb = layer.get_or_create("Wb", l.w, constant_initializer(0.0f), false);
   auto alpha = layer.get_or_create("alpha", {outmaps},
                                    constant_initializer(0.0f), false);
-  BinaryWeightConvolutionOptions o;
-  o.base_axis = params.base_axis;
-  o.pad = params.pad;
-  o.stride = params.stride;
-  o.dilation = params.dilation;
-  o.group = params.group;
-  o.quantize_zero_to = params.quantize_zero_to;
-  return functions::binary_weight_convolution(x, l.W, Wb, alpha, l.b, o);
+  return functions::binary_weight_convolution(
+      x, l.W, Wb, alpha, l.b,
+      layer_options<BinaryWeightConvolutionOptions>(params));
 }
 
 VariablePtr inq_convolution(const VariablePtr& x, int64_t outmaps,
@@ -495,17 +497,8 @@ VariablePtr inq_convolution(const VariablePtr& x, int64_t outmaps,
   const ConvLayer l =
       conv_layer("[inq_convolution] ", x, outmaps, kernel, layer, params);
   auto I = layer.get_or_create("I", l.w, constant_initializer(0.0f), false);
-  INQConvolutionOptions o;
-  o.base_axis = params.base_axis;
-  o.pad = params.pad;
-  o.stride = params.stride;
-  o.dilation = params.dilation;
-  o.group = params.group;
-  o.num_bits = params.num_bits;
-  o.inq_iterations = params.inq_iterations;
-  o.selection_algorithm = params.selection_algorithm;
-  o.seed = params.seed;
-  return functions::inq_convolution(x, l.W, I, l.b, o);
+  return functions::inq_convolution(
+      x, l.W, I, l.b, layer_options<INQConvolutionOptions>(params));
 }
 
 }  // namespace parametric_functions

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <typeindex>
 #include <vector>
 
@@ -30,14 +31,9 @@ struct QuantizeLinearOptions {
   /// NumPy's type number of the integer grid: 1 int8, 2 uint8 (the two
   /// NNabla gives a range).
   int64_t dtype = 1;
-};
 
-template <class V>
-void visit_fields(QuantizeLinearOptions& o, V&& v) {
-  v("round_mode", o.round_mode);
-  v("narrow_range", o.narrow_range);
-  v("dtype", o.dtype);
-}
+  MG_FIELDS(round_mode, narrow_range, dtype);
+};
 
 struct DequantizeLinearOptions {};
 
@@ -62,15 +58,13 @@ inline constexpr FunctionDeclOf<DequantizeLinearOptions> DequantizeLinear{
 /// y = saturate(round(x / scale) + saturate(round(zero_point))): whole
 /// numbers in [-128, 127] (int8) or [0, 255] (uint8), exact in every
 /// floating type. scale and zero_point have x's rank, each axis 1 or x's.
-class QuantizeLinear : public Function {
+class QuantizeLinear : public FunctionWith<QuantizeLinearOptions> {
  public:
-  explicit QuantizeLinear(const QuantizeLinearOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i == 1; }
-  const QuantizeLinearOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const QuantizeLinearOptions opts_;
   float lo_ = -128, hi_ = 127;  // the saturation range
 };
 
@@ -99,16 +93,9 @@ struct MinMaxQuantizeOptions {
   bool ste_fine_grained = true;
   /// qr_max is kept at least qr_min + eps.
   float eps = 0.01f;
-};
 
-template <class V>
-void visit_fields(MinMaxQuantizeOptions& o, V&& v) {
-  v("decay", o.decay);
-  v("x_min_max", o.x_min_max);
-  v("ema", o.ema);
-  v("ste_fine_grained", o.ste_fine_grained);
-  v("eps", o.eps);
-}
+  MG_FIELDS(decay, x_min_max, ema, ste_fine_grained, eps);
+};
 
 namespace decl {
 /// MinMaxQuantize's declaration: x, qr_min and qr_max get grads; the levels
@@ -132,15 +119,13 @@ inline constexpr FunctionDeclOf<MinMaxQuantizeOptions> MinMaxQuantize{
 /// does. Grads are straight through: x's (zero outside [m, M] with
 /// ste_fine_grained); with neither x_min_max nor ema, qr_min gets the sum of
 /// dy where x < m and qr_max where x > M.
-class MinMaxQuantize : public Function {
+class MinMaxQuantize : public FunctionWith<MinMaxQuantizeOptions> {
  public:
-  explicit MinMaxQuantize(const MinMaxQuantizeOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i == 0; }
-  const MinMaxQuantizeOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const MinMaxQuantizeOptions opts_;
   /// For each element of x, the index of its element in qr_min (and the
   /// others).
   std::vector<int64_t> param_index_;
@@ -155,32 +140,20 @@ struct BinaryConnectAffineOptions {
   int base_axis = 1;
   /// sign(0): the value a zero weight binarizes to.
   float quantize_zero_to = 1.0f;
+
+  MG_FIELDS(base_axis, quantize_zero_to);
 };
 struct BinaryWeightAffineOptions : BinaryConnectAffineOptions {};
-
-template <class V>
-void visit_fields(BinaryConnectAffineOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("quantize_zero_to", o.quantize_zero_to);
-}
 
 struct BinaryConnectConvolutionOptions {
   int base_axis = 1;
   std::vector<int64_t> pad, stride, dilation;
   int group = 1;
   float quantize_zero_to = 1.0f;
+
+  MG_FIELDS(base_axis, pad, stride, dilation, group, quantize_zero_to);
 };
 struct BinaryWeightConvolutionOptions : BinaryConnectConvolutionOptions {};
-
-template <class V>
-void visit_fields(BinaryConnectConvolutionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("pad", o.pad);
-  v("stride", o.stride);
-  v("dilation", o.dilation);
-  v("group", o.group);
-  v("quantize_zero_to", o.quantize_zero_to);
-}
 
 struct INQAffineOptions {
   int base_axis = 1;
@@ -193,16 +166,9 @@ struct INQAffineOptions {
   std::string selection_algorithm = "largest_abs";
   /// The random selection's seed; -1 draws from mg::random_engine().
   int64_t seed = -1;
-};
 
-template <class V>
-void visit_fields(INQAffineOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("num_bits", o.num_bits);
-  v("inq_iterations", o.inq_iterations);
-  v("selection_algorithm", o.selection_algorithm);
-  v("seed", o.seed);
-}
+  MG_FIELDS(base_axis, num_bits, inq_iterations, selection_algorithm, seed);
+};
 
 struct INQConvolutionOptions {
   int base_axis = 1;
@@ -212,20 +178,10 @@ struct INQConvolutionOptions {
   std::vector<int64_t> inq_iterations;
   std::string selection_algorithm = "largest_abs";
   int64_t seed = -1;
-};
 
-template <class V>
-void visit_fields(INQConvolutionOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("pad", o.pad);
-  v("stride", o.stride);
-  v("dilation", o.dilation);
-  v("group", o.group);
-  v("num_bits", o.num_bits);
-  v("inq_iterations", o.inq_iterations);
-  v("selection_algorithm", o.selection_algorithm);
-  v("seed", o.seed);
-}
+  MG_FIELDS(base_axis, pad, stride, dilation, group, num_bits, inq_iterations,
+            selection_algorithm, seed);
+};
 
 namespace decl {
 /// The binary layers' declarations (NNabla's input names): the float
@@ -296,10 +252,11 @@ class QuantizedWeightLayer : public Function {
                    const void* opts, const Variables& in, const Variables& out);
   /// The inner function's inputs: x, wq_, bias.
   Variables inner_inputs(const Variables& in) const;
-  /// Runs the inner backward with the weight's grad written through wq_.
-  void inner_backward(const Variables& in, const Variables& out,
-                      const std::vector<bool>& propagate_down,
-                      const std::vector<bool>& accum);
+  /// Runs the inner backward with the weight's grad written through wq_
+  /// (every layer's backward).
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override;
 
   const int bias_;  // the bias's input index
   std::shared_ptr<Function> inner_;
@@ -307,60 +264,52 @@ class QuantizedWeightLayer : public Function {
 };
 }  // namespace detail
 
+namespace detail {
+/// Whether the layer is BinaryWeight's (alpha is its fourth input) or
+/// INQ's (its backward reads the weight's data).
+template <class Options>
+inline constexpr bool binary_weight_layer =
+    std::is_same_v<Options, BinaryWeightAffineOptions> ||
+    std::is_same_v<Options, BinaryWeightConvolutionOptions>;
+template <class Options>
+inline constexpr bool inq_layer =
+    std::is_same_v<Options, INQAffineOptions> ||
+    std::is_same_v<Options, INQConvolutionOptions>;
+
+/// The six weight-quantized layers, one class: the options say which.
+/// setup_impl checks the layer's own arguments and sets the inner Affine or
+/// Convolution up (functions/quantize_layers.cpp).
+template <class Options>
+class QuantizedLayer : public FunctionWith<Options, QuantizedWeightLayer> {
+ public:
+  explicit QuantizedLayer(const Options& opts)
+      : FunctionWith<Options, QuantizedWeightLayer>(
+            opts, binary_weight_layer<Options> ? 3 : 2) {}
+  bool grad_depends_input_data(int i) const override {
+    return inq_layer<Options> ? i < 2 : i == 0;
+  }
+
+ protected:
+  void setup_impl(const Variables& in, const Variables& out) override;
+};
+}  // namespace detail
+
 /// y = affine(x, sign(weight), bias); forward writes sign(weight) into
 /// binary_weight. weight: (K, outmaps...).
-class BinaryConnectAffine : public detail::QuantizedWeightLayer {
- public:
-  explicit BinaryConnectAffine(const BinaryConnectAffineOptions& opts)
-      : QuantizedWeightLayer(2), opts_(opts) {}
-  const BinaryConnectAffineOptions& options() const { return opts_; }
-
- protected:
-  void setup_impl(const Variables& in, const Variables& out) override;
-  const BinaryConnectAffineOptions opts_;
-};
-
+using BinaryConnectAffine = detail::QuantizedLayer<BinaryConnectAffineOptions>;
 /// y = convolution(x, sign(weight), bias); weight (OC, C / group,
 /// kernel...).
-class BinaryConnectConvolution : public detail::QuantizedWeightLayer {
- public:
-  explicit BinaryConnectConvolution(const BinaryConnectConvolutionOptions& opts)
-      : QuantizedWeightLayer(2), opts_(opts) {}
-  const BinaryConnectConvolutionOptions& options() const { return opts_; }
-
- protected:
-  void setup_impl(const Variables& in, const Variables& out) override;
-  const BinaryConnectConvolutionOptions opts_;
-};
-
+using BinaryConnectConvolution =
+    detail::QuantizedLayer<BinaryConnectConvolutionOptions>;
 /// y = affine(x, sign(weight) * alpha, bias) with alpha[j] the mean of
 /// |weight[:, j]| over the K inputs (NNabla's code; its docs say 1 / the
 /// L1 norm); forward writes sign(weight) into binary_weight and alpha
 /// (outmaps...) into alpha.
-class BinaryWeightAffine : public detail::QuantizedWeightLayer {
- public:
-  explicit BinaryWeightAffine(const BinaryWeightAffineOptions& opts)
-      : QuantizedWeightLayer(3), opts_(opts) {}
-  const BinaryWeightAffineOptions& options() const { return opts_; }
-
- protected:
-  void setup_impl(const Variables& in, const Variables& out) override;
-  const BinaryWeightAffineOptions opts_;
-};
-
+using BinaryWeightAffine = detail::QuantizedLayer<BinaryWeightAffineOptions>;
 /// y = convolution(x, sign(weight) * alpha, bias) with alpha[n] (OC,) the
 /// mean of |weight[n]| over one filter.
-class BinaryWeightConvolution : public detail::QuantizedWeightLayer {
- public:
-  explicit BinaryWeightConvolution(const BinaryWeightConvolutionOptions& opts)
-      : QuantizedWeightLayer(3), opts_(opts) {}
-  const BinaryWeightConvolutionOptions& options() const { return opts_; }
-
- protected:
-  void setup_impl(const Variables& in, const Variables& out) override;
-  const BinaryWeightConvolutionOptions opts_;
-};
-
+using BinaryWeightConvolution =
+    detail::QuantizedLayer<BinaryWeightConvolutionOptions>;
 /// Incremental network quantization (NNabla's): at each forward the fixed
 /// weights (indicator 1) are restored to the values of the last forward
 /// (a solver's step on them is undone), at the forward counts in
@@ -369,30 +318,9 @@ class BinaryWeightConvolution : public detail::QuantizedWeightLayer {
 /// written back quantized to 0 or +-2^e, e in [n2, n1] from the largest
 /// magnitude and num_bits; then y = affine(x, weight, bias). weight must be
 /// a leaf (a parameter), as must the indicator. The grads are Affine's.
-class INQAffine : public detail::QuantizedWeightLayer {
- public:
-  explicit INQAffine(const INQAffineOptions& opts)
-      : QuantizedWeightLayer(2), opts_(opts) {}
-  const INQAffineOptions& options() const { return opts_; }
-  bool grad_depends_input_data(int i) const override { return i < 2; }
-
- protected:
-  void setup_impl(const Variables& in, const Variables& out) override;
-  const INQAffineOptions opts_;
-};
-
+using INQAffine = detail::QuantizedLayer<INQAffineOptions>;
 /// INQ on a convolution: weight (OC, C / group, kernel...).
-class INQConvolution : public detail::QuantizedWeightLayer {
- public:
-  explicit INQConvolution(const INQConvolutionOptions& opts)
-      : QuantizedWeightLayer(2), opts_(opts) {}
-  const INQConvolutionOptions& options() const { return opts_; }
-  bool grad_depends_input_data(int i) const override { return i < 2; }
-
- protected:
-  void setup_impl(const Variables& in, const Variables& out) override;
-  const INQConvolutionOptions opts_;
-};
+using INQConvolution = detail::QuantizedLayer<INQConvolutionOptions>;
 
 namespace functions {
 /// Linear quantization onto int8 or uint8 levels (values held in the

@@ -23,15 +23,9 @@ struct RandomFlipOptions {
   int base_axis = 1;
   /// -1: the library's generator (see RandomSource).
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandomFlipOptions& o, V&& v) {
-  v("axes", o.axes);
-  v("base_axis", o.base_axis);
-  v("seed", o.seed);
-}
+  MG_FIELDS(axes, base_axis, seed);
+};
 
 /// RandomShift's arguments (NNabla's, with its defaults).
 struct RandomShiftOptions {
@@ -46,17 +40,9 @@ struct RandomShiftOptions {
   float constant_value = 0.0f;
   int base_axis = 1;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandomShiftOptions& o, V&& v) {
-  v("shifts", o.shifts);
-  v("border_mode", o.border_mode);
-  v("constant_value", o.constant_value);
-  v("base_axis", o.base_axis);
-  v("seed", o.seed);
-}
+  MG_FIELDS(shifts, border_mode, constant_value, base_axis, seed);
+};
 
 /// RandomCrop's arguments (NNabla's, with its defaults).
 struct RandomCropOptions {
@@ -67,15 +53,9 @@ struct RandomCropOptions {
   Shape shape;
   int base_axis = 1;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandomCropOptions& o, V&& v) {
-  v("shape", o.shape);
-  v("base_axis", o.base_axis);
-  v("seed", o.seed);
-}
+  MG_FIELDS(shape, base_axis, seed);
+};
 
 /// RandomErase's arguments (NNabla's, with its defaults).
 struct RandomEraseOptions {
@@ -100,23 +80,10 @@ struct RandomEraseOptions {
   bool channel_last = false;
   /// The grad is 0 where a patch erased x (true), or dy everywhere.
   bool ste_fine_grained = true;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandomEraseOptions& o, V&& v) {
-  v("prob", o.prob);
-  v("area_ratios", o.area_ratios);
-  v("aspect_ratios", o.aspect_ratios);
-  v("replacements", o.replacements);
-  v("n", o.n);
-  v("share", o.share);
-  v("inplace", o.inplace);
-  v("base_axis", o.base_axis);
-  v("seed", o.seed);
-  v("channel_last", o.channel_last);
-  v("ste_fine_grained", o.ste_fine_grained);
-}
+  MG_FIELDS(prob, area_ratios, aspect_ratios, replacements, n, share, inplace,
+            base_axis, seed, channel_last, ste_fine_grained);
+};
 
 /// ImageAugmentation's arguments (NNabla's, with its defaults).
 struct ImageAugmentationOptions {
@@ -147,28 +114,11 @@ struct ImageAugmentationOptions {
   /// Gaussian noise of a standard deviation drawn from [0, noise].
   float noise = 0.0f;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(ImageAugmentationOptions& o, V&& v) {
-  v("shape", o.shape);
-  v("pad", o.pad);
-  v("min_scale", o.min_scale);
-  v("max_scale", o.max_scale);
-  v("angle", o.angle);
-  v("aspect_ratio", o.aspect_ratio);
-  v("distortion", o.distortion);
-  v("flip_lr", o.flip_lr);
-  v("flip_ud", o.flip_ud);
-  v("brightness", o.brightness);
-  v("brightness_each", o.brightness_each);
-  v("contrast", o.contrast);
-  v("contrast_center", o.contrast_center);
-  v("contrast_each", o.contrast_each);
-  v("noise", o.noise);
-  v("seed", o.seed);
-}
+  MG_FIELDS(shape, pad, min_scale, max_scale, angle, aspect_ratio, distortion,
+            flip_lr, flip_ud, brightness, brightness_each, contrast,
+            contrast_center, contrast_each, noise, seed);
+};
 
 namespace decl {
 /// ImageAugmentation's declaration: no grad (NNabla's has none: it
@@ -270,29 +220,26 @@ void RandomGather::for_each_source(Fn&& fn) const {
 /// Each sample's axes in `axes` reversed, each with probability 1/2 (per
 /// sample, one draw per axis of x as NNabla's: the axis flips when the draw
 /// is odd).
-class RandomFlip : public RandomGather {
+class RandomFlip : public FunctionWith<RandomFlipOptions, RandomGather> {
  public:
   explicit RandomFlip(const RandomFlipOptions& opts)
-      : RandomGather(opts.base_axis, opts.seed), opts_(opts) {}
-  const RandomFlipOptions& options() const { return opts_; }
+      : FunctionWith(opts, opts.base_axis, opts.seed) {}
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   void draw_sample(std::mt19937& g, std::vector<int64_t>& d) override;
   int64_t source_along(const std::vector<int64_t>& d, int axis,
                        int64_t c) const override;
-  const RandomFlipOptions opts_;
   std::vector<bool> flippable_;  // per axis of x
 };
 
 /// Each sample shifted along the last shifts.size() axes by its own draws
 /// (y[i] = x[i - s], s = draw % (2 max + 1) - max), the places shifted in
 /// filled by border_mode.
-class RandomShift : public RandomGather {
+class RandomShift : public FunctionWith<RandomShiftOptions, RandomGather> {
  public:
   explicit RandomShift(const RandomShiftOptions& opts)
-      : RandomGather(opts.base_axis, opts.seed), opts_(opts) {}
-  const RandomShiftOptions& options() const { return opts_; }
+      : FunctionWith(opts, opts.base_axis, opts.seed) {}
   float fill_value() const override { return opts_.constant_value; }
 
  protected:
@@ -300,25 +247,22 @@ class RandomShift : public RandomGather {
   void draw_sample(std::mt19937& g, std::vector<int64_t>& d) override;
   int64_t source_along(const std::vector<int64_t>& d, int axis,
                        int64_t c) const override;
-  const RandomShiftOptions opts_;
   // border_mode, read once by setup (source_along runs per element).
   enum class Border { nearest, reflect, constant } border_ = Border::nearest;
 };
 
 /// Each sample cropped to `shape` at an offset drawn per cropped axis
 /// (draw % (size - crop + 1), as NNabla's).
-class RandomCrop : public RandomGather {
+class RandomCrop : public FunctionWith<RandomCropOptions, RandomGather> {
  public:
   explicit RandomCrop(const RandomCropOptions& opts)
-      : RandomGather(opts.base_axis, opts.seed), opts_(opts) {}
-  const RandomCropOptions& options() const { return opts_; }
+      : FunctionWith(opts, opts.base_axis, opts.seed) {}
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   void draw_sample(std::mt19937& g, std::vector<int64_t>& d) override;
   int64_t source_along(const std::vector<int64_t>& d, int axis,
                        int64_t c) const override;
-  const RandomCropOptions opts_;
 };
 
 /// Random erasing (Zhong et al.), as NNabla's: for each of the n patches
@@ -332,12 +276,11 @@ class RandomCrop : public RandomGather {
 /// U(replacements), in memory order. All draws in fp32, rounded to T once.
 /// dx = dy outside every erased patch and 0 inside (ste_fine_grained), or
 /// dy everywhere.
-class RandomErase : public Function {
+class RandomErase : public FunctionWith<RandomEraseOptions> {
  public:
   explicit RandomErase(const RandomEraseOptions& opts)
-      : opts_(opts), source_(opts.seed) {}
+      : FunctionWith(opts), source_(opts.seed) {}
   bool grad_depends_input_data(int) const override { return false; }
-  const RandomEraseOptions& options() const { return opts_; }
   /// x's values (in fp32) with the patches drawn now written in; marks the
   /// erased elements in erased().
   void erase(std::vector<float>& y);
@@ -346,7 +289,6 @@ class RandomErase : public Function {
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const RandomEraseOptions opts_;
   RandomSource source_;
   int64_t samples_ = 1, c_ = 1, h_ = 1, w_ = 1;
   std::vector<uint8_t> erased_;
@@ -360,17 +302,15 @@ class RandomErase : public Function {
 /// (each a 32-bit draw % 1001 / 1000, or % 2, in its order), made image by
 /// image in order: NNabla draws them inside an OpenMP loop from one
 /// generator, so its results vary with the threads; these do not. In fp32.
-class ImageAugmentation : public Function {
+class ImageAugmentation : public FunctionWith<ImageAugmentationOptions> {
  public:
   explicit ImageAugmentation(const ImageAugmentationOptions& opts)
-      : opts_(opts), source_(opts.seed) {}
-  const ImageAugmentationOptions& options() const { return opts_; }
+      : FunctionWith(opts), source_(opts.seed) {}
   /// y (fp32, y's shape) from x (fp32, x's shape) with new draws.
   void augment(const std::vector<float>& x, std::vector<float>& y);
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ImageAugmentationOptions opts_;
   RandomSource source_;
   int64_t images_ = 1, channels_ = 1, h_in_ = 1, w_in_ = 1, h_out_ = 1,
           w_out_ = 1;

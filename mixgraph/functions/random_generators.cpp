@@ -18,14 +18,15 @@ std::mt19937& RandomSource::engine() {
 template <class Options>
 void RandomGenerator<Options>::setup_impl(const Variables&,
                                           const Variables& out) {
-  for (int64_t d : opts_.shape) {
+  for (int64_t d : this->opts_.shape) {
     if (d < 0) {
-      throw std::invalid_argument(
-          msg(tag(), "shape ", shape_str(opts_.shape), " has a negative size"));
+      throw std::invalid_argument(msg(this->tag(), "shape ",
+                                      shape_str(this->opts_.shape),
+                                      " has a negative size"));
     }
   }
-  check_arguments();
-  out[0]->reshape(opts_.shape);
+  this->check_arguments();
+  out[0]->reshape(this->opts_.shape);
 }
 
 template class RandomGenerator<RandOptions>;

@@ -38,16 +38,9 @@ struct RandOptions {
   Shape shape;
   /// -1: the library's generator (see RandomSource).
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandOptions& o, V&& v) {
-  v("low", o.low);
-  v("high", o.high);
-  v("shape", o.shape);
-  v("seed", o.seed);
-}
+  MG_FIELDS(low, high, shape, seed);
+};
 
 /// Randint's arguments.
 struct RandintOptions {
@@ -56,16 +49,9 @@ struct RandintOptions {
   int high = 1;
   Shape shape;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandintOptions& o, V&& v) {
-  v("low", o.low);
-  v("high", o.high);
-  v("shape", o.shape);
-  v("seed", o.seed);
-}
+  MG_FIELDS(low, high, shape, seed);
+};
 
 /// Randn's arguments.
 struct RandnOptions {
@@ -74,16 +60,9 @@ struct RandnOptions {
   float sigma = 1.0f;
   Shape shape;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandnOptions& o, V&& v) {
-  v("mu", o.mu);
-  v("sigma", o.sigma);
-  v("shape", o.shape);
-  v("seed", o.seed);
-}
+  MG_FIELDS(mu, sigma, shape, seed);
+};
 
 /// RandBinomial's arguments.
 struct RandBinomialOptions {
@@ -93,16 +72,9 @@ struct RandBinomialOptions {
   float p = 0.5f;
   Shape shape;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandBinomialOptions& o, V&& v) {
-  v("n", o.n);
-  v("p", o.p);
-  v("shape", o.shape);
-  v("seed", o.seed);
-}
+  MG_FIELDS(n, p, shape, seed);
+};
 
 /// RandBeta's arguments.
 struct RandBetaOptions {
@@ -111,16 +83,9 @@ struct RandBetaOptions {
   float beta = 0.5f;
   Shape shape;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandBetaOptions& o, V&& v) {
-  v("alpha", o.alpha);
-  v("beta", o.beta);
-  v("shape", o.shape);
-  v("seed", o.seed);
-}
+  MG_FIELDS(alpha, beta, shape, seed);
+};
 
 /// RandGamma's arguments.
 struct RandGammaOptions {
@@ -129,16 +94,9 @@ struct RandGammaOptions {
   float theta = 1.0f;
   Shape shape;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandGammaOptions& o, V&& v) {
-  v("k", o.k);
-  v("theta", o.theta);
-  v("shape", o.shape);
-  v("seed", o.seed);
-}
+  MG_FIELDS(k, theta, shape, seed);
+};
 
 /// RandomChoice's arguments.
 struct RandomChoiceOptions {
@@ -147,15 +105,9 @@ struct RandomChoiceOptions {
   /// With replacement; false: each member at most once.
   bool replace = true;
   int seed = -1;
-};
 
-/// The fields, for writing and reading the function\'s arguments.
-template <class V>
-void visit_fields(RandomChoiceOptions& o, V&& v) {
-  v("shape", o.shape);
-  v("replace", o.replace);
-  v("seed", o.seed);
-}
+  MG_FIELDS(shape, replace, seed);
+};
 
 namespace decl {
 /// RandomChoice's declaration: x keeps its type (int32 members, such as
@@ -191,18 +143,16 @@ inline constexpr FunctionDeclOf<RandGammaOptions> RandGamma{
 /// round them to the output type once). Each forward draws anew; there is
 /// nothing to differentiate.
 template <class Options>
-class RandomGenerator : public Function {
+class RandomGenerator : public FunctionWith<Options> {
  public:
   explicit RandomGenerator(const Options& opts)
-      : opts_(opts), source_(opts.seed) {}
-  const Options& options() const { return opts_; }
+      : FunctionWith<Options>(opts), source_(opts.seed) {}
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
   /// Throws std::invalid_argument when the distribution's arguments are
   /// invalid.
   virtual void check_arguments() const = 0;
-  const Options opts_;
   RandomSource source_;
 };
 
@@ -282,12 +232,11 @@ class RandGamma : public RandomGenerator<RandGammaOptions> {
 /// (std::invalid_argument in forward otherwise). The grads are NNabla's:
 /// dx and dw both get dy at the members drawn (dw is not a derivative: y
 /// does not vary smoothly with w).
-class RandomChoice : public Function {
+class RandomChoice : public FunctionWith<RandomChoiceOptions> {
  public:
   explicit RandomChoice(const RandomChoiceOptions& opts)
-      : opts_(opts), source_(opts.seed) {}
+      : FunctionWith(opts), source_(opts.seed) {}
   bool grad_depends_input_data(int) const override { return false; }
-  const RandomChoiceOptions& options() const { return opts_; }
   /// The last forward's picks: for each element of y the member's index
   /// along x's last axis.
   const std::vector<int32_t>& picks() const { return picks_; }
@@ -297,7 +246,6 @@ class RandomChoice : public Function {
   /// Draws picks_ from the weights (fp32, populations x members).
   void draw(const std::vector<float>& w);
   void check_total(float total, int64_t population) const;
-  const RandomChoiceOptions opts_;
   RandomSource source_;
   int64_t populations_ = 1, members_ = 1, samples_ = 1;
   std::vector<int32_t> picks_;

@@ -32,18 +32,11 @@ struct RecurrentOptions {
   /// NNabla's flag: whether grads will be taken. Kept for the codec; the
   /// function keeps what backward needs either way.
   bool training = true;
+
+  MG_FIELDS(num_layers, dropout, bidirectional, training);
 };
 using LSTMOptions = RecurrentOptions;
 using GRUOptions = RecurrentOptions;
-
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(RecurrentOptions& o, V&& v) {
-  v("num_layers", o.num_layers);
-  v("dropout", o.dropout);
-  v("bidirectional", o.bidirectional);
-  v("training", o.training);
-}
 
 /// RNN's arguments (NNabla's): LSTM's and the nonlinearity.
 struct RNNOptions {
@@ -53,17 +46,9 @@ struct RNNOptions {
   float dropout = 0.0f;
   bool bidirectional = false;
   bool training = true;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(RNNOptions& o, V&& v) {
-  v("num_layers", o.num_layers);
-  v("nonlinearity", o.nonlinearity);
-  v("dropout", o.dropout);
-  v("bidirectional", o.bidirectional);
-  v("training", o.training);
-}
+  MG_FIELDS(num_layers, nonlinearity, dropout, bidirectional, training);
+};
 
 /// What the three share: the inputs x (T, B, I), h (and c) (L, D, B, H),
 /// weight_l0 (D, G, H, I + H), then weight (L - 1, D, G, H, D H + H) when
@@ -132,48 +117,35 @@ inline constexpr FunctionDeclOf<GRUOptions> GRU{
 /// NNabla's weight_l0 (D, H, I + H), weight (L - 1, D, H, D H + H) and bias
 /// (L, D, H), or the same with the gate axis of size 1 that LSTM and GRU
 /// have ((D, 1, H, I + H), ...): the data is the same either way.
-class RNN : public Recurrent {
+class RNN : public FunctionWith<RNNOptions, Recurrent> {
  public:
   explicit RNN(const RNNOptions& opts)
-      : Recurrent(opts.num_layers, opts.dropout, opts.bidirectional,
-                  {1, 1, false}),
-        opts_(opts) {}
-  const RNNOptions& options() const { return opts_; }
+      : FunctionWith(opts, opts.num_layers, opts.dropout, opts.bidirectional,
+                     Layout{1, 1, false}) {}
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const RNNOptions opts_;
 };
 
 /// NNabla's LSTM: gates [i, f, g, o] = [x_t, h] W^T + b (W's gate order,
 /// NNabla's), c = sigmoid(f) c + sigmoid(i) tanh(g), h = sigmoid(o)
 /// tanh(c); weight_l0 (D, 4, H, I + H), bias (L, D, 4, H).
-class LSTM : public Recurrent {
+class LSTM : public FunctionWith<LSTMOptions, Recurrent> {
  public:
   explicit LSTM(const LSTMOptions& opts)
-      : Recurrent(opts.num_layers, opts.dropout, opts.bidirectional,
-                  {4, 4, true}),
-        opts_(opts) {}
-  const LSTMOptions& options() const { return opts_; }
-
- protected:
-  const LSTMOptions opts_;
+      : FunctionWith(opts, opts.num_layers, opts.dropout, opts.bidirectional,
+                     Layout{4, 4, true}) {}
 };
 
 /// NNabla's GRU: r = sigmoid([x_t, h] W_r^T + b_r), z likewise, n =
 /// tanh(x_t W_nx^T + b_n + r (h W_nh^T + b_nh)), h = (1 - z) n + z h;
 /// weight_l0 (D, 3, H, I + H) rows [r, z, n], bias (L, D, 4, H) rows [b_r,
 /// b_z, b_n, b_nh].
-class GRU : public Recurrent {
+class GRU : public FunctionWith<GRUOptions, Recurrent> {
  public:
   explicit GRU(const GRUOptions& opts)
-      : Recurrent(opts.num_layers, opts.dropout, opts.bidirectional,
-                  {3, 4, false}),
-        opts_(opts) {}
-  const GRUOptions& options() const { return opts_; }
-
- protected:
-  const GRUOptions opts_;
+      : FunctionWith(opts, opts.num_layers, opts.dropout, opts.bidirectional,
+                     Layout{3, 4, false}) {}
 };
 
 namespace functions {

@@ -14,26 +14,19 @@ struct ReduceOptions {
   std::vector<int> axes;
   /// Keep each reduced axis as size 1 instead of dropping it.
   bool keep_dims = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ReduceOptions& o, V&& v) {
-  v("axes", o.axes);
-  v("keep_dims", o.keep_dims);
-}
+  MG_FIELDS(axes, keep_dims);
+};
 
 /// The shape rule shared by Sum, Mean and Max: y drops (or keeps as 1) the
 /// reduced axes; with every axis reduced and keep_dims off, y has shape ().
-class Reduction : public Function {
+class Reduction : public FunctionWith<ReduceOptions> {
  public:
-  explicit Reduction(const ReduceOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const ReduceOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ReduceOptions opts_;
   std::vector<int> axes_;  // normalised and sorted
   int64_t count_ = 1;      // elements reduced into each output
 };
@@ -84,15 +77,15 @@ struct ExtremumOptions : ReduceOptions {
   bool with_index = false;
   /// Output the indices alone (the one output; it takes no grad).
   bool only_index = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ExtremumOptions& o, V&& v) {
-  visit_fields(static_cast<ReduceOptions&>(o), v);
-  v("with_index", o.with_index);
-  v("only_index", o.only_index);
-}
+  /// ReduceOptions' fields, then these.
+  template <class V>
+  void fields(V&& v) {
+    ReduceOptions::fields(v);
+    v("with_index", with_index);
+    v("only_index", only_index);
+  }
+};
 
 /// The shape rule of Max and Min: Reduction's, and the indices' output
 /// (y's shape) with with_index.
@@ -149,15 +142,9 @@ struct NormOptions {
   float p = 2.0f;
   std::vector<int> axes;
   bool keep_dims = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(NormOptions& o, V&& v) {
-  v("p", o.p);
-  v("axes", o.axes);
-  v("keep_dims", o.keep_dims);
-}
+  MG_FIELDS(p, axes, keep_dims);
+};
 
 namespace decl {
 /// Norm's declaration.
@@ -183,10 +170,6 @@ class Norm : public Reduction {
 
 /// ReduceSum and ReduceMean have no arguments: they reduce every axis.
 struct ReduceAllOptions {};
-
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ReduceAllOptions&, V&&) {}
 
 namespace decl {
 /// ReduceSum's declaration: fp32 under half and bfloat16, as Sum's.

@@ -38,14 +38,9 @@ struct ScatterNdOptions {
   Shape shape;
   /// Add the data where indices meet, instead of writing over.
   bool add = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ScatterNdOptions& o, V&& v) {
-  v("shape", o.shape);
-  v("add", o.add);
-}
+  MG_FIELDS(shape, add);
+};
 
 namespace decl {
 /// ScatterNd's declaration.
@@ -62,28 +57,22 @@ inline constexpr FunctionDeclOf<ScatterNdOptions> ScatterNd{
 /// added, in fp32) at the columns of indices (M, Y...); data has shape
 /// (Y..., shape[M:]). ddata gathers dy at every column (as NNabla's);
 /// dout is dy, zero where data was written over.
-class ScatterNd : public Function {
+class ScatterNd : public FunctionWith<ScatterNdOptions> {
  public:
-  explicit ScatterNd(const ScatterNdOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i == 1; }
-  const ScatterNdOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ScatterNdOptions opts_;
   int64_t count_ = 0, slice_ = 1;
 };
 
 struct ScatterAddOptions {
   /// The axis of x0 the indices pick along (negative counts from the end).
   int axis = 0;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ScatterAddOptions& o, V&& v) {
-  v("axis", o.axis);
-}
+  MG_FIELDS(axis);
+};
 
 namespace decl {
 /// ScatterAdd's declaration.
@@ -99,15 +88,13 @@ inline constexpr FunctionDeclOf<ScatterAddOptions> ScatterAdd{
 /// indices no larger than x1 on every axis and than x0 off the axis;
 /// indices in [0, x0.shape[axis])). Sums in fp32. dx0 = dy; dx1[p] = dy at
 /// p's target, 0 outside indices' shape.
-class ScatterAdd : public Function {
+class ScatterAdd : public FunctionWith<ScatterAddOptions> {
  public:
-  explicit ScatterAdd(const ScatterAddOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int i) const override { return i == 1; }
-  const ScatterAddOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ScatterAddOptions opts_;
   int axis_ = 0;
 };
 

@@ -10,13 +10,9 @@ struct SearchSortedOptions {
   /// false: the first index i with v <= sorted[i] (lower bound); true: the
   /// first with v < sorted[i] (upper bound).
   bool right = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(SearchSortedOptions& o, V&& v) {
-  v("right", o.right);
-}
+  MG_FIELDS(right);
+};
 
 namespace decl {
 /// SearchSorted's declaration: indices held in fp32 (exact to 2^24, a
@@ -34,15 +30,13 @@ inline constexpr FunctionDeclOf<SearchSortedOptions> SearchSorted{
 /// index in its row where it would be inserted to keep the row sorted (0 to
 /// N). A row that is not sorted gives unspecified indices (as NumPy's). No
 /// gradient.
-class SearchSorted : public Function {
+class SearchSorted : public FunctionWith<SearchSortedOptions> {
  public:
-  explicit SearchSorted(const SearchSortedOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const SearchSortedOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const SearchSortedOptions opts_;
   int64_t rows_ = 0, n_ = 0, m_ = 0;
 };
 

@@ -15,14 +15,9 @@ struct ReshapeOptions {
   /// NNabla's flag, accepted for compatibility; the data is always copied
   /// (see Reshape).
   bool inplace = true;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ReshapeOptions& o, V&& v) {
-  v("shape", o.shape);
-  v("inplace", o.inplace);
-}
+  MG_FIELDS(shape, inplace);
+};
 
 namespace decl {
 /// Reshape's declaration.
@@ -32,27 +27,21 @@ inline constexpr FunctionDeclOf<ReshapeOptions> Reshape{
 
 /// y = x with another shape of the same size. The data is copied: sharing
 /// x's buffer would let clear_buffer free y's data together with x's.
-class Reshape : public Function {
+class Reshape : public FunctionWith<ReshapeOptions> {
  public:
-  explicit Reshape(const ReshapeOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const ReshapeOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ReshapeOptions opts_;
 };
 
 struct TransposeOptions {
   /// A permutation of x's axes: y's axis i is x's axis axes[i].
   std::vector<int> axes;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(TransposeOptions& o, V&& v) {
-  v("axes", o.axes);
-}
+  MG_FIELDS(axes);
+};
 
 namespace decl {
 /// Transpose's declaration.
@@ -61,28 +50,22 @@ inline constexpr FunctionDeclOf<TransposeOptions> Transpose{
 }  // namespace decl
 
 /// y = x with its axes permuted.
-class Transpose : public Function {
+class Transpose : public FunctionWith<TransposeOptions> {
  public:
-  explicit Transpose(const TransposeOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const TransposeOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const TransposeOptions opts_;
   std::vector<int> perm_;  // axes with negative entries normalised
 };
 
 struct ConcatenateOptions {
   /// The axis to join along; -1 is the last, NNabla's default.
   int axis = -1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ConcatenateOptions& o, V&& v) {
-  v("axis", o.axis);
-}
+  MG_FIELDS(axis);
+};
 
 namespace decl {
 /// Concatenate's declaration.
@@ -96,15 +79,13 @@ inline constexpr FunctionDeclOf<ConcatenateOptions> Concatenate{
 }  // namespace decl
 
 /// y = the inputs joined along axis; they must match on every other axis.
-class Concatenate : public Function {
+class Concatenate : public FunctionWith<ConcatenateOptions> {
  public:
-  explicit Concatenate(const ConcatenateOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const ConcatenateOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ConcatenateOptions opts_;
   int64_t outer_ = 1, inner_ = 1;  // sizes before and after the axis
 };
 
@@ -114,15 +95,9 @@ struct SliceOptions {
   /// -size-1 reaches index 0). Shorter vectors apply to the last axes, as in
   /// NNabla; an empty step means 1 on every sliced axis.
   std::vector<int64_t> start, stop, step;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(SliceOptions& o, V&& v) {
-  v("start", o.start);
-  v("stop", o.stop);
-  v("step", o.step);
-}
+  MG_FIELDS(start, stop, step);
+};
 
 namespace decl {
 /// Slice's declaration.
@@ -131,15 +106,13 @@ inline constexpr FunctionDeclOf<SliceOptions> Slice{
 }  // namespace decl
 
 /// y = x[start:stop:step] on every axis.
-class Slice : public Function {
+class Slice : public FunctionWith<SliceOptions> {
  public:
-  explicit Slice(const SliceOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const SliceOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const SliceOptions opts_;
   std::vector<int64_t> start_, step_;  // resolved, one per axis of x
 };
 

@@ -17,14 +17,9 @@ struct ShapeOptions {
   /// One past the last axis (negative counts from the end); 0 means the
   /// end, as NNabla's.
   int64_t end = 0;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(ShapeOptions& o, V&& v) {
-  v("start", o.start);
-  v("end", o.end);
-}
+  MG_FIELDS(start, end);
+};
 
 namespace decl {
 /// Shape's declaration: x of any type (only its shape is read), the shape
@@ -41,15 +36,13 @@ inline constexpr FunctionDeclOf<ShapeOptions> Shape{
 /// negative start or end counts from the end, a start past the end and an
 /// end of 0 or past the end clamp to ndim); empty (0,) where e <= s. No
 /// grad. Named ShapeOf because mg::Shape is the shape type.
-class ShapeOf : public Function {
+class ShapeOf : public FunctionWith<ShapeOptions> {
  public:
-  explicit ShapeOf(const ShapeOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const ShapeOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ShapeOptions opts_;
   int64_t begin_ = 0, end_ = 0;  // the axes [begin_, end_) of x
 };
 
@@ -57,13 +50,9 @@ struct SinkOptions {
   /// Backward sets each input's grad to ones (NNabla's default); false
   /// leaves the grads as they are, for grads the caller set by hand.
   bool one_input_grad = true;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(SinkOptions& o, V&& v) {
-  v("one_input_grad", o.one_input_grad);
-}
+  MG_FIELDS(one_input_grad);
+};
 
 namespace decl {
 /// Sink's declaration: any number of inputs of any shape, one dummy
@@ -81,15 +70,13 @@ inline constexpr FunctionDeclOf<SinkOptions> Sink{{"Sink",
 /// every input a grad of ones (added to a grad that accumulates: NNabla
 /// overwrites it, which makes the result depend on the order backward
 /// visits the input's readers).
-class Sink : public Function {
+class Sink : public FunctionWith<SinkOptions> {
  public:
-  explicit Sink(const SinkOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const SinkOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const SinkOptions opts_;
 };
 
 namespace functions {

@@ -24,13 +24,9 @@ struct SoftmaxOptions {
   /// The axis to normalise along; negative counts from the end (NNabla's
   /// default is the last axis).
   int axis = -1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(SoftmaxOptions& o, V&& v) {
-  v("axis", o.axis);
-}
+  MG_FIELDS(axis);
+};
 
 namespace decl {
 /// Softmax's declaration.
@@ -39,17 +35,15 @@ inline constexpr FunctionDeclOf<SoftmaxOptions> Softmax{
 }  // namespace decl
 
 /// y = exp(x - max) / sum(exp(x - max)) along the axis; sums in fp32.
-class Softmax : public Function {
+class Softmax : public FunctionWith<SoftmaxOptions> {
  public:
-  explicit Softmax(const SoftmaxOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   // dx = y (dy - sum(dy y)): backward reads y, not x.
   bool grad_depends_input_data(int) const override { return false; }
   bool grad_depends_output_data(int) const override { return true; }
-  const SoftmaxOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const SoftmaxOptions opts_;
   AxisSplit split_;
 };
 

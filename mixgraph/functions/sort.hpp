@@ -16,16 +16,9 @@ struct SortOptions {
   bool with_index = false;
   /// Output the indices alone (implies with_index).
   bool only_index = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(SortOptions& o, V&& v) {
-  v("axis", o.axis);
-  v("reverse", o.reverse);
-  v("with_index", o.with_index);
-  v("only_index", o.only_index);
-}
+  MG_FIELDS(axis, reverse, with_index, only_index);
+};
 
 namespace decl {
 /// Sort's declaration: the values in the context's type, the indices int32
@@ -42,18 +35,16 @@ inline constexpr FunctionDeclOf<SortOptions> Sort{
 /// (int32 data too); y comes out in the context's type. dx scatters dy back
 /// through the permutation (NNabla's CPU backward gathers instead, which is
 /// the grad of the inverse permutation); the indices get no grad.
-class Sort : public Function {
+class Sort : public FunctionWith<SortOptions> {
  public:
-  explicit Sort(const SortOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   int num_outputs() const override {
     return opts_.with_index && !opts_.only_index ? 2 : 1;
   }
   bool grad_depends_input_data(int) const override { return false; }
-  const SortOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const SortOptions opts_;
   int64_t outer_ = 1, n_ = 1, inner_ = 1;  // x as (outer, n, inner)
   /// The last forward's permutation, indices along the axis, x's shape.
   std::vector<int32_t> index_;

@@ -24,18 +24,10 @@ struct STFTOptions {
   /// Forward is ISTFT's backward (for NNabla's nn.grad): x is ISTFT's
   /// output grad, y_r and y_i its input grads; needs pad_mode "constant".
   bool as_istft_backward = false;
-};
 
-template <class V>
-void visit_fields(STFTOptions& o, V&& v) {
-  v("window_size", o.window_size);
-  v("stride", o.stride);
-  v("fft_size", o.fft_size);
-  v("window_type", o.window_type);
-  v("center", o.center);
-  v("pad_mode", o.pad_mode);
-  v("as_istft_backward", o.as_istft_backward);
-}
+  MG_FIELDS(window_size, stride, fft_size, window_type, center, pad_mode,
+            as_istft_backward);
+};
 
 struct ISTFTOptions {
   int64_t window_size = 0;
@@ -48,18 +40,10 @@ struct ISTFTOptions {
   /// Forward is STFT's backward: y_r and y_i are STFT's output grads, x its
   /// input grad.
   bool as_stft_backward = false;
-};
 
-template <class V>
-void visit_fields(ISTFTOptions& o, V&& v) {
-  v("window_size", o.window_size);
-  v("stride", o.stride);
-  v("fft_size", o.fft_size);
-  v("window_type", o.window_type);
-  v("center", o.center);
-  v("pad_mode", o.pad_mode);
-  v("as_stft_backward", o.as_stft_backward);
-}
+  MG_FIELDS(window_size, stride, fft_size, window_type, center, pad_mode,
+            as_stft_backward);
+};
 
 /// The one description of an STFT both functions run on: sizes, the
 /// window and the overlap-add normalization, made by setup.
@@ -86,30 +70,26 @@ inline constexpr FunctionDeclOf<ISTFTOptions> ISTFT{
 
 /// (y_r, y_i) (B, fft_size / 2 + 1, frames) = the DFT of each windowed frame
 /// of x (B, L), padded with center.
-class STFT : public Function {
+class STFT : public FunctionWith<STFTOptions> {
  public:
-  explicit STFT(const STFTOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const STFTOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const STFTOptions opts_;
   STFTPlan plan_;
 };
 
 /// x (B, L) = the overlap-add of the windowed inverse DFTs of (y_r, y_i)
 /// divided by the summed squared window (sliced by fft_size / 2 with
 /// center).
-class ISTFT : public Function {
+class ISTFT : public FunctionWith<ISTFTOptions> {
  public:
-  explicit ISTFT(const ISTFTOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const ISTFTOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const ISTFTOptions opts_;
   STFTPlan plan_;
 };
 

@@ -26,18 +26,9 @@ struct TopKDataOptions {
   /// Also output the int32 positions of the k values within their sample
   /// (needs reduce).
   bool with_index = false;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(TopKDataOptions& o, V&& v) {
-  v("k", o.k);
-  v("abs", o.abs);
-  v("reduce", o.reduce);
-  v("base_axis", o.base_axis);
-  v("largest", o.largest);
-  v("with_index", o.with_index);
-}
+  MG_FIELDS(k, abs, reduce, base_axis, largest, with_index);
+};
 
 /// TopKGrad's arguments.
 struct TopKGradOptions {
@@ -47,15 +38,9 @@ struct TopKGradOptions {
   bool abs = false;
   /// The first axis of a sample (negative counts from the end).
   int base_axis = 1;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(TopKGradOptions& o, V&& v) {
-  v("k", o.k);
-  v("abs", o.abs);
-  v("base_axis", o.base_axis);
-}
+  MG_FIELDS(k, abs, base_axis);
+};
 
 namespace decl {
 /// TopKData's declaration: with with_index the second output holds the int32
@@ -85,16 +70,14 @@ void top_k_positions(const float* key, int64_t n, int64_t k, bool largest,
 /// straight-through estimator, not the derivative of the masking). Keys
 /// are read in fp32 (exact for half and bfloat16); y's values move as they
 /// are.
-class TopKData : public Function {
+class TopKData : public FunctionWith<TopKDataOptions> {
  public:
-  explicit TopKData(const TopKDataOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   int num_outputs() const override { return opts_.with_index ? 2 : 1; }
   bool grad_depends_input_data(int) const override { return false; }
-  const TopKDataOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const TopKDataOptions opts_;
   int64_t samples_ = 1, sample_size_ = 1;
   /// The last forward's positions, (samples, k).
   std::vector<int32_t> index_;
@@ -103,15 +86,13 @@ class TopKData : public Function {
 /// y = x; backward passes only the k largest grads of each sample (by
 /// |dy| with abs), dx = 0 elsewhere (NNabla's: a sparsified backward pass,
 /// as in meProp). Ties are broken as TopKData's.
-class TopKGrad : public Function {
+class TopKGrad : public FunctionWith<TopKGradOptions> {
  public:
-  explicit TopKGrad(const TopKGradOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
-  const TopKGradOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const TopKGradOptions opts_;
   int64_t samples_ = 1, sample_size_ = 1;
 };
 

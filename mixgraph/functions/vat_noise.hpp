@@ -13,14 +13,9 @@ struct VATNoiseOptions {
   int base_axis = 1;
   /// The noise's norm.
   float eps = 1.0f;
-};
 
-/// The fields, for writing and reading the function's arguments.
-template <class V>
-void visit_fields(VATNoiseOptions& o, V&& v) {
-  v("base_axis", o.base_axis);
-  v("eps", o.eps);
-}
+  MG_FIELDS(base_axis, eps);
+};
 
 namespace decl {
 /// VATNoise's declaration: x's grad is 0 (NNabla's rule); w is the buffer
@@ -37,16 +32,14 @@ inline constexpr FunctionDeclOf<VATNoiseOptions> VATNoise{
 /// variable fed back at the next step; in fp32 where w is held in fp32)
 /// and gives x a zero grad, as NNabla's. Backward runs only where x needs
 /// a grad.
-class VATNoise : public Function {
+class VATNoise : public FunctionWith<VATNoiseOptions> {
  public:
-  explicit VATNoise(const VATNoiseOptions& opts) : opts_(opts) {}
+  using FunctionWith::FunctionWith;
   /// Backward writes w's data: kept (x's is not read).
   bool grad_depends_input_data(int i) const override { return i == 1; }
-  const VATNoiseOptions& options() const { return opts_; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
-  const VATNoiseOptions opts_;
   int64_t samples_ = 0, size_ = 0;  // samples, and elements per sample
 };
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mixgraph/contexts/context.hpp>
@@ -107,6 +108,29 @@ class Function {
   Backend backend_{"cpu", Dtype::f32};
   std::string device_ = "cpu";
   FunctionArgs args_;
+};
+
+/// A function made from an options struct: holds the options (opts_) and
+/// hands them out (options()). A function class derives from it and
+/// inherits its constructor:
+///   class Prune : public FunctionWith<PruneOptions> {
+///    public:
+///     using FunctionWith::FunctionWith;
+///     ...
+///   };
+/// Base is the class it extends (Function, or a shared base such as
+/// Reduction); arguments after the options go to Base's constructor.
+template <class Options, class Base = Function>
+class FunctionWith : public Base {
+ public:
+  using options_type = Options;
+  template <class... BaseArgs>
+  explicit FunctionWith(const Options& opts, BaseArgs&&... base_args)
+      : Base(std::forward<BaseArgs>(base_args)...), opts_(opts) {}
+  const Options& options() const { return opts_; }
+
+ protected:
+  const Options opts_;
 };
 
 /// "(64, 10), (20, 5)": the shapes of several variables, for messages.

@@ -17,6 +17,8 @@
 #include <initializer_list>
 #include <string>
 
+#include <mixgraph/graph/fields.hpp>
+
 namespace mg {
 
 /// How a function runs under a half or bfloat16 context. Every function

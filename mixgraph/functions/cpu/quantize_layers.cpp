@@ -249,12 +249,6 @@ class BinaryConnectCpu : public Base {
     write_as<T>(this->wq_.get(), w, held_in_float(in[1]));
     this->inner_->forward(this->inner_inputs(in), out);
   }
-
-  void backward_impl(const Variables& in, const Variables& out,
-                     const std::vector<bool>& propagate_down,
-                     const std::vector<bool>& accum) override {
-    this->inner_backward(in, out, propagate_down, accum);
-  }
 };
 
 // BinaryWeight: binary_weight = sign(weight), alpha the mean magnitude per
@@ -292,12 +286,6 @@ class BinaryWeightCpu : public Base {
     write_back<T>(in[3], alpha);
     write_as<T>(this->wq_.get(), scaled, held_in_float(in[1]));
     this->inner_->forward(this->inner_inputs(in), out);
-  }
-
-  void backward_impl(const Variables& in, const Variables& out,
-                     const std::vector<bool>& propagate_down,
-                     const std::vector<bool>& accum) override {
-    this->inner_backward(in, out, propagate_down, accum);
   }
 };
 
@@ -426,7 +414,7 @@ class INQCpu : public Base {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     this->wq_->set_data(in[1]->data());
-    this->inner_backward(in, out, propagate_down, accum);
+    Base::backward_impl(in, out, propagate_down, accum);
   }
 
   int64_t counter_ = 0;

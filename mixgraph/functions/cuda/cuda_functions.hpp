@@ -1,8 +1,20 @@
-// The one list of CUDA and cuDNN function groups. Each register_* lives in
-// the file of the same name under functions/cuda/ or functions/cudnn/;
-// functions/backends.cpp calls register_cuda_functions when it is built.
+// The one list of CUDA and cuDNN function groups: one line each. Group g is
+// `void register_g(FunctionRegistry&)`, in the file named beside it;
+// register_cuda_functions (cuda/register.cpp) calls them all in this order;
+// functions/backends.cpp calls it when the build has CUDA.
 // No CUDA header here.
 #pragma once
+
+// clang-format off
+#define MG_CUDA_FUNCTION_GROUPS(X) \
+  X(elementwise)          /* cuda/elementwise.cu */ \
+  X(reduction)            /* cuda/reduction.cu */ \
+  X(affine)               /* cuda/affine.cpp */ \
+  X(convolution)          /* cudnn/convolution.cpp */ \
+  X(pooling)              /* cudnn/pooling.cpp */ \
+  X(batch_normalization)  /* cudnn/batch_normalization.cpp */ \
+  X(softmax)              /* cudnn/softmax.cpp */
+// clang-format on
 
 namespace mg {
 class FunctionRegistry;
@@ -12,13 +24,8 @@ namespace mg::cuda {
 
 void register_cuda_functions(FunctionRegistry& r);
 
-void register_elementwise(FunctionRegistry& r);  // cuda/elementwise.cu
-void register_reduction(FunctionRegistry& r);    // cuda/reduction.cu
-void register_affine(FunctionRegistry& r);       // cuda/affine.cpp
-void register_convolution(FunctionRegistry& r);  // cudnn/convolution.cpp
-void register_pooling(FunctionRegistry& r);      // cudnn/pooling.cpp
-void register_batch_normalization(
-    FunctionRegistry& r);                    // cudnn/batch_normalization.cpp
-void register_softmax(FunctionRegistry& r);  // cudnn/softmax.cpp
+#define MG_DECLARE_CUDA_GROUP(g) void register_##g(FunctionRegistry& r);
+MG_CUDA_FUNCTION_GROUPS(MG_DECLARE_CUDA_GROUP)
+#undef MG_DECLARE_CUDA_GROUP
 
 }  // namespace mg::cuda

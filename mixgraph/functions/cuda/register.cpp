@@ -1,4 +1,5 @@
-// The one list of CUDA functions. Functions not listed here run through the
+// Registers every CUDA function: the groups listed in cuda_functions.hpp.
+// Functions not listed there run through the
 // context's fallback (cuda:float, then cpu:float), the data moving through
 // SyncedArray.
 #include <mixgraph/functions/cuda/cuda_functions.hpp>
@@ -26,13 +27,9 @@ int checked_device(const Function& f) {
 }
 
 void register_cuda_functions(FunctionRegistry& r) {
-  register_elementwise(r);
-  register_reduction(r);
-  register_affine(r);
-  register_convolution(r);
-  register_pooling(r);
-  register_batch_normalization(r);
-  register_softmax(r);
+#define MG_CALL_CUDA_GROUP(g) register_##g(r);
+  MG_CUDA_FUNCTION_GROUPS(MG_CALL_CUDA_GROUP)
+#undef MG_CALL_CUDA_GROUP
 }
 
 }  // namespace mg::cuda

@@ -19,6 +19,8 @@ struct Add2 {
   MG_HD float operator()(float a, float b) const { return a + b; }
   MG_HD float grad0(float, float, float, float dy) const { return dy; }
   MG_HD float grad1(float, float, float, float dy) const { return dy; }
+
+  MG_FIELDS(inplace);
 };
 
 struct Sub2 {
@@ -31,6 +33,8 @@ struct Sub2 {
   MG_HD float operator()(float a, float b) const { return a - b; }
   MG_HD float grad0(float, float, float, float dy) const { return dy; }
   MG_HD float grad1(float, float, float, float dy) const { return -dy; }
+
+  MG_FIELDS(inplace);
 };
 
 struct Mul2 {
@@ -43,6 +47,8 @@ struct Mul2 {
   MG_HD float operator()(float a, float b) const { return a * b; }
   MG_HD float grad0(float, float b, float, float dy) const { return dy * b; }
   MG_HD float grad1(float a, float, float, float dy) const { return dy * a; }
+
+  MG_FIELDS(inplace);
 };
 
 struct Div2 {
@@ -57,6 +63,8 @@ struct Div2 {
   MG_HD float grad1(float a, float b, float, float dy) const {
     return -dy * a / (b * b);
   }
+
+  MG_FIELDS(inplace);
 };
 
 /// (a - b)^2, NNabla's SquaredError (a loss, broadcasting like the others).
@@ -248,6 +256,8 @@ struct BcAdd2 {
   MG_HD float operator()(float a, float b) const { return a + b; }
   MG_HD float grad0(float, float, float, float dy) const { return dy; }
   MG_HD float grad1(float, float, float, float dy) const { return dy; }
+
+  MG_FIELDS(inplace);
 };
 
 /// x0 ^ x1 (NNabla's Pow2); the grad of x1 is y log(x0) dy, defined for
@@ -266,6 +276,8 @@ struct Pow2 {
   MG_HD float grad1(float a, float, float y, float dy) const {
     return y * logf(a) * dy;
   }
+
+  MG_FIELDS(inplace);
 };
 
 /// atan2(x0, x1): the angle of the point (x1, x0).
@@ -319,6 +331,8 @@ struct HuberLoss {
   MG_HD float grad1(float a, float b, float y, float dy) const {
     return -grad0(a, b, y, dy);
   }
+
+  MG_FIELDS(delta);
 };
 
 /// |x0 - x1| - epsilon where that is positive, else 0.
@@ -339,6 +353,8 @@ struct EpsilonInsensitiveLoss {
   MG_HD float grad1(float a, float b, float y, float dy) const {
     return -grad0(a, b, y, dy);
   }
+
+  MG_FIELDS(epsilon);
 };
 
 /// -(x1 log x0 + (1 - x1) log(1 - x0)) for a probability x0 and a target
@@ -361,38 +377,5 @@ struct BinaryCrossEntropy {
     return (logf(fmaxf(1.0f - x, kTiny)) - logf(fmaxf(x, kTiny))) * dy;
   }
 };
-
-template <class V>
-void visit_fields(Add2& o, V&& v) {
-  v("inplace", o.inplace);
-}
-template <class V>
-void visit_fields(Sub2& o, V&& v) {
-  v("inplace", o.inplace);
-}
-template <class V>
-void visit_fields(Mul2& o, V&& v) {
-  v("inplace", o.inplace);
-}
-template <class V>
-void visit_fields(Div2& o, V&& v) {
-  v("inplace", o.inplace);
-}
-template <class V>
-void visit_fields(BcAdd2& o, V&& v) {
-  v("inplace", o.inplace);
-}
-template <class V>
-void visit_fields(Pow2& o, V&& v) {
-  v("inplace", o.inplace);
-}
-template <class V>
-void visit_fields(HuberLoss& o, V&& v) {
-  v("delta", o.delta);
-}
-template <class V>
-void visit_fields(EpsilonInsensitiveLoss& o, V&& v) {
-  v("epsilon", o.epsilon);
-}
 
 }  // namespace mg::ops

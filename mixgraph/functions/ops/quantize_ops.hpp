@@ -12,6 +12,7 @@
 
 #include <mixgraph/contexts/macros.hpp>
 #include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/graph/fields.hpp>
 
 namespace mg::ops {
 
@@ -74,6 +75,8 @@ struct FixedPointQuantize {
     }
     return "";
   }
+
+  MG_FIELDS(sign, n, delta, ste_fine_grained);
 };
 
 /// |x| rounded to a power of two 2^round(log2 |x|) in [2^(m - (2^k - 1)),
@@ -124,22 +127,8 @@ struct Pow2Quantize {
     }
     return "";
   }
-};
 
-template <class V>
-void visit_fields(FixedPointQuantize& o, V&& v) {
-  v("sign", o.sign);
-  v("n", o.n);
-  v("delta", o.delta);
-  v("ste_fine_grained", o.ste_fine_grained);
-}
-template <class V>
-void visit_fields(Pow2Quantize& o, V&& v) {
-  v("sign", o.sign);
-  v("with_zero", o.with_zero);
-  v("n", o.n);
-  v("m", o.m);
-  v("ste_fine_grained", o.ste_fine_grained);
-}
+  MG_FIELDS(sign, with_zero, n, m, ste_fine_grained);
+};
 
 }  // namespace mg::ops

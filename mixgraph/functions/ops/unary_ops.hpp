@@ -40,6 +40,8 @@ struct ReLU {
   MG_HD static bool positive_bits(uint16_t b, uint16_t inf) {
     return static_cast<uint16_t>(b - 1u) < inf;
   }
+
+  MG_FIELDS(inplace);
 };
 
 struct LeakyReLU {
@@ -54,6 +56,8 @@ struct LeakyReLU {
   MG_HD float grad(float x, float, float dy) const {
     return x > 0.0f ? dy : alpha * dy;
   }
+
+  MG_FIELDS(alpha, inplace);
 };
 
 struct Sigmoid {
@@ -87,6 +91,8 @@ struct ELU {
   MG_HD float grad(float x, float, float dy) const {
     return x >= 0.0f ? dy : dy * alpha * vmath::exp(x);
   }
+
+  MG_FIELDS(alpha);
 };
 
 /// NNabla's GELU: the tanh approximation
@@ -155,6 +161,8 @@ struct AddScalar {
   bool inplace = false;
   MG_HD float operator()(float x) const { return x + val; }
   MG_HD float grad(float, float, float dy) const { return dy; }
+
+  MG_FIELDS(val, inplace);
 };
 
 struct MulScalar {
@@ -167,6 +175,8 @@ struct MulScalar {
   bool inplace = false;
   MG_HD float operator()(float x) const { return x * val; }
   MG_HD float grad(float, float, float dy) const { return dy * val; }
+
+  MG_FIELDS(val, inplace);
 };
 
 struct PowScalar {
@@ -183,37 +193,9 @@ struct PowScalar {
   MG_HD float grad(float x, float, float dy) const {
     return dy * val * powf(x, val - 1.0f);
   }
-};
 
-// The fields of the ops that have arguments (for saving graphs).
-template <class V>
-void visit_fields(ReLU& o, V&& v) {
-  v("inplace", o.inplace);
-}
-template <class V>
-void visit_fields(LeakyReLU& o, V&& v) {
-  v("alpha", o.alpha);
-  v("inplace", o.inplace);
-}
-template <class V>
-void visit_fields(ELU& o, V&& v) {
-  v("alpha", o.alpha);
-}
-template <class V>
-void visit_fields(AddScalar& o, V&& v) {
-  v("val", o.val);
-  v("inplace", o.inplace);
-}
-template <class V>
-void visit_fields(MulScalar& o, V&& v) {
-  v("val", o.val);
-  v("inplace", o.inplace);
-}
-template <class V>
-void visit_fields(PowScalar& o, V&& v) {
-  v("val", o.val);
-  v("inplace", o.inplace);
-}
+  MG_FIELDS(val, inplace);
+};
 
 /// NNabla's SoftPlus: log(1 + exp(beta x)) / beta, computed without overflow.
 struct SoftPlus {
@@ -229,6 +211,8 @@ struct SoftPlus {
   MG_HD float grad(float x, float, float dy) const {
     return dy * vmath::sigmoid(beta * x);
   }
+
+  MG_FIELDS(beta);
 };
 
 /// x sigmoid(x) (SiLU).
@@ -268,6 +252,8 @@ struct ClipByValue {
   MG_HD float grad(float x, float, float dy) const {
     return (x >= min && x <= max) ? dy : 0.0f;
   }
+
+  MG_FIELDS(min, max);
 };
 
 struct Sqrt {
@@ -320,16 +306,6 @@ struct Sin {
   MG_HD float operator()(float x) const { return sinf(x); }
   MG_HD float grad(float x, float, float dy) const { return cosf(x) * dy; }
 };
-
-template <class V>
-void visit_fields(SoftPlus& o, V&& v) {
-  v("beta", o.beta);
-}
-template <class V>
-void visit_fields(ClipByValue& o, V&& v) {
-  v("min", o.min);
-  v("max", o.max);
-}
 
 // ---- trigonometric and hyperbolic functions and their inverses (NNabla's
 // Math category); each grad is the derivative times dy, in fp32 ----
@@ -479,6 +455,8 @@ struct Sign {
     return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : alpha);
   }
   MG_HD float grad(float, float, float dy) const { return dy; }
+
+  MG_FIELDS(alpha);
 };
 
 // ---- activations ----
@@ -496,6 +474,8 @@ struct SELU {
   MG_HD float grad(float x, float, float dy) const {
     return x > 0.0f ? scale * dy : scale * alpha * vmath::exp(x) * dy;
   }
+
+  MG_FIELDS(scale, alpha);
 };
 
 /// min(max(x, 0), 6); the grad passes strictly inside (0, 6).
@@ -601,6 +581,8 @@ struct RSubScalar {
   float val = 1.0f;
   MG_HD float operator()(float x) const { return val - x; }
   MG_HD float grad(float, float, float dy) const { return -dy; }
+
+  MG_FIELDS(val);
 };
 
 /// val / x; its grad is -y / x dy.
@@ -611,6 +593,8 @@ struct RDivScalar {
   float val = 1.0f;
   MG_HD float operator()(float x) const { return val / x; }
   MG_HD float grad(float x, float y, float dy) const { return -y / x * dy; }
+
+  MG_FIELDS(val);
 };
 
 /// val ^ x; its grad is y log(val) dy.
@@ -623,6 +607,8 @@ struct RPowScalar {
   MG_HD float grad(float, float y, float dy) const {
     return y * logf(val) * dy;
   }
+
+  MG_FIELDS(val);
 };
 
 /// max(x, val); the grad passes where x > val (NNabla's rule).
@@ -635,6 +621,8 @@ struct MaximumScalar {
   MG_HD float grad(float x, float, float dy) const {
     return x > val ? dy : 0.0f;
   }
+
+  MG_FIELDS(val);
 };
 
 /// min(x, val); the grad passes where x < val (NNabla's rule).
@@ -647,37 +635,9 @@ struct MinimumScalar {
   MG_HD float grad(float x, float, float dy) const {
     return x < val ? dy : 0.0f;
   }
-};
 
-template <class V>
-void visit_fields(Sign& o, V&& v) {
-  v("alpha", o.alpha);
-}
-template <class V>
-void visit_fields(SELU& o, V&& v) {
-  v("scale", o.scale);
-  v("alpha", o.alpha);
-}
-template <class V>
-void visit_fields(RSubScalar& o, V&& v) {
-  v("val", o.val);
-}
-template <class V>
-void visit_fields(RDivScalar& o, V&& v) {
-  v("val", o.val);
-}
-template <class V>
-void visit_fields(RPowScalar& o, V&& v) {
-  v("val", o.val);
-}
-template <class V>
-void visit_fields(MaximumScalar& o, V&& v) {
-  v("val", o.val);
-}
-template <class V>
-void visit_fields(MinimumScalar& o, V&& v) {
-  v("val", o.val);
-}
+  MG_FIELDS(val);
+};
 
 // nan and inf tests that mean the same on host and device, whatever the
 // <cmath> overloads in scope (nan is the one value unequal to itself).
@@ -696,6 +656,8 @@ struct EqualScalar {
   float val = 1.0f;
   MG_HD float operator()(float x) const { return x == val ? 1.0f : 0.0f; }
   MG_HD float grad(float, float, float) const { return 0.0f; }
+
+  MG_FIELDS(val);
 };
 
 /// x != val.
@@ -707,6 +669,8 @@ struct NotEqualScalar {
   float val = 1.0f;
   MG_HD float operator()(float x) const { return x != val ? 1.0f : 0.0f; }
   MG_HD float grad(float, float, float) const { return 0.0f; }
+
+  MG_FIELDS(val);
 };
 
 /// x > val.
@@ -718,6 +682,8 @@ struct GreaterScalar {
   float val = 1.0f;
   MG_HD float operator()(float x) const { return x > val ? 1.0f : 0.0f; }
   MG_HD float grad(float, float, float) const { return 0.0f; }
+
+  MG_FIELDS(val);
 };
 
 /// x >= val.
@@ -729,6 +695,8 @@ struct GreaterEqualScalar {
   float val = 1.0f;
   MG_HD float operator()(float x) const { return x >= val ? 1.0f : 0.0f; }
   MG_HD float grad(float, float, float) const { return 0.0f; }
+
+  MG_FIELDS(val);
 };
 
 /// x < val.
@@ -740,6 +708,8 @@ struct LessScalar {
   float val = 1.0f;
   MG_HD float operator()(float x) const { return x < val ? 1.0f : 0.0f; }
   MG_HD float grad(float, float, float) const { return 0.0f; }
+
+  MG_FIELDS(val);
 };
 
 /// x <= val.
@@ -751,6 +721,8 @@ struct LessEqualScalar {
   float val = 1.0f;
   MG_HD float operator()(float x) const { return x <= val ? 1.0f : 0.0f; }
   MG_HD float grad(float, float, float) const { return 0.0f; }
+
+  MG_FIELDS(val);
 };
 
 /// x and val, nonzero x meaning true.
@@ -764,6 +736,8 @@ struct LogicalAndScalar {
     return (x != 0.0f && val) ? 1.0f : 0.0f;
   }
   MG_HD float grad(float, float, float) const { return 0.0f; }
+
+  MG_FIELDS(val);
 };
 
 /// x or val, nonzero x meaning true.
@@ -777,6 +751,8 @@ struct LogicalOrScalar {
     return (x != 0.0f || val) ? 1.0f : 0.0f;
   }
   MG_HD float grad(float, float, float) const { return 0.0f; }
+
+  MG_FIELDS(val);
 };
 
 /// x xor val, nonzero x meaning true.
@@ -790,6 +766,8 @@ struct LogicalXorScalar {
     return ((x != 0.0f) != val) ? 1.0f : 0.0f;
   }
   MG_HD float grad(float, float, float) const { return 0.0f; }
+
+  MG_FIELDS(val);
 };
 
 /// not x: 1 where x is 0.
@@ -832,6 +810,8 @@ struct ResetNaN {
   MG_HD float grad(float x, float, float dy) const {
     return is_nan(x) ? 0.0f : dy;
   }
+
+  MG_FIELDS(val);
 };
 
 /// x, with every +inf and -inf replaced by val; the grad passes where x is
@@ -845,51 +825,8 @@ struct ResetInf {
   MG_HD float grad(float x, float, float dy) const {
     return is_inf(x) ? 0.0f : dy;
   }
-};
 
-template <class V>
-void visit_fields(EqualScalar& o, V&& v) {
-  v("val", o.val);
-}
-template <class V>
-void visit_fields(NotEqualScalar& o, V&& v) {
-  v("val", o.val);
-}
-template <class V>
-void visit_fields(GreaterScalar& o, V&& v) {
-  v("val", o.val);
-}
-template <class V>
-void visit_fields(GreaterEqualScalar& o, V&& v) {
-  v("val", o.val);
-}
-template <class V>
-void visit_fields(LessScalar& o, V&& v) {
-  v("val", o.val);
-}
-template <class V>
-void visit_fields(LessEqualScalar& o, V&& v) {
-  v("val", o.val);
-}
-template <class V>
-void visit_fields(LogicalAndScalar& o, V&& v) {
-  v("val", o.val);
-}
-template <class V>
-void visit_fields(LogicalOrScalar& o, V&& v) {
-  v("val", o.val);
-}
-template <class V>
-void visit_fields(LogicalXorScalar& o, V&& v) {
-  v("val", o.val);
-}
-template <class V>
-void visit_fields(ResetNaN& o, V&& v) {
-  v("val", o.val);
-}
-template <class V>
-void visit_fields(ResetInf& o, V&& v) {
-  v("val", o.val);
-}
+  MG_FIELDS(val);
+};
 
 }  // namespace mg::ops
