@@ -10,7 +10,7 @@
 # started by mpirun (OpenMPI from Debian; --batch-size is per rank, so add
 # --batch-size 64 for the single process's 128 images per step); the cores
 # are shared out between the ranks. Runs on several machines use mpirun
-# directly (README, "Data-parallel training").
+# directly (docs/data-parallel.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ranks=0

@@ -6,10 +6,11 @@ cd "$(dirname "$0")/.."
 # the data-parallel tests (label mpi) run under OpenMPI's mpirun; the ONNX
 # test reads a model the ONNX project's Python helper writes, and
 # test_onnx_pytorch models PyTorch exports; python3-venv lets Debian's
-# python3 make the optional environments below.
+# python3 make the optional environments below; doxygen builds the API
+# reference in a test (docs.doxygen).
 bash scripts/install_deps.sh python3-h5py dataset-fashion-mnist clang-format \
   libopenmpi-dev openmpi-bin python3-onnx python3-venv python3-torch \
-  python3-torchvision
+  python3-torchvision doxygen
 # Optional peers from PyPI (tests/utils/test_nnabla_interop.cpp runs NNabla
 # itself): installed into .venv-nnabla when PyPI can be reached; without it
 # those tests skip with a message. MIXGRAPH_SKIP_PEERS=1 leaves them out.

@@ -9,8 +9,10 @@
 
 namespace mg {
 
-/// A type carried as a value, for generic lambdas: `[&](auto tag) { using T =
-/// typename decltype(tag)::type; }`.
+/// A type carried as a value, for generic lambdas:
+/// @code
+/// [&](auto tag) { using T = typename decltype(tag)::type; }
+/// @endcode
 template <class T>
 struct TypeTag {
   using type = T;

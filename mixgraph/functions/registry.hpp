@@ -92,9 +92,9 @@ struct FunctionInfo {
 /// backends. Documentation and tools are generated from it.
 std::vector<FunctionInfo> function_list();
 
-/// The README's function table, generated from the declarations: one row
-/// per function with its builder, inputs (kind, grad, optional), outputs
-/// and default precision under half and bfloat16. Backends are left out
+/// The function table of docs/functions.md, generated from the declarations:
+/// one row per function with its builder, inputs (kind, grad, optional),
+/// outputs and default precision under half and bfloat16. Backends are left out
 /// (they depend on the build: see function_list()).
 std::string function_table_markdown();
 

@@ -78,7 +78,7 @@ Network network_from_onnx(const std::string& bytes, ParameterScope& params,
                           const NetworkOptions& options = {});
 
 /// The functions save_onnx maps, and the ONNX operators load_onnx reads
-/// (for the README and for checking a network before training it).
+/// (for docs/onnx.md and for checking a network before training it).
 std::vector<std::string> onnx_exportable_functions();
 std::vector<std::string> onnx_importable_operators();
 

@@ -461,42 +461,46 @@ TEST(HarnessCoverage, EveryFunctionTakesANewBatchSizeOrSaysWhy) {
   std::cout << "\n";
 }
 
-// Checks the README's block between the lines `begin` and `end` against
-// `want`; with MIXGRAPH_UPDATE_README=1 rewrites it instead.
-void check_readme_block(const std::string& begin, const std::string& end,
-                        const std::string& want, const std::string& what) {
-  std::ifstream in(MIXGRAPH_README);
-  ASSERT_TRUE(in) << "cannot read " << MIXGRAPH_README;
+// Checks the block of docs/functions.md between the lines `begin` and `end`
+// against `want`; with MIXGRAPH_UPDATE_DOCS=1 rewrites it instead.
+void check_doc_block(const std::string& begin, const std::string& end,
+                     const std::string& want, const std::string& what) {
+  std::ifstream in(MIXGRAPH_FUNCTIONS_DOC);
+  ASSERT_TRUE(in) << "cannot read " << MIXGRAPH_FUNCTIONS_DOC;
   std::stringstream ss;
   ss << in.rdbuf();
-  std::string readme = ss.str();
-  const size_t b = readme.find(begin), e = readme.find(end);
-  ASSERT_NE(b, std::string::npos) << "README.md lacks the line " << begin;
-  ASSERT_NE(e, std::string::npos) << "README.md lacks the line " << end;
-  const std::string have =
-      readme.substr(b + begin.size(), e - b - begin.size());
-  if (have != want && std::getenv("MIXGRAPH_UPDATE_README")) {
-    readme.replace(b + begin.size(), e - b - begin.size(), want);
-    std::ofstream(MIXGRAPH_README) << readme;
+  std::string doc = ss.str();
+  const size_t b = doc.find(begin), e = doc.find(end);
+  ASSERT_NE(b, std::string::npos)
+      << MIXGRAPH_FUNCTIONS_DOC << " lacks the line " << begin;
+  ASSERT_NE(e, std::string::npos)
+      << MIXGRAPH_FUNCTIONS_DOC << " lacks the line " << end;
+  const std::string have = doc.substr(b + begin.size(), e - b - begin.size());
+  if (have != want && std::getenv("MIXGRAPH_UPDATE_DOCS")) {
+    doc.replace(b + begin.size(), e - b - begin.size(), want);
+    std::ofstream(MIXGRAPH_FUNCTIONS_DOC) << doc;
     return;
   }
-  EXPECT_EQ(have, want) << "README.md's " << what << " is stale: run this "
-                        << "test with MIXGRAPH_UPDATE_README=1 to rewrite it";
+  EXPECT_EQ(have, want) << MIXGRAPH_FUNCTIONS_DOC << "'s " << what
+                        << " is stale: run this test with "
+                        << "MIXGRAPH_UPDATE_DOCS=1 to rewrite it";
 }
 
-// The README's function table is generated from the declarations; when a
-// function is added or changed, MIXGRAPH_UPDATE_README=1 rewrites it.
-TEST(FunctionTable, TheReadmeListsEveryFunctionAsDeclared) {
-  check_readme_block(
+// The function table of docs/functions.md is generated from the
+// declarations; when a function is added or changed, MIXGRAPH_UPDATE_DOCS=1
+// rewrites it.
+TEST(FunctionTable, TheDocsListEveryFunctionAsDeclared) {
+  check_doc_block(
       "<!-- function table: generated from the declarations by "
       "mg::function_table_markdown() -->\n",
       "<!-- end of the function table -->", function_table_markdown(),
       "function table");
 }
 
-// The README's count of NNabla's functions by NNabla's categories
-// (tests/data/nnabla_functions.txt), from the registered functions.
-TEST(FunctionTable, TheReadmeCountsNNablasFunctionsByCategory) {
+// The count of NNabla's functions by NNabla's categories in
+// docs/functions.md (tests/data/nnabla_functions.txt), from the registered
+// functions.
+TEST(FunctionTable, TheDocsCountNNablasFunctionsByCategory) {
   std::ifstream in(MIXGRAPH_NNABLA_LIST);
   ASSERT_TRUE(in) << "cannot read " << MIXGRAPH_NNABLA_LIST;
   std::set<std::string> ours, listed;
@@ -533,7 +537,7 @@ TEST(FunctionTable, TheReadmeCountsNNablasFunctionsByCategory) {
     if (!listed.count(name)) extra += (extra.empty() ? "" : ", ") + name;
   }
   md << "Beyond NNabla's list: " << extra << ".\n";
-  check_readme_block(
+  check_doc_block(
       "<!-- NNabla coverage: generated from the registered functions and "
       "tests/data/nnabla_functions.txt -->\n",
       "<!-- end of the NNabla coverage -->", md.str(), "NNabla coverage");

@@ -5,8 +5,8 @@
 // short, runs of bytes zeroed. Every mutant must be either refused with
 // std::invalid_argument (the library's error for a bad file) or, where the
 // format is checksummed, load exactly what the original holds: no crash, no
-// other exception, no silent corruption. The counts are printed; the README's
-// "Reliability" section quotes them. Bounded to a few seconds in all.
+// other exception, no silent corruption. The counts are printed; the table in
+// docs/reliability.md quotes them. Bounded to a few seconds in all.
 #include <gtest/gtest.h>
 
 #include <unistd.h>

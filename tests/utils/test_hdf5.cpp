@@ -35,7 +35,7 @@ std::string temp_path(const std::string& name) {
          name;
 }
 
-// A bad or damaged file is std::invalid_argument (the README's rule: bad
+// A bad or damaged file is std::invalid_argument (docs/reliability.md: bad
 // input; std::runtime_error is for failed writes).
 void expect_file_error(const std::function<void()>& f,
                        const std::vector<std::string>& parts) {

@@ -721,4 +721,55 @@ TEST(Onnx, ListsWhatIsMapped) {
               out.size(), in.size());
 }
 
+// docs/onnx.md lists the operators load_onnx reads in a table, and gives
+// the counts of both lists in its text: each against what is mapped.
+TEST(Onnx, TheDocsListEveryImportedOperator) {
+  const auto in = mg::onnx_importable_operators();
+  const auto out = mg::onnx_exportable_functions();
+  if (in.empty()) GTEST_SKIP() << "built without ONNX";
+  const std::string path = MIXGRAPH_SOURCE_DIR "/docs/onnx.md";
+  std::ifstream file(path);
+  ASSERT_TRUE(file) << "cannot read " << path;
+  std::stringstream ss;
+  ss << file.rdbuf();
+  const std::string doc = ss.str();
+  const std::string begin = "<!-- ONNX operators:",
+                    end = "<!-- end of the ONNX operators -->";
+  const size_t b = doc.find(begin), e = doc.find(end);
+  ASSERT_NE(b, std::string::npos) << path << " lacks the line " << begin;
+  ASSERT_NE(e, std::string::npos) << path << " lacks the line " << end;
+  // Rows "| group | Name, Name (a note), ... |" after the header and rule.
+  std::set<std::string> listed;
+  std::istringstream rows(doc.substr(b, e - b));
+  std::string row;
+  int line = 0;
+  while (std::getline(rows, row)) {
+    if (++line <= 3 || row.empty()) continue;  // comment, header, rule
+    const size_t cell = row.find(" | ");
+    ASSERT_NE(cell, std::string::npos) << path << ": " << row;
+    std::istringstream names(row.substr(cell + 3, row.rfind(" |") - cell - 3));
+    std::string name;
+    while (std::getline(names, name, ',')) {
+      name = name.substr(name.find_first_not_of(' '));
+      name = name.substr(0, name.find(' '));  // drop "(`ceil_mode` too)"
+      EXPECT_TRUE(listed.insert(name).second) << name << " is listed twice";
+    }
+  }
+  const std::set<std::string> read(in.begin(), in.end());
+  for (const auto& name : read) {
+    EXPECT_TRUE(listed.count(name)) << path << "'s table lacks " << name;
+  }
+  for (const auto& name : listed) {
+    EXPECT_TRUE(read.count(name))
+        << path << " lists " << name << ", which load_onnx does not read";
+  }
+  const std::string ops =
+      "the " + std::to_string(in.size()) + " ONNX operators";
+  EXPECT_NE(doc.find(ops), std::string::npos)
+      << path << " lacks '" << ops << "'";
+  const std::string fns = "the " + std::to_string(out.size()) + " functions";
+  EXPECT_NE(doc.find(fns), std::string::npos)
+      << path << " lacks '" << fns << "'";
+}
+
 }  // namespace

@@ -274,7 +274,7 @@ void broadcast_back(const T* dy, const Shape& shape,
   });
 }
 
-/// Max or Min over the function's axes (Op is reduce_ops::Max or ::Min):
+/// Max or Min over the function's axes (Op is `reduce_ops::Max` or `Min`):
 /// the value of the first extremum, whose flat index routes the grad back.
 template <class T, class Op, class Base>
 class ExtremumCpu : public Base {

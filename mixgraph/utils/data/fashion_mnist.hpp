@@ -24,10 +24,10 @@ std::string default_fashion_mnist_dir();
 bool fashion_mnist_available(const std::string& dir = "");
 
 /// The "train" (60,000 images) or "test" (10,000) split of Fashion-MNIST
-/// from `dir` ("" is the default): files <prefix>-images-idx3-ubyte[.gz] and
-/// <prefix>-labels-idx1-ubyte[.gz], prefix "train" or "t10k". A missing file
-/// is a std::invalid_argument naming it and saying
-/// `apt-get install dataset-fashion-mnist`; inconsistent files name the file.
+/// from `dir` ("" is the default): files `<prefix>-images-idx3-ubyte[.gz]`
+/// and `<prefix>-labels-idx1-ubyte[.gz]`, prefix "train" or "t10k". A missing
+/// file is a std::invalid_argument naming it and saying `apt-get install
+/// dataset-fashion-mnist`; inconsistent files name the file.
 ImageDataset load_fashion_mnist(const std::string& split,
                                 const std::string& dir = "");
 

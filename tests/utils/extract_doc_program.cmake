@@ -1,13 +1,14 @@
 # Writes the first C++ block after the heading SECTION (default "## A first
-# program") in README.md to OUT, so that the README's program is compiled
-# and run exactly as written (or with REPLACE replaced by WITH).
+# program") of the Markdown file DOC to OUT, before the next "## " heading,
+# so that a program in the docs is compiled and run exactly as written (or
+# with REPLACE replaced by WITH).
 if(NOT DEFINED SECTION)
   set(SECTION "## A first program")
 endif()
-file(READ "${README}" text)
+file(READ "${DOC}" text)
 string(FIND "${text}" "${SECTION}\n" start)
 if(start EQUAL -1)
-  message(FATAL_ERROR "README.md has no '${SECTION}' section")
+  message(FATAL_ERROR "${DOC} has no '${SECTION}' section")
 endif()
 string(SUBSTRING "${text}" ${start} -1 text)
 string(FIND "${text}" "```cpp\n" open)
@@ -18,7 +19,7 @@ if(NOT next EQUAL -1)
   math(EXPR next "${next} + ${heading}")
 endif()
 if(open EQUAL -1 OR (NOT next EQUAL -1 AND open GREATER next))
-  message(FATAL_ERROR "README.md's '${SECTION}' section has no C++ block")
+  message(FATAL_ERROR "${DOC}'s '${SECTION}' section has no C++ block")
 endif()
 string(SUBSTRING "${text}" ${open} -1 text)
 string(LENGTH "```cpp\n" skip)
@@ -34,5 +35,5 @@ if(DEFINED REPLACE)
   string(REPLACE "${REPLACE}" "${WITH}" code "${code}")
 endif()
 file(WRITE "${OUT}.new" "${code}")
-# Rewrite only on change, so an unrelated README edit rebuilds nothing.
+# Rewrite only on change, so an unrelated edit of DOC rebuilds nothing.
 execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.new" "${OUT}")

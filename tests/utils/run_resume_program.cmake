@@ -1,4 +1,4 @@
-# The README's resume recipe (README.md, "## Checkpoints"), run as a user
+# The resume recipe (docs/checkpoints.md, "## A run that resumes"), run as a user
 # would: once straight through, and once stopped after its checkpoint at
 # step 100 (STOPPED: the same program with its loop ending at 150) and run
 # again, resuming from it. The two final checkpoints must hold the same
