@@ -4,7 +4,7 @@
 # doxygen the target says how to get it.
 find_program(MIXGRAPH_DOXYGEN doxygen)
 # Doxygen reads the umbrella header and every layer's folder.
-set(MIXGRAPH_HEADER_ROOT ${CMAKE_SOURCE_DIR})
+set(MIXGRAPH_HEADER_ROOT ${MIXGRAPH_ROOT})
 set(MIXGRAPH_DOXYGEN_INPUT ${MIXGRAPH_HEADER_ROOT}/mixgraph.hpp)
 foreach(layer ${MIXGRAPH_LAYERS})
   string(APPEND MIXGRAPH_DOXYGEN_INPUT " ${MIXGRAPH_HEADER_ROOT}/${layer}")
