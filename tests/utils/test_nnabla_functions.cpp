@@ -183,7 +183,6 @@ class NNablaFunctions : public ::testing::Test {
     dir_ = MIXGRAPH_BINARY_DIR "/nnabla_functions";
     const std::string script =
         MIXGRAPH_SOURCE_DIR "/tests/utils/nnabla_functions_diff.py";
-    const std::string manifest = dir_ + "/manifest.txt";
     const std::string done = dir_ + "/done";
     if (fs::exists(done) &&
         fs::last_write_time(done) >= fs::last_write_time(script)) {
