@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Optional: NNabla from PyPI in a virtual environment (.venv-nnabla), for the
 # interop test that checks parameter files both ways (tests/utils/
-# test_nnabla_interop.cpp skips with a message without it). nnabla 1.39 has
+# test_nnabla_interop.cpp skips with a message without it), the .nnp tests
+# and the differential test of every function (tests/utils/
+# test_nnabla_functions.cpp, `ctest -L nnabla`). nnabla 1.39 has
 # wheels only up to Python 3.10: this uses pyenv's 3.10 (or PYTHON=...).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -252,6 +252,26 @@ TEST(Nnp, BadFilesAreRefusedNamingTheFileAndTheProblem) {
   for (const auto& p : {text, empty, free}) std::remove(p.c_str());
 }
 
+// A function whose output shape depends on its input's values (NonZero
+// here) gets the shape of the data NNabla saved it with in the file; the
+// network is built before that data is there, so that shape is not
+// checked at load time, and forward gives the data's.
+TEST(Nnp, LoadsAnOutputShapeThatDependsOnTheData) {
+  const std::string path =
+      write_nnp("nonzero.nnp",
+                edited(edited(kRelu, "\"ReLU\"", "\"NonZero\""),
+                       "name: \"y\" type: \"Buffer\" shape { dim: -1 dim: 3 }",
+                       "name: \"y\" type: \"Buffer\" shape { dim: 2 dim: 4 }"));
+  mg::ParameterScope params;
+  const mg::Network net = mg::load_nnp(path, params).executor("runtime");
+  fill(net.input("x"), {0, 2, 3, 0, 5, 6});
+  net.output("y")->forward();
+  ASSERT_EQ(net.output("y")->shape(), (mg::Shape{2, 4}));
+  EXPECT_EQ(values(net.output("y")),
+            (std::vector<float>{0, 0, 1, 1, 1, 2, 1, 2}));
+  std::remove(path.c_str());
+}
+
 // What NNabla's schema cannot hold is refused by name: our own argument
 // away from its default (left out at it, MaxPooling's including_pad is
 // written as NNabla's), and a null output.

@@ -414,7 +414,12 @@ class Loader {
                  "' is not among the network's variables");
         }
         const Shape expected = shape_of(*it->second, where, batch);
-        if (outs[i]->shape() != expected) {
+        // A shape that depends on the input values (NonZero,
+        // PackPaddedSequence, ...) is provisional until forward runs on data:
+        // the file's is the one of the data it was saved with.
+        const bool provisional =
+            outs[i]->parent()->function().output_shape_depends_on_data();
+        if (!provisional && outs[i]->shape() != expected) {
           refuse(fwhere + ": output '" + name + "' has shape " +
                  shape_str(outs[i]->shape()) + ", but the file declares " +
                  shape_str(expected));
