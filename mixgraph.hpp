@@ -22,6 +22,7 @@
 #include <mixgraph/contexts/synced_array.hpp>
 
 #include <mixgraph/graph/check_finite.hpp>
+#include <mixgraph/graph/fields.hpp>
 #include <mixgraph/graph/function.hpp>
 #include <mixgraph/graph/function_args.hpp>
 #include <mixgraph/graph/function_decl.hpp>
