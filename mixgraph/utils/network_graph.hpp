@@ -1,8 +1,8 @@
 // Internal: a graph as the network files store it (functions by type, with
 // their arguments and the names of what they read and write), shared by the
 // YAML networks (utils/yaml/network.cpp) and NNabla's .nnp files
-// (utils/nnp/nnp.cpp), so both name variables and report bad functions the
-// same way.
+// (utils/nnp/nnp_load.cpp, nnp_save.cpp), so both name variables and report bad
+// functions the same way.
 #pragma once
 
 #include <functional>
