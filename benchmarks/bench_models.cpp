@@ -36,6 +36,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../examples/unet_model.hpp"
 #include "machine.hpp"
 #include "timing.hpp"
 
@@ -183,36 +184,6 @@ double lstm_step_gflop() {
 
 constexpr int64_t kUnetBatch = 32, kUnetSide = 28, kUnetLabels = 11;
 
-mg::VariablePtr unet_conv(const mg::VariablePtr& x, int64_t maps,
-                          int64_t kernel, mg::ParameterScope scope) {
-  PF::ConvolutionParams p;
-  p.pad = {kernel / 2, kernel / 2};
-  return PF::convolution(x, maps, {kernel, kernel}, scope, p);
-}
-
-// relu(1x1 conv(relu(depthwise 3x3 conv(x)))).
-mg::VariablePtr separable(const mg::VariablePtr& x, int64_t maps,
-                          mg::ParameterScope scope) {
-  PF::DepthwiseConvolutionParams dw;
-  dw.pad = {1, 1};
-  auto h = F::relu(PF::depthwise_convolution(x, {3, 3}, scope["dw"], dw));
-  return F::relu(unet_conv(h, maps, 1, scope["pw"]));
-}
-
-// Images (N, 1, 28, 28) -> logits (N, 11, 28, 28).
-mg::VariablePtr unet(const mg::VariablePtr& x, mg::ParameterScope p) {
-  auto e1 = F::relu(unet_conv(x, 16, 3, p["enc1"]));
-  auto e2 = separable(F::max_pooling(e1, {2, 2}), 32, p["enc2"]);
-  auto mid = separable(F::max_pooling(e2, {2, 2}), 64, p["mid1"]);
-  mid = separable(mid, 64, p["mid2"]);
-  auto u2 = F::interpolate(mid, {14, 14}, "linear", /*align_corners=*/false,
-                           /*half_pixel=*/true);
-  auto d2 = F::relu(unet_conv(F::concatenate({u2, e2}, 1), 32, 3, p["dec2"]));
-  auto u1 = F::unpooling(d2, {2, 2});
-  auto d1 = F::relu(unet_conv(F::concatenate({u1, e1}, 1), 16, 3, p["dec1"]));
-  return unet_conv(d1, kUnetLabels, 1, p["head"]);
-}
-
 // Its convolutions' multiply-adds (the depthwise ones included), three
 // passes each but the first layer's (its input needs no grad).
 double unet_step_gflop() {
@@ -257,7 +228,8 @@ class Trainer {
     } else if (model == "unet") {
       x_ = mg::make_variable({kUnetBatch, 1, kUnetSide, kUnetSide});
       t_ = mg::make_variable({kUnetBatch, 1, kUnetSide, kUnetSide});
-      loss_ = F::mean(F::softmax_cross_entropy(unet(x_, params_), t_, 1));
+      loss_ = F::mean(F::softmax_cross_entropy(
+          example::unet(x_, kUnetLabels, params_), t_, 1));
       solver_ = mg::solvers::Adam(2e-3f);
       std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
       float* x = x_->data()->cast<float>(true);

@@ -5,11 +5,9 @@
 // the whole garment's shape, its mask the local detail: what the encoder's
 // context and the decoder's skip connections are for.
 //
-// Encoder: convolution, then two downsampling stages of depthwise-separable
-// convolutions (F::depthwise_convolution + a 1x1 convolution) after max
-// pooling; decoder: F::interpolate (bilinear, PyTorch's half-pixel rule) up
-// to 14x14 and F::unpooling (nearest, x2) up to 28x28, each concatenated
-// with the encoder's map of that size.
+// The model is in unet_model.hpp (shared with benchmarks/bench_models):
+// depthwise-separable convolutions down, F::interpolate and F::unpooling up,
+// with skip connections.
 //
 // Data as the ResNet example (Debian's dataset-fashion-mnist, or a synthetic
 // task when it is missing, said so). Result on 2 shared cores (AVX2): 79.68%
@@ -25,9 +23,9 @@
 #include <vector>
 
 #include "example_common.hpp"
+#include "unet_model.hpp"
 
 namespace F = mg::functions;
-namespace PF = mg::parametric_functions;
 
 namespace {
 
@@ -35,36 +33,6 @@ constexpr int kSide = example::kSide, kPixels = example::kPixels;
 constexpr int kBackground = example::kClasses;  // class 10
 constexpr int kLabels = example::kClasses + 1;
 constexpr float kNoise = 0.3f;  // the input noise's std, image in [0, 1]
-
-mg::VariablePtr conv(const mg::VariablePtr& x, int64_t maps, int64_t kernel,
-                     mg::ParameterScope scope) {
-  PF::ConvolutionParams p;
-  p.pad = {kernel / 2, kernel / 2};
-  return PF::convolution(x, maps, {kernel, kernel}, scope, p);
-}
-
-// relu(1x1 conv(relu(depthwise 3x3 conv(x)))): a depthwise-separable block.
-mg::VariablePtr separable(const mg::VariablePtr& x, int64_t maps,
-                          mg::ParameterScope scope) {
-  PF::DepthwiseConvolutionParams dw;
-  dw.pad = {1, 1};
-  auto h = F::relu(PF::depthwise_convolution(x, {3, 3}, scope["dw"], dw));
-  return F::relu(conv(h, maps, 1, scope["pw"]));
-}
-
-// Logits (N, 11, 28, 28) for images x (N, 1, 28, 28).
-mg::VariablePtr unet(const mg::VariablePtr& x, mg::ParameterScope params) {
-  auto e1 = F::relu(conv(x, 16, 3, params["enc1"]));                    // 28x28
-  auto e2 = separable(F::max_pooling(e1, {2, 2}), 32, params["enc2"]);  // 14
-  auto mid = separable(F::max_pooling(e2, {2, 2}), 64, params["mid1"]);  // 7
-  mid = separable(mid, 64, params["mid2"]);  // the context of the whole image
-  auto u2 = F::interpolate(mid, {14, 14}, "linear", /*align_corners=*/false,
-                           /*half_pixel=*/true);
-  auto d2 = F::relu(conv(F::concatenate({u2, e2}, 1), 32, 3, params["dec2"]));
-  auto u1 = F::unpooling(d2, {2, 2});
-  auto d1 = F::relu(conv(F::concatenate({u1, e1}, 1), 16, 3, params["dec1"]));
-  return conv(d1, kLabels, 1, params["head"]);
-}
 
 // Writes the noisy images `indices` into x and their label maps into t
 // (int32: labels never pass through half).
@@ -95,7 +63,8 @@ Scores evaluate(const mg::ImageDataset& test, int threshold,
   const int batch = 100;
   auto x = mg::make_variable({batch, 1, kSide, kSide});
   auto t = mg::make_variable({batch, 1, kSide, kSide});
-  auto guess = F::argmax(unet(x, params), {1});  // (N, 28, 28), fp32 indices
+  auto guess = F::argmax(example::unet(x, kLabels, params),
+                         {1});  // (N, 28, 28), fp32 indices
   std::vector<int64_t> inter(kLabels), uni(kLabels);
   int64_t right = 0, total = 0, garment_right = 0, garment_total = 0;
   std::mt19937 rng(7);
@@ -150,7 +119,8 @@ int main(int argc, char** argv) {
   mg::ParameterScope params;
   auto x = mg::make_variable({batch, 1, kSide, kSide});
   auto t = mg::make_variable({batch, 1, kSide, kSide});
-  auto loss = F::mean(F::softmax_cross_entropy(unet(x, params), t, 1));
+  auto loss = F::mean(
+      F::softmax_cross_entropy(example::unet(x, kLabels, params), t, 1));
 
   std::vector<int64_t> order(train.size), indices(batch);
   std::iota(order.begin(), order.end(), 0);
