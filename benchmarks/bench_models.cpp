@@ -11,7 +11,15 @@
 //   bench_models [--model resnet18|gpt|lstm|unet[,...]] [--type
 //   float|half|bfloat16[,...]]
 //                [--threads N] [--steps N] [--rounds N] [--warmup N]
-//                [--peers PYTHON] [--isa native|avx2]
+//                [--peers PYTHON] [--isa native|avx2] [--backend cpu|cudnn]
+//                [--peers-script PATH]  (default: this source tree's
+//                benchmarks/python_models.py)
+//
+// --backend cudnn trains ours on the GPU (context "cudnn:<type>") and the
+// peers there too (float32, fp16 AMP with a GradScaler, bf16 autocast),
+// and counts the host<->device copies of one step ("copies/step", as
+// to device + to host): a step that keeps everything on the device makes
+// none but the loss scaler's overflow flag.
 //
 // The configurations take turns: `rounds` rounds of `steps` timed steps
 // each (after `warmup` untimed ones in the first), ours and then, with
@@ -50,7 +58,10 @@ namespace {
 struct Options {
   int threads = 2, steps = 5, rounds = 4, warmup = 2;
   std::string isa = "native";
+  std::string backend = "cpu";
   std::string peers_python;
+  std::string peers_script =
+      std::string(MIXGRAPH_SOURCE_DIR) + "/benchmarks/python_models.py";
   std::vector<std::string> models{"resnet18", "gpt", "lstm", "unet"};
   std::vector<std::string> types{"float", "half", "bfloat16"};
 };
@@ -205,8 +216,11 @@ double unet_step_gflop() {
 // the dynamic loss scaler, as a mixed precision training loop would.
 class Trainer {
  public:
-  Trainer(const std::string& model, const std::string& type_config) {
-    mg::ContextGuard ctx(mg::context("cpu", type_config));
+  Trainer(const std::string& model, const std::string& type_config,
+          const std::string& backend) {
+    const mg::Context context = mg::context(backend, type_config);
+    device_ = context.device();
+    mg::ContextGuard ctx(context);
     mg::seed(1);
     std::mt19937 rng(3);
     if (model != "resnet18" && model != "gpt" && model != "lstm" &&
@@ -270,25 +284,35 @@ class Trainer {
     }
   }
 
+  /// One step, finished: on a device, its queued work done too.
   void step() {
     if (updater_) {
       updater_->update();
-      return;
+    } else {
+      solver_->zero_grad();
+      loss_->forward(/*clear_buffer=*/false, /*clear_no_need_grad=*/true);
+      loss_->backward(1.0f, /*clear_buffer=*/true);
+      solver_->update();
     }
-    solver_->zero_grad();
-    loss_->forward(/*clear_buffer=*/false, /*clear_no_need_grad=*/true);
-    loss_->backward(1.0f, /*clear_buffer=*/true);
-    solver_->update();
+    mg::synchronize_device(device_);
   }
 
   int64_t parameters() const { return parameters_; }
   float loss() const { return loss_->data()->get<const float>()[0]; }
 
-  /// The allocator's peak during one step, in MiB.
+  /// The allocator's peak during one step, in MiB (the device's allocator
+  /// on a device).
   double step_peak_mb() {
-    mg::CpuAllocator::instance().reset_peak();
+    mg::reset_device_peak(device_);
     step();
-    return mg::cpu_memory_stats().peak / 1048576.0;
+    return mg::device_memory_stats(device_).peak / 1048576.0;
+  }
+
+  /// The host<->device copies of one step.
+  mg::TransferStats step_transfers() {
+    mg::reset_transfer_stats();
+    step();
+    return mg::transfer_stats();
   }
 
  private:
@@ -296,6 +320,7 @@ class Trainer {
   mg::VariablePtr x_, t_, loss_;
   std::shared_ptr<mg::Solver> solver_;
   std::unique_ptr<mg::DynamicLossScalingUpdater> updater_;
+  std::string device_;  // "cpu" or "cuda:0"
   int64_t parameters_ = 0;
 };
 
@@ -305,9 +330,9 @@ std::map<std::string, std::vector<double>> peer_round(const Options& o,
                                                       const std::string& model,
                                                       int64_t* params) {
   std::ostringstream cmd;
-  cmd << o.peers_python << " " << MIXGRAPH_SOURCE_DIR
-      << "/benchmarks/python_models.py --model " << model << " --threads "
-      << o.threads << " --steps " << o.steps << " --warmup " << o.warmup;
+  cmd << o.peers_python << " " << o.peers_script << " --model " << model
+      << " --threads " << o.threads << " --steps " << o.steps << " --warmup "
+      << o.warmup << " --device " << (o.backend == "cpu" ? "cpu" : "cuda");
   std::map<std::string, std::vector<double>> steps;
   FILE* p = popen(cmd.str().c_str(), "r");
   if (!p) return steps;
@@ -332,7 +357,8 @@ constexpr const char* kUsage =
     "usage: bench_models [--model resnet18|gpt|lstm|unet[,...]]\n"
     "                    [--type float|half|bfloat16[,...]] [--threads N]\n"
     "                    [--steps N] [--rounds N] [--warmup N]\n"
-    "                    [--peers PYTHON] [--isa native|avx2]\n";
+    "                    [--peers PYTHON] [--isa native|avx2]\n"
+    "                    [--backend cpu|cudnn] [--peers-script PATH]\n";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -360,6 +386,10 @@ Options parse(int argc, char** argv) {
       o.peers_python = v;
     else if (k == "--isa")
       o.isa = v;
+    else if (k == "--backend")
+      o.backend = v;
+    else if (k == "--peers-script")
+      o.peers_script = v;
     else if (k == "--model")
       o.models = split(v);
     else if (k == "--type")
@@ -393,10 +423,17 @@ int main(int argc, char** argv) {
       "%.0f GFLOP/s, triad %.0f GB/s\n",
       o.threads, o.isa.c_str(), cpu.avx512f, cpu.avx512bf16, cpu.amx_bf16, peak,
       bandwidth);
+  const bool on_gpu = o.backend != "cpu";
+  if (on_gpu) {
+    std::printf(
+        "backend %s: ours and the peers on the GPU; 'of peak' is left out "
+        "(it is the CPU's)\n",
+        o.backend.c_str());
+  }
   for (const std::string& model : o.models) {
     std::vector<std::unique_ptr<Trainer>> ours;
     for (const std::string& t : o.types) {
-      ours.push_back(std::make_unique<Trainer>(model, t));
+      ours.push_back(std::make_unique<Trainer>(model, t, o.backend));
     }
     std::vector<std::vector<double>> samples(o.types.size());
     std::map<std::string, std::vector<double>> peers;
@@ -426,9 +463,17 @@ int main(int argc, char** argv) {
         "\n%.1f GFLOP of products per step; 'of peak': that over "
         "the step's time, against the fp32 FMA peak\n",
         gflop);
+    auto of_peak = [&](double ms) {
+      char buf[16] = "-";
+      if (!on_gpu) {
+        std::snprintf(buf, sizeof buf, "%.0f%%",
+                      100.0 * gflop / (ms / 1e3) / peak);
+      }
+      return std::string(buf);
+    };
     // Each of ours against our float and against its PyTorch twin (float:
-    // float32, bfloat16: bf16 autocast, half: float32, the bar half must
-    // clear); > 1 is faster.
+    // float32, bfloat16: bf16 autocast, half: float32 on the CPU, the bar
+    // half must clear, and fp16 AMP on the GPU); > 1 is faster.
     auto peer_ms = [&](const std::string& name) {
       auto it = peers.find(name);
       return it == peers.end() ? 0.0 : median(it->second) * 1e3;
@@ -438,25 +483,34 @@ int main(int argc, char** argv) {
       if (a > 0 && b > 0) std::snprintf(buf, sizeof buf, "%.2fx", a / b);
       return std::string(buf);
     };
-    std::printf("%-24s %10s %10s %10s %10s %10s\n", "configuration", "ms/step",
-                "vs float", "vs torch", "of peak", "peak MiB");
+    std::printf("%-24s %10s %10s %10s %10s %10s %12s\n", "configuration",
+                "ms/step", "vs float", "vs torch", "of peak", "peak MiB",
+                "copies/step");
     double float_ms = 0;
     for (size_t i = 0; i < ours.size(); ++i) {
       if (o.types[i] == "float") float_ms = median(samples[i]) * 1e3;
     }
     for (size_t i = 0; i < ours.size(); ++i) {
       const double ms = median(samples[i]) * 1e3;
-      const double twin = peer_ms(
-          o.types[i] == "bfloat16" ? "torch-bf16-autocast" : "torch-float32");
-      std::printf("%-24s %10.1f %10s %10s %9.0f%% %10.1f\n",
+      const double twin =
+          peer_ms(o.types[i] == "bfloat16"         ? "torch-bf16-autocast"
+                  : o.types[i] == "half" && on_gpu ? "torch-fp16-amp"
+                                                   : "torch-float32");
+      const double peak_mb = ours[i]->step_peak_mb();
+      const mg::TransferStats copies = ours[i]->step_transfers();
+      char copies_text[32];
+      std::snprintf(copies_text, sizeof copies_text, "%llu + %llu",
+                    static_cast<unsigned long long>(copies.to_device),
+                    static_cast<unsigned long long>(copies.to_host));
+      std::printf("%-24s %10.1f %10s %10s %10s %10.1f %12s\n",
                   ("mixgraph " + o.types[i]).c_str(), ms,
                   ratio(float_ms, ms).c_str(), ratio(twin, ms).c_str(),
-                  100.0 * gflop / (ms / 1e3) / peak, ours[i]->step_peak_mb());
+                  of_peak(ms).c_str(), peak_mb, copies_text);
     }
     for (const auto& [name, v] : peers) {
       const double ms = median(v) * 1e3;
-      std::printf("%-24s %10.1f %10s %10s %9.0f%%\n", name.c_str(), ms, "", "",
-                  100.0 * gflop / (ms / 1e3) / peak);
+      std::printf("%-24s %10.1f %10s %10s %10s\n", name.c_str(), ms, "", "",
+                  of_peak(ms).c_str());
     }
   }
   return 0;

@@ -6,7 +6,8 @@ momentum), the LSTM language model (Embed 1000 x 512, two LSTM layers of
 and the U-Net of examples/unet_fashion_mnist.cpp (batch 32 of 1x28x28, 11
 labels per pixel, Adam),
 the same layers and parameter counts as ours, on random data. Trains each
-in float32 and in bf16 autocast and prints
+in float32 and in bf16 autocast (and, with --device cuda, in fp16 autocast
+with a GradScaler: PyTorch's AMP) and prints
 
     params <n>
     step <configuration> <seconds>      (every timed step)
@@ -25,6 +26,7 @@ def parse():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     return p.parse_args()
 
 
@@ -82,7 +84,7 @@ def gpt(torch, nn):
 
         def forward(self, tokens):  # (T, B) as ours
             h = self.tok(tokens) + self.pos(
-                torch.arange(tokens.shape[0]))[:, None, :]
+                torch.arange(tokens.shape[0], device=tokens.device))[:, None, :]
             for b in self.blocks:
                 h = b(h, self.mask)
             return self.head(self.ln_f(h))
@@ -166,25 +168,44 @@ def main():
     print("params", sum(p.numel() for n, p in model.named_parameters()
                         if "bias_hh" not in n))
     loss_fn = nn.CrossEntropyLoss()
+    cuda = a.device == "cuda"
+    model, x, t = model.to(a.device), x.to(a.device), t.to(a.device)
+    # The optimizer was made for the parameters before .to(): same objects.
+    scaler = torch.amp.GradScaler("cuda") if cuda else None
 
-    def step(autocast):
+    def sync():
+        if cuda:
+            torch.cuda.synchronize()
+
+    def step(dtype):
         opt.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        with torch.autocast(a.device, dtype=dtype or torch.bfloat16,
+                            enabled=dtype is not None):
             y = model(x)
         if a.model == "unet":  # per pixel: the labels on axis 1
             loss = loss_fn(y.float(), t)
         else:
             loss = loss_fn(y.float().reshape(-1, y.shape[-1]), t)
-        loss.backward()
-        opt.step()
+        if dtype is torch.float16:  # fp16 needs the scaler, as ours
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
 
-    for name, autocast in [("torch-float32", False),
-                           ("torch-bf16-autocast", True)]:
+    configurations = [("torch-float32", None),
+                      ("torch-bf16-autocast", torch.bfloat16)]
+    if cuda:
+        configurations.insert(1, ("torch-fp16-amp", torch.float16))
+    for name, dtype in configurations:
         for _ in range(a.warmup):
-            step(autocast)
+            step(dtype)
+        sync()
         for _ in range(a.steps):
             t0 = time.perf_counter()
-            step(autocast)
+            step(dtype)
+            sync()
             print("step", name, time.perf_counter() - t0, flush=True)
 
 

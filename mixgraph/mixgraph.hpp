@@ -20,6 +20,7 @@
 #include <mixgraph/contexts/memory.hpp>
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/contexts/synced_array.hpp>
+#include <mixgraph/contexts/transfers.hpp>
 
 #include <mixgraph/graph/check_finite.hpp>
 #include <mixgraph/graph/fields.hpp>

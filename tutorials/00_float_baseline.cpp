@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   // Every function created from here on computes in the context's type.
-  mg::set_default_context(mg::context("cpu", options.type_config));
+  mg::set_default_context(mg::context(options.backend, options.type_config));
 
   // The data, progress bar, test accuracy and checkpoints are plumbing
   // (tutorials/common); the network and the step are what this is about.

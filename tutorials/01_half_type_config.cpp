@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
       argc, argv, "Step 1: LeNet on Fashion-MNIST in half", defaults);
 
   // The one line this step is about.
-  mg::set_default_context(mg::context("cpu", options.type_config));
+  mg::set_default_context(mg::context(options.backend, options.type_config));
   std::printf("context: %s\n", mg::default_context().str().c_str());
 
   tutorial::Training run("01_half_type_config", options);

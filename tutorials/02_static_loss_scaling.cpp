@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
                "held at once");
   CLI11_PARSE(app, argc, argv);
 
-  mg::set_default_context(mg::context("cpu", options.type_config));
+  mg::set_default_context(mg::context(options.backend, options.type_config));
   tutorial::Training run("02_static_loss_scaling", options);
   auto x = mg::make_variable({options.batch_size, 1, 28, 28});
   auto t = mg::make_variable({options.batch_size, 1});

@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  mg::set_default_context(mg::context("cpu", options.type_config));
+  mg::set_default_context(mg::context(options.backend, options.type_config));
   tutorial::Training run("03_dynamic_loss_scaling_by_hand", options);
   auto x = mg::make_variable({options.batch_size, 1, 28, 28});
   auto t = mg::make_variable({options.batch_size, 1});

@@ -76,6 +76,8 @@ int main(int argc, char** argv) {
   CLI::App app(
       "Step 6: a float LeNet converted for half and bfloat16 inference");
   tutorial::add_flags(app, options, /*with_type_config=*/false);
+  // The converted files are scored on the CPU they are deployed to.
+  app.remove_option(app.get_option("--backend"));
   app.add_option("--from", from,
                  "a float checkpoint of the LeNet (step 0's, the main job's "
                  "float.ckpt.h5) instead of training");

@@ -46,8 +46,8 @@ Run train(const std::string& type_config, tutorial::Options options,
   options.type_config = type_config;
   options.checkpoint = out_dir + "/" + type_config + ".ckpt.h5";
   options.csv = out_dir + "/" + type_config + ".csv";
-  mg::CpuAllocator::instance().reset_peak();
-  mg::ContextGuard context(mg::context("cpu", type_config));
+  mg::ContextGuard context(mg::context(options.backend, type_config));
+  mg::reset_device_peak(mg::default_context().device());
 
   tutorial::Training run("main_job_" + type_config, options);
   auto x = mg::make_variable({options.batch_size, 1, 28, 28});

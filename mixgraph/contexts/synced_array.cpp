@@ -1,13 +1,31 @@
 #include <mixgraph/contexts/synced_array.hpp>
 
+#include <atomic>
 #include <stdexcept>
 
 #include <mixgraph/contexts/convert.hpp>
 #include <mixgraph/contexts/device.hpp>
+#include <mixgraph/contexts/transfers.hpp>
 
 namespace mg {
 
 namespace {
+
+// transfer_stats()'s counters: arrays are cast from several threads.
+std::atomic<uint64_t> g_to_device{0}, g_to_host{0}, g_bytes_to_device{0},
+    g_bytes_to_host{0};
+
+void copy_to_device(const DeviceRef& d, void* dst, const void* src,
+                    size_t bytes) {
+  d.backend->copy_to_device(d.index, dst, src, bytes);
+  count_transfer_to_device(bytes);
+}
+
+void copy_to_host(const DeviceRef& s, void* dst, const void* src,
+                  size_t bytes) {
+  s.backend->copy_to_host(s.index, dst, src, bytes);
+  count_transfer_to_host(bytes);
+}
 
 std::string tag(const char* where) {
   return std::string("[SyncedArray::") + where + "] ";
@@ -27,13 +45,11 @@ void transfer(const Array& src, Array& dst, size_t n, const char* where) {
   if (src_host) {
     const DeviceRef d = resolve_device(dst.device, tag(where));
     if (src.dtype == dst.dtype) {
-      d.backend->copy_to_device(d.index, dst.data(), src.data(),
-                                n * dtype_size(src.dtype));
+      copy_to_device(d, dst.data(), src.data(), n * dtype_size(src.dtype));
       return;
     }
     auto tmp = d.backend->allocate(d.index, n * dtype_size(src.dtype));
-    d.backend->copy_to_device(d.index, tmp->ptr(), src.data(),
-                              n * dtype_size(src.dtype));
+    copy_to_device(d, tmp->ptr(), src.data(), n * dtype_size(src.dtype));
     d.backend->convert(d.index, tmp->ptr(), src.dtype, dst.data(), dst.dtype,
                        n);
     return;  // tmp goes back to the cache; the device reuses it in order
@@ -41,15 +57,13 @@ void transfer(const Array& src, Array& dst, size_t n, const char* where) {
   const DeviceRef s = resolve_device(src.device, tag(where));
   if (dst_host) {
     if (src.dtype == dst.dtype) {
-      s.backend->copy_to_host(s.index, dst.data(), src.data(),
-                              n * dtype_size(dst.dtype));
+      copy_to_host(s, dst.data(), src.data(), n * dtype_size(dst.dtype));
       return;
     }
     auto tmp = s.backend->allocate(s.index, n * dtype_size(dst.dtype));
     s.backend->convert(s.index, src.data(), src.dtype, tmp->ptr(), dst.dtype,
                        n);
-    s.backend->copy_to_host(s.index, dst.data(), tmp->ptr(),
-                            n * dtype_size(dst.dtype));
+    copy_to_host(s, dst.data(), tmp->ptr(), n * dtype_size(dst.dtype));
     return;
   }
   const DeviceRef d = resolve_device(dst.device, tag(where));
@@ -61,12 +75,34 @@ void transfer(const Array& src, Array& dst, size_t n, const char* where) {
   // Between two devices: through the host, in the source dtype.
   Array host{src.dtype, "cpu",
              CpuAllocator::instance().allocate(n * dtype_size(src.dtype))};
-  s.backend->copy_to_host(s.index, host.data(), src.data(),
-                          n * dtype_size(src.dtype));
+  copy_to_host(s, host.data(), src.data(), n * dtype_size(src.dtype));
   transfer(host, dst, n, where);
 }
 
 }  // namespace
+
+TransferStats transfer_stats() {
+  TransferStats t;
+  t.to_device = g_to_device.load(std::memory_order_relaxed);
+  t.to_host = g_to_host.load(std::memory_order_relaxed);
+  t.bytes_to_device = g_bytes_to_device.load(std::memory_order_relaxed);
+  t.bytes_to_host = g_bytes_to_host.load(std::memory_order_relaxed);
+  return t;
+}
+
+void count_transfer_to_device(size_t bytes) {
+  g_to_device.fetch_add(1, std::memory_order_relaxed);
+  g_bytes_to_device.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void count_transfer_to_host(size_t bytes) {
+  g_to_host.fetch_add(1, std::memory_order_relaxed);
+  g_bytes_to_host.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void reset_transfer_stats() {
+  g_to_device = g_to_host = g_bytes_to_device = g_bytes_to_host = 0;
+}
 
 SyncedArray::SyncedArray(size_t size) : size_(size) {}
 

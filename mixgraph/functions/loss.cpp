@@ -37,6 +37,25 @@ void check_same_shape(const Variables& in, const char* a, const char* b,
 
 }  // namespace
 
+void check_class_labels(const int32_t* labels, int64_t n, const Shape& x,
+                        const AxisSplit& s, const std::string& tag) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (labels[i] < 0 || labels[i] >= s.size) {
+      throw std::invalid_argument(
+          msg(tag, "t holds label ", labels[i], " at flat index ", i,
+              ", but x with shape ", shape_str(x), " has ", s.size,
+              " classes along axis ", s.axis, ": labels must be in [0, ",
+              s.size, ")"));
+    }
+  }
+}
+
+void refuse_label_grad(const std::string& tag) {
+  throw std::invalid_argument(msg(tag,
+                                  "t holds class labels and has no gradient; "
+                                  "make t need_grad = false"));
+}
+
 void ClassLabelLoss::setup_impl(const Variables& in, const Variables& out) {
   split_ = split_at_axis(in[0]->shape(), opts_.axis, tag());
   check_label_shape(in[0]->shape(), in[1]->shape(), split_, tag());

@@ -39,6 +39,16 @@ class ClassLabelLoss : public FunctionWith<SoftmaxCrossEntropyOptions> {
   AxisSplit split_;
 };
 
+/// Throws std::invalid_argument "<tag>t holds label 7 at flat index 3, but
+/// x with shape (4, 5) has 5 classes along axis 1: labels must be in [0,
+/// 5)" unless each of the n labels is a class of x (split by s): the check
+/// every backend makes before it reads labels.
+void check_class_labels(const int32_t* labels, int64_t n, const Shape& x,
+                        const AxisSplit& s, const std::string& tag);
+
+/// Throws std::invalid_argument: t holds class labels and takes no grad.
+[[noreturn]] void refuse_label_grad(const std::string& tag);
+
 /// y = -log softmax(x)[t] along the axis (shapes as ClassLabelLoss).
 class SoftmaxCrossEntropy : public ClassLabelLoss {
  public:

@@ -9,6 +9,7 @@
 
 #include <mixgraph/contexts/device.hpp>
 #include <mixgraph/contexts/synced_array.hpp>
+#include <mixgraph/contexts/transfers.hpp>
 
 #include "../support/fake_device.hpp"
 
@@ -116,6 +117,34 @@ TEST(Device, BetweenTwoDevicesGoesThroughTheHost) {
   a.get(Dtype::bf16, "fake:0");
   EXPECT_EQ(f.conversions, 1);
   EXPECT_EQ(f.to_host + f.to_device, 0);
+}
+
+// transfer_stats() counts what crossed between the host and a device, in
+// both directions and whatever the device, and nothing that stayed on one
+// side: the figure a training step on a GPU is held to.
+TEST(Device, TransferStatsCountHostDeviceCopies) {
+  fake();
+  reset_transfer_stats();
+  SyncedArray a(10);
+  static_cast<float*>(a.cast(Dtype::f32))[0] = 1.0f;
+  a.get(Dtype::f16, "fake:0");  // host -> device, converted there
+  TransferStats t = transfer_stats();
+  EXPECT_EQ(t.to_device, 1u);
+  EXPECT_EQ(t.bytes_to_device, 40u) << "host data travels in its own dtype";
+  EXPECT_EQ(t.to_host, 0u);
+  a.cast(Dtype::f16, "fake:0");  // the device copy becomes the head
+  a.get(Dtype::bf16, "fake:0");  // converted from it, on the device
+  EXPECT_EQ(transfer_stats().to_device, 1u) << "nothing crossed";
+  a.get(Dtype::f32, "fake:1");  // device 0 -> host -> device 1
+  t = transfer_stats();
+  EXPECT_EQ(t.to_host, 1u);
+  EXPECT_EQ(t.bytes_to_host, 20u) << "device data travels in its dtype";
+  EXPECT_EQ(t.to_device, 2u);
+  a.get(Dtype::f32);  // back to the host, from the head on device 0
+  EXPECT_EQ(transfer_stats().to_host, 2u);
+  reset_transfer_stats();
+  t = transfer_stats();
+  EXPECT_EQ(t.to_device + t.to_host + t.bytes_to_device + t.bytes_to_host, 0u);
 }
 
 TEST(Device, CastTakingHeadHandsBackTheOldHead) {

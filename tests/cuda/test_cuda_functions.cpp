@@ -3,6 +3,7 @@
 // float, half and bfloat16. The CPU backend is tested against references
 // of its own (tests/functions/); here the device must agree with it.
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <random>
 #include <string>
@@ -203,13 +204,24 @@ TEST_F(CudaFunctions, LongReductionsSplitAcrossBlocks) {
                      [](const Vars& v) { return F::max(v[0], {1}); }});
 }
 
+// Mean is declared fp32 (it reduces losses), so under half it runs in
+// cuda:float; set reduced by a policy it runs the half kernel, whose sum
+// still accumulates in fp32: 100000 ones (past fp16's 65504) mean 1.
 TEST_F(CudaFunctions, MeanOf100000HalfOnesIsOne) {
   ContextGuard guard(context("cudnn", "half"));
   auto x = variable_from({100000}, std::vector<float>(100000, 1.0f));
   auto y = F::mean(x);
   y->forward();
-  EXPECT_EQ(y->parent()->function().backend().str(), "cuda:half");
+  EXPECT_EQ(y->parent()->function().backend().str(), "cuda:float");
   EXPECT_EQ(to_doubles(y)[0], 1.0);
+
+  PrecisionPolicy& policy = PrecisionPolicy::instance();
+  policy.set("Mean", Precision::reduced);
+  auto reduced = F::mean(x);
+  reduced->forward();
+  policy.reset();
+  EXPECT_EQ(reduced->parent()->function().backend().str(), "cuda:half");
+  EXPECT_EQ(to_doubles(reduced)[0], 1.0);
 }
 
 TEST_F(CudaFunctions, GlobalAveragePooling) {
@@ -378,6 +390,100 @@ TEST_F(CudaFunctions, OutputsAndGradsStayOnTheDevice) {
   }
   EXPECT_EQ(x->grad()->array().head_device(), "cuda:0");
   EXPECT_EQ(x->grad()->array().dtype(), Dtype::f16);
+}
+
+}  // namespace
+}  // namespace mg::test
+
+namespace mg::test {
+namespace {
+
+// The four layouts of BatchMatmul, forward and both grads, against the CPU.
+TEST_F(CudaFunctions, BatchMatmulEveryTranspose) {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(std::string("transpose_a ") + (ta ? "1" : "0") +
+                   ", transpose_b " + (tb ? "1" : "0"));
+      const Shape a = ta ? Shape{3, 4, 2} : Shape{3, 2, 4};
+      const Shape b = tb ? Shape{3, 5, 4} : Shape{3, 4, 5};
+      compare_all_types({{InputSpec(a), InputSpec(b)}, [ta, tb](const Vars& v) {
+                           return F::batch_matmul(v[0], v[1], ta, tb);
+                         }});
+    }
+  }
+}
+
+// Transpose, SoftmaxCrossEntropy over a middle axis, LayerNormalization of a
+// Transformer's (T, B, E) and Embed, each against the CPU.
+TEST_F(CudaFunctions, TrainingStepFunctions) {
+  compare_all_types({{InputSpec({2, 3, 4, 5})}, [](const Vars& v) {
+                       return F::transpose(v[0], {2, 0, 3, 1});
+                     }});
+  compare_all_types(
+      {{InputSpec({2, 5, 3}, -4.0f, 4.0f),
+        InputSpec::fixed({2, 1, 3}, {0, 4, 2, 1, 3, 4})},
+       [](const Vars& v) { return F::softmax_cross_entropy(v[0], v[1], 1); }});
+  compare_all_types({{InputSpec({4, 2, 16}), InputSpec({1, 1, 16}),
+                      InputSpec({1, 1, 16}, 0.5f, 1.5f)},
+                     [](const Vars& v) {
+                       return F::layer_normalization(v[0], v[1], v[2], {0, 1});
+                     }});
+  compare_all_types(
+      {{InputSpec::fixed({2, 3}, {3, 0, 9, 3, 3, 7}), InputSpec({10, 4})},
+       [](const Vars& v) { return F::embed(v[0], v[1]); }});
+}
+
+// After the first step has moved the inputs and parameters over, a training
+// step of Embed, LayerNormalization, attention and a softmax cross entropy
+// makes no host<->device copy; with the loss scaler, one (its flag).
+TEST_F(CudaFunctions, ATrainingStepStaysOnTheDevice) {
+  for (const char* type : {"float", "half"}) {
+    SCOPED_TRACE(type);
+    ContextGuard guard(context("cudnn", type));
+    ParameterScope params;
+    auto tokens = make_variable({16, 2});
+    auto labels = make_variable({16, 2, 1});
+    int32_t* x = tokens->data()->cast<int32_t>(true);
+    int32_t* t = labels->data()->cast<int32_t>(true);
+    for (int i = 0; i < 32; ++i) x[i] = (7 * i) % 50, t[i] = (3 * i) % 50;
+    auto h = parametric_functions::embed(tokens, 50, 32, params["embed"]);
+    h = parametric_functions::layer_normalization(h, params["ln"], {0, 1});
+    h = F::add2(h, parametric_functions::multi_head_attention(
+                       h, h, h, 32, 4, params["attn"], /*causal=*/true));
+    parametric_functions::AffineParams tokens_axis;
+    tokens_axis.base_axis = 2;
+    auto loss = F::mean(F::softmax_cross_entropy(
+        parametric_functions::affine(h, 50, params["head"], tokens_axis),
+        labels));
+    auto solver = solvers::Adam(1e-3f);
+    solver->set_parameters(params.parameters());
+    auto step = [&] {
+      solver->zero_grad();
+      loss->forward(false, true);
+      loss->backward(1.0f, true);
+      solver->update();
+    };
+    step();
+    step();
+    synchronize_device("cuda:0");
+    reset_transfer_stats();
+    step();
+    synchronize_device("cuda:0");
+    const TransferStats s = transfer_stats();
+    EXPECT_EQ(s.to_device, 0u) << s.bytes_to_device << " bytes";
+    EXPECT_EQ(s.to_host, 0u) << s.bytes_to_host << " bytes";
+
+    // The loss scaler reads its overflow flag: one small read per step.
+    DynamicLossScalingUpdater updater(solver, loss, [] {});
+    updater.update();
+    synchronize_device("cuda:0");
+    reset_transfer_stats();
+    updater.update();
+    const TransferStats u = transfer_stats();
+    EXPECT_EQ(u.to_device, 0u) << u.bytes_to_device << " bytes";
+    EXPECT_EQ(u.to_host, 1u) << u.bytes_to_host << " bytes";
+    EXPECT_TRUE(std::isfinite(loss->data()->get<const float>()[0]));
+  }
 }
 
 }  // namespace

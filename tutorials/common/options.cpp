@@ -34,6 +34,11 @@ void add_flags(CLI::App& app, Options& o, bool with_type_config) {
         ->check(CLI::IsMember({"float", "half", "bfloat16"}))
         ->capture_default_str();
   }
+  app.add_option("--backend", o.backend,
+                 "where functions run: cpu, or cudnn (cuda) on the GPU "
+                 "of a CUDA build")
+      ->check(CLI::IsMember({"cpu", "cuda", "cudnn"}))
+      ->capture_default_str();
   app.add_option("--epochs", o.epochs, "passes over the training set")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

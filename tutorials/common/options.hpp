@@ -13,6 +13,7 @@ namespace tutorial {
 /// What a tutorial run does; the flags of the same names set it.
 struct Options {
   std::string type_config = "float";  // float, half or bfloat16
+  std::string backend = "cpu";        // cpu, or cudnn / cuda for the GPU
   int epochs = 3;
   int batch_size = 128;
   int64_t iterations = 0;  // stop after this many steps in all (0: no cap)

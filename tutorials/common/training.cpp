@@ -291,7 +291,8 @@ mg::CheckpointExtras Training::extras() const {
 
 void Training::save_checkpoint() {
   summary_.peak_bytes =
-      std::max(summary_.peak_bytes, mg::cpu_memory_stats().peak);
+      std::max(summary_.peak_bytes,
+               mg::device_memory_stats(mg::default_context().device()).peak);
   last_saved_ = summary_.steps;
   // The ranks hold the same weights, solver and updater states and
   // iterator position: rank 0's file resumes every rank.
@@ -381,7 +382,8 @@ int Training::finish() {
   if (!stepped) summary_.final_loss = nan;
   summary_.weights_hash = weights_hash(params);
   summary_.peak_bytes =
-      std::max(summary_.peak_bytes, mg::cpu_memory_stats().peak);
+      std::max(summary_.peak_bytes,
+               mg::device_memory_stats(mg::default_context().device()).peak);
   if (updater_ && updater_->grad_reducer()) {
     const mg::AllReduceStats& st = updater_->grad_reducer()->stats();
     summary_.allreduce_seconds = st.finish_seconds;

@@ -40,7 +40,7 @@ struct Summary {
   float first_loss = 0, last_loss = 0;
   float final_loss = 0;
   uint64_t weights_hash = 0;  // FNV-1a of the fp32 weights
-  size_t peak_bytes = 0;      // mg::cpu_memory_stats().peak seen during the run
+  size_t peak_bytes = 0;  // the allocator peak of the run's device (cpu or GPU)
   bool interrupted = false;
   // Data-parallel runs (--ranks): the ranks, and this process's grad
   // all-reduce (GradReducer's stats: what backward did not hide).

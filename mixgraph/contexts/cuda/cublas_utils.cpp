@@ -16,7 +16,7 @@ namespace mg::cuda {
 
 namespace {
 
-// The six cuBLAS entry points mixgraph uses.
+// The seven cuBLAS entry points mixgraph uses.
 struct Cublas {
   cublasStatus_t (*create)(cublasHandle_t*);
   cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
@@ -26,6 +26,11 @@ struct Cublas {
                             const void*, cudaDataType, int, const void*,
                             cudaDataType, int, const void*, void*, cudaDataType,
                             int, cublasComputeType_t, cublasGemmAlgo_t);
+  cublasStatus_t (*gemm_strided_batched_ex)(
+      cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+      const void*, const void*, cudaDataType, int, long long int, const void*,
+      cudaDataType, int, long long int, const void*, void*, cudaDataType, int,
+      long long int, int, cublasComputeType_t, cublasGemmAlgo_t);
   const char* (*status_name)(cublasStatus_t);
   const char* (*status_string)(cublasStatus_t);
 };
@@ -55,6 +60,9 @@ const Cublas& cublas() {
     a.set_math_mode =
         reinterpret_cast<decltype(a.set_math_mode)>(sym("cublasSetMathMode"));
     a.gemm_ex = reinterpret_cast<decltype(a.gemm_ex)>(sym("cublasGemmEx"));
+    a.gemm_strided_batched_ex =
+        reinterpret_cast<decltype(a.gemm_strided_batched_ex)>(
+            sym("cublasGemmStridedBatchedEx"));
     a.status_name =
         reinterpret_cast<decltype(a.status_name)>(sym("cublasGetStatusName"));
     a.status_string = reinterpret_cast<decltype(a.status_string)>(
@@ -114,10 +122,19 @@ cublasHandle_t cublas_handle(int index) {
 void gemm(int index, bool trans_a, bool trans_b, int64_t m, int64_t n,
           int64_t k, float alpha, const void* a, Dtype a_type, const void* b,
           Dtype b_type, float beta, void* c, Dtype c_type) {
-  if (m == 0 || n == 0) return;
-  if (m > INT_MAX || n > INT_MAX || k > INT_MAX) {
-    throw std::runtime_error(msg("[cublas] gemm of ", m, " x ", n, " x ", k,
-                                 " has a side past 2^31 - 1"));
+  gemm_batched(index, trans_a, trans_b, m, n, k, alpha, a, a_type, 0, b, b_type,
+               0, beta, c, c_type, 0, 1);
+}
+
+void gemm_batched(int index, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                  int64_t k, float alpha, const void* a, Dtype a_type,
+                  int64_t stride_a, const void* b, Dtype b_type,
+                  int64_t stride_b, float beta, void* c, Dtype c_type,
+                  int64_t stride_c, int64_t batch) {
+  if (m == 0 || n == 0 || batch == 0) return;
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX || batch > INT_MAX) {
+    throw std::runtime_error(msg("[cublas] gemm of ", batch, " x ", m, " x ", n,
+                                 " x ", k, " has a side past 2^31 - 1"));
   }
   DeviceGuard guard(index);
   cublasHandle_t h = cublas_handle(index);
@@ -125,14 +142,23 @@ void gemm(int index, bool trans_a, bool trans_b, int64_t m, int64_t n,
   // row-major arrays read as column-major are already the transposes.
   const int lda = static_cast<int>(std::max<int64_t>(1, trans_a ? m : k));
   const int ldb = static_cast<int>(std::max<int64_t>(1, trans_b ? k : n));
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   // With k = 0 cuBLAS leaves C as beta C, which is what the product means.
-  MG_CUBLAS_CHECK(cublas().gemm_ex(
-      h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-      trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
-      static_cast<int>(m), static_cast<int>(k), &alpha, b,
-      cuda_data_type(b_type), ldb, a, cuda_data_type(a_type), lda, &beta, c,
-      cuda_data_type(c_type), static_cast<int>(n), CUBLAS_COMPUTE_32F,
-      CUBLAS_GEMM_DEFAULT));
+  if (batch == 1) {
+    MG_CUBLAS_CHECK(cublas().gemm_ex(
+        h, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
+        static_cast<int>(k), &alpha, b, cuda_data_type(b_type), ldb, a,
+        cuda_data_type(a_type), lda, &beta, c, cuda_data_type(c_type),
+        static_cast<int>(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return;
+  }
+  MG_CUBLAS_CHECK(cublas().gemm_strided_batched_ex(
+      h, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
+      static_cast<int>(k), &alpha, b, cuda_data_type(b_type), ldb, stride_b, a,
+      cuda_data_type(a_type), lda, stride_a, &beta, c, cuda_data_type(c_type),
+      static_cast<int>(n), stride_c, static_cast<int>(batch),
+      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace mg::cuda

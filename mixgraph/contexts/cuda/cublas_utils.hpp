@@ -31,4 +31,12 @@ void gemm(int index, bool trans_a, bool trans_b, int64_t m, int64_t n,
           int64_t k, float alpha, const void* a, Dtype a_type, const void* b,
           Dtype b_type, float beta, void* c, Dtype c_type);
 
+/// The same for `batch` products at once: the i-th reads a + i stride_a and
+/// b + i stride_b and writes c + i stride_c (strides in elements).
+void gemm_batched(int index, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                  int64_t k, float alpha, const void* a, Dtype a_type,
+                  int64_t stride_a, const void* b, Dtype b_type,
+                  int64_t stride_b, float beta, void* c, Dtype c_type,
+                  int64_t stride_c, int64_t batch);
+
 }  // namespace mg::cuda

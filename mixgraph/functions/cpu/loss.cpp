@@ -21,16 +21,7 @@ namespace {
 const int32_t* labels(const Variables& in, const AxisSplit& s,
                       const std::string& tag) {
   const int32_t* l = index_data(in[1], tag, "t");
-  const int64_t n = in[1]->size();
-  for (int64_t i = 0; i < n; ++i) {
-    if (l[i] < 0 || l[i] >= s.size) {
-      throw std::invalid_argument(
-          msg(tag, "t holds label ", l[i], " at flat index ", i,
-              ", but x with shape ", shape_str(in[0]->shape()), " has ", s.size,
-              " classes along axis ", s.axis, ": labels must be in [0, ",
-              s.size, ")"));
-    }
-  }
+  check_class_labels(l, in[1]->size(), in[0]->shape(), s, tag);
   return l;
 }
 
@@ -69,12 +60,7 @@ class SoftmaxCrossEntropyCpu : public SoftmaxCrossEntropy {
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
-    if (propagate_down[1]) {
-      throw std::invalid_argument(
-          msg(tag(),
-              "t holds class labels and has no gradient; make t "
-              "need_grad = false"));
-    }
+    if (propagate_down[1]) refuse_label_grad(tag());
     if (!propagate_down[0]) return;
     const AxisSplit& s = split_;
     const int32_t* l = in[1]->data()->get<const int32_t>();

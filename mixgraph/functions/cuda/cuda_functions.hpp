@@ -10,10 +10,15 @@
   X(elementwise)          /* cuda/elementwise.cu */ \
   X(reduction)            /* cuda/reduction.cu */ \
   X(affine)               /* cuda/affine.cpp */ \
+  X(batch_matmul)         /* cuda/batch_matmul.cpp */ \
   X(convolution)          /* cudnn/convolution.cpp */ \
   X(pooling)              /* cudnn/pooling.cpp */ \
   X(batch_normalization)  /* cudnn/batch_normalization.cpp */ \
-  X(softmax)              /* cudnn/softmax.cpp */
+  X(softmax)              /* cudnn/softmax.cpp */ \
+  X(shape_ops)            /* cuda/shape_ops.cu */ \
+  X(loss)                 /* cuda/loss.cu */ \
+  X(normalization)        /* cuda/normalization.cu */ \
+  X(indexing)             /* cuda/indexing.cu */
 // clang-format on
 
 namespace mg {

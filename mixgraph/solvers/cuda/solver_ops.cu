@@ -10,6 +10,7 @@
 
 #include <mixgraph/contexts/cuda/cuda_utils.hpp>
 #include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/contexts/transfers.hpp>
 #include <mixgraph/solvers/adabound.hpp>
 #include <mixgraph/solvers/adagrad.hpp>
 #include <mixgraph/solvers/adam.hpp>
@@ -242,6 +243,7 @@ class CudaSolverOps final : public SolverDeviceOps {
     }
     Result host{};
     dev.copy_to_host(&host, result, sizeof(Result));  // the one host read
+    count_transfer_to_host(sizeof(Result));
     if (norm2) *norm2 = host.norm2[0] + host.norm2[1] + host.norm2[2];
     return host.bad != 0;
   }

@@ -1,0 +1,320 @@
+// The bodies of the CUDA kernels that are not elementwise (shape moves, the
+// softmax cross entropy, layer normalization, Embed), each a function of one
+// index: the CUDA functions launch them through a grid-stride loop
+// (cuda/launch.cuh), and tests/functions/test_cuda_kernel_bodies.cpp runs the
+// very same bodies on the CPU over every index, against the CPU functions,
+// so that their math and indexing are checked on machines without a GPU.
+// No CUDA header here: everything is MG_HD and plain C++.
+//
+// T is the storage type (float, Half, BFloat16); every body computes and
+// accumulates in fp32 and rounds to T once, at the store. A body that sums
+// over a row does so in a fixed order: the results do not depend on the
+// launch.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include <mixgraph/contexts/half.hpp>
+#include <mixgraph/contexts/macros.hpp>
+#include <mixgraph/graph/shape.hpp>
+
+namespace mg::cuda {
+
+/// The most axes a strided gather takes (more: the CPU stand-in runs).
+constexpr int kMaxDims = 8;
+
+/// Element i of a row-major walk over `size` read at the sum of its
+/// coordinates times `stride`: a transpose of a row-major array.
+struct StridedIndex {
+  int nd = 0;
+  int64_t size[kMaxDims] = {};
+  int64_t stride[kMaxDims] = {};
+
+  MG_HD int64_t offset(int64_t i) const {
+    int64_t off = 0;
+    for (int d = nd - 1; d >= 0; --d) {
+      const int64_t c = i % size[d];
+      i /= size[d];
+      off += c * stride[d];
+    }
+    return off;
+  }
+};
+
+/// The strides of a row-major array of `shape`.
+inline std::vector<int64_t> row_major_strides(const Shape& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+/// Transpose's forward view (y[i] = x[offset(i)]): y's axis i walks x's
+/// axis perm[i]. perm.size() <= kMaxDims.
+inline StridedIndex transpose_view(const Shape& x,
+                                   const std::vector<int>& perm) {
+  const std::vector<int64_t> xs = row_major_strides(x);
+  StridedIndex v;
+  v.nd = static_cast<int>(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    v.size[i] = x[perm[i]];
+    v.stride[i] = xs[perm[i]];
+  }
+  return v;
+}
+
+/// Its backward view (dx[i] = dy[offset(i)]): dx's axis perm[i] walks dy's
+/// axis i.
+inline StridedIndex transpose_grad_view(const Shape& x,
+                                        const std::vector<int>& perm) {
+  Shape y(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) y[i] = x[perm[i]];
+  const std::vector<int64_t> ys = row_major_strides(y);
+  StridedIndex v;
+  v.nd = static_cast<int>(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    v.size[perm[i]] = x[perm[i]];
+    v.stride[perm[i]] = ys[i];
+  }
+  return v;
+}
+
+/// The identity view of n elements (Reshape).
+inline StridedIndex contiguous_view(int64_t n) {
+  StridedIndex v;
+  v.nd = 1;
+  v.size[0] = n;
+  v.stride[0] = 1;
+  return v;
+}
+
+/// dst[i] = src[view.offset(i)], or dst[i] + that with accum (in fp32).
+/// Transpose (both ways) and Reshape (the identity view) are this.
+template <class T>
+struct GatherBody {
+  const T* src;
+  T* dst;
+  StridedIndex view;
+  bool accum;
+
+  MG_HD void operator()(int64_t i) const {
+    const T v = src[view.offset(i)];
+    dst[i] = accum ? T(static_cast<float>(dst[i]) + static_cast<float>(v)) : v;
+  }
+};
+
+/// The max of the `size` values of a row `stride` apart, and the sum of
+/// exp(x - max) over them, in fp32: a softmax never takes exp of a large
+/// value.
+template <class T>
+MG_HD void softmax_stats(const T* x, int64_t size, int64_t stride, float* mx,
+                         float* sum) {
+  float m = -INFINITY;
+  for (int64_t c = 0; c < size; ++c) {
+    m = fmaxf(m, static_cast<float>(x[c * stride]));
+  }
+  float s = 0.0f;
+  for (int64_t c = 0; c < size; ++c) {
+    s += expf(static_cast<float>(x[c * stride]) - m);
+  }
+  *mx = m;
+  *sum = s;
+}
+
+/// The softmax cross entropy over x seen as (outer, size, inner), one body
+/// per row r = (o, j) of outer x inner: y[r] = log(sum(exp(x - max))) + max
+/// - x[t[r]]. A label outside [0, size) gives NaN (the host checks labels
+/// that are on the host before the launch, with a message).
+template <class T>
+struct SoftmaxCrossEntropyForwardBody {
+  const T* x;
+  const int32_t* t;
+  T* y;
+  int64_t size, inner;
+
+  MG_HD void operator()(int64_t r) const {
+    const int64_t o = r / inner, j = r - o * inner;
+    const T* xr = x + o * size * inner + j;
+    float mx, sum;
+    softmax_stats(xr, size, inner, &mx, &sum);
+    const int32_t label = t[r];
+    y[r] = label < 0 || label >= size
+               ? T(NAN)
+               : T(mx + logf(sum) - static_cast<float>(xr[label * inner]));
+  }
+};
+
+/// Its backward, one body per row: dx = dy (softmax(x) - onehot(t)), the
+/// softmax recomputed from x (no activation-sized buffer between passes).
+template <class T>
+struct SoftmaxCrossEntropyBackwardBody {
+  const T* x;
+  const int32_t* t;
+  const T* dy;
+  T* dx;
+  int64_t size, inner;
+  bool accum;
+
+  MG_HD void operator()(int64_t r) const {
+    const int64_t o = r / inner, j = r - o * inner;
+    const int64_t base = o * size * inner + j;
+    float mx, sum;
+    softmax_stats(x + base, size, inner, &mx, &sum);
+    const float g = static_cast<float>(dy[r]) / sum;
+    const int32_t label = t[r];
+    for (int64_t c = 0; c < size; ++c) {
+      const int64_t k = base + c * inner;
+      float v = g * expf(static_cast<float>(x[k]) - mx);
+      if (c == label) v -= static_cast<float>(dy[r]);
+      dx[k] = T(accum ? static_cast<float>(dx[k]) + v : v);
+    }
+  }
+};
+
+/// Layer normalization of contiguous rows of `len` (the statistics axes
+/// last), gamma and beta (fp32, may be null) one value per row element,
+/// one body per row: the mean, then the variance of x - mean (two passes,
+/// nothing lost to cancellation), y = (x - mean) rstd gamma + beta; the
+/// row's mean and rstd are kept for backward.
+template <class T>
+struct LayerNormForwardBody {
+  const T* x;
+  const float* gamma;
+  const float* beta;
+  T* y;
+  float* mean;
+  float* rstd;
+  int64_t len;
+  float eps;
+
+  MG_HD void operator()(int64_t r) const {
+    const T* xr = x + r * len;
+    float s = 0.0f;
+    for (int64_t j = 0; j < len; ++j) s += static_cast<float>(xr[j]);
+    const float m = s / static_cast<float>(len);
+    float v = 0.0f;
+    for (int64_t j = 0; j < len; ++j) {
+      const float d = static_cast<float>(xr[j]) - m;
+      v += d * d;
+    }
+    const float rs = 1.0f / sqrtf(v / static_cast<float>(len) + eps);
+    T* yr = y + r * len;
+    for (int64_t j = 0; j < len; ++j) {
+      float o = (static_cast<float>(xr[j]) - m) * rs;
+      if (gamma) o *= gamma[j];
+      if (beta) o += beta[j];
+      yr[j] = T(o);
+    }
+    mean[r] = m;
+    rstd[r] = rs;
+  }
+};
+
+/// Its input grad, one body per row, with forward's statistics: with xhat =
+/// (x - mean) rstd and g = dy gamma, dx = rstd (g - mean(g) - xhat
+/// mean(g xhat)).
+template <class T>
+struct LayerNormBackwardBody {
+  const T* x;
+  const T* dy;
+  const float* gamma;
+  const float* mean;
+  const float* rstd;
+  T* dx;
+  int64_t len;
+  bool accum;
+
+  MG_HD void operator()(int64_t r) const {
+    const T* xr = x + r * len;
+    const T* dyr = dy + r * len;
+    const float m = mean[r], rs = rstd[r];
+    float s1 = 0.0f, s2 = 0.0f;
+    for (int64_t j = 0; j < len; ++j) {
+      const float g = static_cast<float>(dyr[j]) * (gamma ? gamma[j] : 1.0f);
+      s1 += g;
+      s2 += g * (static_cast<float>(xr[j]) - m) * rs;
+    }
+    const float inv = 1.0f / static_cast<float>(len);
+    s1 *= inv;
+    s2 *= inv;
+    T* dxr = dx + r * len;
+    for (int64_t j = 0; j < len; ++j) {
+      const float g = static_cast<float>(dyr[j]) * (gamma ? gamma[j] : 1.0f);
+      const float xhat = (static_cast<float>(xr[j]) - m) * rs;
+      const float v = rs * (g - s1 - xhat * s2);
+      dxr[j] = T(accum ? static_cast<float>(dxr[j]) + v : v);
+    }
+  }
+};
+
+/// Its parameter grads, one body per row element j, summed over the rows
+/// in order: dgamma[j] = sum of dy xhat, dbeta[j] = sum of dy (fp32; either
+/// may be null).
+template <class T>
+struct LayerNormParamGradBody {
+  const T* x;
+  const T* dy;
+  const float* mean;
+  const float* rstd;
+  float* dgamma;
+  float* dbeta;
+  int64_t rows, len;
+
+  MG_HD void operator()(int64_t j) const {
+    float g = 0.0f, b = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float d = static_cast<float>(dy[r * len + j]);
+      g += d * (static_cast<float>(x[r * len + j]) - mean[r]) * rstd[r];
+      b += d;
+    }
+    if (dgamma) dgamma[j] = g;
+    if (dbeta) dbeta[j] = b;
+  }
+};
+
+/// Embed: y[i, e] = W[ids[i], e], one body per element of y (rows of
+/// `width`); an id outside [0, rows) gives NaN (the host checks ids that
+/// are on the host before the launch, with a message).
+template <class T>
+struct EmbedForwardBody {
+  const int32_t* ids;
+  const T* w;
+  T* y;
+  int64_t rows, width;
+
+  MG_HD void operator()(int64_t k) const {
+    const int64_t i = k / width, e = k - i * width;
+    const int32_t id = ids[i];
+    y[k] = id < 0 || id >= rows ? T(NAN) : w[id * width + e];
+  }
+};
+
+/// Its weight grad, one body per element (v, e) of W: the sum of dy[i, e]
+/// over the ids i equal to v, in the order of i (deterministic, no
+/// atomics), in fp32.
+template <class T>
+struct EmbedWeightGradBody {
+  const int32_t* ids;
+  const T* dy;
+  float* dw;
+  int64_t n, width;
+
+  MG_HD void operator()(int64_t k) const {
+    const int64_t v = k / width, e = k - v * width;
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; ++i) {
+      if (ids[i] == v) s += static_cast<float>(dy[i * width + e]);
+    }
+    dw[k] = s;
+  }
+};
+
+/// Runs body(i) for every i in [0, n) on the host, in order: how the tests
+/// run the bodies the device runs.
+template <class Body>
+void run_on_host(int64_t n, const Body& body) {
+  for (int64_t i = 0; i < n; ++i) body(i);
+}
+
+}  // namespace mg::cuda
