@@ -433,6 +433,27 @@ TEST_F(CudaFunctions, TrainingStepFunctions) {
        [](const Vars& v) { return F::embed(v[0], v[1]); }});
 }
 
+// The U-Net's layout functions: Concatenate (the same input twice too),
+// Unpooling, and the other AxisGathers, Pad, Tile and Shift.
+TEST_F(CudaFunctions, LayoutFunctions) {
+  compare_all_types(
+      {{InputSpec({2, 3, 4}), InputSpec({2, 1, 4})}, [](const Vars& v) {
+         return F::concatenate({v[0], v[1], v[0]}, 1);
+       }});
+  compare_all_types({{InputSpec({2, 3, 2, 3})}, [](const Vars& v) {
+                       return F::unpooling(v[0], {2, 2});
+                     }});
+  compare_all_types({{InputSpec({2, 3, 2, 3})}, [](const Vars& v) {
+                       return F::pad(v[0], {1, 1, 2, 1}, "reflect");
+                     }});
+  compare_all_types({{InputSpec({2, 3})}, [](const Vars& v) {
+                       return F::tile(v[0], {2, 1, 3});
+                     }});
+  compare_all_types({{InputSpec({2, 3, 5})}, [](const Vars& v) {
+                       return F::shift(v[0], {1, -2});
+                     }});
+}
+
 // After the first step has moved the inputs and parameters over, a training
 // step of Embed, LayerNormalization, attention and a softmax cross entropy
 // makes no host<->device copy; with the loss scaler, one (its flag).

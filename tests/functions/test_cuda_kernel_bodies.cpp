@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -203,6 +204,88 @@ TEST(CudaKernelBodies, EmbedMatchesTheCpu) {
   EXPECT_TRUE(std::isnan(out[width]));
   EXPECT_TRUE(std::isnan(out[2 * width]));
   EXPECT_EQ(out[0], wv[3 * width]);
+}
+
+// Three inputs joined along axis 1: each written into y by the scatter,
+// each grad read back from dy by the gather.
+TEST(CudaKernelBodies, ConcatenateBothWaysMatchesTheCpu) {
+  const std::vector<int64_t> widths{3, 1, 2};
+  std::vector<VariablePtr> xs;
+  std::vector<std::vector<float>> values;
+  for (size_t k = 0; k < widths.size(); ++k) {
+    values.push_back(random_values(2 * widths[k] * 4, 20 + k));
+    xs.push_back(variable_from({2, widths[k], 4}, values.back(), true));
+  }
+  auto y = F::concatenate(xs, 1);
+  y->forward();
+  const int64_t outer = 2, row = 6 * 4;
+  std::vector<float> out(y->size());
+  int64_t offset = 0;
+  for (size_t k = 0; k < xs.size(); ++k) {
+    const int64_t chunk = widths[k] * 4;
+    run_on_host(outer * chunk,
+                cuda::ScatterBody<float>{values[k].data(), out.data() + offset,
+                                         cuda::rows_view(outer, chunk, row)});
+    offset += chunk;
+  }
+  EXPECT_EQ(doubles(out), to_doubles(y));
+
+  const auto dy = random_values(y->size(), 23);
+  backward_with(y, dy, xs);
+  offset = 0;
+  for (size_t k = 0; k < xs.size(); ++k) {
+    const int64_t chunk = widths[k] * 4;
+    std::vector<float> dx(outer * chunk);
+    run_on_host(outer * chunk, cuda::GatherBody<float>{
+                                   dy.data() + offset, dx.data(),
+                                   cuda::rows_view(outer, chunk, row), false});
+    EXPECT_EQ(doubles(dx), grad_doubles(xs[k])) << "input " << k;
+    offset += chunk;
+  }
+}
+
+// Unpooling, Pad (reflect and constant) and Tile are AxisGathers: their
+// sources, inverted into tables, drive one pair of bodies. The grad sums in
+// the CPU's order, so it matches exactly.
+TEST(CudaKernelBodies, AxisGathersMatchTheCpu) {
+  const Shape xs{2, 3, 2, 3};
+  const auto xv = random_values(shape_size(xs), 30);
+  const std::vector<std::function<VariablePtr(const VariablePtr&)>> makers{
+      [](const VariablePtr& x) {
+        return F::unpooling(x, {2, 2});
+      },
+      [](const VariablePtr& x) {
+        return F::pad(x, {1, 1, 2, 1}, "reflect");
+      },
+      [](const VariablePtr& x) {
+        return F::pad(x, {0, 1, 1, 0}, "constant", 0.5f);
+      },
+      [](const VariablePtr& x) {
+        return F::tile(x, {1, 2, 1, 3});
+      },
+  };
+  for (size_t m = 0; m < makers.size(); ++m) {
+    SCOPED_TRACE("function " + std::to_string(m));
+    auto x = variable_from(xs, xv, true);
+    auto y = makers[m](x);
+    y->forward();
+    const auto& f = dynamic_cast<const AxisGather&>(y->parent()->function());
+    cuda::AxisGatherTables t;
+    const std::vector<int64_t> table =
+        cuda::axis_gather_tables(f.x_view(), y->shape(), f.source(), &t);
+    t.table = table.data();
+    std::vector<float> out(y->size());
+    run_on_host(y->size(), cuda::AxisGatherBody<float>{xv.data(), out.data(), t,
+                                                       f.fill_value()});
+    EXPECT_EQ(doubles(out), to_doubles(y));
+
+    const auto dy = random_values(y->size(), 31);
+    backward_with(y, dy, {x});
+    std::vector<float> dx(x->size(), 2.0f);
+    run_on_host(x->size(), cuda::AxisGatherGradBody<float>{dy.data(), dx.data(),
+                                                           t, false});
+    EXPECT_EQ(doubles(dx), grad_doubles(x));
+  }
 }
 
 }  // namespace

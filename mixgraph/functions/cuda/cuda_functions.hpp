@@ -16,6 +16,7 @@
   X(batch_normalization)  /* cudnn/batch_normalization.cpp */ \
   X(softmax)              /* cudnn/softmax.cpp */ \
   X(shape_ops)            /* cuda/shape_ops.cu */ \
+  X(array_ops)            /* cuda/array_ops.cu */ \
   X(loss)                 /* cuda/loss.cu */ \
   X(normalization)        /* cuda/normalization.cu */ \
   X(indexing)             /* cuda/indexing.cu */

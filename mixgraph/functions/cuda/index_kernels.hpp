@@ -104,6 +104,139 @@ struct GatherBody {
   }
 };
 
+/// dst[view.offset(i)] = src[i]: a slice of dst written from a contiguous
+/// src (Concatenate's inputs into y).
+template <class T>
+struct ScatterBody {
+  const T* src;
+  T* dst;
+  StridedIndex view;
+
+  MG_HD void operator()(int64_t i) const { dst[view.offset(i)] = src[i]; }
+};
+
+/// The view of one input of Concatenate in y, or of y in its grad: `outer`
+/// rows of `chunk` elements, `row` apart.
+inline StridedIndex rows_view(int64_t outer, int64_t chunk, int64_t row) {
+  StridedIndex v;
+  v.nd = 2;
+  v.size[0] = outer;
+  v.size[1] = chunk;
+  v.stride[0] = row;
+  v.stride[1] = 1;
+  return v;
+}
+
+/// The tables of an AxisGather (Pad, Tile, Shift, Unpooling: y[j] = x at
+/// source_d[j_d] along each axis d, or the fill value where one is -1) as
+/// the device reads them, all in one int64 array `table`:
+/// - table[src_at[d] + j]: the index along x's axis d that y's index j
+///   along axis d reads, or -1;
+/// - for backward, per axis a CSR of the inverse: the y indices along axis
+///   d that read x's index a are table[inv_at[d] + k] for k in
+///   [table[ptr_at[d] + a], table[ptr_at[d] + a + 1]), ascending.
+struct AxisGatherTables {
+  int nd = 0;
+  int64_t y_size[kMaxDims] = {}, x_size[kMaxDims] = {};
+  int64_t src_at[kMaxDims] = {}, ptr_at[kMaxDims] = {}, inv_at[kMaxDims] = {};
+  const int64_t* table = nullptr;
+};
+
+/// Fills t's sizes and offsets for x (as the sources index it, y's rank <=
+/// kMaxDims), y and the per-axis sources, and returns the table's values;
+/// the caller puts them where the bodies read them and sets t->table.
+inline std::vector<int64_t> axis_gather_tables(
+    const Shape& x, const Shape& y,
+    const std::vector<std::vector<int64_t>>& source, AxisGatherTables* t) {
+  std::vector<int64_t> table;
+  t->nd = static_cast<int>(y.size());
+  for (size_t d = 0; d < y.size(); ++d) {
+    t->y_size[d] = y[d];
+    t->x_size[d] = x[d];
+    t->src_at[d] = static_cast<int64_t>(table.size());
+    table.insert(table.end(), source[d].begin(), source[d].end());
+  }
+  for (size_t d = 0; d < y.size(); ++d) {
+    std::vector<int64_t> count(x[d] + 1, 0);
+    for (int64_t s : source[d]) {
+      if (s >= 0) ++count[s + 1];
+    }
+    for (int64_t a = 0; a < x[d]; ++a) count[a + 1] += count[a];
+    t->ptr_at[d] = static_cast<int64_t>(table.size());
+    table.insert(table.end(), count.begin(), count.end());
+    std::vector<int64_t> inv(count.back()), next(count.begin(), count.end());
+    for (int64_t j = 0; j < y[d]; ++j) {
+      const int64_t s = source[d][j];
+      if (s >= 0) inv[next[s]++] = j;
+    }
+    t->inv_at[d] = static_cast<int64_t>(table.size());
+    table.insert(table.end(), inv.begin(), inv.end());
+  }
+  return table;
+}
+
+/// y[k] = x at the sources of k's coordinates, or `fill` where one is -1.
+template <class T>
+struct AxisGatherBody {
+  const T* x;
+  T* y;
+  AxisGatherTables t;
+  float fill;
+
+  MG_HD void operator()(int64_t k) const {
+    int64_t r = k, off = 0, stride = 1;
+    bool filled = false;
+    for (int d = t.nd - 1; d >= 0; --d) {
+      const int64_t j = r % t.y_size[d];
+      r /= t.y_size[d];
+      const int64_t s = t.table[t.src_at[d] + j];
+      if (s < 0) filled = true;
+      off += s * stride;
+      stride *= t.x_size[d];
+    }
+    y[k] = filled ? T(fill) : x[off];
+  }
+};
+
+/// Its grad, one body per element i of x: the sum in fp32 of dy over the y
+/// elements that read i, in ascending order of y (the CPU's order), then
+/// stored (added with accum).
+template <class T>
+struct AxisGatherGradBody {
+  const T* dy;
+  T* dx;
+  AxisGatherTables t;
+  bool accum;
+
+  MG_HD void operator()(int64_t i) const {
+    int64_t begin[kMaxDims], end[kMaxDims], pos[kMaxDims];
+    bool empty = false;
+    int64_t r = i;
+    for (int d = t.nd - 1; d >= 0; --d) {
+      const int64_t a = r % t.x_size[d];
+      r /= t.x_size[d];
+      begin[d] = pos[d] = t.table[t.ptr_at[d] + a];
+      end[d] = t.table[t.ptr_at[d] + a + 1];
+      if (begin[d] == end[d]) empty = true;
+    }
+    float sum = 0.0f;
+    while (!empty) {
+      int64_t off = 0;
+      for (int d = 0; d < t.nd; ++d) {
+        off = off * t.y_size[d] + t.table[t.inv_at[d] + pos[d]];
+      }
+      sum += static_cast<float>(dy[off]);
+      int d = t.nd - 1;
+      while (d >= 0 && ++pos[d] == end[d]) {
+        pos[d] = begin[d];
+        --d;
+      }
+      if (d < 0) break;
+    }
+    dx[i] = T(accum ? static_cast<float>(dx[i]) + sum : sum);
+  }
+};
+
 /// The max of the `size` values of a row `stride` apart, and the sum of
 /// exp(x - max) over them, in fp32: a softmax never takes exp of a large
 /// value.

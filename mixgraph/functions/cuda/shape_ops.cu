@@ -1,110 +1,125 @@
-// Reshape and Transpose on the device: the strided gather of
-// cuda/index_kernels.hpp. Data that a layout function must move exactly
-// (integers, or fp32 that takes no grad under half: labels) runs on the
-// CPU stand-in, as the CPU's dispatch_layout keeps it.
+// Reshape, Transpose and Concatenate on the device: the strided gather and
+// scatter of cuda/index_kernels.hpp (the CPU stand-in for exact data: see
+// cuda/layout_cuda.hpp).
 #include <mixgraph/functions/shape_ops.hpp>
 
-#include <mixgraph/functions/cuda/cuda_function.hpp>
 #include <mixgraph/functions/cuda/cuda_functions.hpp>
 #include <mixgraph/functions/cuda/launch.cuh>
+#include <mixgraph/functions/cuda/layout_cuda.hpp>
 
 namespace mg::cuda {
 
 namespace {
 
-// Whether v's data moves as T on the device (see the file's comment).
-template <class T>
-bool moves_as(Variable* v) {
-  const SyncedArray& a = v->data()->array();
-  if (!a.has_head()) return true;
-  const Dtype d = a.dtype();
-  if (!is_floating(d)) return false;
-  return std::is_same_v<T, float> || d != Dtype::f32 || v->need_grad();
-}
-
-// A layout function on the device, or, for data that must stay exact or
-// more than kMaxDims axes, on the CPU stand-in (decided in forward, where
-// the data's type is known).
+// y[i] = x[forward_view.offset(i)]; dx[i] = dy[backward_view.offset(i)].
 template <class T, class Base, class Options>
-class LayoutCuda : public Base {
+class ViewCuda : public LayoutCuda<T, Base, Options> {
  public:
-  using Base::Base;
+  using LayoutCuda<T, Base, Options>::LayoutCuda;
 
  protected:
-  void forward_impl(const Variables& in, const Variables& out) override {
-    use_stand_in_ = !moves_as<T>(in[0]) ||
-                    in[0]->shape().size() > static_cast<size_t>(kMaxDims) ||
-                    out[0]->shape().size() > static_cast<size_t>(kMaxDims);
-    if (use_stand_in_) {
-      if (!stand_in_) {
-        stand_in_ = cpu_stand_in(this->decl(), dtype_of<T>, typeid(Options),
-                                 &this->options());
-        stand_in_->setup(in, out);
-      }
-      return stand_in_->forward(in, out);
-    }
+  void forward_on_device(const Variables& in, const Variables& out) override {
     const Launch l(*this);
     launch(out[0]->size(),
            GatherBody<T>{input<T>(*this, in[0]), output<T>(*this, out[0]),
-                         forward_view(in, out), false},
+                         forward_view(in[0]->shape()), false},
            l.stream);
   }
 
-  void backward_impl(const Variables& in, const Variables& out,
-                     const std::vector<bool>& propagate_down,
-                     const std::vector<bool>& accum) override {
-    if (use_stand_in_) {
-      return stand_in_->backward(in, out, propagate_down, accum);
-    }
+  void backward_on_device(const Variables& in, const Variables& out,
+                          const std::vector<bool>& propagate_down,
+                          const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
     const Launch l(*this);
     launch(in[0]->size(),
            GatherBody<T>{output_grad<T>(*this, out[0]),
                          input_grad<T>(*this, in[0], accum[0]),
-                         backward_view(in, out), accum[0]},
+                         backward_view(in[0]->shape()), accum[0]},
            l.stream);
   }
 
-  /// y[i] = x[view.offset(i)] over y, and dx[i] = dy[view.offset(i)].
-  virtual StridedIndex forward_view(const Variables& in,
-                                    const Variables& out) const = 0;
-  virtual StridedIndex backward_view(const Variables& in,
-                                     const Variables& out) const = 0;
+  virtual StridedIndex forward_view(const Shape& x) const = 0;
+  virtual StridedIndex backward_view(const Shape& x) const = 0;
+};
+
+template <class T>
+class ReshapeCuda : public ViewCuda<T, Reshape, ReshapeOptions> {
+ public:
+  using ViewCuda<T, Reshape, ReshapeOptions>::ViewCuda;
+
+ protected:
+  StridedIndex forward_view(const Shape& x) const override {
+    return contiguous_view(shape_size(x));
+  }
+  StridedIndex backward_view(const Shape& x) const override {
+    return contiguous_view(shape_size(x));
+  }
+};
+
+template <class T>
+class TransposeCuda : public ViewCuda<T, Transpose, TransposeOptions> {
+ public:
+  using ViewCuda<T, Transpose, TransposeOptions>::ViewCuda;
+
+ protected:
+  StridedIndex forward_view(const Shape& x) const override {
+    return transpose_view(x, this->perm_);
+  }
+  StridedIndex backward_view(const Shape& x) const override {
+    return transpose_grad_view(x, this->perm_);
+  }
+};
+
+// Input k is `outer` rows of chunk(k) elements, written at offset(k) into
+// y's rows of `row`; its grad reads them back.
+template <class T>
+class ConcatenateCuda : public LayoutCuda<T, Concatenate, ConcatenateOptions> {
+ public:
+  using LayoutCuda<T, Concatenate, ConcatenateOptions>::LayoutCuda;
+
+ protected:
+  void forward_on_device(const Variables& in, const Variables& out) override {
+    const Launch l(*this);
+    T* y = output<T>(*this, out[0]);
+    for_each_input(
+        in, out,
+        [&](size_t k, int64_t offset, int64_t chunk, const StridedIndex& view) {
+          launch(this->outer_ * chunk,
+                 ScatterBody<T>{input<T>(*this, in[k]), y + offset, view},
+                 l.stream);
+        });
+  }
+
+  // In order: the same variable given twice is overwritten, then added to.
+  void backward_on_device(const Variables& in, const Variables& out,
+                          const std::vector<bool>& propagate_down,
+                          const std::vector<bool>& accum) override {
+    const Launch l(*this);
+    const T* dy = output_grad<T>(*this, out[0]);
+    for_each_input(
+        in, out,
+        [&](size_t k, int64_t offset, int64_t chunk, const StridedIndex& view) {
+          if (!propagate_down[k]) return;
+          launch(
+              this->outer_ * chunk,
+              GatherBody<T>{dy + offset, input_grad<T>(*this, in[k], accum[k]),
+                            view, accum[k]},
+              l.stream);
+        });
+  }
 
  private:
-  bool use_stand_in_ = false;
-  std::shared_ptr<Function> stand_in_;
-};
-
-template <class T>
-class ReshapeCuda : public LayoutCuda<T, Reshape, ReshapeOptions> {
- public:
-  using LayoutCuda<T, Reshape, ReshapeOptions>::LayoutCuda;
-
- protected:
-  StridedIndex forward_view(const Variables& in,
-                            const Variables&) const override {
-    return contiguous_view(in[0]->size());
-  }
-  StridedIndex backward_view(const Variables& in,
-                             const Variables&) const override {
-    return contiguous_view(in[0]->size());
-  }
-};
-
-template <class T>
-class TransposeCuda : public LayoutCuda<T, Transpose, TransposeOptions> {
- public:
-  using LayoutCuda<T, Transpose, TransposeOptions>::LayoutCuda;
-
- protected:
-  StridedIndex forward_view(const Variables& in,
-                            const Variables&) const override {
-    return transpose_view(in[0]->shape(), this->perm_);
-  }
-  StridedIndex backward_view(const Variables& in,
-                             const Variables&) const override {
-    return transpose_grad_view(in[0]->shape(), this->perm_);
+  template <class Fn>
+  void for_each_input(const Variables& in, const Variables& out,
+                      Fn&& fn) const {
+    const int64_t outer = std::max<int64_t>(this->outer_, 1);
+    const int64_t row = out[0]->size() / outer;
+    int64_t offset = 0;
+    for (size_t k = 0; k < in.size(); ++k) {
+      const int64_t chunk = this->outer_ ? in[k]->size() / this->outer_ : 0;
+      fn(k, offset, chunk, rows_view(this->outer_, chunk, row));
+      offset += chunk;
+    }
   }
 };
 
@@ -113,6 +128,7 @@ class TransposeCuda : public LayoutCuda<T, Transpose, TransposeOptions> {
 void register_shape_ops(FunctionRegistry& r) {
   register_float_types<ReshapeCuda>(r, decl::Reshape, "cuda");
   register_float_types<TransposeCuda>(r, decl::Transpose, "cuda");
+  register_float_types<ConcatenateCuda>(r, decl::Concatenate, "cuda");
 }
 
 }  // namespace mg::cuda
