@@ -433,6 +433,19 @@ TEST_F(CudaFunctions, TrainingStepFunctions) {
        [](const Vars& v) { return F::embed(v[0], v[1]); }});
 }
 
+// DepthwiseConvolution through cuDNN's grouped convolution: padded, with
+// a multiplier of 2 and a bias.
+TEST_F(CudaFunctions, DepthwiseConvolution) {
+  DepthwiseConvolutionOptions o;
+  o.pad = {1, 1};
+  o.multiplier = 2;
+  compare_all_types(
+      {{InputSpec({2, 3, 6, 5}), InputSpec({6, 3, 3}), InputSpec({6})},
+       [o](const Vars& v) {
+         return F::depthwise_convolution(v[0], v[1], v[2], o);
+       }});
+}
+
 // The U-Net's layout functions: Concatenate (the same input twice too),
 // Unpooling, and the other AxisGathers, Pad, Tile and Shift.
 TEST_F(CudaFunctions, LayoutFunctions) {

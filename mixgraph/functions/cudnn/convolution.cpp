@@ -180,19 +180,23 @@ PlanCache<ConvKey, ConvPlan>& plans() {
   return *cache;
 }
 
-template <class T>
-class ConvolutionCudnn : public Convolution {
+// Convolution, and DepthwiseConvolution (a Convolution with group = C,
+// whose weight (C * multiplier, kernel...) is the grouped weight's layout).
+template <class T, class Base, class Options>
+class ConvolutionCudnnOf : public Base {
  public:
-  using Convolution::Convolution;
+  using Base::Base;
 
  protected:
+  using Base::geom_;
+
   void setup_impl(const Variables& in, const Variables& out) override {
-    Convolution::setup_impl(in, out);
+    Base::setup_impl(in, out);
     stand_in_.reset();
     if (geom_.in_spatial.empty() || geom_.in_spatial.size() > 3 ||
         geom_.x_size() == 0 || geom_.y_size() == 0) {
-      stand_in_ =
-          cpu_stand_in(decl(), dtype_of<T>, typeid(ConvolutionOptions), &opts_);
+      stand_in_ = cpu_stand_in(this->decl(), dtype_of<T>, typeid(Options),
+                               &this->options());
       stand_in_->setup(in, out);
       return;
     }
@@ -289,10 +293,18 @@ class ConvolutionCudnn : public Convolution {
   std::shared_ptr<Function> stand_in_;
 };
 
+template <class T>
+using ConvolutionCudnn = ConvolutionCudnnOf<T, Convolution, ConvolutionOptions>;
+template <class T>
+using DepthwiseConvolutionCudnn =
+    ConvolutionCudnnOf<T, DepthwiseConvolution, DepthwiseConvolutionOptions>;
+
 }  // namespace
 
 void register_convolution(FunctionRegistry& r) {
   register_float_types<ConvolutionCudnn>(r, decl::Convolution, "cudnn");
+  register_float_types<DepthwiseConvolutionCudnn>(r, decl::DepthwiseConvolution,
+                                                  "cudnn");
 }
 
 }  // namespace mg::cuda
