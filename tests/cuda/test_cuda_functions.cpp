@@ -446,6 +446,21 @@ TEST_F(CudaFunctions, DepthwiseConvolution) {
        }});
 }
 
+// Interpolate: the U-Net's bilinear half-pixel upsampling, and an
+// align-corners resize that shrinks one axis and grows the other.
+TEST_F(CudaFunctions, Interpolate) {
+  compare_all_types(
+      {{InputSpec({2, 3, 7, 7})}, [](const Vars& v) {
+         return F::interpolate(v[0], {14, 14}, "linear", false, true);
+       }});
+  compare_all_types({{InputSpec({1, 2, 5, 4})}, [](const Vars& v) {
+                       return F::interpolate(v[0], {3, 9}, "linear", true);
+                     }});
+  compare_all_types({{InputSpec({1, 2, 5, 4})}, [](const Vars& v) {
+                       return F::interpolate(v[0], {10, 8}, "nearest", false);
+                     }});
+}
+
 // The U-Net's layout functions: Concatenate (the same input twice too),
 // Unpooling, and the other AxisGathers, Pad, Tile and Shift.
 TEST_F(CudaFunctions, LayoutFunctions) {

@@ -288,5 +288,69 @@ TEST(CudaKernelBodies, AxisGathersMatchTheCpu) {
   }
 }
 
+// Interpolate's passes, one per resized axis in fp32, the grad their
+// transposes in reverse: the U-Net's bilinear 7x7 -> 14x14 (half-pixel)
+// and an align-corners resize that shrinks one axis and grows the other.
+TEST(CudaKernelBodies, InterpolateMatchesTheCpu) {
+  struct Resize {
+    Shape x, out;
+    bool align_corners, half_pixel;
+  };
+  for (const Resize& c : {Resize{{2, 3, 7, 7}, {14, 14}, false, true},
+                          Resize{{1, 2, 5, 4}, {3, 9}, true, false}}) {
+    const auto xv = random_values(shape_size(c.x), 40);
+    auto x = variable_from(c.x, xv, true);
+    auto y = F::interpolate(x, c.out, "linear", c.align_corners, c.half_pixel);
+    y->forward();
+    const auto& f = dynamic_cast<const Interpolate&>(y->parent()->function());
+    // The tables of each pass, as InterpolateCuda makes them.
+    struct Pass {
+      cuda::ResizeAxisTables t;
+      std::vector<int64_t> ptr, pair_j;
+      std::vector<float> pair_w;
+    };
+    std::vector<Pass> passes(f.axes().size());
+    Shape s = c.x;
+    for (size_t k = 0; k < passes.size(); ++k) {
+      const ResizedAxis& r = f.axes()[k];
+      Pass& p = passes[k];
+      cuda::resize_axis_pairs(r.in, r.i0, r.i1, r.w, &p.ptr, &p.pair_j,
+                              &p.pair_w);
+      p.t.outer = shape_size(s, 0, r.axis);
+      p.t.inner = shape_size(s, r.axis + 1, static_cast<int>(s.size()));
+      p.t.in = r.in;
+      p.t.out = r.out;
+      p.t.i0 = r.i0.data();
+      p.t.i1 = r.i1.data();
+      p.t.w = r.w.data();
+      p.t.ptr = p.ptr.data();
+      p.t.pair_j = p.pair_j.data();
+      p.t.pair_w = p.pair_w.data();
+      s[r.axis] = r.out;
+    }
+    std::vector<float> cur = xv;
+    for (const Pass& p : passes) {
+      std::vector<float> next(p.t.outer * p.t.out * p.t.inner);
+      run_on_host(static_cast<int64_t>(next.size()),
+                  cuda::ResizeBody<float, float>{cur.data(), next.data(), p.t});
+      cur = std::move(next);
+    }
+    expect_near(doubles(cur), to_doubles(y), 1e-6, 1e-6, "y");
+
+    const auto dy = random_values(y->size(), 41);
+    backward_with(y, dy, {x});
+    std::vector<float> g = dy;
+    for (size_t k = passes.size(); k-- > 0;) {
+      const cuda::ResizeAxisTables& t = passes[k].t;
+      std::vector<float> next(t.outer * t.in * t.inner);
+      run_on_host(
+          static_cast<int64_t>(next.size()),
+          cuda::ResizeGradBody<float, float>{g.data(), next.data(), t, false});
+      g = std::move(next);
+    }
+    expect_near(doubles(g), grad_doubles(x), 1e-6, 1e-6, "dx");
+  }
+}
+
 }  // namespace
 }  // namespace mg::test

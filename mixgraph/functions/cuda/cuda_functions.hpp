@@ -17,6 +17,7 @@
   X(softmax)              /* cudnn/softmax.cpp */ \
   X(shape_ops)            /* cuda/shape_ops.cu */ \
   X(array_ops)            /* cuda/array_ops.cu */ \
+  X(interpolate)          /* cuda/interpolate.cu */ \
   X(loss)                 /* cuda/loss.cu */ \
   X(normalization)        /* cuda/normalization.cu */ \
   X(indexing)             /* cuda/indexing.cu */

@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include <mixgraph/contexts/half.hpp>
@@ -234,6 +235,98 @@ struct AxisGatherGradBody {
       if (d < 0) break;
     }
     dx[i] = T(accum ? static_cast<float>(dx[i]) + sum : sum);
+  }
+};
+
+/// One resized axis of Interpolate (a ResizedAxis) as the device reads it,
+/// over src (outer, in, inner) and dst (outer, out, inner): output j is (1 -
+/// w[j]) src[i0[j]] + w[j] src[i1[j]], a copy where w[j] is 0. For the
+/// grad, the (output, weight) pairs that read source a are pair_j[p],
+/// pair_w[p] for p in [ptr[a], ptr[a + 1]), in the CPU's order (j
+/// ascending, i0's before i1's).
+struct ResizeAxisTables {
+  int64_t outer = 0, in = 0, out = 0, inner = 0;
+  const int64_t* i0 = nullptr;
+  const int64_t* i1 = nullptr;
+  const float* w = nullptr;
+  const int64_t* ptr = nullptr;
+  const int64_t* pair_j = nullptr;
+  const float* pair_w = nullptr;
+};
+
+/// The inverse pairs of a resized axis (host code): fills ptr (in + 1
+/// entries), pair_j and pair_w as ResizeAxisTables describes them.
+inline void resize_axis_pairs(int64_t in, const std::vector<int64_t>& i0,
+                              const std::vector<int64_t>& i1,
+                              const std::vector<float>& w,
+                              std::vector<int64_t>* ptr,
+                              std::vector<int64_t>* pair_j,
+                              std::vector<float>* pair_w) {
+  std::vector<std::vector<std::pair<int64_t, float>>> by_source(in);
+  for (size_t j = 0; j < w.size(); ++j) {
+    const int64_t jj = static_cast<int64_t>(j);
+    if (w[j] == 0.0f) {
+      by_source[i0[j]].push_back({jj, 1.0f});
+    } else {
+      by_source[i0[j]].push_back({jj, 1.0f - w[j]});
+      by_source[i1[j]].push_back({jj, w[j]});
+    }
+  }
+  ptr->assign(1, 0);
+  pair_j->clear();
+  pair_w->clear();
+  for (const auto& list : by_source) {
+    for (const auto& [j, weight] : list) {
+      pair_j->push_back(j);
+      pair_w->push_back(weight);
+    }
+    ptr->push_back(static_cast<int64_t>(pair_j->size()));
+  }
+}
+
+/// One axis of Interpolate's forward, one body per dst element, in fp32,
+/// rounded to D once (S and D: T or float, the passes between axes fp32).
+template <class S, class D>
+struct ResizeBody {
+  const S* src;
+  D* dst;
+  ResizeAxisTables t;
+
+  MG_HD void operator()(int64_t k) const {
+    const int64_t kk = k % t.inner, r = k / t.inner;
+    const int64_t j = r % t.out, o = r / t.out;
+    const float a =
+        static_cast<float>(src[(o * t.in + t.i0[j]) * t.inner + kk]);
+    const float w = t.w[j];
+    if (w == 0.0f) {
+      dst[k] = D(a);
+      return;
+    }
+    const float b =
+        static_cast<float>(src[(o * t.in + t.i1[j]) * t.inner + kk]);
+    dst[k] = D((1.0f - w) * a + w * b);
+  }
+};
+
+/// Its transpose, one body per element of the source: the sum of the
+/// weighted grads of the outputs that read it, in the CPU's order, stored
+/// to D (added with accum).
+template <class S, class D>
+struct ResizeGradBody {
+  const S* g;
+  D* dsrc;
+  ResizeAxisTables t;
+  bool accum;
+
+  MG_HD void operator()(int64_t k) const {
+    const int64_t kk = k % t.inner, r = k / t.inner;
+    const int64_t a = r % t.in, o = r / t.in;
+    float sum = 0.0f;
+    for (int64_t p = t.ptr[a]; p < t.ptr[a + 1]; ++p) {
+      sum += t.pair_w[p] *
+             static_cast<float>(g[(o * t.out + t.pair_j[p]) * t.inner + kk]);
+    }
+    dsrc[k] = D(accum ? static_cast<float>(dsrc[k]) + sum : sum);
   }
 };
 
