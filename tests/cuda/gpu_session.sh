@@ -7,7 +7,8 @@
 #      memcheck over the index kernels;
 #   3. the main job on the GPU, one epoch each in cudnn:half,
 #      cudnn:bfloat16 and cudnn:float;
-#   4. the ResNet-18 and GPT training steps of bench_models on the GPU,
+#   4. the ResNet-18, GPT and U-Net training steps of bench_models on the
+#      GPU,
 #      interleaved with PyTorch's (float32, fp16 AMP, bf16 autocast) on the
 #      same GPU, with the host<->device copies of each step.
 # Prepared here (tests/cuda/gpu_prepare.sh fills GPU_DIR with the bundle
@@ -47,7 +48,8 @@ stage "compute-sanitizer memcheck over the index kernels and BatchMatmul"
 if command -v compute-sanitizer >/dev/null; then
   timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 \
     /tmp/b/bin/test_cuda_functions \
-    --gtest_filter='*TrainingStep*:*BatchMatmul*' 2>&1 | tail -15
+    --gtest_filter='*TrainingStep*:*BatchMatmul*:*Layout*:*Interpolate*:*Depthwise*' \
+    2>&1 | tail -15
   echo "memcheck rc=${PIPESTATUS[0]}"
 else
   echo "compute-sanitizer is not on PATH"
@@ -60,7 +62,7 @@ timeout 120 /tmp/b/bin/main_job --backend cudnn --epochs 1 \
 echo "main_job rc=$?"
 
 stage "models on the GPU, ours and PyTorch's interleaved"
-timeout 200 /tmp/b/bin/bench_models --backend cudnn --model resnet18,gpt \
+timeout 200 /tmp/b/bin/bench_models --backend cudnn --model resnet18,gpt,unet \
   --steps 20 --rounds 3 --warmup 3 --peers "env -u LD_LIBRARY_PATH python3" \
   --peers-script "$PWD/benchmarks/python_models.py"
 echo "bench_models rc=$?"
