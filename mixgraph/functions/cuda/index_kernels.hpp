@@ -1,6 +1,8 @@
-// The bodies of the CUDA kernels that are not elementwise (shape moves, the
-// softmax cross entropy, layer normalization, Embed), each a function of one
-// index: the CUDA functions launch them through a grid-stride loop
+// The bodies of the CUDA kernels that are not elementwise (Reshape,
+// Transpose, Concatenate, the AxisGathers Pad/Tile/Shift/Unpooling,
+// Interpolate, the softmax cross entropy, layer normalization and Embed),
+// each a function of one index, with the host code that builds their
+// tables: the CUDA functions launch them through a grid-stride loop
 // (cuda/launch.cuh), and tests/functions/test_cuda_kernel_bodies.cpp runs the
 // very same bodies on the CPU over every index, against the CPU functions,
 // so that their math and indexing are checked on machines without a GPU.
@@ -44,18 +46,11 @@ struct StridedIndex {
   }
 };
 
-/// The strides of a row-major array of `shape`.
-inline std::vector<int64_t> row_major_strides(const Shape& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
-  return s;
-}
-
 /// Transpose's forward view (y[i] = x[offset(i)]): y's axis i walks x's
 /// axis perm[i]. perm.size() <= kMaxDims.
 inline StridedIndex transpose_view(const Shape& x,
                                    const std::vector<int>& perm) {
-  const std::vector<int64_t> xs = row_major_strides(x);
+  const std::vector<int64_t> xs = shape_strides(x);
   StridedIndex v;
   v.nd = static_cast<int>(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) {
@@ -71,7 +66,7 @@ inline StridedIndex transpose_grad_view(const Shape& x,
                                         const std::vector<int>& perm) {
   Shape y(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) y[i] = x[perm[i]];
-  const std::vector<int64_t> ys = row_major_strides(y);
+  const std::vector<int64_t> ys = shape_strides(y);
   StridedIndex v;
   v.nd = static_cast<int>(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) {
