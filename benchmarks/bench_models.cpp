@@ -36,6 +36,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <memory>
 #include <random>
@@ -405,8 +406,9 @@ Options parse(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const Options o = parse(argc, argv);
+namespace {
+
+int run(const Options& o) {
   omp_set_num_threads(o.threads);
   std::unique_ptr<mg::cpu::ScopedCpuFeatures> isa;
   if (o.isa == "avx2") {
@@ -514,4 +516,18 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    // A context that cannot be made ("no GPU present", an unknown
+    // backend) or a model that fails: the library's message, not an abort.
+    std::fprintf(stderr, "bench_models: %s\n", e.what());
+    return 1;
+  }
 }
