@@ -6,6 +6,25 @@
 
 namespace mg {
 
+void check_indices(const int32_t* ids, int64_t n, int64_t limit,
+                   const std::string& has, const std::string& tag,
+                   const char* what) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= limit) {
+      throw std::invalid_argument(msg(tag, what, " holds index ", ids[i],
+                                      " at flat index ", i, ", but ", has,
+                                      "; indices must be in [0, ", limit, ")"));
+    }
+  }
+}
+
+void Embed::check_ids(const int32_t* ids, const Variables& in) const {
+  check_indices(
+      ids, in[0]->size(), rows_,
+      msg("W with shape ", shape_str(in[1]->shape()), " has ", rows_, " rows"),
+      tag(), "x");
+}
+
 void Embed::setup_impl(const Variables& in, const Variables& out) {
   const Shape& x = in[0]->shape();
   const Shape& w = in[1]->shape();

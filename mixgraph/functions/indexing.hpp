@@ -20,6 +20,13 @@ inline constexpr FunctionDeclOf<EmbedOptions> Embed{
      {Port{"y"}}}};
 }  // namespace decl
 
+/// Throws std::invalid_argument "<tag><what> holds index 7 at flat index 3,
+/// but <has>; indices must be in [0, 5)" unless each of the n ids is in [0,
+/// limit): the check every backend makes before it reads indices.
+void check_indices(const int32_t* ids, int64_t n, int64_t limit,
+                   const std::string& has, const std::string& tag,
+                   const char* what);
+
 /// Inputs x (ids, any shape) and W (n_inputs, ...); y = W[x], of shape
 /// x.shape + W.shape[1:]. The grad goes to W only, summed in fp32.
 class Embed : public Function {
@@ -29,6 +36,8 @@ class Embed : public Function {
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
+  /// check_indices for x's ids against W's rows.
+  void check_ids(const int32_t* ids, const Variables& in) const;
   int64_t rows_ = 0, width_ = 0;  // W seen as (rows, width)
 };
 

@@ -18,15 +18,7 @@ namespace {
 const int32_t* indices(Variable* v, int64_t limit, const std::string& has,
                        const std::string& tag, const char* what) {
   const int32_t* ids = index_data(v, tag, what);
-  const std::string tag_name = tag + what;
-  const int64_t n = v->size();
-  for (int64_t i = 0; i < n; ++i) {
-    if (ids[i] < 0 || ids[i] >= limit) {
-      throw std::invalid_argument(msg(tag_name, " holds index ", ids[i],
-                                      " at flat index ", i, ", but ", has,
-                                      "; indices must be in [0, ", limit, ")"));
-    }
-  }
+  check_indices(ids, v->size(), limit, has, tag, what);
   return ids;
 }
 
@@ -43,10 +35,8 @@ class EmbedCpu : public Embed {
 
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
-    const int32_t* ids = indices(in[0], rows_,
-                                 "W with shape " + shape_str(in[1]->shape()) +
-                                     " has " + std::to_string(rows_) + " rows",
-                                 tag(), "x");
+    const int32_t* ids = index_data(in[0], tag(), "x");
+    check_ids(ids, in);
     const T* w = input<T>(in[1]);
     T* y = output<T>(out[0]);
     const int64_t n = in[0]->size();

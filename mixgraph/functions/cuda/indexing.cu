@@ -5,9 +5,6 @@
 // are not read back, and one out of range gives NaN.
 #include <mixgraph/functions/indexing.hpp>
 
-#include <stdexcept>
-
-#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/cuda/cuda_function.hpp>
 #include <mixgraph/functions/cuda/cuda_functions.hpp>
 #include <mixgraph/functions/cuda/launch.cuh>
@@ -54,15 +51,7 @@ class EmbedCuda : public Embed {
   // there costs no transfer.
   void check_ids_on_host(const Variables& in) const {
     if (!in[0]->data()->array().has_copy(Dtype::i32, "cpu")) return;
-    const int32_t* ids = in[0]->data()->get<const int32_t>();
-    for (int64_t i = 0; i < in[0]->size(); ++i) {
-      if (ids[i] < 0 || ids[i] >= rows_) {
-        throw std::invalid_argument(
-            msg(tag(), "x holds index ", ids[i], " at flat index ", i,
-                ", but W with shape ", shape_str(in[1]->shape()), " has ",
-                rows_, " rows; indices must be in [0, ", rows_, ")"));
-      }
-    }
+    check_ids(in[0]->data()->get<const int32_t>(), in);
   }
 };
 
