@@ -39,7 +39,7 @@ export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 
 # The same suite again under AddressSanitizer and UBSan (a Debug build of
 # the library and the tests, CPU only; the tutorials and examples, which
-# the release run covers, are left out): about 16 min to build and 6 min to
+# the release run covers, are left out): about 11 min to build and 5 min to
 # run on 2 cores. Any report fails the run (UBSan does not recover);
 # tests/lsan_suppressions.txt lists the leaks that are HDF5's own.
 # MIXGRAPH_SKIP_SANITIZERS=1 skips it.
