@@ -50,6 +50,15 @@ CpuAllocator::~CpuAllocator() { release_cache(); }
 
 std::unique_ptr<Memory> CpuAllocator::allocate(size_t bytes) {
   const size_t size = round_size(bytes == 0 ? 1 : bytes);
+  return std::make_unique<Memory>(allocate_bytes(size), size);
+}
+
+void CpuAllocator::deallocate_bytes(void* ptr, size_t bytes) {
+  release(ptr, round_size(bytes == 0 ? 1 : bytes));
+}
+
+void* CpuAllocator::allocate_bytes(size_t bytes) {
+  const size_t size = round_size(bytes == 0 ? 1 : bytes);
   Impl& s = impl();
   void* ptr = nullptr;
   {
@@ -78,7 +87,7 @@ std::unique_ptr<Memory> CpuAllocator::allocate(size_t bytes) {
     s.stats.in_use += size;
     if (s.stats.in_use > s.stats.peak) s.stats.peak = s.stats.in_use;
   }
-  return std::make_unique<Memory>(ptr, size);
+  return ptr;
 }
 
 void CpuAllocator::release(void* ptr, size_t bytes) {

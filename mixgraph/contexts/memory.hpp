@@ -49,6 +49,10 @@ class CpuAllocator {
 
   /// A block of at least `bytes` (0 gives a valid, empty block).
   std::unique_ptr<Memory> allocate(size_t bytes);
+  /// The same block as a raw pointer, for CpuVectorAllocator: given back by
+  /// deallocate_bytes with the same `bytes`.
+  void* allocate_bytes(size_t bytes);
+  void deallocate_bytes(void* ptr, size_t bytes);
   MemoryStats stats() const;
   void reset_peak();
   /// Returns every cached block to the system.
@@ -61,6 +65,33 @@ class CpuAllocator {
   ~CpuAllocator();
   struct Impl;
   Impl& impl() const;
+};
+
+/// A standard allocator on CpuAllocator, for a kernel's scratch vectors:
+/// a call that repeats the last one's sizes reuses its blocks (large
+/// std::vector buffers are fresh pages, faulted in and zeroed by the
+/// kernel, on every call) and they count in the allocator's peak.
+template <class T>
+struct CpuVectorAllocator {
+  using value_type = T;
+  CpuVectorAllocator() = default;
+  template <class U>
+  CpuVectorAllocator(const CpuVectorAllocator<U>&) {}
+  T* allocate(size_t n) {
+    return static_cast<T*>(
+        CpuAllocator::instance().allocate_bytes(n * sizeof(T)));
+  }
+  void deallocate(T* p, size_t n) {
+    CpuAllocator::instance().deallocate_bytes(p, n * sizeof(T));
+  }
+  template <class U>
+  bool operator==(const CpuVectorAllocator<U>&) const {
+    return true;
+  }
+  template <class U>
+  bool operator!=(const CpuVectorAllocator<U>&) const {
+    return false;
+  }
 };
 
 /// Shorthand for CpuAllocator::instance().stats().

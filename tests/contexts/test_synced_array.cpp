@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <vector>
 
 #include <mixgraph/contexts/memory.hpp>
 #include <mixgraph/contexts/synced_array.hpp>
@@ -104,6 +105,22 @@ TEST(CpuAllocator, AlignsTo64BytesCountsAndReuses) {
   EXPECT_EQ(alloc.stats().in_use, before.in_use);
   auto again = alloc.allocate(1000);
   EXPECT_EQ(again->ptr(), first) << "a freed block of the same size is reused";
+}
+
+TEST(CpuAllocator, VectorsOnItCountAndReuseTheirBlocks) {
+  auto& alloc = CpuAllocator::instance();
+  const size_t base = alloc.stats().in_use;
+  const size_t n = 3 << 20;  // 12 MB: a fresh mapping under std::allocator
+  const float* first;
+  {
+    std::vector<float, CpuVectorAllocator<float>> v(n, 1.0f);
+    first = v.data();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % 64, 0u);
+    EXPECT_GE(alloc.stats().in_use, base + n * sizeof(float));
+  }
+  EXPECT_EQ(alloc.stats().in_use, base) << "the vector's block went back";
+  std::vector<float, CpuVectorAllocator<float>> again(n);
+  EXPECT_EQ(again.data(), first) << "the next vector of its size reuses it";
 }
 
 TEST(CpuAllocator, PeakTracksTheHighWaterMark) {

@@ -185,10 +185,11 @@ void zero_input_grad(Variable* v, bool accum) {
 
 /// v's data as floats, for a kernel that computes in fp32 throughout: an
 /// fp32 master (or fp32 data) is copied as it is, with no T copy made;
-/// anything else is read in T and converted.
-template <class T>
-std::vector<float> floats_of(Variable* v) {
-  std::vector<float> out(static_cast<size_t>(v->size()));
+/// anything else is read in T and converted. `Floats` is the vector type
+/// (a kernel's scratch vectors may draw on CpuVectorAllocator).
+template <class T, class Floats = std::vector<float>>
+Floats floats_of(Variable* v) {
+  Floats out(static_cast<size_t>(v->size()));
   if (std::is_same_v<T, float> || held_in_float(v)) {
     const float* p = v->data()->get<const float>();
     std::copy(p, p + out.size(), out.begin());
@@ -199,9 +200,9 @@ std::vector<float> floats_of(Variable* v) {
 }
 
 /// v's grad (an output's, read by backward) as floats.
-template <class T>
-std::vector<float> grad_floats_of(Variable* v) {
-  std::vector<float> out(static_cast<size_t>(v->size()));
+template <class T, class Floats = std::vector<float>>
+Floats grad_floats_of(Variable* v) {
+  Floats out(static_cast<size_t>(v->size()));
   convert(output_grad<T>(v), dtype_of<T>, out.data(), Dtype::f32, out.size());
   return out;
 }

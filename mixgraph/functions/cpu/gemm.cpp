@@ -22,17 +22,20 @@ struct GemmKey {
   Dtype type;      // of A and B
   Dtype out_type;  // of C
   int64_t batch;
+  bool blocked_b = false;  // B in the layout the kernel chooses (GemmFixedB)
   bool operator<(const GemmKey& o) const {
-    return std::tie(m, n, k, ta, tb, bias, accum, type, out_type, batch) <
-           std::tie(o.m, o.n, o.k, o.ta, o.tb, o.bias, o.accum, o.type,
-                    o.out_type, o.batch);
+    return std::tie(m, n, k, ta, tb, bias, accum, type, out_type, batch,
+                    blocked_b) < std::tie(o.m, o.n, o.k, o.ta, o.tb, o.bias,
+                                          o.accum, o.type, o.out_type, o.batch,
+                                          o.blocked_b);
   }
 };
 
 // A cached primitive, or none when oneDNN has no kernel for the type here.
 struct GemmPlan {
   bool native = false;
-  CachedPrimitive prim;  // its arguments: A, B, C [, bias]
+  CachedPrimitive prim;                  // its arguments: A, B, C [, bias]
+  dnnl::memory::desc b_plain, b_kernel;  // B as stored, as the kernel reads it
 };
 
 using dims = dnnl::memory::dims;
@@ -43,8 +46,12 @@ GemmPlan make_plan(const GemmKey& key) {
   // (batch, rows, columns), each matrix after the one before.
   const dnnl::memory::desc a_md({key.batch, m, k}, dt,
                                 key.ta ? dims{m * k, 1, m} : dims{m * k, k, 1});
-  const dnnl::memory::desc b_md({key.batch, k, n}, dt,
-                                key.tb ? dims{k * n, 1, k} : dims{k * n, n, 1});
+  const dnnl::memory::desc b_plain(
+      {key.batch, k, n}, dt, key.tb ? dims{k * n, 1, k} : dims{k * n, n, 1});
+  const dnnl::memory::desc b_md =
+      key.blocked_b ? dnnl::memory::desc({key.batch, k, n}, dt,
+                                         dnnl::memory::format_tag::any)
+                    : b_plain;
   const dnnl::memory::desc c_md({key.batch, m, n}, dnnl_type(key.out_type),
                                 dims{m * n, n, 1});
   dnnl::primitive_attr attr;
@@ -68,6 +75,8 @@ GemmPlan make_plan(const GemmKey& key) {
     if (key.bias) args.emplace_back(DNNL_ARG_BIAS, pd.bias_desc());
     plan.prim = CachedPrimitive(dnnl::matmul(pd), args);
     plan.native = true;
+    plan.b_plain = b_plain;
+    plan.b_kernel = pd.weights_desc();
   } catch (const dnnl::error& e) {
     if (key.type == Dtype::f32 && key.out_type == Dtype::f32) {
       throw std::runtime_error(msg("[gemm] oneDNN: ", e.what()));
@@ -151,6 +160,49 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
   run(plan, as_type(a, Dtype::f32, batch * m * k, a_scratch),
       as_type(b, Dtype::f32, batch * k * n, b_scratch), cf, bias);
   store(cf, c, size_c, accum);
+}
+
+GemmFixedB::GemmFixedB(bool tb, int64_t m, int64_t n, int64_t k, Operand b,
+                       bool bias, bool accum)
+    : type_(b.dtype), m_(m), n_(n), bias_(bias), accum_(accum) {
+  const bool bf16 =
+      b.dtype == Dtype::bf16 && compute_type<BFloat16>() == Dtype::bf16;
+  if (b.dtype != Dtype::f32 && !bf16) {
+    throw std::logic_error(msg("[GemmFixedB] B is ", dtype_name(b.dtype),
+                               ": fp32, or bf16 where oneDNN computes in it"));
+  }
+  if (m == 0 || n == 0 || k == 0) return;  // nothing to multiply: C as gemm()
+  const GemmPlan& plan = plan_for(
+      GemmKey{m, n, k, false, tb, bias, accum, type_, Dtype::f32, 1, true});
+  if (!plan.native) {
+    throw std::logic_error("[GemmFixedB] oneDNN has no kernel for this type");
+  }
+  plan_ = &plan;
+  b_ = CpuAllocator::instance().allocate(plan.b_kernel.get_size());
+  dnnl_call("GemmFixedB", [&] {
+    dnnl::memory from(plan.b_plain, dnnl_engine(), const_cast<void*>(b.data));
+    dnnl::memory to(plan.b_kernel, dnnl_engine(), b_->ptr());
+    dnnl::reorder(from, to).execute(dnnl_stream(), from, to);
+    dnnl_stream().wait();
+  });
+}
+
+GemmFixedB::~GemmFixedB() = default;
+
+void GemmFixedB::operator()(Operand a, float* c, const float* bias) const {
+  if (a.dtype != type_) {
+    throw std::logic_error(msg("[GemmFixedB] A is ", dtype_name(a.dtype),
+                               ", B ", dtype_name(type_)));
+  }
+  if (bias_ != (bias != nullptr)) {
+    throw std::logic_error(
+        "[GemmFixedB] a bias given to a product made "
+        "without one, or none to one made with one");
+  }
+  if (!plan_) {  // k == 0: C = bias (or C + bias); m == 0 or n == 0: empty
+    return gemm<float>(false, false, m_, n_, 0, a, a, c, bias, accum_);
+  }
+  run(*static_cast<const GemmPlan*>(plan_), a.data, b_->ptr(), c, bias);
 }
 
 #define MG_INSTANTIATE_GEMM(T)                                          \

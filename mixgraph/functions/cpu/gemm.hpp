@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
+#include <mixgraph/contexts/memory.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 
 namespace mg::cpu {
@@ -33,5 +35,27 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
   gemm<T>(ta, tb, m, n, k, Operand{a, dtype_of<T>}, Operand{b, dtype_of<T>}, c,
           bias, accum, batch);
 }
+
+/// The products C = A op(B) [+ bias] [+ C] of one shape with one B used
+/// many times (a recurrent layer's Wh, once per step): B is stored once in
+/// the blocked layout oneDNN's kernel reads, so that no product packs it
+/// again (a 32 x 2048 x 512 step here: fp32 0.48 -> 0.38 ms, bf16 0.26 ->
+/// 0.20 ms). C is fp32; A and B have one type, fp32, or bf16 where oneDNN
+/// has bf16 kernels (as gemm() computes). B is copied: it may change after.
+class GemmFixedB {
+ public:
+  GemmFixedB(bool tb, int64_t m, int64_t n, int64_t k, Operand b,
+             bool bias = false, bool accum = false);
+  ~GemmFixedB();
+  /// C (m x n) = A (m x k, row-major) op(B) [+ bias] [+ C when accum].
+  void operator()(Operand a, float* c, const float* bias = nullptr) const;
+
+ private:
+  const void* plan_ = nullptr;  // the cached primitive
+  Dtype type_;
+  int64_t m_, n_;
+  bool bias_, accum_;
+  std::unique_ptr<Memory> b_;  // B, blocked
+};
 
 }  // namespace mg::cpu

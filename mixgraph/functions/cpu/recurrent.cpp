@@ -11,6 +11,7 @@
 #include <cmath>
 #include <vector>
 
+#include <mixgraph/contexts/memory.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/cpu/gemm.hpp>
@@ -25,7 +26,10 @@ namespace {
 using vmath::sigmoid;
 using vmath::tanh;
 
-using Floats = std::vector<float>;
+// Scratch on the caching allocator: a training step repeats the last one's
+// sizes (16 MB of gates per layer at hidden 512, seq 64, batch 32), and
+// fresh std::vector pages cost their faults and zeroing on every call.
+using Floats = std::vector<float, CpuVectorAllocator<float>>;
 
 // One row of one step. Pointers are to H (state) or G H (gates) floats;
 // `saved` holds kSaved H floats the cell keeps for backward.
@@ -280,12 +284,14 @@ class RecurrentCpu : public Base {
   };
   Inputs inputs(const Variables& in) const {
     Inputs v;
-    v.x = floats_of<T>(in[0]);
-    v.h0 = floats_of<T>(in[1]);
-    if (this->layout_.cell) v.c0 = floats_of<T>(in[2]);
-    v.w0 = floats_of<T>(in[this->w0_index()]);
-    if (this->weight_index_ >= 0) v.w = floats_of<T>(in[this->weight_index_]);
-    if (this->bias_index_ >= 0) v.b = floats_of<T>(in[this->bias_index_]);
+    v.x = floats_of<T, Floats>(in[0]);
+    v.h0 = floats_of<T, Floats>(in[1]);
+    if (this->layout_.cell) v.c0 = floats_of<T, Floats>(in[2]);
+    v.w0 = floats_of<T, Floats>(in[this->w0_index()]);
+    if (this->weight_index_ >= 0)
+      v.w = floats_of<T, Floats>(in[this->weight_index_]);
+    if (this->bias_index_ >= 0)
+      v.b = floats_of<T, Floats>(in[this->bias_index_]);
     return v;
   }
 
@@ -320,7 +326,10 @@ class RecurrentCpu : public Base {
                     in16.of(layer_in.data(), S * B * n_in),
                     wx16.of(cw.wx.data(), G * H * n_in), gx.data(),
                     cw.bx.data());
-        const Operand wh = wh16.of(cw.wh.data(), G * H * H);
+        // Every step's rh = h Wh^T + bh, with Wh packed once.
+        const GemmFixedB step_product(true, B, G * H, H,
+                                      wh16.of(cw.wh.data(), G * H * H),
+                                      /*bias=*/true);
         Floats& saved = saved_.cell[k];
         Floats& hiddens = saved_.hiddens[k];
         Floats& cells = saved_.cells[k];
@@ -331,8 +340,7 @@ class RecurrentCpu : public Base {
         const float* c_prev = has_c ? v.c0.data() + k * B * H : nullptr;
         for (int64_t step = 0; step < S; ++step) {
           const int64_t t = d == 0 ? step : S - 1 - step;
-          gemm<float>(false, true, B, G * H, H, h16.of(h_prev, B * H), wh,
-                      rh.data(), cw.bh.data());
+          step_product(h16.of(h_prev, B * H), rh.data(), cw.bh.data());
           float* h = hiddens.data() + t * B * H;
           float* c = has_c ? cells.data() + t * B * H : nullptr;
 #pragma omp parallel for schedule(static) if (B * H >= kCellParallelMin)
@@ -369,9 +377,9 @@ class RecurrentCpu : public Base {
     const int L = this->num_layers_, D = this->directions_;
     const int64_t S = this->steps_, B = this->batch_, H = this->hidden_;
     const bool has_c = this->layout_.cell;
-    Floats dlayer_out = grad_floats_of<T>(out[0]);
-    Floats dhn = grad_floats_of<T>(out[1]);
-    Floats dcn = has_c ? grad_floats_of<T>(out[2]) : Floats{};
+    Floats dlayer_out = grad_floats_of<T, Floats>(out[0]);
+    Floats dhn = grad_floats_of<T, Floats>(out[1]);
+    Floats dcn = has_c ? grad_floats_of<T, Floats>(out[2]) : Floats{};
     auto put = [&](int i, const Floats& g) {
       if (propagate_down[i]) {
         store(g.data(), input_grad<T>(in[i], accum[i]), in[i]->size(),
@@ -397,7 +405,10 @@ class RecurrentCpu : public Base {
       for (int d = 0; d < D; ++d) {
         const int k = l * D + d;
         const Weights cw = weights(l, d, v.w0, v.w, v.b);
-        const Operand wh = wh16.of(cw.wh.data(), G * H * H);
+        // Every step's dh_prev += drh Wh, with Wh packed once.
+        const GemmFixedB step_product(false, B, H, G * H,
+                                      wh16.of(cw.wh.data(), G * H * H),
+                                      /*bias=*/false, /*accum=*/true);
         const Floats& saved = saved_.cell[k];
         const Floats& hiddens = saved_.hiddens[k];
         const Floats& cells = saved_.cells[k];
@@ -435,9 +446,7 @@ class RecurrentCpu : public Base {
                            drh_t + n * G * H, dh_prev.data() + n * H},
                           H);
           }
-          // dh_prev += drh Wh.
-          gemm<float>(false, false, B, H, G * H, drh16.of(drh_t, B * G * H), wh,
-                      dh_prev.data(), nullptr, /*accum=*/true);
+          step_product(drh16.of(drh_t, B * G * H), dh_prev.data());
           dh.swap(dh_prev);
         }
         // dWh = sum over steps of drh_t^T h_prev(t): the steps whose h_prev
