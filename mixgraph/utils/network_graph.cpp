@@ -107,7 +107,7 @@ NamedGraph name_graph(const NamedVariables& outputs,
   NamedGraph graph;
   std::unordered_map<const Variable*, std::string> names;
   for (const auto& [oname, v] : outputs) names[v.get()] = oname;
-  int next_input = 0, next_value = 0;
+  int next_input = 0, next_value = 0, next_constant = 0;
   auto name_of = [&](const VariablePtr& v, bool output) -> std::string {
     auto it = names.find(v.get());
     if (it != names.end()) return it->second;
@@ -117,6 +117,10 @@ NamedGraph name_graph(const NamedVariables& outputs,
     } else if (auto p = param_names.find(v.get()); p != param_names.end()) {
       n = p->second;
       graph.parameters.emplace_back(n, v);
+    } else if (!v->parent() && v->constant()) {
+      n = v->name().empty() ? "constant" + std::to_string(next_constant++)
+                            : v->name();
+      graph.constants.emplace_back(n, v);
     } else if (!v->parent()) {
       n = v->name().empty() ? "x" + std::to_string(next_input++) : v->name();
       graph.inputs.emplace_back(n, v);

@@ -27,12 +27,15 @@ struct NamedFunction {
 };
 
 /// The graph below `outputs`, every variable named: outputs by the names
-/// given, leaves found in `params` by their parameter names, other leaves
-/// (the inputs) by Variable::name() or "x0", "x1", ... in the order found,
-/// the values in between "v0", "v1", ...
+/// given, leaves found in `params` by their parameter names, constant
+/// leaves (Variable::constant(): data of the graph's own, attention's
+/// causal mask) by Variable::name() or "constant0", "constant1", ..., other
+/// leaves (the inputs) by Variable::name() or "x0", "x1", ..., in the order
+/// found, the values in between "v0", "v1", ...
 struct NamedGraph {
   std::vector<NamedFunction> functions;  // each after those it reads from
   NamedVariables inputs, parameters;     // in the order first read
+  NamedVariables constants;              // the files keep their data
   /// Every function output, named: also keeps the outputs the graph does not
   /// use (Split's) alive, so no other variable takes their address.
   NamedVariables values;

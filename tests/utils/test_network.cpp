@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
 
 #include <mixgraph/utils/hdf5/parameters.hpp>
 #include <mixgraph/utils/yaml/network.hpp>
@@ -64,6 +67,75 @@ TEST(Network, SavesToAFileAndLoadsInANewScopeWithParameters) {
   net.input("x0")->set_data(x->data());
   net.output("prob")->forward();
   EXPECT_EQ(to_doubles(net.output("prob")), to_doubles(y));
+}
+
+// Causal attention makes its mask a constant of the graph: the file keeps
+// its values (-inf included), and the network loads with one input, not
+// two, and computes the same, in the file's YAML and through a file.
+TEST(Network, AConstantTravelsWithItsValues) {
+  seed(4);
+  ParameterScope params;
+  auto x = make_variable({2, 3, 8});
+  x->set_name("tokens");
+  auto y = PF::multi_head_attention(x, x, x, 8, 2, params["mha"],
+                                    /*causal=*/true);
+  uniform_initializer()(*x->data());
+  y->forward();
+  const std::string yaml = network_to_yaml("attn", {{"y", y}}, params);
+  EXPECT_NE(yaml.find("constants:"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("-.inf"), std::string::npos) << yaml;
+  const std::string path = ::testing::TempDir() + "attn.yaml";
+  save_network(path, "attn", {{"y", y}}, params);
+  for (const Network& net :
+       {network_from_yaml(yaml, params), load_network(path, params)}) {
+    ASSERT_EQ(net.inputs.size(), 1u) << yaml;
+    EXPECT_EQ(net.inputs[0].first, "tokens");
+    net.input("tokens")->set_data(x->data());
+    net.output("y")->forward();
+    EXPECT_EQ(to_doubles(net.output("y")), to_doubles(y));
+    // Written again, the constant is still one.
+    EXPECT_EQ(network_to_yaml("attn", {{"y", net.output("y")}}, params), yaml);
+  }
+}
+
+TEST(Network, ABadConstantIsReportedWithItsLine) {
+  const std::string head = R"(network:
+  name: bad
+  inputs:
+    - {name: x, shape: [2]}
+  parameters: []
+)";
+  const std::string tail = R"(  outputs: [y]
+  functions:
+    - {type: Add2, inputs: [x, c], outputs: [y], args: {}}
+)";
+  ParameterScope params;
+  auto expect = [&](const std::string& constants, const std::string& part) {
+    try {
+      network_from_yaml(head + constants + tail, params, "net.yaml");
+      ADD_FAILURE() << "loaded " << constants;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos)
+          << e.what();
+    }
+  };
+  expect("  constants:\n    - {name: c, shape: [2], data: [1]}\n",
+         "net.yaml:7: constant 'c' of shape (2,) needs 2 values");
+  expect("  constants:\n    - {name: c, shape: [2], data: [1, x]}\n",
+         "constant 'c': 'x' is not a number");
+  expect("  constants:\n    - {name: c, shape: [2]}\n",
+         "constant c lacks 'data'");
+  // And a good one computes.
+  Network net = network_from_yaml(
+      head + "  constants:\n    - {name: c, shape: [2], data: [1, .inf]}\n" +
+          tail,
+      params, "net.yaml");
+  float* x = net.input("x")->data()->cast<float>(true);
+  x[0] = 2;
+  x[1] = 3;
+  net.output("y")->forward();
+  EXPECT_EQ(to_doubles(net.output("y")),
+            (std::vector<double>{3, std::numeric_limits<double>::infinity()}));
 }
 
 void expect_load_error(const std::string& yaml, const std::string& part) {

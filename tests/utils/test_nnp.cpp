@@ -162,6 +162,64 @@ TEST(Nnp, RoundTripTextAndBinary) {
   }
 }
 
+// Causal attention's mask, a constant of the graph, is kept as a parameter
+// without grad (NNabla has no constants): the network loads with one
+// input and computes the same; two networks with equal masks share one.
+TEST(Nnp, AConstantIsKeptAsAParameterWithoutGrad) {
+  mg::seed(6);
+  mg::ParameterScope params;
+  auto build = [&](int64_t batch) {
+    auto x = mg::make_variable({4, batch, 8});
+    x->set_name("tokens");
+    return std::make_pair(
+        x, PF::multi_head_attention(x, x, x, 8, 2, params["mha"], true));
+  };
+  auto [x, y] = build(2);
+  auto [x1, y1] = build(1);
+  mg::uniform_initializer()(*x->data());
+  y->forward();
+  for (bool binary : {false, true}) {
+    SCOPED_TRACE(binary ? "binary" : "text");
+    const std::string path = temp(binary ? "c.bin.nnp" : "c.nnp");
+    mg::SaveNnpOptions options;
+    options.binary = binary;
+    mg::save_nnp(path, "net", {{"y", y}}, params, options);
+    mg::ParameterScope loaded;
+    const mg::Nnp nnp = mg::load_nnp(path, loaded);
+    EXPECT_EQ(loaded.size(), params.size() + 1);
+    ASSERT_TRUE(loaded.get("constant0"));
+    EXPECT_FALSE(loaded.get("constant0")->need_grad());
+    const mg::Network run = nnp.executor("runtime");
+    ASSERT_EQ(run.inputs.size(), 1u);
+    fill(run.input("tokens"), values(x));
+    run.output("y")->forward();
+    EXPECT_EQ(values(run.output("y")), values(y));
+    std::remove(path.c_str());
+  }
+  // Two networks, each with its own mask, equal: written once.
+  mg::Nnp two;
+  two.networks = {{"train", {}, {{"y", y}}}, {"infer", {}, {{"y", y1}}}};
+  const std::string path = temp("two.nnp");
+  mg::save_nnp(path, two, params);
+  mg::ParameterScope loaded;
+  mg::load_nnp(path, loaded);
+  EXPECT_EQ(loaded.size(), params.size() + 1);
+  std::remove(path.c_str());
+  // Masks of other lengths under one name: refused, saying what to do.
+  auto x3 = mg::make_variable({3, 1, 8});
+  two.networks[1].outputs = {
+      {"y", PF::multi_head_attention(x3, x3, x3, 8, 2, params["mha"], true)}};
+  try {
+    mg::save_nnp(path, two, params);
+    ADD_FAILURE() << "saved two masks as one";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "two networks have different constants named 'constant0'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // The sections not run here (training_config, dataset, optimizer, monitor)
 // are read, kept and written back; a loaded .nnp saves as it was.
 TEST(Nnp, KeepsTheOtherSectionsThroughARoundTrip) {

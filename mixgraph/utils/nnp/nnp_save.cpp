@@ -171,12 +171,18 @@ FunctionArgs nnabla_args(Function& fn, const FieldDescriptor* param) {
   return kept;
 }
 
-// Adds network `name` (the graph below `outputs`) to `proto`; returns the
-// names of its inputs and parameters.
-std::pair<std::vector<std::string>, std::vector<std::string>> add_network(
-    pb::NNablaProtoBuf& proto, const std::string& name,
-    const network_graph::NamedVariables& outputs, const ParameterScope& params,
-    bool free_batch) {
+// What add_network wrote: the names of the network's inputs and
+// parameters, and its constants (attention's causal mask), which the file
+// keeps as parameters without grad (NNabla has no constants).
+struct AddedNetwork {
+  std::vector<std::string> inputs, parameters;
+  network_graph::NamedVariables constants;
+};
+
+// Adds network `name` (the graph below `outputs`) to `proto`.
+AddedNetwork add_network(pb::NNablaProtoBuf& proto, const std::string& name,
+                         const network_graph::NamedVariables& outputs,
+                         const ParameterScope& params, bool free_batch) {
   const auto graph = network_graph::name_graph(outputs, params, "save_nnp");
   // The batch: the first input's first dimension. Variables computed from
   // the inputs with that first dimension write it as -1 (NNabla's
@@ -244,17 +250,62 @@ std::pair<std::vector<std::string>, std::vector<std::string>> add_network(
       }
     }
   }
-  std::vector<std::string> inputs, parameters;
+  AddedNetwork added;
   for (const auto& [n, v] : graph.inputs) {
     add_variable(n, v, "Buffer");
-    inputs.push_back(n);
+    added.inputs.push_back(n);
   }
   for (const auto& [n, v] : graph.values) add_variable(n, v, "Buffer");
   for (const auto& [n, v] : graph.parameters) {
     add_variable(n, v, "Parameter");
-    parameters.push_back(n);
+    added.parameters.push_back(n);
   }
-  return {inputs, parameters};
+  for (const auto& [n, v] : graph.constants) {
+    if (params.get(n)) {
+      refuse_save("constant '" + n +
+                  "' has the name of a parameter: rename it "
+                  "(Variable::set_name)");
+    }
+    add_variable(n, v, "Parameter");
+    added.parameters.push_back(n);
+    added.constants.emplace_back(n, v);
+  }
+  return added;
+}
+
+// Adds constant `n` of one of the networks to those of the file: networks
+// built alike (training and inference) each have their own causal mask,
+// named alike and equal; different data under one name is refused.
+void add_constant(network_graph::NamedVariables& constants,
+                  const std::string& n, const VariablePtr& v) {
+  for (const auto& [m, w] : constants) {
+    if (m != n) continue;
+    const bool same =
+        w == v || (w->shape() == v->shape() &&
+                   std::equal(w->data()->get<const float>(),
+                              w->data()->get<const float>() + w->size(),
+                              v->data()->get<const float>()));
+    if (!same) {
+      refuse_save("two networks have different constants named '" + n +
+                  "': name them apart (Variable::set_name)");
+    }
+    return;
+  }
+  constants.emplace_back(n, v);
+}
+
+// The parameters the file stores: the scope's, and the networks'
+// constants (need_grad false) beside them.
+ParameterScope stored_parameters(
+    const ParameterScope& params,
+    const network_graph::NamedVariables& constants) {
+  if (constants.empty()) return params;
+  ParameterScope stored;
+  for (const auto& [n, v] : params.parameters(/*grad_only=*/false)) {
+    stored.set(n, v);
+  }
+  for (const auto& [n, v] : constants) stored.set(n, v);
+  return stored;
 }
 
 void add_executor(pb::NNablaProtoBuf& proto, const NnpExecutor& x,
@@ -319,29 +370,33 @@ void save_nnp(const std::string& path, const std::string& name,
               const std::vector<std::pair<std::string, VariablePtr>>& outputs,
               const ParameterScope& params, const SaveNnpOptions& options) {
   pb::NNablaProtoBuf proto;
-  const auto [inputs, parameters] =
+  const AddedNetwork added =
       add_network(proto, name, outputs, params, options.free_batch);
-  NnpExecutor x{options.executor_name, name, inputs, {}};
+  NnpExecutor x{options.executor_name, name, added.inputs, {}};
   for (const auto& [n, v] : outputs) x.outputs.push_back(n);
-  add_executor(proto, x, parameters);
-  write_nnp(path, proto, params, options, options.other_sections);
+  add_executor(proto, x, added.parameters);
+  write_nnp(path, proto, stored_parameters(params, added.constants), options,
+            options.other_sections);
 }
 
 void save_nnp(const std::string& path, const Nnp& nnp,
               const ParameterScope& params, const SaveNnpOptions& options) {
   pb::NNablaProtoBuf proto;
   std::unordered_map<std::string, std::vector<std::string>> parameters;
+  network_graph::NamedVariables constants;
   for (const auto& net : nnp.networks) {
-    parameters[net.name] =
-        add_network(proto, net.name, net.outputs, params, options.free_batch)
-            .second;
+    AddedNetwork added =
+        add_network(proto, net.name, net.outputs, params, options.free_batch);
+    parameters[net.name] = std::move(added.parameters);
+    for (const auto& [n, v] : added.constants) add_constant(constants, n, v);
   }
   for (const auto& x : nnp.executors) {
     // An executor of a network not loaded (NnpOptions::networks) is left out.
     auto it = parameters.find(x.network_name);
     if (it != parameters.end()) add_executor(proto, x, it->second);
   }
-  write_nnp(path, proto, params, options, nnp.other_sections);
+  write_nnp(path, proto, stored_parameters(params, constants), options,
+            nnp.other_sections);
 }
 
 }  // namespace mg

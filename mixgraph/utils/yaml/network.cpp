@@ -3,12 +3,15 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
+#include <mixgraph/contexts/dtype.hpp>
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/registry.hpp>
 #include <mixgraph/graph/function_node.hpp>
@@ -34,6 +37,38 @@ void emit_value(YAML::Emitter& out, const ArgValue& v) {
         }
       },
       v);
+}
+
+// A float as a YAML scalar that reads back to the same float (9
+// significant digits; YAML's .inf, -.inf and .nan).
+std::string float_scalar(float x) {
+  if (std::isnan(x)) return ".nan";
+  if (std::isinf(x)) return x > 0 ? ".inf" : "-.inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(x));
+  return buf;
+}
+
+// The graph's constants (attention's causal mask) with their values: the
+// network file is their only home (parameters go to HDF5 apart).
+void emit_constants(YAML::Emitter& out,
+                    const network_graph::NamedVariables& constants) {
+  out << YAML::Key << "constants" << YAML::Value << YAML::BeginSeq;
+  for (const auto& [n, v] : constants) {
+    const SyncedArray& a = v->data()->array();
+    if (a.has_head() && !is_floating(a.dtype())) {
+      throw std::invalid_argument(
+          msg("[save_network] constant '", n, "' holds ", dtype_name(a.dtype()),
+              " data: a network file keeps floating constants only"));
+    }
+    const float* x = v->data()->get<const float>();
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value
+        << n << YAML::Key << "shape" << YAML::Value << YAML::Flow << v->shape()
+        << YAML::Key << "data" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (int64_t i = 0; i < v->size(); ++i) out << float_scalar(x[i]);
+    out << YAML::EndSeq << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
 }
 
 std::string where(const std::string& source, const YAML::Node& n) {
@@ -212,6 +247,7 @@ std::string network_to_yaml(
         << YAML::EndMap;
   }
   out << YAML::EndSeq;
+  if (!graph.constants.empty()) emit_constants(out, graph.constants);
   out << YAML::Key << "outputs" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (const auto& [n, v] : outputs) out << n;
   out << YAML::EndSeq;
@@ -328,6 +364,32 @@ Network build_network(const std::string& yaml, ParameterScope& params,
         "load_parameters, or use load_trained_network):",
         missing));
   }
+  for (const auto& c : net["constants"]) {
+    const std::string n =
+        need(c, "name", source, "a constant").as<std::string>();
+    const Shape shape =
+        to_shape(need(c, "shape", source, "constant " + n), source);
+    const YAML::Node data = need(c, "data", source, "constant " + n);
+    auto v = make_variable(shape);
+    if (!data.IsSequence() || static_cast<int64_t>(data.size()) != v->size()) {
+      fail(source, data,
+           "constant '" + n + "' of shape " + shape_str(shape) + " needs " +
+               std::to_string(v->size()) + " values in 'data'");
+    }
+    float* x = v->data()->cast<float>(/*write_only=*/true);
+    for (size_t i = 0; i < data.size(); ++i) {
+      try {
+        x[i] = data[i].as<float>();
+      } catch (const YAML::Exception&) {
+        fail(
+            source, data[i],
+            "constant '" + n + "': '" + data[i].Scalar() + "' is not a number");
+      }
+    }
+    v->set_name(n);
+    v->set_constant(true);
+    vars[n] = v;
+  }
   const YAML::Node functions = net["functions"];
   if (!functions || !functions.IsSequence()) {
     fail(source, net, "'functions' must be a list");
@@ -346,8 +408,8 @@ Network build_network(const std::string& yaml, ParameterScope& params,
       if (it == vars.end()) {
         fail(source, in,
              type + " reads '" + in.as<std::string>() +
-                 "', which no input, parameter or earlier function "
-                 "defines");
+                 "', which no input, parameter, constant or earlier "
+                 "function defines");
       }
       inputs.push_back(it->second);
     }

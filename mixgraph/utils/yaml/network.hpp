@@ -36,7 +36,9 @@ struct SaveNetworkOptions {
 
 /// Writes the graph that computes `outputs` (named) to `path`. Leaves found
 /// in `params` are written as parameters by name (their values go to HDF5
-/// with save_parameters); other leaves are the network's inputs, named by
+/// with save_parameters); constant leaves (Variable::constant(): attention's
+/// causal mask) are written with their values, under `constants`, and come
+/// back as constants; other leaves are the network's inputs, named by
 /// Variable::name() or "x0", "x1", ... in the order found. A graph with
 /// training-only functions is std::invalid_argument naming them and what to
 /// call (see SaveNetworkOptions::training). A failed write is
