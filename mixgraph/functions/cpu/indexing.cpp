@@ -22,12 +22,6 @@ const int32_t* indices(Variable* v, int64_t limit, const std::string& has,
   return ids;
 }
 
-// An index input's grad: zero (indices are piecewise constant).
-template <class T>
-void zero_index_grad(Variable* v, bool accum) {
-  if (!accum) std::fill_n(input_grad<T>(v, false), v->size(), T(0.0f));
-}
-
 template <class T>
 class EmbedCpu : public Embed {
  public:
@@ -49,7 +43,7 @@ class EmbedCpu : public Embed {
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
-    if (propagate_down[0]) zero_index_grad<T>(in[0], accum[0]);
+    if (propagate_down[0]) zero_input_grad<T>(in[0], accum[0]);
     if (!propagate_down[1]) return;
     const int32_t* ids = in[0]->data()->get<const int32_t>();
     const T* dy = output_grad<T>(out[0]);
@@ -93,7 +87,7 @@ class GatherCpu : public Gather {
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
-    if (propagate_down[1]) zero_index_grad<T>(in[1], accum[1]);
+    if (propagate_down[1]) zero_input_grad<T>(in[1], accum[1]);
     if (!propagate_down[0]) return;
     const int32_t* ids = in[1]->data()->get<const int32_t>();
     const T* dy = output_grad<T>(out[0]);
@@ -144,7 +138,7 @@ class OneHotCpu : public OneHot {
   void backward_impl(const Variables& in, const Variables&,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
-    if (propagate_down[0]) zero_index_grad<T>(in[0], accum[0]);
+    if (propagate_down[0]) zero_input_grad<T>(in[0], accum[0]);
   }
 };
 
@@ -169,7 +163,7 @@ class WhereCpu : public Where {
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
-    if (propagate_down[0]) zero_index_grad<T>(in[0], accum[0]);
+    if (propagate_down[0]) zero_input_grad<T>(in[0], accum[0]);
     const float* c = input<float>(in[0]);
     const T* dy = output_grad<T>(out[0]);
     for (int k = 1; k <= 2; ++k) {

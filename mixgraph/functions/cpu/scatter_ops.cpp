@@ -37,12 +37,6 @@ std::vector<int64_t> column_offsets(Variable* indices, const Shape& shape,
   return off;
 }
 
-// An index input's grad: zero (indices are piecewise constant).
-template <class T>
-void zero_index_grad(Variable* v, bool accum) {
-  if (!accum) std::fill_n(input_grad<T>(v, false), v->size(), T(0.0f));
-}
-
 template <class T>
 class GatherNdCpu : public GatherNd {
  public:
@@ -61,7 +55,7 @@ class GatherNdCpu : public GatherNd {
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
-    if (propagate_down[1]) zero_index_grad<T>(in[1], accum[1]);
+    if (propagate_down[1]) zero_input_grad<T>(in[1], accum[1]);
     if (!propagate_down[0]) return;
     const auto off = column_offsets(in[1], in[0]->shape(), "x", tag());
     const std::vector<float> dy = grad_floats_of<T>(out[0]);
@@ -98,7 +92,7 @@ class ScatterNdCpu : public ScatterNd {
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
-    if (propagate_down[1]) zero_index_grad<T>(in[1], accum[1]);
+    if (propagate_down[1]) zero_input_grad<T>(in[1], accum[1]);
     const bool to_data = propagate_down[0];
     const bool to_out = in.size() > 2 && propagate_down[2];
     if (!to_data && !to_out) return;
@@ -138,7 +132,7 @@ class ScatterAddCpu : public ScatterAdd {
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
-    if (propagate_down[1]) zero_index_grad<T>(in[1], accum[1]);
+    if (propagate_down[1]) zero_input_grad<T>(in[1], accum[1]);
     if (!propagate_down[0] && !propagate_down[2]) return;
     const std::vector<float> dy = grad_floats_of<T>(out[0]);
     if (propagate_down[0]) {

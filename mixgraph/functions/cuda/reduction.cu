@@ -43,19 +43,30 @@ struct ReduceGeom {
   int64_t outputs = 1, count = 1;
 };
 
-ReduceGeom reduce_geom(const Shape& shape, const std::vector<int>& axes) {
+// `shape` without its size-1 axes, neighbours of the same kind (reduced
+// or kept) merged: each merged axis's size and whether it is reduced.
+struct MergedAxes {
   std::vector<int64_t> dims;
   std::vector<bool> red;
+};
+
+MergedAxes merge_axes(const Shape& shape, const std::vector<int>& axes) {
+  MergedAxes m;
   for (int a = 0; a < static_cast<int>(shape.size()); ++a) {
     if (shape[a] == 1) continue;
     const bool r = std::binary_search(axes.begin(), axes.end(), a);
-    if (!dims.empty() && red.back() == r) {
-      dims.back() *= shape[a];
+    if (!m.dims.empty() && m.red.back() == r) {
+      m.dims.back() *= shape[a];
     } else {
-      dims.push_back(shape[a]);
-      red.push_back(r);
+      m.dims.push_back(shape[a]);
+      m.red.push_back(r);
     }
   }
+  return m;
+}
+
+ReduceGeom reduce_geom(const Shape& shape, const std::vector<int>& axes) {
+  const auto [dims, red] = merge_axes(shape, axes);
   ReduceGeom g;
   int64_t stride = 1;
   for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
@@ -238,18 +249,7 @@ __global__ void scatter_add_kernel(const T* dy, const int64_t* argmax, T* dx,
 
 // x's merged axes (of `shape`, reducing `axes`) indexing y.
 Indexer to_reduced(const Shape& shape, const std::vector<int>& axes) {
-  std::vector<int64_t> dims;
-  std::vector<bool> red;
-  for (int a = 0; a < static_cast<int>(shape.size()); ++a) {
-    if (shape[a] == 1) continue;
-    const bool r = std::binary_search(axes.begin(), axes.end(), a);
-    if (!dims.empty() && red.back() == r) {
-      dims.back() *= shape[a];
-    } else {
-      dims.push_back(shape[a]);
-      red.push_back(r);
-    }
-  }
+  const auto [dims, red] = merge_axes(shape, axes);
   if (dims.size() > static_cast<size_t>(kMaxDims)) {
     throw std::runtime_error(msg("[cuda reduce] shape ", shape_str(shape),
                                  " has too many alternating axes"));
