@@ -120,6 +120,14 @@ NamedGraph name_graph(const NamedVariables& outputs,
     } else if (!v->parent() && v->constant()) {
       n = v->name().empty() ? "constant" + std::to_string(next_constant++)
                             : v->name();
+      // The files read constants and parameters by name (.nnp keeps
+      // constants as parameters): one name must not stand for both.
+      if (params.get(n)) {
+        throw std::invalid_argument(
+            msg("[", caller, "] constant '", n,
+                "' has the name of a parameter: rename it "
+                "(Variable::set_name)"));
+      }
       graph.constants.emplace_back(n, v);
     } else if (!v->parent()) {
       n = v->name().empty() ? "x" + std::to_string(next_input++) : v->name();

@@ -98,6 +98,27 @@ TEST(Network, AConstantTravelsWithItsValues) {
   }
 }
 
+// A constant named like a parameter would be read back as the parameter
+// (and .nnp stores constants among the parameters): refused when saving.
+TEST(Network, AConstantNamedLikeAParameterIsRefused) {
+  ParameterScope params;
+  auto x = make_variable({2});
+  auto w = params.get_or_create("w", {2}, constant_initializer(1));
+  auto c = make_variable({2});
+  c->set_constant(true);
+  c->set_name("w");
+  auto y = F::add2(F::add2(x, c), w);
+  try {
+    network_to_yaml("net", {{"y", y}}, params);
+    ADD_FAILURE() << "saved a constant under a parameter's name";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("[save_network] constant 'w' has "
+                                         "the name of a parameter"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Network, ABadConstantIsReportedWithItsLine) {
   const std::string head = R"(network:
   name: bad

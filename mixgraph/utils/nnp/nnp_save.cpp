@@ -261,11 +261,6 @@ AddedNetwork add_network(pb::NNablaProtoBuf& proto, const std::string& name,
     added.parameters.push_back(n);
   }
   for (const auto& [n, v] : graph.constants) {
-    if (params.get(n)) {
-      refuse_save("constant '" + n +
-                  "' has the name of a parameter: rename it "
-                  "(Variable::set_name)");
-    }
     add_variable(n, v, "Parameter");
     added.parameters.push_back(n);
     added.constants.emplace_back(n, v);
