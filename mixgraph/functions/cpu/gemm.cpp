@@ -14,6 +14,13 @@
 
 namespace mg::cpu {
 
+// A cached primitive, or none when oneDNN has no kernel for the type here.
+struct GemmPlan {
+  bool native = false;
+  CachedPrimitive prim;                  // its arguments: A, B, C [, bias]
+  dnnl::memory::desc b_plain, b_kernel;  // B as stored, as the kernel reads it
+};
+
 namespace {
 
 struct GemmKey {
@@ -29,13 +36,6 @@ struct GemmKey {
                                           o.accum, o.type, o.out_type, o.batch,
                                           o.blocked_b);
   }
-};
-
-// A cached primitive, or none when oneDNN has no kernel for the type here.
-struct GemmPlan {
-  bool native = false;
-  CachedPrimitive prim;                  // its arguments: A, B, C [, bias]
-  dnnl::memory::desc b_plain, b_kernel;  // B as stored, as the kernel reads it
 };
 
 using dims = dnnl::memory::dims;
@@ -202,7 +202,7 @@ void GemmFixedB::operator()(Operand a, float* c, const float* bias) const {
   if (!plan_) {  // k == 0: C = bias (or C + bias); m == 0 or n == 0: empty
     return gemm<float>(false, false, m_, n_, 0, a, a, c, bias, accum_);
   }
-  run(*static_cast<const GemmPlan*>(plan_), a.data, b_->ptr(), c, bias);
+  run(*plan_, a.data, b_->ptr(), c, bias);
 }
 
 #define MG_INSTANTIATE_GEMM(T)                                          \
