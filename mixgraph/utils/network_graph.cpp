@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/registry.hpp>
@@ -101,8 +102,10 @@ NamedGraph name_graph(const NamedVariables& outputs,
     roots.push_back(v);
   }
   std::unordered_map<const Variable*, std::string> param_names;
+  std::unordered_set<std::string> taken_by_params;
   for (const auto& [pname, v] : params.parameters(/*grad_only=*/false)) {
     param_names[v.get()] = pname;
+    taken_by_params.insert(pname);
   }
   NamedGraph graph;
   std::unordered_map<const Variable*, std::string> names;
@@ -122,7 +125,7 @@ NamedGraph name_graph(const NamedVariables& outputs,
                             : v->name();
       // The files read constants and parameters by name (.nnp keeps
       // constants as parameters): one name must not stand for both.
-      if (params.get(n)) {
+      if (taken_by_params.count(n)) {
         throw std::invalid_argument(
             msg("[", caller, "] constant '", n,
                 "' has the name of a parameter: rename it "
