@@ -13,7 +13,7 @@
 //                [--threads N] [--steps N] [--rounds N] [--warmup N]
 //                [--peers PYTHON] [--isa native|avx2] [--backend cpu|cudnn]
 //                [--peers-script PATH]  (default: this source tree's
-//                benchmarks/python_models.py)
+//                benchmarks/python_models.py) [--memory]
 //
 // --backend cudnn trains ours on the GPU (context "cudnn:<type>") and the
 // peers there too (float32, fp16 AMP with a GradScaler, bf16 autocast),
@@ -26,11 +26,22 @@
 // --peers, benchmarks/python_models.py's (PyTorch float32 and bf16
 // autocast) in that Python, so that drift of the machine falls on all
 // alike; a figure is the median over every timed step. Both sides print
-// their parameter counts, which must be equal.
+// their parameter counts, which must be equal. "step MiB" is what one step
+// allocates above what was held before it (activations, grads, scratch).
+//
+// --memory adds, per model, each configuration's peak resident set (the
+// kernel's VmHWM) in a process of its own: ours (this program again, with
+// --memory-child) and, with --peers, PyTorch's (python_models.py --only).
+// A process's peak cannot be reset, so configurations sharing one would
+// hide each other's. "at start" is the process before the model is built:
+// the library loaded, or the interpreter with torch imported. "allocator"
+// is our allocator's peak over a step there: the model's whole footprint
+// in its arrays, parameters and solver state included.
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/mixgraph.hpp>
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -65,6 +76,8 @@ struct Options {
       std::string(MIXGRAPH_SOURCE_DIR) + "/benchmarks/python_models.py";
   std::vector<std::string> models{"resnet18", "gpt", "lstm", "unet"};
   std::vector<std::string> types{"float", "half", "bfloat16"};
+  bool memory = false;        // --memory: the RSS table
+  bool memory_child = false;  // one configuration's RSS, for --memory
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -302,11 +315,22 @@ class Trainer {
   float loss() const { return loss_->data()->get<const float>()[0]; }
 
   /// The allocator's peak during one step, in MiB (the device's allocator
-  /// on a device).
+  /// on a device): all that the process holds, so with other trainers
+  /// alive theirs too.
   double step_peak_mb() {
     mg::reset_device_peak(device_);
     step();
     return mg::device_memory_stats(device_).peak / 1048576.0;
+  }
+
+  /// What one step allocates above what was held before it, at its most,
+  /// in MiB: activations, grads and scratch; not the parameters and the
+  /// solver's state, nor another trainer's arrays in the same process.
+  double step_working_mb() {
+    const size_t before = mg::device_memory_stats(device_).in_use;
+    mg::reset_device_peak(device_);
+    step();
+    return (mg::device_memory_stats(device_).peak - before) / 1048576.0;
   }
 
   /// The host<->device copies of one step.
@@ -354,12 +378,51 @@ std::map<std::string, std::vector<double>> peer_round(const Options& o,
   return steps;
 }
 
+// The process's peak resident set so far (the kernel's VmHWM), in MiB; 0
+// where /proc is not mounted.
+double peak_rss_mb() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  double kb = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::sscanf(line, "VmHWM: %lf kB", &kb) == 1) break;
+  }
+  std::fclose(f);
+  return kb / 1024.0;
+}
+
+// One configuration's memory, in MiB: the process at start and at its
+// peak, and (ours) the allocator's peak over one step.
+struct Rss {
+  double start = 0, peak = 0, allocator = 0;
+};
+
+// Runs `cmd` and reads its "rss <start> <peak> [<allocator>]" line; other
+// lines (the peer's messages) pass through, but its parameter count.
+Rss read_rss(const std::string& cmd) {
+  Rss r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char line[512];
+  while (std::fgets(line, sizeof line, p)) {
+    if (std::sscanf(line, "rss %lf %lf %lf", &r.start, &r.peak, &r.allocator) <
+            2 &&
+        std::strncmp(line, "params ", 7) != 0) {
+      std::fputs(line, stdout);
+    }
+  }
+  pclose(p);
+  return r;
+}
+
 constexpr const char* kUsage =
     "usage: bench_models [--model resnet18|gpt|lstm|unet[,...]]\n"
     "                    [--type float|half|bfloat16[,...]] [--threads N]\n"
     "                    [--steps N] [--rounds N] [--warmup N]\n"
     "                    [--peers PYTHON] [--isa native|avx2]\n"
-    "                    [--backend cpu|cudnn] [--peers-script PATH]\n";
+    "                    [--backend cpu|cudnn] [--peers-script PATH]\n"
+    "                    [--memory]\n";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -368,6 +431,11 @@ Options parse(int argc, char** argv) {
     if (k == "--help" || k == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
+    }
+    if (k == "--memory" || k == "--memory-child") {  // flags: no value
+      (k == "--memory" ? o.memory : o.memory_child) = true;
+      --i;
+      continue;
     }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "bench_models: %s needs a value\n%s", k.c_str(),
@@ -408,15 +476,75 @@ Options parse(int argc, char** argv) {
 
 namespace {
 
-int run(const Options& o) {
+// --isa avx2: our kernels and oneDNN's limited to AVX2 while it is held.
+std::unique_ptr<mg::cpu::ScopedCpuFeatures> limit_isa(const Options& o) {
+  if (o.isa != "avx2") return nullptr;
+  mg::cpu::CpuFeatures f;
+  f.avx2 = f.f16c = true;
+  setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+  return std::make_unique<mg::cpu::ScopedCpuFeatures>(f);
+}
+
+// --memory-child: one model in one type, warmed up and stepped as the
+// timed runs are; prints "rss <at start> <peak> <allocator peak>" (MiB).
+int run_memory_child(const Options& o) {
   omp_set_num_threads(o.threads);
-  std::unique_ptr<mg::cpu::ScopedCpuFeatures> isa;
-  if (o.isa == "avx2") {
-    mg::cpu::CpuFeatures f;
-    f.avx2 = f.f16c = true;
-    isa = std::make_unique<mg::cpu::ScopedCpuFeatures>(f);
-    setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+  const auto isa = limit_isa(o);
+  const double start = peak_rss_mb();
+  Trainer trainer(o.models.at(0), o.types.at(0), o.backend);
+  for (int i = 0; i < o.warmup + o.steps; ++i) trainer.step();
+  const double allocator = trainer.step_peak_mb();
+  std::printf("rss %.1f %.1f %.1f\n", start, peak_rss_mb(), allocator);
+  return 0;
+}
+
+// --memory: each configuration's peak RSS, ours and (with --peers)
+// PyTorch's, each in a process of its own.
+void print_memory(const Options& o, const std::string& model) {
+  std::ostringstream common;
+  common << " --model " << model << " --threads " << o.threads << " --steps "
+         << o.steps << " --warmup " << o.warmup;
+  // This program, by its path: a shell's /proc/self/exe is the shell.
+  char path[4096] = {};
+  const ssize_t len = readlink("/proc/self/exe", path, sizeof path - 1);
+  const std::string self = len > 0 ? std::string(path, len) : "bench_models";
+  std::map<std::string, Rss> torch;
+  if (!o.peers_python.empty()) {
+    for (const char* name : {"torch-float32", "torch-bf16-autocast"}) {
+      torch[name] = read_rss(
+          o.peers_python + " " + o.peers_script + common.str() + " --device " +
+          (o.backend == "cpu" ? "cpu" : "cuda") + " --only " + name);
+    }
   }
+  std::printf(
+      "\n%s: peak resident set (MiB), each configuration in its own process "
+      "after %d steps; 'at start': before the model is built\n",
+      model.c_str(), o.warmup + o.steps + 1);
+  std::printf("%-24s %10s %10s %10s %12s\n", "configuration", "at start",
+              "peak RSS", "allocator", "of torch's");
+  for (const std::string& t : o.types) {
+    const Rss r =
+        read_rss(self + " --memory-child" + common.str() + " --type " + t +
+                 " --isa " + o.isa + " --backend " + o.backend);
+    const auto twin =
+        torch.find(t == "bfloat16" ? "torch-bf16-autocast" : "torch-float32");
+    char share[16] = "-";
+    if (twin != torch.end() && twin->second.peak > 0 && r.peak > 0) {
+      std::snprintf(share, sizeof share, "%.2f", r.peak / twin->second.peak);
+    }
+    std::printf("%-24s %10.1f %10.1f %10.1f %12s\n", ("mixgraph " + t).c_str(),
+                r.start, r.peak, r.allocator, share);
+  }
+  for (const auto& [name, r] : torch) {
+    std::printf("%-24s %10.1f %10.1f %10s\n", name.c_str(), r.start, r.peak,
+                "-");
+  }
+}
+
+int run(const Options& o) {
+  if (o.memory_child) return run_memory_child(o);
+  omp_set_num_threads(o.threads);
+  const auto isa = limit_isa(o);
   const auto& cpu = mg::cpu::cpu_features();
   const double peak = mg::bench::fma_peak_gflops(o.threads, cpu.avx512f);
   const double bandwidth = mg::bench::triad_bandwidth_gbs(o.threads);
@@ -486,7 +614,7 @@ int run(const Options& o) {
       return std::string(buf);
     };
     std::printf("%-24s %10s %10s %10s %10s %10s %12s\n", "configuration",
-                "ms/step", "vs float", "vs torch", "of peak", "peak MiB",
+                "ms/step", "vs float", "vs torch", "of peak", "step MiB",
                 "copies/step");
     double float_ms = 0;
     for (size_t i = 0; i < ours.size(); ++i) {
@@ -498,7 +626,7 @@ int run(const Options& o) {
           peer_ms(o.types[i] == "bfloat16"         ? "torch-bf16-autocast"
                   : o.types[i] == "half" && on_gpu ? "torch-fp16-amp"
                                                    : "torch-float32");
-      const double peak_mb = ours[i]->step_peak_mb();
+      const double step_mb = ours[i]->step_working_mb();
       const mg::TransferStats copies = ours[i]->step_transfers();
       char copies_text[32];
       std::snprintf(copies_text, sizeof copies_text, "%llu + %llu",
@@ -507,13 +635,14 @@ int run(const Options& o) {
       std::printf("%-24s %10.1f %10s %10s %10s %10.1f %12s\n",
                   ("mixgraph " + o.types[i]).c_str(), ms,
                   ratio(float_ms, ms).c_str(), ratio(twin, ms).c_str(),
-                  of_peak(ms).c_str(), peak_mb, copies_text);
+                  of_peak(ms).c_str(), step_mb, copies_text);
     }
     for (const auto& [name, v] : peers) {
       const double ms = median(v) * 1e3;
       std::printf("%-24s %10.1f %10s %10s %10s\n", name.c_str(), ms, "", "",
                   of_peak(ms).c_str());
     }
+    if (o.memory) print_memory(o, model);
   }
   return 0;
 }

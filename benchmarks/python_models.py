@@ -13,7 +13,9 @@ with a GradScaler: PyTorch's AMP) and prints
     step <configuration> <seconds>      (every timed step)
 
 bench_models --peers <python> runs it once per round, between its own
-rounds. Optional: never a build or test dependency.
+rounds; with --only <configuration> it runs that one alone and prints its
+peak resident set instead ("rss <at start> <peak>", MiB), for
+bench_models --memory. Optional: never a build or test dependency.
 """
 import argparse
 import time
@@ -27,7 +29,18 @@ def parse():
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--only", help="run this configuration alone and print "
+                   "'rss <at start> <peak>' (MiB) instead of step times")
     return p.parse_args()
+
+
+def peak_rss_mb():
+    """The process's peak resident set so far (VmHWM), in MiB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
 
 
 def resnet18(nn):
@@ -141,6 +154,7 @@ def main():
     a = parse()
     import torch
     import torch.nn as nn
+    rss_start = peak_rss_mb()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     if a.model == "resnet18":
@@ -198,6 +212,13 @@ def main():
                       ("torch-bf16-autocast", torch.bfloat16)]
     if cuda:
         configurations.insert(1, ("torch-fp16-amp", torch.float16))
+    if a.only:  # bench_models --memory: one configuration, its peak RSS
+        dtype = dict(configurations)[a.only]
+        for _ in range(a.warmup + a.steps + 1):
+            step(dtype)
+        sync()
+        print("rss %.1f %.1f" % (rss_start, peak_rss_mb()), flush=True)
+        return
     for name, dtype in configurations:
         for _ in range(a.warmup):
             step(dtype)
