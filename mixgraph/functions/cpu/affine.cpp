@@ -16,27 +16,6 @@ namespace mg::cpu {
 
 namespace {
 
-// An activation (x or dy) for the products: where they compute in fp32,
-// converted into `scratch`, which lives as long as the call (dy serves both
-// products of backward), so a half activation has no fp32 copy between the
-// passes. Data held in fp32 (fed in fp32) is read as it is; a grad is
-// always read as T, so a loss scale that overflows T shows as inf.
-template <class T>
-Operand activation(const NdArrayPtr& a, bool is_grad,
-                   std::unique_ptr<Memory>& scratch) {
-  if (std::is_same_v<T, float> || compute_type<T>() != Dtype::f32) {
-    return {a->get<const T>(), dtype_of<T>};
-  }
-  const SyncedArray& array = a->array();
-  if (!is_grad && (array.filling() || array.has_copy(Dtype::f32))) {
-    return {a->get<const float>(), Dtype::f32};
-  }
-  const T* p = a->get<const T>();
-  scratch = CpuAllocator::instance().allocate(a->size() * sizeof(float));
-  convert(p, dtype_of<T>, scratch->ptr(), Dtype::f32, a->size());
-  return {scratch->ptr(), Dtype::f32};
-}
-
 template <class T>
 class AffineCpu : public Affine {
  public:
@@ -48,7 +27,7 @@ class AffineCpu : public Affine {
     const float* b = in.size() == 3 ? input<float>(in[2]) : nullptr;
     std::unique_ptr<Memory> xf;
     gemm<T>(false, false, batch_, outputs_, features_,
-            activation<T>(in[0]->data(), false, xf), operand<T>(in[1]),
+            product_operand<T>(in[0]->data(), false, xf), operand<T>(in[1]),
             output<T>(out[0]), b);
   }
 
@@ -56,13 +35,13 @@ class AffineCpu : public Affine {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     std::unique_ptr<Memory> dyf, xf;
-    const Operand g = activation<T>(out[0]->grad(), true, dyf);
+    const Operand g = product_operand<T>(out[0]->grad(), true, dyf);
     if (propagate_down[0]) {  // dx = dy W^T
       gemm<T>(false, true, batch_, features_, outputs_, g, operand<T>(in[1]),
               input_grad<T>(in[0], accum[0]), nullptr, accum[0]);
     }
     if (propagate_down[1]) {  // dW = x^T dy, fp32 for an fp32 master
-      const Operand x = activation<T>(in[0]->data(), false, xf);
+      const Operand x = product_operand<T>(in[0]->data(), false, xf);
       if (grad_in_float<T>(in[1])) {
         gemm<float>(true, false, features_, outputs_, batch_, x, g,
                     input_grad<float>(in[1], accum[1]), nullptr, accum[1]);
@@ -75,8 +54,12 @@ class AffineCpu : public Affine {
       std::vector<float> db(outputs_, 0.0f);
       std::vector<float> row(outputs_);
       const T* dy = output_grad<T>(out[0]);
+      // dy's fp32 copy for the products, where there is one.
+      const float* dyf =
+          g.dtype == Dtype::f32 ? static_cast<const float*>(g.data) : nullptr;
       for (int64_t n = 0; n < batch_; ++n) {
-        const float* r = load(dy + n * outputs_, row.data(), outputs_);
+        const float* r = dyf ? dyf + n * outputs_
+                             : load(dy + n * outputs_, row.data(), outputs_);
         for (int64_t m = 0; m < outputs_; ++m) db[m] += r[m];
       }
       store_grad<T>(db.data(), in[2], accum[2]);

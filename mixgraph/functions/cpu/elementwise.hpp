@@ -1,9 +1,13 @@
 // The CPU loop drivers for elementwise functions, and their registration.
 #pragma once
 
+#include <cstring>
+#include <type_traits>
+
 #include <mixgraph/contexts/cpu/isa_loops.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/elementwise.hpp>
+#include <mixgraph/functions/ops/binary_ops.hpp>
 #include <mixgraph/functions/ops/unary_ops.hpp>
 #include <mixgraph/functions/registry.hpp>
 
@@ -221,6 +225,16 @@ class BinaryCpu : public BinaryFunction<Op> {
     const BroadcastPlan& p = this->plan_;
     const bool same_shape = in[k]->size() == out[0]->size();
     T* dx = input_grad<T>(in[k], accum);
+    if (std::is_same_v<Op, ops::Add2> && same_shape && !accum) {
+      // dx = dy (a residual's grad): the bits copied, not a round trip of a
+      // 16-bit type through fp32 nor a float through a buffer.
+      if (dx != dy) {
+        for_each_block(out[0]->size(), [&](int64_t begin, int64_t len) {
+          std::memcpy(dx + begin, dy + begin, len * sizeof(T));
+        });
+      }
+      return;
+    }
     // With broadcasting several outputs add into one input element: sum in
     // an fp32 buffer of the input's size, serially, then store once.
     std::vector<float> sum(same_shape ? 0 : in[k]->size(), 0.0f);

@@ -36,6 +36,29 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
           bias, accum, batch);
 }
 
+/// An activation (x or dy) as a product's operand: where the products of T
+/// compute in fp32 (Half; BFloat16 without bf16 kernels), converted once
+/// into `scratch`, which the caller keeps as long as the products that read
+/// it (dy serves both products of a backward), so that no fp32 copy
+/// outlives the call. Data held in fp32 (fed in fp32) is read as it is; a
+/// grad is always read as T, so that a loss scale that overflows T shows as
+/// inf. Elsewhere the T array itself.
+template <class T>
+Operand product_operand(const NdArrayPtr& a, bool is_grad,
+                        std::unique_ptr<Memory>& scratch) {
+  if (std::is_same_v<T, float> || compute_type<T>() != Dtype::f32) {
+    return {a->get<const T>(), dtype_of<T>};
+  }
+  const SyncedArray& array = a->array();
+  if (!is_grad && (array.filling() || array.has_copy(Dtype::f32))) {
+    return {a->get<const float>(), Dtype::f32};
+  }
+  const T* p = a->get<const T>();
+  scratch = CpuAllocator::instance().allocate(a->size() * sizeof(float));
+  convert(p, dtype_of<T>, scratch->ptr(), Dtype::f32, a->size());
+  return {scratch->ptr(), Dtype::f32};
+}
+
 /// The products C = A op(B) [+ bias] [+ C] of one shape with one B used
 /// many times (a recurrent layer's Wh, once per step): B is stored once in
 /// the blocked layout oneDNN's kernel reads, so that no product packs it
