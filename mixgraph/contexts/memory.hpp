@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <utility>
 
 namespace mg {
 
@@ -91,6 +92,30 @@ struct CpuVectorAllocator {
   template <class U>
   bool operator!=(const CpuVectorAllocator<U>&) const {
     return false;
+  }
+};
+
+/// CpuVectorAllocator whose vectors leave their elements uninitialised:
+/// `std::vector<float, CpuScratchAllocator<float>> v(n)` writes no zeros
+/// (2% of an LSTM step was memset over gate buffers written whole right
+/// after). For scratch that is written whole before it is read; a sum into
+/// one starts from an explicit value (`v(n, 0.0f)`, `assign`).
+template <class T>
+struct CpuScratchAllocator : CpuVectorAllocator<T> {
+  template <class U>
+  struct rebind {
+    using other = CpuScratchAllocator<U>;
+  };
+  CpuScratchAllocator() = default;
+  template <class U>
+  CpuScratchAllocator(const CpuScratchAllocator<U>&) {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
   }
 };
 

@@ -186,7 +186,8 @@ void zero_input_grad(Variable* v, bool accum) {
 /// v's data as floats, for a kernel that computes in fp32 throughout: an
 /// fp32 master (or fp32 data) is copied as it is, with no T copy made;
 /// anything else is read in T and converted. `Floats` is the vector type
-/// (a kernel's scratch vectors may draw on CpuVectorAllocator).
+/// (a kernel's scratch vectors may draw on CpuVectorAllocator, or on
+/// CpuScratchAllocator: every element is written here).
 template <class T, class Floats = std::vector<float>>
 Floats floats_of(Variable* v) {
   Floats out(static_cast<size_t>(v->size()));

@@ -29,7 +29,9 @@ using vmath::tanh;
 // Scratch on the caching allocator: a training step repeats the last one's
 // sizes (16 MB of gates per layer at hidden 512, seq 64, batch 32), and
 // fresh std::vector pages cost their faults and zeroing on every call.
-using Floats = std::vector<float, CpuVectorAllocator<float>>;
+// Not zeroed either: each is written whole before it is read, but the
+// sums, which start from an explicit 0 (db, dlayer_in, the biases).
+using Floats = std::vector<float, CpuScratchAllocator<float>>;
 
 // One row of one step. Pointers are to H (state) or G H (gates) floats;
 // `saved` holds kSaved H floats the cell keeps for backward.
@@ -394,7 +396,7 @@ class RecurrentCpu : public Base {
     const Inputs v = inputs(in);
     const Cell math = cell();
     const int rows = this->layout_.bias_gates;
-    Floats dw0(v.w0.size()), dw(v.w.size()), db(L * D * rows * H);
+    Floats dw0(v.w0.size()), dw(v.w.size()), db(L * D * rows * H, 0.0f);
     Floats dh0(L * D * B * H), dc0(has_c ? L * D * B * H : 0);
     Floats dlayer_in;
     Product in16, wx16, wh16, h16, h0_16, drh16, dgx16;
