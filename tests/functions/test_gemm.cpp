@@ -103,6 +103,37 @@ TEST(Gemm, BFloat16OutputWithFloatWeights) {
 }
 TEST(Gemm, BFloat16Output) { check_gemm<BFloat16, BFloat16, BFloat16>(8e-3); }
 
+// A batched half product (attention's), fp32 underneath, with accumulation
+// and every transpose: each matrix against the reference, at sizes past a
+// vector width and a cache block.
+TEST(Gemm, HalfBatchedWithAccumulation) {
+  const int64_t batch = 3, m = 300, n = 40, k = 500;
+  const auto a = grid_values(batch * m * k, 5),
+             b = grid_values(batch * k * n, 6);
+  const auto c0 = grid_values(batch * m * n, 7);
+  const auto a_h = as<Half>(a), b_h = as<Half>(b);
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    SCOPED_TRACE("ta " + std::to_string(ta) + " tb " + std::to_string(tb));
+    std::vector<Half> c = as<Half>(c0);
+    cpu::gemm<Half>(ta, tb, m, n, k, a_h.data(), b_h.data(), c.data(), nullptr,
+                    /*accum=*/true, batch);
+    for (int64_t e = 0; e < batch; ++e) {
+      SCOPED_TRACE("matrix " + std::to_string(e));
+      auto part = [](const std::vector<float>& v, int64_t e, int64_t size) {
+        return std::vector<float>(v.begin() + e * size,
+                                  v.begin() + (e + 1) * size);
+      };
+      const std::vector<Half> ce(c.begin() + e * m * n,
+                                 c.begin() + (e + 1) * m * n);
+      expect_near(doubles(ce),
+                  gemm_ref(ta, tb, m, n, k, part(a, e, m * k),
+                           part(b, e, k * n), {}, part(c0, e, m * n)),
+                  1e-6, 1e-3, "C");
+    }
+  }
+}
+
 // The primitive and its argument memories are cached per shape and pointed
 // at new data on every call.
 TEST(Gemm, ACachedShapeReadsTheNewOperands) {
