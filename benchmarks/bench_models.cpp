@@ -532,10 +532,19 @@ void print_memory(const Options& o, const std::string& model) {
     if (twin != torch.end() && twin->second.peak > 0 && r.peak > 0) {
       std::snprintf(share, sizeof share, "%.2f", r.peak / twin->second.peak);
     }
+    if (r.peak <= 0) {  // its own message went to stderr
+      std::printf("%-24s %10s (the run failed)\n", ("mixgraph " + t).c_str(),
+                  "-");
+      continue;
+    }
     std::printf("%-24s %10.1f %10.1f %10.1f %12s\n", ("mixgraph " + t).c_str(),
                 r.start, r.peak, r.allocator, share);
   }
   for (const auto& [name, r] : torch) {
+    if (r.peak <= 0) {
+      std::printf("%-24s %10s (the run failed)\n", name.c_str(), "-");
+      continue;
+    }
     std::printf("%-24s %10.1f %10.1f %10s\n", name.c_str(), r.start, r.peak,
                 "-");
   }
