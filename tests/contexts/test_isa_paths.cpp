@@ -2,7 +2,8 @@
 // CPU can run and compared with its scalar twin: the float <-> half and
 // float <-> bfloat16 converters (AVX-512F, F16C, AVX2), 2x2 max pooling
 // (AVX-512F, AVX2), the solvers' grad pass and their update rules' loop
-// (AVX-512F, AVX2), the unary elementwise functions' loops (AVX-512F, AVX2).
+// (AVX-512F, AVX2), the unary elementwise functions' loops (AVX-512F, AVX2),
+// the recurrent cells' rows (RNN, LSTM, GRU; AVX-512F, AVX2).
 // cpu::ScopedCpuFeatures picks the path in-process (the scalar one by holding
 // every feature back); a path the CPU lacks is skipped with a message naming
 // the feature, and each test records (and prints) the path it ran, so that a CI
@@ -19,6 +20,7 @@
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/functions/elementwise_builders.hpp>
 #include <mixgraph/functions/ops/unary_ops.hpp>
+#include <mixgraph/functions/recurrent.hpp>
 #include <mixgraph/solvers/adam.hpp>
 #include <mixgraph/solvers/sgd.hpp>
 
@@ -587,6 +589,88 @@ TEST(IsaPaths, UnaryLoopsAvx512) {
   SKIP_WITHOUT(avx512f, "AVX-512F");
   check_unary_path(avx512f_only());
   ran("unary elementwise loops", "avx512f");
+}
+
+// ---- the recurrent cells' rows (cpu/recurrent.cpp, 16 wide) ----
+
+// RNN (tanh and relu), LSTM and GRU, bidirectional, hidden 37 (two vectors
+// and a tail), forward and backward: y, h_n, and the grads of x, h0 and the
+// weights, as bits, on the path `features` selects. The products are
+// oneDNN's on every path; what changes is the cells.
+std::vector<uint32_t> recurrent_run(const CpuFeatures& features,
+                                    const std::string& cell) {
+  ScopedCpuFeatures path(features);
+  expect_path(features);
+  const int64_t T = 5, B = 3, I = 7, H = 37, D = 2;
+  const int gates = cell == "lstm" ? 4 : cell == "gru" ? 3 : 1;
+  const int bias_rows = cell == "gru" ? 4 : gates;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.5f, 1.5f);
+  auto random = [&](const Shape& shape) {
+    std::vector<float> v(shape_size(shape));
+    for (float& x : v) x = u(rng);
+    return variable_from(shape, v, true);
+  };
+  auto x = random({T, B, I}), h = random({1, D, B, H}),
+       c = random({1, D, B, H});
+  auto w0 = random({D, gates, H, I + H}), b = random({1, D, bias_rows, H});
+  VariablePtr y, hn;
+  if (cell == "lstm") {
+    LSTMOptions o;
+    o.bidirectional = true;
+    std::tie(y, hn, std::ignore) = functions::lstm(x, h, c, w0, nullptr, b, o);
+  } else if (cell == "gru") {
+    GRUOptions o;
+    o.bidirectional = true;
+    std::tie(y, hn) = functions::gru(x, h, w0, nullptr, b, o);
+  } else {
+    RNNOptions o;
+    o.bidirectional = true;
+    o.nonlinearity = cell;
+    std::tie(y, hn) = functions::rnn(x, h, w0, nullptr, b, o);
+  }
+  auto loss = functions::add2(functions::sum(y), functions::sum(hn));
+  loss->forward();
+  for (const auto& v : {x, h, w0, b}) v->grad()->zero();
+  loss->backward(1.0f);
+  std::vector<uint32_t> bits;
+  for (const auto& a :
+       {y->data(), hn->data(), x->grad(), h->grad(), w0->grad(), b->grad()}) {
+    const float* p = a->get<const float>();
+    for (int64_t i = 0; i < a->size(); ++i) {
+      uint32_t u32;
+      std::memcpy(&u32, p + i, 4);
+      bits.push_back(u32);
+    }
+  }
+  return bits;
+}
+
+void check_recurrent_path(const CpuFeatures& features) {
+  for (const char* cell : {"tanh", "relu", "lstm", "gru"}) {
+    const std::vector<uint32_t> got = recurrent_run(features, cell);
+    const std::vector<uint32_t> want = recurrent_run(none(), cell);
+    ASSERT_EQ(got.size(), want.size());
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (got[i] != want[i] && bad++ == 0) first = i;
+    }
+    EXPECT_EQ(bad, 0u) << cell << ": first at " << first << ": got "
+                       << bits_to_float(got[first]) << ", baseline "
+                       << bits_to_float(want[first]);
+  }
+}
+
+TEST(IsaPaths, RecurrentCellsAvx2) {
+  SKIP_WITHOUT(avx2, "AVX2");
+  check_recurrent_path(avx2_only());
+  ran("recurrent cells", "avx2");
+}
+
+TEST(IsaPaths, RecurrentCellsAvx512) {
+  SKIP_WITHOUT(avx512f, "AVX-512F");
+  check_recurrent_path(avx512f_only());
+  ran("recurrent cells", "avx512f");
 }
 
 }  // namespace
