@@ -29,8 +29,8 @@ class BatchMatmulCpu : public BatchMatmul {
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
-    const T* a = input<T>(in[0]);
-    const T* b = input<T>(in[1]);
+    const Operand a{input<T>(in[0]), dtype_of<T>};
+    const Operand b{input<T>(in[1]), dtype_of<T>};
     // dy serves both products: where they compute in fp32, converted once.
     std::unique_ptr<Memory> dyf;
     const Operand dy = product_operand<T>(out[0]->grad(), true, dyf);
@@ -38,21 +38,17 @@ class BatchMatmulCpu : public BatchMatmul {
     if (propagate_down[0]) {
       T* da = input_grad<T>(in[0], accum[0]);
       if (!ta) {  // da (M, K) = dy op(b)^T
-        gemm<T>(false, !tb, m_, k_, n_, dy, Operand{b, dtype_of<T>}, da,
-                nullptr, accum[0], batch_);
+        gemm<T>(false, !tb, m_, k_, n_, dy, b, da, nullptr, accum[0], batch_);
       } else {  // da (K, M) = op(b) dy^T
-        gemm<T>(tb, true, k_, m_, n_, Operand{b, dtype_of<T>}, dy, da, nullptr,
-                accum[0], batch_);
+        gemm<T>(tb, true, k_, m_, n_, b, dy, da, nullptr, accum[0], batch_);
       }
     }
     if (propagate_down[1]) {
       T* db = input_grad<T>(in[1], accum[1]);
       if (!tb) {  // db (K, N) = op(a)^T dy
-        gemm<T>(!ta, false, k_, n_, m_, Operand{a, dtype_of<T>}, dy, db,
-                nullptr, accum[1], batch_);
+        gemm<T>(!ta, false, k_, n_, m_, a, dy, db, nullptr, accum[1], batch_);
       } else {  // db (N, K) = dy^T op(a)
-        gemm<T>(true, ta, n_, k_, m_, dy, Operand{a, dtype_of<T>}, db, nullptr,
-                accum[1], batch_);
+        gemm<T>(true, ta, n_, k_, m_, dy, a, db, nullptr, accum[1], batch_);
       }
     }
   }

@@ -30,8 +30,8 @@ using vmath::tanh;
 // Scratch on the caching allocator: a training step repeats the last one's
 // sizes (16 MB of gates per layer at hidden 512, seq 64, batch 32), and
 // fresh std::vector pages cost their faults and zeroing on every call.
-// Not zeroed either: each is written whole before it is read, but the
-// sums, which start from an explicit 0 (db, dlayer_in, the biases).
+// Not zeroed either: each is written whole before it is read; the sums
+// start from an explicit 0 (db, dlayer_in, the biases).
 using Floats = std::vector<float, CpuScratchAllocator<float>>;
 
 // One row of one step. Pointers are to H (state) or G H (gates) floats;
@@ -199,6 +199,8 @@ struct GruCell {
     }
   }
 };
+
+#undef MG_CELL_LOOP
 
 // A cell's row, forward or backward, compiled per vector ISA and chosen
 // at run time (contexts/cpu/isa_loops.hpp): every width gives the same
