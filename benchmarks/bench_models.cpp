@@ -33,10 +33,11 @@
 // kernel's VmHWM) in a process of its own: ours (this program again, with
 // --memory-child) and, with --peers, PyTorch's (python_models.py --only).
 // A process's peak cannot be reset, so configurations sharing one would
-// hide each other's. "at start" is the process before the model is built:
-// the library loaded, or the interpreter with torch imported. "allocator"
-// is our allocator's peak over a step there: the model's whole footprint
-// in its arrays, parameters and solver state included.
+// hide each other's (on a GPU it is the host process's; "allocator" is
+// then the device allocator's). "at start" is the process before the model is
+// built: the library loaded, or the interpreter with torch imported.
+// "allocator" is our allocator's peak over a step there: the model's whole
+// footprint in its arrays, parameters and solver state included.
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/mixgraph.hpp>
 
@@ -378,6 +379,14 @@ std::map<std::string, std::vector<double>> peer_round(const Options& o,
   return steps;
 }
 
+// Our configuration's PyTorch twin: float32 for float, bf16 autocast for
+// bfloat16, and for half float32 on the CPU (the bar half must clear) and
+// fp16 AMP on the GPU.
+std::string torch_twin(const std::string& type, bool on_gpu) {
+  if (type == "bfloat16") return "torch-bf16-autocast";
+  return type == "half" && on_gpu ? "torch-fp16-amp" : "torch-float32";
+}
+
 // The process's peak resident set so far (the kernel's VmHWM), in MiB; 0
 // where /proc is not mounted.
 double peak_rss_mb() {
@@ -508,12 +517,15 @@ void print_memory(const Options& o, const std::string& model) {
   char path[4096] = {};
   const ssize_t len = readlink("/proc/self/exe", path, sizeof path - 1);
   const std::string self = len > 0 ? std::string(path, len) : "bench_models";
-  std::map<std::string, Rss> torch;
+  const bool on_gpu = o.backend != "cpu";
+  std::map<std::string, Rss> torch;  // the twins of the types asked for
   if (!o.peers_python.empty()) {
-    for (const char* name : {"torch-float32", "torch-bf16-autocast"}) {
-      torch[name] = read_rss(
-          o.peers_python + " " + o.peers_script + common.str() + " --device " +
-          (o.backend == "cpu" ? "cpu" : "cuda") + " --only " + name);
+    for (const std::string& t : o.types) {
+      const std::string name = torch_twin(t, on_gpu);
+      if (torch.count(name)) continue;
+      torch[name] = read_rss(o.peers_python + " " + o.peers_script +
+                             common.str() + " --device " +
+                             (on_gpu ? "cuda" : "cpu") + " --only " + name);
     }
   }
   std::printf(
@@ -526,8 +538,7 @@ void print_memory(const Options& o, const std::string& model) {
     const Rss r =
         read_rss(self + " --memory-child" + common.str() + " --type " + t +
                  " --isa " + o.isa + " --backend " + o.backend);
-    const auto twin =
-        torch.find(t == "bfloat16" ? "torch-bf16-autocast" : "torch-float32");
+    const auto twin = torch.find(torch_twin(t, on_gpu));
     char share[16] = "-";
     if (twin != torch.end() && twin->second.peak > 0 && r.peak > 0) {
       std::snprintf(share, sizeof share, "%.2f", r.peak / twin->second.peak);
@@ -610,9 +621,8 @@ int run(const Options& o) {
       }
       return std::string(buf);
     };
-    // Each of ours against our float and against its PyTorch twin (float:
-    // float32, bfloat16: bf16 autocast, half: float32 on the CPU, the bar
-    // half must clear, and fp16 AMP on the GPU); > 1 is faster.
+    // Each of ours against our float and against its PyTorch twin
+    // (torch_twin); > 1 is faster.
     auto peer_ms = [&](const std::string& name) {
       auto it = peers.find(name);
       return it == peers.end() ? 0.0 : median(it->second) * 1e3;
@@ -631,10 +641,7 @@ int run(const Options& o) {
     }
     for (size_t i = 0; i < ours.size(); ++i) {
       const double ms = median(samples[i]) * 1e3;
-      const double twin =
-          peer_ms(o.types[i] == "bfloat16"         ? "torch-bf16-autocast"
-                  : o.types[i] == "half" && on_gpu ? "torch-fp16-amp"
-                                                   : "torch-float32");
+      const double twin = peer_ms(torch_twin(o.types[i], on_gpu));
       const double step_mb = ours[i]->step_working_mb();
       const mg::TransferStats copies = ours[i]->step_transfers();
       char copies_text[32];

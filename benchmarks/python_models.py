@@ -213,6 +213,10 @@ def main():
     if cuda:
         configurations.insert(1, ("torch-fp16-amp", torch.float16))
     if a.only:  # bench_models --memory: one configuration, its peak RSS
+        if a.only not in dict(configurations):
+            raise SystemExit("python_models.py: --only %s: not a configuration"
+                             " on %s (%s)" % (a.only, a.device, ", ".join(
+                                 n for n, _ in configurations)))
         dtype = dict(configurations)[a.only]
         for _ in range(a.warmup + a.steps + 1):
             step(dtype)
