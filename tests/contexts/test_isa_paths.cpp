@@ -66,6 +66,30 @@ float bits_to_float(uint32_t b) {
   return f;
 }
 
+// got against want bit for bit (a nan in both counts as equal: payloads
+// may differ), naming the first difference.
+void expect_same_bits(const std::vector<uint32_t>& got,
+                      const std::vector<uint32_t>& want,
+                      const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const bool both_nan =
+        std::isnan(bits_to_float(got[i])) && std::isnan(bits_to_float(want[i]));
+    if (got[i] != want[i] && !both_nan && bad++ == 0) first = i;
+  }
+  EXPECT_EQ(bad, 0u) << what << ": first at " << first << ": got "
+                     << bits_to_float(got[first]) << ", baseline "
+                     << bits_to_float(want[first]);
+}
+
+// Appends n floats' bits.
+void append_bits(std::vector<uint32_t>& bits, const float* p, int64_t n) {
+  const size_t at = bits.size();
+  bits.resize(at + n);
+  std::memcpy(bits.data() + at, p, n * sizeof(float));
+}
+
 // Random floats of every magnitude, the edge cases (ties, subnormals, the
 // top of half's range, infinities, nans) and every bfloat16 pattern widened;
 // an odd length, several vector blocks and chunks of the threaded split.
@@ -532,10 +556,9 @@ std::vector<uint32_t> unary_run(const CpuFeatures& features,
   y->forward();
   x->grad()->zero();
   y->backward(0.75f);
-  std::vector<uint32_t> bits(2 * in.size());
-  std::memcpy(bits.data(), y->data()->get<const float>(), n * sizeof(float));
-  std::memcpy(bits.data() + n, x->grad()->get<const float>(),
-              n * sizeof(float));
+  std::vector<uint32_t> bits;
+  append_bits(bits, y->data()->get<const float>(), n);
+  append_bits(bits, x->grad()->get<const float>(), n);
   return bits;
 }
 
@@ -565,17 +588,7 @@ TEST(IsaPaths, UnaryLoopsBaseline) {
 
 void check_unary_path(const CpuFeatures& features) {
   for (const UnaryCase& c : kUnaryCases) {
-    const std::vector<uint32_t> got = unary_run(features, c);
-    const std::vector<uint32_t> want = unary_run(none(), c);
-    size_t bad = 0, first = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      const bool both_nan = std::isnan(bits_to_float(got[i])) &&
-                            std::isnan(bits_to_float(want[i]));
-      if (got[i] != want[i] && !both_nan && bad++ == 0) first = i;
-    }
-    EXPECT_EQ(bad, 0u) << c.name << ": first at " << first << ": got "
-                       << bits_to_float(got[first]) << ", baseline "
-                       << bits_to_float(want[first]);
+    expect_same_bits(unary_run(features, c), unary_run(none(), c), c.name);
   }
 }
 
@@ -636,28 +649,15 @@ std::vector<uint32_t> recurrent_run(const CpuFeatures& features,
   std::vector<uint32_t> bits;
   for (const auto& a :
        {y->data(), hn->data(), x->grad(), h->grad(), w0->grad(), b->grad()}) {
-    const float* p = a->get<const float>();
-    for (int64_t i = 0; i < a->size(); ++i) {
-      uint32_t u32;
-      std::memcpy(&u32, p + i, 4);
-      bits.push_back(u32);
-    }
+    append_bits(bits, a->get<const float>(), a->size());
   }
   return bits;
 }
 
 void check_recurrent_path(const CpuFeatures& features) {
   for (const char* cell : {"tanh", "relu", "lstm", "gru"}) {
-    const std::vector<uint32_t> got = recurrent_run(features, cell);
-    const std::vector<uint32_t> want = recurrent_run(none(), cell);
-    ASSERT_EQ(got.size(), want.size());
-    size_t bad = 0, first = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      if (got[i] != want[i] && bad++ == 0) first = i;
-    }
-    EXPECT_EQ(bad, 0u) << cell << ": first at " << first << ": got "
-                       << bits_to_float(got[first]) << ", baseline "
-                       << bits_to_float(want[first]);
+    expect_same_bits(recurrent_run(features, cell), recurrent_run(none(), cell),
+                     cell);
   }
 }
 

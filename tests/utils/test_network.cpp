@@ -108,15 +108,11 @@ TEST(Network, AConstantNamedLikeAParameterIsRefused) {
   c->set_constant(true);
   c->set_name("w");
   auto y = F::add2(F::add2(x, c), w);
-  try {
-    network_to_yaml("net", {{"y", y}}, params);
-    ADD_FAILURE() << "saved a constant under a parameter's name";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("[save_network] constant 'w' has "
-                                         "the name of a parameter"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_error(
+      [&] {
+        network_to_yaml("net", {{"y", y}}, params);
+      },
+      {"constant 'w' has the name of a parameter"}, "[save_network]");
 }
 
 TEST(Network, ABadConstantIsReportedWithItsLine) {
