@@ -8,8 +8,8 @@
 // would drift), the gates come from fp32 GEMMs on the weights' fp32
 // masters, and backward through time accumulates in fp32. Only the outputs
 // and the input grads are rounded, once. The weights' grads are fp32 for
-// fp32 masters, as every parametric function's. CPU kernels; under a CUDA
-// context they run on the host.
+// fp32 masters, as every parametric function's. One driver for the CPU and
+// CUDA (functions/ops/recurrent_driver.hpp).
 #pragma once
 
 #include <string>

@@ -7,10 +7,9 @@
 #      memcheck over the index kernels;
 #   3. the main job on the GPU, one epoch each in cudnn:half,
 #      cudnn:bfloat16 and cudnn:float;
-#   4. the ResNet-18, GPT and U-Net training steps of bench_models on the
-#      GPU,
-#      interleaved with PyTorch's (float32, fp16 AMP, bf16 autocast) on the
-#      same GPU, with the host<->device copies of each step.
+#   4. the ResNet-18, GPT, U-Net and LSTM training steps of bench_models on
+#      the GPU, interleaved with PyTorch's (float32, fp16 AMP, bf16
+#      autocast) on the same GPU, with the host<->device copies of each step.
 # Prepared here (tests/cuda/gpu_prepare.sh fills GPU_DIR with the bundle
 # and Fashion-MNIST); on the device, from the repository's root:
 #   bash tests/cuda/gpu_session.sh GPU_DIR RESULTS_DIR
@@ -62,7 +61,7 @@ timeout 120 /tmp/b/bin/main_job --backend cudnn --epochs 1 \
 echo "main_job rc=$?"
 
 stage "models on the GPU, ours and PyTorch's interleaved"
-timeout 200 /tmp/b/bin/bench_models --backend cudnn --model resnet18,gpt,unet \
+timeout 200 /tmp/b/bin/bench_models --backend cudnn --model resnet18,gpt,unet,lstm \
   --steps 20 --rounds 3 --warmup 3 --peers "env -u LD_LIBRARY_PATH python3" \
   --peers-script "$PWD/benchmarks/python_models.py"
 echo "bench_models rc=$?"

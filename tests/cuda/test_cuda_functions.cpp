@@ -482,6 +482,48 @@ TEST_F(CudaFunctions, LayoutFunctions) {
                      }});
 }
 
+// RNN, LSTM and GRU on the device (the CPU's driver over cuBLAS and the
+// cells one thread per element): every output and every grad, y, h_n and
+// c_n flattened side by side so that each gets its own output grad.
+TEST_F(CudaFunctions, Recurrent) {
+  auto flat = [](const std::vector<VariablePtr>& outs) {
+    std::vector<VariablePtr> parts;
+    for (const auto& o : outs) parts.push_back(F::reshape(o, {o->size()}));
+    return F::concatenate(parts, 0);
+  };
+  const int64_t S = 3, B = 2, I = 4, H = 5;
+  RecurrentOptions two;
+  two.num_layers = 2;
+  two.bidirectional = true;
+  compare_all_types(
+      {{InputSpec({S, B, I}), InputSpec({2, 2, B, H}), InputSpec({2, 2, B, H}),
+        InputSpec({2, 4, H, I + H}, -0.5f, 0.5f),
+        InputSpec({1, 2, 4, H, 2 * H + H}, -0.5f, 0.5f),
+        InputSpec({2, 2, 4, H}, -0.5f, 0.5f)},
+       [&](const Vars& v) {
+         auto [y, hn, cn] = F::lstm(v[0], v[1], v[2], v[3], v[4], v[5], two);
+         return flat({y, hn, cn});
+       }});
+  compare_all_types({{InputSpec({S, B, I}), InputSpec({1, 1, B, H}),
+                      InputSpec({1, 3, H, I + H}, -0.5f, 0.5f),
+                      InputSpec({1, 1, 4, H}, -0.5f, 0.5f)},
+                     [&](const Vars& v) {
+                       auto [y, hn] = F::gru(v[0], v[1], v[2], nullptr, v[3]);
+                       return flat({y, hn});
+                     }});
+  RNNOptions relu;
+  relu.num_layers = 2;
+  relu.nonlinearity = "relu";
+  compare_all_types({{InputSpec({S, B, I}), InputSpec({2, 1, B, H}),
+                      InputSpec({1, H, I + H}, -0.5f, 0.5f),
+                      InputSpec({1, 1, H, H + H}, -0.5f, 0.5f)},
+                     [&](const Vars& v) {
+                       auto [y, hn] =
+                           F::rnn(v[0], v[1], v[2], v[3], nullptr, relu);
+                       return flat({y, hn});
+                     }});
+}
+
 // After the first step has moved the inputs and parameters over, a training
 // step of Embed, LayerNormalization, attention and a softmax cross entropy
 // makes no host<->device copy; with the loss scaler, one (its flag).

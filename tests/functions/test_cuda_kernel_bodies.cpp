@@ -9,7 +9,9 @@
 #include <random>
 #include <vector>
 
+#include <mixgraph/functions/cpu/recurrent_backend.hpp>
 #include <mixgraph/functions/cuda/index_kernels.hpp>
+#include <mixgraph/functions/ops/recurrent_driver.hpp>
 #include <mixgraph/mixgraph.hpp>
 
 #include "../support/function_tester.hpp"
@@ -350,6 +352,117 @@ TEST(CudaKernelBodies, InterpolateMatchesTheCpu) {
     }
     expect_near(doubles(g), grad_doubles(x), 1e-6, 1e-6, "dx");
   }
+}
+
+// The recurrent driver as cuda/recurrent.cu runs it: products with a bias
+// start from BiasRowsBody's rows and add to them, a plain product per step
+// (nothing packed), the bias grads added by AddToBody, and the cells one
+// element at a time through CellForwardBody / CellBackwardBody, in index
+// order. The products themselves and the strided copies are the CPU's (on
+// the device: cuBLAS and cudaMemcpy2D).
+struct DeviceBodiesBackend : cpu::RecurrentBackend<float> {
+  using Base = cpu::RecurrentBackend<float>;
+  void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
+            Operand b, float* c, const float* bias, bool accum) {
+    if (bias) run_on_host(m * n, cuda::BiasRowsBody{bias, c, n});
+    Base::gemm(ta, tb, m, n, k, a, b, c, nullptr, bias || accum);
+  }
+  void add(const float* src, float* dst, int64_t n) {
+    run_on_host(n, cuda::AddToBody{src, dst});
+  }
+  recurrent::PlainStepProduct<DeviceBodiesBackend> step_product(
+      bool tb, int64_t m, int64_t n, int64_t k, Operand b, bool, bool accum) {
+    return {this, tb, m, n, k, b, accum};
+  }
+  template <class Cell>
+  void forward_cells(const Cell& cell, const recurrent::StepForward& s,
+                     int64_t B, int64_t H) {
+    run_on_host(B * H, recurrent::CellForwardBody<Cell>{cell, s, H});
+  }
+  template <class Cell>
+  void backward_cells(const Cell& cell, const recurrent::StepBack& s, int64_t B,
+                      int64_t H) {
+    run_on_host(B * H, recurrent::CellBackwardBody<Cell>{cell, s, H});
+  }
+};
+
+// Two bidirectional layers with biases, forward and backward, against the
+// CPU function (whose cells are the same functions, run 16 wide).
+template <class Cell>
+void check_recurrent_driver(const Cell& cell, const char* name) {
+  using Buffer = DeviceBodiesBackend::Buffer;
+  constexpr int G = Cell::kGates, L = 2, D = 2;
+  constexpr bool lstm = std::is_same_v<Cell, recurrent::LstmCell>;
+  const int bias_rows = std::is_same_v<Cell, recurrent::GruCell> ? 4 : G;
+  const int64_t S = 4, B = 3, I = 5, H = 6;
+  const Shape xs{S, B, I}, hs{L, D, B, H}, w0s{D, G, H, I + H},
+      ws{L - 1, D, G, H, D * H + H}, bs{L, D, bias_rows, H};
+  const auto xv = random_values(shape_size(xs), 11),
+             h0v = random_values(shape_size(hs), 12),
+             c0v = random_values(shape_size(hs), 13),
+             w0v = random_values(shape_size(w0s), 14, -0.5f, 0.5f),
+             wv = random_values(shape_size(ws), 15, -0.5f, 0.5f),
+             bv = random_values(shape_size(bs), 16, -0.5f, 0.5f);
+  const auto ry = random_values(S * B * D * H, 17),
+             rh = random_values(shape_size(hs), 18),
+             rc = random_values(shape_size(hs), 19);
+  auto x = variable_from(xs, xv, true), h0 = variable_from(hs, h0v, true),
+       c0 = variable_from(hs, c0v, true), w0 = variable_from(w0s, w0v, true),
+       w = variable_from(ws, wv, true), b = variable_from(bs, bv, true);
+  VariablePtr y, hn, cn;
+  if constexpr (lstm) {
+    RecurrentOptions o;
+    o.num_layers = L, o.bidirectional = true;
+    std::tie(y, hn, cn) = F::lstm(x, h0, c0, w0, w, b, o);
+  } else if constexpr (std::is_same_v<Cell, recurrent::GruCell>) {
+    RecurrentOptions o;
+    o.num_layers = L, o.bidirectional = true;
+    std::tie(y, hn) = F::gru(x, h0, w0, w, b, o);
+  } else {
+    RNNOptions o;
+    o.num_layers = L, o.bidirectional = true;
+    o.nonlinearity = cell.relu ? "relu" : "tanh";
+    std::tie(y, hn) = F::rnn(x, h0, w0, w, b, o);
+  }
+  // The loss' grads of y, h_n and c_n are ry, rh and rc.
+  auto weighted = [](const VariablePtr& v, const std::vector<float>& r) {
+    return F::sum(F::mul2(v, variable_from(v->shape(), r, false)));
+  };
+  auto loss = F::add2(weighted(y, ry), weighted(hn, rh));
+  if (lstm) loss = F::add2(loss, weighted(cn, rc));
+  loss->forward();
+  for (const auto& v : {x, h0, c0, w0, w, b}) v->grad()->zero();
+  loss->backward();
+
+  DeviceBodiesBackend be;
+  recurrent::Driver<Cell, DeviceBodiesBackend> driver(
+      cell, recurrent::Dims{L, D, S, B, I, H, bias_rows});
+  const typename recurrent::Driver<Cell, DeviceBodiesBackend>::Params p{
+      h0v.data(), lstm ? c0v.data() : nullptr, w0v.data(), wv.data(),
+      bv.data()};
+  const auto out = driver.forward(be, Buffer(xv.begin(), xv.end()), p);
+  auto near = [&](const Buffer& got, const Doubles& want, const char* what) {
+    SCOPED_TRACE(std::string(name) + " " + what);
+    expect_near(Doubles(got.begin(), got.end()), want, 1e-5, 1e-5, what);
+  };
+  near(out.y, to_doubles(y), "y");
+  near(out.hn, to_doubles(hn), "h_n");
+  if (lstm) near(out.cn, to_doubles(cn), "c_n");
+  const auto g = driver.backward(be, Buffer(ry.begin(), ry.end()), rh.data(),
+                                 rc.data(), p);
+  near(g.dx, grad_doubles(x), "dx");
+  near(g.dh0, grad_doubles(h0), "dh0");
+  if (lstm) near(g.dc0, grad_doubles(c0), "dc0");
+  near(g.dw0, grad_doubles(w0), "dweight_l0");
+  near(g.dw, grad_doubles(w), "dweight");
+  near(g.db, grad_doubles(b), "dbias");
+}
+
+TEST(CudaKernelBodies, RecurrentDriverWithDeviceBodiesMatchesTheCpu) {
+  check_recurrent_driver(recurrent::LstmCell{}, "LSTM");
+  check_recurrent_driver(recurrent::GruCell{}, "GRU");
+  check_recurrent_driver(recurrent::RnnCell{false}, "RNN tanh");
+  check_recurrent_driver(recurrent::RnnCell{true}, "RNN relu");
 }
 
 }  // namespace

@@ -20,7 +20,8 @@
   X(interpolate)          /* cuda/interpolate.cu */ \
   X(loss)                 /* cuda/loss.cu */ \
   X(normalization)        /* cuda/normalization.cu */ \
-  X(indexing)             /* cuda/indexing.cu */
+  X(indexing)             /* cuda/indexing.cu */ \
+  X(recurrent)            /* cuda/recurrent.cu */
 // clang-format on
 
 namespace mg {

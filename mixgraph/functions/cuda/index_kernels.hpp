@@ -1,6 +1,8 @@
 // The bodies of the CUDA kernels that are not elementwise (Reshape,
 // Transpose, Concatenate, the AxisGathers Pad/Tile/Shift/Unpooling,
-// Interpolate, the softmax cross entropy, layer normalization and Embed),
+// Interpolate, the softmax cross entropy, layer normalization, Embed and
+// the recurrent driver's bias rows; the recurrent cells' bodies are in
+// functions/ops/recurrent_cells.hpp),
 // each a function of one index, with the host code that builds their
 // tables: the CUDA functions launch them through a grid-stride loop
 // (cuda/launch.cuh), and tests/functions/test_cuda_kernel_bodies.cpp runs the
@@ -529,6 +531,25 @@ struct EmbedWeightGradBody {
     }
     dw[k] = s;
   }
+};
+
+/// c[i] = bias[i % n]: the rows of an (m, n) product's output start from
+/// the bias, and the product then adds to them (the recurrent driver's
+/// products with a bias; cuBLAS has no bias).
+struct BiasRowsBody {
+  const float* bias;
+  float* c;
+  int64_t n;
+
+  MG_HD void operator()(int64_t i) const { c[i] = bias[i % n]; }
+};
+
+/// dst[i] += src[i] (fp32).
+struct AddToBody {
+  const float* src;
+  float* dst;
+
+  MG_HD void operator()(int64_t i) const { dst[i] += src[i]; }
 };
 
 /// Runs body(i) for every i in [0, n) on the host, in order: how the tests

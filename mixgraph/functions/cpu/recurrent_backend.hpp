@@ -1,0 +1,109 @@
+// The CPU backend of the recurrent driver (functions/ops/recurrent_driver.hpp):
+// oneDNN products, the cells in per-ISA vectorized loops over OpenMP
+// threads (cpu/recurrent.cpp), scratch on the caching allocator.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include <mixgraph/contexts/memory.hpp>
+#include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/functions/cpu/gemm.hpp>
+#include <mixgraph/functions/ops/recurrent_cells.hpp>
+
+namespace mg::cpu {
+
+/// The cells over one step's B rows, threaded over the rows.
+void forward_cells(const recurrent::RnnCell& cell,
+                   const recurrent::StepForward& s, int64_t B, int64_t H);
+void forward_cells(const recurrent::LstmCell& cell,
+                   const recurrent::StepForward& s, int64_t B, int64_t H);
+void forward_cells(const recurrent::GruCell& cell,
+                   const recurrent::StepForward& s, int64_t B, int64_t H);
+void backward_cells(const recurrent::RnnCell& cell,
+                    const recurrent::StepBack& s, int64_t B, int64_t H);
+void backward_cells(const recurrent::LstmCell& cell,
+                    const recurrent::StepBack& s, int64_t B, int64_t H);
+void backward_cells(const recurrent::GruCell& cell,
+                    const recurrent::StepBack& s, int64_t B, int64_t H);
+
+/// sums[q] = the fp32 sum of a[r, q] over the rows r of a (rows, cols), in
+/// row order.
+void column_sums(const float* a, int64_t rows, int64_t cols, float* sums);
+
+/// For storage type T: the products' operands are bf16 copies where T is
+/// BFloat16 and oneDNN has bf16 kernels (accumulating in fp32, as every
+/// bf16 product of ours; PyTorch's autocast runs its LSTM's products in
+/// bf16 too), else the fp32 arrays as they are.
+template <class T>
+struct RecurrentBackend {
+  // Scratch on the caching allocator: a training step repeats the last
+  // one's sizes (16 MB of gates per layer at hidden 512, seq 64, batch 32),
+  // and fresh std::vector pages cost their faults and zeroing on every
+  // call. Not zeroed: buffer() is written whole before it is read.
+  using Buffer = std::vector<float, CpuScratchAllocator<float>>;
+  using Operand = cpu::Operand;
+
+  class Operands {
+   public:
+    Operand of(const float* p, int64_t n) {
+      if (!in_bf16()) return Operand{p, Dtype::f32};
+      copy_.resize(n);
+      convert(p, Dtype::f32, copy_.data(), Dtype::bf16, static_cast<size_t>(n));
+      return Operand{copy_.data(), Dtype::bf16};
+    }
+    static bool in_bf16() {
+      return std::is_same_v<T, BFloat16> && compute_type<T>() == Dtype::bf16;
+    }
+
+   private:
+    // On the caching allocator, not zeroed: written whole by convert.
+    std::vector<BFloat16, CpuScratchAllocator<BFloat16>> copy_;
+  };
+
+  Buffer buffer(int64_t n) { return Buffer(static_cast<size_t>(n)); }
+  Buffer zeros(int64_t n) { return Buffer(static_cast<size_t>(n), 0.0f); }
+  static Operand advanced(Operand o, int64_t n) {
+    return Operand{static_cast<const char*>(o.data) + n * dtype_size(o.dtype),
+                   o.dtype};
+  }
+  void copy(const float* src, float* dst, int64_t n) {
+    std::copy(src, src + n, dst);
+  }
+  void add(const float* src, float* dst, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+  }
+  void copy_rows(const float* src, int64_t src_stride, float* dst,
+                 int64_t dst_stride, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; ++r) {
+      std::copy(src + r * src_stride, src + r * src_stride + cols,
+                dst + r * dst_stride);
+    }
+  }
+  void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
+            Operand b, float* c, const float* bias, bool accum) {
+    cpu::gemm<float>(ta, tb, m, n, k, a, b, c, bias, accum);
+  }
+  /// B packed once into oneDNN's blocked layout (GemmFixedB).
+  GemmFixedB step_product(bool tb, int64_t m, int64_t n, int64_t k, Operand b,
+                          bool bias, bool accum) {
+    return GemmFixedB(tb, m, n, k, b, bias, accum);
+  }
+  void column_sums(const float* a, int64_t rows, int64_t cols, float* sums) {
+    cpu::column_sums(a, rows, cols, sums);
+  }
+  template <class Cell>
+  void forward_cells(const Cell& cell, const recurrent::StepForward& s,
+                     int64_t B, int64_t H) {
+    cpu::forward_cells(cell, s, B, H);
+  }
+  template <class Cell>
+  void backward_cells(const Cell& cell, const recurrent::StepBack& s, int64_t B,
+                      int64_t H) {
+    cpu::backward_cells(cell, s, B, H);
+  }
+};
+
+}  // namespace mg::cpu
