@@ -19,8 +19,10 @@
 #include <mixgraph/contexts/convert.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/functions/elementwise_builders.hpp>
+#include <mixgraph/functions/loss.hpp>
 #include <mixgraph/functions/ops/unary_ops.hpp>
 #include <mixgraph/functions/recurrent.hpp>
+#include <mixgraph/functions/softmax.hpp>
 #include <mixgraph/solvers/adam.hpp>
 #include <mixgraph/solvers/sgd.hpp>
 
@@ -609,7 +611,8 @@ TEST(IsaPaths, UnaryLoopsAvx512) {
 // RNN (tanh and relu), LSTM and GRU, bidirectional, hidden 37 (two vectors
 // and a tail), forward and backward: y, h_n, and the grads of x, h0 and the
 // weights, as bits, on the path `features` selects. The products are
-// oneDNN's on every path; what changes is the cells.
+// oneDNN's on every path; what changes is the cells and the biases'
+// column sums.
 std::vector<uint32_t> recurrent_run(const CpuFeatures& features,
                                     const std::string& cell) {
   ScopedCpuFeatures path(features);
@@ -671,6 +674,52 @@ TEST(IsaPaths, RecurrentCellsAvx512) {
   SKIP_WITHOUT(avx512f, "AVX-512F");
   check_recurrent_path(avx512f_only());
   ran("recurrent cells", "avx512f");
+}
+
+// ---- a row's max and exp-sum (softmax over the last axis, 16 lanes) ----
+
+// Softmax, LogSoftmax and the softmax cross entropy over rows of 1003 (62
+// blocks of 16 lanes and a tail), with a -inf, a huge logit and a NaN row:
+// y and dx, as bits, on the path `features` selects.
+std::vector<uint32_t> softmax_run(const CpuFeatures& features) {
+  ScopedCpuFeatures path(features);
+  expect_path(features);
+  const int64_t rows = 4, n = 1003;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-20.0f, 20.0f);
+  std::vector<float> v(rows * n);
+  for (float& x : v) x = u(rng);
+  v[7] = -std::numeric_limits<float>::infinity();
+  v[n + 500] = 80.0f;
+  v[3 * n + 9] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<uint32_t> bits;
+  for (int f = 0; f < 3; ++f) {
+    auto x = variable_from({rows, n}, v, true);
+    auto labels = make_variable({rows, 1});
+    int32_t* t = labels->data()->cast<int32_t>(true);
+    for (int64_t r = 0; r < rows; ++r) t[r] = static_cast<int32_t>(r * 97);
+    auto y = f == 0   ? functions::softmax(x, 1)
+             : f == 1 ? functions::log_softmax(x, 1)
+                      : functions::softmax_cross_entropy(x, labels, 1);
+    y->forward();
+    x->grad()->zero();
+    y->backward(0.5f);
+    append_bits(bits, y->data()->get<const float>(), y->size());
+    append_bits(bits, x->grad()->get<const float>(), x->size());
+  }
+  return bits;
+}
+
+TEST(IsaPaths, SoftmaxRowsAvx2) {
+  SKIP_WITHOUT(avx2, "AVX2");
+  expect_same_bits(softmax_run(avx2_only()), softmax_run(none()), "softmax");
+  ran("softmax rows", "avx2");
+}
+
+TEST(IsaPaths, SoftmaxRowsAvx512) {
+  SKIP_WITHOUT(avx512f, "AVX-512F");
+  expect_same_bits(softmax_run(avx512f_only()), softmax_run(none()), "softmax");
+  ran("softmax rows", "avx512f");
 }
 
 }  // namespace

@@ -74,28 +74,33 @@ void for_each_tile(const AxisSplit& s, int64_t scratch_floats, Fn&& fn) {
   }
 }
 
+/// The max of x[i * stride] for i in [0, n) (-inf for none; a NaN never
+/// wins, as with std::max), at the widest vector the CPU has (stride 1).
+float max_of(const float* x, int64_t stride, int64_t n);
+
 /// y[i] = exp(x[i * stride] - shift) for i in [0, n), at the widest vector
-/// the CPU has (stride 1) or one at a time.
-void exp_of_difference(const float* x, int64_t stride, float shift, float* y,
-                       int64_t n);
+/// the CPU has (stride 1) or one at a time; returns the sum of y, taken in
+/// 16 lanes and a fixed tree (the same bits at every vector width).
+float exp_sum_of_difference(const float* x, int64_t stride, float shift,
+                            float* y, int64_t n);
 
 /// Per column j of a tile x (ld apart): mx[j] = the max along the axis and
 /// sum[j] = the sum of exp(x - mx), with e (ld = w) receiving exp(x - mx).
 /// Subtracting the max keeps exp from overflowing, even in fp16 inputs.
 inline void exp_and_sum(const float* x, int64_t ld, int64_t size, int64_t w,
                         float* e, float* mx, float* sum) {
+  if (w == 1) {
+    // The last axis (attention's scores, a vocabulary's logits): one
+    // contiguous run, at the widest vector the CPU has.
+    mx[0] = max_of(x, ld, size);
+    sum[0] = exp_sum_of_difference(x, ld, mx[0], e, size);
+    return;
+  }
   std::fill(mx, mx + w, -std::numeric_limits<float>::infinity());
   for (int64_t a = 0; a < size; ++a) {
     for (int64_t j = 0; j < w; ++j) mx[j] = std::max(mx[j], x[a * ld + j]);
   }
   std::fill(sum, sum + w, 0.0f);
-  if (w == 1) {
-    // The last axis (attention's scores): one contiguous run, exp'd at the
-    // widest vector the CPU has, then summed in order.
-    exp_of_difference(x, ld, mx[0], e, size);
-    for (int64_t a = 0; a < size; ++a) sum[0] += e[a];
-    return;
-  }
   for (int64_t a = 0; a < size; ++a) {
     for (int64_t j = 0; j < w; ++j) {
       e[a * w + j] = vmath::exp(x[a * ld + j] - mx[j]);

@@ -1,37 +1,85 @@
 // Registers the CPU elementwise functions: every op of ops/op_list.hpp.
 #include <mixgraph/functions/cpu/elementwise.hpp>
 
+#include <limits>
+
 #include <mixgraph/functions/cpu/axis_tile.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/ops/op_list.hpp>
 
 namespace mg::cpu {
 
-namespace exp_loops {
+namespace row_loops {
+// A row's max and sum in 16 lanes (lane k takes the elements k mod 16, in
+// order), then a fixed pairwise tree: a 16-wide vector under AVX-512, two
+// under AVX2, four under the baseline's SSE, and the same bits on each.
+// Summed one at a time they were a chain of dependent adds, 4 cycles an
+// element (softmax over a 1000-word vocabulary: 3% of an LSTM step).
+constexpr int kLanes = 16;
+
+template <class Op>
+__attribute__((always_inline)) inline float lanes_reduce(const float* x,
+                                                         int64_t n, float init,
+                                                         Op op) {
+  float acc[kLanes];
+  for (int k = 0; k < kLanes; ++k) acc[k] = init;
+  int64_t a = 0;
+  for (; a + kLanes <= n; a += kLanes) {
+    for (int k = 0; k < kLanes; ++k) acc[k] = op(acc[k], x[a + k]);
+  }
+  for (int k = 0; a + k < n; ++k) acc[k] = op(acc[k], x[a + k]);
+  for (int w = kLanes / 2; w > 0; w /= 2) {
+    for (int k = 0; k < w; ++k) acc[k] = op(acc[k], acc[k + w]);
+  }
+  return acc[0];
+}
+// std::max's rule (a NaN in x never wins), which vectorizes as maxps.
+__attribute__((always_inline)) inline float max_op(float m, float v) {
+  return m < v ? v : m;
+}
+__attribute__((always_inline)) inline float add_op(float s, float v) {
+  return s + v;
+}
+
 // clang-format off
-#define MG_EXP_LOOP(NS, TARGET)                                            \
+#define MG_ROW_LOOPS(NS, TARGET)                                           \
   namespace NS {                                                           \
   TARGET void exp_of_difference(const float* x, float shift, float* y,     \
                                 int64_t n) {                               \
     for (int64_t i = 0; i < n; ++i) y[i] = vmath::exp(x[i] - shift);       \
   }                                                                        \
+  TARGET float max_of(const float* x, int64_t n) {                         \
+    return lanes_reduce(x, n, -std::numeric_limits<float>::infinity(),     \
+                        max_op);                                           \
+  }                                                                        \
+  TARGET float sum_of(const float* x, int64_t n) {                         \
+    return lanes_reduce(x, n, 0.0f, add_op);                               \
+  }                                                                        \
   }
-MG_FOR_EACH_VECTOR_ISA(MG_EXP_LOOP)
-#undef MG_EXP_LOOP
+MG_FOR_EACH_VECTOR_ISA(MG_ROW_LOOPS)
+#undef MG_ROW_LOOPS
 // clang-format on
+}  // namespace row_loops
 
-void run(const float* x, float shift, float* y, int64_t n) {
-  MG_CALL_VECTOR_ISA(exp_of_difference(x, shift, y, n));
+float max_of(const float* x, int64_t stride, int64_t n) {
+  if (stride != 1) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < n; ++i) m = row_loops::max_op(m, x[i * stride]);
+    return m;
+  }
+  using namespace row_loops;
+  MG_CALL_VECTOR_ISA(max_of(x, n));
 }
-}  // namespace exp_loops
 
-void exp_of_difference(const float* x, int64_t stride, float shift, float* y,
-                       int64_t n) {
+float exp_sum_of_difference(const float* x, int64_t stride, float shift,
+                            float* y, int64_t n) {
+  using namespace row_loops;
   if (stride != 1) {
     for (int64_t i = 0; i < n; ++i) y[i] = vmath::exp(x[i * stride] - shift);
-    return;
+  } else {
+    [&] { MG_CALL_VECTOR_ISA(exp_of_difference(x, shift, y, n)); }();
   }
-  exp_loops::run(x, shift, y, n);
+  MG_CALL_VECTOR_ISA(sum_of(y, n));
 }
 
 void register_elementwise(FunctionRegistry& r) {
