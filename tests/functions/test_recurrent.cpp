@@ -379,6 +379,26 @@ TEST(Lstm, BadShapes) {
   }
 }
 
+// Backward needs the states forward kept: without a forward it says so
+// instead of reading nothing.
+TEST(Lstm, BackwardBeforeForwardIsAnError) {
+  auto x = make_variable({3, 2, 4}, true),
+       h = make_variable({1, 1, 2, 5}, true),
+       c = make_variable({1, 1, 2, 5}, true),
+       w0 = make_variable({1, 4, 5, 9}, true);
+  auto [y, hn, cn] = F::lstm(x, h, c, w0, nullptr, nullptr);
+  try {
+    y->backward();
+    FAIL() << "expected an exception";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("[lstm] backward before any forward"),
+              std::string::npos)
+        << e.what();
+  }
+  y->forward();
+  EXPECT_NO_THROW(y->backward());
+}
+
 // The LSTM function and its reshapes write and read back as a network: the
 // rebuilt LSTM gives the same outputs.
 TEST(Lstm, RoundTripThroughYaml) {

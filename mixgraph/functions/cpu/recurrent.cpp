@@ -3,7 +3,6 @@
 // (cpu/recurrent_backend.hpp), and here the cells' loops and the conversions
 // between the storage type and fp32: x and the weights are read into fp32 once,
 // and only the outputs and the grads are rounded, once.
-#include <optional>
 #include <vector>
 
 #include <mixgraph/contexts/cpu/isa_loops.hpp>
@@ -139,24 +138,25 @@ void backward_cells(const GruCell& c, const StepBack& s, int64_t B, int64_t H) {
 namespace {
 
 template <class T, class Base, class Cell>
-class RecurrentCpu : public recurrent::RecurrentWith<Base, Cell> {
+class RecurrentCpu
+    : public recurrent::RecurrentWith<Base, Cell, RecurrentBackend<T>> {
+  using With = recurrent::RecurrentWith<Base, Cell, RecurrentBackend<T>>;
+
  public:
-  using recurrent::RecurrentWith<Base, Cell>::RecurrentWith;
+  using With::With;
 
  protected:
   using Backend = RecurrentBackend<T>;
-  using Driver = recurrent::Driver<Cell, Backend>;
   using Floats = typename Backend::Buffer;
-  using Params = typename Driver::Params;
+  using Params = typename With::Params;
 
   static Floats floats(Variable* v) { return floats_of<T, Floats>(v); }
 
   void forward_impl(const Variables& in, const Variables& out) override {
     Backend be;
-    driver_.emplace(this->cell(), this->dims());
+    auto& driver = this->new_driver();
     const auto p = this->template inputs<Floats>(in, floats);
-    const auto y =
-        driver_->forward(be, floats(in[0]), p.template view<Params>());
+    const auto y = driver.forward(be, floats(in[0]), p.template view<Params>());
     store(y.y.data(), output<T>(out[0]), out[0]->size());
     store(y.hn.data(), output<T>(out[1]), out[1]->size());
     if (this->layout_.cell) {
@@ -172,9 +172,9 @@ class RecurrentCpu : public recurrent::RecurrentWith<Base, Cell> {
     const Floats dhn = grad_floats_of<T, Floats>(out[1]);
     const Floats dcn = has_c ? grad_floats_of<T, Floats>(out[2]) : Floats{};
     const auto p = this->template inputs<Floats>(in, floats);
-    const auto g =
-        driver_->backward(be, grad_floats_of<T, Floats>(out[0]), dhn.data(),
-                          dcn.data(), p.template view<Params>());
+    const auto g = this->forward_driver().backward(
+        be, grad_floats_of<T, Floats>(out[0]), dhn.data(), dcn.data(),
+        p.template view<Params>());
     this->store_grads(
         g, propagate_down,
         [&](int i, const Floats& grad) {
@@ -185,8 +185,6 @@ class RecurrentCpu : public recurrent::RecurrentWith<Base, Cell> {
           store_grad<T>(grad.data(), in[i], accum[i]);
         });
   }
-
-  std::optional<Driver> driver_;
 };
 
 template <class T>

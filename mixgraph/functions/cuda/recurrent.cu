@@ -8,7 +8,6 @@
 // launches and cuBLAS are left for the GPU.
 #include <mixgraph/functions/recurrent.hpp>
 
-#include <optional>
 #include <type_traits>
 
 #include <mixgraph/contexts/cuda/cublas_utils.hpp>
@@ -117,13 +116,15 @@ class RecurrentBackend {
 };
 
 template <class T, class Base, class Cell>
-class RecurrentCuda : public recurrent::RecurrentWith<Base, Cell> {
+class RecurrentCuda
+    : public recurrent::RecurrentWith<Base, Cell, RecurrentBackend> {
+  using With = recurrent::RecurrentWith<Base, Cell, RecurrentBackend>;
+
  public:
-  using recurrent::RecurrentWith<Base, Cell>::RecurrentWith;
+  using With::With;
 
  protected:
-  using Driver = recurrent::Driver<Cell, RecurrentBackend>;
-  using Params = typename Driver::Params;
+  using Params = typename With::Params;
 
   /// v's data as fp32 on the device: an fp32 master (or fp32 data) as it
   /// is, anything else read in T and converted (as the CPU's floats_of).
@@ -157,11 +158,10 @@ class RecurrentCuda : public recurrent::RecurrentWith<Base, Cell> {
   void forward_impl(const Variables& in, const Variables& out) override {
     const Launch l(*this);
     RecurrentBackend be(l);
-    driver_.emplace(this->cell(), this->dims());
+    auto& driver = this->new_driver();
     auto floats = [&](Variable* v) { return floats_of(l, v); };
     const auto p = this->template inputs<DeviceFloats>(in, floats);
-    const auto y =
-        driver_->forward(be, floats(in[0]), p.template view<Params>());
+    const auto y = driver.forward(be, floats(in[0]), p.template view<Params>());
     store(l, y.y, output<T>(*this, out[0]), out[0]->size(), false);
     store(l, y.hn, output<T>(*this, out[1]), out[1]->size(), false);
     if (this->layout_.cell) {
@@ -179,8 +179,9 @@ class RecurrentCuda : public recurrent::RecurrentWith<Base, Cell> {
     const DeviceFloats dcn = has_c ? grad_floats_of(l, out[2]) : DeviceFloats{};
     auto floats = [&](Variable* v) { return floats_of(l, v); };
     const auto p = this->template inputs<DeviceFloats>(in, floats);
-    const auto g = driver_->backward(be, grad_floats_of(l, out[0]), dhn.data(),
-                                     dcn.data(), p.template view<Params>());
+    const auto g = this->forward_driver().backward(
+        be, grad_floats_of(l, out[0]), dhn.data(), dcn.data(),
+        p.template view<Params>());
     this->store_grads(
         g, propagate_down,
         [&](int i, const DeviceFloats& grad) {
@@ -191,8 +192,6 @@ class RecurrentCuda : public recurrent::RecurrentWith<Base, Cell> {
           store_param_grad<T>(*this, grad.data(), in[i], accum[i], l.stream);
         });
   }
-
-  std::optional<Driver> driver_;
 };
 
 template <class T>

@@ -27,10 +27,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/ops/recurrent_cells.hpp>
 #include <mixgraph/functions/recurrent.hpp>
 
@@ -317,14 +320,30 @@ struct PlainStepProduct {
 };
 
 /// What the CPU's and CUDA's RNN, LSTM and GRU classes share around the
-/// driver: the cell of their options, the sizes setup found, their inputs
+/// driver: the driver itself (made by each forward, holding what backward
+/// needs), the cell of their options, the sizes setup found, their inputs
 /// other than x as fp32 Buffers, and where each grad goes.
-template <class Base, class Cell>
+template <class Base, class Cell, class Backend>
 class RecurrentWith : public Base {
  public:
   using Base::Base;
 
  protected:
+  using Driver = recurrent::Driver<Cell, Backend>;
+  using Params = typename Driver::Params;
+
+  /// A new driver for this forward, dropping the last one's saved states.
+  Driver& new_driver() { return driver_.emplace(cell(), dims()); }
+  /// The driver of the last forward, for backward.
+  Driver& forward_driver() {
+    if (!driver_) {
+      throw std::logic_error(msg(this->tag(),
+                                 "backward before any forward: the recurrence ",
+                                 "needs the states its forward keeps"));
+    }
+    return *driver_;
+  }
+
   Cell cell() const {
     if constexpr (std::is_same_v<Cell, RnnCell>) {
       return RnnCell{this->opts_.nonlinearity == "relu"};
@@ -379,6 +398,9 @@ class RecurrentWith : public Base {
     if (asked(this->weight_index_)) put_param(this->weight_index_, g.dw);
     if (asked(this->bias_index_)) put_param(this->bias_index_, g.db);
   }
+
+ private:
+  std::optional<Driver> driver_;
 };
 
 }  // namespace mg::recurrent
