@@ -364,7 +364,7 @@ struct DeviceBodiesBackend : cpu::RecurrentBackend<float> {
   using Base = cpu::RecurrentBackend<float>;
   void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
             Operand b, float* c, const float* bias, bool accum) {
-    if (bias) run_on_host(m * n, cuda::BiasRowsBody{bias, c, n});
+    if (bias) run_on_host(m * n, cuda::BiasRowsBody{bias, c, n, accum});
     Base::gemm(ta, tb, m, n, k, a, b, c, nullptr, bias || accum);
   }
   void add(const float* src, float* dst, int64_t n) {
@@ -456,6 +456,25 @@ void check_recurrent_driver(const Cell& cell, const char* name) {
   near(g.dw0, grad_doubles(w0), "dweight_l0");
   near(g.dw, grad_doubles(w), "dweight");
   near(g.db, grad_doubles(b), "dbias");
+}
+
+// The backends' product contract, c = a b [+ bias] [+ c]: the device's
+// way (the bias rows first, then the product added) with and without
+// accum, against the CPU's oneDNN product with the bias inside.
+TEST(CudaKernelBodies, RecurrentProductsWithABias) {
+  const int64_t m = 3, n = 5, k = 4;
+  const auto a = random_values(m * k, 21), b = random_values(k * n, 22),
+             bias = random_values(n, 23), c0 = random_values(m * n, 24);
+  const cpu::Operand ao{a.data(), Dtype::f32}, bo{b.data(), Dtype::f32};
+  for (bool accum : {false, true}) {
+    SCOPED_TRACE(accum ? "accum" : "no accum");
+    std::vector<float> want = c0, got = c0;
+    cpu::RecurrentBackend<float>().gemm(false, false, m, n, k, ao, bo,
+                                        want.data(), bias.data(), accum);
+    DeviceBodiesBackend().gemm(false, false, m, n, k, ao, bo, got.data(),
+                               bias.data(), accum);
+    expect_near(doubles(got), doubles(want), 1e-6, 1e-6, "c");
+  }
 }
 
 TEST(CudaKernelBodies, RecurrentDriverWithDeviceBodiesMatchesTheCpu) {

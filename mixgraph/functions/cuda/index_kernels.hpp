@@ -533,15 +533,18 @@ struct EmbedWeightGradBody {
   }
 };
 
-/// c[i] = bias[i % n]: the rows of an (m, n) product's output start from
-/// the bias, and the product then adds to them (the recurrent driver's
-/// products with a bias; cuBLAS has no bias).
+/// c[i] = bias[i % n] (c[i] + bias[i % n] with accum): the rows of an (m,
+/// n) product's output start from the bias, and the product then adds to
+/// them (the recurrent driver's products with a bias; cuBLAS has none).
 struct BiasRowsBody {
   const float* bias;
   float* c;
   int64_t n;
+  bool accum;
 
-  MG_HD void operator()(int64_t i) const { c[i] = bias[i % n]; }
+  MG_HD void operator()(int64_t i) const {
+    c[i] = accum ? c[i] + bias[i % n] : bias[i % n];
+  }
 };
 
 /// dst[i] += src[i] (fp32).

@@ -87,7 +87,7 @@ class RecurrentBackend {
   /// With a bias, c's rows start from it and the product adds to them.
   void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
             Operand b, float* c, const float* bias, bool accum) {
-    if (bias) launch(m * n, BiasRowsBody{bias, c, n}, l_.stream);
+    if (bias) launch(m * n, BiasRowsBody{bias, c, n, accum}, l_.stream);
     cuda::gemm(l_.index, ta, tb, m, n, k, 1.0f, a.data, a.dtype, b.data,
                b.dtype, bias || accum ? 1.0f : 0.0f, c, Dtype::f32);
   }

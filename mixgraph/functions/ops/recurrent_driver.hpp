@@ -24,6 +24,10 @@
 //   column_sums(a, rows, cols, sums)
 //   forward_cells(cell, StepForward, B, H), backward_cells(cell, StepBack,
 //   B, H)                          a cell over one step's B rows
+//
+// Below the driver: PlainStepProduct, the step_product of a backend with
+// nothing to prepare, and RecurrentWith, what the CPU's and CUDA's
+// function classes share around the driver.
 #pragma once
 
 #include <cstdint>
