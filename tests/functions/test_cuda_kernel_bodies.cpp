@@ -448,8 +448,8 @@ void check_recurrent_driver(const Cell& cell, const char* name) {
   near(out.y, to_doubles(y), "y");
   near(out.hn, to_doubles(hn), "h_n");
   if (lstm) near(out.cn, to_doubles(cn), "c_n");
-  const auto g = driver.backward(be, Buffer(ry.begin(), ry.end()), rh.data(),
-                                 rc.data(), p);
+  const auto g =
+      driver.backward(be, Buffer(ry.begin(), ry.end()), rh.data(), rc.data());
   near(g.dx, grad_doubles(x), "dx");
   near(g.dh0, grad_doubles(h0), "dh0");
   if (lstm) near(g.dc0, grad_doubles(c0), "dc0");

@@ -399,6 +399,49 @@ TEST(Lstm, BackwardBeforeForwardIsAnError) {
   EXPECT_NO_THROW(y->backward());
 }
 
+// Backward gives the grads of the forward that ran: weights and initial
+// states changed between the two (a solver step in between, say) do not
+// reach it, as the states forward kept do not change either.
+TEST(Lstm, BackwardIsOfTheForwardThatRan) {
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  auto var = [&](const Shape& shape) {
+    std::vector<float> v(static_cast<size_t>(shape_size(shape)));
+    for (auto& e : v) e = dist(gen);
+    return variable_from(shape, v, true);
+  };
+  // 2 layers, 2 directions: weight_l0, weight and bias all in play.
+  auto x = var({3, 2, 4}), h0 = var({2, 2, 2, 5}), c0 = var({2, 2, 2, 5}),
+       w0 = var({2, 4, 5, 9}), w = var({1, 2, 4, 5, 15}), b = var({2, 2, 4, 5});
+  LSTMOptions o;
+  o.num_layers = 2;
+  o.bidirectional = true;
+  auto [y, hn, cn] = F::lstm(x, h0, c0, w0, w, b, o);
+  auto loss = F::add2(F::sum(F::mul2(y, y)), F::sum(F::add2(hn, cn)));
+  const std::vector<VariablePtr> inputs{x, h0, c0, w0, w, b};
+  auto grads = [&](bool change_between) {
+    for (const auto& v : inputs) v->grad()->zero();
+    loss->forward();
+    if (change_between) {
+      for (const auto& v : {h0, c0, w0, w, b}) {
+        float* d = v->data()->cast<float>();
+        for (int64_t i = 0; i < v->size(); ++i) d[i] = 2 * d[i] + 0.25f;
+      }
+    }
+    loss->backward();
+    std::vector<Doubles> g;
+    for (const auto& v : inputs) g.push_back(grad_doubles(v));
+    return g;
+  };
+  const std::vector<std::string> names{"x",         "h0",     "c0",
+                                       "weight_l0", "weight", "bias"};
+  const auto want = grads(false);
+  const auto got = grads(true);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EXPECT_EQ(got[i], want[i]) << "the grad of " << names[i];
+  }
+}
+
 // The LSTM function and its reshapes write and read back as a network: the
 // rebuilt LSTM gives the same outputs.
 TEST(Lstm, RoundTripThroughYaml) {

@@ -171,10 +171,8 @@ class RecurrentCpu
     const bool has_c = this->layout_.cell;
     const Floats dhn = grad_floats_of<T, Floats>(out[1]);
     const Floats dcn = has_c ? grad_floats_of<T, Floats>(out[2]) : Floats{};
-    const auto p = this->template inputs<Floats>(in, floats);
     const auto g = this->forward_driver().backward(
-        be, grad_floats_of<T, Floats>(out[0]), dhn.data(), dcn.data(),
-        p.template view<Params>());
+        be, grad_floats_of<T, Floats>(out[0]), dhn.data(), dcn.data());
     this->store_grads(
         g, propagate_down,
         [&](int i, const Floats& grad) {

@@ -177,11 +177,8 @@ class RecurrentCuda
     const bool has_c = this->layout_.cell;
     const DeviceFloats dhn = grad_floats_of(l, out[1]);
     const DeviceFloats dcn = has_c ? grad_floats_of(l, out[2]) : DeviceFloats{};
-    auto floats = [&](Variable* v) { return floats_of(l, v); };
-    const auto p = this->template inputs<DeviceFloats>(in, floats);
     const auto g = this->forward_driver().backward(
-        be, grad_floats_of(l, out[0]), dhn.data(), dcn.data(),
-        p.template view<Params>());
+        be, grad_floats_of(l, out[0]), dhn.data(), dcn.data());
     this->store_grads(
         g, propagate_down,
         [&](int i, const DeviceFloats& grad) {

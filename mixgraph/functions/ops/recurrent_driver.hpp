@@ -84,6 +84,7 @@ class Driver {
     const auto [L, D, S, B, I, H, bias_rows] = dims_;
     (void)I, (void)bias_rows;
     saved_ = Saved{};
+    saved_.has_bias = p.b != nullptr;
     const int64_t state = L * D * B * H;
     Outputs out{be.buffer(0), be.buffer(state), be.buffer(kHasC ? state : 0)};
     if (S == 0 || B == 0 || H == 0) {  // nothing runs: the states pass through
@@ -95,6 +96,11 @@ class Driver {
     saved_.cell.resize(L * D);
     saved_.hiddens.resize(L * D);
     saved_.cells.resize(L * D);
+    saved_.weights.reserve(L * D);  // cw below stays valid
+    saved_.h0 = be.buffer(state);
+    be.copy(p.h0, saved_.h0.data(), state);
+    saved_.c0 = be.buffer(kHasC ? state : 0);
+    if (kHasC) be.copy(p.c0, saved_.c0.data(), state);
     Buffer layer_in = std::move(x);
     Buffer rh = be.buffer(B * G * H);
     typename Backend::Operands in16, wx16, wh16, h16;
@@ -103,7 +109,7 @@ class Driver {
       Buffer layer_out = be.buffer(S * B * D * H);
       for (int d = 0; d < D; ++d) {
         const int k = l * D + d;
-        const Weights cw = weights(be, l, d, p);
+        const Weights& cw = saved_.weights.emplace_back(weights(be, l, d, p));
         // The input's share of every step's gates at once: (S B, G H).
         Buffer gx = be.buffer(S * B * G * H);
         be.gemm(false, true, S * B, G * H, n_in,
@@ -145,9 +151,10 @@ class Driver {
   }
 
   /// Backward through time, layer by layer from the top, from the grads of
-  /// y (S, B, D H), h_n and c_n (LSTM); after forward with the same Params.
-  Grads backward(Backend& be, Buffer dy, const float* dhn, const float* dcn,
-                 const Params& p) {
+  /// y (S, B, D H), h_n and c_n (LSTM). It reads only what forward kept
+  /// (the weights as forward split them, h0 and c0): the grads are those
+  /// of the forward that ran, and no input is read or converted again.
+  Grads backward(Backend& be, Buffer dy, const float* dhn, const float* dcn) {
     const auto [L, D, S, B, I, H, bias_rows] = dims_;
     const int64_t state = L * D * B * H;
     const int64_t n_w0 = D * G * H * (I + H),
@@ -158,7 +165,7 @@ class Driver {
             be.buffer(kHasC ? state : 0),
             be.buffer(n_w0),
             be.buffer(n_w),
-            be.zeros(p.b ? L * D * bias_rows * H : 0)};
+            be.zeros(saved_.has_bias ? L * D * bias_rows * H : 0)};
     if (S == 0 || B == 0 || H == 0) {  // the states passed through
       g.dx = be.zeros(S * B * I);
       g.dw0 = be.zeros(n_w0);
@@ -175,7 +182,7 @@ class Driver {
       Buffer dlayer_in = be.buffer(S * B * n_in);
       for (int d = 0; d < D; ++d) {
         const int k = l * D + d;
-        const Weights cw = weights(be, l, d, p);
+        const Weights& cw = saved_.weights[k];
         // Every step's dh_prev += drh Wh, with Wh prepared once.
         const auto step_product = be.step_product(
             false, B, H, G * H, wh16.of(cw.wh.data(), G * H * H),
@@ -195,10 +202,10 @@ class Driver {
           const int64_t t = d == 0 ? step : S - 1 - step;
           const int64_t t_prev = d == 0 ? t - 1 : t + 1;
           const bool first = step == 0;
-          const float* h_prev =
-              first ? p.h0 + k * B * H : hiddens.data() + t_prev * B * H;
+          const float* h_prev = first ? saved_.h0.data() + k * B * H
+                                      : hiddens.data() + t_prev * B * H;
           const float* c_prev = !kHasC  ? nullptr
-                                : first ? p.c0 + k * B * H
+                                : first ? saved_.c0.data() + k * B * H
                                         : cells.data() + t_prev * B * H;
           float* drh_t = drh.data() + t * B * G * H;
           be.backward_cells(
@@ -222,7 +229,8 @@ class Driver {
         const Operand h_all = h16.of(hiddens.data(), S * B * H);
         be.gemm(true, false, G * H, H, B,
                 be.advanced(drh_all, first_t * B * G * H),
-                h0_16.of(p.h0 + k * B * H, B * H), dwh.data(), nullptr, false);
+                h0_16.of(saved_.h0.data() + k * B * H, B * H), dwh.data(),
+                nullptr, false);
         if (S > 1) {
           be.gemm(true, false, G * H, H, (S - 1) * B,
                   be.advanced(drh_all, d == 0 ? B * G * H : 0),
@@ -247,7 +255,8 @@ class Driver {
         const int64_t row = n_in + H;
         be.copy_rows(dwx.data(), n_in, dwk, row, G * H, n_in);
         be.copy_rows(dwh.data(), H, dwk + n_in, row, G * H, H);
-        if (p.b) {  // bx's rows, then the hidden part's own row (GRU's b_nh)
+        if (saved_.has_bias) {  // bx's rows, then the hidden part's own row
+                                // (GRU's b_nh)
           float* db = g.db.data() + k * bias_rows * H;
           be.add(dbx.data(), db, G * H);
           if (Cell::kHiddenBiasGate >= 0) {
@@ -269,10 +278,14 @@ class Driver {
   };
   // What forward keeps for backward, per layer and direction [l D + d]:
   // the cell's saved values (S, B, kSaved H), h and c after each step (S,
-  // B, H); per layer its input (S, B, in).
+  // B, H), the weights split; per layer its input (S, B, in); h0 and c0
+  // (LSTM) (L, D, B, H), and whether there is a bias.
   struct Saved {
     std::vector<Buffer> cell, hiddens, cells;
+    std::vector<Weights> weights;
     std::vector<Buffer> layer_inputs;
+    Buffer h0, c0;
+    bool has_bias = false;
   };
 
   int64_t layer_input_size(int l) const {
