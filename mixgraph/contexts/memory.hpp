@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 namespace mg {
@@ -102,6 +103,11 @@ struct CpuVectorAllocator {
 /// one starts from an explicit value (`v(n, 0.0f)`, `assign`).
 template <class T>
 struct CpuScratchAllocator : CpuVectorAllocator<T> {
+  // A type whose default constructor writes (Half and BFloat16 zero their
+  // bits) would be cleared anyway: hold such data as its bits.
+  static_assert(std::is_trivially_default_constructible_v<T>,
+                "CpuScratchAllocator: elements whose default constructor "
+                "writes are zeroed anyway; use their bits (uint16_t)");
   template <class U>
   struct rebind {
     using other = CpuScratchAllocator<U>;

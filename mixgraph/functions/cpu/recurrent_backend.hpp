@@ -59,8 +59,10 @@ struct RecurrentBackend {
     }
 
    private:
-    // On the caching allocator, not zeroed: written whole by convert.
-    std::vector<BFloat16, CpuScratchAllocator<BFloat16>> copy_;
+    // On the caching allocator, not zeroed: written whole by convert. Held
+    // as bits: BFloat16's default constructor zeroes, so a vector of it
+    // would clear every element that resize() adds.
+    std::vector<uint16_t, CpuScratchAllocator<uint16_t>> copy_;
   };
 
   Buffer buffer(int64_t n) { return Buffer(static_cast<size_t>(n)); }
