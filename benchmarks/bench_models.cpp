@@ -29,6 +29,16 @@
 // their parameter counts, which must be equal. "step MiB" is what one step
 // allocates above what was held before it (activations, grads, scratch).
 //
+// On the CPU, each configuration then runs `steps` more steps under a
+// FunctionProfile and prints where they went ("step split"): the
+// products (Affine, the convolutions, BatchMatmul: attention's two),
+// the recurrent functions (their products and cells together), the
+// normalizations, Softmax (attention's, in these models), the loss
+// (SoftmaxCrossEntropy and Mean), every other function, the solver's
+// updates, and the rest (the graph's own work, the loss scaler's checks);
+// then the products' own rate against the fp32 FMA peak (the LSTM's over
+// its products and cells), and the three largest of "other".
+//
 // --memory adds, per model, each configuration's peak resident set (the
 // kernel's VmHWM) in a process of its own: ours (this program again, with
 // --memory-child) and, with --peers, PyTorch's (python_models.py --only).
@@ -494,6 +504,93 @@ std::unique_ptr<mg::cpu::ScopedCpuFeatures> limit_isa(const Options& o) {
   return std::make_unique<mg::cpu::ScopedCpuFeatures>(f);
 }
 
+// Where one configuration's steps go, by the categories of the header.
+struct StepSplit {
+  double step_ms = 0;
+  std::map<std::string, double> ms;                   // by category, per step
+  std::vector<std::pair<double, std::string>> other;  // largest first
+};
+
+std::string category_of(const std::string& key) {
+  const std::string fn = key.substr(0, key.rfind(' '));
+  if (key.size() > 7 && key.compare(key.size() - 7, 7, " update") == 0) {
+    return "solver";
+  }
+  if (fn == "Affine" || fn == "BatchMatmul" ||
+      fn.find("Convolution") != std::string::npos ||
+      fn.find("Deconvolution") != std::string::npos) {
+    return "products";
+  }
+  if (fn == "LSTM" || fn == "GRU" || fn == "RNN") return "recurrent";
+  if (fn.find("Normalization") != std::string::npos) return "normalization";
+  if (fn == "Softmax") return "softmax";
+  if (fn == "SoftmaxCrossEntropy" || fn == "Mean") return "loss";
+  return "other";
+}
+
+StepSplit step_split(Trainer& trainer, int steps) {
+  trainer.step();  // off the profile: the first after others ran is slow
+  mg::FunctionProfile profile;
+  std::vector<double> seconds;
+  time_runs([&] { trainer.step(); }, 0, steps, seconds);
+  StepSplit s;  // means, as the profile's sums are
+  for (double t : seconds) s.step_ms += t * 1e3 / steps;
+  std::map<std::string, double> other;  // by function, both passes
+  double recorded = 0;
+  for (const auto& [key, t] : profile.times()) {
+    const double ms = t.seconds * 1e3 / steps;
+    const std::string c = category_of(key);
+    s.ms[c] += ms;
+    recorded += ms;
+    if (c == "other") other[key.substr(0, key.rfind(' '))] += ms;
+  }
+  s.ms["rest"] = s.step_ms - recorded;
+  for (const auto& [fn, ms] : other) s.other.emplace_back(ms, fn);
+  std::sort(s.other.rbegin(), s.other.rend());
+  return s;
+}
+
+void print_splits(const Options& o, const std::string& model,
+                  std::vector<std::unique_ptr<Trainer>>& ours, double gflop,
+                  double peak) {
+  static const char* const kColumns[] = {
+      "products", "recurrent", "normalization", "softmax",
+      "loss",     "other",     "solver",        "rest"};
+  std::printf(
+      "\n%s: step split, ms per step (share of the step), %d steps each "
+      "under a FunctionProfile\n%-24s %8s",
+      model.c_str(), o.steps, "configuration", "step");
+  for (const char* c : kColumns) std::printf(" %14s", c);
+  std::printf(" %14s\n", "products' rate");
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const StepSplit s = step_split(*ours[i], o.steps);
+    std::printf("%-24s %8.1f", ("mixgraph " + o.types[i]).c_str(), s.step_ms);
+    for (const char* c : kColumns) {
+      const auto it = s.ms.find(c);
+      const double ms = it == s.ms.end() ? 0.0 : it->second;
+      char cell[32];
+      std::snprintf(cell, sizeof cell, "%.1f (%.0f%%)", ms,
+                    100.0 * ms / s.step_ms);
+      std::printf(" %14s", ms == 0.0 ? "-" : cell);
+    }
+    // The products' GFLOP over the time of the functions that hold them.
+    const double product_ms =
+        s.ms.count("products") ? s.ms.at("products") : 0.0;
+    const double recurrent_ms =
+        s.ms.count("recurrent") ? s.ms.at("recurrent") : 0.0;
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.0f%% of peak",
+                  100.0 * gflop / ((product_ms + recurrent_ms) / 1e3) / peak);
+    std::printf(" %14s\n", rate);
+    std::printf("%-24s largest other:", "");
+    for (size_t k = 0; k < s.other.size() && k < 3; ++k) {
+      std::printf("%s %s %.1f ms", k ? "," : "", s.other[k].second.c_str(),
+                  s.other[k].first);
+    }
+    std::printf("\n");
+  }
+}
+
 // --memory-child: one model in one type, warmed up and stepped as the
 // timed runs are; prints "rss <at start> <peak> <allocator peak>" (MiB).
 int run_memory_child(const Options& o) {
@@ -658,6 +755,7 @@ int run(const Options& o) {
       std::printf("%-24s %10.1f %10s %10s %10s\n", name.c_str(), ms, "", "",
                   of_peak(ms).c_str());
     }
+    if (!on_gpu) print_splits(o, model, ours, gflop, peak);
     if (o.memory) print_memory(o, model);
   }
   return 0;

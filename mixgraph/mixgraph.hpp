@@ -31,6 +31,7 @@
 #include <mixgraph/graph/initializer.hpp>
 #include <mixgraph/graph/ndarray.hpp>
 #include <mixgraph/graph/parameter_scope.hpp>
+#include <mixgraph/graph/profile.hpp>
 #include <mixgraph/graph/random.hpp>
 #include <mixgraph/graph/shape.hpp>
 #include <mixgraph/graph/variable.hpp>

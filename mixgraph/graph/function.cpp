@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/graph/profile.hpp>
 
 namespace mg {
 
@@ -49,12 +50,14 @@ void Function::setup(const Variables& inputs, const Variables& outputs) {
 }
 
 void Function::forward(const Variables& inputs, const Variables& outputs) {
+  const FunctionProfile::Scope timed(decl_->name, "forward");
   forward_impl(inputs, outputs);
 }
 
 void Function::backward(const Variables& inputs, const Variables& outputs,
                         const std::vector<bool>& propagate_down,
                         const std::vector<bool>& accum) {
+  const FunctionProfile::Scope timed(decl_->name, "backward");
   backward_impl(inputs, outputs, propagate_down, accum);
 }
 

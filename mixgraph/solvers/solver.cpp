@@ -9,6 +9,7 @@
 #include <mixgraph/contexts/cpu/isa_loops.hpp>
 #include <mixgraph/contexts/device.hpp>
 #include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/graph/profile.hpp>
 #include <mixgraph/solvers/device_ops.hpp>
 #include <mixgraph/solvers/update_rule.hpp>
 #include <mixgraph/solvers/weight_decay_rule.hpp>
@@ -263,6 +264,7 @@ void Solver::zero_grad() {
 void Solver::update_parameter(const std::string& key, const VariablePtr& var,
                               float grad_scale) {
   if (!has_grad(var)) return;
+  const FunctionProfile::Scope timed(name(), "update");
   Entry& e = entries_.at(key);
   // On the grad's device when this solver's update runs there; the rules
   // and states follow (update_rule.hpp).
