@@ -144,32 +144,46 @@ class UnaryCpu : public UnaryFunction<Op> {
   }
 };
 
-/// Visits the output in rows of its last axis, chunked to kBlock, calling
-/// fn(out_offset, offset0, step0, offset1, step1, len): step is 1 where the
-/// input runs along the row and 0 where it is broadcast. Rows run in
-/// parallel unless `serial` (when fn adds into shared sums).
+/// Visits the output in runs, chunked to kBlock, calling fn(out_offset,
+/// offset0, step0, offset1, step1, len): step is 1 where the input runs
+/// along with the output and 0 where it is broadcast. A run is the last
+/// axis and every axis before it along which both inputs go on the same
+/// way (each stride the run's size times the step, or a size of 1): two
+/// arrays of one shape are one run, not a row per last axis (ResNet's
+/// residual adds: 65,536 rows of 32, each converted on its own in half,
+/// took 3.3x float's time). Chunks run in parallel unless `serial` (when
+/// fn adds into shared sums; they then go in the output's order).
 template <class Fn>
 void for_each_broadcast_row(const BroadcastPlan& p, Fn&& fn,
                             bool serial = false) {
   const int nd = static_cast<int>(p.out_shape.size());
-  const int64_t row = nd ? p.out_shape[nd - 1] : 1;
-  const int64_t rows = row ? shape_size(p.out_shape) / row : 0;
   const int64_t step0 = nd ? p.stride0[nd - 1] : 0;
   const int64_t step1 = nd ? p.stride1[nd - 1] : 0;
+  int first = nd ? nd - 1 : 0;  // the run's first axis
+  int64_t row = nd ? p.out_shape[nd - 1] : 1;
+  while (first > 0) {
+    const int d = first - 1;
+    const int64_t n = p.out_shape[d];
+    if (n != 1 && (p.stride0[d] != row * step0 || p.stride1[d] != row * step1))
+      break;
+    row *= n;
+    first = d;
+  }
+  const int64_t rows = row ? shape_size(p.out_shape) / row : 0;
+  const int64_t chunks = (row + kBlock - 1) / kBlock;  // per run
 #pragma omp parallel for schedule(static) if (!serial && \
                                               rows * row >= kParallelMin)
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t k = 0; k < rows * chunks; ++k) {
+    const int64_t r = k / chunks, c = (k % chunks) * kBlock;
     int64_t rem = r, off0 = 0, off1 = 0;
-    for (int d = nd - 2; d >= 0; --d) {
+    for (int d = first - 1; d >= 0; --d) {
       const int64_t idx = rem % p.out_shape[d];
       rem /= p.out_shape[d];
       off0 += idx * p.stride0[d];
       off1 += idx * p.stride1[d];
     }
-    for (int64_t c = 0; c < row; c += kBlock) {
-      fn(r * row + c, off0 + c * step0, step0, off1 + c * step1, step1,
-         std::min(kBlock, row - c));
-    }
+    fn(r * row + c, off0 + c * step0, step0, off1 + c * step1, step1,
+       std::min(kBlock, row - c));
   }
 }
 
