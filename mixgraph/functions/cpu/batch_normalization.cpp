@@ -13,6 +13,7 @@
 #include <mixgraph/functions/batch_normalization.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/functions/cpu/lanes.hpp>
 #include <mixgraph/functions/fused_batch_normalization.hpp>
 #include <mixgraph/functions/registry.hpp>
 
@@ -102,9 +103,7 @@ class BatchNormalizationKernel : public Fn {
         for (int64_t n = 0; n < nr; ++n) {
           for (int64_t c = 0; c < C; ++c) {
             const float* r = xf + n * L + c * S;
-            float s = 0.0f;
-            for (int64_t j = 0; j < S; ++j) s += r[j];
-            acc[c] += s;
+            acc[c] += lanes_sum(S, [r](int64_t j) { return r[j]; });
           }
         }
       };
@@ -122,9 +121,8 @@ class BatchNormalizationKernel : public Fn {
           for (int64_t c = 0; c < C; ++c) {
             const float* r = xf + n * L + c * S;
             const float mu = mean_[c];
-            float s = 0.0f;
-            for (int64_t j = 0; j < S; ++j) s += (r[j] - mu) * (r[j] - mu);
-            acc[c] += s;
+            acc[c] += lanes_sum(
+                S, [r, mu](int64_t j) { return (r[j] - mu) * (r[j] - mu); });
           }
         }
       };
@@ -197,15 +195,12 @@ class BatchNormalizationKernel : public Fn {
         const float* df = load(dy + n0 * L, buf + rb.per_block * L, nr * L);
         for (int64_t n = 0; n < nr; ++n) {
           for (int64_t c = 0; c < C; ++c) {
-            const int64_t off = n * L + c * S;
+            const float* d = df + n * L + c * S;
+            const float* r = xf + n * L + c * S;
             const float mu = mean_[c];
-            float s = 0.0f, sx = 0.0f;
-            for (int64_t j = 0; j < S; ++j) {
-              s += df[off + j];
-              sx += df[off + j] * (xf[off + j] - mu);
-            }
-            acc[c] += s;
-            acc[C + c] += sx;
+            acc[c] += lanes_sum(S, [d](int64_t j) { return d[j]; });
+            acc[C + c] += lanes_sum(
+                S, [d, r, mu](int64_t j) { return d[j] * (r[j] - mu); });
           }
         }
       };

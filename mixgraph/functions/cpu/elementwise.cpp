@@ -5,33 +5,21 @@
 
 #include <mixgraph/functions/cpu/axis_tile.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
+#include <mixgraph/functions/cpu/lanes.hpp>
 #include <mixgraph/functions/ops/op_list.hpp>
 
 namespace mg::cpu {
 
 namespace row_loops {
-// A row's max and sum in 16 lanes (lane k takes the elements k mod 16, in
-// order), then a fixed pairwise tree: a 16-wide vector under AVX-512, two
-// under AVX2, four under the baseline's SSE, and the same bits on each.
-// Summed one at a time they were a chain of dependent adds, 4 cycles an
-// element (softmax over a 1000-word vocabulary: 3% of an LSTM step).
-constexpr int kLanes = 16;
-
+// A row's max and sum in lanes.hpp's 16 lanes and fixed tree, compiled
+// per vector ISA below: the same bits on each.
 template <class Op>
 __attribute__((always_inline)) inline float lanes_reduce(const float* x,
                                                          int64_t n, float init,
                                                          Op op) {
-  float acc[kLanes];
-  for (int k = 0; k < kLanes; ++k) acc[k] = init;
-  int64_t a = 0;
-  for (; a + kLanes <= n; a += kLanes) {
-    for (int k = 0; k < kLanes; ++k) acc[k] = op(acc[k], x[a + k]);
-  }
-  for (int k = 0; a + k < n; ++k) acc[k] = op(acc[k], x[a + k]);
-  for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int k = 0; k < w; ++k) acc[k] = op(acc[k], acc[k + w]);
-  }
-  return acc[0];
+  return cpu::lanes_reduce(
+      n, init, [x](int64_t i) __attribute__((always_inline)) { return x[i]; },
+      op);
 }
 // std::max's rule (a NaN in x never wins), which vectorizes as maxps.
 __attribute__((always_inline)) inline float max_op(float m, float v) {

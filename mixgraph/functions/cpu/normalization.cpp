@@ -7,6 +7,7 @@
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/cpu/elementwise.hpp>
+#include <mixgraph/functions/cpu/lanes.hpp>
 #include <mixgraph/functions/normalization.hpp>
 #include <mixgraph/functions/registry.hpp>
 
@@ -60,9 +61,8 @@ std::vector<float> group_sums(const Grouping& g, int64_t n, F&& f) {
   if (g.contiguous) {
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
     for (int64_t k = 0; k < g.groups; ++k) {
-      float s = 0.0f;
-      for (int64_t i = k * g.size; i < (k + 1) * g.size; ++i) s += f(i);
-      sums[k] = s;
+      const int64_t first = k * g.size;
+      sums[k] = lanes_sum(g.size, [&](int64_t j) { return f(first + j); });
     }
   } else {
     for (int64_t i = 0; i < n; ++i) sums[g.of[i]] += f(i);
