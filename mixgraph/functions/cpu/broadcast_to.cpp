@@ -31,9 +31,8 @@ void spread_grad(Variable* y, Variable* x, const SpreadLayout& l, bool accum) {
   for (int64_t o = 0; o < l.outer; ++o) {
     const float* row = dy.data() + o * l.mid * l.inner;
     for (int64_t m = 0; m < l.mid; ++m) {
-      float s = 0.0f;
-      for (int64_t i = 0; i < l.inner; ++i) s += row[m * l.inner + i];
-      dx[m] += s;
+      const float* r = row + m * l.inner;
+      dx[m] += lanes_sum(l.inner, [r](int64_t i) { return r[i]; });
     }
   }
   store(dx.data(), input_grad<T>(x, accum), l.mid, accum);

@@ -574,7 +574,7 @@ void channel_sums(const T* a, int64_t batch, int64_t channels, int64_t spatial,
       for (int64_t i = 0; i < spatial; i += kBlock) {
         const int64_t len = std::min(kBlock, spatial - i);
         const float* f = load(row + i, buf, len);
-        for (int64_t j = 0; j < len; ++j) s += f[j];
+        s += lanes_sum(len, [f](int64_t j) { return f[j]; });
       }
     }
     sums[c] = s;

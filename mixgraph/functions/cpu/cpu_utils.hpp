@@ -12,6 +12,7 @@
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/contexts/dtype_dispatch.hpp>
 #include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/functions/cpu/lanes.hpp>
 #include <mixgraph/graph/variable.hpp>
 
 namespace mg::cpu {
@@ -273,27 +274,11 @@ void dispatch_layout(const std::vector<Variable*>& in, const std::string& tag,
 const int32_t* index_data(Variable* v, const std::string& tag,
                           const char* what);
 
-/// The sum of a[i] (b[i] when given) over [0, n) in fp32: 16 interleaved
-/// partial sums (vectorized, and 16 dependency chains instead of one),
-/// added up in a fixed order, so the result is the same on every CPU.
+/// The sum of a[i] (times b[i] when given) over [0, n) in fp32, in
+/// lanes.hpp's 16 lanes and fixed tree: the same result on every CPU.
 inline float sum_floats(const float* a, int64_t n, const float* b = nullptr) {
-  constexpr int kLanes = 16;
-  float part[kLanes] = {};
-  int64_t i = 0;
-  if (b) {
-    for (; i + kLanes <= n; i += kLanes) {
-      for (int k = 0; k < kLanes; ++k) part[k] += a[i + k] * b[i + k];
-    }
-    for (; i < n; ++i) part[i % kLanes] += a[i] * b[i];
-  } else {
-    for (; i + kLanes <= n; i += kLanes) {
-      for (int k = 0; k < kLanes; ++k) part[k] += a[i + k];
-    }
-    for (; i < n; ++i) part[i % kLanes] += a[i];
-  }
-  float s = 0.0f;
-  for (float p : part) s += p;
-  return s;
+  if (b) return lanes_sum(n, [a, b](int64_t i) { return a[i] * b[i]; });
+  return lanes_sum(n, [a](int64_t i) { return a[i]; });
 }
 
 /// Calls fn(begin, length) for consecutive blocks of [0, n), in parallel

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/functions/cpu/lanes.hpp>
 #include <mixgraph/graph/function.hpp>
 #include <mixgraph/graph/shape.hpp>
 
@@ -52,16 +53,10 @@ struct Sum {
   static Acc init() { return 0.0f; }
   static void merge(Acc& a, const Acc& b) { a += b; }
   static void merge_value(Acc& a, float x, int64_t) { a += x; }
-  /// a += f[0..n): eight partial sums, so the loop vectorises (and the
+  /// a += f[0..n), summed in lanes.hpp's 16 lanes (vectorized, and the
   /// rounding error grows more slowly than with one running sum).
   static void merge_run(Acc& a, const float* f, int64_t n, int64_t) {
-    float p[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      for (int k = 0; k < 8; ++k) p[k] += f[i + k];
-    }
-    for (; i < n; ++i) p[i % 8] += f[i];
-    a += ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+    a += lanes_sum(n, [f](int64_t i) { return f[i]; });
   }
 };
 
