@@ -255,8 +255,8 @@ class Driver {
         const int64_t row = n_in + H;
         be.copy_rows(dwx.data(), n_in, dwk, row, G * H, n_in);
         be.copy_rows(dwh.data(), H, dwk + n_in, row, G * H, H);
-        if (saved_.has_bias) {  // bx's rows, then the hidden part's own row
-                                // (GRU's b_nh)
+        // bx's rows, then the hidden part's own row (GRU's b_nh).
+        if (saved_.has_bias) {
           float* db = g.db.data() + k * bias_rows * H;
           be.add(dbx.data(), db, G * H);
           if (Cell::kHiddenBiasGate >= 0) {
