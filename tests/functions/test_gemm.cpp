@@ -134,6 +134,61 @@ TEST(Gemm, HalfBatchedWithAccumulation) {
   }
 }
 
+// A transposed A with rows 1024 apart and a narrow C: where oneDNN's
+// kernels are AVX2's, gemm() transposes A into a copy first (gemm.cpp's
+// transpose_a_first); elsewhere this runs oneDNN's transposed read. In
+// float and in half (converted first), with bias and accumulation.
+TEST(Gemm, ATransposedWithRowsOf1024) {
+  const int64_t m = 1024, n = 24, k = 40;
+  const auto a = grid_values(k * m, 8), b = grid_values(k * n, 9);
+  const auto bias = grid_values(n, 10), c0 = grid_values(m * n, 11);
+  const auto a_h = as<Half>(a), b_h = as<Half>(b);
+  for (const bool tb : {false, true}) {
+    SCOPED_TRACE(tb ? "tb" : "plain B");
+    const auto ref = gemm_ref(true, tb, m, n, k, a, b, bias, c0);
+    std::vector<float> c = c0;
+    cpu::gemm<float>(true, tb, m, n, k, a.data(), b.data(), c.data(),
+                     bias.data(), /*accum=*/true);
+    expect_near(doubles(c), ref, 1e-6, 0, "float C");
+    std::vector<Half> ch = as<Half>(c0);
+    cpu::gemm<Half>(true, tb, m, n, k, cpu::Operand{a_h.data(), Dtype::f16},
+                    cpu::Operand{b_h.data(), Dtype::f16}, ch.data(),
+                    bias.data(), /*accum=*/true);
+    expect_near(doubles(ch), ref, 1e-6, 1e-3, "half C");
+  }
+}
+
+// GemmFixedB, one B for many A (a recurrent layer's steps): each call
+// against the reference, B changed after construction (it was copied),
+// on every tb with and without bias and accumulation. Where oneDNN's
+// kernels are AVX2's it computes C^T and writes C from it.
+TEST(Gemm, FixedBEveryCallAgainstTheReference) {
+  const int64_t m = 32, n = 100, k = 70;  // n past the transpose's block
+  auto b = grid_values(k * n, 12);
+  const auto bias = grid_values(n, 13), c0 = grid_values(m * n, 14);
+  for (int t = 0; t < 4; ++t) {
+    const bool tb = t & 1, with_bias = t & 2, accum = t & 2;
+    SCOPED_TRACE(std::string(tb ? "tb" : "plain B") +
+                 (with_bias ? ", bias and accum" : ""));
+    const auto b_kept = b;
+    const cpu::GemmFixedB product(
+        tb, m, n, k, cpu::Operand{b.data(), Dtype::f32}, with_bias, accum);
+    b.assign(b.size(), 99.0f);
+    for (uint32_t call = 0; call < 2; ++call) {
+      const auto a = grid_values(m * k, 15 + call);
+      std::vector<float> c = accum ? c0 : std::vector<float>(m * n, 7.0f);
+      product(cpu::Operand{a.data(), Dtype::f32}, c.data(),
+              with_bias ? bias.data() : nullptr);
+      expect_near(doubles(c),
+                  gemm_ref(false, tb, m, n, k, a, b_kept,
+                           with_bias ? bias : std::vector<float>{},
+                           accum ? c0 : std::vector<float>{}),
+                  1e-6, 0, "C");
+    }
+    b = b_kept;
+  }
+}
+
 // The primitive and its argument memories are cached per shape and pointed
 // at new data on every call.
 TEST(Gemm, ACachedShapeReadsTheNewOperands) {

@@ -65,6 +65,9 @@ Operand product_operand(const NdArrayPtr& a, bool is_grad,
 /// again (a 32 x 2048 x 512 step here: fp32 0.48 -> 0.38 ms, bf16 0.26 ->
 /// 0.20 ms). C is fp32; A and B have one type, fp32, or bf16 where oneDNN
 /// has bf16 kernels (as gemm() computes). B is copied: it may change after.
+/// Where oneDNN's fp32 kernels are AVX2's, whose matmul keeps B plain and
+/// packs it on every call, C^T = op(B)^T A^T is computed instead, with
+/// op(B)^T stored row-major once, and C written from it (gemm.cpp says why).
 struct GemmPlan;  // gemm.cpp's cached primitive
 
 class GemmFixedB {
@@ -80,7 +83,8 @@ class GemmFixedB {
   Dtype type_;
   int64_t m_, n_;
   bool bias_, accum_;
-  std::unique_ptr<Memory> b_;  // B, blocked
+  bool transposed_ = false;    // computes C^T (AVX2's kernels)
+  std::unique_ptr<Memory> b_;  // B, blocked; op(B)^T where transposed_
 };
 
 }  // namespace mg::cpu
