@@ -1,5 +1,6 @@
 #include <mixgraph/contexts/convert.hpp>
 
+#include <mixgraph/contexts/cpu/convert_avx2.hpp>
 #include <mixgraph/contexts/cpu/convert_avx512.hpp>
 
 #include <algorithm>
@@ -42,65 +43,26 @@ MG_TARGET_AVX512 void from_float_avx512(const float* src, uint16_t* dst,
   for (; i < n; ++i) d[i] = T(src[i]);
 }
 
-__attribute__((target("avx2,f16c"))) void half_to_float_f16c(
-    const uint16_t* src, float* dst, size_t n) {
+// The same eight at a time through convert_avx2.hpp, on CPUs without
+// AVX-512 (where bfloat16 computes in fp32 on blocks converted here, as
+// half does): half needs F16C, bfloat16 AVX2 alone (its loops hold no
+// F16C instruction).
+template <class T>
+MG_TARGET_AVX2_F16C void to_float_avx2(const uint16_t* src, float* dst,
+                                       size_t n) {
+  const T* s = reinterpret_cast<const T*>(src);
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
-  }
-  for (; i < n; ++i) dst[i] = detail::half_bits_to_float(src[i]);
+  for (; i + 8 <= n; i += 8) avx2::store8(dst + i, avx2::load8(s + i));
+  for (; i < n; ++i) dst[i] = static_cast<float>(s[i]);
 }
 
-__attribute__((target("avx2,f16c"))) void float_to_half_f16c(const float* src,
-                                                             uint16_t* dst,
-                                                             size_t n) {
+template <class T>
+MG_TARGET_AVX2_F16C void from_float_avx2(const float* src, uint16_t* dst,
+                                         size_t n) {
+  T* d = reinterpret_cast<T*>(dst);
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i),
-                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
-  }
-  for (; i < n; ++i) dst[i] = detail::float_to_half_bits(src[i]);
-}
-
-// The same with AVX2, eight at a time (CPUs without AVX-512: bfloat16
-// computes in fp32 on blocks converted here, as half does with F16C).
-__attribute__((target("avx2"))) void bf16_to_float_avx2(const uint16_t* src,
-                                                        float* dst, size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    __m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16);
-    _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(w));
-  }
-  for (; i < n; ++i) dst[i] = detail::bf16_bits_to_float(src[i]);
-}
-
-__attribute__((target("avx2"))) void float_to_bf16_avx2(const float* src,
-                                                        uint16_t* dst,
-                                                        size_t n) {
-  const __m256i one = _mm256_set1_epi32(1);
-  const __m256i bias = _mm256_set1_epi32(0x7fff);
-  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
-  const __m256i inf = _mm256_set1_epi32(0x7f800000);
-  const __m256i quiet = _mm256_set1_epi32(0x400000);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256i x = _mm256_castps_si256(_mm256_loadu_ps(src + i));
-    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), one);
-    __m256i rounded = _mm256_add_epi32(x, _mm256_add_epi32(bias, lsb));
-    __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, abs_mask), inf);
-    rounded = _mm256_blendv_epi8(rounded, _mm256_or_si256(x, quiet), is_nan);
-    // Each lane's high half, packed: packus works per 128-bit lane, so the
-    // two lanes' four results are gathered into the low 128 bits.
-    __m256i high = _mm256_srli_epi32(rounded, 16);
-    __m256i packed = _mm256_packus_epi32(high, high);
-    packed = _mm256_permute4x64_epi64(packed, 0x08);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
-                     _mm256_castsi256_si128(packed));
-  }
-  for (; i < n; ++i) dst[i] = detail::float_to_bf16_bits(src[i]);
+  for (; i + 8 <= n; i += 8) avx2::store8(d + i, avx2::load8(src + i));
+  for (; i < n; ++i) d[i] = T(src[i]);
 }
 
 // Splits a vector conversion across the OpenMP pool in contiguous chunks.
@@ -128,19 +90,22 @@ bool convert_vector(const void* src, Dtype st, void* dst, Dtype dt, size_t n) {
   if (st == Dtype::f16 && dt == Dtype::f32) {
     if (cpu.avx512f)
       return run_chunked(to_float_avx512<Half>, src, dst, n), true;
-    if (cpu.f16c) return run_chunked(half_to_float_f16c, src, dst, n), true;
+    if (cpu.f16c) return run_chunked(to_float_avx2<Half>, src, dst, n), true;
   } else if (st == Dtype::f32 && dt == Dtype::f16) {
     if (cpu.avx512f)
       return run_chunked(from_float_avx512<Half>, src, dst, n), true;
-    if (cpu.f16c) return run_chunked(float_to_half_f16c, src, dst, n), true;
+    if (cpu.f16c) return run_chunked(from_float_avx2<Half>, src, dst, n), true;
   } else if (st == Dtype::bf16 && dt == Dtype::f32) {
     if (cpu.avx512f)
       return run_chunked(to_float_avx512<BFloat16>, src, dst, n), true;
-    if (cpu.avx2) return run_chunked(bf16_to_float_avx2, src, dst, n), true;
+    if (cpu.avx2)
+      return run_chunked(to_float_avx2<BFloat16>, src, dst, n), true;
   } else if (st == Dtype::f32 && dt == Dtype::bf16) {
     if (cpu.avx512f)
       return run_chunked(from_float_avx512<BFloat16>, src, dst, n), true;
-    if (cpu.avx2) return run_chunked(float_to_bf16_avx2, src, dst, n), true;
+    if (cpu.avx2) {
+      return run_chunked(from_float_avx2<BFloat16>, src, dst, n), true;
+    }
   }
   return false;
 }

@@ -1,33 +1,33 @@
 #include <mixgraph/functions/cpu/channel_blocks.hpp>
 
 #include <algorithm>
+#include <stdexcept>
 #include <type_traits>
 
 #include <mixgraph/contexts/convert_one.hpp>
+#include <mixgraph/contexts/cpu/convert_avx2.hpp>
 #include <mixgraph/contexts/cpu/convert_avx512.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/contexts/dtype_dispatch.hpp>
+#include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 
 namespace mg::cpu {
 
 namespace {
 
-constexpr int64_t kBlk = 16;  // channels per block
+// Each function below takes the channels per block, kBlk (8 or 16), as a
+// template argument.
 
-int64_t padded_channels(int64_t channels) {
-  return (channels + kBlk - 1) / kBlk * kBlk;
-}
-
-// One (image, channel block) pair is a task: a 16 x spatial tile, turned.
+// One (image, channel block) pair is a task: a kBlk x spatial tile, turned.
 // run(row-major offset, blocked offset, first channel, channels in this
 // block), the offsets in elements. Threaded only when the
 // data is big enough to pay for waking the team.
-template <class Tile>
+template <int64_t kBlk, class Tile>
 void for_each_tile(int64_t batch, int64_t channels, int64_t spatial,
                    Tile&& run) {
   if (batch <= 0 || channels <= 0 || spatial <= 0) return;
-  const int64_t blocks = padded_channels(channels) / kBlk;
+  const int64_t blocks = (channels + kBlk - 1) / kBlk;
   const int64_t tiles = batch * blocks;
 #pragma omp parallel for schedule( \
     static) if (tiles * kBlk * spatial >= kParallelMin && tiles > 1)
@@ -40,7 +40,7 @@ void for_each_tile(int64_t batch, int64_t channels, int64_t spatial,
 
 // Element s of channel c (< nc) of a tile, into and out of the blocks; the
 // scalar path and the vector path's tails.
-template <class T, class B>
+template <int64_t kBlk, class T, class B>
 void to_block_element(const T* in, B* out, int64_t nc, int64_t spatial,
                       int64_t s) {
   for (int64_t c = 0; c < kBlk; ++c) {
@@ -49,7 +49,7 @@ void to_block_element(const T* in, B* out, int64_t nc, int64_t spatial,
   }
 }
 
-template <class B, class T>
+template <int64_t kBlk, class B, class T>
 void from_block_element(const B* in, T* out, int64_t c, int64_t spatial,
                         int64_t s, bool accum, float bias) {
   float v = convert_one<float>(in[s * kBlk + c]) + bias;
@@ -57,30 +57,31 @@ void from_block_element(const B* in, T* out, int64_t c, int64_t spatial,
   out[c * spatial + s] = convert_one<T>(v);
 }
 
-template <class T, class B>
+template <int64_t kBlk, class T, class B>
 void to_blocks_scalar(const T* src, B* dst, int64_t batch, int64_t channels,
                       int64_t spatial) {
-  for_each_tile(batch, channels, spatial,
-                [&](int64_t in, int64_t out, int64_t, int64_t nc) {
-                  for (int64_t s = 0; s < spatial; ++s) {
-                    to_block_element(src + in, dst + out, nc, spatial, s);
-                  }
-                });
+  for_each_tile<kBlk>(batch, channels, spatial,
+                      [&](int64_t in, int64_t out, int64_t, int64_t nc) {
+                        for (int64_t s = 0; s < spatial; ++s) {
+                          to_block_element<kBlk>(src + in, dst + out, nc,
+                                                 spatial, s);
+                        }
+                      });
 }
 
-template <class B, class T>
+template <int64_t kBlk, class B, class T>
 void from_blocks_scalar(const B* src, T* dst, int64_t batch, int64_t channels,
                         int64_t spatial, bool accum, const float* bias) {
-  for_each_tile(batch, channels, spatial,
-                [&](int64_t out, int64_t in, int64_t c0, int64_t nc) {
-                  for (int64_t c = 0; c < nc; ++c) {
-                    const float b = bias ? bias[c0 + c] : 0.0f;
-                    for (int64_t s = 0; s < spatial; ++s) {
-                      from_block_element(src + in, dst + out, c, spatial, s,
-                                         accum, b);
-                    }
-                  }
-                });
+  for_each_tile<kBlk>(batch, channels, spatial,
+                      [&](int64_t out, int64_t in, int64_t c0, int64_t nc) {
+                        for (int64_t c = 0; c < nc; ++c) {
+                          const float b = bias ? bias[c0 + c] : 0.0f;
+                          for (int64_t s = 0; s < spatial; ++s) {
+                            from_block_element<kBlk>(src + in, dst + out, c,
+                                                     spatial, s, accum, b);
+                          }
+                        }
+                      });
 }
 
 // ---- AVX-512 ----
@@ -113,9 +114,12 @@ MG_TARGET_AVX512 inline void transpose16(__m512 r[16]) {
   }
 }
 
+constexpr int64_t k16 = 16;
+
 template <class T, class B>
-MG_TARGET_AVX512 void to_blocks_tile(const T* in, B* out, int64_t nc,
-                                     int64_t spatial) {
+MG_TARGET_AVX512 void to_blocks_tile16(const T* in, B* out, int64_t nc,
+                                       int64_t spatial) {
+  constexpr int64_t kBlk = k16;
   int64_t s = 0;
   for (; s + kBlk <= spatial; s += kBlk) {
     __m512 r[16];
@@ -125,13 +129,14 @@ MG_TARGET_AVX512 void to_blocks_tile(const T* in, B* out, int64_t nc,
     transpose16(r);
     for (int j = 0; j < kBlk; ++j) store16(out + (s + j) * kBlk, r[j]);
   }
-  for (; s < spatial; ++s) to_block_element(in, out, nc, spatial, s);
+  for (; s < spatial; ++s) to_block_element<kBlk>(in, out, nc, spatial, s);
 }
 
 template <class B, class T>
-MG_TARGET_AVX512 void from_blocks_tile(const B* in, T* out, int64_t nc,
-                                       int64_t spatial, bool accum,
-                                       const float* bias) {
+MG_TARGET_AVX512 void from_blocks_tile16(const B* in, T* out, int64_t nc,
+                                         int64_t spatial, bool accum,
+                                         const float* bias) {
+  constexpr int64_t kBlk = k16;
   int64_t s = 0;
   for (; s + kBlk <= spatial; s += kBlk) {
     __m512 r[16];
@@ -147,91 +152,199 @@ MG_TARGET_AVX512 void from_blocks_tile(const B* in, T* out, int64_t nc,
   }
   for (int64_t c = 0; c < nc; ++c) {
     for (int64_t i = s; i < spatial; ++i) {
-      from_block_element(in, out, c, spatial, i, accum, bias ? bias[c] : 0.0f);
+      from_block_element<kBlk>(in, out, c, spatial, i, accum,
+                               bias ? bias[c] : 0.0f);
     }
   }
 }
 
+// ---- AVX2 (8-channel blocks, oneDNN's nChw8c) ----
+
+using avx2::load8;
+using avx2::store8;
+
+// r[i][j] <- r[j][i] for an 8 x 8 tile of floats.
+MG_TARGET_AVX2_F16C inline void transpose8(__m256 r[8]) {
+  __m256 t[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  __m256 u[8];
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+  }
+  for (int j = 0; j < 4; ++j) {
+    r[j] = _mm256_permute2f128_ps(u[j], u[j + 4], 0x20);
+    r[j + 4] = _mm256_permute2f128_ps(u[j], u[j + 4], 0x31);
+  }
+}
+
 template <class T, class B>
-void to_blocks_avx512(const T* src, B* dst, int64_t batch, int64_t channels,
-                      int64_t spatial) {
-  for_each_tile(batch, channels, spatial,
-                [&](int64_t in, int64_t out, int64_t, int64_t nc) {
-                  to_blocks_tile(src + in, dst + out, nc, spatial);
-                });
+MG_TARGET_AVX2_F16C void to_blocks_tile8(const T* in, B* out, int64_t nc,
+                                         int64_t spatial) {
+  constexpr int64_t kBlk = 8;
+  int64_t s = 0;
+  for (; s + kBlk <= spatial; s += kBlk) {
+    __m256 r[8];
+    for (int c = 0; c < kBlk; ++c) {
+      r[c] = c < nc ? load8(in + c * spatial + s) : _mm256_setzero_ps();
+    }
+    transpose8(r);
+    for (int j = 0; j < kBlk; ++j) store8(out + (s + j) * kBlk, r[j]);
+  }
+  for (; s < spatial; ++s) to_block_element<kBlk>(in, out, nc, spatial, s);
 }
 
 template <class B, class T>
-void from_blocks_avx512(const B* src, T* dst, int64_t batch, int64_t channels,
+MG_TARGET_AVX2_F16C void from_blocks_tile8(const B* in, T* out, int64_t nc,
+                                           int64_t spatial, bool accum,
+                                           const float* bias) {
+  constexpr int64_t kBlk = 8;
+  int64_t s = 0;
+  for (; s + kBlk <= spatial; s += kBlk) {
+    __m256 r[8];
+    for (int j = 0; j < kBlk; ++j) r[j] = load8(in + (s + j) * kBlk);
+    transpose8(r);
+    for (int c = 0; c < nc; ++c) {
+      __m256 v = r[c];
+      if (bias) v = _mm256_add_ps(v, _mm256_set1_ps(bias[c]));
+      T* o = out + c * spatial + s;
+      if (accum) v = _mm256_add_ps(load8(o), v);
+      store8(o, v);
+    }
+  }
+  for (int64_t c = 0; c < nc; ++c) {
+    for (int64_t i = s; i < spatial; ++i) {
+      from_block_element<kBlk>(in, out, c, spatial, i, accum,
+                               bias ? bias[c] : 0.0f);
+    }
+  }
+}
+
+// A vector pass: each tile through the ISA's tile function for its block.
+template <int64_t kBlk, class T, class B>
+void to_blocks_vector(const T* src, B* dst, int64_t batch, int64_t channels,
+                      int64_t spatial) {
+  for_each_tile<kBlk>(batch, channels, spatial,
+                      [&](int64_t in, int64_t out, int64_t, int64_t nc) {
+                        if constexpr (kBlk == 16) {
+                          to_blocks_tile16(src + in, dst + out, nc, spatial);
+                        } else {
+                          to_blocks_tile8(src + in, dst + out, nc, spatial);
+                        }
+                      });
+}
+
+template <int64_t kBlk, class B, class T>
+void from_blocks_vector(const B* src, T* dst, int64_t batch, int64_t channels,
                         int64_t spatial, bool accum, const float* bias) {
-  for_each_tile(batch, channels, spatial,
-                [&](int64_t out, int64_t in, int64_t c0, int64_t nc) {
-                  from_blocks_tile(src + in, dst + out, nc, spatial, accum,
-                                   bias ? bias + c0 : nullptr);
-                });
+  for_each_tile<kBlk>(
+      batch, channels, spatial,
+      [&](int64_t out, int64_t in, int64_t c0, int64_t nc) {
+        const float* b = bias ? bias + c0 : nullptr;
+        if constexpr (kBlk == 16) {
+          from_blocks_tile16(src + in, dst + out, nc, spatial, accum, b);
+        } else {
+          from_blocks_tile8(src + in, dst + out, nc, spatial, accum, b);
+        }
+      });
+}
+
+// Calls fn with the block size as a compile-time constant.
+template <class Fn>
+void with_block(int64_t block, const char* who, Fn&& fn) {
+  if (block == 16) return fn(std::integral_constant<int64_t, 16>{});
+  if (block == 8) return fn(std::integral_constant<int64_t, 8>{});
+  throw std::invalid_argument(
+      msg("[", who, "] blocks of ", block, " channels: 8 or 16"));
 }
 
 // The entry points' one dispatch: the element types from their Dtypes (the
 // project's one Dtype -> type switch), then the vector or the scalar pass.
 void to_blocks(bool vector, const void* src, Dtype type, void* dst,
-               Dtype block_type, int64_t batch, int64_t channels,
+               Dtype block_type, int64_t block, int64_t batch, int64_t channels,
                int64_t spatial) {
-  dispatch_float_types(type, "to_channel_blocks", [&](auto t) {
-    dispatch_float_types(block_type, "to_channel_blocks", [&](auto b) {
-      using T = typename decltype(t)::type;
-      using B = typename decltype(b)::type;
-      const T* s = static_cast<const T*>(src);
-      B* d = static_cast<B*>(dst);
-      vector ? to_blocks_avx512(s, d, batch, channels, spatial)
-             : to_blocks_scalar(s, d, batch, channels, spatial);
+  const char* who = "to_channel_blocks";
+  with_block(block, who, [&](auto blk) {
+    constexpr int64_t kBlk = decltype(blk)::value;
+    dispatch_float_types(type, who, [&](auto t) {
+      dispatch_float_types(block_type, who, [&](auto b) {
+        using T = typename decltype(t)::type;
+        using B = typename decltype(b)::type;
+        const T* s = static_cast<const T*>(src);
+        B* d = static_cast<B*>(dst);
+        vector ? to_blocks_vector<kBlk>(s, d, batch, channels, spatial)
+               : to_blocks_scalar<kBlk>(s, d, batch, channels, spatial);
+      });
     });
   });
 }
 
 void from_blocks(bool vector, const void* src, Dtype block_type, void* dst,
-                 Dtype type, int64_t batch, int64_t channels, int64_t spatial,
-                 bool accum, const float* bias) {
-  dispatch_float_types(block_type, "from_channel_blocks", [&](auto b) {
-    dispatch_float_types(type, "from_channel_blocks", [&](auto t) {
-      using B = typename decltype(b)::type;
-      using T = typename decltype(t)::type;
-      const B* s = static_cast<const B*>(src);
-      T* d = static_cast<T*>(dst);
-      vector ? from_blocks_avx512(s, d, batch, channels, spatial, accum, bias)
-             : from_blocks_scalar(s, d, batch, channels, spatial, accum, bias);
+                 Dtype type, int64_t block, int64_t batch, int64_t channels,
+                 int64_t spatial, bool accum, const float* bias) {
+  const char* who = "from_channel_blocks";
+  with_block(block, who, [&](auto blk) {
+    constexpr int64_t kBlk = decltype(blk)::value;
+    dispatch_float_types(block_type, who, [&](auto b) {
+      dispatch_float_types(type, who, [&](auto t) {
+        using B = typename decltype(b)::type;
+        using T = typename decltype(t)::type;
+        const B* s = static_cast<const B*>(src);
+        T* d = static_cast<T*>(dst);
+        vector ? from_blocks_vector<kBlk>(s, d, batch, channels, spatial, accum,
+                                          bias)
+               : from_blocks_scalar<kBlk>(s, d, batch, channels, spatial, accum,
+                                          bias);
+      });
     });
   });
 }
 
 }  // namespace
 
-bool channel_blocks_vectorized() { return cpu_features().avx512f; }
+bool channel_blocks_vectorized(int64_t block) {
+  const CpuFeatures& cpu = cpu_features();
+  return block == 16 ? cpu.avx512f : block == 8 && cpu.avx2 && cpu.f16c;
+}
+
+int64_t channel_block_vectorized() {
+  return channel_blocks_vectorized(16)  ? 16
+         : channel_blocks_vectorized(8) ? 8
+                                        : 0;
+}
 
 void to_channel_blocks(const void* src, Dtype type, void* dst, Dtype block_type,
-                       int64_t batch, int64_t channels, int64_t spatial) {
-  to_blocks(channel_blocks_vectorized(), src, type, dst, block_type, batch,
-            channels, spatial);
+                       int64_t block, int64_t batch, int64_t channels,
+                       int64_t spatial) {
+  to_blocks(channel_blocks_vectorized(block), src, type, dst, block_type, block,
+            batch, channels, spatial);
 }
 
 void from_channel_blocks(const void* src, Dtype block_type, void* dst,
-                         Dtype type, int64_t batch, int64_t channels,
-                         int64_t spatial, bool accum, const float* bias) {
-  from_blocks(channel_blocks_vectorized(), src, block_type, dst, type, batch,
-              channels, spatial, accum, bias);
+                         Dtype type, int64_t block, int64_t batch,
+                         int64_t channels, int64_t spatial, bool accum,
+                         const float* bias) {
+  from_blocks(channel_blocks_vectorized(block), src, block_type, dst, type,
+              block, batch, channels, spatial, accum, bias);
 }
 
 void to_channel_blocks_scalar(const void* src, Dtype type, void* dst,
-                              Dtype block_type, int64_t batch, int64_t channels,
-                              int64_t spatial) {
-  to_blocks(false, src, type, dst, block_type, batch, channels, spatial);
+                              Dtype block_type, int64_t block, int64_t batch,
+                              int64_t channels, int64_t spatial) {
+  to_blocks(false, src, type, dst, block_type, block, batch, channels, spatial);
 }
 
 void from_channel_blocks_scalar(const void* src, Dtype block_type, void* dst,
-                                Dtype type, int64_t batch, int64_t channels,
-                                int64_t spatial, bool accum,
+                                Dtype type, int64_t block, int64_t batch,
+                                int64_t channels, int64_t spatial, bool accum,
                                 const float* bias) {
-  from_blocks(false, src, block_type, dst, type, batch, channels, spatial,
-              accum, bias);
+  from_blocks(false, src, block_type, dst, type, block, batch, channels,
+              spatial, accum, bias);
 }
 
 }  // namespace mg::cpu

@@ -267,20 +267,26 @@ struct Scratch {
   }
 };
 
-// Whether m is a channel-blocked layout (nCw16c, nChw16c, nCdhw16c) in fp32
-// or bf16, which channel_blocks.hpp converts to and from in one pass.
-bool is_channel_blocks(const md& m) {
+// The channels per block of m where it is a channel-blocked layout
+// (nCw16c, nChw16c, nCdhw16c; nCw8c, nChw8c, nCdhw8c from oneDNN's AVX2
+// kernels) in fp32 or bf16 that channel_blocks.hpp converts to and from in
+// one vector pass here; else 0.
+int64_t channel_block_of(const md& m) {
   using tag = dnnl::memory::format_tag;
   const dt type = m.data_type();
-  if ((type != dt::f32 && type != dt::bf16) || !channel_blocks_vectorized()) {
-    return false;
-  }
+  if (type != dt::f32 && type != dt::bf16) return 0;
   const dims d = m.dims();
-  const tag t = d.size() == 3   ? tag::aBc16b
-                : d.size() == 4 ? tag::aBcd16b
-                : d.size() == 5 ? tag::aBcde16b
-                                : tag::undef;
-  return t != tag::undef && m == md(d, type, t);
+  for (const int64_t block : {16, 8}) {
+    const bool b16 = block == 16;
+    const tag t = d.size() == 3   ? (b16 ? tag::aBc16b : tag::aBc8b)
+                  : d.size() == 4 ? (b16 ? tag::aBcd16b : tag::aBcd8b)
+                  : d.size() == 5 ? (b16 ? tag::aBcde16b : tag::aBcde8b)
+                                  : tag::undef;
+    if (t != tag::undef && m == md(d, type, t)) {
+      return channel_blocks_vectorized(block) ? block : 0;
+    }
+  }
+  return 0;
 }
 
 Dtype dtype_of_md(const md& m) {
@@ -321,9 +327,10 @@ const void* convert_and_reorder(const void* src, Dtype src_type, int64_t n,
 const void* stage_in(const void* src, Dtype src_type, const Activation& act,
                      Dtype ct, bool reorder, const CachedPrimitive& r,
                      const md& to, Scratch& converted, Scratch& blocked) {
-  if (reorder && is_channel_blocks(to)) {
+  const int64_t block = reorder ? channel_block_of(to) : 0;
+  if (block != 0) {
     void* b = blocked.get(to.get_size());
-    to_channel_blocks(src, src_type, b, dtype_of_md(to), act.batch,
+    to_channel_blocks(src, src_type, b, dtype_of_md(to), block, act.batch,
                       act.channels, act.spatial);
     return b;
   }
@@ -425,11 +432,12 @@ void execute_data(ConvOp op, const ConvGeometry& g, const T* a, Operand w,
     // at once); else an fp32 chunk is reordered and then stored.
     const bool direct = plan.out_plain.data_type() == dnnl_type(dtype_of<T>) &&
                         !accum && !post_bias;
-    if (plan.out_reorder && is_channel_blocks(plan.out)) {
+    const int64_t block = plan.out_reorder ? channel_block_of(plan.out) : 0;
+    if (block != 0) {
       void* dst = out_blk.get(plan.out.get_size());
       run(plan, a_ready, w_ready, bias, dst, nullptr);
-      from_channel_blocks(dst, dtype_of_md(plan.out), user, dtype_of<T>, n,
-                          s.out_channels, s.out_spatial, accum, post_bias);
+      from_channel_blocks(dst, dtype_of_md(plan.out), user, dtype_of<T>, block,
+                          n, s.out_channels, s.out_spatial, accum, post_bias);
       continue;
     }
     void* row_major = direct ? static_cast<void*>(user)
