@@ -113,24 +113,26 @@ const void* as_type(Operand x, Dtype type, int64_t n,
   return scratch->ptr();
 }
 
-// oneDNN 2.6's AVX2 sgemm reads a transposed A slowly when A's rows are a
-// multiple of 1024 floats apart and C is narrow: at 0.67-0.73x of a plain
-// A, even counting a transposing copy first (AMD EPYC Zen 3, 2 threads,
-// m 1024 or 2048, n 256, k 256-2048). Elsewhere (n 512 or 1024, other m,
-// AVX-512's kernels) the copy costs more than it saves (0.80-1.06x), so
-// only there is A transposed first: the GPT's MLP weight grad, x^T dy.
+// Whether oneDNN's fp32 products run its AVX2 sgemm (`gemm:jit`): no
+// AVX-512 here, or ONEDNN_MAX_CPU_ISA holds it back (`--isa avx2`).
 bool avx2_sgemm() {
   static const bool avx2 =
       dnnl::get_effective_cpu_isa() < dnnl::cpu_isa::avx512_core;
   return avx2;
 }
 
+// oneDNN 2.6's AVX2 sgemm reads a transposed A slowly when A's rows are a
+// multiple of 1024 floats apart and C is narrow: at 0.67-0.73x of a plain
+// A, even counting a transposing copy first (AMD EPYC Zen 3, 2 threads,
+// m 1024 or 2048, n 256, k 256-2048). Elsewhere (n 512 or 1024, other m,
+// AVX-512's kernels) the copy costs more than it saves (0.80-1.06x), so
+// only there is A transposed first: the GPT's MLP weight grad, x^T dy.
 bool transpose_a_first(bool ta, int64_t m, int64_t n, int64_t batch) {
   return ta && batch == 1 && m % 1024 == 0 && n <= 256 && avx2_sgemm();
 }
 
 // The fp32 A (k x m, row-major) as a row-major m x k copy in `scratch`,
-// through a oneDNN reorder (0.9 ms for 4 MB there).
+// through a oneDNN reorder (0.9-1.4 ms for 4 MB there).
 const float* transposed(const float* a, int64_t k, int64_t m,
                         std::unique_ptr<Memory>& scratch) {
   static std::mutex mutex;
