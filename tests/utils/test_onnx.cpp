@@ -20,6 +20,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <system_error>
 
 #include <mixgraph/mixgraph.hpp>
 #include <mixgraph/utils/inference.hpp>
@@ -32,14 +33,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path temp_dir() {
-  static const fs::path dir = [] {
-    fs::path d =
+// This process's scratch folder, removed when the process ends (each test
+// runs in a process of its own: CTest would leave one folder per test).
+const fs::path& temp_dir() {
+  struct Dir {
+    fs::path path =
         fs::temp_directory_path() / ("mg_onnx_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
+    Dir() { fs::create_directories(path); }
+    ~Dir() {
+      std::error_code ignored;
+      fs::remove_all(path, ignored);
+    }
+  };
+  static const Dir dir;
+  return dir.path;
 }
 
 std::string ort_python() {
