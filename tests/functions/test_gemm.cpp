@@ -134,27 +134,45 @@ TEST(Gemm, HalfBatchedWithAccumulation) {
   }
 }
 
+// C += op(A) op(B) + bias against the reference, with fp32 operands and C
+// and with half ones (grid values, exact in half, from `seed` on).
+void expect_float_and_half_products(bool ta, bool tb, int64_t m, int64_t n,
+                                    int64_t k, uint32_t seed) {
+  const auto a = grid_values(k * m, seed), b = grid_values(k * n, seed + 1);
+  const auto bias = grid_values(n, seed + 2), c0 = grid_values(m * n, seed + 3);
+  const auto a_h = as<Half>(a), b_h = as<Half>(b);
+  const auto ref = gemm_ref(ta, tb, m, n, k, a, b, bias, c0);
+  std::vector<float> c = c0;
+  cpu::gemm<float>(ta, tb, m, n, k, a.data(), b.data(), c.data(), bias.data(),
+                   /*accum=*/true);
+  expect_near(doubles(c), ref, 1e-6, 0, "float C");
+  std::vector<Half> ch = as<Half>(c0);
+  cpu::gemm<Half>(ta, tb, m, n, k, cpu::Operand{a_h.data(), Dtype::f16},
+                  cpu::Operand{b_h.data(), Dtype::f16}, ch.data(), bias.data(),
+                  /*accum=*/true);
+  expect_near(doubles(ch), ref, 1e-6, 1e-3, "half C");
+}
+
 // A transposed A with rows 1024 apart and a narrow C: where oneDNN's
 // kernels are AVX2's, gemm() transposes A into a copy first (gemm.cpp's
 // transpose_a_first); elsewhere this runs oneDNN's transposed read. In
 // float and in half (converted first), with bias and accumulation.
 TEST(Gemm, ATransposedWithRowsOf1024) {
-  const int64_t m = 1024, n = 24, k = 40;
-  const auto a = grid_values(k * m, 8), b = grid_values(k * n, 9);
-  const auto bias = grid_values(n, 10), c0 = grid_values(m * n, 11);
-  const auto a_h = as<Half>(a), b_h = as<Half>(b);
   for (const bool tb : {false, true}) {
     SCOPED_TRACE(tb ? "tb" : "plain B");
-    const auto ref = gemm_ref(true, tb, m, n, k, a, b, bias, c0);
-    std::vector<float> c = c0;
-    cpu::gemm<float>(true, tb, m, n, k, a.data(), b.data(), c.data(),
-                     bias.data(), /*accum=*/true);
-    expect_near(doubles(c), ref, 1e-6, 0, "float C");
-    std::vector<Half> ch = as<Half>(c0);
-    cpu::gemm<Half>(true, tb, m, n, k, cpu::Operand{a_h.data(), Dtype::f16},
-                    cpu::Operand{b_h.data(), Dtype::f16}, ch.data(),
-                    bias.data(), /*accum=*/true);
-    expect_near(doubles(ch), ref, 1e-6, 1e-3, "half C");
+    expect_float_and_half_products(true, tb, 1024, 24, 40, 8);
+  }
+}
+
+// A plain B with rows 1024 floats apart and few rows of C: where oneDNN's
+// kernels are AVX2's, B is read from a copy with padded rows (gemm.cpp's
+// padded_ldb); float and half operands, A plain and transposed.
+TEST(Gemm, PlainBWithRowsOf1024) {
+  for (const int64_t m : {64, 100}) {
+    for (const bool ta : {false, true}) {
+      SCOPED_TRACE("m " + std::to_string(m) + (ta ? ", ta" : ", plain A"));
+      expect_float_and_half_products(ta, false, m, 1024, 40, 20);
+    }
   }
 }
 
