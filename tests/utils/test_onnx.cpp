@@ -33,8 +33,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// This process's scratch folder, removed when the process ends (each test
-// runs in a process of its own: CTest would leave one folder per test).
+// This process's scratch folder, removed when the process ends (CTest runs
+// a process per test, or per suite: each would leave one behind).
 const fs::path& temp_dir() {
   struct Dir {
     fs::path path =

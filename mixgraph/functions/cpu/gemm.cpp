@@ -142,7 +142,9 @@ bool transpose_a_first(bool ta, int64_t m, int64_t n, int64_t batch) {
 // a transposed B is not read so). There B is read from a copy with padded
 // rows, which costs a pass over B (none for a half B, converted anyway):
 // from m 64 up that is less than it saves (at m 32, n 2048, k 512 it is
-// about even). The GPT's MLP weight grad x^T dy is such a product.
+// about even). The GPT's fc1 weight grad x^T dy (m 256, n 1024) is one;
+// a weight (B in forward) is copied on each call too, and still gains:
+// the GPT's projections, m 1024, n 256, k 256, 1.08 -> 1.05 ms with it.
 int64_t padded_ldb(bool tb, int64_t m, int64_t n, int64_t batch) {
   const bool nocopy =
       1.0 / static_cast<double>(m) + 1.0 / static_cast<double>(n) >= 0.0038;
