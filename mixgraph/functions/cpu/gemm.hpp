@@ -36,8 +36,14 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
           bias, accum, batch);
 }
 
+/// Whether gemm() reads fp16 and bf16 operands as they are, converting them
+/// as it packs them (our own product on AVX2 CPUs, gemm_avx2.hpp): then no
+/// fp32 copy of a 16-bit activation is made for it.
+bool gemm_converts_operands();
+
 /// An activation (x or dy) as a product's operand: where the products of T
-/// compute in fp32 (Half; BFloat16 without bf16 kernels), converted once
+/// compute in fp32 (Half; BFloat16 without bf16 kernels) and gemm() does
+/// not convert operands itself (gemm_converts_operands()), converted once
 /// into `scratch`, which the caller keeps as long as the products that read
 /// it (dy serves both products of a backward), so that no fp32 copy
 /// outlives the call. Data held in fp32 (fed in fp32) is read as it is; a
@@ -53,6 +59,7 @@ Operand product_operand(const NdArrayPtr& a, bool is_grad,
   if (!is_grad && (array.filling() || array.has_copy(Dtype::f32))) {
     return {a->get<const float>(), Dtype::f32};
   }
+  if (gemm_converts_operands()) return {a->get<const T>(), dtype_of<T>};
   const T* p = a->get<const T>();
   scratch = CpuAllocator::instance().allocate(a->size() * sizeof(float));
   convert(p, dtype_of<T>, scratch->ptr(), Dtype::f32, a->size());

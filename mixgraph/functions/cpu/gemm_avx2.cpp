@@ -1,0 +1,437 @@
+#include <mixgraph/functions/cpu/gemm_avx2.hpp>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include <mixgraph/contexts/cpu/convert_avx2.hpp>
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/contexts/memory.hpp>
+
+#define MG_TARGET_GEMM __attribute__((target("avx2,fma,f16c")))
+
+namespace mg::cpu {
+namespace {
+
+// The blocking of BLIS's kernels for AMD Zen: a 6 x 16 block of C lives in
+// 12 of the 16 ymm registers over KC steps of k; a 16-column panel of B
+// (KC x 16, 16 KB) stays in L1 while it meets each 6-row panel of a block
+// of A (MC x KC, at most 144 KB) held in L2; B's KC x NC block in L3.
+// Both are packed in fp32, which is where fp16 and bf16 are converted.
+constexpr int64_t kMR = 6, kNR = 16, kKC = 256, kMC = 144, kNC = 2048;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+Operand at(Operand x, int64_t offset) {
+  return {static_cast<const char*>(x.data) + offset * dtype_size(x.dtype),
+          x.dtype};
+}
+
+// count elements of src (float, Half or BFloat16) as fp32 at dst.
+template <class S>
+MG_TARGET_GEMM void to_f32(const S* src, float* dst, int64_t count) {
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    _mm256_storeu_ps(dst + i, avx2::load8(src + i));
+  }
+  for (; i < count; ++i) dst[i] = static_cast<float>(src[i]);
+}
+
+// One product, or the part of one that a thread computes: its matrices,
+// their row strides, and where its fp32 sums go.
+template <class T>
+struct Product {
+  bool ta, tb;
+  int64_t m, n, k;
+  Operand a, b;  // op(A) m x k, op(B) k x n
+  int64_t lda, ldb, ldc;
+  T* c;
+  // C's fp32 sums between blocks of k, ldc apart as C's: C itself for
+  // float, else scratch (null where k fits one block and C is written
+  // once).
+  float* acc;
+  const float* bias;
+  bool accum;
+
+  // Rows [i0, i0 + count) of C.
+  Product rows(int64_t i0, int64_t count) const {
+    Product p = *this;
+    p.m = count;
+    p.a = at(a, ta ? i0 : i0 * lda);
+    p.c = c + i0 * ldc;
+    if (acc) p.acc = acc + i0 * ldc;
+    return p;
+  }
+  // Columns [j0, j0 + count) of C.
+  Product columns(int64_t j0, int64_t count) const {
+    Product p = *this;
+    p.n = count;
+    p.b = at(b, tb ? j0 * ldb : j0);
+    p.c = c + j0;
+    if (acc) p.acc = acc + j0;
+    if (bias) p.bias = bias + j0;
+    return p;
+  }
+};
+
+// v[0..7] as the rows of an 8 x 8 matrix, transposed in place.
+MG_TARGET_GEMM inline void transpose8(__m256 (&v)[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]);
+  const __m256 t1 = _mm256_unpackhi_ps(v[0], v[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]);
+  const __m256 t3 = _mm256_unpackhi_ps(v[2], v[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]);
+  const __m256 t5 = _mm256_unpackhi_ps(v[4], v[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]);
+  const __m256 t7 = _mm256_unpackhi_ps(v[6], v[7]);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  v[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+  v[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+  v[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+  v[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+  v[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+  v[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  v[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+  v[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+// Columns [j0, j0 + 16) of op(B)'s rows [p0, p0 + kc), at dst: kc rows of
+// 16, zero past n. B is b, of type S.
+template <class S, class T>
+MG_TARGET_GEMM void pack_b(const Product<T>& p, const S* b, int64_t j0,
+                           int64_t p0, int64_t kc, float* dst) {
+  const int64_t cols = std::min(kNR, p.n - j0);
+  if (!p.tb) {  // B: k x n, row-major
+    const S* row = b + p0 * p.ldb + j0;
+    for (int64_t r = 0; r < kc; ++r, row += p.ldb, dst += kNR) {
+      if (cols == kNR) {
+        _mm256_store_ps(dst, avx2::load8(row));
+        _mm256_store_ps(dst + 8, avx2::load8(row + 8));
+      } else {
+        for (int64_t j = 0; j < kNR; ++j) {
+          dst[j] = j < cols ? static_cast<float>(row[j]) : 0.0f;
+        }
+      }
+    }
+    return;
+  }
+  // B stored n x k: op(B)'s column j is row j. Convert 16 rows (zero past
+  // n), then interleave them by 8 x 8 transposes.
+  alignas(32) float rows[kNR * kKC];
+  for (int64_t j = 0; j < kNR; ++j) {
+    if (j < cols) {
+      to_f32(b + (j0 + j) * p.ldb + p0, rows + j * kc, kc);
+    } else {
+      std::fill(rows + j * kc, rows + (j + 1) * kc, 0.0f);
+    }
+  }
+  int64_t r = 0;
+  for (; r + 8 <= kc; r += 8) {
+    for (int64_t g = 0; g < kNR; g += 8) {
+      __m256 v[8];
+      for (int64_t j = 0; j < 8; ++j)
+        v[j] = _mm256_loadu_ps(rows + (g + j) * kc + r);
+      transpose8(v);
+      for (int64_t q = 0; q < 8; ++q)
+        _mm256_store_ps(dst + (r + q) * kNR + g, v[q]);
+    }
+  }
+  for (; r < kc; ++r) {
+    for (int64_t j = 0; j < kNR; ++j) dst[r * kNR + j] = rows[j * kc + r];
+  }
+}
+
+// op(A)'s rows [i0, i0 + mc), columns [p0, p0 + kc), at dst: a stored
+// A's rows as they are (mc x kc, row-major; the kernel reads 6 rows at a
+// time), a transposed one's in panels of 6 rows (kc x 6 each, zero past m).
+// A is a, of type S.
+template <class S, class T>
+MG_TARGET_GEMM void pack_a(const Product<T>& p, const S* a, int64_t i0,
+                           int64_t mc, int64_t p0, int64_t kc, float* dst) {
+  if (!p.ta) {  // A: m x k, row-major
+    for (int64_t i = 0; i < mc; ++i) {
+      to_f32(a + (i0 + i) * p.lda + p0, dst + i * kc, kc);
+    }
+    return;
+  }
+  // A stored k x m: op(A)'s column q is row q, its mc elements contiguous.
+  alignas(32) float row[kMC + kMR];
+  for (int64_t q = 0; q < kc; ++q) {
+    to_f32(a + (p0 + q) * p.lda + i0, row, mc);
+    std::fill(row + mc, row + ceil_div(mc, kMR) * kMR, 0.0f);
+    for (int64_t i = 0; i < mc; i += kMR) {
+      float* d = dst + i * kc + q * kMR;
+      for (int64_t r = 0; r < kMR; ++r) d[r] = row[i + r];
+    }
+  }
+}
+
+// f(x's data as S*) for x's type S.
+template <class F>
+decltype(auto) with_type(Operand x, F&& f) {
+  switch (x.dtype) {
+    case Dtype::f32:
+      return f(static_cast<const float*>(x.data));
+    case Dtype::f16:
+      return f(static_cast<const Half*>(x.data));
+    default:
+      return f(static_cast<const BFloat16*>(x.data));
+  }
+}
+
+// tile (6 x 16) = 6 rows of op(A) (kc each) times a panel of B (kc x 16).
+// The rows are a panel (kc x 6: Panel) or rows kc apart (and past m, rows
+// of the block that are not there are never read: `rows`).
+template <bool Panel>
+MG_TARGET_GEMM void kernel(int64_t kc, const float* a, int64_t rows,
+                           const float* b, float* tile) {
+  // Row r's q-th element: a panel's a[q * 6 + r], else a[r * kc + q].
+  constexpr int64_t step = Panel ? kMR : 1;
+  const int64_t rs = Panel ? 1 : kc;
+  const float* a0 = a;
+  const float* a1 = rows > 1 ? a + rs : a0;
+  const float* a2 = rows > 2 ? a + 2 * rs : a0;
+  const float* a3 = rows > 3 ? a + 3 * rs : a0;
+  const float* a4 = rows > 4 ? a + 4 * rs : a0;
+  const float* a5 = rows > 5 ? a + 5 * rs : a0;
+  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+  __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+  __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+  __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+  __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+  __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+#pragma GCC unroll 4
+  for (int64_t q = 0; q < kc; ++q) {
+    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+    __m256 x = _mm256_broadcast_ss(a0);
+    c00 = _mm256_fmadd_ps(x, b0, c00);
+    c01 = _mm256_fmadd_ps(x, b1, c01);
+    x = _mm256_broadcast_ss(a1);
+    c10 = _mm256_fmadd_ps(x, b0, c10);
+    c11 = _mm256_fmadd_ps(x, b1, c11);
+    x = _mm256_broadcast_ss(a2);
+    c20 = _mm256_fmadd_ps(x, b0, c20);
+    c21 = _mm256_fmadd_ps(x, b1, c21);
+    x = _mm256_broadcast_ss(a3);
+    c30 = _mm256_fmadd_ps(x, b0, c30);
+    c31 = _mm256_fmadd_ps(x, b1, c31);
+    x = _mm256_broadcast_ss(a4);
+    c40 = _mm256_fmadd_ps(x, b0, c40);
+    c41 = _mm256_fmadd_ps(x, b1, c41);
+    x = _mm256_broadcast_ss(a5);
+    c50 = _mm256_fmadd_ps(x, b0, c50);
+    c51 = _mm256_fmadd_ps(x, b1, c51);
+    a0 += step;
+    a1 += step;
+    a2 += step;
+    a3 += step;
+    a4 += step;
+    a5 += step;
+    b += kNR;
+  }
+  _mm256_store_ps(tile, c00);
+  _mm256_store_ps(tile + 8, c01);
+  _mm256_store_ps(tile + 16, c10);
+  _mm256_store_ps(tile + 24, c11);
+  _mm256_store_ps(tile + 32, c20);
+  _mm256_store_ps(tile + 40, c21);
+  _mm256_store_ps(tile + 48, c30);
+  _mm256_store_ps(tile + 56, c31);
+  _mm256_store_ps(tile + 64, c40);
+  _mm256_store_ps(tile + 72, c41);
+  _mm256_store_ps(tile + 80, c50);
+  _mm256_store_ps(tile + 88, c51);
+}
+
+// The tile's rows x cols at C's (i, j), for the block of k that is `first`
+// and/or `last`: added to the sums of the blocks before, then (last) with
+// the bias and accum's C, rounded to T once; else kept in fp32 in acc.
+template <class T>
+MG_TARGET_GEMM void finish(const Product<T>& p, const float* tile, int64_t i,
+                           int64_t j, int64_t rows, int64_t cols, bool first,
+                           bool last) {
+  constexpr bool is_float = std::is_same_v<T, float>;
+  // For float, acc is C: accum's C is its sum before the first block.
+  const bool add_c = p.accum && (is_float ? first : last);
+  const float* bias = last && p.bias ? p.bias + j : nullptr;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* t = tile + r * kNR;
+    T* c = p.c + (i + r) * p.ldc + j;
+    float* acc = p.acc ? p.acc + (i + r) * p.ldc + j : nullptr;
+    if (cols == kNR) {
+      __m256 v0 = _mm256_load_ps(t), v1 = _mm256_load_ps(t + 8);
+      if (!first) {
+        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(acc));
+        v1 = _mm256_add_ps(v1, _mm256_loadu_ps(acc + 8));
+      }
+      if (add_c) {
+        v0 = _mm256_add_ps(v0, avx2::load8(c));
+        v1 = _mm256_add_ps(v1, avx2::load8(c + 8));
+      }
+      if (bias) {
+        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(bias));
+        v1 = _mm256_add_ps(v1, _mm256_loadu_ps(bias + 8));
+      }
+      if (last) {
+        avx2::store8(c, v0);
+        avx2::store8(c + 8, v1);
+      } else {
+        _mm256_storeu_ps(acc, v0);
+        _mm256_storeu_ps(acc + 8, v1);
+      }
+      continue;
+    }
+    for (int64_t q = 0; q < cols; ++q) {
+      float v = t[q];
+      if (!first) v += acc[q];
+      if (add_c) v += static_cast<float>(c[q]);
+      if (bias) v += bias[q];
+      if (last) {
+        c[q] = T(v);
+      } else {
+        acc[q] = v;
+      }
+    }
+  }
+}
+
+// One product on one thread: bp holds a block of B (kKC x kNC), ap one of
+// A (kMC x kKC).
+template <class T>
+MG_TARGET_GEMM void run_product(const Product<T>& p, float* bp, float* ap) {
+  // Blocks of A of equal rows, a multiple of 6, at most kMC.
+  const int64_t mc_step =
+      ceil_div(ceil_div(p.m, ceil_div(p.m, kMC)), kMR) * kMR;
+  for (int64_t jc = 0; jc < p.n; jc += kNC) {
+    const int64_t nc = std::min(kNC, p.n - jc);
+    const int64_t panels = ceil_div(nc, kNR);
+    for (int64_t pc = 0; pc < p.k; pc += kKC) {
+      const int64_t kc = std::min(kKC, p.k - pc);
+      const bool first = pc == 0, last = pc + kc == p.k;
+      with_type(p.b, [&](auto b) {
+        for (int64_t q = 0; q < panels; ++q) {
+          pack_b(p, b, jc + q * kNR, pc, kc, bp + q * kNR * kc);
+        }
+      });
+      for (int64_t i0 = 0; i0 < p.m; i0 += mc_step) {
+        const int64_t mc = std::min(mc_step, p.m - i0);
+        with_type(p.a, [&](auto a) { pack_a(p, a, i0, mc, pc, kc, ap); });
+        for (int64_t q = 0; q < panels; ++q) {
+          const int64_t j = jc + q * kNR;
+          const int64_t cols = std::min(kNR, p.n - j);
+          for (int64_t i = 0; i < mc; i += kMR) {
+            alignas(32) float tile[kMR * kNR];
+            const int64_t rows = std::min(kMR, mc - i);
+            if (p.ta) {
+              kernel<true>(kc, ap + i * kc, rows, bp + q * kNR * kc, tile);
+            } else {
+              kernel<false>(kc, ap + i * kc, rows, bp + q * kNR * kc, tile);
+            }
+            finish(p, tile, i0 + i, j, rows, cols, first, last);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Thread tid's share of p among nth: a band of C's rows where C has more
+// rows than columns, else a band of its columns (so that the operand each
+// thread packs whole, and so packs again, is the smaller one). Threads
+// share no buffer and never wait for each other.
+template <class T>
+Product<T> share(const Product<T>& p, int tid, int nth) {
+  const bool by_rows = p.m >= p.n;
+  const int64_t unit = by_rows ? kMR : kNR;
+  const int64_t units = ceil_div(by_rows ? p.m : p.n, unit);
+  const int64_t u0 = units * tid / nth, u1 = units * (tid + 1) / nth;
+  const int64_t size = by_rows ? p.m : p.n;
+  const int64_t begin = std::min(size, u0 * unit);
+  const int64_t count = std::min(size, u1 * unit) - begin;
+  return by_rows ? p.rows(begin, count) : p.columns(begin, count);
+}
+
+}  // namespace
+
+bool gemm_avx2_available() {
+  static const bool available = [] {
+    const CpuFeatures& cpu = cpu_features();
+    return cpu.avx2 && cpu.f16c && __builtin_cpu_supports("fma");
+  }();
+  return available;
+}
+
+template <class T>
+void gemm_avx2(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
+               Operand b, T* c, const float* bias, bool accum, int64_t batch) {
+  if (m == 0 || n == 0 || k == 0 || batch == 0) return;
+  constexpr bool is_float = std::is_same_v<T, float>;
+  // Small products on one thread: waking the team costs more.
+  const double flops = 2.0 * m * n * k * batch;
+  const int threads = flops < 4e6 ? 1 : omp_get_max_threads();
+  // Attention's many small products: one per thread at a time.
+  const bool by_matrix = threads > 1 && batch >= 2 * threads;
+  const int64_t b_floats = kKC * std::min(kNC, ceil_div(n, kNR) * kNR);
+  const int64_t a_floats = kMC * kKC;
+  std::unique_ptr<Memory> packs = CpuAllocator::instance().allocate(
+      threads * (b_floats + a_floats) * sizeof(float));
+  std::unique_ptr<Memory> sums;
+  if (!is_float && k > kKC) {
+    sums = CpuAllocator::instance().allocate(batch * m * n * sizeof(float));
+  }
+  auto product = [&](int64_t i) {
+    float* acc = nullptr;
+    if constexpr (is_float) {
+      acc = c + i * m * n;
+    } else if (sums) {
+      acc = static_cast<float*>(sums->ptr()) + i * m * n;
+    }
+    return Product<T>{ta,
+                      tb,
+                      m,
+                      n,
+                      k,
+                      at(a, i * m * k),
+                      at(b, i * k * n),
+                      ta ? m : k,
+                      tb ? k : n,
+                      n,
+                      c + i * m * n,
+                      acc,
+                      bias,
+                      accum};
+  };
+#pragma omp parallel num_threads(threads)
+  {
+    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+    float* bp = static_cast<float*>(packs->ptr()) + tid * (b_floats + a_floats);
+    float* ap = bp + b_floats;
+    if (by_matrix) {
+      for (int64_t i = tid; i < batch; i += nth)
+        run_product(product(i), bp, ap);
+    } else {
+      for (int64_t i = 0; i < batch; ++i) {
+        const Product<T> part = share(product(i), tid, nth);
+        if (part.m > 0 && part.n > 0) run_product(part, bp, ap);
+      }
+    }
+  }
+}
+
+#define MG_INSTANTIATE_GEMM_AVX2(T)                                          \
+  template void gemm_avx2<T>(bool, bool, int64_t, int64_t, int64_t, Operand, \
+                             Operand, T*, const float*, bool, int64_t);
+MG_INSTANTIATE_GEMM_AVX2(float)
+MG_INSTANTIATE_GEMM_AVX2(Half)
+MG_INSTANTIATE_GEMM_AVX2(BFloat16)
+#undef MG_INSTANTIATE_GEMM_AVX2
+
+}  // namespace mg::cpu
