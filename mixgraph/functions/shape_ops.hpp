@@ -25,12 +25,17 @@ inline constexpr FunctionDeclOf<ReshapeOptions> Reshape{
     {"Reshape", "reshape", {Port{"x", Port::any}}, {Port{"y", Port::any}}}};
 }  // namespace decl
 
-/// y = x with another shape of the same size. The data is copied: sharing
-/// x's buffer would let clear_buffer free y's data together with x's.
+/// y = x with another shape of the same size. The data is copied, except
+/// where the engine lets y take over the buffer of an x freed right after
+/// (under clearing: Function::inplace_data), and dx the buffer of dy
+/// (inplace_grad): then nothing moves. y never shares a buffer x keeps,
+/// which clear_buffer would free together with x's.
 class Reshape : public FunctionWith<ReshapeOptions> {
  public:
   using FunctionWith::FunctionWith;
   bool grad_depends_input_data(int) const override { return false; }
+  bool inplace_data(int) const override { return true; }
+  bool inplace_grad(int) const override { return true; }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;

@@ -70,6 +70,30 @@ TEST(InPlaceForward, ReLUWritesOverTheAffineOutputItFrees) {
   }
 }
 
+// Reshape moves nothing where it runs in place: y takes h's buffer in
+// forward, and h's grad takes y's grad's in backward (the grads then equal
+// those of a run that copies).
+TEST(InPlaceForward, ReshapeTakesTheBufferOfWhatItReshapes) {
+  for (const char* type : {"float", "half", "bfloat16"}) {
+    SCOPED_TRACE(type);
+    ContextGuard guard(context("cpu", type));
+    const auto build = [](const VariablePtr& h) {
+      return F::reshape(h, {4, 2});
+    };
+    Graph g = make(build);
+    g.loss->forward();
+    const SyncedArray* h_buffer = buffer(g.h);
+    expect_same_as_unclearing(g, build, false, true);
+    EXPECT_EQ(buffer(g.y), h_buffer);
+    EXPECT_EQ(to_doubles(g.y).size(), 8u);
+  }
+  // Without clearing, y is a copy: h keeps its own buffer.
+  const auto build = [](const VariablePtr& h) { return F::reshape(h, {8}); };
+  Graph g = make(build);
+  g.loss->forward();
+  EXPECT_NE(buffer(g.y), buffer(g.h));
+}
+
 TEST(InPlaceForward, NotOverAnInputBackwardReads) {
   // Sin's backward reads its input: h stays for it.
   const auto sin = [](const VariablePtr& h) { return F::sin(h); };

@@ -14,11 +14,12 @@ namespace mg::cpu {
 
 namespace {
 
-// dst = src, or dst += src with accum, for n elements.
+// dst = src, or dst += src with accum, for n elements. src and dst are
+// one buffer where Reshape runs in place (then nothing is copied).
 template <class T>
 void copy_add(const T* src, T* dst, int64_t n, bool accum) {
   if (!accum) {
-    if (n > 0) std::memcpy(dst, src, n * sizeof(T));
+    if (n > 0 && src != dst) std::memcpy(dst, src, n * sizeof(T));
     return;
   }
   for_each_block(n, [&](int64_t begin, int64_t len) {
