@@ -18,6 +18,9 @@ namespace mg::cpu {
 /// fp32 (always for Half: oneDNN 2.6 has no fp16 kernels, see compute_type):
 /// operands of another type go through scratch buffers, an operand of the
 /// compute type through none, and an fp32 result is rounded to T once.
+/// Where oneDNN's fp32 kernels are its AVX2 sgemm, a product with a 16-bit
+/// operand or C runs our own instead (gemm_avx2.hpp), with no scratch
+/// copies: it converts while it packs and rounds C as it writes it.
 /// With batch > 1, `batch` such products of matrices stored one after the
 /// other in A, B and C, in one oneDNN call (attention's small products:
 /// one call and one conversion per operand, not one per matrix); the bias
