@@ -11,7 +11,7 @@
 
 #include "../support/function_tester.hpp"
 
-namespace mg::test {
+namespace mg::test::gemm_tests {
 namespace {
 
 // Values k / 32 with |k| <= 32: exact in half, bfloat16 and float, so the
@@ -228,6 +228,23 @@ TEST(GemmAvx2, AnInfReachesC) {
   }
 }
 
+// Integer data is never read as a float type: an operand of another type
+// is refused by name, and C is left as it was.
+TEST(GemmAvx2, RefusesOperandsOfOtherTypes) {
+  const std::vector<int32_t> ids(6, 1);
+  const std::vector<float> w(6, 1.0f);
+  std::vector<float> c(4, 7.0f);
+  expect_error(
+      [&] {
+        cpu::gemm_avx2<float>(
+            false, false, 2, 2, 3, cpu::Operand{w.data(), Dtype::f32},
+            cpu::Operand{ids.data(), Dtype::i32}, c.data(), nullptr, false, 1);
+      },
+      {"operand B is ", dtype_name(Dtype::i32), "float, half and bfloat16"},
+      "[gemm_avx2]");
+  EXPECT_EQ(c, std::vector<float>(4, 7.0f));
+}
+
 // C += op(A) op(B) + bias against the reference, with fp32 operands and C
 // and with half ones (grid values, exact in half, from `seed` on).
 void expect_float_and_half_products(bool ta, bool tb, int64_t m, int64_t n,
@@ -314,4 +331,4 @@ TEST(Gemm, ACachedShapeReadsTheNewOperands) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::gemm_tests

@@ -3,11 +3,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <type_traits>
 
 #include <mixgraph/contexts/cpu/convert_avx2.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/contexts/memory.hpp>
+#include <mixgraph/contexts/strings.hpp>
 
 #define MG_TARGET_GEMM __attribute__((target("avx2,fma,f16c")))
 
@@ -201,8 +203,17 @@ decltype(auto) with_type(Operand x, F&& f) {
       return f(static_cast<const float*>(x.data));
     case Dtype::f16:
       return f(static_cast<const Half*>(x.data));
-    default:
+    default:  // bf16: gemm_avx2() refuses every other type
       return f(static_cast<const BFloat16*>(x.data));
+  }
+}
+
+void check_operand(const char* name, Operand x) {
+  if (x.dtype != Dtype::f32 && x.dtype != Dtype::f16 &&
+      x.dtype != Dtype::bf16) {
+    throw std::invalid_argument(
+        msg("[gemm_avx2] operand ", name, " is ", dtype_name(x.dtype),
+            "; this product reads float, half and bfloat16 only"));
   }
 }
 
@@ -387,6 +398,8 @@ bool gemm_avx2_available() {
 template <class T>
 void gemm_avx2(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
                Operand b, T* c, const float* bias, bool accum, int64_t batch) {
+  check_operand("A", a);
+  check_operand("B", b);
   if (m == 0 || n == 0 || k == 0 || batch == 0) return;
   constexpr bool is_float = std::is_same_v<T, float>;
   // Small products on one thread: waking the team costs more.
