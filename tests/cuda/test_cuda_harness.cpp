@@ -24,7 +24,7 @@
 #include "../support/harness.hpp"
 #include "cuda_test.hpp"
 
-namespace mg::test {
+namespace mg::test::cuda_harness_tests {
 namespace {
 
 struct Param {
@@ -293,4 +293,4 @@ TEST(CudaHarnessCoverage, EveryDeviceFunctionHasACase) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::cuda_harness_tests

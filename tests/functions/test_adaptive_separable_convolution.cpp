@@ -5,7 +5,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::adaptive_separable_convolution_tests {
 namespace {
 
 Doubles asc_ref(const Doubles& x, const Doubles& kv, const Doubles& kh,
@@ -111,4 +111,4 @@ TEST(AdaptiveSeparableConvolution, Errors) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::adaptive_separable_convolution_tests

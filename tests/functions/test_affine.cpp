@@ -5,7 +5,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::affine_tests {
 namespace {
 
 // y[n, m] = sum_k x[n, k] W[k, m] + b[m].
@@ -186,4 +186,4 @@ const bool kAffineLong = harness::add(
       /*long_sum=*/true}});
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::affine_tests

@@ -6,7 +6,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::array_ops_tests {
 namespace {
 
 // Element (i0, i1, i2) of a row-major (d0, d1, d2) array.
@@ -309,4 +309,4 @@ TEST(Split, NNablasArgumentListInfersTheOutputCount) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::array_ops_tests

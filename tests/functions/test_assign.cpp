@@ -5,7 +5,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::assign_tests {
 namespace {
 
 harness::Case assign_case(Shape s) {
@@ -73,4 +73,4 @@ TEST(Assign, DstMustBeALeafOfTheSameShape) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::assign_tests

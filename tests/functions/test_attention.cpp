@@ -8,7 +8,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::attention_tests {
 namespace {
 
 // Attention for one (L, E) x (S, E) x (S, Ev) problem, given as strided
@@ -208,4 +208,4 @@ TEST(MultiHeadAttention, BadArguments) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::attention_tests

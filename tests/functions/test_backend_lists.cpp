@@ -10,7 +10,7 @@
 
 #include <mixgraph/functions/registry.hpp>
 
-namespace mg {
+namespace mg::backend_lists_tests {
 namespace {
 
 bool has(const std::vector<Backend>& backends, const Backend& b) {
@@ -71,4 +71,4 @@ TEST(BackendLists, CheckFindsAMissingCpuTypeAndADeviceOnlyKernel) {
 }
 
 }  // namespace
-}  // namespace mg
+}  // namespace mg::backend_lists_tests

@@ -11,7 +11,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::batch_linalg_tests {
 namespace {
 
 using Matrix = std::vector<std::vector<double>>;
@@ -326,4 +326,4 @@ TEST(BatchLinalg, ShapeErrors) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::batch_linalg_tests

@@ -4,7 +4,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::batch_matmul_tests {
 namespace {
 
 // a (2, 3, [M, K]), b (2, 3, [K, N]) with M = 4, K = 5, N = 3, each
@@ -124,4 +124,4 @@ TEST(BatchMatmul, BadShapes) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::batch_matmul_tests

@@ -15,7 +15,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::batch_normalization_tests {
 namespace {
 
 // x seen as (n0, c, n2); inputs x, beta, gamma, mean, variance.
@@ -937,4 +937,4 @@ TEST(BatchNormalization, NNablasNoScaleAndNoBiasTakeTheShorterInputLists) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::batch_normalization_tests

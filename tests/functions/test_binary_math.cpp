@@ -9,7 +9,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::binary_math_tests {
 namespace {
 
 using BinaryRef = std::function<double(double, double)>;
@@ -134,4 +134,4 @@ TEST(Losses, BadArgumentsAreRejected) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::binary_math_tests

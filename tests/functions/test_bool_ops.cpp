@@ -8,7 +8,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::bool_ops_tests {
 namespace {
 
 harness::Case bool_fill_case(Shape ds, Shape ms, std::vector<float> mask,
@@ -121,4 +121,4 @@ TEST(BoolOps, BadShapesAndMasks) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::bool_ops_tests

@@ -5,7 +5,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::broadcast_to_tests {
 namespace {
 
 // z[o, m, i] = y[m] for x seen as (outer, y's size, inner) from axis start.
@@ -176,4 +176,4 @@ TEST(Meshgrid, NNablasArgumentListInfersTheOutputCount) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::broadcast_to_tests

@@ -12,7 +12,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::cast_tests {
 namespace {
 
 FunctionCheck cast_check(Dtype dtype) {
@@ -134,4 +134,4 @@ TEST(Cast, RegisteredForEveryFloatType) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::cast_tests

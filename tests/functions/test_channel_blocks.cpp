@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-namespace mg::test {
+namespace mg::test::channel_blocks_tests {
 namespace {
 
 struct Shape {
@@ -205,4 +205,4 @@ TEST(ChannelBlocks, RefusesOtherBlockSizes) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::channel_blocks_tests

@@ -7,7 +7,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::clip_grad_tests {
 namespace {
 
 // A loss whose grad at y is k: sum(y * k).
@@ -157,4 +157,4 @@ TEST(ClipGradByNorm, AxesMustBeInRangeAndDistinct) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::clip_grad_tests

@@ -15,7 +15,7 @@
 
 #include "../support/function_tester.hpp"
 
-namespace mg::test {
+namespace mg::test::composite_parameter_grads_tests {
 namespace {
 
 std::vector<float> uniform_values(int64_t n, uint32_t seed) {
@@ -192,4 +192,4 @@ TEST(CompositeParameterGrads, TheCheckCatchesAWrongParameterGrad) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::composite_parameter_grads_tests

@@ -7,7 +7,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::concat_activation_tests {
 namespace {
 
 // y = concatenate(f(x), f(-x), axis) for x (2, 3, 4), in double.
@@ -82,4 +82,4 @@ TEST(CELU, BadAxis) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::concat_activation_tests

@@ -12,7 +12,7 @@
 
 #include "../support/function_tester.hpp"
 
-namespace mg::test {
+namespace mg::test::conv_dnnl_tests {
 namespace {
 
 // Values k / 16 with |k| <= 16: exact in half, bfloat16 and float, and so
@@ -201,4 +201,4 @@ TEST(ConvDnnl, RunsOptimizedKernels) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::conv_dnnl_tests

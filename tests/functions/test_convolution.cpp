@@ -6,7 +6,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::convolution_tests {
 namespace {
 
 // The geometry for the reference loops: out by the convolution's rule.
@@ -565,4 +565,4 @@ TEST(Convolution, NNablasArgumentListLoadsAndChannelLastIsRefused) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::convolution_tests

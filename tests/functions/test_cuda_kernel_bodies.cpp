@@ -16,7 +16,7 @@
 
 #include "../support/function_tester.hpp"
 
-namespace mg::test {
+namespace mg::test::cuda_kernel_bodies_tests {
 namespace {
 
 namespace F = functions;
@@ -485,4 +485,4 @@ TEST(CudaKernelBodies, RecurrentDriverWithDeviceBodiesMatchesTheCpu) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::cuda_kernel_bodies_tests

@@ -8,7 +8,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::cumulative_tests {
 namespace {
 
 // The cumulative fold of x (shape (outer, n, inner) around `axis`).
@@ -104,4 +104,4 @@ TEST(CumSum, BadAxis) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::cumulative_tests

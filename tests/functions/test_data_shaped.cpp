@@ -9,7 +9,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::data_shaped_tests {
 namespace {
 
 const char* const kDataShaped =
@@ -469,4 +469,4 @@ TEST(DataShaped, ErrorsNameTheFunctionAndTheData) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::data_shaped_tests

@@ -6,7 +6,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::deconvolution_tests {
 namespace {
 
 // The geometry for the reference loops: out by the deconvolution's rule.
@@ -419,4 +419,4 @@ TEST(Deconvolution, NNablasArgumentListLoadsAndChannelLastIsRefused) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::deconvolution_tests

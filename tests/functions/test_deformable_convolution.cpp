@@ -8,7 +8,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::deformable_convolution_tests {
 namespace {
 
 struct Dcn {
@@ -265,4 +265,4 @@ TEST(DeformableConvolution, Errors) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::deformable_convolution_tests

@@ -10,7 +10,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::detection_tests {
 namespace {
 
 // NNabla's RoiAlign in double (input NCHW or NHWC).
@@ -330,4 +330,4 @@ TEST(Detection, ErrorsNameTheFunctionAndTheProblem) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::detection_tests

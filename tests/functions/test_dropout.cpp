@@ -13,7 +13,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::dropout_tests {
 namespace {
 
 VariablePtr uniform(const Shape& shape, float low, float high, uint32_t seed,
@@ -251,4 +251,4 @@ TEST(Dropout, POutsideZeroOneIsRejected) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::dropout_tests

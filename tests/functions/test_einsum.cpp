@@ -10,7 +10,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::einsum_tests {
 namespace {
 
 // The double reference: "terms->out" with letters only (an ellipsis is
@@ -224,4 +224,4 @@ TEST(Einsum, Errors) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::einsum_tests

@@ -6,7 +6,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::elementwise_tests {
 namespace {
 
 const bool kReLUAll =
@@ -303,4 +303,4 @@ TEST(Elementwise, NNablasInplaceArgumentIsAcceptedAndChangesNothing) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::elementwise_tests

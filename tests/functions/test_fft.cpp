@@ -9,7 +9,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::fft_tests {
 namespace {
 
 // The DFT of x (..., N1..Nd, 2) over its d signal axes, in double.
@@ -155,4 +155,4 @@ TEST(FFT, Errors) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::fft_tests

@@ -8,7 +8,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::fused_batch_normalization_tests {
 namespace {
 
 // relu(bn(x) + z) for x (n0, c, n2), in double.
@@ -164,4 +164,4 @@ TEST(FusedBatchNormalization, Errors) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::fused_batch_normalization_tests

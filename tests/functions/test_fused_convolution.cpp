@@ -10,7 +10,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::fused_convolution_tests {
 namespace {
 
 // A 2-D case: x (n, c, h, w), weight (oc, c, k, k), symmetric pad (zero or
@@ -377,4 +377,4 @@ TEST(FusedConvolution, Errors) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::fused_convolution_tests

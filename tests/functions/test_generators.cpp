@@ -8,7 +8,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::generators_tests {
 namespace {
 
 // A check of a function with no inputs: y against `expected`.
@@ -139,4 +139,4 @@ TEST(Generators, BadArguments) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::generators_tests

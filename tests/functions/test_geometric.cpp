@@ -11,7 +11,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::geometric_tests {
 namespace {
 
 // ---- AffineGrid ----
@@ -465,4 +465,4 @@ TEST(WarpByFlow, Errors) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::geometric_tests

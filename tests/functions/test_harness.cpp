@@ -16,7 +16,7 @@
 
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::harness_tests {
 namespace {
 
 struct Param {
@@ -675,4 +675,4 @@ TEST(NNablaArguments, EveryFunctionTakesNNablasArgumentsWithItsDefaults) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::harness_tests

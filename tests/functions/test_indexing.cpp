@@ -4,7 +4,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::indexing_tests {
 namespace {
 
 const bool kEmbedAll = harness::add(
@@ -213,4 +213,4 @@ TEST(Where, BadShapes) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::indexing_tests

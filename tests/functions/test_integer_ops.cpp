@@ -9,7 +9,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::integer_ops_tests {
 namespace {
 
 // Broadcast reference: y[j] = f(x0[i0], x1[i1]) for x1 of shape (n,) under
@@ -178,4 +178,4 @@ TEST(BitShift, Errors) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::integer_ops_tests

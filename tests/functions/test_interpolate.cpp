@@ -9,7 +9,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::interpolate_tests {
 namespace {
 
 // The two sources and the weight of the second, for output j of an axis
@@ -174,4 +174,4 @@ TEST(Interpolate, BadArguments) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::interpolate_tests

@@ -8,7 +8,7 @@
 
 #include "../support/function_tester.hpp"
 
-namespace mg::test {
+namespace mg::test::large_ids_tests {
 namespace {
 
 // Ids that half or bfloat16 would round (2049, 2051, 4097), send to
@@ -221,4 +221,4 @@ INSTANTIATE_TEST_SUITE_P(ReducedTypes, LargeIds,
                          ::testing::Values("half", "bfloat16"));
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::large_ids_tests

@@ -10,7 +10,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::logical_tests {
 namespace {
 
 // Values from {-1, -0.5, 0, 0.5, 1}, exact in every type, so that ties and
@@ -261,4 +261,4 @@ TEST(Comparisons, ShapesThatDoNotBroadcastAreRejected) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::logical_tests

@@ -10,7 +10,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::loss_tests {
 namespace {
 
 // -log softmax(x)[t] with x (outer, size, inner) and t (outer, 1, inner).
@@ -50,13 +50,6 @@ std::vector<float> separated_scores(int64_t outer, int64_t size,
            static_cast<float>(v.size()) * 0.125f;
   }
   return v;
-}
-
-std::vector<float> cycling_labels(int64_t n, int64_t classes) {
-  std::vector<float> t(n);
-  for (int64_t i = 0; i < n; ++i)
-    t[i] = static_cast<float>((3 * i + 1) % classes);
-  return t;
 }
 
 template <class Fn>
@@ -452,4 +445,4 @@ const bool kSoftmaxCrossEntropyWide =
                    /*long_sum=*/true}});
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::loss_tests

@@ -9,16 +9,8 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::loss_metrics_tests {
 namespace {
-
-std::vector<float> cycling_labels(int64_t n, int64_t classes) {
-  std::vector<float> t(n);
-  for (int64_t i = 0; i < n; ++i) {
-    t[i] = static_cast<float>((3 * i + 1) % classes);
-  }
-  return t;
-}
 
 // x (outer, C, inner) probabilities in [0.05, 1), t (outer, 1, inner).
 harness::Case categorical_case(const Shape& xs, int axis) {
@@ -232,4 +224,4 @@ TEST(ConfusionMatrix, NNablasDefaultAxisIsTheLast) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::loss_metrics_tests

@@ -7,7 +7,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::math_ops_tests {
 namespace {
 
 const bool kSoftPlusAll = harness::add(
@@ -177,4 +177,4 @@ TEST(Minimum2, ShapesThatDoNotBroadcastAreRejected) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::math_ops_tests

@@ -5,7 +5,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::matrix_ops_tests {
 namespace {
 
 harness::Case diag_case(Shape xs) {
@@ -101,4 +101,4 @@ TEST(MatrixOps, BadShapes) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::matrix_ops_tests

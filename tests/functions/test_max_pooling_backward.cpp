@@ -9,7 +9,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::max_pooling_backward_tests {
 namespace {
 
 // n distinct values in [-1, 1), shuffled: one maximum per window in every
@@ -144,4 +144,4 @@ TEST(MaxPoolingBackward, Errors) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::max_pooling_backward_tests

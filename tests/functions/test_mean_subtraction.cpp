@@ -6,7 +6,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::mean_subtraction_tests {
 namespace {
 
 const bool kMeanSubtraction =
@@ -127,4 +127,4 @@ TEST(MeanSubtraction, ShapesAndTheCount) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::mean_subtraction_tests

@@ -4,7 +4,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::min_argmax_tests {
 namespace {
 
 // (2, 3, 4) reduced over axis 1 by `pick` (returns the chosen index).
@@ -170,4 +170,4 @@ TEST(MaxMin, NNablasWithIndexAndOnlyIndex) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::min_argmax_tests

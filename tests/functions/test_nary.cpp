@@ -5,7 +5,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::nary_tests {
 namespace {
 
 using Fold = double (*)(double, double);
@@ -77,4 +77,4 @@ TEST(AddN, InputsMustShareAShape) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::nary_tests

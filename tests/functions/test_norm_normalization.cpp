@@ -10,7 +10,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::norm_normalization_tests {
 namespace {
 
 // x / (sum over the reduced axes of |x|^p + eps)^(1/p); group(flat index)
@@ -424,4 +424,4 @@ TEST(SpectralNorm, Errors) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::norm_normalization_tests

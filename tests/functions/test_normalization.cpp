@@ -9,7 +9,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::normalization_tests {
 namespace {
 
 // The reference in double: group(idx) names each element's statistics
@@ -436,4 +436,4 @@ const bool kLayerNormalizationLong =
                    /*long_sum=*/true}});
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::normalization_tests

@@ -9,7 +9,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::onnx_resize_tests {
 namespace {
 
 // One axis's taps for output j: (index, weight) pairs, and whether
@@ -278,4 +278,4 @@ TEST(ONNXResize, Errors) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::onnx_resize_tests

@@ -7,7 +7,7 @@
 
 #include "../support/function_tester.hpp"
 
-namespace mg::test {
+namespace mg::test::parameter_grads_tests {
 namespace {
 
 using Layer = std::function<VariablePtr(const VariablePtr&, ParameterScope)>;
@@ -159,4 +159,4 @@ TEST(ParameterGrads, ALossScaleOf2To20AppliesOnASmallNetInHalf) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::parameter_grads_tests

@@ -5,7 +5,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::patch_correlation_tests {
 namespace {
 
 // y (N, Ho, Wo, Cy, Cx) of x1, x2 (N, H, W, C), options fully expanded:
@@ -180,4 +180,4 @@ TEST(PatchCorrelation, Errors) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::patch_correlation_tests

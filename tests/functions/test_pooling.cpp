@@ -9,7 +9,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::pooling_tests {
 namespace {
 
 // A pooling with 1 to 3 pooled axes as 3 (leading axes of size 1).
@@ -634,4 +634,4 @@ TEST(Pooling, NNablasArgumentListsLoadAndChannelLastIsRefused) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::pooling_tests

@@ -5,7 +5,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::prelu_tests {
 namespace {
 
 // x (2, 3, 4) with w of w_shape along base_axis 1 (or shared).
@@ -78,4 +78,4 @@ TEST(PReLU, BadSlopeShape) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::prelu_tests

@@ -7,7 +7,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::prod_norm_tests {
 namespace {
 
 // For each element of a `shape` array, the flat index of its output when
@@ -142,4 +142,4 @@ TEST(ReduceSum, IsSumOfEverything) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::prod_norm_tests

@@ -10,7 +10,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::quantize_tests {
 namespace {
 
 // Values in (-2, 2) that no quantizer here rounds near a tie or a step,
@@ -227,4 +227,4 @@ TEST(Quantize, BadArguments) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::quantize_tests

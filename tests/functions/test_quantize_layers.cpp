@@ -11,7 +11,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::quantize_layers_tests {
 namespace {
 
 // ---------------------------------------------------------------------------
@@ -772,4 +772,4 @@ TEST(INQAffine, BadArguments) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::quantize_layers_tests

@@ -12,7 +12,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::random_augment_tests {
 namespace {
 
 constexpr int kSeed = 7;
@@ -731,4 +731,4 @@ TEST(RandomCrop, NNablasDefaultShapeCropsNothing) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::random_augment_tests

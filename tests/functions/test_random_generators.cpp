@@ -13,7 +13,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::random_generators_tests {
 namespace {
 
 constexpr int kSeed = 42;
@@ -501,4 +501,4 @@ TEST(RandomGenerators, BadArgumentsNameTheFunction) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::random_generators_tests

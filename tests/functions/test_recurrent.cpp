@@ -12,7 +12,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::recurrent_tests {
 namespace {
 
 double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
@@ -492,4 +492,4 @@ TEST(RNN, NNablasWeightLayoutLoads) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::recurrent_tests

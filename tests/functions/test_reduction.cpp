@@ -16,7 +16,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::reduction_tests {
 namespace {
 
 enum class Kind { sum, mean, max };
@@ -372,4 +372,4 @@ TEST(Reduce, PrecisionPolicy) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::reduction_tests

@@ -6,7 +6,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::scatter_ops_tests {
 namespace {
 
 // The offset in `shape` of column c of indices (M, count), wrapping
@@ -237,4 +237,4 @@ TEST(ScatterOps, BadShapesAndIndices) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::scatter_ops_tests

@@ -12,7 +12,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::shape_ops_tests {
 namespace {
 
 std::string error_of(const std::function<void()>& f) {
@@ -374,4 +374,4 @@ TEST(ShapeOps, RegisteredForEveryFloatType) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::shape_ops_tests

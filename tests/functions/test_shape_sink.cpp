@@ -6,7 +6,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::shape_sink_tests {
 namespace {
 
 harness::Case shape_case(Shape xs, int64_t start, int64_t end, Doubles want) {
@@ -123,4 +123,4 @@ TEST(Sink, WithoutOneInputGradTheGradsSetByHandFlow) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::shape_sink_tests

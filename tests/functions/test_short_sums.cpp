@@ -10,7 +10,7 @@
 
 #include "../support/function_tester.hpp"
 
-namespace mg::test {
+namespace mg::test::short_sums_tests {
 namespace {
 
 // k / 2^s with |k| < 2^p for the type's p significand bits: exact in it,
@@ -226,4 +226,4 @@ INSTANTIATE_TEST_SUITE_P(ReducedTypes, ShortSums,
                          ::testing::Values("half", "bfloat16"));
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::short_sums_tests

@@ -10,7 +10,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::softmax_tests {
 namespace {
 
 // (log) softmax of x seen as (outer, size, inner), along the middle axis.
@@ -229,4 +229,4 @@ const bool kLogSoftmaxLong =
                    /*long_sum=*/true}});
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::softmax_tests

@@ -10,7 +10,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::sort_tests {
 namespace {
 
 // Distinct multiples of 1/8 in [-2, 2): exact in half and bfloat16, and far
@@ -155,4 +155,4 @@ TEST(Sort, BadAxis) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::sort_tests

@@ -10,7 +10,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::stft_tests {
 namespace {
 
 const double kPi = std::acos(-1.0);
@@ -401,4 +401,4 @@ TEST(STFT, Errors) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::stft_tests

@@ -7,7 +7,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::tile_shift_trilu_tests {
 namespace {
 
 harness::Case tile_case(Shape xs, std::vector<int> reps) {
@@ -143,4 +143,4 @@ TEST(Shift, BadArguments) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::tile_shift_trilu_tests

@@ -11,7 +11,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::top_k_tests {
 namespace {
 
 // Distinct magnitudes (i + 1) / 8 with random signs, shuffled: exact in half
@@ -238,4 +238,4 @@ TEST(TopK, BadArgumentsNameTheFunction) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::top_k_tests

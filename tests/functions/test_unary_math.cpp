@@ -12,7 +12,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::unary_math_tests {
 namespace {
 
 using UnaryFn = VariablePtr (*)(const VariablePtr&);
@@ -260,4 +260,4 @@ TEST(RPowScalar, ANonPositiveBaseIsRejected) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::unary_math_tests

@@ -7,7 +7,7 @@
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
-namespace mg::test {
+namespace mg::test::vat_noise_tests {
 namespace {
 
 harness::Case vat_case(const std::string& label, Shape s, VATNoiseOptions o) {
@@ -103,4 +103,4 @@ TEST(VATNoise, Errors) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::vat_noise_tests

@@ -10,7 +10,7 @@
 
 #include <mixgraph/functions/ops/vector_math.hpp>
 
-namespace mg::test {
+namespace mg::test::vector_math_tests {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -140,4 +140,4 @@ TEST(VectorMath, Sigmoid) {
 }
 
 }  // namespace
-}  // namespace mg::test
+}  // namespace mg::test::vector_math_tests

@@ -134,6 +134,14 @@ std::vector<VariablePtr> apply_from_args(
   return outs;
 }
 
+std::vector<float> cycling_labels(int64_t n, int64_t classes) {
+  std::vector<float> t(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    t[i] = static_cast<float>((3 * i + 1) % classes);
+  }
+  return t;
+}
+
 Doubles to_doubles(const VariablePtr& v) {
   const double* p =
       static_cast<const double*>(v->data()->array().get(Dtype::f64));

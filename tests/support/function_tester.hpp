@@ -107,6 +107,10 @@ std::vector<std::vector<float>> input_values(const FunctionCheck& c);
 Doubles gather_ref(const Doubles& x, const Shape& xs, const Shape& ys,
                    const std::function<int64_t(int, int64_t)>& source);
 
+/// Class labels for n samples of `classes` classes, (3 i + 1) mod classes:
+/// every class appears, and neighbours differ.
+std::vector<float> cycling_labels(int64_t n, int64_t classes);
+
 /// Reads any variable's data as doubles.
 Doubles to_doubles(const VariablePtr& v);
 Doubles grad_doubles(const VariablePtr& v);
