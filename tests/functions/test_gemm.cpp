@@ -2,12 +2,16 @@
 // output type it takes, against a double reference.
 #include <gtest/gtest.h>
 
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/functions/cpu/gemm.hpp>
-#include <mixgraph/functions/cpu/gemm_avx2.hpp>
+#include <mixgraph/functions/cpu/gemm_packed.hpp>
 
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "../support/function_tester.hpp"
 
@@ -137,92 +141,115 @@ TEST(Gemm, HalfBatchedWithAccumulation) {
   }
 }
 
-// cpu::gemm_avx2, gemm()'s product for 16-bit operands where oneDNN's
-// kernels are AVX2's, called directly so that AVX-512 CPUs test it too: on
-// shapes that cross each of its blocks (6 rows, 16 columns, 144 rows of A,
-// 2048 columns of B, 256 of k; a batch taken a matrix per thread), every
-// transpose, with and without bias and accumulation.
+// cpu::gemm_packed, gemm()'s product for 16-bit operands, called directly
+// so that every CPU tests it: on shapes that cross each block of both of
+// its tiles (6 and 12 rows, 16 and 32 columns, 144 and 192 rows of A, 2048
+// columns of B, 256 of k; a batch taken a matrix per thread), every
+// transpose, with and without bias and accumulation. Each tile the CPU can
+// run is checked: the AVX-512 one where it is there, the AVX2 one always
+// (the AVX-512 one held back by a ScopedCpuFeatures).
+std::vector<std::pair<std::string, cpu::CpuFeatures>> packed_tiles() {
+  std::vector<std::pair<std::string, cpu::CpuFeatures>> tiles;
+  const cpu::CpuFeatures all = cpu::detected_cpu_features();
+  if (all.avx512f) tiles.emplace_back("avx512 tile", all);
+  cpu::CpuFeatures avx2;
+  avx2.avx2 = all.avx2;
+  avx2.f16c = all.f16c;
+  tiles.emplace_back("avx2 tile", avx2);
+  return tiles;
+}
+
 template <class C, class TA, class TB>
-void check_gemm_avx2(double rtol) {
-  if (!cpu::gemm_avx2_available()) GTEST_SKIP() << "no AVX2, FMA and F16C";
+void check_gemm_packed(double rtol) {
+  if (!cpu::gemm_packed_available()) GTEST_SKIP() << "no AVX2, FMA and F16C";
   struct Shape {
     int64_t m, n, k, batch;
   };
-  for (const Shape s :
-       {Shape{37, 21, 45, 1}, Shape{7, 2065, 520, 1}, Shape{150, 40, 300, 1},
-        Shape{64, 48, 300, 6}, Shape{5, 3, 1, 3}}) {
-    const int64_t m = s.m, n = s.n, k = s.k, batch = s.batch;
-    const auto a = grid_values(batch * m * k, 11),
-               b = grid_values(batch * k * n, 12);
-    const auto bias = grid_values(n, 13), c0 = grid_values(batch * m * n, 14);
-    const auto a_t = as<TA>(a);
-    const auto b_t = as<TB>(b);
-    for (int t = 0; t < 8; ++t) {
-      const bool ta = t & 1, tb = t & 2, accum = t & 4;
-      const bool with_bias = accum && batch == 1;
-      SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) +
-                   " k " + std::to_string(k) + " batch " +
-                   std::to_string(batch) + (ta ? " ta" : "") +
-                   (tb ? " tb" : "") + (accum ? " accum" : "") +
-                   (with_bias ? " bias" : ""));
-      std::vector<C> c =
-          as<C>(accum ? c0 : std::vector<float>(batch * m * n, 7.0f));
-      cpu::gemm_avx2<C>(ta, tb, m, n, k, cpu::Operand{a_t.data(), dtype_of<TA>},
-                        cpu::Operand{b_t.data(), dtype_of<TB>}, c.data(),
-                        with_bias ? bias.data() : nullptr, accum, batch);
-      auto part = [](const std::vector<float>& v, int64_t e, int64_t size) {
-        return std::vector<float>(v.begin() + e * size,
-                                  v.begin() + (e + 1) * size);
-      };
-      for (int64_t e = 0; e < batch; ++e) {
-        const std::vector<C> ce(c.begin() + e * m * n,
-                                c.begin() + (e + 1) * m * n);
-        expect_near(
-            doubles(ce),
-            gemm_ref(ta, tb, m, n, k, part(a, e, m * k), part(b, e, k * n),
-                     with_bias ? bias : std::vector<float>{},
-                     accum ? part(c0, e, m * n) : std::vector<float>{}),
-            1e-6, rtol, "C");
+  for (const auto& [tile, features] : packed_tiles()) {
+    const cpu::ScopedCpuFeatures path(features);
+    ASSERT_EQ(cpu::gemm_packed_avx512(), features.avx512f) << tile;
+    SCOPED_TRACE(tile);
+    for (const Shape s :
+         {Shape{37, 21, 45, 1}, Shape{7, 2065, 520, 1}, Shape{150, 40, 300, 1},
+          Shape{200, 70, 600, 1}, Shape{64, 48, 300, 6}, Shape{5, 3, 1, 3}}) {
+      const int64_t m = s.m, n = s.n, k = s.k, batch = s.batch;
+      const auto a = grid_values(batch * m * k, 11),
+                 b = grid_values(batch * k * n, 12);
+      const auto bias = grid_values(n, 13), c0 = grid_values(batch * m * n, 14);
+      const auto a_t = as<TA>(a);
+      const auto b_t = as<TB>(b);
+      for (int t = 0; t < 8; ++t) {
+        const bool ta = t & 1, tb = t & 2, accum = t & 4;
+        const bool with_bias = accum && batch == 1;
+        SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) +
+                     " k " + std::to_string(k) + " batch " +
+                     std::to_string(batch) + (ta ? " ta" : "") +
+                     (tb ? " tb" : "") + (accum ? " accum" : "") +
+                     (with_bias ? " bias" : ""));
+        std::vector<C> c =
+            as<C>(accum ? c0 : std::vector<float>(batch * m * n, 7.0f));
+        cpu::gemm_packed<C>(ta, tb, m, n, k,
+                            cpu::Operand{a_t.data(), dtype_of<TA>},
+                            cpu::Operand{b_t.data(), dtype_of<TB>}, c.data(),
+                            with_bias ? bias.data() : nullptr, accum, batch);
+        auto part = [](const std::vector<float>& v, int64_t e, int64_t size) {
+          return std::vector<float>(v.begin() + e * size,
+                                    v.begin() + (e + 1) * size);
+        };
+        for (int64_t e = 0; e < batch; ++e) {
+          const std::vector<C> ce(c.begin() + e * m * n,
+                                  c.begin() + (e + 1) * m * n);
+          expect_near(
+              doubles(ce),
+              gemm_ref(ta, tb, m, n, k, part(a, e, m * k), part(b, e, k * n),
+                       with_bias ? bias : std::vector<float>{},
+                       accum ? part(c0, e, m * n) : std::vector<float>{}),
+              1e-6, rtol, "C");
+        }
       }
     }
   }
 }
 
-TEST(GemmAvx2, Float) { check_gemm_avx2<float, float, float>(0); }
-TEST(GemmAvx2, HalfOutputWithFloatWeights) {
-  check_gemm_avx2<Half, Half, float>(1e-3);
+TEST(GemmPacked, Float) { check_gemm_packed<float, float, float>(0); }
+TEST(GemmPacked, HalfOutputWithFloatWeights) {
+  check_gemm_packed<Half, Half, float>(1e-3);
 }
-TEST(GemmAvx2, HalfOutputWithHalfOperands) {
-  check_gemm_avx2<Half, Half, Half>(1e-3);
+TEST(GemmPacked, HalfOutputWithHalfOperands) {
+  check_gemm_packed<Half, Half, Half>(1e-3);
 }
-TEST(GemmAvx2, FloatOutputFromHalfOperands) {
-  check_gemm_avx2<float, Half, Half>(0);
+TEST(GemmPacked, FloatOutputFromHalfOperands) {
+  check_gemm_packed<float, Half, Half>(0);
 }
-TEST(GemmAvx2, FloatOutputFromBFloat16Operands) {
-  check_gemm_avx2<float, BFloat16, BFloat16>(0);
+TEST(GemmPacked, FloatOutputFromBFloat16Operands) {
+  check_gemm_packed<float, BFloat16, BFloat16>(0);
 }
-TEST(GemmAvx2, BFloat16Output) {
-  check_gemm_avx2<BFloat16, BFloat16, BFloat16>(8e-3);
+TEST(GemmPacked, BFloat16Output) {
+  check_gemm_packed<BFloat16, BFloat16, BFloat16>(8e-3);
 }
 
 // An inf in a half operand (a loss scale too large) reaches C as inf or
 // nan, where the loss scaler looks for it, whichever block it falls in.
-TEST(GemmAvx2, AnInfReachesC) {
-  if (!cpu::gemm_avx2_available()) GTEST_SKIP() << "no AVX2, FMA and F16C";
-  const int64_t m = 20, n = 40, k = 600;
-  std::vector<Half> a(m * k, Half(1.0f)), b(k * n, Half(1.0f));
-  a[13 * k + 517] = Half(std::numeric_limits<float>::infinity());
-  std::vector<Half> c(m * n);
-  cpu::gemm_avx2<Half>(
-      false, false, m, n, k, cpu::Operand{a.data(), Dtype::f16},
-      cpu::Operand{b.data(), Dtype::f16}, c.data(), nullptr, false, 1);
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      const float v = static_cast<float>(c[i * n + j]);
-      if (i == 13) {
-        EXPECT_TRUE(std::isinf(v)) << "C(13, " << j << ") = " << v;
-      } else {
-        EXPECT_EQ(v, static_cast<float>(k)) << "C(" << i << ", " << j << ")";
+TEST(GemmPacked, AnInfReachesC) {
+  if (!cpu::gemm_packed_available()) GTEST_SKIP() << "no AVX2, FMA and F16C";
+  for (const auto& [tile, features] : packed_tiles()) {
+    const cpu::ScopedCpuFeatures path(features);
+    SCOPED_TRACE(tile);
+    const int64_t m = 20, n = 40, k = 600;
+    std::vector<Half> a(m * k, Half(1.0f)), b(k * n, Half(1.0f));
+    a[13 * k + 517] = Half(std::numeric_limits<float>::infinity());
+    std::vector<Half> c(m * n);
+    cpu::gemm_packed<Half>(
+        false, false, m, n, k, cpu::Operand{a.data(), Dtype::f16},
+        cpu::Operand{b.data(), Dtype::f16}, c.data(), nullptr, false, 1);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        const float v = static_cast<float>(c[i * n + j]);
+        if (i == 13) {
+          EXPECT_TRUE(std::isinf(v)) << "C(13, " << j << ") = " << v;
+        } else {
+          EXPECT_EQ(v, static_cast<float>(k)) << "C(" << i << ", " << j << ")";
+        }
       }
     }
   }
@@ -230,18 +257,18 @@ TEST(GemmAvx2, AnInfReachesC) {
 
 // Integer data is never read as a float type: an operand of another type
 // is refused by name, and C is left as it was.
-TEST(GemmAvx2, RefusesOperandsOfOtherTypes) {
+TEST(GemmPacked, RefusesOperandsOfOtherTypes) {
   const std::vector<int32_t> ids(6, 1);
   const std::vector<float> w(6, 1.0f);
   std::vector<float> c(4, 7.0f);
   expect_error(
       [&] {
-        cpu::gemm_avx2<float>(
+        cpu::gemm_packed<float>(
             false, false, 2, 2, 3, cpu::Operand{w.data(), Dtype::f32},
             cpu::Operand{ids.data(), Dtype::i32}, c.data(), nullptr, false, 1);
       },
       {"operand B is ", dtype_name(Dtype::i32), "float, half and bfloat16"},
-      "[gemm_avx2]");
+      "[gemm_packed]");
   EXPECT_EQ(c, std::vector<float>(4, 7.0f));
 }
 

@@ -12,7 +12,7 @@
 #include <mixgraph/contexts/memory.hpp>
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
-#include <mixgraph/functions/cpu/gemm_avx2.hpp>
+#include <mixgraph/functions/cpu/gemm_packed.hpp>
 
 namespace mg::cpu {
 
@@ -207,10 +207,7 @@ const float* transposed(const float* a, int64_t k, int64_t m,
 
 }  // namespace
 
-bool gemm_converts_operands() {
-  static const bool ours = avx2_sgemm() && gemm_avx2_available();
-  return ours;
-}
+bool gemm_converts_operands() { return gemm_packed_available(); }
 
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
@@ -238,17 +235,18 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
   const bool bf16 = compute_type<BFloat16>() == Dtype::bf16 &&
                     (std::is_same_v<T, BFloat16> ||
                      (a.dtype == Dtype::bf16 && b.dtype == Dtype::bf16));
-  // Where oneDNN's fp32 products are its AVX2 sgemm, products with a 16-bit
-  // operand or C run our own (gemm_avx2.hpp), which converts while it packs
-  // and rounds C as it writes it; the path below converts each operand into
-  // scratch and C back from it. An Affine's three products in half (AMD
-  // EPYC Zen 3, 2 threads, 1024 rows, GPT shapes) take 0.83-1.01x the time
-  // they did, and 0.86-1.07x float's on fp32 activations. fp32 products
-  // stay oneDNN's: ours reads fp32 at 0.8-1.1x its speed.
+  // Products with a 16-bit operand or C that oneDNN would compute in fp32
+  // run our own (gemm_packed.hpp), which converts while it packs and rounds
+  // C as it writes it; the path below converts each operand into scratch
+  // and C back from it. On AVX2 (oneDNN's sgemm) an Affine's three products
+  // in half take 0.83-1.01x the time they did (AMD EPYC Zen 3, 2 threads,
+  // 1024 rows, GPT shapes); on AVX-512 (oneDNN's brgemm) the GPT's and the
+  // LSTM's half products 0.61-0.99x (Intel Emerald Rapids, bench_gemm).
+  // fp32 products stay oneDNN's: ours reads fp32 at 0.8-1.1x its speed.
   if (!bf16 && gemm_converts_operands() &&
       (!std::is_same_v<T, float> || a.dtype != Dtype::f32 ||
        b.dtype != Dtype::f32)) {
-    return gemm_avx2<T>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
+    return gemm_packed<T>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
   }
   std::unique_ptr<Memory> a_scratch, b_scratch, c_scratch;
   if (std::is_same_v<T, float> || bf16) {

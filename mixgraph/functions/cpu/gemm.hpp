@@ -14,17 +14,17 @@ namespace mg::cpu {
 /// float, Half or BFloat16; A and B may each be fp32, fp16 or bf16 (a
 /// parameter's fp32 master copy, half activations for a float C); the bias,
 /// when given, is fp32. Primitives are cached per shape. oneDNN computes in
-/// bf16 where it has bf16 kernels and C or both operands are bf16, else in
-/// fp32 (always for Half: oneDNN 2.6 has no fp16 kernels, see compute_type):
-/// operands of another type go through scratch buffers, an operand of the
-/// compute type through none, and an fp32 result is rounded to T once.
-/// Where oneDNN's fp32 kernels are its AVX2 sgemm, a product with a 16-bit
-/// operand or C runs our own instead (gemm_avx2.hpp), with no scratch
-/// copies: it converts while it packs and rounds C as it writes it.
+/// bf16 where its bf16 kernels pay (compute_type) and C or both operands
+/// are bf16; a product with another 16-bit operand or C (always for Half:
+/// oneDNN 2.6 has no fp16 kernels) runs our own (gemm_packed.hpp), with no
+/// scratch copies: it converts while it packs and rounds C as it writes it.
+/// fp32 products are oneDNN's. On a CPU without AVX2, FMA and F16C,
+/// operands of another type than the compute type go through scratch
+/// buffers and an fp32 result is rounded to T once.
 /// With batch > 1, `batch` such products of matrices stored one after the
-/// other in A, B and C, in one oneDNN call (attention's small products:
-/// one call and one conversion per operand, not one per matrix); the bias
-/// must then be null.
+/// other in A, B and C, in one call (attention's small products: one call,
+/// and where there is scratch one conversion per operand, not one per
+/// matrix); the bias must then be null.
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
           Operand b, T* c, const float* bias = nullptr, bool accum = false,
@@ -40,8 +40,8 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
 }
 
 /// Whether gemm() reads fp16 and bf16 operands as they are, converting them
-/// as it packs them (our own product on AVX2 CPUs, gemm_avx2.hpp): then no
-/// fp32 copy of a 16-bit activation is made for it.
+/// as it packs them (our own product, gemm_packed.hpp, on every CPU with
+/// AVX2, FMA and F16C): then no fp32 copy of a 16-bit activation is made.
 bool gemm_converts_operands();
 
 /// An activation (x or dy) as a product's operand: where the products of T

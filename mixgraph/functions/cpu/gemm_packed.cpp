@@ -1,4 +1,4 @@
-#include <mixgraph/functions/cpu/gemm_avx2.hpp>
+#include <mixgraph/functions/cpu/gemm_packed.hpp>
 
 #include <omp.h>
 
@@ -7,21 +7,55 @@
 #include <type_traits>
 
 #include <mixgraph/contexts/cpu/convert_avx2.hpp>
+#include <mixgraph/contexts/cpu/convert_avx512.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/contexts/memory.hpp>
 #include <mixgraph/contexts/strings.hpp>
 
+// The driver, the packing and the writing of C use AVX2 (8 wide, and so
+// also on AVX-512 CPUs); only the register tile's loop is per ISA.
 #define MG_TARGET_GEMM __attribute__((target("avx2,fma,f16c")))
+#define MG_TARGET_GEMM512 __attribute__((target("avx512f,avx2,fma,f16c")))
 
 namespace mg::cpu {
 namespace {
 
-// The blocking of BLIS's kernels for AMD Zen: a 6 x 16 block of C lives in
-// 12 of the 16 ymm registers over KC steps of k; a 16-column panel of B
-// (KC x 16, 16 KB) stays in L1 while it meets each 6-row panel of a block
-// of A (MC x KC, at most 144 KB) held in L2; B's KC x NC block in L3.
-// Both are packed in fp32, which is where fp16 and bf16 are converted.
-constexpr int64_t kMR = 6, kNR = 16, kKC = 256, kMC = 144, kNC = 2048;
+// A register tile and its blocking: an MR x NR block of C lives in
+// registers over KC steps of k; an NR-column panel of B (KC x NR) stays in
+// L1 while it meets each MR-row panel of a block of A (MC x KC) held in
+// L2; B's KC x NC block in L3. Both are packed in fp32, which is where
+// fp16 and bf16 are converted. multiply<Panel>() computes one tile.
+//
+// AVX2: BLIS's blocking for AMD Zen, 6 x 16 in 12 of the 16 ymm registers,
+// a 16 KB panel of B, at most 144 KB of A.
+struct Avx2Tile {
+  static constexpr int64_t kMR = 6, kNR = 16, kKC = 256, kMC = 144, kNC = 2048;
+  template <bool Panel>
+  static void multiply(int64_t kc, const float* a, int64_t rows, const float* b,
+                       float* tile);
+  template <class S>
+  static void to_f32(const S* src, float* dst, int64_t count);
+  template <class T>
+  static void write_row(const float* t, const float* acc, const T* c_in,
+                        const float* bias, T* c, float* acc_out);
+};
+
+// AVX-512: BLIS's shape for Skylake-X, 12 x 32 in 24 of the 32 zmm
+// registers (two FMAs a broadcast, 24 independent sums against the FMA's
+// latency of 4 on two ports), a 32 KB panel of B (L1: 48 KB on Intel's
+// Xeons, 32 KB on AMD Zen 4), at most 192 KB of A. The 12 rows of a stored
+// A are 12 pointers, which fit in the general registers with the rest.
+struct Avx512Tile {
+  static constexpr int64_t kMR = 12, kNR = 32, kKC = 256, kMC = 192, kNC = 2048;
+  template <bool Panel>
+  static void multiply(int64_t kc, const float* a, int64_t rows, const float* b,
+                       float* tile);
+  template <class S>
+  static void to_f32(const S* src, float* dst, int64_t count);
+  template <class T>
+  static void write_row(const float* t, const float* acc, const T* c_in,
+                        const float* bias, T* c, float* acc_out);
+};
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -30,14 +64,63 @@ Operand at(Operand x, int64_t offset) {
           x.dtype};
 }
 
-// count elements of src (float, Half or BFloat16) as fp32 at dst.
+// count elements of src (float, Half or BFloat16) as fp32 at dst, 8 or 16
+// at a time.
 template <class S>
-MG_TARGET_GEMM void to_f32(const S* src, float* dst, int64_t count) {
+MG_TARGET_GEMM void Avx2Tile::to_f32(const S* src, float* dst, int64_t count) {
   int64_t i = 0;
   for (; i + 8 <= count; i += 8) {
     _mm256_storeu_ps(dst + i, avx2::load8(src + i));
   }
   for (; i < count; ++i) dst[i] = static_cast<float>(src[i]);
+}
+
+template <class S>
+MG_TARGET_GEMM512 void Avx512Tile::to_f32(const S* src, float* dst,
+                                          int64_t count) {
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    _mm512_storeu_ps(dst + i, avx512::load16(src + i));
+  }
+  for (; i < count; ++i) dst[i] = static_cast<float>(src[i]);
+}
+
+// A whole row of a tile (NR sums at t) on its way to C: plus the sums of
+// the blocks of k before (acc, unless null), plus C as it was (c_in, unless
+// null: accum), plus the bias (unless null); then rounded to T into c, or,
+// where c is null (a block of k before the last), kept in fp32 at acc_out.
+template <class T>
+MG_TARGET_GEMM void Avx2Tile::write_row(const float* t, const float* acc,
+                                        const T* c_in, const float* bias, T* c,
+                                        float* acc_out) {
+  for (int64_t g = 0; g < kNR; g += 8) {
+    __m256 v = _mm256_load_ps(t + g);
+    if (acc) v = _mm256_add_ps(v, _mm256_loadu_ps(acc + g));
+    if (c_in) v = _mm256_add_ps(v, avx2::load8(c_in + g));
+    if (bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + g));
+    if (c) {
+      avx2::store8(c + g, v);
+    } else {
+      _mm256_storeu_ps(acc_out + g, v);
+    }
+  }
+}
+
+template <class T>
+MG_TARGET_GEMM512 void Avx512Tile::write_row(const float* t, const float* acc,
+                                             const T* c_in, const float* bias,
+                                             T* c, float* acc_out) {
+  for (int64_t g = 0; g < kNR; g += 16) {
+    __m512 v = _mm512_load_ps(t + g);
+    if (acc) v = _mm512_add_ps(v, _mm512_loadu_ps(acc + g));
+    if (c_in) v = _mm512_add_ps(v, avx512::load16(c_in + g));
+    if (bias) v = _mm512_add_ps(v, _mm512_loadu_ps(bias + g));
+    if (c) {
+      avx512::store16(c + g, v);
+    } else {
+      _mm512_storeu_ps(acc_out + g, v);
+    }
+  }
 }
 
 // One product, or the part of one that a thread computes: its matrices,
@@ -105,17 +188,18 @@ MG_TARGET_GEMM inline void transpose8(__m256 (&v)[8]) {
   v[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
 }
 
-// Columns [j0, j0 + 16) of op(B)'s rows [p0, p0 + kc), at dst: kc rows of
-// 16, zero past n. B is b (of type S), stored n x k (tb): op(B)'s column j
-// is row j, so 16 rows are converted and interleaved by 8 x 8 transposes.
-template <class S, class T>
+// Columns [j0, j0 + NR) of op(B)'s rows [p0, p0 + kc), at dst: kc rows of
+// NR, zero past n. B is b (of type S), stored n x k (tb): op(B)'s column j
+// is row j, so NR rows are converted and interleaved by 8 x 8 transposes.
+template <class Tile, class S, class T>
 MG_TARGET_GEMM void pack_b_panel(const Product<T>& p, const S* b, int64_t j0,
                                  int64_t p0, int64_t kc, float* dst) {
+  constexpr int64_t kNR = Tile::kNR;
   const int64_t cols = std::min(kNR, p.n - j0);
-  alignas(32) float rows[kNR * kKC];
+  alignas(32) float rows[kNR * Tile::kKC];
   for (int64_t j = 0; j < kNR; ++j) {
     if (j < cols) {
-      to_f32(b + (j0 + j) * p.ldb + p0, rows + j * kc, kc);
+      Tile::to_f32(b + (j0 + j) * p.ldb + p0, rows + j * kc, kc);
     } else {
       std::fill(rows + j * kc, rows + (j + 1) * kc, 0.0f);
     }
@@ -139,17 +223,18 @@ MG_TARGET_GEMM void pack_b_panel(const Product<T>& p, const S* b, int64_t j0,
 }
 
 // Columns [j0, j0 + nc) of op(B)'s rows [p0, p0 + kc), at dst: panels of
-// 16 columns (kc x 16 each, zero past n), one after the other. A stored B
+// NR columns (kc x NR each, zero past n), one after the other. A stored B
 // (k x n) is read a row at a time, each row once, into every panel: by
 // panel, each of kc rows n apart would be a new cache line and page (GPT
 // weights, n 1024: 7.7% of a product's time in packing).
-template <class S, class T>
+template <class Tile, class S, class T>
 MG_TARGET_GEMM void pack_b(const Product<T>& p, const S* b, int64_t j0,
                            int64_t nc, int64_t p0, int64_t kc, float* dst) {
+  constexpr int64_t kNR = Tile::kNR;
   const int64_t panels = ceil_div(nc, kNR);
   if (p.tb) {
     for (int64_t q = 0; q < panels; ++q) {
-      pack_b_panel(p, b, j0 + q * kNR, p0, kc, dst + q * kNR * kc);
+      pack_b_panel<Tile>(p, b, j0 + q * kNR, p0, kc, dst + q * kNR * kc);
     }
     return;
   }
@@ -158,8 +243,9 @@ MG_TARGET_GEMM void pack_b(const Product<T>& p, const S* b, int64_t j0,
     const S* row = b + (p0 + r) * p.ldb + j0;
     float* d = dst + r * kNR;
     for (int64_t q = 0; q < full; ++q, row += kNR, d += kNR * kc) {
-      _mm256_store_ps(d, avx2::load8(row));
-      _mm256_store_ps(d + 8, avx2::load8(row + 8));
+      for (int64_t g = 0; g < kNR; g += 8) {
+        _mm256_store_ps(d + g, avx2::load8(row + g));
+      }
     }
     if (full < panels) {
       const int64_t cols = nc - full * kNR;
@@ -171,22 +257,23 @@ MG_TARGET_GEMM void pack_b(const Product<T>& p, const S* b, int64_t j0,
 }
 
 // op(A)'s rows [i0, i0 + mc), columns [p0, p0 + kc), at dst: a stored
-// A's rows as they are (mc x kc, row-major; the kernel reads 6 rows at a
-// time), a transposed one's in panels of 6 rows (kc x 6 each, zero past m).
-// A is a, of type S.
-template <class S, class T>
+// A's rows as they are (mc x kc, row-major; the tile reads MR rows at a
+// time), a transposed one's in panels of MR rows (kc x MR each, zero past
+// m). A is a, of type S.
+template <class Tile, class S, class T>
 MG_TARGET_GEMM void pack_a(const Product<T>& p, const S* a, int64_t i0,
                            int64_t mc, int64_t p0, int64_t kc, float* dst) {
+  constexpr int64_t kMR = Tile::kMR;
   if (!p.ta) {  // A: m x k, row-major
     for (int64_t i = 0; i < mc; ++i) {
-      to_f32(a + (i0 + i) * p.lda + p0, dst + i * kc, kc);
+      Tile::to_f32(a + (i0 + i) * p.lda + p0, dst + i * kc, kc);
     }
     return;
   }
   // A stored k x m: op(A)'s column q is row q, its mc elements contiguous.
-  alignas(32) float row[kMC + kMR];
+  alignas(32) float row[Tile::kMC + kMR];
   for (int64_t q = 0; q < kc; ++q) {
-    to_f32(a + (p0 + q) * p.lda + i0, row, mc);
+    Tile::to_f32(a + (p0 + q) * p.lda + i0, row, mc);
     std::fill(row + mc, row + ceil_div(mc, kMR) * kMR, 0.0f);
     for (int64_t i = 0; i < mc; i += kMR) {
       float* d = dst + i * kc + q * kMR;
@@ -203,7 +290,7 @@ decltype(auto) with_type(Operand x, F&& f) {
       return f(static_cast<const float*>(x.data));
     case Dtype::f16:
       return f(static_cast<const Half*>(x.data));
-    default:  // bf16: gemm_avx2() refuses every other type
+    default:  // bf16: gemm_packed() refuses every other type
       return f(static_cast<const BFloat16*>(x.data));
   }
 }
@@ -212,7 +299,7 @@ void check_operand(const char* name, Operand x) {
   if (x.dtype != Dtype::f32 && x.dtype != Dtype::f16 &&
       x.dtype != Dtype::bf16) {
     throw std::invalid_argument(
-        msg("[gemm_avx2] operand ", name, " is ", dtype_name(x.dtype),
+        msg("[gemm_packed] operand ", name, " is ", dtype_name(x.dtype),
             "; this product reads float, half and bfloat16 only"));
   }
 }
@@ -221,8 +308,8 @@ void check_operand(const char* name, Operand x) {
 // The rows are a panel (kc x 6: Panel) or rows kc apart (and past m, rows
 // of the block that are not there are never read: `rows`).
 template <bool Panel>
-MG_TARGET_GEMM void kernel(int64_t kc, const float* a, int64_t rows,
-                           const float* b, float* tile) {
+MG_TARGET_GEMM void Avx2Tile::multiply(int64_t kc, const float* a, int64_t rows,
+                                       const float* b, float* tile) {
   // Row r's q-th element: a panel's a[q * 6 + r], else a[r * kc + q].
   constexpr int64_t step = Panel ? kMR : 1;
   const int64_t rs = Panel ? 1 : kc;
@@ -281,13 +368,47 @@ MG_TARGET_GEMM void kernel(int64_t kc, const float* a, int64_t rows,
   _mm256_store_ps(tile + 88, c51);
 }
 
+// tile (12 x 32) = 12 rows of op(A) (kc each) times a panel of B (kc x 32),
+// the rows as Avx2Tile::multiply's.
+template <bool Panel>
+MG_TARGET_GEMM512 void Avx512Tile::multiply(int64_t kc, const float* a,
+                                            int64_t rows, const float* b,
+                                            float* tile) {
+  const float* row[kMR];  // row r's first element (not a panel's)
+  for (int64_t r = 0; r < kMR; ++r) row[r] = r < rows ? a + r * kc : a;
+  __m512 c[kMR][2];
+#pragma GCC unroll 16
+  for (int64_t r = 0; r < kMR; ++r) {
+    c[r][0] = _mm512_setzero_ps();
+    c[r][1] = _mm512_setzero_ps();
+  }
+#pragma GCC unroll 2
+  for (int64_t q = 0; q < kc; ++q) {
+    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+#pragma GCC unroll 16
+    for (int64_t r = 0; r < kMR; ++r) {
+      const __m512 x = _mm512_set1_ps(Panel ? a[r] : row[r][q]);
+      c[r][0] = _mm512_fmadd_ps(x, b0, c[r][0]);
+      c[r][1] = _mm512_fmadd_ps(x, b1, c[r][1]);
+    }
+    if (Panel) a += kMR;
+    b += kNR;
+  }
+#pragma GCC unroll 16
+  for (int64_t r = 0; r < kMR; ++r) {
+    _mm512_store_ps(tile + r * kNR, c[r][0]);
+    _mm512_store_ps(tile + r * kNR + 16, c[r][1]);
+  }
+}
+
 // The tile's rows x cols at C's (i, j), for the block of k that is `first`
 // and/or `last`: added to the sums of the blocks before, then (last) with
 // the bias and accum's C, rounded to T once; else kept in fp32 in acc.
-template <class T>
+template <class Tile, class T>
 MG_TARGET_GEMM void finish(const Product<T>& p, const float* tile, int64_t i,
                            int64_t j, int64_t rows, int64_t cols, bool first,
                            bool last) {
+  constexpr int64_t kNR = Tile::kNR;
   constexpr bool is_float = std::is_same_v<T, float>;
   // For float, acc is C: accum's C is its sum before the first block.
   const bool add_c = p.accum && (is_float ? first : last);
@@ -297,26 +418,8 @@ MG_TARGET_GEMM void finish(const Product<T>& p, const float* tile, int64_t i,
     T* c = p.c + (i + r) * p.ldc + j;
     float* acc = p.acc ? p.acc + (i + r) * p.ldc + j : nullptr;
     if (cols == kNR) {
-      __m256 v0 = _mm256_load_ps(t), v1 = _mm256_load_ps(t + 8);
-      if (!first) {
-        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(acc));
-        v1 = _mm256_add_ps(v1, _mm256_loadu_ps(acc + 8));
-      }
-      if (add_c) {
-        v0 = _mm256_add_ps(v0, avx2::load8(c));
-        v1 = _mm256_add_ps(v1, avx2::load8(c + 8));
-      }
-      if (bias) {
-        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(bias));
-        v1 = _mm256_add_ps(v1, _mm256_loadu_ps(bias + 8));
-      }
-      if (last) {
-        avx2::store8(c, v0);
-        avx2::store8(c + 8, v1);
-      } else {
-        _mm256_storeu_ps(acc, v0);
-        _mm256_storeu_ps(acc + 8, v1);
-      }
+      Tile::write_row(t, first ? nullptr : acc, add_c ? c : nullptr, bias,
+                      last ? c : nullptr, acc);
       continue;
     }
     for (int64_t q = 0; q < cols; ++q) {
@@ -333,35 +436,38 @@ MG_TARGET_GEMM void finish(const Product<T>& p, const float* tile, int64_t i,
   }
 }
 
-// One product on one thread: bp holds a block of B (kKC x kNC), ap one of
-// A (kMC x kKC).
-template <class T>
-MG_TARGET_GEMM void run_product(const Product<T>& p, float* bp, float* ap) {
-  // Blocks of A of equal rows, a multiple of 6, at most kMC.
+// One product on one thread: bp holds a block of B (KC x NC), ap one of
+// A (MC x KC).
+template <class Tile, class T>
+void run_product(const Product<T>& p, float* bp, float* ap) {
+  constexpr int64_t kMR = Tile::kMR, kNR = Tile::kNR, kKC = Tile::kKC;
+  // Blocks of A of equal rows, a multiple of MR, at most MC.
   const int64_t mc_step =
-      ceil_div(ceil_div(p.m, ceil_div(p.m, kMC)), kMR) * kMR;
-  for (int64_t jc = 0; jc < p.n; jc += kNC) {
-    const int64_t nc = std::min(kNC, p.n - jc);
+      ceil_div(ceil_div(p.m, ceil_div(p.m, Tile::kMC)), kMR) * kMR;
+  for (int64_t jc = 0; jc < p.n; jc += Tile::kNC) {
+    const int64_t nc = std::min(Tile::kNC, p.n - jc);
     const int64_t panels = ceil_div(nc, kNR);
     for (int64_t pc = 0; pc < p.k; pc += kKC) {
       const int64_t kc = std::min(kKC, p.k - pc);
       const bool first = pc == 0, last = pc + kc == p.k;
-      with_type(p.b, [&](auto b) { pack_b(p, b, jc, nc, pc, kc, bp); });
+      with_type(p.b, [&](auto b) { pack_b<Tile>(p, b, jc, nc, pc, kc, bp); });
       for (int64_t i0 = 0; i0 < p.m; i0 += mc_step) {
         const int64_t mc = std::min(mc_step, p.m - i0);
-        with_type(p.a, [&](auto a) { pack_a(p, a, i0, mc, pc, kc, ap); });
+        with_type(p.a, [&](auto a) { pack_a<Tile>(p, a, i0, mc, pc, kc, ap); });
         for (int64_t q = 0; q < panels; ++q) {
           const int64_t j = jc + q * kNR;
           const int64_t cols = std::min(kNR, p.n - j);
           for (int64_t i = 0; i < mc; i += kMR) {
-            alignas(32) float tile[kMR * kNR];
+            alignas(64) float tile[kMR * kNR];
             const int64_t rows = std::min(kMR, mc - i);
             if (p.ta) {
-              kernel<true>(kc, ap + i * kc, rows, bp + q * kNR * kc, tile);
+              Tile::template multiply<true>(kc, ap + i * kc, rows,
+                                            bp + q * kNR * kc, tile);
             } else {
-              kernel<false>(kc, ap + i * kc, rows, bp + q * kNR * kc, tile);
+              Tile::template multiply<false>(kc, ap + i * kc, rows,
+                                             bp + q * kNR * kc, tile);
             }
-            finish(p, tile, i0 + i, j, rows, cols, first, last);
+            finish<Tile>(p, tile, i0 + i, j, rows, cols, first, last);
           }
         }
       }
@@ -373,10 +479,10 @@ MG_TARGET_GEMM void run_product(const Product<T>& p, float* bp, float* ap) {
 // rows than columns, else a band of its columns (so that the operand each
 // thread packs whole, and so packs again, is the smaller one). Threads
 // share no buffer and never wait for each other.
-template <class T>
+template <class Tile, class T>
 Product<T> share(const Product<T>& p, int tid, int nth) {
   const bool by_rows = p.m >= p.n;
-  const int64_t unit = by_rows ? kMR : kNR;
+  const int64_t unit = by_rows ? Tile::kMR : Tile::kNR;
   const int64_t units = ceil_div(by_rows ? p.m : p.n, unit);
   const int64_t u0 = units * tid / nth, u1 = units * (tid + 1) / nth;
   const int64_t size = by_rows ? p.m : p.n;
@@ -385,34 +491,22 @@ Product<T> share(const Product<T>& p, int tid, int nth) {
   return by_rows ? p.rows(begin, count) : p.columns(begin, count);
 }
 
-}  // namespace
-
-bool gemm_avx2_available() {
-  static const bool available = [] {
-    const CpuFeatures& cpu = cpu_features();
-    return cpu.avx2 && cpu.f16c && __builtin_cpu_supports("fma");
-  }();
-  return available;
-}
-
-template <class T>
-void gemm_avx2(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
-               Operand b, T* c, const float* bias, bool accum, int64_t batch) {
-  check_operand("A", a);
-  check_operand("B", b);
-  if (m == 0 || n == 0 || k == 0 || batch == 0) return;
+template <class Tile, class T>
+void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
+         Operand b, T* c, const float* bias, bool accum, int64_t batch) {
   constexpr bool is_float = std::is_same_v<T, float>;
   // Small products on one thread: waking the team costs more.
   const double flops = 2.0 * m * n * k * batch;
   const int threads = flops < 4e6 ? 1 : omp_get_max_threads();
   // Attention's many small products: one per thread at a time.
   const bool by_matrix = threads > 1 && batch >= 2 * threads;
-  const int64_t b_floats = kKC * std::min(kNC, ceil_div(n, kNR) * kNR);
-  const int64_t a_floats = kMC * kKC;
+  const int64_t b_floats =
+      Tile::kKC * std::min(Tile::kNC, ceil_div(n, Tile::kNR) * Tile::kNR);
+  const int64_t a_floats = Tile::kMC * Tile::kKC;
   std::unique_ptr<Memory> packs = CpuAllocator::instance().allocate(
       threads * (b_floats + a_floats) * sizeof(float));
   std::unique_ptr<Memory> sums;
-  if (!is_float && k > kKC) {
+  if (!is_float && k > Tile::kKC) {
     sums = CpuAllocator::instance().allocate(batch * m * n * sizeof(float));
   }
   auto product = [&](int64_t i) {
@@ -443,23 +537,48 @@ void gemm_avx2(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
     float* bp = static_cast<float*>(packs->ptr()) + tid * (b_floats + a_floats);
     float* ap = bp + b_floats;
     if (by_matrix) {
-      for (int64_t i = tid; i < batch; i += nth)
-        run_product(product(i), bp, ap);
+      for (int64_t i = tid; i < batch; i += nth) {
+        run_product<Tile>(product(i), bp, ap);
+      }
     } else {
       for (int64_t i = 0; i < batch; ++i) {
-        const Product<T> part = share(product(i), tid, nth);
-        if (part.m > 0 && part.n > 0) run_product(part, bp, ap);
+        const Product<T> part = share<Tile>(product(i), tid, nth);
+        if (part.m > 0 && part.n > 0) run_product<Tile>(part, bp, ap);
       }
     }
   }
 }
 
-#define MG_INSTANTIATE_GEMM_AVX2(T)                                          \
-  template void gemm_avx2<T>(bool, bool, int64_t, int64_t, int64_t, Operand, \
-                             Operand, T*, const float*, bool, int64_t);
-MG_INSTANTIATE_GEMM_AVX2(float)
-MG_INSTANTIATE_GEMM_AVX2(Half)
-MG_INSTANTIATE_GEMM_AVX2(BFloat16)
-#undef MG_INSTANTIATE_GEMM_AVX2
+}  // namespace
+
+bool gemm_packed_available() {
+  const CpuFeatures& cpu = cpu_features();
+  return cpu.avx2 && cpu.f16c && __builtin_cpu_supports("fma");
+}
+
+bool gemm_packed_avx512() {
+  return gemm_packed_available() && cpu_features().avx512f;
+}
+
+template <class T>
+void gemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
+                 Operand b, T* c, const float* bias, bool accum,
+                 int64_t batch) {
+  check_operand("A", a);
+  check_operand("B", b);
+  if (m == 0 || n == 0 || k == 0 || batch == 0) return;
+  if (gemm_packed_avx512()) {
+    return run<Avx512Tile>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
+  }
+  run<Avx2Tile>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
+}
+
+#define MG_INSTANTIATE_GEMM_PACKED(T)                                          \
+  template void gemm_packed<T>(bool, bool, int64_t, int64_t, int64_t, Operand, \
+                               Operand, T*, const float*, bool, int64_t);
+MG_INSTANTIATE_GEMM_PACKED(float)
+MG_INSTANTIATE_GEMM_PACKED(Half)
+MG_INSTANTIATE_GEMM_PACKED(BFloat16)
+#undef MG_INSTANTIATE_GEMM_PACKED
 
 }  // namespace mg::cpu

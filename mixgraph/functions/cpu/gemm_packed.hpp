@@ -1,0 +1,33 @@
+// Our own fp32-accumulating matrix product, which converts fp16 and bf16
+// operands while it packs them and rounds C to its type as it writes it.
+// oneDNN 2.6 has no fp16 kernels (nor bf16 ones without AVX512-BF16), so
+// there half and bfloat16 otherwise pay a pass over each operand into fp32
+// and one over C back: memory-bound passes that float does not spend
+// (gemm.cpp says when this one runs). One blocked driver, two register
+// tiles: 12 x 32 in zmm registers on AVX-512 CPUs, 6 x 16 in ymm on AVX2.
+#pragma once
+
+#include <cstdint>
+
+#include <mixgraph/functions/cpu/cpu_utils.hpp>
+
+namespace mg::cpu {
+
+/// Whether gemm_packed() can run on this CPU (AVX2, FMA and F16C at
+/// least, within the ISA cap).
+bool gemm_packed_available();
+
+/// Whether gemm_packed() runs its AVX-512 tile here (AVX-512F within the
+/// ISA cap of cpu_features()), else its AVX2 one.
+bool gemm_packed_avx512();
+
+/// gemm()'s contract (gemm.hpp): C (m x n) = op(A) op(B) [+ bias] [+ C if
+/// accum], row-major, `batch` products of matrices stored one after the
+/// other; A and B fp32, fp16 or bf16, C of T, accumulated in fp32 (C is
+/// rounded to T once, from the fp32 sum, accum's C included). Needs
+/// gemm_packed_available().
+template <class T>
+void gemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
+                 Operand b, T* c, const float* bias, bool accum, int64_t batch);
+
+}  // namespace mg::cpu
