@@ -186,16 +186,18 @@ TEST(ConvDnnl, ChunkSizeFollowsTheCacheOrWhatWasSet) {
   check_conv<float, float, float>(false, true, 0, 0, int64_t{8} << 20);
 }
 
-// oneDNN picks optimized kernels (blocked layouts), and bf16 ones where the
-// CPU has AVX512-BF16; never the reference loops.
+// oneDNN picks optimized kernels (blocked layouts), and bf16 ones where
+// they pay (cpu::bf16_kernels_pay()); never the reference loops.
 TEST(ConvDnnl, RunsOptimizedKernels) {
   const ConvGeometry g = geometry(false);
   for (const char* op : {"forward", "backward_data", "backward_weights"}) {
     const std::string f32 = cpu::conv_implementation<float>(g, op);
     EXPECT_NE(f32.rfind("ref", 0), 0u) << op << ": " << f32;
     const std::string bf16 = cpu::conv_implementation<BFloat16>(g, op);
-    if (cpu::cpu_features().avx512bf16) {
+    if (cpu::bf16_kernels_pay()) {
       EXPECT_NE(bf16.find("bf16"), std::string::npos) << op << ": " << bf16;
+    } else {
+      EXPECT_EQ(bf16.find("bf16"), std::string::npos) << op << ": " << bf16;
     }
   }
 }

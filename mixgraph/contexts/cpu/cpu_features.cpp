@@ -20,6 +20,7 @@ CpuFeatures detect() {
   f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
   f.avx512fp16 = __builtin_cpu_supports("avx512fp16");
   f.amx_bf16 = __builtin_cpu_supports("amx-bf16");
+  f.intel = __builtin_cpu_is("intel");
 #endif
   return f;
 }
@@ -51,6 +52,7 @@ ScopedCpuFeatures::ScopedCpuFeatures(const CpuFeatures& allowed)
   f.avx512bf16 = has.avx512bf16 && allowed.avx512bf16;
   f.avx512fp16 = has.avx512fp16 && allowed.avx512fp16;
   f.amx_bf16 = has.amx_bf16 && allowed.amx_bf16;
+  f.intel = has.intel;
 }
 
 ScopedCpuFeatures::~ScopedCpuFeatures() { active() = saved_; }

@@ -11,6 +11,7 @@ struct CpuFeatures {
   bool avx512bf16 = false;  // float -> bfloat16 conversion and dot products
   bool avx512fp16 = false;  // native half arithmetic
   bool amx_bf16 = false;    // AMX tiles for bfloat16 matrix products
+  bool intel = false;       // GenuineIntel: not a feature, never held back
 };
 
 /// The features kernels choose their paths by: those of this CPU, less any

@@ -66,18 +66,29 @@ struct Operand {
   Dtype dtype;
 };
 
+/// Whether oneDNN's bf16 kernels outrun its fp32 ones here, so that
+/// bfloat16 computes in bf16: with AMX, and with AVX512-BF16 on AMD's cores
+/// (Zen 4: bfloat16 steps 1.4-1.8x float's). Not on Intel's without AMX:
+/// on an Emerald Rapids whose hypervisor hides AMX, oneDNN 2.6's bf16
+/// matmul ran at 0.56-0.67x its fp32 one on the GPT's and the LSTM's
+/// shapes, and our fp32 product on bf16 operands (gemm_packed.hpp) at
+/// 1.06-1.64x the bf16 kernels (bench_gemm, 2026-12-02). Intel's Cooper
+/// Lake, the one other such core, was not measured and is taken as its
+/// successors.
+inline bool bf16_kernels_pay() {
+  const auto& cpu = cpu_features();
+  return cpu.amx_bf16 || (cpu.avx512bf16 && !cpu.intel);
+}
+
 /// The type oneDNN's matrix products and convolutions compute on T in:
-/// bf16 for BFloat16 where the CPU has AVX512-BF16 or AMX, else fp32. Half
-/// is always fp32: Debian's oneDNN 2.6 has no fp16 kernels, and AVX512-FP16
-/// would not help (its FMAs accumulate in fp16; fp16 products accumulated in
-/// fp32 run at the fp32 rate there, as here: AMX-FP16 and AVX10.2 would
-/// help).
+/// bf16 for BFloat16 where bf16_kernels_pay(), else fp32 (as half: the
+/// operands converted where they are packed or blocked). Half is always
+/// fp32: Debian's oneDNN 2.6 has no fp16 kernels, and AVX512-FP16 would not
+/// help (its FMAs accumulate in fp16; fp16 products accumulated in fp32 run
+/// at the fp32 rate there, as here: AMX-FP16 and AVX10.2 would help).
 template <class T>
 Dtype compute_type() {
-  const auto& cpu = cpu_features();
-  if (std::is_same_v<T, BFloat16> && (cpu.avx512bf16 || cpu.amx_bf16)) {
-    return Dtype::bf16;
-  }
+  if (std::is_same_v<T, BFloat16> && bf16_kernels_pay()) return Dtype::bf16;
   return Dtype::f32;
 }
 
