@@ -102,13 +102,7 @@ std::vector<T> as(const std::vector<float>& v) {
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   omp_set_num_threads(o.threads);
-  std::unique_ptr<mg::cpu::ScopedCpuFeatures> cap;
-  if (o.isa == "avx2") {
-    mg::cpu::CpuFeatures f;
-    f.avx2 = f.f16c = true;
-    setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
-    cap = std::make_unique<mg::cpu::ScopedCpuFeatures>(f);
-  }
+  const auto cap = mg::bench::limit_isa(o.isa);
   const auto& cpu = mg::cpu::cpu_features();
   const double peak = mg::bench::fma_peak_gflops(o.threads, cpu.avx512f);
   std::printf(

@@ -495,15 +495,6 @@ Options parse(int argc, char** argv) {
 
 namespace {
 
-// --isa avx2: our kernels and oneDNN's limited to AVX2 while it is held.
-std::unique_ptr<mg::cpu::ScopedCpuFeatures> limit_isa(const Options& o) {
-  if (o.isa != "avx2") return nullptr;
-  mg::cpu::CpuFeatures f;
-  f.avx2 = f.f16c = true;
-  setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
-  return std::make_unique<mg::cpu::ScopedCpuFeatures>(f);
-}
-
 // Where one configuration's steps go, by the categories of the header.
 struct StepSplit {
   double step_ms = 0;
@@ -595,7 +586,7 @@ void print_splits(const Options& o, const std::string& model,
 // timed runs are; prints "rss <at start> <peak> <allocator peak>" (MiB).
 int run_memory_child(const Options& o) {
   omp_set_num_threads(o.threads);
-  const auto isa = limit_isa(o);
+  const auto isa = mg::bench::limit_isa(o.isa);
   const double start = peak_rss_mb();
   Trainer trainer(o.models.at(0), o.types.at(0), o.backend);
   for (int i = 0; i < o.warmup + o.steps; ++i) trainer.step();
@@ -661,7 +652,7 @@ void print_memory(const Options& o, const std::string& model) {
 int run(const Options& o) {
   if (o.memory_child) return run_memory_child(o);
   omp_set_num_threads(o.threads);
-  const auto isa = limit_isa(o);
+  const auto isa = mg::bench::limit_isa(o.isa);
   const auto& cpu = mg::cpu::cpu_features();
   const double peak = mg::bench::fma_peak_gflops(o.threads, cpu.avx512f);
   const double bandwidth = mg::bench::triad_bandwidth_gbs(o.threads);

@@ -499,15 +499,7 @@ void bench_model(const std::string& model, const Options& o, double peak,
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  // --isa avx2: oneDNN reads its limit once, before its first kernel.
-  std::unique_ptr<mg::cpu::ScopedCpuFeatures> limit;
-  if (o.isa == "avx2") {
-    setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
-    setenv("DNNL_MAX_CPU_ISA", "AVX2", 1);
-    mg::cpu::CpuFeatures avx2;
-    avx2.avx2 = avx2.f16c = true;
-    limit = std::make_unique<mg::cpu::ScopedCpuFeatures>(avx2);
-  }
+  const auto limit = mg::bench::limit_isa(o.isa);
   omp_set_num_threads(o.threads);
   mg::cpu::set_conv_chunk_bytes(o.conv_chunk);
   const auto& cpu = mg::cpu::cpu_features();

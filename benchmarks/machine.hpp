@@ -15,12 +15,32 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
 
 #include "timing.hpp"
 
 namespace mg::bench {
+
+// ---- --isa avx2 ----
+
+/// For `--isa avx2`: our kernels (a ScopedCpuFeatures of AVX2 and F16C)
+/// and oneDNN's (ONEDNN_MAX_CPU_ISA, read once before its first kernel) as
+/// on a CPU without AVX-512, while the result is held; null for "native".
+inline std::unique_ptr<mg::cpu::ScopedCpuFeatures> limit_isa(
+    const std::string& isa) {
+  if (isa != "avx2") return nullptr;
+  setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+  setenv("DNNL_MAX_CPU_ISA", "AVX2", 1);
+  mg::cpu::CpuFeatures f;
+  f.avx2 = f.f16c = true;
+  return std::make_unique<mg::cpu::ScopedCpuFeatures>(f);
+}
 
 // ---- the machine's fp32 FMA peak ----
 
