@@ -19,6 +19,9 @@ struct CpuFeatures {
 /// environment reports none, to exercise the scalar fallbacks.
 const CpuFeatures& cpu_features();
 
+/// Whether oneDNN runs its bf16 kernels here (dnnl_utils.hpp).
+bool dnnl_bf16_isa();
+
 /// The features this CPU has (none under MIXGRAPH_CPU_BASELINE=1), whatever
 /// a ScopedCpuFeatures holds back.
 const CpuFeatures& detected_cpu_features();

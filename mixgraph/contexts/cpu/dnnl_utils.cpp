@@ -8,6 +8,18 @@ dnnl::engine& dnnl_engine() {
   return engine;
 }
 
+bool dnnl_bf16_isa() {
+  // The ISAs are sets of bits, each holding the ones below it (not their
+  // order: avx2_vnni's value is above AMX's).
+  static const bool bf16 = [] {
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto bf16_isa =
+        static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+    return (isa & bf16_isa) == bf16_isa;
+  }();
+  return bf16;
+}
+
 dnnl::stream& dnnl_stream() {
   static dnnl::stream stream(dnnl_engine());
   return stream;

@@ -74,10 +74,11 @@ struct Operand {
 /// shapes, and our fp32 product on bf16 operands (gemm_packed.hpp) at
 /// 1.06-1.64x the bf16 kernels (bench_gemm, 2026-12-02). Intel's Cooper
 /// Lake, the one other such core, was not measured and is taken as its
-/// successors.
+/// successors. Never where ONEDNN_MAX_CPU_ISA holds oneDNN below its bf16
+/// kernels (dnnl_bf16_isa()).
 inline bool bf16_kernels_pay() {
   const auto& cpu = cpu_features();
-  return cpu.amx_bf16 || (cpu.avx512bf16 && !cpu.intel);
+  return (cpu.amx_bf16 || (cpu.avx512bf16 && !cpu.intel)) && dnnl_bf16_isa();
 }
 
 /// The type oneDNN's matrix products and convolutions compute on T in:

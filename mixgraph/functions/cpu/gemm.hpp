@@ -87,6 +87,10 @@ class GemmFixedB {
   ~GemmFixedB();
   /// C (m x n) = A (m x k, row-major) op(B) [+ bias] [+ C when accum].
   void operator()(Operand a, float* c, const float* bias = nullptr) const;
+  /// Whether B was stored once in another layout than the plain one it came
+  /// in (oneDNN's blocked one, or op(B)^T where C^T is computed): what saves
+  /// a step's product its B traffic. False for an empty product.
+  bool b_relaid() const;
 
  private:
   const GemmPlan* plan_ = nullptr;  // null: m, n or k is 0
