@@ -3,7 +3,8 @@
 // float <-> bfloat16 converters (AVX-512F, F16C, AVX2), 2x2 max pooling
 // (AVX-512F, AVX2), the solvers' grad pass and their update rules' loop
 // (AVX-512F, AVX2), the unary elementwise functions' loops (AVX-512F, AVX2),
-// the recurrent cells' rows (RNN, LSTM, GRU; AVX-512F, AVX2).
+// the recurrent cells' rows (RNN, LSTM, GRU; AVX-512F, AVX2), softmax's rows
+// and batch normalization's pieces (AVX-512F, AVX2).
 // cpu::ScopedCpuFeatures picks the path in-process (the scalar one by holding
 // every feature back); a path the CPU lacks is skipped with a message naming
 // the feature, and each test records (and prints) the path it ran, so that a CI
@@ -18,6 +19,7 @@
 
 #include <mixgraph/contexts/convert.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/functions/batch_normalization.hpp>
 #include <mixgraph/functions/elementwise_builders.hpp>
 #include <mixgraph/functions/loss.hpp>
 #include <mixgraph/functions/ops/unary_ops.hpp>
@@ -720,6 +722,55 @@ TEST(IsaPaths, SoftmaxRowsAvx512) {
   SKIP_WITHOUT(avx512f, "AVX-512F");
   expect_same_bits(softmax_run(avx512f_only()), softmax_run(none()), "softmax");
   ran("softmax rows", "avx512f");
+}
+
+// ---- batch normalization's pieces (rows of a channel, 16 lanes) ----
+
+// Batch normalization in training, forward and backward with accumulated
+// grads, on rows of 3 (several rows to a piece, scalar tails), 40 (a vector
+// and a tail) and 1500 values (a row cut into two pieces): y, the running
+// statistics and every grad, as bits, on the path `features` selects.
+std::vector<uint32_t> batch_normalization_run(const CpuFeatures& features) {
+  ScopedCpuFeatures path(features);
+  expect_path(features);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-3.0f, 5.0f);
+  std::vector<uint32_t> bits;
+  for (const int64_t spatial : {3, 40, 1500}) {
+    const int64_t n = 3, c = 5;
+    auto random = [&](const Shape& shape, bool need_grad) {
+      std::vector<float> v(shape_size(shape));
+      for (float& x : v) x = u(rng);
+      return variable_from(shape, v, need_grad);
+    };
+    auto x = random({n, c, spatial}, true), beta = random({1, c, 1}, true),
+         gamma = random({1, c, 1}, true), mean = random({1, c, 1}, false),
+         var = variable_from({1, c, 1}, std::vector<float>(c, 1.0f));
+    auto y = functions::batch_normalization(x, beta, gamma, mean, var,
+                                            BatchNormalizationOptions{});
+    y->forward();
+    for (const auto& v : {x, beta, gamma}) v->grad()->fill(0.25f);
+    y->backward(0.5f);
+    for (const auto& a : {y->data(), mean->data(), var->data(), x->grad(),
+                          beta->grad(), gamma->grad()}) {
+      append_bits(bits, a->get<const float>(), a->size());
+    }
+  }
+  return bits;
+}
+
+TEST(IsaPaths, BatchNormalizationAvx2) {
+  SKIP_WITHOUT(avx2, "AVX2");
+  expect_same_bits(batch_normalization_run(avx2_only()),
+                   batch_normalization_run(none()), "batch normalization");
+  ran("batch normalization pieces", "avx2");
+}
+
+TEST(IsaPaths, BatchNormalizationAvx512) {
+  SKIP_WITHOUT(avx512f, "AVX-512F");
+  expect_same_bits(batch_normalization_run(avx512f_only()),
+                   batch_normalization_run(none()), "batch normalization");
+  ran("batch normalization pieces", "avx512f");
 }
 
 }  // namespace

@@ -107,6 +107,18 @@ const bool kBatchNormalizationTrainingNCHW =
                      return bn_check({4, 3, 2, 2}, {1, 3, 1, 1}, {4, 3, 4}, {});
                    }}});
 
+// Rows of 40 values (vectors and a tail, several rows to a piece) and of
+// 1300 (a row cut into a piece of 1024 and one of 276).
+const bool kBatchNormalizationTrainingLongRows = harness::add(
+    decl::BatchNormalization,
+    {{"training n c h w, rows of 40",
+      [] {
+        return bn_check({3, 4, 5, 8}, {1, 4, 1, 1}, {3, 4, 40}, {});
+      }},
+     {"training n c l, rows of 1300", [] {
+        return bn_check({2, 3, 1300}, {1, 3, 1}, {2, 3, 1300}, {});
+      }}});
+
 const bool kBatchNormalizationTrainingNC =
     harness::add(decl::BatchNormalization,
                  {{"training n c", [] {

@@ -1,15 +1,16 @@
 // BatchNormalization and SyncBatchNormalization on the CPU: one kernel, whose
 // steps are separated where SyncBatchNormalization all-reduces the channel
 // sums (sum_over_ranks, nothing for BatchNormalization). x is seen as
-// (size0, size1, size2): rows of size1 channels by size2 values. Channel sums
-// run over blocks of rows in fp32, with one partial sum per block and per
-// thread, added in a fixed order so the result does not depend on thread
-// timing.
+// size0 * size1 rows of size2 values, row r in channel r % size1, and read
+// row by row in pieces of at most kBlock values (half and bfloat16 through
+// an fp32 buffer on the stack, which stays in L1). A channel's sum is the
+// sum of its rows' sums in row order, so it does not depend on the threads.
+// The loops over a piece are compiled per vector ISA (isa_loops.hpp).
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include <omp.h>
-
+#include <mixgraph/contexts/cpu/isa_loops.hpp>
 #include <mixgraph/functions/batch_normalization.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
@@ -21,59 +22,168 @@ namespace mg::cpu {
 
 namespace {
 
-// Whole rows of about kBlock elements: one conversion call per block.
-struct RowBlocks {
-  int64_t rows, row, per_block, count;
-  RowBlocks(int64_t rows_, int64_t row_)
-      : rows(rows_),
-        row(row_),
-        per_block(std::max<int64_t>(1, kBlock / std::max<int64_t>(1, row_))),
-        count((rows_ + per_block - 1) / per_block) {}
-  int64_t begin(int64_t b) const { return b * per_block; }
-  int64_t length(int64_t b) const {
-    return std::min(per_block, rows - begin(b));
+// The loops over one piece: `rows` rows of `len` fp32 values each (whole
+// rows, or part of one), the first in channel c0 of C; x, and dy for the
+// grads. A row's sum is lanes_sum's (the same bits at every width).
+namespace bn_loops {
+// clang-format off
+#define MG_BN_LOOPS(NS, TARGET)                                               \
+  namespace NS {                                                              \
+  TARGET float row_sum(const float* x, int64_t len) {                         \
+    return len == 1 ? x[0] : lanes_sum(len, [x](int64_t j) { return x[j]; }); \
+  }                                                                           \
+  /* out[i] += the sum of row i */                                            \
+  TARGET void sums(const float* x, int64_t rows, int64_t len, float* out) {   \
+    for (int64_t i = 0; i < rows; ++i) out[i] += row_sum(x + i * len, len);   \
+  }                                                                           \
+  /* out[i] += the sum of row i's (x - mu)^2 */                               \
+  TARGET void squared_deviations(const float* x, int64_t rows, int64_t len,   \
+                                 int64_t c0, int64_t C, const float* mu,      \
+                                 float* out) {                                \
+    for (int64_t i = 0, c = c0; i < rows; ++i, c = c + 1 == C ? 0 : c + 1) {  \
+      const float* r = x + i * len;                                           \
+      const float m = mu[c];                                                  \
+      out[i] += lanes_sum(len, [r, m](int64_t j) {                            \
+        return (r[j] - m) * (r[j] - m);                                       \
+      });                                                                     \
+    }                                                                         \
+  }                                                                           \
+  /* y = (x - mu) scale + beta; subtracting mu first keeps the precision */   \
+  /* when |mu| is much larger than the spread. */                             \
+  TARGET void normalise(const float* x, float* y, int64_t rows, int64_t len,  \
+                        int64_t c0, int64_t C, const float* mu,               \
+                        const float* scale, const float* beta) {              \
+    for (int64_t i = 0, c = c0; i < rows; ++i, c = c + 1 == C ? 0 : c + 1) {  \
+      const float m = mu[c], sc = scale[c], b = beta[c];                      \
+      const float* r = x + i * len;                                           \
+      float* o = y + i * len;                                                 \
+      for (int64_t j = 0; j < len; ++j) o[j] = (r[j] - m) * sc + b;           \
+    }                                                                         \
+  }                                                                           \
+  /* sum_d[i] += the sum of row i's dy, sum_dx[i] of its dy (x - mu) */       \
+  TARGET void grad_sums(const float* x, const float* d, int64_t rows,         \
+                        int64_t len, int64_t c0, int64_t C, const float* mu,  \
+                        float* sum_d, float* sum_dx) {                        \
+    for (int64_t i = 0, c = c0; i < rows; ++i, c = c + 1 == C ? 0 : c + 1) {  \
+      const float* r = x + i * len;                                           \
+      const float* g = d + i * len;                                           \
+      const float m = mu[c];                                                  \
+      sum_d[i] += row_sum(g, len);                                            \
+      sum_dx[i] += lanes_sum(len, [r, g, m](int64_t j) {                      \
+        return g[j] * (r[j] - m);                                             \
+      });                                                                     \
+    }                                                                         \
+  }                                                                           \
+  /* dx (+)= a dy + b (x - mu) + k */                                         \
+  TARGET void grad_x(const float* x, const float* d, float* dx, int64_t rows, \
+                     int64_t len, int64_t c0, int64_t C, const float* mu,     \
+                     const float* a, const float* b, const float* k,          \
+                     bool accum) {                                            \
+    for (int64_t i = 0, c = c0; i < rows; ++i, c = c + 1 == C ? 0 : c + 1) {  \
+      const float m = mu[c], ac = a[c], bc = b[c], kc = k[c];                 \
+      const float* r = x + i * len;                                           \
+      const float* g = d + i * len;                                           \
+      float* o = dx + i * len;                                                \
+      if (accum) {                                                            \
+        for (int64_t j = 0; j < len; ++j) {                                   \
+          o[j] += ac * g[j] + bc * (r[j] - m) + kc;                           \
+        }                                                                     \
+      } else {                                                                \
+        for (int64_t j = 0; j < len; ++j) {                                   \
+          o[j] = ac * g[j] + bc * (r[j] - m) + kc;                            \
+        }                                                                     \
+      }                                                                       \
+    }                                                                         \
+  }                                                                           \
   }
-  bool parallel() const { return rows * row >= kParallelMin; }
+MG_FOR_EACH_VECTOR_ISA(MG_BN_LOOPS)
+#undef MG_BN_LOOPS
+// clang-format on
+
+// A piece of x: rows [r, r + rows) of C channels, `len` values each from
+// the row's value s0 (s0 > 0 only where a row is cut into pieces).
+struct Piece {
+  int64_t r, rows, s0, len, c0, C;
+  int64_t size() const { return rows * len; }
 };
 
-// Calls fn(first_row, n_rows, scratch) for every block of rows in parallel;
-// scratch holds `scratch_floats` floats per thread.
+void sums(const float* x, const Piece& p, float* out) {
+  MG_CALL_VECTOR_ISA(sums(x, p.rows, p.len, out));
+}
+void squared_deviations(const float* x, const Piece& p, const float* mu,
+                        float* out) {
+  MG_CALL_VECTOR_ISA(squared_deviations(x, p.rows, p.len, p.c0, p.C, mu, out));
+}
+void normalise(const float* x, float* y, const Piece& p, const float* mu,
+               const float* scale, const float* beta) {
+  MG_CALL_VECTOR_ISA(
+      normalise(x, y, p.rows, p.len, p.c0, p.C, mu, scale, beta));
+}
+void grad_sums(const float* x, const float* d, const Piece& p, const float* mu,
+               float* sum_d, float* sum_dx) {
+  MG_CALL_VECTOR_ISA(
+      grad_sums(x, d, p.rows, p.len, p.c0, p.C, mu, sum_d, sum_dx));
+}
+void grad_x(const float* x, const float* d, float* dx, const Piece& p,
+            const float* mu, const float* a, const float* b, const float* k,
+            bool accum) {
+  MG_CALL_VECTOR_ISA(
+      grad_x(x, d, dx, p.rows, p.len, p.c0, p.C, mu, a, b, k, accum));
+}
+}  // namespace bn_loops
+
+// The rows of x: R = size0 * C rows of S values. Rows shorter than kBlock
+// go in pieces of whole rows, about kBlock values each; a longer row is cut
+// into pieces of kBlock, which stay on one thread, in order.
+struct Rows {
+  int64_t R, C, S;
+  int64_t per_piece() const { return std::max<int64_t>(1, kBlock / S); }
+  int64_t pieces_per_row() const { return (S + kBlock - 1) / kBlock; }
+  bool parallel() const { return R * S >= kParallelMin; }
+};
+
+// fn(piece) for every piece of x, in parallel over the rows; the piece's
+// values are x[p.r * S + p.s0 ...] (p.size() of them, contiguous).
 template <class Fn>
-void for_each_row_block(const RowBlocks& rb, int64_t scratch_floats, Fn&& fn) {
-#pragma omp parallel if (rb.parallel())
-  {
-    std::vector<float> scratch(scratch_floats);
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < rb.count; ++b) {
-      fn(rb.begin(b), rb.length(b), scratch.data());
+void for_each_piece(const Rows& x, Fn&& fn) {
+  if (x.R == 0 || x.S == 0) return;
+  if (x.S <= kBlock) {
+    const int64_t per = x.per_piece(), count = (x.R + per - 1) / per;
+#pragma omp parallel for schedule(static) if (x.parallel())
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t r = i * per;
+      fn(bn_loops::Piece{r, std::min(per, x.R - r), 0, x.S, r % x.C, x.C});
+    }
+    return;
+  }
+#pragma omp parallel for schedule(static) if (x.parallel())
+  for (int64_t r = 0; r < x.R; ++r) {
+    for (int64_t s0 = 0; s0 < x.S; s0 += kBlock) {
+      fn(bn_loops::Piece{r, 1, s0, std::min(kBlock, x.S - s0), r % x.C, x.C});
     }
   }
 }
 
-// out[k] = sum over row blocks of fn(first_row, n_rows, block_acc, scratch),
-// where fn adds a block's contribution to block_acc (nacc floats, zeroed).
-template <class Fn>
-std::vector<float> reduce_row_blocks(const RowBlocks& rb, int64_t nacc,
-                                     int64_t scratch_floats, Fn&& fn) {
-  const int threads = rb.parallel() ? omp_get_max_threads() : 1;
-  std::vector<std::vector<float>> partial(threads,
-                                          std::vector<float>(nacc, 0.0f));
-#pragma omp parallel num_threads(threads)
-  {
-    std::vector<float> scratch(scratch_floats), block(nacc);
-    float* acc = partial[omp_get_thread_num()].data();
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < rb.count; ++b) {
-      std::fill(block.begin(), block.end(), 0.0f);
-      fn(rb.begin(b), rb.length(b), block.data(), scratch.data());
-      for (int64_t k = 0; k < nacc; ++k) acc[k] += block[k];
-    }
+// The sum of p[0], p[stride], ... (n of them), pairwise over halves down
+// to 64-value runs summed in lanes: a channel's total over its rows, whose
+// error grows with log n (a channel of a (65536, 2) batch has 65536 rows).
+float pairwise_sum(const float* p, int64_t n, int64_t stride) {
+  if (n <= 64)
+    return lanes_sum(n, [p, stride](int64_t j) { return p[j * stride]; });
+  const int64_t h = n / 2;
+  return pairwise_sum(p, h, stride) +
+         pairwise_sum(p + h * stride, n - h, stride);
+}
+
+// Per channel, the sum of per_row over its rows (R values, C channels).
+std::vector<float> channel_totals(const std::vector<float>& per_row,
+                                  int64_t C) {
+  const int64_t R = static_cast<int64_t>(per_row.size());
+  std::vector<float> total(C);
+  for (int64_t c = 0; c < C; ++c) {
+    total[c] = pairwise_sum(per_row.data() + c, R / C, C);
   }
-  std::vector<float> out(nacc, 0.0f);
-  for (const auto& p : partial) {
-    for (int64_t k = 0; k < nacc; ++k) out[k] += p[k];
-  }
-  return out;
+  return total;
 }
 
 // Fn: BatchNormalization, or SyncBatchNormalization (whose sum_over_ranks
@@ -90,44 +200,35 @@ class BatchNormalizationKernel : public Fn {
   using Fn::size2_;
 
   void forward_full(const Variables& in, const Variables& out) override {
-    const int64_t C = size1_, S = size2_, L = C * S;
-    const RowBlocks rb(size0_, L);
+    const int64_t C = size1_, S = size2_;
+    const Rows rows{size0_ * C, C, S};
     const T* x = input<T>(in[0]);
     mean_.assign(C, 0.0f);
     inv_std_.assign(C, 0.0f);
     if (opts_.batch_stat) {
       // Two passes (mean, then squared deviations): the one-pass
       // E[x^2] - E[x]^2 cancels badly when |mean| >> std.
-      auto add_sums = [&](int64_t n0, int64_t nr, float* acc, float* buf) {
-        const float* xf = load(x + n0 * L, buf, nr * L);
-        for (int64_t n = 0; n < nr; ++n) {
-          for (int64_t c = 0; c < C; ++c) {
-            const float* r = xf + n * L + c * S;
-            acc[c] += lanes_sum(S, [r](int64_t j) { return r[j]; });
-          }
-        }
-      };
+      std::vector<float> per_row(rows.R, 0.0f);
+      for_each_piece(rows, [&](const bn_loops::Piece& p) {
+        float buf[kBlock];
+        const float* xf = load(x + p.r * S + p.s0, buf, p.size());
+        bn_loops::sums(xf, p, &per_row[p.r]);
+      });
       // The sums, then the value count: one reduce over the ranks.
-      mean_ = reduce_row_blocks(rb, C, rb.per_block * L, add_sums);
+      mean_ = channel_totals(per_row, C);
       mean_.push_back(static_cast<float>(size0_ * S));
       this->sum_over_ranks(mean_.data(), C + 1);
       count_ = mean_.back();
       mean_.pop_back();
       const float m = count_;
       for (auto& v : mean_) v /= m;
-      auto add_squares = [&](int64_t n0, int64_t nr, float* acc, float* buf) {
-        const float* xf = load(x + n0 * L, buf, nr * L);
-        for (int64_t n = 0; n < nr; ++n) {
-          for (int64_t c = 0; c < C; ++c) {
-            const float* r = xf + n * L + c * S;
-            const float mu = mean_[c];
-            acc[c] += lanes_sum(
-                S, [r, mu](int64_t j) { return (r[j] - mu) * (r[j] - mu); });
-          }
-        }
-      };
-      std::vector<float> var =
-          reduce_row_blocks(rb, C, rb.per_block * L, add_squares);
+      std::fill(per_row.begin(), per_row.end(), 0.0f);
+      for_each_piece(rows, [&](const bn_loops::Piece& p) {
+        float buf[kBlock];
+        const float* xf = load(x + p.r * S + p.s0, buf, p.size());
+        bn_loops::squared_deviations(xf, p, mean_.data(), &per_row[p.r]);
+      });
+      std::vector<float> var = channel_totals(per_row, C);
       this->sum_over_ranks(var.data(), C);
       // The running statistics are fp32 whatever T is: cast<float> makes
       // the fp32 copy the head and drops any other.
@@ -148,28 +249,21 @@ class BatchNormalizationKernel : public Fn {
         inv_std_[c] = 1.0f / std::sqrt(rv[c] + opts_.eps);
       }
     }
-    // y = (x - mu) * scale + beta per channel; subtracting mu first keeps
-    // the precision when |mu| is much larger than the spread.
     const float* beta = input<float>(in[1]);
     const float* gamma = input<float>(in[2]);
     std::vector<float> scale(C);
     for (int64_t c = 0; c < C; ++c) scale[c] = gamma[c] * inv_std_[c];
     T* y = output<T>(out[0]);
-    auto normalise = [&](int64_t n0, int64_t nr, float* buf) {
-      const float* xf = load(x + n0 * L, buf, nr * L);
-      float* yb = buf + rb.per_block * L;
-      for (int64_t n = 0; n < nr; ++n) {
-        for (int64_t c = 0; c < C; ++c) {
-          const int64_t off = n * L + c * S;
-          for (int64_t j = 0; j < S; ++j) {
-            yb[off + j] = (xf[off + j] - mean_[c]) * scale[c] + beta[c];
-          }
-        }
-      }
-      finish_rows(in, n0 * L, yb, nr * L);
-      store(yb, y + n0 * L, nr * L);
-    };
-    for_each_row_block(rb, 2 * rb.per_block * L, normalise);
+    for_each_piece(rows, [&](const bn_loops::Piece& p) {
+      float xb[kBlock], yb[kBlock];
+      const int64_t off = p.r * S + p.s0, n = p.size();
+      float* yf = yb;
+      if constexpr (std::is_same_v<T, float>) yf = y + off;
+      bn_loops::normalise(load(x + off, xb, n), yf, p, mean_.data(),
+                          scale.data(), beta);
+      finish_rows(in, off, yf, n);
+      if constexpr (!std::is_same_v<T, float>) store(yf, y + off, n);
+    });
   }
 
   // With batch statistics, xh = (x - mu) inv_std and
@@ -182,29 +276,24 @@ class BatchNormalizationKernel : public Fn {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0] && !propagate_down[1] && !propagate_down[2]) return;
-    const int64_t C = size1_, S = size2_, L = C * S;
-    const RowBlocks rb(size0_, L);
+    const int64_t C = size1_, S = size2_;
+    const Rows rows{size0_ * C, C, S};
     const T* x = input<T>(in[0]);
     const T* dy = output_grad<T>(out[0]);
     const bool need_sums =
         propagate_down[1] || propagate_down[2] || opts_.batch_stat;
     std::vector<float> sums;  // sum(dy) per channel, then sum(dy (x - mu))
     if (need_sums) {
-      auto add_grad_sums = [&](int64_t n0, int64_t nr, float* acc, float* buf) {
-        const float* xf = load(x + n0 * L, buf, nr * L);
-        const float* df = load(dy + n0 * L, buf + rb.per_block * L, nr * L);
-        for (int64_t n = 0; n < nr; ++n) {
-          for (int64_t c = 0; c < C; ++c) {
-            const float* d = df + n * L + c * S;
-            const float* r = xf + n * L + c * S;
-            const float mu = mean_[c];
-            acc[c] += lanes_sum(S, [d](int64_t j) { return d[j]; });
-            acc[C + c] += lanes_sum(
-                S, [d, r, mu](int64_t j) { return d[j] * (r[j] - mu); });
-          }
-        }
-      };
-      sums = reduce_row_blocks(rb, 2 * C, 2 * rb.per_block * L, add_grad_sums);
+      std::vector<float> sum_d(rows.R, 0.0f), sum_dx(rows.R, 0.0f);
+      for_each_piece(rows, [&](const bn_loops::Piece& p) {
+        float xb[kBlock], db[kBlock];
+        const int64_t off = p.r * S + p.s0, n = p.size();
+        bn_loops::grad_sums(load(x + off, xb, n), load(dy + off, db, n), p,
+                            mean_.data(), &sum_d[p.r], &sum_dx[p.r]);
+      });
+      sums = channel_totals(sum_d, C);
+      const std::vector<float> dx_sums = channel_totals(sum_dx, C);
+      sums.insert(sums.end(), dx_sums.begin(), dx_sums.end());
     }
     if (propagate_down[1]) {
       store_grad<T>(sums.data(), in[1], accum[1]);  // fp32 for an fp32 master
@@ -228,26 +317,25 @@ class BatchNormalizationKernel : public Fn {
       }
     }
     T* dx = input_grad<T>(in[0], accum[0]);
-    auto grad_x = [&](int64_t n0, int64_t nr, float* buf) {
-      const float* xf = load(x + n0 * L, buf, nr * L);
-      const float* df = load(dy + n0 * L, buf + rb.per_block * L, nr * L);
-      float* db = buf + 2 * rb.per_block * L;
-      for (int64_t n = 0; n < nr; ++n) {
-        for (int64_t c = 0; c < C; ++c) {
-          const int64_t off = n * L + c * S;
-          for (int64_t j = 0; j < S; ++j) {
-            db[off + j] =
-                a[c] * df[off + j] + b[c] * (xf[off + j] - mean_[c]) + k[c];
-          }
-        }
+    for_each_piece(rows, [&](const bn_loops::Piece& p) {
+      float xb[kBlock], db[kBlock], gb[kBlock];
+      const int64_t off = p.r * S + p.s0, n = p.size();
+      const float* xf = load(x + off, xb, n);
+      const float* df = load(dy + off, db, n);
+      if constexpr (std::is_same_v<T, float>) {
+        bn_loops::grad_x(xf, df, dx + off, p, mean_.data(), a.data(), b.data(),
+                         k.data(), accum[0]);
+      } else {
+        bn_loops::grad_x(xf, df, gb, p, mean_.data(), a.data(), b.data(),
+                         k.data(), false);
+        store(gb, dx + off, n, accum[0]);
       }
-      store(db, dx + n0 * L, nr * L, accum[0]);
-    };
-    for_each_row_block(rb, 3 * rb.per_block * L, grad_x);
+    });
   }
 
-  // Applied to n fp32 values of y from flat offset `offset` before they are
-  // stored: nothing here; FusedBatchNormalization adds z and takes the ReLU.
+  // Applied to n (at most kBlock) fp32 values of y from flat offset
+  // `offset` before they are stored: nothing here; FusedBatchNormalization
+  // adds z and takes the ReLU.
   virtual void finish_rows(const Variables& /*in*/, int64_t /*offset*/,
                            float* /*y*/, int64_t /*n*/) const {}
 
@@ -279,8 +367,8 @@ class FusedBatchNormalizationCpu
   void finish_rows(const Variables& in, int64_t offset, float* y,
                    int64_t n) const override {
     if (in.size() == 6) {
-      std::vector<float> buf(n);
-      const float* z = load(input<T>(in[5]) + offset, buf.data(), n);
+      float buf[kBlock];
+      const float* z = load(input<T>(in[5]) + offset, buf, n);
       for (int64_t i = 0; i < n; ++i) y[i] += z[i];
     }
     for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
