@@ -2,9 +2,10 @@
 // activations and oneDNN's channel-blocked fp32 layout that the
 // convolutions use for half and bfloat16 (and for sums into float).
 // The scalar path is checked against the layout's definition; the vector
-// paths (AVX-512's blocks of 16, AVX2's of 8) against the scalar one, bit
-// for bit, over partial channel blocks, spatial sizes that leave a tail,
-// accumulation and bias.
+// paths (AVX-512's blocks of 16 and channels last, AVX2's blocks of 8)
+// against the scalar one, bit for bit, over partial channel blocks, spatial
+// sizes that leave a tail, accumulation and bias. Channels last (nhwc, which
+// oneDNN's AMX kernels read) is the block of all the channels.
 #include <gtest/gtest.h>
 
 #include <mixgraph/contexts/convert.hpp>
@@ -29,10 +30,13 @@ struct Shape {
   }
 };
 
-const int64_t kBlocks[] = {8, 16};
+// Blocks of 8, of 16 and of all the shape's channels (channels last).
+std::vector<int64_t> blocks_for(const struct Shape& s) {
+  return {8, 16, s.channels};
+}
 
-const Shape kShapes[] = {{1, 1, 1},   {2, 16, 16}, {3, 20, 49},
-                         {2, 64, 64}, {1, 8, 196}, {2, 33, 17}};
+const Shape kShapes[] = {{1, 1, 1},   {2, 16, 16}, {3, 20, 49}, {2, 64, 64},
+                         {1, 8, 196}, {2, 33, 17}, {2, 3, 35},  {1, 64, 4}};
 const Dtype kTypes[] = {Dtype::f32, Dtype::f16, Dtype::bf16};
 // The layouts oneDNN's convolutions take here.
 const Dtype kBlockTypes[] = {Dtype::f32, Dtype::bf16};
@@ -68,8 +72,8 @@ bool same_bits(const void* a, const void* b, size_t bytes) {
 float rounded(float x, Dtype t) { return as_float(in_type({x}, t), t)[0]; }
 
 TEST(ChannelBlocks, ScalarFollowsTheLayout) {
-  for (const int64_t blk : kBlocks) {
-    for (const Shape& s : kShapes) {
+  for (const Shape& s : kShapes) {
+    for (const int64_t blk : blocks_for(s)) {
       for (Dtype t : kTypes) {
         for (Dtype bt : kBlockTypes) {
           const auto src = in_type(values(s.plain_size(), 1), t);
@@ -130,12 +134,13 @@ TEST(ChannelBlocks, VectorMatchesScalarBitForBit) {
   if (!cpu::channel_blocks_vectorized(8)) {
     GTEST_SKIP() << "this CPU has no AVX2 and F16C: only the scalar path";
   }
-  for (const int64_t blk : kBlocks) {
-    if (!cpu::channel_blocks_vectorized(blk)) {
-      std::cout << "blocks of " << blk << ": no vector path here (AVX-512F)\n";
-      continue;
-    }
-    for (const Shape& s : kShapes) {
+  for (const Shape& s : kShapes) {
+    for (const int64_t blk : blocks_for(s)) {
+      if (!cpu::channel_blocks_vectorized(blk)) {
+        std::cout << "blocks of " << blk
+                  << ": no vector path here (AVX-512F)\n";
+        continue;
+      }
       for (Dtype t : kTypes) {
         for (Dtype bt : kBlockTypes) {
           const auto src = in_type(values(s.plain_size(), 3), t);
@@ -195,8 +200,8 @@ TEST(ChannelBlocks, RefusesOtherBlockSizes) {
   std::vector<float> src(16), dst(16);
   try {
     cpu::from_channel_blocks(src.data(), Dtype::f32, dst.data(), Dtype::f32, 4,
-                             1, 4, 4, false, nullptr);
-    FAIL() << "blocks of 4 accepted";
+                             1, 5, 3, false, nullptr);
+    FAIL() << "blocks of 4 of 5 channels accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("[from_channel_blocks] blocks of 4"),
               std::string::npos)

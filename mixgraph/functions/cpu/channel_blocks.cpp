@@ -254,13 +254,148 @@ void from_blocks_vector(const B* src, T* dst, int64_t batch, int64_t channels,
       });
 }
 
+// ---- channels last (nwc, nhwc, ndhwc: a block of all the channels) ----
+
+// A task is an image's 16 spatial positions (all its channels): the
+// channels-last rows it writes, or reads, are then whole, 16 C values in a
+// row, and each row-major read or write is 16 values.
+template <class Tile>
+void for_each_position_block(int64_t batch, int64_t channels, int64_t spatial,
+                             Tile&& run) {
+  if (batch <= 0 || channels <= 0 || spatial <= 0) return;
+  const int64_t blocks = (spatial + 15) / 16, tasks = batch * blocks;
+#pragma omp parallel for schedule( \
+    static) if (tasks * 16 * channels >= kParallelMin && tasks > 1)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t n = t / blocks, s0 = t % blocks * 16;
+    run(n * channels * spatial, s0, std::min<int64_t>(16, spatial - s0));
+  }
+}
+
+template <class T, class B>
+void to_last_scalar(const T* src, B* dst, int64_t batch, int64_t channels,
+                    int64_t spatial) {
+  for_each_position_block(
+      batch, channels, spatial, [&](int64_t image, int64_t s0, int64_t ns) {
+        for (int64_t s = s0; s < s0 + ns; ++s) {
+          for (int64_t c = 0; c < channels; ++c) {
+            dst[image + s * channels + c] = convert_one<B>(
+                convert_one<float>(src[image + c * spatial + s]));
+          }
+        }
+      });
+}
+
+template <class B, class T>
+void from_last_scalar(const B* src, T* dst, int64_t batch, int64_t channels,
+                      int64_t spatial, bool accum, const float* bias) {
+  for_each_position_block(
+      batch, channels, spatial, [&](int64_t image, int64_t s0, int64_t ns) {
+        for (int64_t c = 0; c < channels; ++c) {
+          for (int64_t s = s0; s < s0 + ns; ++s) {
+            float v = convert_one<float>(src[image + s * channels + c]) +
+                      (bias ? bias[c] : 0.0f);
+            T& o = dst[image + c * spatial + s];
+            if (accum) v = convert_one<float>(o) + v;
+            o = convert_one<T>(v);
+          }
+        }
+      });
+}
+
+// n (< 16) values at p as a vector, the rest zero; v's first n stored at p.
+template <class T>
+MG_TARGET_AVX512 __m512 load_part16(const T* p, int64_t n) {
+  T buf[16] = {};
+  std::copy(p, p + n, buf);
+  return load16(buf);
+}
+
+template <class T>
+MG_TARGET_AVX512 void store_part16(T* p, __m512 v, int64_t n) {
+  T buf[16];
+  store16(buf, v);
+  std::copy(buf, buf + n, p);
+}
+
+// One task's 16 (ns) positions of an image: in at the image's first
+// position s0, out at its row s0.
+template <class T, class B>
+MG_TARGET_AVX512 void to_last_tile16(const T* in, B* out, int64_t channels,
+                                     int64_t spatial, int64_t ns) {
+  for (int64_t c0 = 0; c0 < channels; c0 += 16) {
+    const int64_t nc = std::min<int64_t>(16, channels - c0);
+    __m512 r[16];
+    for (int c = 0; c < 16; ++c) {
+      const T* row = in + (c0 + c) * spatial;
+      r[c] = c >= nc    ? _mm512_setzero_ps()
+             : ns == 16 ? load16(row)
+                        : load_part16(row, ns);
+    }
+    transpose16(r);
+    for (int j = 0; j < ns; ++j) {
+      B* o = out + j * channels + c0;
+      nc == 16 ? store16(o, r[j]) : store_part16(o, r[j], nc);
+    }
+  }
+}
+
+template <class B, class T>
+MG_TARGET_AVX512 void from_last_tile16(const B* in, T* out, int64_t channels,
+                                       int64_t spatial, int64_t ns, bool accum,
+                                       const float* bias) {
+  for (int64_t c0 = 0; c0 < channels; c0 += 16) {
+    const int64_t nc = std::min<int64_t>(16, channels - c0);
+    __m512 r[16];
+    for (int j = 0; j < 16; ++j) {
+      const B* row = in + j * channels + c0;
+      r[j] = j >= ns    ? _mm512_setzero_ps()
+             : nc == 16 ? load16(row)
+                        : load_part16(row, nc);
+    }
+    transpose16(r);
+    for (int c = 0; c < nc; ++c) {
+      __m512 v = r[c];
+      if (bias) v = _mm512_add_ps(v, _mm512_set1_ps(bias[c0 + c]));
+      T* o = out + (c0 + c) * spatial;
+      if (ns == 16) {
+        if (accum) v = _mm512_add_ps(load16(o), v);
+        store16(o, v);
+      } else {
+        if (accum) v = _mm512_add_ps(load_part16(o, ns), v);
+        store_part16(o, v, ns);
+      }
+    }
+  }
+}
+
+template <class T, class B>
+void to_last_vector(const T* src, B* dst, int64_t batch, int64_t channels,
+                    int64_t spatial) {
+  for_each_position_block(
+      batch, channels, spatial, [&](int64_t image, int64_t s0, int64_t ns) {
+        to_last_tile16(src + image + s0, dst + image + s0 * channels, channels,
+                       spatial, ns);
+      });
+}
+
+template <class B, class T>
+void from_last_vector(const B* src, T* dst, int64_t batch, int64_t channels,
+                      int64_t spatial, bool accum, const float* bias) {
+  for_each_position_block(
+      batch, channels, spatial, [&](int64_t image, int64_t s0, int64_t ns) {
+        from_last_tile16(src + image + s0 * channels, dst + image + s0,
+                         channels, spatial, ns, accum, bias);
+      });
+}
+
 // Calls fn with the block size as a compile-time constant.
 template <class Fn>
 void with_block(int64_t block, const char* who, Fn&& fn) {
   if (block == 16) return fn(std::integral_constant<int64_t, 16>{});
   if (block == 8) return fn(std::integral_constant<int64_t, 8>{});
   throw std::invalid_argument(
-      msg("[", who, "] blocks of ", block, " channels: 8 or 16"));
+      msg("[", who, "] blocks of ", block, " channels: 8, 16 or all of them"));
 }
 
 // The entry points' one dispatch: the element types from their Dtypes (the
@@ -269,6 +404,18 @@ void to_blocks(bool vector, const void* src, Dtype type, void* dst,
                Dtype block_type, int64_t block, int64_t batch, int64_t channels,
                int64_t spatial) {
   const char* who = "to_channel_blocks";
+  if (block == channels && block != 8 && block != 16) {
+    return dispatch_float_types(type, who, [&](auto t) {
+      dispatch_float_types(block_type, who, [&](auto b) {
+        using T = typename decltype(t)::type;
+        using B = typename decltype(b)::type;
+        const T* s = static_cast<const T*>(src);
+        B* d = static_cast<B*>(dst);
+        vector ? to_last_vector(s, d, batch, channels, spatial)
+               : to_last_scalar(s, d, batch, channels, spatial);
+      });
+    });
+  }
   with_block(block, who, [&](auto blk) {
     constexpr int64_t kBlk = decltype(blk)::value;
     dispatch_float_types(type, who, [&](auto t) {
@@ -288,6 +435,18 @@ void from_blocks(bool vector, const void* src, Dtype block_type, void* dst,
                  Dtype type, int64_t block, int64_t batch, int64_t channels,
                  int64_t spatial, bool accum, const float* bias) {
   const char* who = "from_channel_blocks";
+  if (block == channels && block != 8 && block != 16) {
+    return dispatch_float_types(block_type, who, [&](auto b) {
+      dispatch_float_types(type, who, [&](auto t) {
+        using B = typename decltype(b)::type;
+        using T = typename decltype(t)::type;
+        const B* s = static_cast<const B*>(src);
+        T* d = static_cast<T*>(dst);
+        vector ? from_last_vector(s, d, batch, channels, spatial, accum, bias)
+               : from_last_scalar(s, d, batch, channels, spatial, accum, bias);
+      });
+    });
+  }
   with_block(block, who, [&](auto blk) {
     constexpr int64_t kBlk = decltype(blk)::value;
     dispatch_float_types(block_type, who, [&](auto b) {
@@ -309,7 +468,7 @@ void from_blocks(bool vector, const void* src, Dtype block_type, void* dst,
 
 bool channel_blocks_vectorized(int64_t block) {
   const CpuFeatures& cpu = cpu_features();
-  return block == 16 ? cpu.avx512f : block == 8 && cpu.avx2 && cpu.f16c;
+  return block == 8 ? cpu.avx2 && cpu.f16c : cpu.avx512f;
 }
 
 int64_t channel_block_vectorized() {

@@ -1,7 +1,9 @@
 // Conversions between our row-major activations (batch, channels, spatial)
 // and oneDNN's channel-blocked layouts (nCw16c, nChw16c, nCdhw16c: channels
 // in blocks of 16, the 16 innermost; nChw8c and its kin, blocks of 8, on
-// AVX2 CPUs) in fp32 or bf16, with the element type
+// AVX2 CPUs; and channels last, nwc, nhwc, ndhwc, one block of all the
+// channels, which its AMX kernels read) in fp32 or bf16, with the element
+// type
 // converted in the same pass. A half activation that a convolution reads in
 // fp32 would otherwise be converted and then reordered, two passes and two
 // thread team wake-ups; the way back adds a third (the store into T, with
@@ -17,7 +19,8 @@
 namespace mg::cpu {
 
 /// Whether the passes below run vectorized here for blocks of `block`
-/// channels: 16 with AVX-512F, 8 with AVX2 and F16C. Where they do not,
+/// channels: 8 with AVX2 and F16C, 16 or all of them (channels last) with
+/// AVX-512F. Where they do not,
 /// callers should keep oneDNN's reorders; the passes still give the same
 /// results, one element at a time.
 bool channel_blocks_vectorized(int64_t block);
@@ -26,8 +29,9 @@ int64_t channel_block_vectorized();
 
 /// dst[n][c / block][s][c % block] = src[n][c][s], src of `type` and dst of
 /// `block_type` (each f32, f16 or bf16; a narrowing rounds to nearest
-/// even); block is 8 or 16; the channels past `channels` in the last block
-/// are zero, as oneDNN requires of a padded blocked layout.
+/// even); block is 8, 16 or `channels` (channels last); the channels past
+/// `channels` in the last block are zero, as oneDNN requires of a padded
+/// blocked layout.
 void to_channel_blocks(const void* src, Dtype type, void* dst, Dtype block_type,
                        int64_t block, int64_t batch, int64_t channels,
                        int64_t spatial);
