@@ -510,6 +510,11 @@ void execute_weights(const ConvGeometry& g, const T* x, const T* dy, W* dw,
   if (direct) return;
   const float* f = static_cast<const float*>(total);
   if (first->out_reorder) {
+    if constexpr (std::is_same_v<W, float>) {
+      if (!accum) {  // an fp32 grad written in place: no copy after
+        return run_reorder(first->out_back, total, dw);
+      }
+    }
     void* r = row_major.get(s.nout * sizeof(float));
     run_reorder(first->out_back, total, r);
     f = static_cast<const float*>(r);
