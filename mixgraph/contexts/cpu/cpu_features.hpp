@@ -19,7 +19,9 @@ struct CpuFeatures {
 /// environment reports none, to exercise the scalar fallbacks.
 const CpuFeatures& cpu_features();
 
-/// Whether oneDNN runs its bf16 kernels here (dnnl_utils.hpp).
+/// Whether oneDNN runs its bf16 kernels here: the CPU has AVX512-BF16 or
+/// AMX and ONEDNN_MAX_CPU_ISA does not hold oneDNN below them (defined in
+/// dnnl_utils.cpp; declared here so that headers stay clear of oneDNN's).
 bool dnnl_bf16_isa();
 
 /// The features this CPU has (none under MIXGRAPH_CPU_BASELINE=1), whatever

@@ -1,4 +1,6 @@
 #include <mixgraph/contexts/cpu/dnnl_utils.hpp>
+
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/contexts/strings.hpp>
 
 namespace mg::cpu {

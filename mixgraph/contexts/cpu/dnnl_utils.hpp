@@ -22,11 +22,6 @@ dnnl::engine& dnnl_engine();
 /// The stream primitives run on.
 dnnl::stream& dnnl_stream();
 
-/// Whether oneDNN runs its bf16 kernels here: the CPU has AVX512-BF16 or
-/// AMX and ONEDNN_MAX_CPU_ISA does not hold oneDNN below them (declared in
-/// cpu_features.hpp too, for the headers that stay clear of oneDNN's).
-bool dnnl_bf16_isa();
-
 /// Our dtype as oneDNN's; throws for types oneDNN does not compute in.
 dnnl::memory::data_type dnnl_type(Dtype dtype);
 

@@ -4,7 +4,8 @@
 // size0 * size1 rows of size2 values, row r in channel r % size1, and read
 // row by row in pieces of at most kBlock values (half and bfloat16 through
 // an fp32 buffer on the stack, which stays in L1). A channel's sum is the
-// sum of its rows' sums in row order, so it does not depend on the threads.
+// pairwise sum of its rows' sums in row order, so it does not depend on the
+// threads.
 // The loops over a piece are compiled per vector ISA (isa_loops.hpp).
 #include <algorithm>
 #include <cmath>
@@ -138,7 +139,6 @@ void grad_x(const float* x, const float* d, float* dx, const Piece& p,
 struct Rows {
   int64_t R, C, S;
   int64_t per_piece() const { return std::max<int64_t>(1, kBlock / S); }
-  int64_t pieces_per_row() const { return (S + kBlock - 1) / kBlock; }
   bool parallel() const { return R * S >= kParallelMin; }
 };
 

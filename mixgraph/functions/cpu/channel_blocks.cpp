@@ -389,11 +389,18 @@ void from_last_vector(const B* src, T* dst, int64_t batch, int64_t channels,
       });
 }
 
-// Calls fn with the block size as a compile-time constant.
+// Calls fn with the block size as a compile-time constant: 16, 8, or
+// kAllChannels where the block is all the channels (channels last; 8 or 16
+// channels in one block are the blocked layouts themselves).
+constexpr int64_t kAllChannels = 0;
+
 template <class Fn>
-void with_block(int64_t block, const char* who, Fn&& fn) {
+void with_block(int64_t block, int64_t channels, const char* who, Fn&& fn) {
   if (block == 16) return fn(std::integral_constant<int64_t, 16>{});
   if (block == 8) return fn(std::integral_constant<int64_t, 8>{});
+  if (block == channels) {
+    return fn(std::integral_constant<int64_t, kAllChannels>{});
+  }
   throw std::invalid_argument(
       msg("[", who, "] blocks of ", block, " channels: 8, 16 or all of them"));
 }
@@ -404,19 +411,7 @@ void to_blocks(bool vector, const void* src, Dtype type, void* dst,
                Dtype block_type, int64_t block, int64_t batch, int64_t channels,
                int64_t spatial) {
   const char* who = "to_channel_blocks";
-  if (block == channels && block != 8 && block != 16) {
-    return dispatch_float_types(type, who, [&](auto t) {
-      dispatch_float_types(block_type, who, [&](auto b) {
-        using T = typename decltype(t)::type;
-        using B = typename decltype(b)::type;
-        const T* s = static_cast<const T*>(src);
-        B* d = static_cast<B*>(dst);
-        vector ? to_last_vector(s, d, batch, channels, spatial)
-               : to_last_scalar(s, d, batch, channels, spatial);
-      });
-    });
-  }
-  with_block(block, who, [&](auto blk) {
+  with_block(block, channels, who, [&](auto blk) {
     constexpr int64_t kBlk = decltype(blk)::value;
     dispatch_float_types(type, who, [&](auto t) {
       dispatch_float_types(block_type, who, [&](auto b) {
@@ -424,8 +419,13 @@ void to_blocks(bool vector, const void* src, Dtype type, void* dst,
         using B = typename decltype(b)::type;
         const T* s = static_cast<const T*>(src);
         B* d = static_cast<B*>(dst);
-        vector ? to_blocks_vector<kBlk>(s, d, batch, channels, spatial)
-               : to_blocks_scalar<kBlk>(s, d, batch, channels, spatial);
+        if constexpr (kBlk == kAllChannels) {
+          vector ? to_last_vector(s, d, batch, channels, spatial)
+                 : to_last_scalar(s, d, batch, channels, spatial);
+        } else {
+          vector ? to_blocks_vector<kBlk>(s, d, batch, channels, spatial)
+                 : to_blocks_scalar<kBlk>(s, d, batch, channels, spatial);
+        }
       });
     });
   });
@@ -435,19 +435,7 @@ void from_blocks(bool vector, const void* src, Dtype block_type, void* dst,
                  Dtype type, int64_t block, int64_t batch, int64_t channels,
                  int64_t spatial, bool accum, const float* bias) {
   const char* who = "from_channel_blocks";
-  if (block == channels && block != 8 && block != 16) {
-    return dispatch_float_types(block_type, who, [&](auto b) {
-      dispatch_float_types(type, who, [&](auto t) {
-        using B = typename decltype(b)::type;
-        using T = typename decltype(t)::type;
-        const B* s = static_cast<const B*>(src);
-        T* d = static_cast<T*>(dst);
-        vector ? from_last_vector(s, d, batch, channels, spatial, accum, bias)
-               : from_last_scalar(s, d, batch, channels, spatial, accum, bias);
-      });
-    });
-  }
-  with_block(block, who, [&](auto blk) {
+  with_block(block, channels, who, [&](auto blk) {
     constexpr int64_t kBlk = decltype(blk)::value;
     dispatch_float_types(block_type, who, [&](auto b) {
       dispatch_float_types(type, who, [&](auto t) {
@@ -455,10 +443,16 @@ void from_blocks(bool vector, const void* src, Dtype block_type, void* dst,
         using T = typename decltype(t)::type;
         const B* s = static_cast<const B*>(src);
         T* d = static_cast<T*>(dst);
-        vector ? from_blocks_vector<kBlk>(s, d, batch, channels, spatial, accum,
-                                          bias)
-               : from_blocks_scalar<kBlk>(s, d, batch, channels, spatial, accum,
-                                          bias);
+        if constexpr (kBlk == kAllChannels) {
+          vector
+              ? from_last_vector(s, d, batch, channels, spatial, accum, bias)
+              : from_last_scalar(s, d, batch, channels, spatial, accum, bias);
+        } else {
+          vector ? from_blocks_vector<kBlk>(s, d, batch, channels, spatial,
+                                            accum, bias)
+                 : from_blocks_scalar<kBlk>(s, d, batch, channels, spatial,
+                                            accum, bias);
+        }
       });
     });
   });

@@ -66,10 +66,10 @@ GemmPlan make_plan(const GemmKey& key) {
   const dnnl::memory::desc b_plain =
       key.tb ? md(k, n, dt, k * n, 1, k) : md(k, n, dt, k * ldb, ldb, 1);
   const dnnl::memory::desc b_md =
-      !key.blocked_b ? b_plain
-      : single ? dnnl::memory::desc({k, n}, dt, dnnl::memory::format_tag::any)
-               : dnnl::memory::desc({key.batch, k, n}, dt,
-                                    dnnl::memory::format_tag::any);
+      key.blocked_b
+          ? dnnl::memory::desc(single ? dims{k, n} : dims{key.batch, k, n}, dt,
+                               dnnl::memory::format_tag::any)
+          : b_plain;
   const dnnl::memory::desc c_md =
       md(m, n, dnnl_type(key.out_type), m * n, n, 1);
   dnnl::primitive_attr attr;
