@@ -42,7 +42,8 @@ struct Shape {
 
 // The GPT's (1024 tokens, d 256, MLP 1024, vocab 1000, 4 heads of 64 over
 // 128 positions), forward, data grad and weight grad, and the LSTM's
-// input product (32 x 64 steps, 4 gates of 512).
+// input product (32 x 64 steps, 4 gates of 512) and its vocabulary head
+// (512 -> 1000) with that head's data and weight grads.
 const Shape kShapes[] = {
     {"gpt qkv", false, false, 1024, 768, 256, 1},
     {"gpt proj", false, false, 1024, 256, 256, 1},
@@ -56,6 +57,9 @@ const Shape kShapes[] = {
     {"gpt qk^T", false, true, 128, 128, 64, 32},
     {"gpt pv", false, false, 128, 64, 128, 32},
     {"lstm x W", false, false, 2048, 2048, 512, 1},
+    {"lstm head", false, false, 2048, 1000, 512, 1},
+    {"lstm head dx", false, true, 2048, 512, 1000, 1},
+    {"lstm head dW", true, false, 512, 1000, 2048, 1},
 };
 
 struct Options {

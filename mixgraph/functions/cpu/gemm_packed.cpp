@@ -42,11 +42,18 @@ struct Avx2Tile {
 
 // AVX-512: BLIS's shape for Skylake-X, 12 x 32 in 24 of the 32 zmm
 // registers (two FMAs a broadcast, 24 independent sums against the FMA's
-// latency of 4 on two ports), a 32 KB panel of B (L1: 48 KB on Intel's
-// Xeons, 32 KB on AMD Zen 4), at most 192 KB of A. The 12 rows of a stored
-// A are 12 pointers, which fit in the general registers with the rest.
+// latency of 4 on two ports), at most 192 rows of A. The 12 rows of a
+// stored A are 12 pointers, which fit in the general registers with the
+// rest. On AMD (Zen 4: one zmm FMA a cycle, 32 KB L1, 1 MB L2) KC is 512:
+// a 64 KB panel of B read from L2 is fast enough for 24 FMAs a step of k,
+// and each pass over C that a longer KC saves (and, for a 16-bit C, the
+// fp32 sums it needs past KC) is a pass over memory: the LSTM's products
+// (k 512) at 0.98-1.01x oneDNN's fp32 against 1.08-1.18x with KC 256, and
+// k 1000-2048 1.07-1.18x against 1.16-1.26x (bench_gemm, 2 threads; GPT
+// shapes with k 256 alike). Intel keeps 256 (Avx512IntelTile), measured
+// there, with its 32 KB panel in a 48 KB L1.
 struct Avx512Tile {
-  static constexpr int64_t kMR = 12, kNR = 32, kKC = 256, kMC = 192, kNC = 2048;
+  static constexpr int64_t kMR = 12, kNR = 32, kKC = 512, kMC = 192, kNC = 2048;
   template <bool Panel>
   static void multiply(int64_t kc, const float* a, int64_t rows, const float* b,
                        float* tile);
@@ -55,6 +62,10 @@ struct Avx512Tile {
   template <class T>
   static void write_row(const float* t, const float* acc, const T* c_in,
                         const float* bias, T* c, float* acc_out);
+};
+
+struct Avx512IntelTile : Avx512Tile {
+  static constexpr int64_t kKC = 256;
 };
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -568,6 +579,9 @@ void gemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
   check_operand("B", b);
   if (m == 0 || n == 0 || k == 0 || batch == 0) return;
   if (gemm_packed_avx512()) {
+    if (cpu_features().intel) {
+      return run<Avx512IntelTile>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
+    }
     return run<Avx512Tile>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
   }
   run<Avx2Tile>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
