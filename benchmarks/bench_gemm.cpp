@@ -62,32 +62,6 @@ const Shape kShapes[] = {
     {"lstm head dW", true, false, 512, 1000, 2048, 1},
 };
 
-struct Options {
-  int runs = 21;
-  int threads = 2;
-  std::string isa = "native";
-};
-
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--runs") {
-      o.runs = std::atoi(v.c_str());
-    } else if (k == "--threads") {
-      o.threads = std::atoi(v.c_str());
-    } else if (k == "--isa") {
-      o.isa = v;
-    } else {
-      std::fprintf(stderr,
-                   "usage: bench_gemm [--runs N] [--threads N] "
-                   "[--isa native|avx2]\n");
-      std::exit(2);
-    }
-  }
-  return o;
-}
-
 std::vector<float> values(int64_t n, int seed) {
   std::vector<float> v(n);
   for (int64_t i = 0; i < n; ++i) {
@@ -104,7 +78,8 @@ std::vector<T> as(const std::vector<float>& v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options o = parse(argc, argv);
+  const mg::bench::CallOptions o =
+      mg::bench::parse_call_options(argc, argv, "bench_gemm", 21);
   omp_set_num_threads(o.threads);
   const auto cap = mg::bench::limit_isa(o.isa);
   const auto& cpu = mg::cpu::cpu_features();

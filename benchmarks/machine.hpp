@@ -27,6 +27,39 @@
 
 namespace mg::bench {
 
+// ---- the options of the one-call benchmarks ----
+
+/// --runs N, --threads N and --isa native|avx2, as bench_gemm and
+/// bench_attention take them.
+struct CallOptions {
+  int runs;
+  int threads = 2;
+  std::string isa = "native";
+};
+
+/// Parses argv into CallOptions (`runs` by default); anything else prints
+/// the usage of `program` and exits with 2.
+inline CallOptions parse_call_options(int argc, char** argv,
+                                      const char* program, int runs) {
+  CallOptions o{runs};
+  for (int i = 1; i < argc; i += 2) {
+    const std::string k = argv[i], v = i + 1 < argc ? argv[i + 1] : "";
+    if (k == "--runs" && !v.empty()) {
+      o.runs = std::atoi(v.c_str());
+    } else if (k == "--threads" && !v.empty()) {
+      o.threads = std::atoi(v.c_str());
+    } else if (k == "--isa" && (v == "native" || v == "avx2")) {
+      o.isa = v;
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--runs N] [--threads N] [--isa native|avx2]\n",
+                   program);
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
 // ---- --isa avx2 ----
 
 /// For `--isa avx2`: our kernels (a ScopedCpuFeatures of AVX2 and F16C)

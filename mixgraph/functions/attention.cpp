@@ -4,6 +4,7 @@
 #include <mixgraph/functions/affine.hpp>
 #include <mixgraph/functions/attention.hpp>
 #include <mixgraph/functions/batch_matmul.hpp>
+#include <mixgraph/functions/builder.hpp>
 #include <mixgraph/functions/elementwise_builders.hpp>
 #include <mixgraph/functions/shape_ops.hpp>
 #include <mixgraph/functions/softmax.hpp>
@@ -24,18 +25,18 @@ const Shape& shape_of(const VariablePtr& v, const char* name, size_t min_dims,
   return v->shape();
 }
 
-}  // namespace
-
-namespace functions {
-
-VariablePtr scaled_dot_product_attention(const VariablePtr& q,
-                                         const VariablePtr& k,
-                                         const VariablePtr& v, bool causal,
-                                         float scale) {
-  const std::string tag = "[scaled_dot_product_attention] ";
-  const Shape& qs = shape_of(q, "q", 2, tag);
-  const Shape& ks = shape_of(k, "k", 2, tag);
-  const Shape& vs = shape_of(v, "v", 2, tag);
+// The shape checks both forms share; returns the scale to use.
+float check_attention(const Shape& qs, const Shape& ks, const Shape& vs,
+                      bool causal, float scale, const std::string& tag) {
+  auto check_dims = [&](const Shape& s, const char* name) {
+    if (s.size() < 2) {
+      throw std::invalid_argument(msg(tag, name, " with shape ", shape_str(s),
+                                      " must have at least 2 dimensions"));
+    }
+  };
+  check_dims(qs, "q");
+  check_dims(ks, "k");
+  check_dims(vs, "v");
   if (qs.back() != ks.back()) {
     throw std::invalid_argument(msg(tag, "q with shape ", shape_str(qs),
                                     " and k with shape ", shape_str(ks),
@@ -46,8 +47,70 @@ VariablePtr scaled_dot_product_attention(const VariablePtr& q,
                                     " and v with shape ", shape_str(vs),
                                     " must have the same sequence length (S)"));
   }
-  const float s =
-      scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(qs.back()));
+  const int64_t len_q = qs[qs.size() - 2], len_k = ks[ks.size() - 2];
+  if (causal && len_q > len_k) {
+    throw std::invalid_argument(
+        msg(tag, "causal attention with ", len_q, " queries and ", len_k,
+            " keys: the first query would see no key (the mask is "
+            "aligned bottom-right; pass at least as many keys as "
+            "queries)"));
+  }
+  return scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(qs.back()));
+}
+
+}  // namespace
+
+void ScaledDotProductAttention::setup_impl(const Variables& in,
+                                           const Variables& out) {
+  const Shape &qs = in[0]->shape(), &ks = in[1]->shape(), &vs = in[2]->shape();
+  scale_ = check_attention(qs, ks, vs, opts_.causal, opts_.scale, tag());
+  batch_ = shape_size(qs, 0, qs.size() - 2);
+  const int64_t kb = shape_size(ks, 0, ks.size() - 2);
+  const int64_t vb = shape_size(vs, 0, vs.size() - 2);
+  if (kb != batch_ || vb != batch_) {
+    throw std::invalid_argument(msg(tag(), "q with shape ", shape_str(qs),
+                                    ", k with shape ", shape_str(ks),
+                                    " and v with shape ", shape_str(vs),
+                                    " must hold the same number of matrices (",
+                                    batch_, ", ", kb, " and ", vb, ")"));
+  }
+  len_q_ = qs[qs.size() - 2];
+  len_k_ = ks[ks.size() - 2];
+  dim_ = qs.back();
+  dim_v_ = vs.back();
+  Shape ys = qs;
+  ys.back() = dim_v_;
+  out[0]->reshape(ys);
+  log_sum_exp_.assign(batch_ * len_q_, 0.0f);
+}
+
+namespace functions {
+
+VariablePtr scaled_dot_product_attention(const VariablePtr& q,
+                                         const VariablePtr& k,
+                                         const VariablePtr& v, bool causal,
+                                         float scale) {
+  if (default_context().device() != "cpu") {
+    return scaled_dot_product_attention_composed(q, k, v, causal, scale);
+  }
+  const std::string tag = "[scaled_dot_product_attention] ";
+  shape_of(q, "q", 2, tag);
+  shape_of(k, "k", 2, tag);
+  shape_of(v, "v", 2, tag);
+  return apply_function1(decl::ScaledDotProductAttention,
+                         ScaledDotProductAttentionOptions{causal, scale},
+                         {q, k, v});
+}
+
+VariablePtr scaled_dot_product_attention_composed(const VariablePtr& q,
+                                                  const VariablePtr& k,
+                                                  const VariablePtr& v,
+                                                  bool causal, float scale) {
+  const std::string tag = "[scaled_dot_product_attention] ";
+  const Shape& qs = shape_of(q, "q", 2, tag);
+  const Shape& ks = shape_of(k, "k", 2, tag);
+  const Shape& vs = shape_of(v, "v", 2, tag);
+  const float s = check_attention(qs, ks, vs, causal, scale, tag);
   // Scaling q rather than the scores keeps q k^T small in half.
   auto scores = batch_matmul(mul_scalar(q, s), k, false, true);
   if (causal) {
@@ -55,13 +118,6 @@ VariablePtr scaled_dot_product_attention(const VariablePtr& q,
     // cache): query i is the (len_k - len_q + i)-th position, so it sees
     // keys 0 .. i + len_k - len_q.
     const int64_t len_q = qs[qs.size() - 2], len_k = ks[ks.size() - 2];
-    if (len_q > len_k) {
-      throw std::invalid_argument(
-          msg(tag, "causal attention with ", len_q, " queries and ", len_k,
-              " keys: the first query would see no key (the mask is "
-              "aligned bottom-right; pass at least as many keys as "
-              "queries)"));
-    }
     auto mask = make_variable({len_q, len_k});
     mask->set_constant(true);  // part of the model (ONNX: an initializer)
     float* m = mask->data()->cast<float>(/*write_only=*/true);

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/functions/attention.hpp>
 #include <mixgraph/functions/registry.hpp>
 #include <mixgraph/graph/function_node.hpp>
 
@@ -92,7 +93,8 @@ std::shared_ptr<Function> create_function(
 }  // namespace
 
 NamedGraph name_graph(const NamedVariables& outputs,
-                      const ParameterScope& params, const std::string& caller) {
+                      const ParameterScope& params, const std::string& caller,
+                      bool nnabla_functions) {
   std::vector<VariablePtr> roots;
   for (const auto& [name, v] : outputs) {
     if (!v) {
@@ -141,7 +143,9 @@ NamedGraph name_graph(const NamedVariables& outputs,
     names[v.get()] = n;
     return n;
   };
-  for (FunctionNode* node : mg::functions_in_order(roots)) {
+  std::unordered_set<const FunctionNode*> named;
+  auto add = [&](FunctionNode* node) {
+    named.insert(node);
     NamedFunction f{node, {}, {}};
     for (const auto& in : node->inputs())
       f.inputs.push_back(name_of(in, false));
@@ -150,6 +154,25 @@ NamedGraph name_graph(const NamedVariables& outputs,
       graph.values.emplace_back(f.outputs.back(), out);
     }
     graph.functions.push_back(std::move(f));
+  };
+  for (FunctionNode* node : mg::functions_in_order(roots)) {
+    auto* attention =
+        dynamic_cast<const ScaledDotProductAttention*>(&node->function());
+    if (!nnabla_functions || !attention) {
+      add(node);
+      continue;
+    }
+    // The composed form, built on the same inputs, its output named as the
+    // fused one's; its functions are those not named yet (what lies before
+    // the inputs came first).
+    const auto& in = node->inputs();
+    const auto& opts = attention->options();
+    VariablePtr composed = functions::scaled_dot_product_attention_composed(
+        in[0], in[1], in[2], opts.causal, opts.scale);
+    names[composed.get()] = name_of(node->outputs()[0], true);
+    for (FunctionNode* part : mg::functions_in_order({composed})) {
+      if (!named.count(part)) add(part);
+    }
   }
   return graph;
 }

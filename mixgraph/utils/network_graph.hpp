@@ -41,9 +41,13 @@ struct NamedGraph {
   NamedVariables values;
 };
 
-/// `caller` tags the error for a null output.
+/// `caller` tags the error for a null output. With `nnabla_functions`, a
+/// function of ours that NNabla lacks (ScaledDotProductAttention) is
+/// written as its composition of NNabla's functions (for .nnp files; our
+/// YAML keeps it whole).
 NamedGraph name_graph(const NamedVariables& outputs,
-                      const ParameterScope& params, const std::string& caller);
+                      const ParameterScope& params, const std::string& caller,
+                      bool nnabla_functions = false);
 
 /// Creates function `type` from `args` in the default context and connects
 /// it to `inputs`; returns its outputs. An argument list that does not fit

@@ -38,8 +38,8 @@ Doubles attend(At q, At k, At v, int64_t L, int64_t S, int64_t E, int64_t Ev,
   return out;
 }
 
-FunctionCheck sdpa_check(bool causal, int64_t L = 4) {
-  const int64_t B = 2, S = causal ? 4 : 5, E = 3, Ev = 2;
+FunctionCheck sdpa_check(bool causal, int64_t L, int64_t S, int64_t B = 2,
+                         int64_t E = 3, int64_t Ev = 2) {
   FunctionCheck c;
   c.inputs = {{{B, L, E}}, {{B, S, E}}, {{B, S, Ev}}};
   c.build = [causal](const std::vector<VariablePtr>& in) {
@@ -60,17 +60,26 @@ FunctionCheck sdpa_check(bool causal, int64_t L = 4) {
   return c;
 }
 
-// A composite of BatchMatmul, Softmax and Add2 (no harness case of its
-// own: those functions have theirs).
-TEST(ScaledDotProductAttention, All) { check_all(sdpa_check(false)); }
-
-TEST(ScaledDotProductAttention, Causal) { check_all(sdpa_check(true)); }
-
-// Fewer queries than keys (decoding with a cache): the mask is aligned
-// bottom-right, so the last query sees every key.
-TEST(ScaledDotProductAttention, CausalShorterQuery) {
-  check_all(sdpa_check(true, 2));
+FunctionCheck sdpa_check(bool causal, int64_t L = 4) {
+  return sdpa_check(causal, L, causal ? 4 : 5);
 }
+
+// The fused function (blocks of 64 queries and 64 keys): one block, and
+// sequences across several blocks with partial ones at the ends, where the
+// causal mask's diagonal crosses blocks away from their corners.
+const bool kHarness = harness::add(
+    decl::ScaledDotProductAttention,
+    {
+        {"full", [] { return sdpa_check(false); }},
+        {"causal", [] { return sdpa_check(true); }},
+        {"causal, fewer queries", [] { return sdpa_check(true, 2); }},
+        {"full, 70 x 130 in blocks",
+         [] { return sdpa_check(false, 70, 130, 1, 4, 3); }},
+        {"causal, 70 x 133 in blocks",
+         [] { return sdpa_check(true, 70, 133, 1, 4, 3); }},
+        {"causal, 130 x 130 in blocks",
+         [] { return sdpa_check(true, 130, 130, 1, 2, 2); }},
+    });
 
 TEST(ScaledDotProductAttention, CausalLastOfTwoQueriesSeesEveryKey) {
   auto q = variable_from({1, 2, 1}, {0, 0});
@@ -119,6 +128,110 @@ TEST(ScaledDotProductAttention, BadShapes) {
                                         make_variable({2, 5, 4}));
       },
       {"must have the same sequence length (S)"});
+}
+
+// The fused function against the composed form (BatchMatmul, Add2, Softmax,
+// BatchMatmul) on a GPT-like shape over two blocks each way: the values and
+// all three grads, in each type against the composed form in float (the
+// fused form keeps the scores in fp32, the composed one rounds them to the
+// type).
+TEST(ScaledDotProductAttention, FusedMatchesComposed) {
+  for (bool causal : {false, true}) {
+    for (const char* type : {"float", "half", "bfloat16"}) {
+      SCOPED_TRACE(std::string(causal ? "causal " : "full ") + type);
+      const Shape qs{3, 100, 16}, ks{3, 120, 16}, vs{3, 120, 8};
+      auto values = [](const Shape& s, uint32_t seed) {
+        std::vector<float> v(shape_size(s));
+        for (size_t i = 0; i < v.size(); ++i) {
+          v[i] = std::sin(0.37f * static_cast<float>(i) + seed) * 1.5f;
+        }
+        return v;
+      };
+      auto run = [&](bool fused, const std::string& config) {
+        ContextGuard guard(context("cpu", config));
+        auto q = variable_from(qs, values(qs, 1));
+        auto k = variable_from(ks, values(ks, 2));
+        auto v = variable_from(vs, values(vs, 3));
+        for (auto& x : {q, k, v}) x->set_need_grad(true);
+        auto y =
+            fused ? F::scaled_dot_product_attention(q, k, v, causal)
+                  : F::scaled_dot_product_attention_composed(q, k, v, causal);
+        EXPECT_EQ(y->parent()->function().name(),
+                  fused ? "ScaledDotProductAttention" : "BatchMatmul");
+        y->forward();
+        auto w = variable_from(y->shape(), values(y->shape(), 4));
+        auto loss = F::sum(F::mul2(y, w));
+        loss->forward();
+        loss->backward();
+        return std::vector<Doubles>{to_doubles(y), grad_doubles(q),
+                                    grad_doubles(k), grad_doubles(v)};
+      };
+      const auto want = run(false, "float");
+      const auto have = run(true, type);
+      const double tol = std::string(type) == "float"  ? 1e-5
+                         : std::string(type) == "half" ? 1e-2
+                                                       : 5e-2;
+      const char* names[] = {"y", "dq", "dk", "dv"};
+      for (int o = 0; o < 4; ++o) {
+        SCOPED_TRACE(names[o]);
+        double scale = 0;
+        for (double x : want[o]) scale = std::max(scale, std::abs(x));
+        ASSERT_EQ(have[o].size(), want[o].size());
+        for (size_t i = 0; i < want[o].size(); ++i) {
+          ASSERT_NEAR(have[o][i], want[o][i], tol * scale) << "at " << i;
+        }
+      }
+    }
+  }
+}
+
+// The backward recomputes the weights per block: no (L, S) matrix is held.
+// 1024 x 1024 scores per matrix would be 4 MiB each; the fused step's peak
+// stays below one of them, the composed step's above several.
+TEST(ScaledDotProductAttention, HoldsNoScoreMatrix) {
+  const int64_t B = 2, L = 1024, E = 16;
+  auto peak_of = [&](bool fused) {
+    auto q = make_variable({B, L, E}, true);
+    auto k = make_variable({B, L, E}, true);
+    auto v = make_variable({B, L, E}, true);
+    for (auto& x : {q, k, v}) x->data()->fill(0.25f);
+    auto y = fused ? F::scaled_dot_product_attention(q, k, v, true)
+                   : F::scaled_dot_product_attention_composed(q, k, v, true);
+    auto& allocator = CpuAllocator::instance();
+    allocator.release_cache();
+    const size_t before = allocator.stats().in_use;
+    allocator.reset_peak();
+    y->forward(/*clear_buffer=*/true);
+    y->backward(1.0f, /*clear_buffer=*/true);
+    return allocator.stats().peak - before;
+  };
+  const size_t scores = B * L * L * sizeof(float);
+  const size_t fused = peak_of(true), composed = peak_of(false);
+  EXPECT_LT(fused, scores / 2);
+  EXPECT_GT(composed, 2 * scores);
+  std::cout << "peak of forward + backward: fused " << fused / 1024
+            << " KiB, composed " << composed / 1024 << " KiB\n";
+}
+
+TEST(ScaledDotProductAttention, NoKeysGiveZeros) {
+  auto y = F::scaled_dot_product_attention(variable_from({1, 2, 1}, {1, 2}),
+                                           make_variable({1, 0, 1}),
+                                           make_variable({1, 0, 3}));
+  y->forward();
+  EXPECT_EQ(y->shape(), (Shape{1, 2, 3}));
+  for (double x : to_doubles(y)) EXPECT_EQ(x, 0.0);
+}
+
+TEST(ScaledDotProductAttention, BadBatches) {
+  expect_error(
+      [] {
+        F::scaled_dot_product_attention(make_variable({2, 3, 4}),
+                                        make_variable({3, 3, 4}),
+                                        make_variable({3, 3, 4}));
+      },
+      {"[scaled_dot_product_attention] q with shape (2, 3, 4), k with shape "
+       "(3, 3, 4) and v with shape (3, 3, 4) must hold the same number of "
+       "matrices (2, 3 and 3)"});
 }
 
 // y = x W + b over the last axis of x (rows of width `in`).

@@ -69,16 +69,19 @@ TEST(Network, SavesToAFileAndLoadsInANewScopeWithParameters) {
   EXPECT_EQ(to_doubles(net.output("prob")), to_doubles(y));
 }
 
-// Causal attention makes its mask a constant of the graph: the file keeps
-// its values (-inf included), and the network loads with one input, not
-// two, and computes the same, in the file's YAML and through a file.
+// Causal attention composed of NNabla's functions makes its mask a
+// constant of the graph: the file keeps its values (-inf included), and the
+// network loads with one input, not two, and computes the same, in the
+// file's YAML and through a file.
 TEST(Network, AConstantTravelsWithItsValues) {
   seed(4);
   ParameterScope params;
   auto x = make_variable({2, 3, 8});
   x->set_name("tokens");
-  auto y = PF::multi_head_attention(x, x, x, 8, 2, params["mha"],
-                                    /*causal=*/true);
+  PF::AffineParams per_token;
+  per_token.base_axis = 2;
+  auto q = PF::affine(x, 8, params["q"], per_token);
+  auto y = F::scaled_dot_product_attention_composed(q, x, x, /*causal=*/true);
   uniform_initializer()(*x->data());
   y->forward();
   const std::string yaml = network_to_yaml("attn", {{"y", y}}, params);

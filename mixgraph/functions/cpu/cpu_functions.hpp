@@ -23,6 +23,7 @@
   X(array_ops) \
   X(indexing) \
   X(batch_matmul) \
+  X(attention) \
   X(min_argmax) \
   X(normalization) \
   X(generators) \

@@ -571,6 +571,51 @@ bool gemm_packed_avx512() {
   return gemm_packed_available() && cpu_features().avx512f;
 }
 
+namespace {
+
+template <class Tile>
+int64_t b_pack_floats(int64_t n) {
+  return Tile::kKC * std::min(Tile::kNC, ceil_div(n, Tile::kNR) * Tile::kNR);
+}
+template <class Tile>
+int64_t scratch_floats(int64_t n) {
+  return b_pack_floats<Tile>(n) + Tile::kMC * Tile::kKC;
+}
+
+template <class Tile>
+void run_here(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
+              Operand b, float* c, bool accum, float* scratch) {
+  const Product<float> p{ta,         tb,         m, n, k, a,       b,
+                         ta ? m : k, tb ? k : n, n, c, c, nullptr, accum};
+  run_product<Tile>(p, scratch, scratch + b_pack_floats<Tile>(n));
+}
+
+}  // namespace
+
+int64_t gemm_packed_scratch_floats(int64_t n) {
+  if (gemm_packed_avx512()) {
+    return std::max(scratch_floats<Avx512Tile>(n),
+                    scratch_floats<Avx512IntelTile>(n));
+  }
+  return scratch_floats<Avx2Tile>(n);
+}
+
+void gemm_packed_here(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                      Operand a, Operand b, float* c, bool accum,
+                      float* scratch) {
+  check_operand("A", a);
+  check_operand("B", b);
+  if (m == 0 || n == 0 || k == 0) return;
+  if (gemm_packed_avx512()) {
+    if (cpu_features().intel) {
+      return run_here<Avx512IntelTile>(ta, tb, m, n, k, a, b, c, accum,
+                                       scratch);
+    }
+    return run_here<Avx512Tile>(ta, tb, m, n, k, a, b, c, accum, scratch);
+  }
+  run_here<Avx2Tile>(ta, tb, m, n, k, a, b, c, accum, scratch);
+}
+
 template <class T>
 void gemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
                  Operand b, T* c, const float* bias, bool accum,

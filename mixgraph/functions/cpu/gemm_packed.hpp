@@ -30,4 +30,18 @@ template <class T>
 void gemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
                  Operand b, T* c, const float* bias, bool accum, int64_t batch);
 
+/// The floats of scratch gemm_packed_here() needs for products with n
+/// columns of C, on this CPU.
+int64_t gemm_packed_scratch_floats(int64_t n);
+
+/// One fp32 product C (m x n, row-major) = op(A) op(B) [+ C if accum] on
+/// the calling thread, packing into `scratch` (gemm_packed_scratch_floats(n)
+/// floats): no team woken, nothing allocated. For a kernel whose threads
+/// share out many small products (attention's blocks, 64 x 64 x 64: a team
+/// and two pack buffers per call cost as much as the product). Needs
+/// gemm_packed_available().
+void gemm_packed_here(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                      Operand a, Operand b, float* c, bool accum,
+                      float* scratch);
+
 }  // namespace mg::cpu

@@ -183,7 +183,8 @@ struct AddedNetwork {
 AddedNetwork add_network(pb::NNablaProtoBuf& proto, const std::string& name,
                          const network_graph::NamedVariables& outputs,
                          const ParameterScope& params, bool free_batch) {
-  const auto graph = network_graph::name_graph(outputs, params, "save_nnp");
+  const auto graph = network_graph::name_graph(outputs, params, "save_nnp",
+                                               /*nnabla_functions=*/true);
   // The batch: the first input's first dimension. Variables computed from
   // the inputs with that first dimension write it as -1 (NNabla's
   // variable_batch_size); parameters and what is computed from them alone

@@ -16,6 +16,7 @@
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/affine.hpp>
 #include <mixgraph/functions/array_ops.hpp>
+#include <mixgraph/functions/attention.hpp>
 #include <mixgraph/functions/batch_matmul.hpp>
 #include <mixgraph/functions/batch_normalization.hpp>
 #include <mixgraph/functions/cast.hpp>
@@ -333,6 +334,7 @@ const std::map<std::string, Converter>& converters() {
     t[decl::Tile.name] = tile;
     t[decl::Pad.name] = pad;
     t[decl::BatchMatmul.name] = batch_matmul;
+    t[decl::ScaledDotProductAttention.name] = scaled_dot_product_attention;
     t[decl::Interpolate.name] = interpolate;
     t[decl::Embed.name] = [](Node& n) {  // Gather(W, ids) on axis 0
       n.op("Gather", {n.in(1), n.in(0)}, {n.out(0)});
