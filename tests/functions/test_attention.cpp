@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
+
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
 
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
@@ -134,51 +137,60 @@ TEST(ScaledDotProductAttention, BadShapes) {
 // BatchMatmul) on a GPT-like shape over two blocks each way: the values and
 // all three grads, in each type against the composed form in float (the
 // fused form keeps the scores in fp32, the composed one rounds them to the
-// type).
+// type). Both register tiles of the block products: AVX-512's and AVX2's.
 TEST(ScaledDotProductAttention, FusedMatchesComposed) {
-  for (bool causal : {false, true}) {
-    for (const char* type : {"float", "half", "bfloat16"}) {
-      SCOPED_TRACE(std::string(causal ? "causal " : "full ") + type);
-      const Shape qs{3, 100, 16}, ks{3, 120, 16}, vs{3, 120, 8};
-      auto values = [](const Shape& s, uint32_t seed) {
-        std::vector<float> v(shape_size(s));
-        for (size_t i = 0; i < v.size(); ++i) {
-          v[i] = std::sin(0.37f * static_cast<float>(i) + seed) * 1.5f;
-        }
-        return v;
-      };
-      auto run = [&](bool fused, const std::string& config) {
-        ContextGuard guard(context("cpu", config));
-        auto q = variable_from(qs, values(qs, 1));
-        auto k = variable_from(ks, values(ks, 2));
-        auto v = variable_from(vs, values(vs, 3));
-        for (auto& x : {q, k, v}) x->set_need_grad(true);
-        auto y =
-            fused ? F::scaled_dot_product_attention(q, k, v, causal)
-                  : F::scaled_dot_product_attention_composed(q, k, v, causal);
-        EXPECT_EQ(y->parent()->function().name(),
-                  fused ? "ScaledDotProductAttention" : "BatchMatmul");
-        y->forward();
-        auto w = variable_from(y->shape(), values(y->shape(), 4));
-        auto loss = F::sum(F::mul2(y, w));
-        loss->forward();
-        loss->backward();
-        return std::vector<Doubles>{to_doubles(y), grad_doubles(q),
-                                    grad_doubles(k), grad_doubles(v)};
-      };
-      const auto want = run(false, "float");
-      const auto have = run(true, type);
-      const double tol = std::string(type) == "float"  ? 1e-5
-                         : std::string(type) == "half" ? 1e-2
-                                                       : 5e-2;
-      const char* names[] = {"y", "dq", "dk", "dv"};
-      for (int o = 0; o < 4; ++o) {
-        SCOPED_TRACE(names[o]);
-        double scale = 0;
-        for (double x : want[o]) scale = std::max(scale, std::abs(x));
-        ASSERT_EQ(have[o].size(), want[o].size());
-        for (size_t i = 0; i < want[o].size(); ++i) {
-          ASSERT_NEAR(have[o][i], want[o][i], tol * scale) << "at " << i;
+  const cpu::CpuFeatures& cpu = cpu::detected_cpu_features();
+  for (bool avx2 : {false, true}) {
+    if (avx2 && !(cpu.avx2 && cpu.f16c)) continue;
+    cpu::CpuFeatures only_avx2;
+    only_avx2.avx2 = only_avx2.f16c = true;
+    std::unique_ptr<cpu::ScopedCpuFeatures> path;
+    if (avx2) path = std::make_unique<cpu::ScopedCpuFeatures>(only_avx2);
+    SCOPED_TRACE(avx2 ? "AVX2" : "native");
+    for (bool causal : {false, true}) {
+      for (const char* type : {"float", "half", "bfloat16"}) {
+        SCOPED_TRACE(std::string(causal ? "causal " : "full ") + type);
+        const Shape qs{3, 100, 16}, ks{3, 120, 16}, vs{3, 120, 8};
+        auto values = [](const Shape& s, uint32_t seed) {
+          std::vector<float> v(shape_size(s));
+          for (size_t i = 0; i < v.size(); ++i) {
+            v[i] = std::sin(0.37f * static_cast<float>(i) + seed) * 1.5f;
+          }
+          return v;
+        };
+        auto run = [&](bool fused, const std::string& config) {
+          ContextGuard guard(context("cpu", config));
+          auto q = variable_from(qs, values(qs, 1));
+          auto k = variable_from(ks, values(ks, 2));
+          auto v = variable_from(vs, values(vs, 3));
+          for (auto& x : {q, k, v}) x->set_need_grad(true);
+          auto y =
+              fused ? F::scaled_dot_product_attention(q, k, v, causal)
+                    : F::scaled_dot_product_attention_composed(q, k, v, causal);
+          EXPECT_EQ(y->parent()->function().name(),
+                    fused ? "ScaledDotProductAttention" : "BatchMatmul");
+          y->forward();
+          auto w = variable_from(y->shape(), values(y->shape(), 4));
+          auto loss = F::sum(F::mul2(y, w));
+          loss->forward();
+          loss->backward();
+          return std::vector<Doubles>{to_doubles(y), grad_doubles(q),
+                                      grad_doubles(k), grad_doubles(v)};
+        };
+        const auto want = run(false, "float");
+        const auto have = run(true, type);
+        const double tol = std::string(type) == "float"  ? 1e-5
+                           : std::string(type) == "half" ? 1e-2
+                                                         : 5e-2;
+        const char* names[] = {"y", "dq", "dk", "dv"};
+        for (int o = 0; o < 4; ++o) {
+          SCOPED_TRACE(names[o]);
+          double scale = 0;
+          for (double x : want[o]) scale = std::max(scale, std::abs(x));
+          ASSERT_EQ(have[o].size(), want[o].size());
+          for (size_t i = 0; i < want[o].size(); ++i) {
+            ASSERT_NEAR(have[o][i], want[o][i], tol * scale) << "at " << i;
+          }
         }
       }
     }
