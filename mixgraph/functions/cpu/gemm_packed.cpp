@@ -42,18 +42,16 @@ struct Avx2Tile {
 
 // AVX-512: BLIS's shape for Skylake-X, 12 x 32 in 24 of the 32 zmm
 // registers (two FMAs a broadcast, 24 independent sums against the FMA's
-// latency of 4 on two ports), at most 192 rows of A. The 12 rows of a
-// stored A are 12 pointers, which fit in the general registers with the
-// rest. On AMD (Zen 4: one zmm FMA a cycle, 32 KB L1, 1 MB L2) KC is 512:
-// a 64 KB panel of B read from L2 is fast enough for 24 FMAs a step of k,
-// and each pass over C that a longer KC saves (and, for a 16-bit C, the
-// fp32 sums it needs past KC) is a pass over memory: the LSTM's products
-// (k 512) at 0.98-1.01x oneDNN's fp32 against 1.08-1.18x with KC 256, and
-// k 1000-2048 1.07-1.18x against 1.16-1.26x (bench_gemm, 2 threads; GPT
-// shapes with k 256 alike). Intel keeps 256 (Avx512IntelTile), measured
-// there, with its 32 KB panel in a 48 KB L1.
+// latency of 4 on two ports), a 32 KB panel of B (L1: 48 KB on Intel's
+// Xeons, 32 KB on AMD Zen 4), at most 192 KB of A. The 12 rows of a stored
+// A are 12 pointers, which fit in the general registers with the rest.
+// KC 512 on Zen 4 took half's products with k 512-2048 from 1.08-1.26x
+// oneDNN's fp32 time to 0.98-1.18x, but doubled the packs, which a small
+// model's step peaks on (tutorial 02 in half: 13.2 -> 13.9 MiB, and its
+// in-backward update no longer below): kept at 256 (RESULTS.md,
+// 2026-12-03).
 struct Avx512Tile {
-  static constexpr int64_t kMR = 12, kNR = 32, kKC = 512, kMC = 192, kNC = 2048;
+  static constexpr int64_t kMR = 12, kNR = 32, kKC = 256, kMC = 192, kNC = 2048;
   template <bool Panel>
   static void multiply(int64_t kc, const float* a, int64_t rows, const float* b,
                        float* tile);
@@ -62,10 +60,6 @@ struct Avx512Tile {
   template <class T>
   static void write_row(const float* t, const float* acc, const T* c_in,
                         const float* bias, T* c, float* acc_out);
-};
-
-struct Avx512IntelTile : Avx512Tile {
-  static constexpr int64_t kKC = 256;
 };
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -511,9 +505,15 @@ void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
   const int threads = flops < 4e6 ? 1 : omp_get_max_threads();
   // Attention's many small products: one per thread at a time.
   const bool by_matrix = threads > 1 && batch >= 2 * threads;
+  // The packs as large as this product needs (a block of A has at most
+  // min(MC, m rounded up to MR) rows, both blocks at most min(KC, k) of k),
+  // not the tile's most: they count in the allocator's peak, where a small
+  // model's grads are of their size.
+  const int64_t kc_max = std::min(Tile::kKC, k);
   const int64_t b_floats =
-      Tile::kKC * std::min(Tile::kNC, ceil_div(n, Tile::kNR) * Tile::kNR);
-  const int64_t a_floats = Tile::kMC * Tile::kKC;
+      kc_max * std::min(Tile::kNC, ceil_div(n, Tile::kNR) * Tile::kNR);
+  const int64_t a_floats =
+      std::min(Tile::kMC, ceil_div(m, Tile::kMR) * Tile::kMR) * kc_max;
   std::unique_ptr<Memory> packs = CpuAllocator::instance().allocate(
       threads * (b_floats + a_floats) * sizeof(float));
   std::unique_ptr<Memory> sums;
@@ -594,8 +594,7 @@ void run_here(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
 
 int64_t gemm_packed_scratch_floats(int64_t n) {
   if (gemm_packed_avx512()) {
-    return std::max(scratch_floats<Avx512Tile>(n),
-                    scratch_floats<Avx512IntelTile>(n));
+    return scratch_floats<Avx512Tile>(n);
   }
   return scratch_floats<Avx2Tile>(n);
 }
@@ -607,10 +606,6 @@ void gemm_packed_here(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
   check_operand("B", b);
   if (m == 0 || n == 0 || k == 0) return;
   if (gemm_packed_avx512()) {
-    if (cpu_features().intel) {
-      return run_here<Avx512IntelTile>(ta, tb, m, n, k, a, b, c, accum,
-                                       scratch);
-    }
     return run_here<Avx512Tile>(ta, tb, m, n, k, a, b, c, accum, scratch);
   }
   run_here<Avx2Tile>(ta, tb, m, n, k, a, b, c, accum, scratch);
@@ -624,9 +619,6 @@ void gemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
   check_operand("B", b);
   if (m == 0 || n == 0 || k == 0 || batch == 0) return;
   if (gemm_packed_avx512()) {
-    if (cpu_features().intel) {
-      return run<Avx512IntelTile>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
-    }
     return run<Avx512Tile>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
   }
   run<Avx2Tile>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
