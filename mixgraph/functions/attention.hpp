@@ -52,6 +52,14 @@ class ScaledDotProductAttention
   std::vector<float> log_sum_exp_;
 };
 
+/// The factor on q k^T: `scale`, or 1 / sqrt(E) where it is <= 0.
+float attention_scale(float scale, int64_t dim);
+
+/// The causal mask as the composed form adds it, (len_q, len_k) row-major:
+/// 0 where query i sees key j (j <= i + len_k - len_q, aligned
+/// bottom-right), -inf elsewhere.
+std::vector<float> causal_mask(int64_t len_q, int64_t len_k);
+
 namespace functions {
 /// softmax(q k^T * scale [+ causal mask]) v over the last two axes: q (...,
 /// L, E), k (..., S, E), v (..., S, Ev) -> (..., L, Ev). scale <= 0 means

@@ -41,10 +41,10 @@ class BlockProducts {
   BlockProducts()
       : here_(gemm_packed_available()),
         scratch_(CpuAllocator::instance().allocate(
-            here_ ? gemm_packed_scratch_floats(
-                        kKeyBlock > kQueryBlock ? kKeyBlock : kQueryBlock) *
-                        sizeof(float)
-                  : 0)) {}
+            here_
+                ? gemm_packed_scratch_floats(std::max(kQueryBlock, kKeyBlock)) *
+                      sizeof(float)
+                : 0)) {}
 
   // n is at most the larger block, or E or Ev (gemm_packed_here's scratch
   // grows with n: sized at the first product that needs more).

@@ -496,6 +496,22 @@ Product<T> share(const Product<T>& p, int tid, int nth) {
   return by_rows ? p.rows(begin, count) : p.columns(begin, count);
 }
 
+// The floats of the packs of B and of A for an m x n x k product: as large
+// as the product needs (a block of A has at most min(MC, m rounded up to
+// MR) rows, a block of B min(NC, n rounded up to NR) columns, both at most
+// min(KC, k) of k), not the tile's most: they count in the allocator's
+// peak, where a small model's grads are of their size.
+template <class Tile>
+int64_t b_pack_floats(int64_t n, int64_t k) {
+  return std::min(Tile::kKC, k) *
+         std::min(Tile::kNC, ceil_div(n, Tile::kNR) * Tile::kNR);
+}
+template <class Tile>
+int64_t a_pack_floats(int64_t m, int64_t k) {
+  return std::min(Tile::kMC, ceil_div(m, Tile::kMR) * Tile::kMR) *
+         std::min(Tile::kKC, k);
+}
+
 template <class Tile, class T>
 void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
          Operand b, T* c, const float* bias, bool accum, int64_t batch) {
@@ -505,15 +521,8 @@ void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
   const int threads = flops < 4e6 ? 1 : omp_get_max_threads();
   // Attention's many small products: one per thread at a time.
   const bool by_matrix = threads > 1 && batch >= 2 * threads;
-  // The packs as large as this product needs (a block of A has at most
-  // min(MC, m rounded up to MR) rows, both blocks at most min(KC, k) of k),
-  // not the tile's most: they count in the allocator's peak, where a small
-  // model's grads are of their size.
-  const int64_t kc_max = std::min(Tile::kKC, k);
-  const int64_t b_floats =
-      kc_max * std::min(Tile::kNC, ceil_div(n, Tile::kNR) * Tile::kNR);
-  const int64_t a_floats =
-      std::min(Tile::kMC, ceil_div(m, Tile::kMR) * Tile::kMR) * kc_max;
+  const int64_t b_floats = b_pack_floats<Tile>(n, k);
+  const int64_t a_floats = a_pack_floats<Tile>(m, k);
   std::unique_ptr<Memory> packs = CpuAllocator::instance().allocate(
       threads * (b_floats + a_floats) * sizeof(float));
   std::unique_ptr<Memory> sums;
@@ -573,13 +582,11 @@ bool gemm_packed_avx512() {
 
 namespace {
 
-template <class Tile>
-int64_t b_pack_floats(int64_t n) {
-  return Tile::kKC * std::min(Tile::kNC, ceil_div(n, Tile::kNR) * Tile::kNR);
-}
+// gemm_packed_here()'s scratch: the packs of any m and k with n columns.
 template <class Tile>
 int64_t scratch_floats(int64_t n) {
-  return b_pack_floats<Tile>(n) + Tile::kMC * Tile::kKC;
+  return b_pack_floats<Tile>(n, Tile::kKC) +
+         a_pack_floats<Tile>(Tile::kMC, Tile::kKC);
 }
 
 template <class Tile>
@@ -587,7 +594,7 @@ void run_here(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
               Operand b, float* c, bool accum, float* scratch) {
   const Product<float> p{ta,         tb,         m, n, k, a,       b,
                          ta ? m : k, tb ? k : n, n, c, c, nullptr, accum};
-  run_product<Tile>(p, scratch, scratch + b_pack_floats<Tile>(n));
+  run_product<Tile>(p, scratch, scratch + b_pack_floats<Tile>(n, k));
 }
 
 }  // namespace

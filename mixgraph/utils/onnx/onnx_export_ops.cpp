@@ -2,11 +2,10 @@
 // the shape functions (onnx_export.hpp declares them).
 #include <algorithm>
 #include <climits>
-#include <cmath>
-#include <limits>
 #include <stdexcept>
 
 #include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/functions/attention.hpp>
 #include <mixgraph/functions/ops/binary_ops.hpp>
 #include <mixgraph/functions/ops/unary_ops.hpp>
 #include <mixgraph/utils/onnx/onnx_export.hpp>
@@ -232,8 +231,8 @@ void scaled_dot_product_attention(Node& n) {
                       ": ONNX's MatMul needs one batch shape"));
   }
   const int64_t len_q = qs[qs.size() - 2], len_k = ks[ks.size() - 2];
-  float scale = static_cast<float>(arg_real(n.fn, "scale"));
-  if (scale <= 0.0f) scale = 1.0f / std::sqrt(static_cast<float>(qs.back()));
+  const float scale =
+      attention_scale(static_cast<float>(arg_real(n.fn, "scale")), qs.back());
   const std::string q = n.tmp(), k = n.tmp();
   n.op("Mul", {n.in(0), n.scalar(scale)}, {q});
   std::vector<int64_t> perm;
@@ -243,15 +242,7 @@ void scaled_dot_product_attention(Node& n) {
   std::string scores = n.tmp();
   n.op("MatMul", {q, k}, {scores});
   if (arg_bool(n.fn, "causal")) {
-    // Query i sees keys j <= i + len_k - len_q (aligned bottom-right).
-    std::vector<float> mask(len_q * len_k);
-    for (int64_t i = 0; i < len_q; ++i) {
-      for (int64_t j = 0; j < len_k; ++j) {
-        mask[i * len_k + j] = j <= i + len_k - len_q
-                                  ? 0.0f
-                                  : -std::numeric_limits<float>::infinity();
-      }
-    }
+    const std::vector<float> mask = causal_mask(len_q, len_k);
     std::string m =
         n.e.constant({len_q, len_k}, Dtype::f32, mask.data(), "causal_mask");
     if (n.T != kFloat) {
