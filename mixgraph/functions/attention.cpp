@@ -25,6 +25,27 @@ const Shape& shape_of(const VariablePtr& v, const char* name, size_t min_dims,
   return v->shape();
 }
 
+// The factor on q k^T: `scale`, or 1 / sqrt(E) where it is <= 0.
+float attention_scale(float scale, int64_t dim) {
+  return scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(dim));
+}
+
+// The causal mask the composed form adds, (len_q, len_k) row-major: 0
+// where query i sees key j, -inf elsewhere.
+std::vector<float> causal_mask(int64_t len_q, int64_t len_k) {
+  // Query i is the (len_k - len_q + i)-th position (as FlashAttention and
+  // decoding with a key cache), so it sees keys 0 .. i + len_k - len_q.
+  std::vector<float> mask(len_q * len_k);
+  for (int64_t i = 0; i < len_q; ++i) {
+    for (int64_t j = 0; j < len_k; ++j) {
+      mask[i * len_k + j] = j <= i + len_k - len_q
+                                ? 0.0f
+                                : -std::numeric_limits<float>::infinity();
+    }
+  }
+  return mask;
+}
+
 // The shape checks both forms share; returns the scale to use.
 float check_attention(const Shape& qs, const Shape& ks, const Shape& vs,
                       bool causal, float scale, const std::string& tag) {
@@ -60,24 +81,6 @@ float check_attention(const Shape& qs, const Shape& ks, const Shape& vs,
 
 }  // namespace
 
-float attention_scale(float scale, int64_t dim) {
-  return scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(dim));
-}
-
-std::vector<float> causal_mask(int64_t len_q, int64_t len_k) {
-  // Query i is the (len_k - len_q + i)-th position (as FlashAttention and
-  // decoding with a key cache), so it sees keys 0 .. i + len_k - len_q.
-  std::vector<float> mask(len_q * len_k);
-  for (int64_t i = 0; i < len_q; ++i) {
-    for (int64_t j = 0; j < len_k; ++j) {
-      mask[i * len_k + j] = j <= i + len_k - len_q
-                                ? 0.0f
-                                : -std::numeric_limits<float>::infinity();
-    }
-  }
-  return mask;
-}
-
 void ScaledDotProductAttention::setup_impl(const Variables& in,
                                            const Variables& out) {
   const Shape &qs = in[0]->shape(), &ks = in[1]->shape(), &vs = in[2]->shape();
@@ -100,6 +103,12 @@ void ScaledDotProductAttention::setup_impl(const Variables& in,
   ys.back() = dim_v_;
   out[0]->reshape(ys);
   log_sum_exp_.assign(batch_ * len_q_, 0.0f);
+}
+
+std::vector<VariablePtr> ScaledDotProductAttention::composition(
+    const std::vector<VariablePtr>& in) const {
+  return {functions::scaled_dot_product_attention_composed(
+      in[0], in[1], in[2], opts_.causal, opts_.scale)};
 }
 
 namespace functions {

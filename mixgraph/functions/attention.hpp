@@ -26,7 +26,11 @@ inline constexpr FunctionDeclOf<ScaledDotProductAttentionOptions>
     ScaledDotProductAttention{{"ScaledDotProductAttention",
                                "scaled_dot_product_attention",
                                {Port{"q"}, Port{"k"}, Port{"v"}},
-                               {Port{"y"}}}};
+                               {Port{"y"}},
+                               Precision::reduced,
+                               /*variadic=*/false,
+                               /*variadic_outputs=*/false,
+                               /*composed=*/true}};
 }  // namespace decl
 
 /// y = softmax(q k^T * scale [+ causal mask]) v per matrix of the batch, as
@@ -41,6 +45,9 @@ class ScaledDotProductAttention
   using FunctionWith::FunctionWith;
   // The backward reads y (each query's sum of dy y) as well as q, k, v.
   bool grad_depends_output_data(int) const override { return true; }
+  /// functions::scaled_dot_product_attention_composed on the same inputs.
+  std::vector<VariablePtr> composition(
+      const std::vector<VariablePtr>& inputs) const override;
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override;
@@ -51,14 +58,6 @@ class ScaledDotProductAttention
   /// from.
   std::vector<float> log_sum_exp_;
 };
-
-/// The factor on q k^T: `scale`, or 1 / sqrt(E) where it is <= 0.
-float attention_scale(float scale, int64_t dim);
-
-/// The causal mask as the composed form adds it, (len_q, len_k) row-major:
-/// 0 where query i sees key j (j <= i + len_k - len_q, aligned
-/// bottom-right), -inf elsewhere.
-std::vector<float> causal_mask(int64_t len_q, int64_t len_k);
 
 namespace functions {
 /// softmax(q k^T * scale [+ causal mask]) v over the last two axes: q (...,

@@ -71,6 +71,16 @@ class Function {
   virtual int input_port(int i) const { return decl_->input_index(i); }
   const Port& input_decl(int i) const { return decl_->inputs[input_port(i)]; }
 
+  /// The same function written in NNabla's own functions and connected to
+  /// `inputs` (its outputs, in order), built in the default context: how
+  /// the files whose readers know only those functions (.nnp, ONNX) hold a
+  /// function of ours (its declaration's `composed`). Empty, the default,
+  /// for a function written as itself.
+  virtual std::vector<VariablePtr> composition(
+      const std::vector<VariablePtr>& /*inputs*/) const {
+    return {};
+  }
+
   void setup(const Variables& inputs, const Variables& outputs);
   void forward(const Variables& inputs, const Variables& outputs);
   void backward(const Variables& inputs, const Variables& outputs,

@@ -80,6 +80,10 @@ struct FunctionDecl {
   /// The number of outputs is set by the options, not by `outputs` (Split:
   /// `outputs` then declares the one kind they all share).
   bool variadic_outputs = false;
+  /// Ours, not one of NNabla's: the files NNabla's and ONNX's readers take
+  /// hold it as its Function::composition() of NNabla's functions
+  /// (ScaledDotProductAttention).
+  bool composed = false;
 
   /// The inputs that must be given.
   constexpr int min_inputs() const {

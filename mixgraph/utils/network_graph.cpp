@@ -6,7 +6,6 @@
 #include <unordered_set>
 
 #include <mixgraph/contexts/strings.hpp>
-#include <mixgraph/functions/attention.hpp>
 #include <mixgraph/functions/registry.hpp>
 #include <mixgraph/graph/function_node.hpp>
 
@@ -156,21 +155,20 @@ NamedGraph name_graph(const NamedVariables& outputs,
     graph.functions.push_back(std::move(f));
   };
   for (FunctionNode* node : mg::functions_in_order(roots)) {
-    auto* attention =
-        dynamic_cast<const ScaledDotProductAttention*>(&node->function());
-    if (!nnabla_functions || !attention) {
+    const std::vector<VariablePtr> composed =
+        nnabla_functions ? node->function().composition(node->inputs())
+                         : std::vector<VariablePtr>{};
+    if (composed.empty()) {
       add(node);
       continue;
     }
-    // The composed form, built on the same inputs, its output named as the
-    // fused one's; its functions are those not named yet (what lies before
-    // the inputs came first).
-    const auto& in = node->inputs();
-    const auto& opts = attention->options();
-    VariablePtr composed = functions::scaled_dot_product_attention_composed(
-        in[0], in[1], in[2], opts.causal, opts.scale);
-    names[composed.get()] = name_of(node->outputs()[0], true);
-    for (FunctionNode* part : mg::functions_in_order({composed})) {
+    // The composition's outputs take the names of the function's; its
+    // functions are those not named yet (what lies before the inputs came
+    // first).
+    for (size_t o = 0; o < composed.size(); ++o) {
+      names[composed[o].get()] = name_of(node->outputs()[o], true);
+    }
+    for (FunctionNode* part : mg::functions_in_order(composed)) {
       if (!named.count(part)) add(part);
     }
   }

@@ -43,8 +43,8 @@ struct NamedGraph {
 
 /// `caller` tags the error for a null output. With `nnabla_functions`, a
 /// function of ours that NNabla lacks (ScaledDotProductAttention) is
-/// written as its composition of NNabla's functions (for .nnp files; our
-/// YAML keeps it whole).
+/// written as its Function::composition() of NNabla's functions (for .nnp
+/// files; our YAML keeps it whole).
 NamedGraph name_graph(const NamedVariables& outputs,
                       const ParameterScope& params, const std::string& caller,
                       bool nnabla_functions = false);

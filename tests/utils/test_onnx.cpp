@@ -25,6 +25,9 @@
 #include <mixgraph/mixgraph.hpp>
 #include <mixgraph/utils/inference.hpp>
 #include <mixgraph/utils/onnx.hpp>
+#ifdef MIXGRAPH_WITH_ONNX
+#include <onnx/onnx_pb.h>
+#endif
 
 namespace F = mg::functions;
 namespace PF = mg::parametric_functions;
@@ -340,6 +343,11 @@ std::vector<Case> cases() {
   // initializer), not a second input the reader would have to feed.
   add("causal_attention", {5, 2, 8}, [](const V& x, P& p) {
     return PF::multi_head_attention(x, x, x, 8, 2, p["mha"], /*causal=*/true);
+  });
+  // The fused attention as the model's output: its composition's last
+  // MatMul writes the output the graph names.
+  add("fused_attention_output", {2, 5, 8}, [](const V& x, P&) {
+    return F::scaled_dot_product_attention(x, x, x, /*causal=*/true);
   });
   c.push_back({"embed",
                {2, 5},
@@ -657,6 +665,54 @@ TEST(Onnx, HalfModelHasFp16InitializersAndRuns) {
 }
 
 // What cannot be written or read says what and why.
+#ifdef MIXGRAPH_WITH_ONNX
+// ScaledDotProductAttention, which ONNX lacks, is written as its
+// composition (Function::composition) in the type it computes in: under
+// half, the model casts to fp16 (the input, the scale, the mask), and it
+// computes what our fused function does.
+TEST(Onnx, FusedAttentionIsWrittenAsItsCompositionInItsType) {
+  mg::ContextGuard half(mg::context("cpu", "half"));
+  auto x = mg::make_variable({2, 5, 8});
+  x->set_name("x");
+  auto y = F::scaled_dot_product_attention(x, x, x, /*causal=*/true);
+  ASSERT_EQ(y->parent()->function().name(), "ScaledDotProductAttention");
+  std::vector<float> input(x->size());
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& v : input) v = normal(rng);
+  fill(x, input);
+  y->forward();
+  const std::vector<float> ours = values(y);
+
+  mg::ParameterScope params;
+  const std::string path = (temp_dir() / "attention_half.onnx").string();
+  mg::save_onnx(path, "attention", {{"y", y}}, params);
+  onnx::ModelProto model;
+  std::ifstream file(path, std::ios::binary);
+  ASSERT_TRUE(model.ParseFromIstream(&file)) << path;
+  std::multiset<std::string> ops;
+  bool casts_to_half = false;
+  for (const auto& node : model.graph().node()) {
+    ops.insert(node.op_type());
+    for (const auto& a : node.attribute()) {
+      casts_to_half |= node.op_type() == "Cast" && a.name() == "to" &&
+                       a.i() == onnx::TensorProto::FLOAT16;
+    }
+  }
+  EXPECT_EQ(ops.count("Softmax"), 1u);
+  EXPECT_EQ(ops.count("MatMul"), 2u);
+  EXPECT_TRUE(casts_to_half) << "the composition was not written in half";
+
+  mg::ParameterScope loaded;
+  mg::Network net = mg::load_onnx(path, loaded);
+  fill(net.input("x"), input);
+  net.output("y")->forward();
+  // The composed form rounds the scores and weights to half; the fused one
+  // keeps them in fp32.
+  EXPECT_LE(max_error(values(net.output("y")), ours), 1e-2);
+}
+#endif
+
 TEST(Onnx, ErrorsNameTheFunctionOrTheFile) {
   mg::ParameterScope params;
   auto x = mg::make_variable({4, 3});

@@ -12,11 +12,11 @@
 #include <map>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/affine.hpp>
 #include <mixgraph/functions/array_ops.hpp>
-#include <mixgraph/functions/attention.hpp>
 #include <mixgraph/functions/batch_matmul.hpp>
 #include <mixgraph/functions/batch_normalization.hpp>
 #include <mixgraph/functions/cast.hpp>
@@ -35,6 +35,7 @@
 #include <mixgraph/functions/prelu.hpp>
 #include <mixgraph/functions/recurrent.hpp>
 #include <mixgraph/functions/reduction.hpp>
+#include <mixgraph/functions/registry.hpp>
 #include <mixgraph/functions/shape_ops.hpp>
 #include <mixgraph/functions/softmax.hpp>
 #include <mixgraph/graph/function.hpp>
@@ -334,7 +335,6 @@ const std::map<std::string, Converter>& converters() {
     t[decl::Tile.name] = tile;
     t[decl::Pad.name] = pad;
     t[decl::BatchMatmul.name] = batch_matmul;
-    t[decl::ScaledDotProductAttention.name] = scaled_dot_product_attention;
     t[decl::Interpolate.name] = interpolate;
     t[decl::Embed.name] = [](Node& n) {  // Gather(W, ids) on axis 0
       n.op("Gather", {n.in(1), n.in(0)}, {n.out(0)});
@@ -368,8 +368,54 @@ using onnx_export::Node;
 std::vector<std::string> onnx_exportable_functions() {
   std::vector<std::string> names;
   for (const auto& [name, c] : converters()) names.push_back(name);
+  // Ours, written as their compositions of functions converted above.
+  for (const FunctionDecl* d : FunctionRegistry::instance().decls()) {
+    if (d->composed) names.push_back(d->name);
+  }
+  std::sort(names.begin(), names.end());
   return names;
 }
+
+namespace {
+
+// The functions to convert, in order: the graph's, with each function that
+// has no converter but a composition (Function::composition) replaced by
+// the functions of its composition, built on the same inputs in the type it
+// computes in (on the CPU: it only has to describe the math).
+struct ExportOrder {
+  std::vector<FunctionNode*> nodes;
+  // A composition's output -> the function output it stands for.
+  std::unordered_map<const Variable*, Variable*> stands_for;
+  std::vector<VariablePtr> keep;  // the compositions, alive while converted
+};
+
+ExportOrder export_order(const std::vector<VariablePtr>& outputs) {
+  ExportOrder order;
+  std::unordered_set<const FunctionNode*> listed;
+  for (FunctionNode* node : functions_in_order(outputs)) {
+    const Function& fn = node->function();
+    std::vector<VariablePtr> composed;
+    if (!converters().count(fn.name())) {
+      ContextGuard guard(context("cpu", dtype_name(fn.dtype())));
+      composed = fn.composition(node->inputs());
+    }
+    if (composed.empty()) {
+      listed.insert(node);
+      order.nodes.push_back(node);
+      continue;
+    }
+    for (size_t o = 0; o < composed.size(); ++o) {
+      order.stands_for[composed[o].get()] = node->outputs()[o].get();
+      order.keep.push_back(composed[o]);
+    }
+    for (FunctionNode* part : functions_in_order(composed)) {
+      if (listed.insert(part).second) order.nodes.push_back(part);
+    }
+  }
+  return order;
+}
+
+}  // namespace
 
 std::string network_to_onnx(
     const std::string& name,
@@ -383,11 +429,11 @@ std::string network_to_onnx(
     }
     vars.push_back(v);
   }
-  const auto order = functions_in_order(vars);
+  const ExportOrder order = export_order(vars);
   // Every function first, so that the error lists all that cannot be
   // written, not the first.
   std::string unmapped;
-  for (FunctionNode* node : order) {
+  for (FunctionNode* node : order.nodes) {
     const std::string fn = node->function().name();
     if (!converters().count(fn) &&
         unmapped.find("'" + fn + "'") == std::string::npos) {
@@ -412,11 +458,17 @@ std::string network_to_onnx(
   onnx::GraphProto* g = model.mutable_graph();
   g->set_name(name);
   Exporter e(g, params, options);
-  for (FunctionNode* node : order) {
+  for (FunctionNode* node : order.nodes) {
     Function& fn = node->function();
     Node n{e, *node, fn, node->outputs(), elem_type(fn.dtype())};
     converters().at(fn.name())(n);
-    for (size_t o = 0; o < n.outs.size(); ++o) n.out(static_cast<int>(o));
+    for (size_t o = 0; o < n.outs.size(); ++o) {
+      n.out(static_cast<int>(o));
+      const Variable* v = n.outs[o].get();
+      if (auto it = order.stands_for.find(v); it != order.stands_for.end()) {
+        e.set_value(it->second, e.value_of(v));
+      }
+    }
   }
   for (const auto& [oname, v] : outputs) {
     // The model's outputs in float, whatever the graph computes in (integer

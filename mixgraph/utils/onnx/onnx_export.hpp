@@ -271,9 +271,6 @@ void broadcast(Node& n);
 void tile(Node& n);
 void pad(Node& n);
 void batch_matmul(Node& n);
-/// The fused attention as its composed form: Mul (the scale), MatMul with
-/// k transposed, Add of the -inf mask (causal), Softmax, MatMul.
-void scaled_dot_product_attention(Node& n);
 void softmax(const char* type, Node& n);
 /// y = x * f(x) (Swish: Sigmoid; Mish: Tanh(Softplus)).
 Converter x_times(std::vector<const char*> chain);

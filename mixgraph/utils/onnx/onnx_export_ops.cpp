@@ -5,7 +5,6 @@
 #include <stdexcept>
 
 #include <mixgraph/contexts/strings.hpp>
-#include <mixgraph/functions/attention.hpp>
 #include <mixgraph/functions/ops/binary_ops.hpp>
 #include <mixgraph/functions/ops/unary_ops.hpp>
 #include <mixgraph/utils/onnx/onnx_export.hpp>
@@ -219,44 +218,6 @@ void batch_matmul(Node& n) {
   };
   n.op("MatMul", {operand(0, "transpose_a"), operand(1, "transpose_b")},
        {n.out(0)});
-}
-
-void scaled_dot_product_attention(Node& n) {
-  const Shape &qs = n.in_shape(0), &ks = n.in_shape(1), &vs = n.in_shape(2);
-  const Shape batch(qs.begin(), qs.end() - 2);
-  if (Shape(ks.begin(), ks.end() - 2) != batch ||
-      Shape(vs.begin(), vs.end() - 2) != batch) {
-    n.unsupported(msg("q with shape ", shape_str(qs), ", k with shape ",
-                      shape_str(ks), " and v with shape ", shape_str(vs),
-                      ": ONNX's MatMul needs one batch shape"));
-  }
-  const int64_t len_q = qs[qs.size() - 2], len_k = ks[ks.size() - 2];
-  const float scale =
-      attention_scale(static_cast<float>(arg_real(n.fn, "scale")), qs.back());
-  const std::string q = n.tmp(), k = n.tmp();
-  n.op("Mul", {n.in(0), n.scalar(scale)}, {q});
-  std::vector<int64_t> perm;
-  for (int a = 0; a < n.ndim(1); ++a) perm.push_back(a);
-  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
-  attr(n.op("Transpose", {n.in(1)}, {k}), "perm", perm);
-  std::string scores = n.tmp();
-  n.op("MatMul", {q, k}, {scores});
-  if (arg_bool(n.fn, "causal")) {
-    const std::vector<float> mask = causal_mask(len_q, len_k);
-    std::string m =
-        n.e.constant({len_q, len_k}, Dtype::f32, mask.data(), "causal_mask");
-    if (n.T != kFloat) {
-      const std::string cast = n.tmp();
-      attr(n.op("Cast", {m}, {cast}), "to", static_cast<int64_t>(n.T));
-      m = cast;
-    }
-    const std::string masked = n.tmp();
-    n.op("Add", {scores, m}, {masked});
-    scores = masked;
-  }
-  const std::string weights = n.tmp();
-  attr(n.op("Softmax", {scores}, {weights}), "axis", int64_t{-1});
-  n.op("MatMul", {weights, n.in(2)}, {n.out(0)});
 }
 
 void softmax(const char* type, Node& n) {
