@@ -531,8 +531,10 @@ TEST(IsaPaths, SolverRuleAvx512) {
 // ---- the unary elementwise loops (ops/vector_math.hpp, 16 wide) ----
 
 // The functions whose math is vector_math's exp, expm1, log, log1p, tanh and
-// sigmoid, forward and backward in float over float_inputs(): y then dx,
-// one after the other, on the path `features` selects.
+// sigmoid, forward and backward over float_inputs() in `type` (half and
+// bfloat16 convert a chunk at a time inside the vector loops, and a block
+// apart on the baseline): y, dx, then dx after a second backward added to
+// it, one after the other, on the path `features` selects.
 struct UnaryCase {
   const char* name;
   VariablePtr (*build)(const VariablePtr&);
@@ -549,10 +551,11 @@ const UnaryCase kUnaryCases[] = {
     {"Mish", [](const VariablePtr& x) { return functions::mish(x); }},
 };
 
-std::vector<uint32_t> unary_run(const CpuFeatures& features,
-                                const UnaryCase& c) {
+std::vector<uint32_t> unary_run(const CpuFeatures& features, const UnaryCase& c,
+                                const char* type = "float") {
   ScopedCpuFeatures path(features);
   expect_path(features);
+  ContextGuard ctx(context("cpu", type));
   const auto in = float_inputs();
   const auto n = static_cast<int64_t>(in.size());
   auto x = variable_from({n}, in, true);
@@ -562,6 +565,8 @@ std::vector<uint32_t> unary_run(const CpuFeatures& features,
   y->backward(0.75f);
   std::vector<uint32_t> bits;
   append_bits(bits, y->data()->get<const float>(), n);
+  append_bits(bits, x->grad()->get<const float>(), n);
+  y->backward(0.5f);  // adds to x's grad
   append_bits(bits, x->grad()->get<const float>(), n);
   return bits;
 }
@@ -591,15 +596,21 @@ TEST(IsaPaths, UnaryLoopsBaseline) {
 }
 
 void check_unary_path(const CpuFeatures& features) {
-  for (const UnaryCase& c : kUnaryCases) {
-    expect_same_bits(unary_run(features, c), unary_run(none(), c), c.name);
+  for (const char* type : {"float", "half", "bfloat16"}) {
+    for (const UnaryCase& c : kUnaryCases) {
+      expect_same_bits(unary_run(features, c, type), unary_run(none(), c, type),
+                       std::string(c.name) + " in " + type);
+    }
   }
 }
 
 TEST(IsaPaths, UnaryLoopsAvx2) {
   SKIP_WITHOUT(avx2, "AVX2");
-  check_unary_path(avx2_only());
-  ran("unary elementwise loops", "avx2");
+  SKIP_WITHOUT(f16c, "F16C");
+  CpuFeatures f = avx2_only();
+  f.f16c = true;  // half's chunk conversions
+  check_unary_path(f);
+  ran("unary elementwise loops", "avx2 + f16c");
 }
 
 TEST(IsaPaths, UnaryLoopsAvx512) {

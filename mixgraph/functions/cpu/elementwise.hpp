@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include <mixgraph/contexts/cpu/isa_loops.hpp>
+#include <mixgraph/functions/cpu/convert_chunks.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/elementwise.hpp>
 #include <mixgraph/functions/ops/binary_ops.hpp>
@@ -69,6 +70,95 @@ MG_FOR_EACH_VECTOR_ISA(MG_UNARY_LOOPS)
 // clang-format on
 }  // namespace unary_loops
 
+// The same for half and bfloat16 data, converted a chunk at a time inside
+// the loop (convert_chunks.hpp): where chunk_isa() has chunk conversions.
+// The tail goes one element at a time by the same roundings.
+namespace unary_loops {
+// clang-format off
+#define MG_UNARY_CHUNK_LOOPS(NS, TARGET, CHUNKS)                             \
+  namespace NS {                                                            \
+  template <class T, class Op>                                              \
+  TARGET void forward_chunks(const Op& op, const T* x, T* y, int64_t n) {   \
+    float xf[kChunk], yf[kChunk];                                           \
+    int64_t i = 0;                                                          \
+    for (; i + kChunk <= n; i += kChunk) {                                  \
+      CHUNKS::to_float(x + i, xf);                                          \
+      forward(op, xf, yf, kChunk);                                          \
+      CHUNKS::from_float(yf, y + i);                                        \
+    }                                                                       \
+    for (; i < n; ++i) y[i] = T(op(static_cast<float>(x[i])));              \
+  }                                                                         \
+  template <class T, class Op>                                              \
+  TARGET void backward_chunks(const Op& op, const T* x, const T* y,         \
+                              const T* dy, T* dx, int64_t n, bool accum) {  \
+    float xf[kChunk] = {}, yf[kChunk] = {}, dyf[kChunk], dxf[kChunk];       \
+    int64_t i = 0;                                                          \
+    for (; i + kChunk <= n; i += kChunk) {                                  \
+      if constexpr (Op::grad_uses_x) CHUNKS::to_float(x + i, xf);           \
+      if constexpr (Op::grad_uses_y) CHUNKS::to_float(y + i, yf);           \
+      CHUNKS::to_float(dy + i, dyf);                                        \
+      backward(op, xf, yf, dyf, dxf, kChunk);                               \
+      if (accum) {                                                          \
+        CHUNKS::add_from_float(dxf, dx + i);                                \
+      } else {                                                              \
+        CHUNKS::from_float(dxf, dx + i);                                    \
+      }                                                                     \
+    }                                                                       \
+    for (; i < n; ++i) {                                                    \
+      const float g =                                                       \
+          op.grad(Op::grad_uses_x ? static_cast<float>(x[i]) : 0.0f,        \
+                  Op::grad_uses_y ? static_cast<float>(y[i]) : 0.0f,        \
+                  static_cast<float>(dy[i]));                               \
+      dx[i] = T(accum ? static_cast<float>(dx[i]) + g : g);                 \
+    }                                                                       \
+  }                                                                         \
+  }
+MG_UNARY_CHUNK_LOOPS(isa_avx512,
+                     __attribute__((target("avx512f"), MG_NO_CONTRACT)),
+                     ChunksAvx512)
+MG_UNARY_CHUNK_LOOPS(isa_avx2,
+                     __attribute__((target("avx2,f16c"), MG_NO_CONTRACT)),
+                     ChunksAvx2)
+#undef MG_UNARY_CHUNK_LOOPS
+// clang-format on
+}  // namespace unary_loops
+
+/// y = op(x) over n half or bfloat16 elements in chunks; false where the
+/// CPU has no chunk conversions (the caller converts blocks).
+template <class T, class Op>
+bool unary_forward_chunks(const Op& op, const T* x, T* y, int64_t n) {
+  using namespace unary_loops;
+  const VectorIsa isa = chunk_isa();
+  if (isa == VectorIsa::baseline) return false;
+  for_each_block(n, [&](int64_t begin, int64_t len) {
+    if (isa == VectorIsa::avx512) {
+      isa_avx512::forward_chunks(op, x + begin, y + begin, len);
+    } else {
+      isa_avx2::forward_chunks(op, x + begin, y + begin, len);
+    }
+  });
+  return true;
+}
+/// dx (+)= op's grad over n half or bfloat16 elements in chunks (x or y
+/// null where op's grad does not read it); false as above.
+template <class T, class Op>
+bool unary_backward_chunks(const Op& op, const T* x, const T* y, const T* dy,
+                           T* dx, int64_t n, bool accum) {
+  using namespace unary_loops;
+  const VectorIsa isa = chunk_isa();
+  if (isa == VectorIsa::baseline) return false;
+  for_each_block(n, [&](int64_t b, int64_t len) {
+    const T* xb = x ? x + b : nullptr;
+    const T* yb = y ? y + b : nullptr;
+    if (isa == VectorIsa::avx512) {
+      isa_avx512::backward_chunks(op, xb, yb, dy + b, dx + b, len, accum);
+    } else {
+      isa_avx2::backward_chunks(op, xb, yb, dy + b, dx + b, len, accum);
+    }
+  });
+  return true;
+}
+
 template <class Op>
 void unary_forward(const Op& op, const float* x, float* y, int64_t n) {
   using namespace unary_loops;
@@ -100,6 +190,9 @@ class UnaryCpu : public UnaryFunction<Op> {
       return;
     }
     const Op& op = this->op_;
+    if constexpr (!std::is_same_v<T, float>) {
+      if (unary_forward_chunks(op, x, y, in[0]->size())) return;
+    }
     for_each_block(in[0]->size(), [&](int64_t begin, int64_t len) {
       float xb[kBlock], yb[kBlock];
       const float* xf = load(x + begin, xb, len);
@@ -130,6 +223,11 @@ class UnaryCpu : public UnaryFunction<Op> {
       }
     }
     const Op& op = this->op_;
+    if constexpr (!std::is_same_v<T, float>) {
+      if (unary_backward_chunks(op, x, y, dy, dx, in[0]->size(), accum[0])) {
+        return;
+      }
+    }
     for_each_block(in[0]->size(), [&](int64_t begin, int64_t len) {
       float xb[kBlock], yb[kBlock], dyb[kBlock], dxb[kBlock];
       const float* xf = x ? load(x + begin, xb, len) : nullptr;
