@@ -146,16 +146,25 @@ TEST(Gemm, HalfBatchedWithAccumulation) {
 // its tiles (6 and 12 rows, 16 and 32 columns, 144 and 192 rows of A, 2048
 // columns of B, 256 and 512 of k; a batch taken a matrix per thread), every
 // transpose, with and without bias and accumulation. Each tile the CPU can
-// run is checked: the AVX-512 one where it is there, the AVX2 one always
-// (the AVX-512 one held back by a ScopedCpuFeatures).
-std::vector<std::pair<std::string, cpu::CpuFeatures>> packed_tiles() {
-  std::vector<std::pair<std::string, cpu::CpuFeatures>> tiles;
+// run is checked: the AVX-512 one where it is there, with KC 256 and 512,
+// and the AVX2 one always (the AVX-512 one held back by a
+// ScopedCpuFeatures).
+struct PackedTile {
+  std::string name;
+  cpu::CpuFeatures features;
+  cpu::PackedDepth depth;
+};
+std::vector<PackedTile> packed_tiles() {
+  std::vector<PackedTile> tiles;
   const cpu::CpuFeatures all = cpu::detected_cpu_features();
-  if (all.avx512f) tiles.emplace_back("avx512 tile", all);
+  if (all.avx512f) {
+    tiles.push_back({"avx512 tile, KC 256", all, cpu::PackedDepth::short_k});
+    tiles.push_back({"avx512 tile, KC 512", all, cpu::PackedDepth::long_k});
+  }
   cpu::CpuFeatures avx2;
   avx2.avx2 = all.avx2;
   avx2.f16c = all.f16c;
-  tiles.emplace_back("avx2 tile", avx2);
+  tiles.push_back({"avx2 tile", avx2, cpu::PackedDepth::automatic});
   return tiles;
 }
 
@@ -165,8 +174,9 @@ void check_gemm_packed(double rtol) {
   struct Shape {
     int64_t m, n, k, batch;
   };
-  for (const auto& [tile, features] : packed_tiles()) {
+  for (const auto& [tile, features, depth] : packed_tiles()) {
     const cpu::ScopedCpuFeatures path(features);
+    const cpu::ScopedPackedDepth kc(depth);
     ASSERT_EQ(cpu::gemm_packed_avx512(), features.avx512f) << tile;
     SCOPED_TRACE(tile);
     for (const Shape s :
@@ -232,8 +242,9 @@ TEST(GemmPacked, BFloat16Output) {
 // nan, where the loss scaler looks for it, whichever block it falls in.
 TEST(GemmPacked, AnInfReachesC) {
   if (!cpu::gemm_packed_available()) GTEST_SKIP() << "no AVX2, FMA and F16C";
-  for (const auto& [tile, features] : packed_tiles()) {
+  for (const auto& [tile, features, depth] : packed_tiles()) {
     const cpu::ScopedCpuFeatures path(features);
+    const cpu::ScopedPackedDepth kc(depth);
     SCOPED_TRACE(tile);
     const int64_t m = 20, n = 40, k = 600;
     std::vector<Half> a(m * k, Half(1.0f)), b(k * n, Half(1.0f));

@@ -45,11 +45,6 @@ struct Avx2Tile {
 // latency of 4 on two ports), a 32 KB panel of B (L1: 48 KB on Intel's
 // Xeons, 32 KB on AMD Zen 4), at most 192 KB of A. The 12 rows of a stored
 // A are 12 pointers, which fit in the general registers with the rest.
-// KC 512 on Zen 4 took half's products with k 512-2048 from 1.08-1.26x
-// oneDNN's fp32 time to 0.98-1.18x, but doubled the packs, which a small
-// model's step peaks on (tutorial 02 in half: 13.2 -> 13.9 MiB, and its
-// in-backward update no longer below): kept at 256 (RESULTS.md,
-// 2026-12-03).
 struct Avx512Tile {
   static constexpr int64_t kMR = 12, kNR = 32, kKC = 256, kMC = 192, kNC = 2048;
   template <bool Panel>
@@ -62,7 +57,25 @@ struct Avx512Tile {
                         const float* bias, T* c, float* acc_out);
 };
 
+// The same tile with KC 512, on AMD (Zen 4: one zmm FMA a cycle, 32 KB L1,
+// 1 MB L2) for products large enough (long_k_pays): a 64 KB panel of B
+// read from L2 still feeds the tile, and each pass over C that the longer
+// KC saves (for a 16-bit C also over the fp32 sums past KC) is a pass over
+// memory. Half's products with k 512-2048 went from 1.08-1.26x oneDNN's
+// fp32 time to 0.98-1.18x (bench_gemm, RESULTS.md 2026-12-03). Not for
+// every product: the packs double with KC, and a small model's step peaks
+// on them (tutorial 02 in half, LeNet: 13.2 -> 13.9 MiB). Intel keeps 256.
+struct Avx512LongTile : Avx512Tile {
+  static constexpr int64_t kKC = 512;
+};
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Small products on one thread: waking the team costs more.
+int product_threads(int64_t m, int64_t n, int64_t k, int64_t batch) {
+  const double flops = 2.0 * m * n * k * batch;
+  return flops < 4e6 ? 1 : omp_get_max_threads();
+}
 
 Operand at(Operand x, int64_t offset) {
   return {static_cast<const char*>(x.data) + offset * dtype_size(x.dtype),
@@ -516,9 +529,7 @@ template <class Tile, class T>
 void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
          Operand b, T* c, const float* bias, bool accum, int64_t batch) {
   constexpr bool is_float = std::is_same_v<T, float>;
-  // Small products on one thread: waking the team costs more.
-  const double flops = 2.0 * m * n * k * batch;
-  const int threads = flops < 4e6 ? 1 : omp_get_max_threads();
+  const int threads = product_threads(m, n, k, batch);
   // Attention's many small products: one per thread at a time.
   const bool by_matrix = threads > 1 && batch >= 2 * threads;
   const int64_t b_floats = b_pack_floats<Tile>(n, k);
@@ -618,6 +629,36 @@ void gemm_packed_here(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
   run_here<Avx2Tile>(ta, tb, m, n, k, a, b, c, accum, scratch);
 }
 
+namespace {
+
+PackedDepth& packed_depth() {
+  static PackedDepth depth = PackedDepth::automatic;
+  return depth;
+}
+
+// Whether KC 512 (Avx512LongTile) is for this product: k past 256, an AMD
+// CPU, and packs that grow by at most a quarter of the product's own
+// operands and result (the GPT's and the LSTM's products; none of LeNet's).
+bool long_k_pays(int64_t m, int64_t n, int64_t k, int64_t batch) {
+  if (packed_depth() != PackedDepth::automatic) {
+    return packed_depth() == PackedDepth::long_k;
+  }
+  if (k <= Avx512Tile::kKC || cpu_features().intel) return false;
+  const int64_t extra =
+      product_threads(m, n, k, batch) *
+      (b_pack_floats<Avx512LongTile>(n, k) - b_pack_floats<Avx512Tile>(n, k) +
+       a_pack_floats<Avx512LongTile>(m, k) - a_pack_floats<Avx512Tile>(m, k));
+  return 4 * extra <= batch * (m * k + k * n + m * n);
+}
+
+}  // namespace
+
+ScopedPackedDepth::ScopedPackedDepth(PackedDepth depth)
+    : previous_(packed_depth()) {
+  packed_depth() = depth;
+}
+ScopedPackedDepth::~ScopedPackedDepth() { packed_depth() = previous_; }
+
 template <class T>
 void gemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
                  Operand b, T* c, const float* bias, bool accum,
@@ -626,6 +667,9 @@ void gemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
   check_operand("B", b);
   if (m == 0 || n == 0 || k == 0 || batch == 0) return;
   if (gemm_packed_avx512()) {
+    if (long_k_pays(m, n, k, batch)) {
+      return run<Avx512LongTile>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
+    }
     return run<Avx512Tile>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
   }
   run<Avx2Tile>(ta, tb, m, n, k, a, b, c, bias, accum, batch);

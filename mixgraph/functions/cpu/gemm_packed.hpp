@@ -30,6 +30,24 @@ template <class T>
 void gemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
                  Operand b, T* c, const float* bias, bool accum, int64_t batch);
 
+/// The depth of gemm_packed()'s blocks of k (KC): chosen per product
+/// (`automatic`: 512 on AMD's AVX-512 cores where the packs stay small
+/// beside the product, else 256), or one of the two for every product.
+enum class PackedDepth { automatic, short_k, long_k };
+
+/// Sets gemm_packed()'s KC for its lifetime (tests: each shape through
+/// both depths). Not thread-safe: for a test's main thread.
+class ScopedPackedDepth {
+ public:
+  explicit ScopedPackedDepth(PackedDepth depth);
+  ~ScopedPackedDepth();
+  ScopedPackedDepth(const ScopedPackedDepth&) = delete;
+  ScopedPackedDepth& operator=(const ScopedPackedDepth&) = delete;
+
+ private:
+  PackedDepth previous_;
+};
+
 /// The floats of scratch gemm_packed_here() needs for products with n
 /// columns of C, on this CPU.
 int64_t gemm_packed_scratch_floats(int64_t n);
