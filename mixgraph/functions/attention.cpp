@@ -25,27 +25,6 @@ const Shape& shape_of(const VariablePtr& v, const char* name, size_t min_dims,
   return v->shape();
 }
 
-// The factor on q k^T: `scale`, or 1 / sqrt(E) where it is <= 0.
-float attention_scale(float scale, int64_t dim) {
-  return scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(dim));
-}
-
-// The causal mask the composed form adds, (len_q, len_k) row-major: 0
-// where query i sees key j, -inf elsewhere.
-std::vector<float> causal_mask(int64_t len_q, int64_t len_k) {
-  // Query i is the (len_k - len_q + i)-th position (as FlashAttention and
-  // decoding with a key cache), so it sees keys 0 .. i + len_k - len_q.
-  std::vector<float> mask(len_q * len_k);
-  for (int64_t i = 0; i < len_q; ++i) {
-    for (int64_t j = 0; j < len_k; ++j) {
-      mask[i * len_k + j] = j <= i + len_k - len_q
-                                ? 0.0f
-                                : -std::numeric_limits<float>::infinity();
-    }
-  }
-  return mask;
-}
-
 // The shape checks both forms share; returns the scale to use.
 float check_attention(const Shape& qs, const Shape& ks, const Shape& vs,
                       bool causal, float scale, const std::string& tag) {
@@ -76,7 +55,7 @@ float check_attention(const Shape& qs, const Shape& ks, const Shape& vs,
             "aligned bottom-right; pass at least as many keys as "
             "queries)"));
   }
-  return attention_scale(scale, qs.back());
+  return scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(qs.back()));
 }
 
 }  // namespace
@@ -141,12 +120,20 @@ VariablePtr scaled_dot_product_attention_composed(const VariablePtr& q,
   // Scaling q rather than the scores keeps q k^T small in half.
   auto scores = batch_matmul(mul_scalar(q, s), k, false, true);
   if (causal) {
+    // Aligned bottom-right (as FlashAttention and decoding with a key
+    // cache): query i is the (len_k - len_q + i)-th position, so it sees
+    // keys 0 .. i + len_k - len_q.
     const int64_t len_q = qs[qs.size() - 2], len_k = ks[ks.size() - 2];
     auto mask = make_variable({len_q, len_k});
     mask->set_constant(true);  // part of the model (ONNX: an initializer)
-    const std::vector<float> m = causal_mask(len_q, len_k);
-    std::copy(m.begin(), m.end(),
-              mask->data()->cast<float>(/*write_only=*/true));
+    float* m = mask->data()->cast<float>(/*write_only=*/true);
+    for (int64_t i = 0; i < len_q; ++i) {
+      for (int64_t j = 0; j < len_k; ++j) {
+        m[i * len_k + j] = j <= i + len_k - len_q
+                               ? 0.0f
+                               : -std::numeric_limits<float>::infinity();
+      }
+    }
     scores = add2(scores, mask);
   }
   return batch_matmul(softmax(scores, -1), v);

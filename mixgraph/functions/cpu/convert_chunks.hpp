@@ -33,19 +33,17 @@ inline VectorIsa chunk_isa() {
   return VectorIsa::baseline;
 }
 
-// dst[0, kChunk) = src as fp32; dst = src rounded to T; dst += src, rounded.
+// convert: dst[0, kChunk) = src, one of the two fp32 and the other half,
+// bfloat16 or fp32 (rounded to nearest even); add: dst = dst + src in fp32,
+// rounded to dst's type.
 #define MG_CHUNK_CONVERSIONS(NAME, TARGET, WIDTH, LOAD, STORE, ADD)          \
   struct NAME {                                                              \
-    template <class T>                                                       \
-    TARGET static inline void to_float(const T* src, float* dst) {           \
+    template <class S, class D>                                              \
+    TARGET static inline void convert(const S* src, D* dst) {                \
       for (int c = 0; c < kChunk; c += WIDTH) STORE(dst + c, LOAD(src + c)); \
     }                                                                        \
     template <class T>                                                       \
-    TARGET static inline void from_float(const float* src, T* dst) {         \
-      for (int c = 0; c < kChunk; c += WIDTH) STORE(dst + c, LOAD(src + c)); \
-    }                                                                        \
-    template <class T>                                                       \
-    TARGET static inline void add_from_float(const float* src, T* dst) {     \
+    TARGET static inline void add(const float* src, T* dst) {                \
       for (int c = 0; c < kChunk; c += WIDTH) {                              \
         STORE(dst + c, ADD(LOAD(dst + c), LOAD(src + c)));                   \
       }                                                                      \

@@ -82,9 +82,9 @@ namespace unary_loops {
     float xf[kChunk], yf[kChunk];                                           \
     int64_t i = 0;                                                          \
     for (; i + kChunk <= n; i += kChunk) {                                  \
-      CHUNKS::to_float(x + i, xf);                                          \
+      CHUNKS::convert(x + i, xf);                                          \
       forward(op, xf, yf, kChunk);                                          \
-      CHUNKS::from_float(yf, y + i);                                        \
+      CHUNKS::convert(yf, y + i);                                        \
     }                                                                       \
     for (; i < n; ++i) y[i] = T(op(static_cast<float>(x[i])));              \
   }                                                                         \
@@ -94,14 +94,14 @@ namespace unary_loops {
     float xf[kChunk] = {}, yf[kChunk] = {}, dyf[kChunk], dxf[kChunk];       \
     int64_t i = 0;                                                          \
     for (; i + kChunk <= n; i += kChunk) {                                  \
-      if constexpr (Op::grad_uses_x) CHUNKS::to_float(x + i, xf);           \
-      if constexpr (Op::grad_uses_y) CHUNKS::to_float(y + i, yf);           \
-      CHUNKS::to_float(dy + i, dyf);                                        \
+      if constexpr (Op::grad_uses_x) CHUNKS::convert(x + i, xf);           \
+      if constexpr (Op::grad_uses_y) CHUNKS::convert(y + i, yf);           \
+      CHUNKS::convert(dy + i, dyf);                                        \
       backward(op, xf, yf, dyf, dxf, kChunk);                               \
       if (accum) {                                                          \
-        CHUNKS::add_from_float(dxf, dx + i);                                \
+        CHUNKS::add(dxf, dx + i);                                \
       } else {                                                              \
-        CHUNKS::from_float(dxf, dx + i);                                    \
+        CHUNKS::convert(dxf, dx + i);                                    \
       }                                                                     \
     }                                                                       \
     for (; i < n; ++i) {                                                    \
