@@ -42,8 +42,11 @@ struct Shape {
 
 // The GPT's (1024 tokens, d 256, MLP 1024, vocab 1000, 4 heads of 64 over
 // 128 positions), forward, data grad and weight grad, and the LSTM's
-// input product (32 x 64 steps, 4 gates of 512) and its vocabulary head
-// (512 -> 1000) with that head's data and weight grads.
+// input product (32 x 64 steps, 4 gates of 512), its vocabulary head
+// (512 -> 1000) with that head's data and weight grads, a step's recurrent
+// product forward and backward (32 rows; the layer packs Wh once for them,
+// GemmFixedB, which these plain calls do not), and the input's data and
+// weight grads over every step.
 const Shape kShapes[] = {
     {"gpt qkv", false, false, 1024, 768, 256, 1},
     {"gpt proj", false, false, 1024, 256, 256, 1},
@@ -60,6 +63,10 @@ const Shape kShapes[] = {
     {"lstm head", false, false, 2048, 1000, 512, 1},
     {"lstm head dx", false, true, 2048, 512, 1000, 1},
     {"lstm head dW", true, false, 512, 1000, 2048, 1},
+    {"lstm step", false, true, 32, 2048, 512, 1},
+    {"lstm step dh", false, false, 32, 512, 2048, 1},
+    {"lstm dx", false, false, 2048, 512, 2048, 1},
+    {"lstm dWx", true, false, 2048, 512, 2048, 1},
 };
 
 std::vector<float> values(int64_t n, int seed) {

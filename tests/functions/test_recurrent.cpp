@@ -442,6 +442,33 @@ TEST(Lstm, BackwardIsOfTheForwardThatRan) {
   }
 }
 
+// An LSTM's gates take the same grads through Wx and Wh, so backward holds
+// one array of them over every step (S B 4H floats), not two. Sized so that
+// the array dominates what backward allocates: 512 KiB of gate grads, the
+// grad of y twice (y's own and the fp32 copy the driver reads: a quarter of
+// the gate grads each) and about 30 KiB more (the weights' grads, dx, the
+// states). Measured 835 KiB; two arrays made it 1.3 MiB.
+TEST(Lstm, BackwardHoldsOneArrayOfGateGrads) {
+  const int64_t S = 128, B = 16, I = 4, H = 16;
+  auto x = variable_from({S, B, I}, std::vector<float>(S * B * I, 0.5f), true);
+  auto w0 = variable_from({1, 4, H, I + H},
+                          std::vector<float>(4 * H * (I + H), 0.01f), true);
+  auto zeros = make_variable({1, 1, B, H});
+  auto [y, hn, cn] = F::lstm(x, zeros, zeros, w0, nullptr, nullptr);
+  y->forward();
+  auto& allocator = CpuAllocator::instance();
+  allocator.release_cache();
+  const size_t before = allocator.stats().in_use;
+  allocator.reset_peak();
+  y->backward();
+  const size_t peak = allocator.stats().peak - before;
+  const size_t gate_grads = S * B * 4 * H * sizeof(float);
+  std::cout << "LSTM backward's peak " << peak / 1024 << " KiB, gate grads "
+            << gate_grads / 1024 << " KiB\n";
+  EXPECT_GE(peak, gate_grads);
+  EXPECT_LT(peak, gate_grads * 7 / 4);
+}
+
 // The LSTM function and its reshapes write and read back as a network: the
 // rebuilt LSTM gives the same outputs.
 TEST(Lstm, RoundTripThroughYaml) {

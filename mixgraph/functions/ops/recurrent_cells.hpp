@@ -54,7 +54,9 @@ struct StepForward {
 /// dy (from the output y, whose rows are dy_stride apart); dc is c's
 /// (LSTM), updated in place to c_prev's. The cells write dgx, drh, and
 /// dh_prev: the grad reaching h_prev other than through Wh (GRU's z h; 0
-/// for the others), to which the driver then adds drh Wh.
+/// for the others), to which the driver then adds drh Wh. A cell whose
+/// kOwnHiddenGrads is false writes no drh: its rh enters the gates as gx
+/// does, so drh is dgx, and the driver passes dgx for both.
 struct StepBack {
   const float* saved;
   const float* h;
@@ -88,6 +90,9 @@ struct RnnCell {
   static constexpr int kGates = 1, kSaved = 0;
   /// The bias row that goes with the hidden part (GRU's b_nh): none.
   static constexpr int kHiddenBiasGate = -1;
+  /// Whether rh's grads differ from gx's (GRU's n: r scales its hidden
+  /// part): else the cell writes dgx alone (StepBack).
+  static constexpr bool kOwnHiddenGrads = false;
   bool relu = false;
   MG_CELL void forward(const StepForward& s, int64_t, int64_t j) const {
     const float z = s.gx[j] + s.rh[j];
@@ -96,7 +101,7 @@ struct RnnCell {
   MG_CELL void backward(const StepBack& s, int64_t, int64_t j) const {
     const float h = s.h[j], dh = s.dh[j] + s.dy[j];
     const float d = relu ? (h > 0.0f ? dh : 0.0f) : dh * (1 - h * h);
-    s.dgx[j] = s.drh[j] = d;
+    s.dgx[j] = d;
     s.dh_prev[j] = 0.0f;
   }
 };
@@ -105,6 +110,7 @@ struct RnnCell {
 struct LstmCell {
   static constexpr int kGates = 4, kSaved = 4;
   static constexpr int kHiddenBiasGate = -1;
+  static constexpr bool kOwnHiddenGrads = false;
   MG_CELL void forward(const StepForward& s, int64_t H, int64_t j) const {
     const float i = vmath::sigmoid(s.gx[j] + s.rh[j]);
     const float f = vmath::sigmoid(s.gx[H + j] + s.rh[H + j]);
@@ -123,10 +129,10 @@ struct LstmCell {
                 o = s.saved[3 * H + j], dh = s.dh[j] + s.dy[j];
     const float tc = vmath::tanh(f * s.c_prev[j] + i * g);
     const float dc = s.dc[j] + dh * o * (1 - tc * tc);
-    s.dgx[j] = s.drh[j] = dc * g * i * (1 - i);
-    s.dgx[H + j] = s.drh[H + j] = dc * s.c_prev[j] * f * (1 - f);
-    s.dgx[2 * H + j] = s.drh[2 * H + j] = dc * i * (1 - g * g);
-    s.dgx[3 * H + j] = s.drh[3 * H + j] = dh * tc * o * (1 - o);
+    s.dgx[j] = dc * g * i * (1 - i);
+    s.dgx[H + j] = dc * s.c_prev[j] * f * (1 - f);
+    s.dgx[2 * H + j] = dc * i * (1 - g * g);
+    s.dgx[3 * H + j] = dh * tc * o * (1 - o);
     s.dc[j] = dc * f;
     s.dh_prev[j] = 0.0f;
   }
@@ -137,6 +143,7 @@ struct LstmCell {
 struct GruCell {
   static constexpr int kGates = 3, kSaved = 4;
   static constexpr int kHiddenBiasGate = 2;
+  static constexpr bool kOwnHiddenGrads = true;
   MG_CELL void forward(const StepForward& s, int64_t H, int64_t j) const {
     const float r = vmath::sigmoid(s.gx[j] + s.rh[j]);
     const float z = vmath::sigmoid(s.gx[H + j] + s.rh[H + j]);

@@ -193,7 +193,12 @@ class Driver {
         // drh of every step is kept, so that Wh's and bh's grads are one
         // product and one sum over all steps after the loop (K = S B)
         // instead of S skinny products (K = B) each adding into all of dWh.
-        Buffer dgx = be.buffer(S * B * G * H), drh = be.buffer(S * B * G * H);
+        // Where it equals dgx (Cell::kOwnHiddenGrads false: Elman's and
+        // LSTM's cells), it is dgx: one array of S B G H floats fewer (16
+        // MB at hidden 512, seq 64, batch 32), written and read once.
+        Buffer dgx = be.buffer(S * B * G * H);
+        Buffer own_drh = be.buffer(Cell::kOwnHiddenGrads ? S * B * G * H : 0);
+        float* const drh = Cell::kOwnHiddenGrads ? own_drh.data() : dgx.data();
         Buffer dh = be.buffer(B * H), dh_prev = be.buffer(B * H);
         Buffer dc = be.buffer(kHasC ? B * H : 0);
         be.copy(dhn + k * B * H, dh.data(), B * H);
@@ -207,7 +212,7 @@ class Driver {
           const float* c_prev = !kHasC  ? nullptr
                                 : first ? saved_.c0.data() + k * B * H
                                         : cells.data() + t_prev * B * H;
-          float* drh_t = drh.data() + t * B * G * H;
+          float* drh_t = drh + t * B * G * H;
           be.backward_cells(
               cell_,
               StepBack{saved.data() + t * B * Cell::kSaved * H,
@@ -223,9 +228,11 @@ class Driver {
         // is a hidden state are contiguous in both (forward: t = 1..S-1
         // against hiddens 0..S-2; backward direction: t = 0..S-2 against
         // hiddens 1..S-1), and the one whose h_prev is h0 adds to it.
-        Buffer dwh = be.buffer(G * H * H), dbh = be.buffer(G * H);
+        Buffer dwh = be.buffer(G * H * H);
         const int64_t first_t = d == 0 ? 0 : S - 1;
-        const Operand drh_all = drh16.of(drh.data(), S * B * G * H);
+        const Operand dgx_all = dgx16.of(dgx.data(), S * B * G * H);
+        const Operand drh_all =
+            Cell::kOwnHiddenGrads ? drh16.of(drh, S * B * G * H) : dgx_all;
         const Operand h_all = h16.of(hiddens.data(), S * B * H);
         be.gemm(true, false, G * H, H, B,
                 be.advanced(drh_all, first_t * B * G * H),
@@ -237,13 +244,11 @@ class Driver {
                   be.advanced(h_all, d == 0 ? 0 : B * H), dwh.data(), nullptr,
                   /*accum=*/true);
         }
-        be.column_sums(drh.data(), S * B, G * H, dbh.data());
         be.copy(dh.data(), g.dh0.data() + k * B * H, B * H);
         if (kHasC) be.copy(dc.data(), g.dc0.data() + k * B * H, B * H);
         // The input's share, over every step at once; the first direction
         // writes dlayer_in, the second adds to it.
         Buffer dwx = be.buffer(G * H * n_in), dbx = be.buffer(G * H);
-        const Operand dgx_all = dgx16.of(dgx.data(), S * B * G * H);
         be.gemm(true, false, G * H, n_in, S * B, dgx_all,
                 in16.of(layer_in.data(), S * B * n_in), dwx.data(), nullptr,
                 false);
@@ -255,11 +260,15 @@ class Driver {
         const int64_t row = n_in + H;
         be.copy_rows(dwx.data(), n_in, dwk, row, G * H, n_in);
         be.copy_rows(dwh.data(), H, dwk + n_in, row, G * H, H);
-        // bx's rows, then the hidden part's own row (GRU's b_nh).
+        // bx's rows, then the hidden part's own row (GRU's b_nh): the sum
+        // over every row of drh, of which only that gate's H columns are
+        // kept (no other cell has such a row).
         if (saved_.has_bias) {
           float* db = g.db.data() + k * bias_rows * H;
           be.add(dbx.data(), db, G * H);
-          if (Cell::kHiddenBiasGate >= 0) {
+          if constexpr (Cell::kHiddenBiasGate >= 0) {
+            Buffer dbh = be.buffer(G * H);
+            be.column_sums(drh, S * B, G * H, dbh.data());
             be.add(dbh.data() + Cell::kHiddenBiasGate * H, db + G * H, H);
           }
         }
