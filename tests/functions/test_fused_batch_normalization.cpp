@@ -122,6 +122,32 @@ TEST(FusedBatchNormalization, EqualsBatchNormalizationAdd2AndReLU) {
   }
 }
 
+// The ReLU's grad reaches z where y > 0, in every type: half and bfloat16
+// compare y's bits (cpu/batch_normalization.cpp), which must agree with an
+// fp32 compare at +inf, the smallest subnormal, 0 and -0. x is constant,
+// so bn(x) is beta (0) and y = relu(z). z also feeds Sum, so its grad is
+// accumulated as well as written: 1 from Sum plus the ReLU's 0 or 1.
+TEST(FusedBatchNormalization, ReluGradAtTheEdgesInEveryType) {
+  for (const char* type : {"float", "half", "bfloat16"}) {
+    SCOPED_TRACE(type);
+    ContextGuard g(context("cpu", type));
+    const float tiny = std::string(type) == "half"       ? 0x1p-24f
+                       : std::string(type) == "bfloat16" ? 0x1p-133f
+                                                         : 0x1p-149f;
+    const std::vector<float> z_values{INFINITY, tiny, 0.0f,  -0.0f,
+                                      -3.0f,    1.5f, -tiny, -INFINITY};
+    auto x = variable_from({8, 1}, std::vector<float>(8, 0.25f), true);
+    auto z = variable_from({8, 1}, z_values, true);
+    ParameterScope scope;
+    auto y = PF::fused_batch_normalization(x, z, scope);
+    auto loss = F::add2(F::sum(y), F::sum(z));
+    loss->forward();
+    z->grad()->zero();
+    loss->backward(1.0f);
+    EXPECT_EQ(grad_doubles(z), (Doubles{2, 2, 1, 1, 1, 2, 1, 1}));
+  }
+}
+
 TEST(FusedBatchNormalization, TheLayerSharesBatchNormalizationsParameters) {
   ParameterScope scope;
   auto x = make_variable({4, 3});
