@@ -2,7 +2,8 @@
 // Deconvolution, on batches large enough to be cut into chunks (with a
 // shorter last one): forward, backward data and backward weights with the
 // fused bias grad, accumulation, fp32 weights for half, fp32 weight grads,
-// in float, half and bfloat16, against a double reference.
+// in float, half and bfloat16, against a double reference; and the weight
+// grad of small maps as one matrix product (conv_weights_product.cpp).
 #include <gtest/gtest.h>
 
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
@@ -74,8 +75,10 @@ void for_each_tap(const ConvGeometry& g, Fn&& fn) {
           for (int64_t q = 0; q < ow; ++q)
             for (int64_t i = 0; i < kh; ++i)
               for (int64_t j = 0; j < kw; ++j) {
-                const int64_t r = p * g.stride[0] - g.pad[0] + i;
-                const int64_t s = q * g.stride[1] - g.pad[1] + j;
+                const int64_t r =
+                    p * g.stride[0] - g.pad[0] + i * g.dilation[0];
+                const int64_t s =
+                    q * g.stride[1] - g.pad[1] + j * g.dilation[1];
                 if (r < 0 || r >= ih || s < 0 || s >= iw) continue;
                 fn(((n * g.out_channels + o) * oh + p) * ow + q,
                    ((n * g.in_channels + c) * ih + r) * iw + s,
@@ -168,6 +171,68 @@ TEST(ConvDnnl, BFloat16) {
 }
 TEST(ConvDnnl, BFloat16WithFloatWeightsAccumulates) {
   check_conv<BFloat16, float, float>(true, true, 8e-3, 0);
+}
+
+// Output maps of 4 x 3 (12 positions), from 7 x 5 inputs, a 3 x 2 kernel,
+// stride (2, 1), pad (1, 0), dilation (1, 2): cpu::weights_by_product()
+// takes the weight grad as one matrix product there.
+ConvGeometry small_maps() {
+  ConvGeometry g;
+  g.batch = 5, g.in_channels = 6, g.out_channels = 4;
+  g.in_spatial = {7, 5};
+  g.kernel = {3, 2};
+  g.pad = {1, 0};
+  g.stride = {2, 1};
+  g.dilation = {1, 2};
+  g.out_spatial = {4, 3};
+  return g;
+}
+
+// The weight grad alone (with the bias grad) against the reference, by
+// conv_backward_weights or (forced) by the product whatever the maps.
+template <class T, class GT>
+void check_weight_grad(const ConvGeometry& g, bool accum, double rtol,
+                       bool forced = false) {
+  const auto x = grid_values(g.x_size(), 5), w = grid_values(g.w_size(), 6);
+  const auto b = grid_values(g.out_channels, 7);
+  const auto dy = grid_values(g.y_size(), 8);
+  const float base = accum ? 0.5f : 0.0f;
+  const Reference ref = reference(g, x, w, b, dy, base);
+  const auto xt = as<T>(x), dyt = as<T>(dy);
+  auto dw = as<GT>(std::vector<float>(g.w_size(), base));
+  std::vector<float> db(g.out_channels, 99.0f);
+  if (forced) {
+    cpu::conv_backward_weights_product<T>(g, xt.data(), dyt.data(), dw.data(),
+                                          accum, db.data());
+  } else {
+    cpu::conv_backward_weights<T>(g, xt.data(), dyt.data(), dw.data(), accum,
+                                  db.data());
+  }
+  expect_near(doubles(dw), ref.dw, 1e-6, rtol, "dw");
+  expect_near(doubles(db), ref.db, 1e-6, 0, "db");
+}
+
+// The grid values make every fp32 sum exact: an fp32 weight grad matches
+// the reference exactly in every type, a 16-bit one within its rounding.
+TEST(ConvDnnl, SmallMapsTakeTheWeightGradAsOneProduct) {
+  const ConvGeometry g = small_maps();
+  EXPECT_TRUE(cpu::weights_by_product(g));
+  EXPECT_FALSE(cpu::weights_by_product(geometry(false)));  // 14 x 14 maps
+  EXPECT_FALSE(cpu::weights_by_product(geometry(true)));   // two groups
+  ConvGeometry pointwise = g;
+  pointwise.kernel = {1, 1};
+  EXPECT_FALSE(cpu::weights_by_product(pointwise));
+  for (bool accum : {false, true}) {
+    SCOPED_TRACE(accum ? "accumulated" : "written");
+    check_weight_grad<float, float>(g, accum, 0);
+    check_weight_grad<Half, float>(g, accum, 0);
+    check_weight_grad<Half, Half>(g, accum, 1e-3);
+    check_weight_grad<BFloat16, float>(g, accum, 0);
+    check_weight_grad<BFloat16, BFloat16>(g, accum, 8e-3);
+  }
+  // The product on maps oneDNN takes: the same sums.
+  check_weight_grad<float, float>(geometry(false), true, 0, /*forced=*/true);
+  check_weight_grad<Half, float>(geometry(false), false, 0, /*forced=*/true);
 }
 
 // The automatic chunk is the L3 cache, within its bounds; a fixed one holds

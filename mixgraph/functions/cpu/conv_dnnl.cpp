@@ -569,8 +569,8 @@ void conv_backward_data(const ConvGeometry& g, const T* dy, Operand w, T* dx,
 }
 
 template <class T, class W>
-void conv_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
-                           W* dw, bool accum, float* db) {
+void conv_backward_weights_dnnl(const ConvGeometry& g, const T* x, const T* dy,
+                                W* dw, bool accum, float* db) {
   if (g.w_size() == 0) return;
   if (g.x_size() == 0 || g.y_size() == 0) {
     execute_empty(ConvOp::backward_weights, g, nullptr, dw, accum, nullptr, db);
@@ -580,6 +580,16 @@ void conv_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
     return;
   }
   execute_weights(g, x, dy, dw, accum, db);
+}
+
+template <class T, class W>
+void conv_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
+                           W* dw, bool accum, float* db) {
+  if (g.w_size() != 0 && g.x_size() != 0 && g.y_size() != 0 &&
+      weights_by_product(g)) {
+    return conv_backward_weights_product(g, x, dy, dw, accum, db);
+  }
+  conv_backward_weights_dnnl(g, x, dy, dw, accum, db);
 }
 
 template <class T>
@@ -618,6 +628,8 @@ std::string conv_implementation(const ConvGeometry& g, const std::string& op) {
                                       T*, bool, const float*);                \
   template void conv_backward_weights<T, T>(const ConvGeometry&, const T*,    \
                                             const T*, T*, bool, float*);      \
+  template void conv_backward_weights_dnnl<T, T>(                             \
+      const ConvGeometry&, const T*, const T*, T*, bool, float*);             \
   template void channel_sums<T>(const T*, int64_t, int64_t, int64_t, float*); \
   template std::string conv_implementation<T>(const ConvGeometry&,            \
                                               const std::string&);
@@ -632,5 +644,12 @@ template void conv_backward_weights<BFloat16, float>(const ConvGeometry&,
                                                      const BFloat16*,
                                                      const BFloat16*, float*,
                                                      bool, float*);
+template void conv_backward_weights_dnnl<Half, float>(const ConvGeometry&,
+                                                      const Half*, const Half*,
+                                                      float*, bool, float*);
+template void conv_backward_weights_dnnl<BFloat16, float>(const ConvGeometry&,
+                                                          const BFloat16*,
+                                                          const BFloat16*,
+                                                          float*, bool, float*);
 
 }  // namespace mg::cpu

@@ -54,6 +54,22 @@ void conv_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
 
 /// sums[c] = the fp32 sum of a[n, c, s] over n and s, for a laid out
 /// (batch, channels, spatial): the bias gradient.
+/// Whether conv_backward_weights computes dW as one matrix product (an
+/// im2col of x against dy, conv_weights_product.cpp) instead of oneDNN's
+/// kernel: 2-D, one group, a window larger than one position and output
+/// maps of at most 16 positions, where oneDNN 2.6's kernel is slow.
+bool weights_by_product(const ConvGeometry& g);
+/// conv_backward_weights by that product, whatever the geometry.
+template <class T, class W>
+void conv_backward_weights_product(const ConvGeometry& g, const T* x,
+                                   const T* dy, W* dw, bool accum = false,
+                                   float* db = nullptr);
+/// conv_backward_weights by oneDNN's kernel, whatever the maps (for the
+/// tests and benchmarks that set the two side by side).
+template <class T, class W>
+void conv_backward_weights_dnnl(const ConvGeometry& g, const T* x, const T* dy,
+                                W* dw, bool accum = false, float* db = nullptr);
+
 template <class T>
 void channel_sums(const T* a, int64_t batch, int64_t channels, int64_t spatial,
                   float* sums);

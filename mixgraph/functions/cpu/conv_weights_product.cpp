@@ -1,0 +1,106 @@
+// A convolution's weight grad as one matrix product, for the small maps
+// where oneDNN 2.6's weight-grad kernel is slow: dW (OC, IC KH KW) =
+// dy^T (OC, N P) col (N P, IC KH KW), where col holds, for every output
+// position of every image, the input values its kernel window reads (an
+// im2col), and P = OH OW. On ResNet-18's 512 channels of 4x4 oneDNN took
+// 19.7 ms (twice its forward's 9.7) where this takes 0.69-0.76x that in
+// float, and on the 256 -> 512 stride-2 layer 0.63-0.68x (bfloat16 0.60x;
+// 2 threads of an AMD EPYC Zen 4); on maps of 8x8 and larger it lost, up
+// to 2.5x (RESULTS.md, 2026-12-03).
+#include <algorithm>
+#include <memory>
+#include <type_traits>
+
+#include <mixgraph/contexts/memory.hpp>
+#include <mixgraph/functions/cpu/conv_dnnl.hpp>
+#include <mixgraph/functions/cpu/gemm.hpp>
+
+namespace mg::cpu {
+
+bool weights_by_product(const ConvGeometry& g) {
+  if (g.group != 1 || g.kernel.size() != 2) return false;
+  const int64_t positions = shape_size(g.out_spatial);
+  const int64_t window = shape_size(g.kernel);
+  return positions <= 16 && window > 1;
+}
+
+namespace {
+
+// col (N P, IC KH KW): row (n, oh, ow) holds x[n, c, ih, iw] for every
+// (c, kh, kw) of the window, 0 where the window is outside x.
+template <class T>
+void im2col(const ConvGeometry& g, const T* x, T* col) {
+  const int64_t N = g.batch, C = g.in_channels;
+  const int64_t H = g.in_spatial[0], W = g.in_spatial[1];
+  const int64_t OW = g.out_spatial[1], P = g.out_spatial[0] * OW;
+  const int64_t KH = g.kernel[0], KW = g.kernel[1], cols = C * KH * KW;
+#pragma omp parallel for schedule(static) if (N * P * cols >= kParallelMin)
+  for (int64_t r = 0; r < N * P; ++r) {
+    const int64_t n = r / P, oh = r % P / OW, ow = r % P % OW;
+    T* out = col + r * cols;
+    for (int64_t c = 0; c < C; ++c) {
+      const T* xc = x + (n * C + c) * H * W;
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        const int64_t ih = oh * g.stride[0] - g.pad[0] + kh * g.dilation[0];
+        const bool row_in = ih >= 0 && ih < H;
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          const int64_t iw = ow * g.stride[1] - g.pad[1] + kw * g.dilation[1];
+          *out++ = row_in && iw >= 0 && iw < W ? xc[ih * W + iw] : T{};
+        }
+      }
+    }
+  }
+}
+
+// dyt (OC, N P) from dy (N, OC, P).
+template <class T>
+void transpose_dy(const ConvGeometry& g, const T* dy, T* dyt) {
+  const int64_t N = g.batch, OC = g.out_channels;
+  const int64_t P = shape_size(g.out_spatial);
+#pragma omp parallel for schedule(static) if (N * OC * P >= kParallelMin)
+  for (int64_t oc = 0; oc < OC; ++oc) {
+    for (int64_t n = 0; n < N; ++n) {
+      const T* src = dy + (n * OC + oc) * P;
+      std::copy(src, src + P, dyt + (oc * N + n) * P);
+    }
+  }
+}
+
+template <class T>
+std::unique_ptr<Memory> scratch(int64_t n) {
+  return CpuAllocator::instance().allocate(static_cast<size_t>(n) * sizeof(T));
+}
+
+}  // namespace
+
+template <class T, class W>
+void conv_backward_weights_product(const ConvGeometry& g, const T* x,
+                                   const T* dy, W* dw, bool accum, float* db) {
+  const int64_t P = shape_size(g.out_spatial), NP = g.batch * P;
+  const int64_t OC = g.out_channels, cols = g.w_size() / OC;
+  auto col = scratch<T>(NP * cols), dyt = scratch<T>(OC * NP);
+  im2col(g, x, static_cast<T*>(col->ptr()));
+  transpose_dy(g, dy, static_cast<T*>(dyt->ptr()));
+  const Operand a{dyt->ptr(), dtype_of<T>}, b{col->ptr(), dtype_of<T>};
+  if constexpr (std::is_same_v<W, float>) {
+    gemm<float>(false, false, OC, cols, NP, a, b, dw, nullptr, accum);
+  } else {  // a 16-bit grad: summed in fp32, rounded once
+    auto f = scratch<float>(g.w_size());
+    float* sum = static_cast<float*>(f->ptr());
+    gemm<float>(false, false, OC, cols, NP, a, b, sum, nullptr, false);
+    store(sum, dw, g.w_size(), accum);
+  }
+  if (db) channel_sums(dy, g.batch, OC, P, db);
+}
+
+#define MG_INSTANTIATE_PRODUCT(T, W)                 \
+  template void conv_backward_weights_product<T, W>( \
+      const ConvGeometry&, const T*, const T*, W*, bool, float*);
+MG_INSTANTIATE_PRODUCT(float, float)
+MG_INSTANTIATE_PRODUCT(Half, Half)
+MG_INSTANTIATE_PRODUCT(BFloat16, BFloat16)
+MG_INSTANTIATE_PRODUCT(Half, float)
+MG_INSTANTIATE_PRODUCT(BFloat16, float)
+#undef MG_INSTANTIATE_PRODUCT
+
+}  // namespace mg::cpu
