@@ -226,11 +226,13 @@ const bool kRecurrent =
                               recurrent_case(Kind::lstm, 2, 2, false, true)}) &&
     harness::add(decl::GRU, {recurrent_case(Kind::gru, 3, 1, false, true),
                              recurrent_case(Kind::gru, 4, 1, false, false),
-                             recurrent_case(Kind::gru, 3, 2, true, true)}) &&
+                             recurrent_case(Kind::gru, 3, 2, true, true),
+                             recurrent_case(Kind::gru, 2, 2, false, true)}) &&
     harness::add(decl::RNN,
                  {recurrent_case(Kind::rnn_tanh, 3, 1, false, true),
                   recurrent_case(Kind::rnn_relu, 3, 1, false, true),
-                  recurrent_case(Kind::rnn_tanh, 3, 2, true, false)});
+                  recurrent_case(Kind::rnn_tanh, 3, 2, true, false),
+                  recurrent_case(Kind::rnn_tanh, 2, 3, false, true)});
 
 TEST(Lstm, SequenceOutputs) {
   // PF::lstm is the LSTM function on its scope's weight_l0 and bias.

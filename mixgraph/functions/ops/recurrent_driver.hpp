@@ -121,14 +121,18 @@ class Driver {
             be.step_product(true, B, G * H, H, wh16.of(cw.wh.data(), G * H * H),
                             /*bias=*/true, /*accum=*/false);
         Buffer& saved = saved_.cell[k] = be.buffer(S * B * Cell::kSaved * H);
-        Buffer& hiddens = saved_.hiddens[k] = be.buffer(S * B * H);
+        // One direction below the top: the layer's output is its hiddens,
+        // kept once as the next layer's input (hiddens_of).
+        const bool in_output = output_holds_hiddens(l);
+        Buffer& own = saved_.hiddens[k] = be.buffer(in_output ? 0 : S * B * H);
+        float* const hiddens = in_output ? layer_out.data() : own.data();
         Buffer& cells = saved_.cells[k] = be.buffer(kHasC ? S * B * H : 0);
         const float* h_prev = p.h0 + k * B * H;
         const float* c_prev = kHasC ? p.c0 + k * B * H : nullptr;
         for (int64_t step = 0; step < S; ++step) {
           const int64_t t = d == 0 ? step : S - 1 - step;
           step_product(h16.of(h_prev, B * H), rh.data(), cw.bh.data());
-          float* h = hiddens.data() + t * B * H;
+          float* h = hiddens + t * B * H;
           float* c = kHasC ? cells.data() + t * B * H : nullptr;
           be.forward_cells(
               cell_,
@@ -140,8 +144,9 @@ class Driver {
         }
         be.copy(h_prev, out.hn.data() + k * B * H, B * H);
         if (kHasC) be.copy(c_prev, out.cn.data() + k * B * H, B * H);
-        be.copy_rows(hiddens.data(), H, layer_out.data() + d * H, D * H, S * B,
-                     H);
+        if (!in_output) {
+          be.copy_rows(hiddens, H, layer_out.data() + d * H, D * H, S * B, H);
+        }
       }
       saved_.layer_inputs.push_back(std::move(layer_in));
       layer_in = std::move(layer_out);
@@ -188,7 +193,7 @@ class Driver {
             false, B, H, G * H, wh16.of(cw.wh.data(), G * H * H),
             /*bias=*/false, /*accum=*/true);
         const Buffer& saved = saved_.cell[k];
-        const Buffer& hiddens = saved_.hiddens[k];
+        const float* const hiddens = hiddens_of(l, d);
         const Buffer& cells = saved_.cells[k];
         // drh of every step is kept, so that Wh's and bh's grads are one
         // product and one sum over all steps after the loop (K = S B)
@@ -207,8 +212,8 @@ class Driver {
           const int64_t t = d == 0 ? step : S - 1 - step;
           const int64_t t_prev = d == 0 ? t - 1 : t + 1;
           const bool first = step == 0;
-          const float* h_prev = first ? saved_.h0.data() + k * B * H
-                                      : hiddens.data() + t_prev * B * H;
+          const float* h_prev =
+              first ? saved_.h0.data() + k * B * H : hiddens + t_prev * B * H;
           const float* c_prev = !kHasC  ? nullptr
                                 : first ? saved_.c0.data() + k * B * H
                                         : cells.data() + t_prev * B * H;
@@ -216,7 +221,7 @@ class Driver {
           be.backward_cells(
               cell_,
               StepBack{saved.data() + t * B * Cell::kSaved * H,
-                       hiddens.data() + t * B * H, h_prev, c_prev, dh.data(),
+                       hiddens + t * B * H, h_prev, c_prev, dh.data(),
                        dlayer_out.data() + t * B * D * H + d * H, D * H,
                        kHasC ? dc.data() : nullptr, dgx.data() + t * B * G * H,
                        drh_t, dh_prev.data()},
@@ -233,7 +238,7 @@ class Driver {
         const Operand dgx_all = dgx16.of(dgx.data(), S * B * G * H);
         const Operand drh_all =
             Cell::kOwnHiddenGrads ? drh16.of(drh, S * B * G * H) : dgx_all;
-        const Operand h_all = h16.of(hiddens.data(), S * B * H);
+        const Operand h_all = h16.of(hiddens, S * B * H);
         be.gemm(true, false, G * H, H, B,
                 be.advanced(drh_all, first_t * B * G * H),
                 h0_16.of(saved_.h0.data() + k * B * H, B * H), dwh.data(),
@@ -287,8 +292,9 @@ class Driver {
   };
   // What forward keeps for backward, per layer and direction [l D + d]:
   // the cell's saved values (S, B, kSaved H), h and c after each step (S,
-  // B, H), the weights split; per layer its input (S, B, in); h0 and c0
-  // (LSTM) (L, D, B, H), and whether there is a bias.
+  // B, H; h empty where the next layer's input holds it), the weights
+  // split; per layer its input (S, B, in); h0 and c0 (LSTM) (L, D, B, H),
+  // and whether there is a bias.
   struct Saved {
     std::vector<Buffer> cell, hiddens, cells;
     std::vector<Weights> weights;
@@ -296,6 +302,19 @@ class Driver {
     Buffer h0, c0;
     bool has_bias = false;
   };
+
+  // Whether layer l's output (S, B, D H) is its hiddens as they are: one
+  // direction, and a layer above to take it as its input, so that forward
+  // keeps it once, as that layer's input (4 MB a layer at hidden 512, seq
+  // 64, batch 32). The top layer's output goes to the caller.
+  bool output_holds_hiddens(int l) const {
+    return dims_.D == 1 && l + 1 < dims_.L;
+  }
+  // Layer l, direction d's h after each step (S, B, H), as forward kept it.
+  const float* hiddens_of(int l, int d) const {
+    return output_holds_hiddens(l) ? saved_.layer_inputs[l + 1].data()
+                                   : saved_.hiddens[l * dims_.D + d].data();
+  }
 
   int64_t layer_input_size(int l) const {
     return l == 0 ? dims_.I : dims_.D * dims_.H;
