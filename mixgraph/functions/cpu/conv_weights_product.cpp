@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <memory>
 #include <type_traits>
+#include <vector>
 
 #include <mixgraph/contexts/memory.hpp>
 #include <mixgraph/functions/cpu/conv_dnnl.hpp>
@@ -27,27 +28,37 @@ bool weights_by_product(const ConvGeometry& g) {
 namespace {
 
 // col (N P, IC KH KW): row (n, oh, ow) holds x[n, c, ih, iw] for every
-// (c, kh, kw) of the window, 0 where the window is outside x.
+// (c, kh, kw) of the window, 0 where the window is outside x. The window's
+// offsets into a channel's map (or -1 outside it) are the same for every
+// channel, so they are found once per position (a bounds check per element
+// took 3.3 ms of the 512 x 4x4 layer's 16).
 template <class T>
 void im2col(const ConvGeometry& g, const T* x, T* col) {
   const int64_t N = g.batch, C = g.in_channels;
   const int64_t H = g.in_spatial[0], W = g.in_spatial[1];
   const int64_t OW = g.out_spatial[1], P = g.out_spatial[0] * OW;
-  const int64_t KH = g.kernel[0], KW = g.kernel[1], cols = C * KH * KW;
+  const int64_t KH = g.kernel[0], KW = g.kernel[1], K = KH * KW;
+  const int64_t cols = C * K;
+  std::vector<int64_t> offsets(P * K);
+  for (int64_t p = 0; p < P; ++p) {
+    const int64_t oh = p / OW, ow = p % OW;
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      const int64_t ih = oh * g.stride[0] - g.pad[0] + kh * g.dilation[0];
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        const int64_t iw = ow * g.stride[1] - g.pad[1] + kw * g.dilation[1];
+        const bool in = ih >= 0 && ih < H && iw >= 0 && iw < W;
+        offsets[p * K + kh * KW + kw] = in ? ih * W + iw : -1;
+      }
+    }
+  }
 #pragma omp parallel for schedule(static) if (N * P * cols >= kParallelMin)
   for (int64_t r = 0; r < N * P; ++r) {
-    const int64_t n = r / P, oh = r % P / OW, ow = r % P % OW;
+    const int64_t* off = offsets.data() + r % P * K;
+    const T* xn = x + r / P * C * H * W;
     T* out = col + r * cols;
-    for (int64_t c = 0; c < C; ++c) {
-      const T* xc = x + (n * C + c) * H * W;
-      for (int64_t kh = 0; kh < KH; ++kh) {
-        const int64_t ih = oh * g.stride[0] - g.pad[0] + kh * g.dilation[0];
-        const bool row_in = ih >= 0 && ih < H;
-        for (int64_t kw = 0; kw < KW; ++kw) {
-          const int64_t iw = ow * g.stride[1] - g.pad[1] + kw * g.dilation[1];
-          *out++ = row_in && iw >= 0 && iw < W ? xc[ih * W + iw] : T{};
-        }
-      }
+    for (int64_t c = 0; c < C; ++c, out += K) {
+      const T* xc = xn + c * H * W;
+      for (int64_t k = 0; k < K; ++k) out[k] = off[k] >= 0 ? xc[off[k]] : T{};
     }
   }
 }
