@@ -230,6 +230,13 @@ TEST(ConvDnnl, SmallMapsTakeTheWeightGradAsOneProduct) {
     check_weight_grad<BFloat16, float>(g, accum, 0);
     check_weight_grad<BFloat16, BFloat16>(g, accum, 8e-3);
   }
+  {  // One image per product (the im2col bounded by the chunk size):
+     // the products add up, and a 16-bit grad is rounded once.
+    const ChunkBytes one_image(1);
+    check_weight_grad<float, float>(g, true, 0);
+    check_weight_grad<Half, Half>(g, true, 1e-3);
+    check_weight_grad<BFloat16, float>(g, false, 0);
+  }
   // The product on maps oneDNN takes: the same sums.
   check_weight_grad<float, float>(geometry(false), true, 0, /*forced=*/true);
   check_weight_grad<Half, float>(geometry(false), false, 0, /*forced=*/true);

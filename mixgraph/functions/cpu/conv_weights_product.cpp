@@ -3,10 +3,10 @@
 // dy^T (OC, N P) col (N P, IC KH KW), where col holds, for every output
 // position of every image, the input values its kernel window reads (an
 // im2col), and P = OH OW. On ResNet-18's 512 channels of 4x4 oneDNN took
-// 19.7 ms (twice its forward's 9.7) where this takes 0.69-0.76x that in
-// float, and on the 256 -> 512 stride-2 layer 0.63-0.68x (bfloat16 0.60x;
-// 2 threads of an AMD EPYC Zen 4); on maps of 8x8 and larger it lost, up
-// to 2.5x (RESULTS.md, 2026-12-03).
+// 19.7 ms (twice its forward's 9.7) where this takes 0.63-0.69x that in
+// float, 0.66-0.75x in half and 0.79-0.86x in bfloat16, and on the 256 ->
+// 512 stride-2 layer 0.44-0.80x (2 threads of an AMD EPYC Zen 4); on maps
+// of 8x8 and larger it lost, up to 2.5x (RESULTS.md, 2026-12-03).
 #include <algorithm>
 #include <memory>
 #include <type_traits>
@@ -87,20 +87,36 @@ std::unique_ptr<Memory> scratch(int64_t n) {
 template <class T, class W>
 void conv_backward_weights_product(const ConvGeometry& g, const T* x,
                                    const T* dy, W* dw, bool accum, float* db) {
-  const int64_t P = shape_size(g.out_spatial), NP = g.batch * P;
-  const int64_t OC = g.out_channels, cols = g.w_size() / OC;
-  auto col = scratch<T>(NP * cols), dyt = scratch<T>(OC * NP);
-  im2col(g, x, static_cast<T*>(col->ptr()));
-  transpose_dy(g, dy, static_cast<T*>(dyt->ptr()));
-  const Operand a{dyt->ptr(), dtype_of<T>}, b{col->ptr(), dtype_of<T>};
+  const int64_t P = shape_size(g.out_spatial), OC = g.out_channels;
+  const int64_t cols = g.w_size() / OC;
+  const int64_t x_image = g.x_size() / g.batch, dy_image = OC * P;
+  // Images per product: the im2col bounded as the oneDNN path bounds its
+  // chunks (conv_chunk_bytes(): ResNet-18's batch of 32 takes 9.4 MB of
+  // it in float on the 512 layers, in one product).
+  const int64_t per_image = P * cols * static_cast<int64_t>(sizeof(T));
+  const int64_t nb =
+      std::clamp<int64_t>(conv_chunk_bytes() / per_image, 1, g.batch);
+  auto col = scratch<T>(nb * P * cols), dyt = scratch<T>(OC * nb * P);
+  // fp32 sums: the grad itself where it is fp32, else rounded once after.
+  std::unique_ptr<Memory> f;
+  float* sum = nullptr;
   if constexpr (std::is_same_v<W, float>) {
-    gemm<float>(false, false, OC, cols, NP, a, b, dw, nullptr, accum);
-  } else {  // a 16-bit grad: summed in fp32, rounded once
-    auto f = scratch<float>(g.w_size());
-    float* sum = static_cast<float*>(f->ptr());
-    gemm<float>(false, false, OC, cols, NP, a, b, sum, nullptr, false);
-    store(sum, dw, g.w_size(), accum);
+    sum = dw;
+  } else {
+    f = scratch<float>(g.w_size());
+    sum = static_cast<float*>(f->ptr());
   }
+  for (int64_t n0 = 0; n0 < g.batch; n0 += nb) {
+    ConvGeometry c = g;
+    c.batch = std::min(nb, g.batch - n0);
+    im2col(c, x + n0 * x_image, static_cast<T*>(col->ptr()));
+    transpose_dy(c, dy + n0 * dy_image, static_cast<T*>(dyt->ptr()));
+    const bool add = n0 > 0 || (accum && std::is_same_v<W, float>);
+    gemm<float>(false, false, OC, cols, c.batch * P,
+                Operand{dyt->ptr(), dtype_of<T>},
+                Operand{col->ptr(), dtype_of<T>}, sum, nullptr, add);
+  }
+  if constexpr (!std::is_same_v<W, float>) store(sum, dw, g.w_size(), accum);
   if (db) channel_sums(dy, g.batch, OC, P, db);
 }
 
