@@ -114,8 +114,6 @@ Reference reference(const ConvGeometry& g, const std::vector<float>& x,
   return r;
 }
 
-// Runs the three passes on T (weights given as WT, weight grad written as
-// GT) and compares with the reference; rtol is one rounding of a result.
 // Fixes the chunk size for a scope (the automatic one follows the L3 cache
 // and could hold the whole batch).
 struct ChunkBytes {
@@ -123,31 +121,80 @@ struct ChunkBytes {
   ~ChunkBytes() { cpu::set_conv_chunk_bytes(0); }
 };
 
+// Grid values for x, w, b and dy of g (seeds seed .. seed + 3) and the
+// reference for them, `base` added to each result.
+struct Problem {
+  std::vector<float> x, w, b, dy;
+  Reference ref;
+};
+Problem problem(const ConvGeometry& g, uint32_t seed, double base) {
+  Problem p{grid_values(g.x_size(), seed),
+            grid_values(g.w_size(), seed + 1),
+            grid_values(g.out_channels, seed + 2),
+            grid_values(g.y_size(), seed + 3),
+            {}};
+  p.ref = reference(g, p.x, p.w, p.b, p.dy, base);
+  return p;
+}
+
+// Output maps of 4 x 3 (12 positions), from 7 x 5 inputs, a 3 x 2 kernel,
+// stride (2, 1), pad (1, 0), dilation (1, 2): cpu::weights_by_product()
+// takes the weight grad as one matrix product there.
+ConvGeometry small_maps() {
+  ConvGeometry g;
+  g.batch = 5, g.in_channels = 6, g.out_channels = 4;
+  g.in_spatial = {7, 5};
+  g.kernel = {3, 2};
+  g.pad = {1, 0};
+  g.stride = {2, 1};
+  g.dilation = {1, 2};
+  g.out_spatial = {4, 3};
+  return g;
+}
+
+// The weight grad alone (with the bias grad) against the reference, by
+// conv_backward_weights or (forced) by the product whatever the maps.
+template <class T, class GT>
+void check_weight_grad(const ConvGeometry& g, bool accum, double rtol,
+                       bool forced = false) {
+  const float base = accum ? 0.5f : 0.0f;
+  const Problem p = problem(g, 5, base);
+  const Reference& ref = p.ref;
+  const auto xt = as<T>(p.x), dyt = as<T>(p.dy);
+  auto dw = as<GT>(std::vector<float>(g.w_size(), base));
+  std::vector<float> db(g.out_channels, 99.0f);
+  if (forced) {
+    cpu::conv_backward_weights_product<T>(g, xt.data(), dyt.data(), dw.data(),
+                                          accum, db.data());
+  } else {
+    cpu::conv_backward_weights<T>(g, xt.data(), dyt.data(), dw.data(), accum,
+                                  db.data());
+  }
+  expect_near(doubles(dw), ref.dw, 1e-6, rtol, "dw");
+  expect_near(doubles(db), ref.db, 1e-6, 0, "db");
+}
+
+// Runs the three passes on T (weights given as WT, weight grad written as
+// GT, by check_weight_grad on values of its own) and compares with the
+// reference; rtol is one rounding of a result.
 template <class T, class WT, class GT>
 void check_conv(bool strided, bool accum, double rtol, double grad_rtol,
                 int64_t chunk_bytes = int64_t{512} << 10) {
   const ChunkBytes chunks(chunk_bytes);
   const ConvGeometry g = geometry(strided);
-  const auto x = grid_values(g.x_size(), 1), w = grid_values(g.w_size(), 2);
-  const auto b = grid_values(g.out_channels, 3);
-  const auto dy = grid_values(g.y_size(), 4);
   const float base = accum ? 0.5f : 0.0f;
-  const Reference ref = reference(g, x, w, b, dy, base);
-  const auto xt = as<T>(x), dyt = as<T>(dy);
-  const auto wt = as<WT>(w);
+  const Problem p = problem(g, 1, base);
+  const Reference& ref = p.ref;
+  const auto xt = as<T>(p.x), dyt = as<T>(p.dy);
+  const auto wt = as<WT>(p.w);
   const cpu::Operand wo{wt.data(), dtype_of<WT>};
   auto y = as<T>(std::vector<float>(g.y_size(), base));
-  cpu::conv_forward<T>(g, xt.data(), wo, b.data(), y.data(), accum);
+  cpu::conv_forward<T>(g, xt.data(), wo, p.b.data(), y.data(), accum);
   expect_near(doubles(y), ref.y, 1e-6, rtol, "y");
   auto dx = as<T>(std::vector<float>(g.x_size(), base));
   cpu::conv_backward_data<T>(g, dyt.data(), wo, dx.data(), accum);
   expect_near(doubles(dx), ref.dx, 1e-6, rtol, "dx");
-  auto dw = as<GT>(std::vector<float>(g.w_size(), base));
-  std::vector<float> db(g.out_channels, 99.0f);
-  cpu::conv_backward_weights<T>(g, xt.data(), dyt.data(), dw.data(), accum,
-                                db.data());
-  expect_near(doubles(dw), ref.dw, 1e-6, grad_rtol, "dw");
-  expect_near(doubles(db), ref.db, 1e-6, 0, "db");
+  check_weight_grad<T, GT>(g, accum, grad_rtol);
 }
 
 TEST(ConvDnnl, FloatChunkedBatch) {
@@ -173,50 +220,13 @@ TEST(ConvDnnl, BFloat16WithFloatWeightsAccumulates) {
   check_conv<BFloat16, float, float>(true, true, 8e-3, 0);
 }
 
-// Output maps of 4 x 3 (12 positions), from 7 x 5 inputs, a 3 x 2 kernel,
-// stride (2, 1), pad (1, 0), dilation (1, 2): cpu::weights_by_product()
-// takes the weight grad as one matrix product there.
-ConvGeometry small_maps() {
-  ConvGeometry g;
-  g.batch = 5, g.in_channels = 6, g.out_channels = 4;
-  g.in_spatial = {7, 5};
-  g.kernel = {3, 2};
-  g.pad = {1, 0};
-  g.stride = {2, 1};
-  g.dilation = {1, 2};
-  g.out_spatial = {4, 3};
-  return g;
-}
-
-// The weight grad alone (with the bias grad) against the reference, by
-// conv_backward_weights or (forced) by the product whatever the maps.
-template <class T, class GT>
-void check_weight_grad(const ConvGeometry& g, bool accum, double rtol,
-                       bool forced = false) {
-  const auto x = grid_values(g.x_size(), 5), w = grid_values(g.w_size(), 6);
-  const auto b = grid_values(g.out_channels, 7);
-  const auto dy = grid_values(g.y_size(), 8);
-  const float base = accum ? 0.5f : 0.0f;
-  const Reference ref = reference(g, x, w, b, dy, base);
-  const auto xt = as<T>(x), dyt = as<T>(dy);
-  auto dw = as<GT>(std::vector<float>(g.w_size(), base));
-  std::vector<float> db(g.out_channels, 99.0f);
-  if (forced) {
-    cpu::conv_backward_weights_product<T>(g, xt.data(), dyt.data(), dw.data(),
-                                          accum, db.data());
-  } else {
-    cpu::conv_backward_weights<T>(g, xt.data(), dyt.data(), dw.data(), accum,
-                                  db.data());
-  }
-  expect_near(doubles(dw), ref.dw, 1e-6, rtol, "dw");
-  expect_near(doubles(db), ref.db, 1e-6, 0, "db");
-}
-
 // The grid values make every fp32 sum exact: an fp32 weight grad matches
 // the reference exactly in every type, a 16-bit one within its rounding.
 TEST(ConvDnnl, SmallMapsTakeTheWeightGradAsOneProduct) {
   const ConvGeometry g = small_maps();
   EXPECT_TRUE(cpu::weights_by_product(g));
+  EXPECT_EQ(cpu::conv_implementation<float>(g, "backward_weights"),
+            "mixgraph:im2col_gemm");
   EXPECT_FALSE(cpu::weights_by_product(geometry(false)));  // 14 x 14 maps
   EXPECT_FALSE(cpu::weights_by_product(geometry(true)));   // two groups
   ConvGeometry pointwise = g;

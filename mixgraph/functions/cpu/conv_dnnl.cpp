@@ -617,6 +617,9 @@ std::string conv_implementation(const ConvGeometry& g, const std::string& op) {
   const ConvOp o = op == "forward"         ? ConvOp::forward
                    : op == "backward_data" ? ConvOp::backward_data
                                            : ConvOp::backward_weights;
+  if (o == ConvOp::backward_weights && weights_by_product(g)) {
+    return "mixgraph:im2col_gemm";
+  }
   const int64_t nb = chunk_batch(g, sizes(o, g));
   return plan_at<T>(o, g, nb, false, false, false).impl;
 }

@@ -1,5 +1,6 @@
 // Convolutions on the CPU through oneDNN: forward, backward data and
-// backward weights, shared by Convolution and Deconvolution.
+// backward weights, shared by Convolution and Deconvolution (the weight
+// grads of small maps by a product of ours, conv_weights_product.cpp).
 #pragma once
 
 #include <cstdint>
@@ -47,13 +48,12 @@ void conv_backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx,
 /// dW = conv_backward_weights(x, dy), written as W: T, or float (the grad of
 /// an fp32 master weight, summed in fp32 and never rounded to T); with db,
 /// also db[c] = the fp32 sum of dy over the batch and space (the bias
-/// gradient, overwritten), from the same pass over dy.
+/// gradient, overwritten), from oneDNN's pass over dy (the small maps'
+/// product sums dy in a pass of its own: dy is small there).
 template <class T, class W>
 void conv_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
                            W* dw, bool accum = false, float* db = nullptr);
 
-/// sums[c] = the fp32 sum of a[n, c, s] over n and s, for a laid out
-/// (batch, channels, spatial): the bias gradient.
 /// Whether conv_backward_weights computes dW as one matrix product (an
 /// im2col of x against dy, conv_weights_product.cpp) instead of oneDNN's
 /// kernel: 2-D, one group, a window larger than one position and output
@@ -70,6 +70,8 @@ template <class T, class W>
 void conv_backward_weights_dnnl(const ConvGeometry& g, const T* x, const T* dy,
                                 W* dw, bool accum = false, float* db = nullptr);
 
+/// sums[c] = the fp32 sum of a[n, c, s] over n and s, for a laid out
+/// (batch, channels, spatial): the bias gradient.
 template <class T>
 void channel_sums(const T* a, int64_t batch, int64_t channels, int64_t spatial,
                   float* sums);
@@ -83,8 +85,9 @@ int64_t conv_chunk_bytes();
 /// tests that need a batch cut into chunks, and for tuning.
 void set_conv_chunk_bytes(int64_t bytes);
 
-/// The oneDNN implementation that runs `op` ("forward", "backward_data",
-/// "backward_weights") on T for g, e.g. "jit:avx512_core"; for tests and
+/// The implementation that runs `op` ("forward", "backward_data",
+/// "backward_weights") on T for g: oneDNN's, e.g. "jit:avx512_core", or
+/// "mixgraph:im2col_gemm" for a weight grad by our product; for tests and
 /// benchmarks.
 template <class T>
 std::string conv_implementation(const ConvGeometry& g, const std::string& op);
