@@ -75,16 +75,16 @@ MG_FOR_EACH_VECTOR_ISA(MG_UNARY_LOOPS)
 // The tail goes one element at a time by the same roundings.
 namespace unary_loops {
 // clang-format off
-#define MG_UNARY_CHUNK_LOOPS(NS, TARGET, CHUNKS)                             \
+#define MG_UNARY_CHUNK_LOOPS(NS, TARGET, CHUNKS)                            \
   namespace NS {                                                            \
   template <class T, class Op>                                              \
   TARGET void forward_chunks(const Op& op, const T* x, T* y, int64_t n) {   \
     float xf[kChunk], yf[kChunk];                                           \
     int64_t i = 0;                                                          \
     for (; i + kChunk <= n; i += kChunk) {                                  \
-      CHUNKS::convert(x + i, xf);                                          \
+      CHUNKS::convert(x + i, xf);                                           \
       forward(op, xf, yf, kChunk);                                          \
-      CHUNKS::convert(yf, y + i);                                        \
+      CHUNKS::convert(yf, y + i);                                           \
     }                                                                       \
     for (; i < n; ++i) y[i] = T(op(static_cast<float>(x[i])));              \
   }                                                                         \
@@ -94,14 +94,14 @@ namespace unary_loops {
     float xf[kChunk] = {}, yf[kChunk] = {}, dyf[kChunk], dxf[kChunk];       \
     int64_t i = 0;                                                          \
     for (; i + kChunk <= n; i += kChunk) {                                  \
-      if constexpr (Op::grad_uses_x) CHUNKS::convert(x + i, xf);           \
-      if constexpr (Op::grad_uses_y) CHUNKS::convert(y + i, yf);           \
-      CHUNKS::convert(dy + i, dyf);                                        \
+      if constexpr (Op::grad_uses_x) CHUNKS::convert(x + i, xf);            \
+      if constexpr (Op::grad_uses_y) CHUNKS::convert(y + i, yf);            \
+      CHUNKS::convert(dy + i, dyf);                                         \
       backward(op, xf, yf, dyf, dxf, kChunk);                               \
       if (accum) {                                                          \
-        CHUNKS::add(dxf, dx + i);                                \
+        CHUNKS::add(dxf, dx + i);                                           \
       } else {                                                              \
-        CHUNKS::convert(dxf, dx + i);                                    \
+        CHUNKS::convert(dxf, dx + i);                                       \
       }                                                                     \
     }                                                                       \
     for (; i < n; ++i) {                                                    \
