@@ -46,7 +46,9 @@ struct Shape {
 // (512 -> 1000) with that head's data and weight grads, a step's recurrent
 // product forward and backward (32 rows; the layer packs Wh once for them,
 // GemmFixedB, which these plain calls do not), and the input's data and
-// weight grads over every step.
+// weight grads over every step; ResNet-18's weight grads of its 512 x 4x4
+// maps and of its 256 -> 512 stride-2 layer as the products that
+// conv_weights_product.cpp runs (dy^T times im2col(x)).
 const Shape kShapes[] = {
     {"gpt qkv", false, false, 1024, 768, 256, 1},
     {"gpt proj", false, false, 1024, 256, 256, 1},
@@ -67,6 +69,8 @@ const Shape kShapes[] = {
     {"lstm step dh", false, false, 32, 512, 2048, 1},
     {"lstm dx", false, false, 2048, 512, 2048, 1},
     {"lstm dWx", true, false, 2048, 512, 2048, 1},
+    {"resnet dW 4x4", false, false, 512, 4608, 512, 1},
+    {"resnet dW s2", false, false, 512, 2304, 512, 1},
 };
 
 std::vector<float> values(int64_t n, int seed) {

@@ -252,6 +252,120 @@ TEST(ConvDnnl, SmallMapsTakeTheWeightGradAsOneProduct) {
   check_weight_grad<Half, float>(geometry(false), false, 0, /*forced=*/true);
 }
 
+// 8 images of 64 x 12 x 10 and 64 kernels of 3 x 3, stride 1, pad 1: 72
+// tiles of 4 x 4 outputs, 5/6 of them used, where cpu::winograd_pays().
+ConvGeometry winograd_maps() {
+  ConvGeometry g = geometry(false);
+  g.batch = 8, g.in_channels = 64, g.out_channels = 64;
+  g.in_spatial = g.out_spatial = {12, 10};
+  return g;
+}
+
+// Forbids Winograd for a scope.
+struct NoWinograd {
+  NoWinograd() { cpu::set_conv_winograd(false); }
+  ~NoWinograd() { cpu::set_conv_winograd(true); }
+};
+
+TEST(ConvDnnl, WinogradWhereItPays) {
+  const ConvGeometry g = winograd_maps();
+  EXPECT_TRUE(cpu::winograd_pays(g));
+  auto changed = [&](auto&& edit) {
+    ConvGeometry c = g;
+    edit(c);
+    return cpu::winograd_pays(c);
+  };
+  EXPECT_FALSE(changed([](ConvGeometry& c) { c.batch = 7; }));  // 63 tiles
+  EXPECT_FALSE(changed([](ConvGeometry& c) { c.in_channels = 48; }));
+  EXPECT_FALSE(changed([](ConvGeometry& c) { c.out_channels = 32; }));
+  EXPECT_FALSE(changed([](ConvGeometry& c) { c.group = 2; }));
+  EXPECT_FALSE(changed([](ConvGeometry& c) { c.stride = {1, 2}; }));
+  EXPECT_FALSE(changed([](ConvGeometry& c) { c.dilation = {2, 1}; }));
+  EXPECT_FALSE(changed([](ConvGeometry& c) { c.kernel = {3, 1}; }));
+  EXPECT_FALSE(changed([](ConvGeometry& c) {  // 5 x 5: 25 of 64 used
+    c.batch = 64, c.out_spatial = c.in_spatial = {5, 5};
+  }));
+  EXPECT_TRUE(changed([](ConvGeometry& c) {  // ResNet-18's 256 x 8 x 8
+    c.batch = 32, c.in_channels = c.out_channels = 256;
+    c.out_spatial = c.in_spatial = {8, 8};
+  }));
+  EXPECT_FALSE(changed([](ConvGeometry& c) {  // its 512 x 4 x 4: 32 tiles
+    c.batch = 32, c.in_channels = c.out_channels = 512;
+    c.out_spatial = c.in_spatial = {4, 4};
+  }));
+}
+
+// Winograd's sums round differently from the direct ones (the grid values
+// keep those exact: the tolerance is Winograd's own error) and every pass
+// still computes the convolution, with the bias, the bias grad,
+// accumulation and fp32 weights for half. Forbidden, the direct kernel
+// runs and is exact again.
+TEST(ConvDnnl, WinogradComputesTheConvolution) {
+  const ConvGeometry g = winograd_maps();
+  const std::string impl = cpu::conv_implementation<float>(g, "forward");
+  if (impl.find("wino") == std::string::npos) {
+    ASSERT_FALSE(cpu::cpu_features().avx512f) << impl;
+    GTEST_SKIP() << "oneDNN has Winograd kernels for AVX-512 only; got "
+                 << impl;
+  }
+  for (const char* op : {"backward_data", "backward_weights"}) {
+    EXPECT_NE(cpu::conv_implementation<float>(g, op).find("wino"),
+              std::string::npos)
+        << op;
+    EXPECT_NE(cpu::conv_implementation<Half>(g, op).find("wino"),
+              std::string::npos)
+        << op;
+  }
+  if (cpu::bf16_kernels_pay()) {
+    EXPECT_NE(cpu::conv_implementation<BFloat16>(g, "forward").find("bf16"),
+              std::string::npos);
+  }
+  // 576 terms of at most 1 a result: Winograd's error measured below 1e-6
+  // of their magnitudes' sum; a wrong tap or tile is off by 1/256 or more.
+  const double atol = 2e-4;
+  for (bool accum : {false, true}) {
+    SCOPED_TRACE(accum ? "accumulated" : "written");
+    const float base = accum ? 0.5f : 0.0f;
+    const Problem p = problem(g, 11, base);
+    std::vector<float> y(g.y_size(), base), dx(g.x_size(), base);
+    std::vector<float> dw(g.w_size(), base), db(g.out_channels, 99.0f);
+    const cpu::Operand w{p.w.data(), Dtype::f32};
+    cpu::conv_forward<float>(g, p.x.data(), w, p.b.data(), y.data(), accum);
+    expect_near(doubles(y), p.ref.y, atol, 0, "y");
+    cpu::conv_backward_data<float>(g, p.dy.data(), w, dx.data(), accum);
+    expect_near(doubles(dx), p.ref.dx, atol, 0, "dx");
+    cpu::conv_backward_weights<float>(g, p.x.data(), p.dy.data(), dw.data(),
+                                      accum, db.data());
+    expect_near(doubles(dw), p.ref.dw, atol, 0, "dw");
+    expect_near(doubles(db), p.ref.db, 1e-6, 0, "db");
+    // Half: fp32 weights in, an fp32 weight grad out.
+    const auto xh = as<Half>(p.x), dyh = as<Half>(p.dy);
+    auto yh = as<Half>(std::vector<float>(g.y_size(), base));
+    cpu::conv_forward<Half>(g, xh.data(), w, nullptr, yh.data(), accum);
+    Doubles yref = p.ref.y;
+    const int64_t spatial = 120;
+    for (size_t i = 0; i < yref.size(); ++i) {
+      yref[i] -= p.b[(i / spatial) % g.out_channels];
+    }
+    expect_near(doubles(yh), yref, atol, 1e-3, "half y");
+    std::vector<float> dwh(g.w_size(), base);
+    cpu::conv_backward_weights<Half, float>(g, xh.data(), dyh.data(),
+                                            dwh.data(), accum, nullptr);
+    expect_near(doubles(dwh), p.ref.dw, atol, 0, "half dw");
+  }
+  const NoWinograd direct;
+  for (const char* op : {"forward", "backward_data", "backward_weights"}) {
+    EXPECT_EQ(cpu::conv_implementation<float>(g, op).find("wino"),
+              std::string::npos)
+        << op;
+  }
+  const Problem p = problem(g, 11, 0.0);
+  std::vector<float> y(g.y_size());
+  cpu::conv_forward<float>(g, p.x.data(), cpu::Operand{p.w.data(), Dtype::f32},
+                           p.b.data(), y.data());
+  expect_near(doubles(y), p.ref.y, 0, 0, "direct y");
+}
+
 // The automatic chunk is the L3 cache, within its bounds; a fixed one holds
 // until it is given back.
 TEST(ConvDnnl, ChunkSizeFollowsTheCacheOrWhatWasSet) {

@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
@@ -40,6 +42,13 @@ enum class ConvOp { forward, backward_data, backward_weights };
 // chunks ran alike.
 std::atomic<int64_t> chunk_bytes_override{0};
 
+// Whether fp32 3x3 convolutions may take oneDNN's Winograd kernels
+// (MIXGRAPH_CONV_WINOGRAD=0 in the environment starts with them off).
+std::atomic<bool> winograd_allowed{[] {
+  const char* v = std::getenv("MIXGRAPH_CONV_WINOGRAD");
+  return !(v && std::string(v) == "0");
+}()};
+
 int64_t l3_bytes() {
   static const int64_t l3 = [] {
     const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
@@ -54,9 +63,10 @@ struct PlanKey {
   Dtype compute;  // the type of the primitive's two inputs
   Dtype out;      // the type of its output
   bool bias;      // forward: a bias input; backward_weights: a bias grad
+  bool winograd;  // try oneDNN's Winograd kernel first
   bool operator<(const PlanKey& o) const {
-    return std::tie(geom, op, compute, out, bias) <
-           std::tie(o.geom, o.op, o.compute, o.out, o.bias);
+    return std::tie(geom, op, compute, out, bias, winograd) <
+           std::tie(o.geom, o.op, o.compute, o.out, o.bias, o.winograd);
   }
 };
 
@@ -130,7 +140,7 @@ std::vector<std::pair<int, md>> conv_args(ConvOp op, bool bias, const md& a,
   return args;
 }
 
-Plan make_plan(const PlanKey& key) {
+Plan make_plan(const PlanKey& key, dnnl::algorithm algo) {
   const ConvGeometry& g = key.geom;
   const dt ct = dnnl_type(key.compute), ot = dnnl_type(key.out);
   const dims src = data_dims(g, g.in_channels, g.in_spatial);
@@ -141,7 +151,6 @@ Plan make_plan(const PlanKey& key) {
   dims dilates;  // oneDNN counts the gaps: 0 is a dense kernel
   for (int64_t d : g.dilation) dilates.push_back(d - 1);
   using fwd = dnnl::convolution_forward;
-  const auto algo = dnnl::algorithm::convolution_direct;
   const auto prop = dnnl::prop_kind::forward_training;
   const md bias_md =
       plain({key.op == ConvOp::backward_data ? g.in_channels : g.out_channels},
@@ -207,11 +216,22 @@ Plan make_plan(const PlanKey& key) {
       plan.out_back = make_reorder(plan.out, plan.out_plain);
     plan.ok = true;
   } catch (const dnnl::error& e) {
-    if (key.compute == Dtype::f32) {
+    if (key.compute == Dtype::f32 &&
+        algo == dnnl::algorithm::convolution_direct) {
       throw std::runtime_error(msg("[convolution] oneDNN: ", e.what()));
     }
   }
   return plan;
+}
+
+// Winograd's kernel where the key asks for it and oneDNN has one for this
+// CPU and geometry (AVX-512 only), else the direct one.
+Plan make_plan(const PlanKey& key) {
+  if (key.winograd) {
+    Plan plan = make_plan(key, dnnl::algorithm::convolution_winograd);
+    if (plan.ok) return plan;
+  }
+  return make_plan(key, dnnl::algorithm::convolution_direct);
 }
 
 const Plan& plan_for(const PlanKey& key) {
@@ -400,7 +420,8 @@ const Plan& plan_at(ConvOp op, const ConvGeometry& g, int64_t n, bool bias,
     // Written straight into T where the primitive can, else fp32 first.
     Dtype out = op == ConvOp::backward_weights ? Dtype::f32 : ct;
     if (dtype_of<T> != ct || accum || post_bias) out = Dtype::f32;
-    const Plan& plan = plan_for(PlanKey{c, op, ct, out, bias});
+    const bool wino = ct == Dtype::f32 && conv_winograd() && winograd_pays(c);
+    const Plan& plan = plan_for(PlanKey{c, op, ct, out, bias, wino});
     if (ct == Dtype::f32 || (plan.ok && plan.impl.rfind("ref", 0) != 0)) {
       return plan;
     }
@@ -540,6 +561,28 @@ int64_t conv_chunk_bytes() {
   const int64_t forced = chunk_bytes_override.load(std::memory_order_relaxed);
   if (forced > 0) return forced;
   return std::clamp<int64_t>(l3_bytes(), int64_t{16} << 20, int64_t{64} << 20);
+}
+
+bool winograd_pays(const ConvGeometry& g) {
+  if (g.kernel.size() != 2 || g.group != 1) return false;
+  for (size_t i = 0; i < 2; ++i) {
+    if (g.kernel[i] != 3 || g.stride[i] != 1 || g.dilation[i] != 1) {
+      return false;
+    }
+  }
+  if (g.in_channels < 64 || g.out_channels < 64) return false;
+  // Tiles of 4x4 outputs: at least 64 of them, at least 3/4 of them used.
+  const int64_t oh = g.out_spatial[0], ow = g.out_spatial[1];
+  const int64_t tiles = ((oh + 3) / 4) * ((ow + 3) / 4);
+  return g.batch * tiles >= 64 && 4 * oh * ow >= 3 * 16 * tiles;
+}
+
+void set_conv_winograd(bool allowed) {
+  winograd_allowed.store(allowed, std::memory_order_relaxed);
+}
+
+bool conv_winograd() {
+  return winograd_allowed.load(std::memory_order_relaxed);
 }
 
 void set_conv_chunk_bytes(int64_t bytes) {

@@ -85,6 +85,25 @@ int64_t conv_chunk_bytes();
 /// tests that need a batch cut into chunks, and for tuning.
 void set_conv_chunk_bytes(int64_t bytes);
 
+/// Whether an fp32 convolution of g takes oneDNN's Winograd kernel
+/// (F(4x4, 3x3), AVX-512 only) where the CPU has it: 2-D, 3x3, stride 1, no
+/// dilation, one group, at least 64 channels in and out, and at least 64
+/// tiles of 4x4 outputs over the batch, three quarters of them used. There
+/// it took 0.45-0.7x the direct kernel's time in each pass on ResNet-18's
+/// maps (64 channels at 32x32 to 256 at 8x8, batch 32) and lost on fewer
+/// channels, fewer tiles or smaller maps (benchmarks/RESULTS.md). Its
+/// rounding differs from the direct sum: still fp32, with an error that
+/// measured 6.5e-7 of the sum of the terms' magnitudes against 8.4e-8 for
+/// the direct kernel. Half runs its convolutions in fp32 and takes it too;
+/// bf16 kernels stay direct (oneDNN has no bf16 Winograd).
+bool winograd_pays(const ConvGeometry& g);
+
+/// Allows Winograd where winograd_pays() (the default) or forbids it, for
+/// the direct kernel's rounding everywhere. MIXGRAPH_CONV_WINOGRAD=0 in the
+/// environment starts with it forbidden.
+void set_conv_winograd(bool allowed);
+bool conv_winograd();
+
 /// The implementation that runs `op` ("forward", "backward_data",
 /// "backward_weights") on T for g: oneDNN's, e.g. "jit:avx512_core", or
 /// "mixgraph:im2col_gemm" for a weight grad by our product; for tests and
