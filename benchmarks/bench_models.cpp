@@ -22,7 +22,8 @@
 // none but the loss scaler's overflow flag.
 //
 // The configurations take turns: `rounds` rounds of `steps` timed steps
-// each (after `warmup` untimed ones in the first), ours and then, with
+// each (after `warmup` untimed ones in the first), ours (each round
+// starting one configuration later than the one before) and then, with
 // --peers, benchmarks/python_models.py's (PyTorch float32 and bf16
 // autocast) in that Python, so that drift of the machine falls on all
 // alike; a figure is the median over every timed step. Both sides print
@@ -686,7 +687,10 @@ int run(const Options& o) {
     std::map<std::string, std::vector<double>> peers;
     int64_t peer_params = 0;
     for (int r = 0; r < o.rounds; ++r) {
-      for (size_t i = 0; i < ours.size(); ++i) {
+      // Each round starts one configuration later, so that none is always
+      // first after the peers or last before them.
+      for (size_t j = 0; j < ours.size(); ++j) {
+        const size_t i = (j + static_cast<size_t>(r)) % ours.size();
         time_runs([&] { ours[i]->step(); }, r == 0 ? o.warmup : 0, o.steps,
                   samples[i]);
       }
