@@ -35,7 +35,7 @@ void move_parts(T* whole, const std::vector<T*>& parts, int64_t outer,
                 int64_t inner, bool to_parts, bool accum) {
   const int64_t np = static_cast<int64_t>(parts.size());
 #pragma omp parallel for schedule(static) if (outer * np * inner >= \
-                                              kParallelMin)
+                                              parallel_min())
   for (int64_t t = 0; t < outer * np; ++t) {
     const int64_t o = t / np, k = t % np;
     T* w = whole + (o * np + k) * inner;

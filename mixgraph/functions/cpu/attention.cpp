@@ -93,7 +93,7 @@ class ScaledDotProductAttentionCpu : public ScaledDotProductAttention {
     const int64_t blocks = (L + kQueryBlock - 1) / kQueryBlock;
     const int64_t tasks = batch_ * blocks;
     const bool causal = opts_.causal;
-#pragma omp parallel if (tasks > 1 && batch_ * L * S >= kParallelMin)
+#pragma omp parallel if (tasks > 1 && batch_ * L * S >= kParallelMinCompute)
     {
       BlockProducts block_product;
       std::vector<float> scores(kQueryBlock * kKeyBlock);
@@ -167,7 +167,7 @@ class ScaledDotProductAttentionCpu : public ScaledDotProductAttention {
     T* dv = want_v ? input_grad<T>(in[2], accum[2]) : nullptr;
     const int64_t L = len_q_, S = len_k_, E = dim_, Ev = dim_v_;
     const bool causal = opts_.causal;
-#pragma omp parallel if (batch_ > 1 && batch_ * L * S >= kParallelMin)
+#pragma omp parallel if (batch_ > 1 && batch_ * L * S >= kParallelMinCompute)
     {
       BlockProducts block_product;
       std::vector<float> p(kQueryBlock * kKeyBlock),

@@ -61,7 +61,7 @@ void for_each_tile(const AxisSplit& s, int64_t scratch_floats, Fn&& fn) {
   const int64_t w = tile_width(s);
   const int64_t chunks = (s.inner + w - 1) / w;
   const int64_t tiles = s.outer * chunks;
-  const bool parallel = s.outer * s.size * s.inner >= kParallelMin;
+  const bool parallel = s.outer * s.size * s.inner >= parallel_min();
 #pragma omp parallel if (parallel)
   {
     std::vector<float> scratch(scratch_floats);

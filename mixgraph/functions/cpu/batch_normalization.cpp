@@ -139,7 +139,7 @@ void grad_x(const float* x, const float* d, float* dx, const Piece& p,
 struct Rows {
   int64_t R, C, S;
   int64_t per_piece() const { return std::max<int64_t>(1, kBlock / S); }
-  bool parallel() const { return R * S >= kParallelMin; }
+  bool parallel() const { return R * S >= parallel_min(); }
 };
 
 // fn(piece) for every piece of x, in parallel over the rows; the piece's

@@ -14,7 +14,7 @@ namespace {
 template <class U>
 void spread(const U* x, U* y, const SpreadLayout& l) {
 #pragma omp parallel for schedule(static) if (l.outer * l.mid * l.inner >= \
-                                              kParallelMin)
+                                              parallel_min())
   for (int64_t o = 0; o < l.outer; ++o) {
     U* row = y + o * l.mid * l.inner;
     for (int64_t m = 0; m < l.mid; ++m) {

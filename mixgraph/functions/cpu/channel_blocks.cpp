@@ -30,7 +30,7 @@ void for_each_tile(int64_t batch, int64_t channels, int64_t spatial,
   const int64_t blocks = (channels + kBlk - 1) / kBlk;
   const int64_t tiles = batch * blocks;
 #pragma omp parallel for schedule( \
-    static) if (tiles * kBlk * spatial >= kParallelMin && tiles > 1)
+    static) if (tiles * kBlk * spatial >= parallel_min() && tiles > 1)
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t n = t / blocks, c0 = t % blocks * kBlk;
     run((n * channels + c0) * spatial, (n * blocks * kBlk + c0) * spatial, c0,
@@ -265,7 +265,7 @@ void for_each_position_block(int64_t batch, int64_t channels, int64_t spatial,
   if (batch <= 0 || channels <= 0 || spatial <= 0) return;
   const int64_t blocks = (spatial + 15) / 16, tasks = batch * blocks;
 #pragma omp parallel for schedule( \
-    static) if (tasks * 16 * channels >= kParallelMin && tasks > 1)
+    static) if (tasks * 16 * channels >= parallel_min() && tasks > 1)
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t n = t / blocks, s0 = t % blocks * 16;
     run(n * channels * spatial, s0, std::min<int64_t>(16, spatial - s0));

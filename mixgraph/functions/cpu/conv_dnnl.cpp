@@ -262,7 +262,7 @@ void run(const Plan& plan, const void* a, const void* b, const float* bias,
 void add_channel_bias(float* out, const float* b, int64_t batch,
                       int64_t channels, int64_t spatial) {
 #pragma omp parallel for schedule(static) if (batch * channels * spatial >= \
-                                              kParallelMin)
+                                              parallel_min())
   for (int64_t nc = 0; nc < batch * channels; ++nc) {
     const float v = b[nc % channels];
     float* row = out + nc * spatial;
@@ -272,7 +272,7 @@ void add_channel_bias(float* out, const float* b, int64_t batch,
 
 // dst[i] += src[i] for n floats.
 void add_to(float* dst, const float* src, int64_t n) {
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+#pragma omp parallel for schedule(static) if (n >= parallel_min())
   for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
 }
 
@@ -639,7 +639,7 @@ template <class T>
 void channel_sums(const T* a, int64_t batch, int64_t channels, int64_t spatial,
                   float* sums) {
 #pragma omp parallel for schedule(static) if (batch * channels * spatial >= \
-                                              kParallelMin)
+                                              parallel_min())
   for (int64_t c = 0; c < channels; ++c) {
     float buf[kBlock];
     float s = 0.0f;

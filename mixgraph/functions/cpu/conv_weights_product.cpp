@@ -51,7 +51,7 @@ void im2col(const ConvGeometry& g, const T* x, T* col) {
       }
     }
   }
-#pragma omp parallel for schedule(static) if (N * P * cols >= kParallelMin)
+#pragma omp parallel for schedule(static) if (N * P * cols >= parallel_min())
   for (int64_t r = 0; r < N * P; ++r) {
     const int64_t* off = offsets.data() + r % P * K;
     const T* xn = x + r / P * C * H * W;
@@ -68,7 +68,7 @@ template <class T>
 void transpose_dy(const ConvGeometry& g, const T* dy, T* dyt) {
   const int64_t N = g.batch, OC = g.out_channels;
   const int64_t P = shape_size(g.out_spatial);
-#pragma omp parallel for schedule(static) if (N * OC * P >= kParallelMin)
+#pragma omp parallel for schedule(static) if (N * OC * P >= parallel_min())
   for (int64_t oc = 0; oc < OC; ++oc) {
     for (int64_t n = 0; n < N; ++n) {
       const T* src = dy + (n * OC + oc) * P;

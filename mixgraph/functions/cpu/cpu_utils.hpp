@@ -20,8 +20,20 @@ namespace mg::cpu {
 /// Elements per block: 4 KiB of floats stays in L1 while a 16-bit kernel
 /// converts, computes and converts back in one pass.
 constexpr int64_t kBlock = 1024;
-/// Below this many elements a loop runs on one thread.
-constexpr int64_t kParallelMin = 1 << 15;
+/// Below this many elements a loop of a few operations an element runs on
+/// one thread: 1 << 15, or 1 << 20 where OMP_WAIT_POLICY is passive. There
+/// the team sleeps between parallel regions and each region pays a futex
+/// wake and a reschedule of the other threads first: on a 2-core VM (AMD
+/// EPYC Zen 4) a vectorized ReLU over 4 MB of floats took 124 us on one
+/// thread and 222 us on two, and the U-Net's training step 63-74 ms with
+/// the lower bound against 31-39 ms with this one. MIXGRAPH_PARALLEL_MIN=n
+/// in the environment sets it to n (> 0) instead, for tuning.
+int64_t parallel_min();
+/// parallel_min()'s rule for those two variables' values (null: unset).
+int64_t parallel_min_for(const char* wait_policy, const char* forced);
+/// Below this many elements a loop of many operations an element
+/// (attention's scores, E multiply-adds each) runs on one thread.
+constexpr int64_t kParallelMinCompute = 1 << 15;
 
 /// +inf's bits in a 16-bit type (for the kernels on bits: ReLU's, max
 /// pooling's).
@@ -298,7 +310,7 @@ inline float sum_floats(const float* a, int64_t n, const float* b = nullptr) {
 template <class Fn>
 void for_each_block(int64_t n, Fn&& fn) {
   const int64_t blocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+#pragma omp parallel for schedule(static) if (n >= parallel_min())
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t begin = b * kBlock;
     fn(begin, std::min(kBlock, n - begin));

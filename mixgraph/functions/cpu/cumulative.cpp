@@ -19,7 +19,7 @@ template <class Fn>
 void for_each_line(const AxisSplit& s, bool reverse, Fn&& fn) {
   const int64_t n = s.size, inner = s.inner;
 #pragma omp parallel for schedule(static) if (s.outer * n * inner >= \
-                                              kParallelMin)
+                                              parallel_min())
   for (int64_t l = 0; l < s.outer * inner; ++l) {
     const int64_t o = l / inner, j = l % inner;
     fn([=](int64_t p) {

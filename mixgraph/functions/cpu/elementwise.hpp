@@ -270,7 +270,7 @@ void for_each_broadcast_row(const BroadcastPlan& p, Fn&& fn,
   const int64_t rows = row ? shape_size(p.out_shape) / row : 0;
   const int64_t chunks = (row + kBlock - 1) / kBlock;  // per run
 #pragma omp parallel for schedule(static) if (!serial && \
-                                              rows * row >= kParallelMin)
+                                              rows * row >= parallel_min())
   for (int64_t k = 0; k < rows * chunks; ++k) {
     const int64_t r = k / chunks, c = (k % chunks) * kBlock;
     int64_t rem = r, off0 = 0, off1 = 0;

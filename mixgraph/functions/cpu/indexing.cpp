@@ -34,7 +34,7 @@ class EmbedCpu : public Embed {
     const T* w = input<T>(in[1]);
     T* y = output<T>(out[0]);
     const int64_t n = in[0]->size();
-#pragma omp parallel for schedule(static) if (n * width_ >= kParallelMin)
+#pragma omp parallel for schedule(static) if (n * width_ >= parallel_min())
     for (int64_t i = 0; i < n; ++i) {
       std::memcpy(y + i * width_, w + ids[i] * width_, width_ * sizeof(T));
     }
@@ -74,7 +74,7 @@ class GatherCpu : public Gather {
     const T* x = input<T>(in[0]);
     T* y = output<T>(out[0]);
     const int64_t rows = batch_ * outer_ * count_;
-#pragma omp parallel for schedule(static) if (rows * inner_ >= kParallelMin)
+#pragma omp parallel for schedule(static) if (rows * inner_ >= parallel_min())
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t b = r / (outer_ * count_), c = r % count_;
       const int64_t o = (r / count_) % outer_;

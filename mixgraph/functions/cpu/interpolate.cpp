@@ -31,7 +31,7 @@ std::vector<float> resize(const std::vector<float>& src, const Shape& s,
   const AxisView v = view(s, r.axis);
   const int64_t inner = v.inner, rows = v.outer * r.out;
   std::vector<float> dst(static_cast<size_t>(rows * inner));
-#pragma omp parallel for schedule(static) if (rows * inner >= kParallelMin)
+#pragma omp parallel for schedule(static) if (rows * inner >= parallel_min())
   for (int64_t t = 0; t < rows; ++t) {
     const int64_t o = t / r.out, j = t % r.out;
     const float* a = src.data() + (o * r.in + r.i0[j]) * inner;
@@ -54,7 +54,8 @@ std::vector<float> resize_grad(const std::vector<float>& g, const Shape& s,
   const AxisView v = view(s, r.axis);
   const int64_t inner = v.inner;
   std::vector<float> dsrc(static_cast<size_t>(v.outer * r.in * inner), 0.0f);
-#pragma omp parallel for schedule(static) if (g.size() >= kParallelMin)
+#pragma omp parallel for schedule( \
+    static) if (static_cast <int64_t>(g.size()) >= parallel_min())
   for (int64_t o = 0; o < v.outer; ++o) {
     for (int64_t j = 0; j < r.out; ++j) {
       const float* gj = g.data() + (o * r.out + j) * inner;

@@ -39,7 +39,7 @@ class MaxPoolingBackwardCpu : public MaxPoolingBackward {
     const int64_t in_size = in[1]->size() / std::max<int64_t>(geom_.maps, 1);
     const int64_t out_size = in[0]->size() / std::max<int64_t>(geom_.maps, 1);
     std::vector<float> dx(x.size(), 0.0f);
-#pragma omp parallel for if (geom_.maps * in_size >= kParallelMin)
+#pragma omp parallel for if (geom_.maps * in_size >= parallel_min())
     for (int64_t m = 0; m < geom_.maps; ++m) {
       const std::vector<int64_t> am =
           window_argmax(x.data() + m * in_size, geom_);
@@ -60,7 +60,7 @@ class MaxPoolingBackwardCpu : public MaxPoolingBackward {
     const int64_t in_size = in[1]->size() / std::max<int64_t>(geom_.maps, 1);
     const int64_t out_size = in[0]->size() / std::max<int64_t>(geom_.maps, 1);
     std::vector<float> gdy(in[0]->size(), 0.0f);
-#pragma omp parallel for if (geom_.maps * in_size >= kParallelMin)
+#pragma omp parallel for if (geom_.maps * in_size >= parallel_min())
     for (int64_t m = 0; m < geom_.maps; ++m) {
       const std::vector<int64_t> am =
           window_argmax(x.data() + m * in_size, geom_);

@@ -59,7 +59,7 @@ template <class F>
 std::vector<float> group_sums(const Grouping& g, int64_t n, F&& f) {
   std::vector<float> sums(g.groups, 0.0f);
   if (g.contiguous) {
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+#pragma omp parallel for schedule(static) if (n >= parallel_min())
     for (int64_t k = 0; k < g.groups; ++k) {
       const int64_t first = k * g.size;
       sums[k] = lanes_sum(g.size, [&](int64_t j) { return f(first + j); });
@@ -73,7 +73,7 @@ std::vector<float> group_sums(const Grouping& g, int64_t n, F&& f) {
 // fn(i) for every element, in parallel for big arrays.
 template <class F>
 void for_each_element(int64_t n, F&& fn) {
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+#pragma omp parallel for schedule(static) if (n >= parallel_min())
   for (int64_t i = 0; i < n; ++i) fn(i);
 }
 
@@ -230,7 +230,7 @@ class NormalizationCpu : public Base {
     mean_.assign(rows, 0.0f);
     rstd_.assign(rows, 0.0f);
     const float inv = 1.0f / static_cast<float>(len), eps = this->eps_;
-#pragma omp parallel if (rows * len >= kParallelMin)
+#pragma omp parallel if (rows * len >= parallel_min())
     {
       std::vector<float> xb(len), yb(len);
 #pragma omp for schedule(static)
@@ -272,7 +272,7 @@ class NormalizationCpu : public Base {
     const T* dy = output_grad<T>(out[0]);
     T* dx = want_dx ? input_grad<T>(in[0], accum[0]) : nullptr;
     const float inv = 1.0f / static_cast<float>(len);
-    const bool parallel = rows * len >= kParallelMin;
+    const bool parallel = rows * len >= parallel_min();
     const int threads = parallel ? omp_get_max_threads() : 1;
     // Per thread: dgamma's partial sums, then dbeta's.
     std::vector<float> partial(static_cast<size_t>(threads) * 2 * len, 0.0f);

@@ -54,7 +54,7 @@ void copy_float(const T* src, float* buf, int64_t n) {
 template <class Fn>
 void for_each_map(const PoolingGeometry& g, const Dims3& d, Fn&& fn) {
   const int64_t maps = g.maps;
-#pragma omp parallel if (maps * (d.in_size + d.out_size) >= kParallelMin)
+#pragma omp parallel if (maps * (d.in_size + d.out_size) >= parallel_min())
   {
     std::vector<float> a(d.in_size), b(d.in_size), c(d.out_size);
 #pragma omp for schedule(static)
@@ -67,7 +67,7 @@ template <class Fn>
 void parallel_maps(const PoolingGeometry& g, const Dims3& d, Fn&& fn) {
   const int64_t maps = g.maps;
 #pragma omp parallel for schedule( \
-    static) if (maps * (d.in_size + d.out_size) >= kParallelMin)
+    static) if (maps * (d.in_size + d.out_size) >= parallel_min())
   for (int64_t m = 0; m < maps; ++m) fn(m);
 }
 
@@ -235,7 +235,7 @@ class GlobalAveragePoolingCpu : public GlobalAveragePooling {
     const T* x = input<T>(in[0]);
     std::vector<float> means(rows_);
     const int64_t size = size_;
-#pragma omp parallel for schedule(static) if (rows_ * size_ >= kParallelMin)
+#pragma omp parallel for schedule(static) if (rows_ * size_ >= parallel_min())
     for (int64_t r = 0; r < rows_; ++r) {
       float buf[kBlock];
       float s = 0.0f;
@@ -258,7 +258,7 @@ class GlobalAveragePoolingCpu : public GlobalAveragePooling {
     T* dx = input_grad<T>(in[0], accum[0]);
     const int64_t size = size_;
     const bool add = accum[0];
-#pragma omp parallel for schedule(static) if (rows_ * size_ >= kParallelMin)
+#pragma omp parallel for schedule(static) if (rows_ * size_ >= parallel_min())
     for (int64_t r = 0; r < rows_; ++r) {
       float buf[kBlock];
       std::fill(buf, buf + std::min(kBlock, size),

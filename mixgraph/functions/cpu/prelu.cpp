@@ -55,7 +55,7 @@ class PReLUCpu : public PReLU {
     }
     if (propagate_down[1]) {
       std::vector<float> dw(static_cast<size_t>(C));
-#pragma omp parallel for schedule(static) if (in[0]->size() >= kParallelMin)
+#pragma omp parallel for schedule(static) if (in[0]->size() >= parallel_min())
       for (int64_t c = 0; c < C; ++c) {
         double sum = 0.0;  // over outer * inner terms: fp32 could lose them
         for (int64_t o = 0; o < outer; ++o) {

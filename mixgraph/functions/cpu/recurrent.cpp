@@ -43,7 +43,7 @@ MG_FOR_EACH_VECTOR_ISA(MG_SUM_LOOPS)
 
 void column_sums(const float* a, int64_t rows, int64_t cols, float* sums) {
   constexpr int64_t kCols = 256;
-#pragma omp parallel for schedule(static) if (rows * cols >= kParallelMin)
+#pragma omp parallel for schedule(static) if (rows * cols >= parallel_min())
   for (int64_t q0 = 0; q0 < cols; q0 += kCols) {
     const int64_t q1 = std::min(cols, q0 + kCols);
     using namespace sum_loops;

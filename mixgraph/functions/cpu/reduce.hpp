@@ -140,7 +140,7 @@ template <class Op, class Src>
 void reduce_pass(const Src& src, int64_t outer, int64_t r, int64_t inner,
                  typename Op::Acc* dst) {
   using Acc = typename Op::Acc;
-  const bool parallel = outer * r * inner >= kParallelMin;
+  const bool parallel = outer * r * inner >= parallel_min();
   if (inner == 1) {
     // Each output is a contiguous run; a long run is split into kBlock
     // chunks so that even a single output (a loss) uses every thread.
@@ -320,7 +320,7 @@ class ExtremumCpu : public Base {
     T* dx = input_grad<T>(in[0], accum[0]);
     if (!accum[0]) std::fill_n(dx, in[0]->size(), T(0.0f));
       // Each input element is the extremum of at most one output: no races.
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+#pragma omp parallel for schedule(static) if (n >= parallel_min())
     for (int64_t o = 0; o < n; ++o) {
       T& d = dx[index_[o]];
       d = T(static_cast<float>(d) + g[o]);

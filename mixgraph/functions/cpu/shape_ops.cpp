@@ -63,7 +63,7 @@ void for_each_view_row(const StridedView& v, Fn&& fn) {
   const int64_t n = shape_size(v.shape);
   if (n == 0) return;
   const int64_t rows = n / v.shape[nd - 1];
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+#pragma omp parallel for schedule(static) if (n >= parallel_min())
   for (int64_t r = 0; r < rows; ++r) {
     int64_t rem = r, off = v.offset;
     for (int d = nd - 2; d >= 0; --d) {
@@ -92,7 +92,7 @@ void gather_tiled(const T* base, const StridedView& v, int k, T* y, bool add) {
   const int64_t nk = v.shape[k], nl = v.shape[nd - 1], sl = v.stride[nd - 1];
   const int64_t tiles = (nk + kTile - 1) / kTile;
   const int64_t outer = n / (nk * nl);
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+#pragma omp parallel for schedule(static) if (n >= parallel_min())
   for (int64_t t = 0; t < outer * tiles; ++t) {
     int64_t rem = t / tiles, src = v.offset, dst = 0;
     for (int d = nd - 2; d >= 0; --d) {
@@ -217,7 +217,7 @@ class ConcatenateCpu : public Concatenate {
       for (Variable* x : in) {
         const int64_t chunk = outer_ ? x->size() / outer_ : 0;
         const U* src = input<U>(x);
-#pragma omp parallel for schedule(static) if (x->size() >= kParallelMin)
+#pragma omp parallel for schedule(static) if (x->size() >= parallel_min())
         for (int64_t o = 0; o < outer_; ++o) {
           copy_add(src + o * chunk, y + o * row + offset, chunk, false);
         }
@@ -236,7 +236,7 @@ class ConcatenateCpu : public Concatenate {
       const int64_t chunk = outer_ ? in[k]->size() / outer_ : 0;
       if (propagate_down[k]) {
         T* dx = input_grad<T>(in[k], accum[k]);
-#pragma omp parallel for schedule(static) if (in[k]->size() >= kParallelMin)
+#pragma omp parallel for schedule(static) if (in[k]->size() >= parallel_min())
         for (int64_t o = 0; o < outer_; ++o) {
           copy_add(dy + o * row + offset, dx + o * chunk, chunk, accum[k]);
         }
