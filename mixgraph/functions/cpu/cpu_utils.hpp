@@ -32,7 +32,8 @@ int64_t parallel_min();
 /// parallel_min()'s rule for those two variables' values (null: unset).
 int64_t parallel_min_for(const char* wait_policy, const char* forced);
 /// Below this many elements a loop of many operations an element
-/// (attention's scores, E multiply-adds each) runs on one thread.
+/// (attention's scores, E multiply-adds each; FFTs, STFTs, sorts and top-k
+/// selections, log n or more each) runs on one thread.
 constexpr int64_t kParallelMinCompute = 1 << 15;
 
 /// +inf's bits in a 16-bit type (for the kernels on bits: ReLU's, max

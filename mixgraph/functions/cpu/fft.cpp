@@ -51,7 +51,7 @@ class FFTCpu : public FFTBase {
                         float* dst, int64_t size) {
     const int64_t len = 2 * p.points, signals = size / len;
     // A plan per thread: a KissFFT plan holds scratch space.
-#pragma omp parallel if (size >= parallel_min() && signals > 1)
+#pragma omp parallel if (size >= kParallelMinCompute && signals > 1)
     {
       const KissPlan kiss(p.dims, inverse);
 #pragma omp for schedule(static)

@@ -291,8 +291,7 @@ class WarpByGridCpu : public WarpByGrid {
     const std::vector<float> x = floats_of<T>(in[0]);
     const std::vector<float> grid = floats_of<T>(in[1]);
     std::vector<float> y(static_cast<size_t>(out[0]->size()), 0.0f);
-#pragma omp parallel for schedule( \
-    static) if (static_cast <int64_t>(y.size()) >= parallel_min())
+#pragma omp parallel for schedule(static) if (out[0]->size() >= parallel_min())
     for (int64_t t = 0; t < g.b * g.po; ++t) {
       const int64_t n = t / g.po, p = t % g.po;
       const Sample s = sample(g, grid.data() + t * g.d);
@@ -322,8 +321,7 @@ class WarpByGridCpu : public WarpByGrid {
     if (propagate_down[0]) {
       // Scattered adds: one thread per batch item.
       std::vector<float> dx(static_cast<size_t>(in[0]->size()), 0.0f);
-#pragma omp parallel for schedule( \
-    static) if (static_cast <int64_t>(dx.size()) >= parallel_min())
+#pragma omp parallel for schedule(static) if (in[0]->size() >= parallel_min())
       for (int64_t n = 0; n < g.b; ++n) {
         for (int64_t p = 0; p < g.po; ++p) {
           const Sample s = sample(g, grid.data() + (n * g.po + p) * g.d);
@@ -345,8 +343,7 @@ class WarpByGridCpu : public WarpByGrid {
       std::vector<float> dgrid(static_cast<size_t>(in[1]->size()), 0.0f);
       if (opts_.mode == "linear") {
         const std::vector<float> x = floats_of<T>(in[0]);
-#pragma omp parallel for schedule( \
-    static) if (static_cast <int64_t>(dy.size()) >= parallel_min())
+#pragma omp parallel for schedule(static) if (out[0]->size() >= parallel_min())
         for (int64_t t = 0; t < g.b * g.po; ++t) {
           const int64_t n = t / g.po, p = t % g.po;
           const Sample s = sample(g, grid.data() + t * g.d);
@@ -426,8 +423,7 @@ class WarpByFlowCpu : public WarpByFlow {
     const std::vector<float> data = floats_of<T>(in[0]);
     const std::vector<float> flow = floats_of<T>(in[1]);
     std::vector<float> y(data.size());
-#pragma omp parallel for schedule( \
-    static) if (static_cast <int64_t>(y.size()) >= parallel_min())
+#pragma omp parallel for schedule(static) if (out[0]->size() >= parallel_min())
     for (int64_t t = 0; t < n * c; ++t) {
       const int64_t b = t / c;
       const float* fx = flow.data() + b * 2 * hw;
@@ -455,8 +451,7 @@ class WarpByFlowCpu : public WarpByFlow {
     const std::vector<float> flow = floats_of<T>(in[1]);
     if (propagate_down[0]) {
       std::vector<float> dd(static_cast<size_t>(in[0]->size()), 0.0f);
-#pragma omp parallel for schedule( \
-    static) if (static_cast <int64_t>(dd.size()) >= parallel_min())
+#pragma omp parallel for schedule(static) if (in[0]->size() >= parallel_min())
       for (int64_t t = 0; t < n * c; ++t) {
         const int64_t b = t / c;
         const float* fx = flow.data() + b * 2 * hw;
@@ -476,8 +471,7 @@ class WarpByFlowCpu : public WarpByFlow {
     if (propagate_down[1]) {
       const std::vector<float> data = floats_of<T>(in[0]);
       std::vector<float> df(static_cast<size_t>(in[1]->size()), 0.0f);
-#pragma omp parallel for schedule( \
-    static) if (static_cast <int64_t>(dy.size()) >= parallel_min())
+#pragma omp parallel for schedule(static) if (out[0]->size() >= parallel_min())
       for (int64_t b = 0; b < n; ++b) {
         const float* fx = flow.data() + b * 2 * hw;
         const float* fy = fx + hw;

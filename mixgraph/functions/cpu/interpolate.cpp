@@ -54,8 +54,8 @@ std::vector<float> resize_grad(const std::vector<float>& g, const Shape& s,
   const AxisView v = view(s, r.axis);
   const int64_t inner = v.inner;
   std::vector<float> dsrc(static_cast<size_t>(v.outer * r.in * inner), 0.0f);
-#pragma omp parallel for schedule( \
-    static) if (static_cast <int64_t>(g.size()) >= parallel_min())
+#pragma omp parallel for schedule(static) if (v.outer * r.out * inner >= \
+                                              parallel_min())
   for (int64_t o = 0; o < v.outer; ++o) {
     for (int64_t j = 0; j < r.out; ++j) {
       const float* gj = g.data() + (o * r.out + j) * inner;

@@ -25,8 +25,7 @@ std::vector<float> resize(const std::vector<float>& src, const Shape& s,
   const auto [outer, inner] = outer_inner(s, r.axis);
   const int64_t rows = outer * r.out;
   std::vector<float> dst(static_cast<size_t>(rows * inner), 0.0f);
-#pragma omp parallel for schedule( \
-    static) if (static_cast <int64_t>(dst.size()) >= parallel_min())
+#pragma omp parallel for schedule(static) if (rows * inner >= parallel_min())
   for (int64_t t = 0; t < rows; ++t) {
     const int64_t o = t / r.out, j = t % r.out;
     float* d = dst.data() + t * inner;
@@ -44,8 +43,8 @@ std::vector<float> resize_grad(const std::vector<float>& g, const Shape& s,
                                const ResizeTaps& r) {
   const auto [outer, inner] = outer_inner(s, r.axis);
   std::vector<float> dsrc(static_cast<size_t>(outer * r.in * inner), 0.0f);
-#pragma omp parallel for schedule( \
-    static) if (static_cast <int64_t>(g.size()) >= parallel_min())
+#pragma omp parallel for schedule(static) if (outer * r.out * inner >= \
+                                              parallel_min())
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t j = 0; j < r.out; ++j) {
       const float* gj = g.data() + (o * r.out + j) * inner;

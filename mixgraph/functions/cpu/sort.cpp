@@ -39,7 +39,7 @@ class SortCpu : public Sort {
       return rev ? a > b : a < b;
     };
 #pragma omp parallel for schedule(static) if (outer_ * n_ * inner_ >= \
-                                              parallel_min())
+                                              kParallelMinCompute)
     for (int64_t line = 0; line < outer_ * inner_; ++line) {
       const int64_t base = (line / inner_) * n_ * inner_ + line % inner_;
       std::vector<int32_t> perm(static_cast<size_t>(n_));

@@ -77,7 +77,7 @@ void analysis(const STFTPlan& p, const Floats& xp, Floats& yr, Floats& yi) {
   yr.assign(static_cast<size_t>(p.batch * p.bins * p.frames), 0.0f);
   yi.assign(yr.size(), 0.0f);
   // Frames in parallel, with a plan and buffers per thread.
-#pragma omp parallel if (p.batch * p.frames * n >= parallel_min())
+#pragma omp parallel if (p.batch * p.frames * n >= kParallelMinCompute)
   {
     const KissPlan kiss({static_cast<int>(n)}, false);
     Floats a(2 * n), f(2 * n);
@@ -105,7 +105,7 @@ Floats overlap_add(const STFTPlan& p, const Floats& yr, const Floats& yi,
   // Batch items in parallel (their frames overlap-add into one row), with a
   // plan and buffers per thread.
 #pragma omp parallel if (p.batch > 1 && \
-                         p.batch * p.frames * n >= parallel_min())
+                         p.batch * p.frames * n >= kParallelMinCompute)
   {
     const KissPlan kiss({static_cast<int>(n)}, true);
     Floats a(2 * n), f(2 * n);

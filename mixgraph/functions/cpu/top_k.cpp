@@ -28,7 +28,8 @@ class TopKDataCpu : public TopKData {
     std::vector<float> key = floats_of<T>(in[0]);
     to_keys(key, opts_.abs);
     const int64_t k = opts_.k, n = sample_size_;
-#pragma omp parallel for schedule(static) if (samples_ * n >= parallel_min())
+#pragma omp parallel for schedule(static) if (samples_ * n >= \
+                                              kParallelMinCompute)
     for (int64_t s = 0; s < samples_; ++s) {
       top_k_positions(key.data() + s * n, n, k, opts_.largest,
                       index_.data() + s * k);
@@ -86,7 +87,8 @@ class TopKGradCpu : public TopKGrad {
     to_keys(key, opts_.abs);
     const int64_t k = opts_.k, n = sample_size_;
     std::vector<float> g(dy.size(), 0.0f);
-#pragma omp parallel for schedule(static) if (samples_ * n >= parallel_min())
+#pragma omp parallel for schedule(static) if (samples_ * n >= \
+                                              kParallelMinCompute)
     for (int64_t s = 0; s < samples_; ++s) {
       std::vector<int32_t> idx(static_cast<size_t>(k));
       top_k_positions(key.data() + s * n, n, k, true, idx.data());
