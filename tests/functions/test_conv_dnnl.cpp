@@ -343,7 +343,8 @@ TEST(ConvDnnl, WinogradComputesTheConvolution) {
     auto yh = as<Half>(std::vector<float>(g.y_size(), base));
     cpu::conv_forward<Half>(g, xh.data(), w, nullptr, yh.data(), accum);
     Doubles yref = p.ref.y;
-    const int64_t spatial = 120;
+    int64_t spatial = 1;  // y is (batch, out_channels, spatial...)
+    for (const int64_t d : g.out_spatial) spatial *= d;
     for (size_t i = 0; i < yref.size(); ++i) {
       yref[i] -= p.b[(i / spatial) % g.out_channels];
     }

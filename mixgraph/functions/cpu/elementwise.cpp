@@ -21,11 +21,14 @@ __attribute__((always_inline)) inline float lanes_reduce(const float* x,
       n, init, [x](int64_t i) __attribute__((always_inline)) { return x[i]; },
       op);
 }
-// std::max's rule (a NaN in x never wins), which vectorizes as maxps.
-__attribute__((always_inline)) inline float max_op(float m, float v) {
+// std::max's rule (a NaN in x never wins), which vectorizes as maxps; on
+// floats, and lane by lane on lanes.hpp's LaneQuads.
+template <class V>
+__attribute__((always_inline)) inline V max_op(V m, V v) {
   return m < v ? v : m;
 }
-__attribute__((always_inline)) inline float add_op(float s, float v) {
+template <class V>
+__attribute__((always_inline)) inline V add_op(V s, V v) {
   return s + v;
 }
 
@@ -38,10 +41,11 @@ __attribute__((always_inline)) inline float add_op(float s, float v) {
   }                                                                        \
   TARGET float max_of(const float* x, int64_t n) {                         \
     return lanes_reduce(x, n, -std::numeric_limits<float>::infinity(),     \
-                        max_op);                                           \
+                        [](auto m, auto v) { return max_op(m, v); });      \
   }                                                                        \
   TARGET float sum_of(const float* x, int64_t n) {                         \
-    return lanes_reduce(x, n, 0.0f, add_op);                               \
+    return lanes_reduce(x, n, 0.0f,                                        \
+                        [](auto s, auto v) { return add_op(s, v); });      \
   }                                                                        \
   }
 MG_FOR_EACH_VECTOR_ISA(MG_ROW_LOOPS)
