@@ -61,14 +61,29 @@ bool has_device_backend(const std::string& function) {
   return false;
 }
 
+// v rounded to the storage type of `type_config` (half or bfloat16; float
+// as it is). Both sides are fed rounded values, so that they start from the
+// same numbers even where one computes in float and the other in the
+// reduced type (bf16 BatchNormalization falls back to cudnn:float): a sum of
+// 2600 unrounded output grads differs from the sum of their bf16 roundings
+// by more than bf16's tolerance, though each side is right.
+float representable(float v, const std::string& type_config) {
+  if (type_config == "half") return static_cast<float>(Half(v));
+  if (type_config == "bfloat16") return static_cast<float>(BFloat16(v));
+  return v;
+}
+
 // The output grad: fixed weights from the case's seed (the same on both
-// sides; the harness's own are internal to it).
-NdArrayPtr output_grad(const Shape& shape, uint32_t seed) {
+// sides; the harness's own are internal to it), representable in the type.
+NdArrayPtr output_grad(const Shape& shape, uint32_t seed,
+                       const std::string& type_config) {
   auto a = make_ndarray(shape);
   std::mt19937 rng(seed + 2000);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   float* p = a->cast<float>(true);
-  for (int64_t i = 0; i < a->size(); ++i) p[i] = dist(rng);
+  for (int64_t i = 0; i < a->size(); ++i) {
+    p[i] = representable(dist(rng), type_config);
+  }
   return a;
 }
 
@@ -92,8 +107,9 @@ struct Out {
 // One forward (and backward, when the case has grads) of `c` on `values`
 // in `ctx`: fresh grads, grads added to preset ones, or through
 // identity -> f -> mul_scalar(2) with clear_buffer (the harness's check).
-Out run(const FunctionCheck& c, const std::vector<std::vector<float>>& values,
-        const Context& ctx, Mode mode) {
+Out run(const FunctionDecl& d, const FunctionCheck& c,
+        const std::vector<std::vector<float>>& values, const Context& ctx,
+        const std::string& type_config, Mode mode) {
   ContextGuard guard(ctx);
   seed(c.seed);  // a random function (Dropout) draws the same on both sides
   std::vector<VariablePtr> inputs;
@@ -107,7 +123,12 @@ Out run(const FunctionCheck& c, const std::vector<std::vector<float>>& values,
       }
       inputs.push_back(x);
     } else {
-      inputs.push_back(variable_from(s.shape, values[i], s.need_grad));
+      // Labels and layout data (integer and any ports) are never rounded.
+      std::vector<float> v = values[i];
+      if (d.input(static_cast<int>(i)).kind == Port::floating) {
+        for (float& e : v) e = representable(e, type_config);
+      }
+      inputs.push_back(variable_from(s.shape, v, s.need_grad));
     }
     if (mode == Mode::accumulate && s.need_grad) {
       const auto g = preset_grad(inputs.back()->size());
@@ -130,14 +151,14 @@ Out run(const FunctionCheck& c, const std::vector<std::vector<float>>& values,
   if (mode == Mode::clear_buffer) {
     auto z = F::mul_scalar(y, 2.0f);
     z->forward(/*clear_buffer=*/false, /*clear_no_need_grad=*/true);
-    auto g = output_grad(y->shape(), c.seed);
+    auto g = output_grad(y->shape(), c.seed, type_config);
     float* p = g->cast<float>();
     for (int64_t j = 0; j < g->size(); ++j) p[j] *= 0.5f;
     z->backward(g, /*clear_buffer=*/true);
   } else {
     y->forward();
     o.y = to_doubles(y);
-    if (backward) y->backward(output_grad(y->shape(), c.seed));
+    if (backward) y->backward(output_grad(y->shape(), c.seed, type_config));
   }
   if (backward) {
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -199,8 +220,8 @@ void compare(const FunctionDecl& d, const harness::Case& k,
   const Context host = context("cpu", type_config);
   const Context dev = context("cudnn", type_config);
   const Tolerance t = tolerance(c, type_config);
-  const Out want = run(c, values, host, Mode::fresh);
-  const Out got = run(c, values, dev, Mode::fresh);
+  const Out want = run(d, c, values, host, type_config, Mode::fresh);
+  const Out got = run(d, c, values, dev, type_config, Mode::fresh);
   if (expect_device && got.function == d.name) {
     EXPECT_TRUE(on_device(got.backend))
         << d.name << " has a device implementation but ran on " << got.backend;
@@ -209,7 +230,7 @@ void compare(const FunctionDecl& d, const harness::Case& k,
   expect_grads_near(got.grads, want.grads, t, "grad against the host");
   if (c.check_grad) {
     SCOPED_TRACE("accumulation");
-    const Out acc = run(c, values, dev, Mode::accumulate);
+    const Out acc = run(d, c, values, dev, type_config, Mode::accumulate);
     std::vector<Doubles> sum = want.grads;
     for (auto& g : sum) {
       const auto g0 = preset_grad(static_cast<int64_t>(g.size()));
@@ -224,13 +245,13 @@ void compare(const FunctionDecl& d, const harness::Case& k,
   }
   if (c.check_grad) {
     SCOPED_TRACE("clear_buffer");
-    const Out cb = run(c, values, dev, Mode::clear_buffer);
+    const Out cb = run(d, c, values, dev, type_config, Mode::clear_buffer);
     expect_grads_near(cb.grads, want.grads, t, "grad under clear_buffer");
   }
   FunctionCheck ints = c;
   if (integerize(d, ints)) {
     SCOPED_TRACE("integer inputs fed as int32");
-    const Out got_int = run(ints, values, dev, Mode::fresh);
+    const Out got_int = run(d, ints, values, dev, type_config, Mode::fresh);
     expect_near(got_int.y, want.y, t.atol, t.rtol,
                 "int32 inputs on the device against the host");
   }
