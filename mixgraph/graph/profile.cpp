@@ -1,5 +1,7 @@
 #include <mixgraph/graph/profile.hpp>
 
+#include <mixgraph/contexts/device.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -10,6 +12,7 @@ namespace mg {
 struct FunctionProfile::State {
   mutable std::mutex mutex;
   std::map<std::string, Time> times;
+  std::string device;  // waited for around each call; "" for none
 };
 
 namespace {
@@ -26,7 +29,17 @@ int64_t now_ns() {
 
 }  // namespace
 
-FunctionProfile::FunctionProfile() : state_(new State) {
+FunctionProfile::FunctionProfile(const std::string& device)
+    : state_(new State) {
+  if (device != "cpu") state_->device = device;
+  if (!state_->device.empty()) {
+    try {
+      resolve_device(device, "[FunctionProfile]");
+    } catch (...) {
+      delete state_;
+      throw;
+    }
+  }
   FunctionProfile* none = nullptr;
   if (!g_recording.compare_exchange_strong(none, this)) {
     delete state_;
@@ -65,6 +78,10 @@ FunctionProfile::Scope::Scope(std::string_view name, const char* what) {
   counted_ = true;
   if (t_depth++ > 0) return;
   key_.assign(name).append(" ").append(what);
+  if (FunctionProfile* p = g_recording.load();
+      p && !p->state_->device.empty()) {
+    synchronize_device(p->state_->device);  // the work queued before
+  }
   start_ns_ = now_ns();
 }
 
@@ -72,9 +89,10 @@ FunctionProfile::Scope::~Scope() {
   if (!counted_) return;
   --t_depth;
   if (key_.empty()) return;
-  const double seconds = static_cast<double>(now_ns() - start_ns_) * 1e-9;
   FunctionProfile* p = g_recording.load();
   if (!p) return;  // the profile ended during the call
+  if (!p->state_->device.empty()) synchronize_device(p->state_->device);
+  const double seconds = static_cast<double>(now_ns() - start_ns_) * 1e-9;
   std::lock_guard<std::mutex> lock(p->state_->mutex);
   Time& t = p->state_->times[key_];
   t.seconds += seconds;

@@ -5,11 +5,12 @@
 // same question; this one costs two clock reads a call while it records
 // and one relaxed atomic load while it does not.
 //
-// Times are the host's: on a device backend they are launch times unless
-// the device is synchronized (bench_models prints the split on the CPU
-// only). A function run inside another's forward or backward counts as
-// the outer one's time, so that the entries add up to no more than the
-// step.
+// Times are the host's: on a device backend they are launch times, unless
+// the profile is given the device, which it then waits for before and
+// after each call, so that a call's time is its kernels' (plus a wait's
+// cost, some microseconds a call: the shares are the information, not the
+// sum). A function run inside another's forward or backward counts as the
+// outer one's time, so that the entries add up to no more than the step.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +28,10 @@ class FunctionProfile {
   };
 
   /// Starts recording. One profile records at a time: a second while one
-  /// is alive is an error (std::logic_error), not a silent split.
-  FunctionProfile();
+  /// is alive is an error (std::logic_error), not a silent split. With a
+  /// device ("cuda:0"), each call waits for it before and after, so that
+  /// the times are the device's; "" or "cpu" times the host alone.
+  explicit FunctionProfile(const std::string& device = "");
   ~FunctionProfile();
   FunctionProfile(const FunctionProfile&) = delete;
   FunctionProfile& operator=(const FunctionProfile&) = delete;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -575,6 +576,40 @@ TEST_F(CudaFunctions, ATrainingStepStaysOnTheDevice) {
     EXPECT_EQ(u.to_host, 1u) << u.bytes_to_host << " bytes";
     EXPECT_TRUE(std::isfinite(loss->data()->get<const float>()[0]));
   }
+}
+
+// A profile given the device waits for it around each call: the
+// convolution's time is its kernels', far above the launch alone, and the
+// waits copy nothing.
+TEST_F(CudaFunctions, AProfileOnTheDeviceTimesTheKernels) {
+  ContextGuard guard(context("cudnn", "float"));
+  ParameterScope params;
+  auto x = make_variable({64, 64, 56, 56});
+  auto y =
+      F::sum(parametric_functions::convolution(x, 64, {3, 3}, params["c"]));
+  y->forward();  // the plans and the first copies, off the profile
+  synchronize_device("cuda:0");
+  std::map<std::string, FunctionProfile::Time> launches, kernels;
+  {
+    FunctionProfile host;
+    y->forward();
+    launches = host.times();
+  }
+  synchronize_device("cuda:0");
+  reset_transfer_stats();
+  {
+    FunctionProfile device("cuda:0");
+    y->forward();
+    kernels = device.times();
+  }
+  EXPECT_EQ(transfer_stats().to_host, 0u);
+  EXPECT_EQ(transfer_stats().to_device, 0u);
+  ASSERT_EQ(kernels.count("Convolution forward"), 1u);
+  ASSERT_EQ(launches.count("Convolution forward"), 1u);
+  // 64 x 64 x 3 x 3 x 56 x 56 x 64 multiply-adds: some 100 us on a GPU.
+  EXPECT_GT(kernels.at("Convolution forward").seconds, 20e-6);
+  EXPECT_GT(kernels.at("Convolution forward").seconds,
+            launches.at("Convolution forward").seconds);
 }
 
 }  // namespace

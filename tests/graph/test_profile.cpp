@@ -76,5 +76,23 @@ TEST(FunctionProfile, OneAtATime) {
   EXPECT_TRUE(FunctionProfile::recording());  // the first still records
 }
 
+TEST(FunctionProfile, ADeviceThatIsNotThereIsRefusedByName) {
+  try {
+    FunctionProfile profile("npu:0");
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("[FunctionProfile]"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("npu:0"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(FunctionProfile::recording());  // nothing was left behind
+  FunctionProfile on_the_host("cpu");          // "cpu": the host's times
+  auto y = F::relu(make_variable({2, 2}));
+  y->forward();
+  EXPECT_EQ(on_the_host.times().count("ReLU forward"), 1u);
+}
+
 }  // namespace
 }  // namespace mg
