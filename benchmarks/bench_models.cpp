@@ -6,9 +6,12 @@
 // model (Embed 1000 x 512, two LSTM layers of 512, seq 64, batch 32; Adam)
 // and the U-Net of examples/unet_fashion_mnist.cpp (depthwise-separable
 // blocks, bilinear and unpooling upsampling, 11 labels per pixel of 28x28,
-// batch 32; Adam). Random data; prints figures, never fails on a clock.
+// batch 32; Adam), and, asked for by name, the LeNet of the main job (batch
+// 128 of 1x28x28, Adam; bench_training times it on the CPU beside NNabla,
+// PyTorch and MXNet, this program on a GPU). Random data; prints figures,
+// never fails on a clock.
 //
-//   bench_models [--model resnet18|gpt|lstm|unet[,...]] [--type
+//   bench_models [--model resnet18|gpt|lstm|unet|lenet[,...]] [--type
 //   float|half|bfloat16[,...]]
 //                [--threads N] [--steps N] [--rounds N] [--warmup N]
 //                [--peers PYTHON] [--isa native|avx2] [--backend cpu|cudnn]
@@ -19,7 +22,12 @@
 // peers there too (float32, fp16 AMP with a GradScaler, bf16 autocast),
 // and counts the host<->device copies of one step ("copies/step", as
 // to device + to host): a step that keeps everything on the device makes
-// none but the loss scaler's overflow flag.
+// none but the loss scaler's overflow flag. "host ms" is then the step's
+// time on the host alone (the graph's walk and the launches, before the
+// wait for the device): near "ms/step", the step is bound by the host, not
+// by the GPU's arithmetic. In half and bfloat16 the loss scaler's read of
+// its overflow flag waits for the backward, so there it holds most of the
+// device's time too.
 //
 // The configurations take turns: `rounds` rounds of `steps` timed steps
 // each (after `warmup` untimed ones in the first), ours (each round
@@ -30,17 +38,18 @@
 // their parameter counts, which must be equal. "step MiB" is what one step
 // allocates above what was held before it (activations, grads, scratch).
 //
-// On the CPU, each configuration then runs `steps` more steps under a
-// FunctionProfile and prints where they went ("step split"): the
+// Each configuration then runs `steps` more steps under a FunctionProfile
+// and prints where they went ("step split"; on a GPU the profile waits for
+// the device around each call, so that the times are the kernels'): the
 // products (Affine, the convolutions, BatchMatmul), the recurrent
 // functions (their products and cells together), the normalizations,
 // attention (ScaledDotProductAttention, its two products inside, or the
 // composed form's Softmax), the loss
 // (SoftmaxCrossEntropy and Mean), every other function, the solver's
 // updates, and the rest (the graph's own work, the loss scaler's checks);
-// then the products' own rate against the fp32 FMA peak (the LSTM's over
-// its products and cells, the GPT's over its products and attention), and
-// the three largest of "other".
+// then, on the CPU, the products' own rate against the fp32 FMA peak (the
+// LSTM's over its products and cells, the GPT's over its products and
+// attention), and the three largest of "other".
 //
 // --memory adds, per model, each configuration's peak resident set (the
 // kernel's VmHWM) in a process of its own: ours (this program again, with
@@ -58,6 +67,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -71,6 +81,7 @@
 #include <vector>
 
 #include "../examples/unet_model.hpp"
+#include "../tutorials/common/lenet.hpp"
 #include "machine.hpp"
 #include "timing.hpp"
 
@@ -153,6 +164,18 @@ double resnet18_step_gflop(int64_t batch) {
     }
   }
   return 2.0 * macs * batch / 1e9;
+}
+
+// ---- LeNet (the main job's: tutorials/common/lenet.hpp) ----
+
+constexpr int64_t kLenetBatch = 128;
+
+// Its products: the first convolution twice (its input needs no grad), the
+// rest three times.
+double lenet_step_gflop() {
+  const double first = 24.0 * 24 * 32 * 25;
+  const double rest = 8.0 * 8 * 64 * 25 * 32 + 1024.0 * 512 + 512.0 * 10;
+  return 2.0 * (2 * first + 3 * rest) * kLenetBatch / 1e9;
 }
 
 // ---- GPT-style decoder ----
@@ -252,12 +275,24 @@ class Trainer {
     mg::seed(1);
     std::mt19937 rng(3);
     if (model != "resnet18" && model != "gpt" && model != "lstm" &&
-        model != "unet") {
-      std::fprintf(stderr, "unknown model %s (resnet18, gpt, lstm or unet)\n",
+        model != "unet" && model != "lenet") {
+      std::fprintf(stderr,
+                   "unknown model %s (resnet18, gpt, lstm, unet or lenet)\n",
                    model.c_str());
       std::exit(2);
     }
-    if (model == "resnet18") {
+    if (model == "lenet") {
+      x_ = mg::make_variable({kLenetBatch, 1, 28, 28});
+      t_ = mg::make_variable({kLenetBatch, 1});
+      loss_ =
+          F::mean(F::softmax_cross_entropy(tutorial::lenet(x_, params_), t_));
+      solver_ = mg::solvers::Adam(1e-3f);
+      std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+      float* x = x_->data()->cast<float>(true);
+      for (int64_t i = 0; i < x_->size(); ++i) x[i] = pixel(rng);
+      int32_t* t = t_->data()->cast<int32_t>(true);
+      for (int64_t i = 0; i < t_->size(); ++i) t[i] = rng() % 10;
+    } else if (model == "resnet18") {
       x_ = mg::make_variable({32, 3, 32, 32});
       t_ = mg::make_variable({32, 1});
       loss_ = F::mean(F::softmax_cross_entropy(resnet18(x_, params_), t_));
@@ -314,6 +349,7 @@ class Trainer {
 
   /// One step, finished: on a device, its queued work done too.
   void step() {
+    const auto start = std::chrono::steady_clock::now();
     if (updater_) {
       updater_->update();
     } else {
@@ -322,10 +358,18 @@ class Trainer {
       loss_->backward(1.0f, /*clear_buffer=*/true);
       solver_->update();
     }
+    host_seconds_.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
     mg::synchronize_device(device_);
   }
 
+  /// The median time of the steps so far before their wait for the device
+  /// (on the CPU, the whole step), in ms.
+  double host_ms() const { return median(host_seconds_) * 1e3; }
+
   int64_t parameters() const { return parameters_; }
+  const std::string& device() const { return device_; }
   float loss() const { return loss_->data()->get<const float>()[0]; }
 
   /// The allocator's peak during one step, in MiB (the device's allocator
@@ -361,6 +405,7 @@ class Trainer {
   std::unique_ptr<mg::DynamicLossScalingUpdater> updater_;
   std::string device_;  // "cpu" or "cuda:0"
   int64_t parameters_ = 0;
+  std::vector<double> host_seconds_;  // each step's, before the wait
 };
 
 // One round of the Python peers: their step times by configuration, and
@@ -439,7 +484,7 @@ Rss read_rss(const std::string& cmd) {
 }
 
 constexpr const char* kUsage =
-    "usage: bench_models [--model resnet18|gpt|lstm|unet[,...]]\n"
+    "usage: bench_models [--model resnet18|gpt|lstm|unet|lenet[,...]]\n"
     "                    [--type float|half|bfloat16[,...]] [--threads N]\n"
     "                    [--steps N] [--rounds N] [--warmup N]\n"
     "                    [--peers PYTHON] [--isa native|avx2]\n"
@@ -528,7 +573,8 @@ std::string category_of(const std::string& key) {
 
 StepSplit step_split(Trainer& trainer, int steps) {
   trainer.step();  // off the profile: the first after others ran is slow
-  mg::FunctionProfile profile;
+  // On a device, each call waits for it: the device's times.
+  mg::FunctionProfile profile(trainer.device());
   std::vector<double> seconds;
   time_runs([&] { trainer.step(); }, 0, steps, seconds);
   StepSplit s;  // means, as the profile's sums are
@@ -554,12 +600,17 @@ void print_splits(const Options& o, const std::string& model,
   static const char* const kColumns[] = {
       "products", "recurrent", "normalization", "attention",
       "loss",     "other",     "solver",        "rest"};
+  const bool on_gpu = o.backend != "cpu";
   std::printf(
       "\n%s: step split, ms per step (share of the step), %d steps each "
-      "under a FunctionProfile\n%-24s %8s",
-      model.c_str(), o.steps, "configuration", "step");
+      "under a FunctionProfile%s\n%-24s %8s",
+      model.c_str(), o.steps,
+      on_gpu ? " waiting for the device around each call (the device's "
+               "times, each with a wait's cost)"
+             : "",
+      "configuration", "step");
   for (const char* c : kColumns) std::printf(" %14s", c);
-  std::printf(" %14s\n", "products' rate");
+  std::printf(" %14s\n", on_gpu ? "" : "products' rate");
   for (size_t i = 0; i < ours.size(); ++i) {
     const StepSplit s = step_split(*ours[i], o.steps);
     std::printf("%-24s %8.1f", ("mixgraph " + o.types[i]).c_str(), s.step_ms);
@@ -579,12 +630,15 @@ void print_splits(const Options& o, const std::string& model,
     };
     const double holding_ms =
         ms_of("products") + ms_of("recurrent") + ms_of("attention");
-    char rate[32];
-    std::snprintf(rate, sizeof rate, "%.0f%% of peak",
-                  100.0 * gflop / (holding_ms / 1e3) / peak);
+    char rate[32] = "";  // against the CPU's peak: not a GPU's figure
+    if (!on_gpu) {
+      std::snprintf(rate, sizeof rate, "%.0f%% of peak",
+                    100.0 * gflop / (holding_ms / 1e3) / peak);
+    }
     std::printf(" %14s\n", rate);
     std::printf("%-24s largest other:", "");
-    for (size_t k = 0; k < s.other.size() && k < 3; ++k) {
+    const size_t shown = on_gpu ? 6 : 3;  // a GPU's "other" is many kernels
+    for (size_t k = 0; k < s.other.size() && k < shown; ++k) {
       std::printf("%s %s %.1f ms", k ? "," : "", s.other[k].second.c_str(),
                   s.other[k].first);
     }
@@ -706,10 +760,11 @@ int run(const Options& o) {
       std::printf(", %lld (PyTorch)%s", static_cast<long long>(peer_params),
                   peer_params == ours[0]->parameters() ? "" : " DIFFER");
     }
-    const double gflop = model == "gpt"    ? gpt_step_gflop(8)
-                         : model == "lstm" ? lstm_step_gflop()
-                         : model == "unet" ? unet_step_gflop()
-                                           : resnet18_step_gflop(32);
+    const double gflop = model == "gpt"     ? gpt_step_gflop(8)
+                         : model == "lstm"  ? lstm_step_gflop()
+                         : model == "unet"  ? unet_step_gflop()
+                         : model == "lenet" ? lenet_step_gflop()
+                                            : resnet18_step_gflop(32);
     std::printf(
         "\n%.1f GFLOP of products per step; 'of peak': that over "
         "the step's time, against the fp32 FMA peak\n",
@@ -733,9 +788,9 @@ int run(const Options& o) {
       if (a > 0 && b > 0) std::snprintf(buf, sizeof buf, "%.2fx", a / b);
       return std::string(buf);
     };
-    std::printf("%-24s %10s %10s %10s %10s %10s %12s\n", "configuration",
+    std::printf("%-24s %10s %10s %10s %10s %10s %12s%s\n", "configuration",
                 "ms/step", "vs float", "vs torch", "of peak", "step MiB",
-                "copies/step");
+                "copies/step", on_gpu ? "    host ms" : "");
     double float_ms = 0;
     for (size_t i = 0; i < ours.size(); ++i) {
       if (o.types[i] == "float") float_ms = median(samples[i]) * 1e3;
@@ -749,17 +804,19 @@ int run(const Options& o) {
       std::snprintf(copies_text, sizeof copies_text, "%llu + %llu",
                     static_cast<unsigned long long>(copies.to_device),
                     static_cast<unsigned long long>(copies.to_host));
-      std::printf("%-24s %10.1f %10s %10s %10s %10.1f %12s\n",
+      std::printf("%-24s %10.1f %10s %10s %10s %10.1f %12s",
                   ("mixgraph " + o.types[i]).c_str(), ms,
                   ratio(float_ms, ms).c_str(), ratio(twin, ms).c_str(),
                   of_peak(ms).c_str(), step_mb, copies_text);
+      if (on_gpu) std::printf(" %10.1f", ours[i]->host_ms());
+      std::printf("\n");
     }
     for (const auto& [name, v] : peers) {
       const double ms = median(v) * 1e3;
       std::printf("%-24s %10.1f %10s %10s %10s\n", name.c_str(), ms, "", "",
                   of_peak(ms).c_str());
     }
-    if (!on_gpu) print_splits(o, model, ours, gflop, peak);
+    print_splits(o, model, ours, gflop, peak);
     if (o.memory) print_memory(o, model);
   }
   return 0;

@@ -4,7 +4,8 @@ momentum), the LSTM language model (Embed 1000 x 512, two LSTM layers of
 512, seq 64, batch 32, Adam) and the GPT-style decoder (4 pre-LN blocks, d 256, 4 heads, MLP
 1024 with GELU's tanh form, causal, vocab 1000, seq 128, batch 8, Adam)
 and the U-Net of examples/unet_fashion_mnist.cpp (batch 32 of 1x28x28, 11
-labels per pixel, Adam),
+labels per pixel, Adam) and the main job's LeNet (batch 128 of 1x28x28,
+Adam),
 the same layers and parameter counts as ours, on random data. Trains each
 in float32 and in bf16 autocast (and, with --device cuda, in fp16 autocast
 with a GradScaler: PyTorch's AMP) and prints
@@ -25,7 +26,7 @@ import time
 def parse():
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="gpt",
-                   choices=["resnet18", "gpt", "lstm", "unet"])
+                   choices=["resnet18", "gpt", "lstm", "unet", "lenet"])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--warmup", type=int, default=2)
@@ -120,6 +121,13 @@ def lstm_lm(nn):
     return LstmLm()
 
 
+def lenet(nn):
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 5), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 5), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, 10))
+
+
 def unet(torch, nn):
     def conv(cin, cout, k):
         return nn.Conv2d(cin, cout, k, padding=k // 2)
@@ -163,6 +171,11 @@ def main():
         x = torch.rand(32, 3, 32, 32) * 2 - 1
         t = torch.randint(0, 10, (32,))
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    elif a.model == "lenet":
+        model = lenet(nn)
+        x = torch.rand(128, 1, 28, 28)
+        t = torch.randint(0, 10, (128,))
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     elif a.model == "unet":
         model = unet(torch, nn)
         x = torch.rand(32, 1, 28, 28)
@@ -197,7 +210,7 @@ def main():
         with torch.autocast(a.device, dtype=dtype or torch.bfloat16,
                             enabled=dtype is not None):
             y = model(x)
-        if a.model == "unet":  # per pixel: the labels on axis 1
+        if a.model in ("unet", "lenet"):  # (N, classes, ...): as it comes
             loss = loss_fn(y.float(), t)
         else:
             loss = loss_fn(y.float().reshape(-1, y.shape[-1]), t)
