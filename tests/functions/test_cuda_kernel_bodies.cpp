@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include <mixgraph/functions/cpu/recurrent_backend.hpp>
@@ -139,8 +142,77 @@ TEST(CudaKernelBodies, SoftmaxCrossEntropyInHalfRoundsOnce) {
   }
 }
 
+// The lanes of one row, each a thread, as a warp's lanes are: sum() writes
+// the lane's partials, waits for every lane's, and adds them up in lane
+// order (the device's butterfly adds in another order: the same sum within
+// rounding).
+class HostLanes {
+ public:
+  explicit HostLanes(int lanes) : lanes_(lanes), slots_(2 * lanes) {}
+
+  struct Sum {
+    HostLanes* lanes;
+    int lane;
+    void operator()(float& a) const {
+      float unused = 0.0f;
+      lanes->join(lane, a, unused);
+    }
+    void operator()(float& a, float& b) const { lanes->join(lane, a, b); }
+  };
+
+ private:
+  void join(int lane, float& a, float& b) {
+    slots_[2 * lane] = a;
+    slots_[2 * lane + 1] = b;
+    wait();  // every lane's partials are in
+    a = b = 0.0f;
+    for (int l = 0; l < lanes_; ++l) {
+      a += slots_[2 * l];
+      b += slots_[2 * l + 1];
+    }
+    wait();  // every lane has read them: the slots may be written again
+  }
+
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const int64_t generation = generation_;
+    if (++waiting_ == lanes_) {
+      waiting_ = 0;
+      ++generation_;
+      cv_.notify_all();
+      return;
+    }
+    cv_.wait(lock, [&] { return generation_ != generation; });
+  }
+
+  int lanes_;
+  std::vector<float> slots_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int waiting_ = 0;
+  int64_t generation_ = 0;
+};
+
+// Runs a row body as the device does, body(r, lane, lanes, sum) with the
+// lanes of a row side by side (threads here, a warp there).
+template <class Body>
+void run_rows_on_host(int64_t rows, int lanes, const Body& body) {
+  for (int64_t r = 0; r < rows; ++r) {
+    HostLanes shared(lanes);
+    std::vector<std::thread> threads;
+    for (int l = 0; l < lanes; ++l) {
+      threads.emplace_back([&, l] {
+        body(r, l, lanes, HostLanes::Sum{&shared, l});
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+}
+
 // A Transformer's layout: (T, B, E) normalized over E, gamma and beta of
-// (1, 1, E).
+// (1, 1, E). The rows as one lane each, as three (uneven shares of 8) and
+// as 16 (more lanes than elements); gamma's and beta's grads in chunks of
+// 4 rows and then the chunks.
 TEST(CudaKernelBodies, LayerNormalizationMatchesTheCpu) {
   const int64_t rows = 6, len = 8;
   const auto xv = random_values(rows * len, 7, -3.0f, 5.0f);
@@ -152,23 +224,54 @@ TEST(CudaKernelBodies, LayerNormalizationMatchesTheCpu) {
   auto y = F::layer_normalization(x, beta, gamma, {0, 1});
   y->forward();
   std::vector<float> out(rows * len), mean(rows), rstd(rows);
-  run_on_host(rows, cuda::LayerNormForwardBody<float>{
-                        xv.data(), gv.data(), bv.data(), out.data(),
-                        mean.data(), rstd.data(), len, 1e-5f});
+  const cuda::LayerNormForwardBody<float> forward{
+      xv.data(),   gv.data(),   bv.data(), out.data(),
+      mean.data(), rstd.data(), len,       1e-5f};
+  run_on_host(rows, forward);
   expect_near(doubles(out), to_doubles(y), 1e-5, 1e-5, "y");
+  for (int lanes : {3, 16}) {
+    SCOPED_TRACE(std::to_string(lanes) + " lanes");
+    std::fill(out.begin(), out.end(), 0.0f);
+    run_rows_on_host(rows, lanes, forward);
+    expect_near(doubles(out), to_doubles(y), 1e-5, 1e-5, "y");
+  }
 
   const auto dy = random_values(rows * len, 10);
   backward_with(y, dy, {x, gamma, beta});
-  std::vector<float> dx(rows * len), dgamma(len), dbeta(len);
-  run_on_host(rows, cuda::LayerNormBackwardBody<float>{
-                        xv.data(), dy.data(), gv.data(), mean.data(),
-                        rstd.data(), dx.data(), len, false});
-  run_on_host(len, cuda::LayerNormParamGradBody<float>{
-                       xv.data(), dy.data(), mean.data(), rstd.data(),
-                       dgamma.data(), dbeta.data(), rows, len});
+  std::vector<float> dx(rows * len);
+  const cuda::LayerNormBackwardBody<float> backward{
+      xv.data(),   dy.data(), gv.data(), mean.data(),
+      rstd.data(), dx.data(), len,       false};
+  run_on_host(rows, backward);
   expect_near(doubles(dx), grad_doubles(x), 1e-5, 1e-4, "dx");
+  for (int lanes : {3, 16}) {
+    SCOPED_TRACE(std::to_string(lanes) + " lanes");
+    std::fill(dx.begin(), dx.end(), 0.0f);
+    run_rows_on_host(rows, lanes, backward);
+    expect_near(doubles(dx), grad_doubles(x), 1e-5, 1e-4, "dx");
+  }
+  // Rows in chunks of 4: two chunks (one of 2), then their sums.
+  const int64_t chunks = 2;
+  std::vector<float> partial_g(chunks * len), partial_b(chunks * len);
+  run_on_host(chunks * len,
+              cuda::LayerNormParamGradBody<float>{
+                  xv.data(), dy.data(), mean.data(), rstd.data(),
+                  partial_g.data(), partial_b.data(), rows, len, 4});
+  std::vector<float> dgamma(len), dbeta(len);
+  run_on_host(
+      len, cuda::ColumnSumBody{partial_g.data(), dgamma.data(), chunks, len});
+  run_on_host(len,
+              cuda::ColumnSumBody{partial_b.data(), dbeta.data(), chunks, len});
   expect_near(doubles(dgamma), grad_doubles(gamma), 1e-5, 1e-5, "dgamma");
   expect_near(doubles(dbeta), grad_doubles(beta), 1e-5, 1e-5, "dbeta");
+  // One chunk of every row: the first pass gives the grads.
+  run_on_host(len, cuda::LayerNormParamGradBody<float>{
+                       xv.data(), dy.data(), mean.data(), rstd.data(),
+                       dgamma.data(), nullptr, rows, len, rows});
+  expect_near(doubles(dgamma), grad_doubles(gamma), 1e-5, 1e-5, "dgamma");
+  EXPECT_EQ(cuda::layer_norm_chunk_rows(6), 32);
+  EXPECT_EQ(cuda::layer_norm_chunk_rows(1024), 32);
+  EXPECT_EQ(cuda::layer_norm_chunk_rows(1025), 64);
 
   // Without gamma and beta: the plain normalization.
   auto plain = F::layer_normalization(x, nullptr, nullptr, {0, 1});

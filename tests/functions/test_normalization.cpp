@@ -170,23 +170,34 @@ const bool kLayerNormalizationPerSample =
                      return c;
                    }}});
 
-const bool kLayerNormalizationLastAxisOfASequence = harness::add(
-    decl::LayerNormalization,
-    {{"last axis of a sequence", [] {
-        // (T, N, E) with batch axes {0, 1}: a Transformer's layer norm.
-        FunctionCheck c;
-        const Shape xs{3, 2, 8}, ps{1, 1, 8};
-        c.inputs = {{xs, -2.0f, 2.0f}, {ps}, {ps, 0.5f, 1.5f}};
-        c.build = [](const std::vector<VariablePtr>& in) {
-          return F::layer_normalization(in[0], in[1], in[2], {0, 1});
-        };
-        c.reference = [=](const std::vector<Doubles>& in) {
-          return norm_ref(
-              xs, in[0], [](const auto& i) { return i[0] * 2 + i[1]; }, ps,
-              &in[1], &in[2]);
-        };
-        return c;
-      }}});
+// (T, N, E) with batch axes {0, 1}, gamma and beta of (1, 1, E): a
+// Transformer's layer norm.
+FunctionCheck sequence_layer_norm_check(const Shape& xs) {
+  FunctionCheck c;
+  const Shape ps{1, 1, xs[2]};
+  c.inputs = {{xs, -2.0f, 2.0f}, {ps}, {ps, 0.5f, 1.5f}};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::layer_normalization(in[0], in[1], in[2], {0, 1});
+  };
+  const int64_t n = xs[1];
+  c.reference = [=](const std::vector<Doubles>& in) {
+    return norm_ref(
+        xs, in[0], [n](const auto& i) { return i[0] * n + i[1]; }, ps, &in[1],
+        &in[2]);
+  };
+  return c;
+}
+
+// The second: 80 rows of 36, on a GPU rows shared unevenly by a warp's
+// lanes and gamma's and beta's grads summed in three chunks of rows.
+const bool kLayerNormalizationSequences = harness::add(
+    decl::LayerNormalization, {{"last axis of a sequence",
+                                [] {
+                                  return sequence_layer_norm_check({3, 2, 8});
+                                }},
+                               {"80 rows of a sequence", [] {
+                                  return sequence_layer_norm_check({40, 2, 36});
+                                }}});
 
 // batch_axis 1 of (4, 3, 5): the groups are not contiguous in memory.
 // variant 0: neither beta nor gamma, 1: beta only, 2: gamma only.

@@ -395,11 +395,20 @@ struct SoftmaxCrossEntropyBackwardBody {
   }
 };
 
+/// A row body's lanes: `lanes` workers share a row, lane l taking its
+/// elements l, l + lanes, ...; sum(a) or sum(a, b) turns each lane's partial
+/// sums into the row's, in every lane (on the device a warp's shuffles,
+/// cuda/launch.cuh's WarpSum). With one lane a partial is the row's sum.
+struct OneLane {
+  MG_HD void operator()(float&) const {}
+  MG_HD void operator()(float&, float&) const {}
+};
+
 /// Layer normalization of contiguous rows of `len` (the statistics axes
 /// last), gamma and beta (fp32, may be null) one value per row element,
-/// one body per row: the mean, then the variance of x - mean (two passes,
-/// nothing lost to cancellation), y = (x - mean) rstd gamma + beta; the
-/// row's mean and rstd are kept for backward.
+/// one row to a group of lanes: the mean, then the variance of x - mean
+/// (two passes, nothing lost to cancellation), y = (x - mean) rstd gamma +
+/// beta; the row's mean and rstd are kept for backward.
 template <class T>
 struct LayerNormForwardBody {
   const T* x;
@@ -411,32 +420,40 @@ struct LayerNormForwardBody {
   int64_t len;
   float eps;
 
-  MG_HD void operator()(int64_t r) const {
+  /// Row r as lane `lane` of `lanes`.
+  template <class Sum>
+  MG_HD void operator()(int64_t r, int lane, int lanes, const Sum& sum) const {
     const T* xr = x + r * len;
     float s = 0.0f;
-    for (int64_t j = 0; j < len; ++j) s += static_cast<float>(xr[j]);
+    for (int64_t j = lane; j < len; j += lanes) s += static_cast<float>(xr[j]);
+    sum(s);
     const float m = s / static_cast<float>(len);
     float v = 0.0f;
-    for (int64_t j = 0; j < len; ++j) {
+    for (int64_t j = lane; j < len; j += lanes) {
       const float d = static_cast<float>(xr[j]) - m;
       v += d * d;
     }
+    sum(v);
     const float rs = 1.0f / sqrtf(v / static_cast<float>(len) + eps);
     T* yr = y + r * len;
-    for (int64_t j = 0; j < len; ++j) {
+    for (int64_t j = lane; j < len; j += lanes) {
       float o = (static_cast<float>(xr[j]) - m) * rs;
       if (gamma) o *= gamma[j];
       if (beta) o += beta[j];
       yr[j] = T(o);
     }
-    mean[r] = m;
-    rstd[r] = rs;
+    if (lane == 0) {
+      mean[r] = m;
+      rstd[r] = rs;
+    }
   }
+  /// Row r by one lane.
+  MG_HD void operator()(int64_t r) const { (*this)(r, 0, 1, OneLane{}); }
 };
 
-/// Its input grad, one body per row, with forward's statistics: with xhat =
-/// (x - mean) rstd and g = dy gamma, dx = rstd (g - mean(g) - xhat
-/// mean(g xhat)).
+/// Its input grad, one row to a group of lanes, with forward's statistics:
+/// with xhat = (x - mean) rstd and g = dy gamma, dx = rstd (g - mean(g) -
+/// xhat mean(g xhat)).
 template <class T>
 struct LayerNormBackwardBody {
   const T* x;
@@ -448,32 +465,46 @@ struct LayerNormBackwardBody {
   int64_t len;
   bool accum;
 
-  MG_HD void operator()(int64_t r) const {
+  /// Row r as lane `lane` of `lanes`.
+  template <class Sum>
+  MG_HD void operator()(int64_t r, int lane, int lanes, const Sum& sum) const {
     const T* xr = x + r * len;
     const T* dyr = dy + r * len;
     const float m = mean[r], rs = rstd[r];
     float s1 = 0.0f, s2 = 0.0f;
-    for (int64_t j = 0; j < len; ++j) {
+    for (int64_t j = lane; j < len; j += lanes) {
       const float g = static_cast<float>(dyr[j]) * (gamma ? gamma[j] : 1.0f);
       s1 += g;
       s2 += g * (static_cast<float>(xr[j]) - m) * rs;
     }
+    sum(s1, s2);
     const float inv = 1.0f / static_cast<float>(len);
     s1 *= inv;
     s2 *= inv;
     T* dxr = dx + r * len;
-    for (int64_t j = 0; j < len; ++j) {
+    for (int64_t j = lane; j < len; j += lanes) {
       const float g = static_cast<float>(dyr[j]) * (gamma ? gamma[j] : 1.0f);
       const float xhat = (static_cast<float>(xr[j]) - m) * rs;
       const float v = rs * (g - s1 - xhat * s2);
       dxr[j] = T(accum ? static_cast<float>(dxr[j]) + v : v);
     }
   }
+  /// Row r by one lane.
+  MG_HD void operator()(int64_t r) const { (*this)(r, 0, 1, OneLane{}); }
 };
 
-/// Its parameter grads, one body per row element j, summed over the rows
-/// in order: dgamma[j] = sum of dy xhat, dbeta[j] = sum of dy (fp32; either
-/// may be null).
+/// The rows a chunk of LayerNormParamGradBody sums: about the square root
+/// of the rows (at least 32), so that neither pass is long.
+inline int64_t layer_norm_chunk_rows(int64_t rows) {
+  int64_t c = 32;
+  while (c * c < rows) c *= 2;
+  return c;
+}
+
+/// Its parameter grads, first pass: one body per (chunk, row element j),
+/// summing the chunk's rows in order: dgamma[chunk len + j] = sum of dy
+/// xhat, dbeta[...] = sum of dy (fp32; either may be null). With one chunk
+/// these are the grads; else ColumnSumBody adds the chunks up, in order.
 template <class T>
 struct LayerNormParamGradBody {
   const T* x;
@@ -482,17 +513,34 @@ struct LayerNormParamGradBody {
   const float* rstd;
   float* dgamma;
   float* dbeta;
-  int64_t rows, len;
+  int64_t rows, len, chunk_rows;
 
-  MG_HD void operator()(int64_t j) const {
+  MG_HD void operator()(int64_t k) const {
+    const int64_t c = k / len, j = k - c * len;
+    const int64_t begin = c * chunk_rows;
+    const int64_t end = begin + chunk_rows < rows ? begin + chunk_rows : rows;
     float g = 0.0f, b = 0.0f;
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = begin; r < end; ++r) {
       const float d = static_cast<float>(dy[r * len + j]);
       g += d * (static_cast<float>(x[r * len + j]) - mean[r]) * rstd[r];
       b += d;
     }
-    if (dgamma) dgamma[j] = g;
-    if (dbeta) dbeta[j] = b;
+    if (dgamma) dgamma[k] = g;
+    if (dbeta) dbeta[k] = b;
+  }
+};
+
+/// out[j] = the sum of in[c len + j] over c in [0, count), in order, one
+/// body per j.
+struct ColumnSumBody {
+  const float* in;
+  float* out;
+  int64_t count, len;
+
+  MG_HD void operator()(int64_t j) const {
+    float s = 0.0f;
+    for (int64_t c = 0; c < count; ++c) s += in[c * len + j];
+    out[j] = s;
   }
 };
 

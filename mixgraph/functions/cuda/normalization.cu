@@ -1,8 +1,11 @@
 // LayerNormalization on the device, where its statistics groups are
 // contiguous rows and gamma and beta hold one value per row element (the
 // batch axes lead: a Transformer's (T, B, E) normalized over E): the row
-// bodies of cuda/index_kernels.hpp, in fp32, with forward's mean and rstd
-// kept on the device for backward. Other layouts run on the CPU stand-in.
+// bodies of cuda/index_kernels.hpp, in fp32, one warp a row (its reads
+// coalesced), with forward's mean and rstd kept on the device for
+// backward; gamma's and beta's grads in two passes, chunks of rows and
+// then the chunks, each in a fixed order. Other layouts run on the CPU
+// stand-in.
 #include <mixgraph/functions/normalization.hpp>
 
 #include <mixgraph/functions/cuda/cuda_function.hpp>
@@ -35,13 +38,13 @@ class LayerNormalizationCuda : public LayerNormalization {
     stats_ = l.scratch(2 * rows_ * sizeof(float));
     float* mean = static_cast<float*>(stats_->ptr());
     const int gi = gamma_index(), bi = beta_index();
-    launch(rows_,
-           LayerNormForwardBody<T>{
-               input<T>(*this, in[0]),
-               gi >= 0 ? input<float>(*this, in[gi]) : nullptr,
-               bi >= 0 ? input<float>(*this, in[bi]) : nullptr,
-               output<T>(*this, out[0]), mean, mean + rows_, len_, eps_},
-           l.stream);
+    launch_rows(rows_,
+                LayerNormForwardBody<T>{
+                    input<T>(*this, in[0]),
+                    gi >= 0 ? input<float>(*this, in[gi]) : nullptr,
+                    bi >= 0 ? input<float>(*this, in[bi]) : nullptr,
+                    output<T>(*this, out[0]), mean, mean + rows_, len_, eps_},
+                l.stream);
   }
 
   void backward_impl(const Variables& in, const Variables& out,
@@ -58,14 +61,31 @@ class LayerNormalizationCuda : public LayerNormalization {
     const T* x = input<T>(*this, in[0]);
     const T* dy = output_grad<T>(*this, out[0]);
     if (want_dgamma || want_dbeta) {
-      auto sums = l.scratch(2 * len_ * sizeof(float));
-      float* dgamma = static_cast<float*>(sums->ptr());
-      float* dbeta = dgamma + len_;
-      launch(len_,
+      const int64_t chunk_rows = layer_norm_chunk_rows(rows_);
+      const int64_t chunks = (rows_ + chunk_rows - 1) / chunk_rows;
+      // The chunks' sums, then (with more than one) the grads.
+      auto sums =
+          l.scratch(2 * (chunks > 1 ? chunks + 1 : 1) * len_ * sizeof(float));
+      float* partial_g = static_cast<float*>(sums->ptr());
+      float* partial_b = partial_g + chunks * len_;
+      launch(chunks * len_,
              LayerNormParamGradBody<T>{
-                 x, dy, mean, rstd, want_dgamma ? dgamma : nullptr,
-                 want_dbeta ? dbeta : nullptr, rows_, len_},
+                 x, dy, mean, rstd, want_dgamma ? partial_g : nullptr,
+                 want_dbeta ? partial_b : nullptr, rows_, len_, chunk_rows},
              l.stream);
+      float* dgamma = partial_g;
+      float* dbeta = partial_b;
+      if (chunks > 1) {
+        dgamma = partial_b + chunks * len_;
+        dbeta = dgamma + len_;
+        if (want_dgamma) {
+          launch(len_, ColumnSumBody{partial_g, dgamma, chunks, len_},
+                 l.stream);
+        }
+        if (want_dbeta) {
+          launch(len_, ColumnSumBody{partial_b, dbeta, chunks, len_}, l.stream);
+        }
+      }
       if (want_dgamma) {
         store_param_grad<T>(*this, dgamma, in[gi], accum[gi], l.stream);
       }
@@ -74,11 +94,12 @@ class LayerNormalizationCuda : public LayerNormalization {
       }
     }
     if (propagate_down[0]) {
-      launch(rows_,
-             LayerNormBackwardBody<T>{
-                 x, dy, gi >= 0 ? input<float>(*this, in[gi]) : nullptr, mean,
-                 rstd, input_grad<T>(*this, in[0], accum[0]), len_, accum[0]},
-             l.stream);
+      launch_rows(
+          rows_,
+          LayerNormBackwardBody<T>{
+              x, dy, gi >= 0 ? input<float>(*this, in[gi]) : nullptr, mean,
+              rstd, input_grad<T>(*this, in[0], accum[0]), len_, accum[0]},
+          l.stream);
     }
   }
 
