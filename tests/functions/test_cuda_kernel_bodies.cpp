@@ -56,6 +56,78 @@ void backward_with(const VariablePtr& y, const std::vector<float>& dy,
   y->backward(seed);
 }
 
+// The lanes of one row, each a thread, as a warp's lanes are: a join writes
+// the lane's partials, waits for every lane's, and adds them up (or takes
+// their max) in lane order (the device's butterfly adds in another order:
+// the same sum within rounding).
+class HostLanes {
+ public:
+  explicit HostLanes(int lanes) : lanes_(lanes), slots_(2 * lanes) {}
+
+  struct Join {
+    HostLanes* lanes;
+    int lane;
+    void sum(float& a) const {
+      float unused = 0.0f;
+      lanes->join(lane, a, unused, false);
+    }
+    void sum(float& a, float& b) const { lanes->join(lane, a, b, false); }
+    void max(float& a) const {
+      float unused = 0.0f;
+      lanes->join(lane, a, unused, true);
+    }
+  };
+
+ private:
+  void join(int lane, float& a, float& b, bool max) {
+    slots_[2 * lane] = a;
+    slots_[2 * lane + 1] = b;
+    wait();  // every lane's partials are in
+    a = max ? -INFINITY : 0.0f;
+    b = 0.0f;
+    for (int l = 0; l < lanes_; ++l) {
+      a = max ? std::fmax(a, slots_[2 * l]) : a + slots_[2 * l];
+      b += slots_[2 * l + 1];
+    }
+    wait();  // every lane has read them: the slots may be written again
+  }
+
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const int64_t generation = generation_;
+    if (++waiting_ == lanes_) {
+      waiting_ = 0;
+      ++generation_;
+      cv_.notify_all();
+      return;
+    }
+    cv_.wait(lock, [&] { return generation_ != generation; });
+  }
+
+  int lanes_;
+  std::vector<float> slots_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int waiting_ = 0;
+  int64_t generation_ = 0;
+};
+
+// Runs a row body as the device does, body(r, lane, lanes, sum) with the
+// lanes of a row side by side (threads here, a warp there).
+template <class Body>
+void run_rows_on_host(int64_t rows, int lanes, const Body& body) {
+  for (int64_t r = 0; r < rows; ++r) {
+    HostLanes shared(lanes);
+    std::vector<std::thread> threads;
+    for (int l = 0; l < lanes; ++l) {
+      threads.emplace_back([&, l] {
+        body(r, l, lanes, HostLanes::Join{&shared, l});
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+}
+
 TEST(CudaKernelBodies, TransposeBothWaysMatchesTheCpu) {
   const Shape xs{2, 3, 4, 5};
   const std::vector<int> perm{2, 0, 3, 1};
@@ -109,10 +181,23 @@ TEST(CudaKernelBodies, SoftmaxCrossEntropyMatchesTheCpu) {
   const auto dy = random_values(6, 5);
   backward_with(y, dy, {x});
   std::vector<float> dx(30);
-  run_on_host(6,
-              cuda::SoftmaxCrossEntropyBackwardBody<float>{
-                  xv.data(), labels.data(), dy.data(), dx.data(), 5, 3, false});
+  const cuda::SoftmaxCrossEntropyBackwardBody<float> backward{
+      xv.data(), labels.data(), dy.data(), dx.data(), 5, 3, false};
+  run_on_host(6, backward);
   expect_near(doubles(dx), grad_doubles(x), 1e-6, 1e-5, "dx");
+  // The rows shared by lanes, unevenly (2 and 3 of 5 classes) and with
+  // more lanes than classes.
+  for (int lanes : {2, 8}) {
+    SCOPED_TRACE(std::to_string(lanes) + " lanes");
+    std::fill(loss.begin(), loss.end(), 0.0f);
+    run_rows_on_host(6, lanes,
+                     cuda::SoftmaxCrossEntropyForwardBody<float>{
+                         xv.data(), labels.data(), loss.data(), 5, 3});
+    expect_near(doubles(loss), to_doubles(y), 1e-6, 1e-6, "loss");
+    std::fill(dx.begin(), dx.end(), 0.0f);
+    run_rows_on_host(6, lanes, backward);
+    expect_near(doubles(dx), grad_doubles(x), 1e-6, 1e-5, "dx");
+  }
 
   // A label out of range gives NaN on the device (the host checks labels
   // it holds, with a message).
@@ -139,73 +224,6 @@ TEST(CudaKernelBodies, SoftmaxCrossEntropyInHalfRoundsOnce) {
                      xr.data(), labels.data(), lf.data(), 10, 1});
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(static_cast<float>(lh[i]), static_cast<float>(Half(lf[i])));
-  }
-}
-
-// The lanes of one row, each a thread, as a warp's lanes are: sum() writes
-// the lane's partials, waits for every lane's, and adds them up in lane
-// order (the device's butterfly adds in another order: the same sum within
-// rounding).
-class HostLanes {
- public:
-  explicit HostLanes(int lanes) : lanes_(lanes), slots_(2 * lanes) {}
-
-  struct Sum {
-    HostLanes* lanes;
-    int lane;
-    void operator()(float& a) const {
-      float unused = 0.0f;
-      lanes->join(lane, a, unused);
-    }
-    void operator()(float& a, float& b) const { lanes->join(lane, a, b); }
-  };
-
- private:
-  void join(int lane, float& a, float& b) {
-    slots_[2 * lane] = a;
-    slots_[2 * lane + 1] = b;
-    wait();  // every lane's partials are in
-    a = b = 0.0f;
-    for (int l = 0; l < lanes_; ++l) {
-      a += slots_[2 * l];
-      b += slots_[2 * l + 1];
-    }
-    wait();  // every lane has read them: the slots may be written again
-  }
-
-  void wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const int64_t generation = generation_;
-    if (++waiting_ == lanes_) {
-      waiting_ = 0;
-      ++generation_;
-      cv_.notify_all();
-      return;
-    }
-    cv_.wait(lock, [&] { return generation_ != generation; });
-  }
-
-  int lanes_;
-  std::vector<float> slots_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  int waiting_ = 0;
-  int64_t generation_ = 0;
-};
-
-// Runs a row body as the device does, body(r, lane, lanes, sum) with the
-// lanes of a row side by side (threads here, a warp there).
-template <class Body>
-void run_rows_on_host(int64_t rows, int lanes, const Body& body) {
-  for (int64_t r = 0; r < rows; ++r) {
-    HostLanes shared(lanes);
-    std::vector<std::thread> threads;
-    for (int l = 0; l < lanes; ++l) {
-      threads.emplace_back([&, l] {
-        body(r, l, lanes, HostLanes::Sum{&shared, l});
-      });
-    }
-    for (auto& t : threads) t.join();
   }
 }
 

@@ -64,21 +64,31 @@ std::string error_of(Fn&& fn) {
 
 // ---- SoftmaxCrossEntropy ----
 
-const bool kSoftmaxCrossEntropyLabelsOfShapeNBy1 =
-    harness::add(decl::SoftmaxCrossEntropy,
-                 {{"labels of shape n by1", [] {
-                     FunctionCheck c;
-                     c.inputs = {{{4, 10}, -3.0f, 3.0f},
-                                 InputSpec::fixed({4, 1}, {3, 0, 9, 5})};
-                     c.build = [](const std::vector<VariablePtr>& in) {
-                       return F::softmax_cross_entropy(in[0], in[1]);
-                     };
-                     c.reference = [](const std::vector<Doubles>& in) {
-                       return softmax_ce_ref(in[0], in[1], 4, 10, 1);
-                     };
-                     reduced_tolerances(c);
-                     return c;
-                   }}});
+// Logits (n, classes) and labels (n, 1).
+FunctionCheck classes_last_check(int64_t n, int64_t classes,
+                                 std::vector<float> labels) {
+  FunctionCheck c;
+  c.inputs = {{{n, classes}, -3.0f, 3.0f},
+              InputSpec::fixed({n, 1}, std::move(labels))};
+  c.build = [](const std::vector<VariablePtr>& in) {
+    return F::softmax_cross_entropy(in[0], in[1]);
+  };
+  c.reference = [n, classes](const std::vector<Doubles>& in) {
+    return softmax_ce_ref(in[0], in[1], n, classes, 1);
+  };
+  reduced_tolerances(c);
+  return c;
+}
+
+// The second: 70 classes, on a GPU two or three to each of a warp's lanes.
+const bool kSoftmaxCrossEntropyClassesLast = harness::add(
+    decl::SoftmaxCrossEntropy,
+    {{"labels of shape n by1",
+      [] {
+        return classes_last_check(4, 10, {3, 0, 9, 5});
+      }},
+     {"70 classes",
+      [] { return classes_last_check(6, 70, cycling_labels(6, 70)); }}});
 
 const bool kSoftmaxCrossEntropyMiddleAxis = harness::add(
     decl::SoftmaxCrossEntropy,

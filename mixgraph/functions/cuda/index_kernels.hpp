@@ -327,28 +327,46 @@ struct ResizeGradBody {
   }
 };
 
+/// A row body's lanes: `lanes` workers share a row, lane l taking its
+/// elements l, l + lanes, ...; join.sum(a), join.sum(a, b) and join.max(a)
+/// turn each lane's partials into the row's, in every lane (on the device a
+/// warp's shuffles, cuda/launch.cuh's WarpJoin). With one lane a lane's
+/// partial is the row's.
+struct OneLane {
+  MG_HD void sum(float&) const {}
+  MG_HD void sum(float&, float&) const {}
+  MG_HD void max(float&) const {}
+};
+
 /// The max of the `size` values of a row `stride` apart, and the sum of
 /// exp(x - max) over them, in fp32: a softmax never takes exp of a large
-/// value.
-template <class T>
-MG_HD void softmax_stats(const T* x, int64_t size, int64_t stride, float* mx,
-                         float* sum) {
+/// value. As lane `lane` of `lanes`, joined by `join` (OneLane: the whole
+/// row).
+template <class T, class Join>
+MG_HD void softmax_stats(const T* x, int64_t size, int64_t stride, int lane,
+                         int lanes, const Join& join, float* mx, float* sum) {
   float m = -INFINITY;
-  for (int64_t c = 0; c < size; ++c) {
+  for (int64_t c = lane; c < size; c += lanes) {
     m = fmaxf(m, static_cast<float>(x[c * stride]));
   }
+  join.max(m);
   float s = 0.0f;
-  for (int64_t c = 0; c < size; ++c) {
+  for (int64_t c = lane; c < size; c += lanes) {
     s += expf(static_cast<float>(x[c * stride]) - m);
   }
+  join.sum(s);
   *mx = m;
   *sum = s;
 }
 
-/// The softmax cross entropy over x seen as (outer, size, inner), one body
-/// per row r = (o, j) of outer x inner: y[r] = log(sum(exp(x - max))) + max
-/// - x[t[r]]. A label outside [0, size) gives NaN (the host checks labels
-/// that are on the host before the launch, with a message).
+/// The softmax cross entropy over x seen as (outer, size, inner), one row
+/// r = (o, j) of outer x inner to a group of lanes: y[r] =
+/// log(sum(exp(x - max))) + max - x[t[r]]. A label outside [0, size)
+/// gives NaN (the host checks labels that are on the host before the
+/// launch, with a message). With inner 1 (the classes last: a language
+/// model's logits) a warp shares a row; with inner > 1 a row's classes are
+/// `inner` apart and one lane a row keeps neighbouring threads on
+/// neighbouring values.
 template <class T>
 struct SoftmaxCrossEntropyForwardBody {
   const T* x;
@@ -356,20 +374,27 @@ struct SoftmaxCrossEntropyForwardBody {
   T* y;
   int64_t size, inner;
 
-  MG_HD void operator()(int64_t r) const {
+  /// Row r as lane `lane` of `lanes`.
+  template <class Join>
+  MG_HD void operator()(int64_t r, int lane, int lanes,
+                        const Join& join) const {
     const int64_t o = r / inner, j = r - o * inner;
     const T* xr = x + o * size * inner + j;
     float mx, sum;
-    softmax_stats(xr, size, inner, &mx, &sum);
+    softmax_stats(xr, size, inner, lane, lanes, join, &mx, &sum);
+    if (lane != 0) return;
     const int32_t label = t[r];
     y[r] = label < 0 || label >= size
                ? T(NAN)
                : T(mx + logf(sum) - static_cast<float>(xr[label * inner]));
   }
+  /// Row r by one lane.
+  MG_HD void operator()(int64_t r) const { (*this)(r, 0, 1, OneLane{}); }
 };
 
-/// Its backward, one body per row: dx = dy (softmax(x) - onehot(t)), the
-/// softmax recomputed from x (no activation-sized buffer between passes).
+/// Its backward, a row to a group of lanes as forward's: dx = dy
+/// (softmax(x) - onehot(t)), the softmax recomputed from x (no
+/// activation-sized buffer between passes).
 template <class T>
 struct SoftmaxCrossEntropyBackwardBody {
   const T* x;
@@ -379,29 +404,25 @@ struct SoftmaxCrossEntropyBackwardBody {
   int64_t size, inner;
   bool accum;
 
-  MG_HD void operator()(int64_t r) const {
+  /// Row r as lane `lane` of `lanes`.
+  template <class Join>
+  MG_HD void operator()(int64_t r, int lane, int lanes,
+                        const Join& join) const {
     const int64_t o = r / inner, j = r - o * inner;
     const int64_t base = o * size * inner + j;
     float mx, sum;
-    softmax_stats(x + base, size, inner, &mx, &sum);
+    softmax_stats(x + base, size, inner, lane, lanes, join, &mx, &sum);
     const float g = static_cast<float>(dy[r]) / sum;
     const int32_t label = t[r];
-    for (int64_t c = 0; c < size; ++c) {
+    for (int64_t c = lane; c < size; c += lanes) {
       const int64_t k = base + c * inner;
       float v = g * expf(static_cast<float>(x[k]) - mx);
       if (c == label) v -= static_cast<float>(dy[r]);
       dx[k] = T(accum ? static_cast<float>(dx[k]) + v : v);
     }
   }
-};
-
-/// A row body's lanes: `lanes` workers share a row, lane l taking its
-/// elements l, l + lanes, ...; sum(a) or sum(a, b) turns each lane's partial
-/// sums into the row's, in every lane (on the device a warp's shuffles,
-/// cuda/launch.cuh's WarpSum). With one lane a partial is the row's sum.
-struct OneLane {
-  MG_HD void operator()(float&) const {}
-  MG_HD void operator()(float&, float&) const {}
+  /// Row r by one lane.
+  MG_HD void operator()(int64_t r) const { (*this)(r, 0, 1, OneLane{}); }
 };
 
 /// Layer normalization of contiguous rows of `len` (the statistics axes
@@ -421,19 +442,20 @@ struct LayerNormForwardBody {
   float eps;
 
   /// Row r as lane `lane` of `lanes`.
-  template <class Sum>
-  MG_HD void operator()(int64_t r, int lane, int lanes, const Sum& sum) const {
+  template <class Join>
+  MG_HD void operator()(int64_t r, int lane, int lanes,
+                        const Join& join) const {
     const T* xr = x + r * len;
     float s = 0.0f;
     for (int64_t j = lane; j < len; j += lanes) s += static_cast<float>(xr[j]);
-    sum(s);
+    join.sum(s);
     const float m = s / static_cast<float>(len);
     float v = 0.0f;
     for (int64_t j = lane; j < len; j += lanes) {
       const float d = static_cast<float>(xr[j]) - m;
       v += d * d;
     }
-    sum(v);
+    join.sum(v);
     const float rs = 1.0f / sqrtf(v / static_cast<float>(len) + eps);
     T* yr = y + r * len;
     for (int64_t j = lane; j < len; j += lanes) {
@@ -466,8 +488,9 @@ struct LayerNormBackwardBody {
   bool accum;
 
   /// Row r as lane `lane` of `lanes`.
-  template <class Sum>
-  MG_HD void operator()(int64_t r, int lane, int lanes, const Sum& sum) const {
+  template <class Join>
+  MG_HD void operator()(int64_t r, int lane, int lanes,
+                        const Join& join) const {
     const T* xr = x + r * len;
     const T* dyr = dy + r * len;
     const float m = mean[r], rs = rstd[r];
@@ -477,7 +500,7 @@ struct LayerNormBackwardBody {
       s1 += g;
       s2 += g * (static_cast<float>(xr[j]) - m) * rs;
     }
-    sum(s1, s2);
+    join.sum(s1, s2);
     const float inv = 1.0f / static_cast<float>(len);
     s1 *= inv;
     s2 *= inv;

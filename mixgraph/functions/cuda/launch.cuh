@@ -1,6 +1,6 @@
 // Launches the bodies of cuda/index_kernels.hpp on the stream: an index
 // body, body(i) for every i in [0, n), through a grid-stride loop; a row
-// body, body(r, lane, 32, WarpSum{}) for every row r, one warp a row.
+// body, body(r, lane, 32, WarpJoin{}) for every row r, one warp a row.
 #pragma once
 
 #include <mixgraph/contexts/cuda/cuda_utils.hpp>
@@ -23,18 +23,23 @@ void launch(int64_t n, const Body& body, cudaStream_t stream) {
 /// The threads that share a row of a row body.
 constexpr int kWarp = 32;
 
-/// A row body's sum over a warp's lanes: each lane's partial becomes the
-/// sum of all 32 by a butterfly, whose tree is the same in every lane, so
-/// that every lane holds the same bits.
-struct WarpSum {
-  __device__ void operator()(float& a) const {
+/// A row body's join over a warp's lanes: each lane's partial becomes the
+/// sum (or max) of all 32 by a butterfly, whose tree is the same in every
+/// lane, so that every lane holds the same bits.
+struct WarpJoin {
+  __device__ void sum(float& a) const {
     for (int o = kWarp / 2; o > 0; o /= 2) {
       a += __shfl_xor_sync(0xffffffffu, a, o);
     }
   }
-  __device__ void operator()(float& a, float& b) const {
-    (*this)(a);
-    (*this)(b);
+  __device__ void sum(float& a, float& b) const {
+    sum(a);
+    sum(b);
+  }
+  __device__ void max(float& a) const {
+    for (int o = kWarp / 2; o > 0; o /= 2) {
+      a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, o));
+    }
   }
 };
 
@@ -47,7 +52,7 @@ __global__ void row_kernel(int64_t rows, Body body) {
            (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) /
            kWarp;
        r < rows; r += warps) {
-    body(r, lane, kWarp, WarpSum{});
+    body(r, lane, kWarp, WarpJoin{});
   }
 }
 

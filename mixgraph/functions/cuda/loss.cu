@@ -1,5 +1,8 @@
-// SoftmaxCrossEntropy on the device: one body per row of x seen as (outer,
-// classes, inner) (cuda/index_kernels.hpp), in fp32. Labels that are on
+// SoftmaxCrossEntropy on the device: the row bodies of
+// cuda/index_kernels.hpp over x seen as (outer, classes, inner), in fp32;
+// a warp a row where the classes are contiguous (inner 1: a language
+// model's logits), a thread a row where they are `inner` apart (per-pixel
+// labels: neighbouring threads read neighbouring values). Labels that are on
 // the host are checked there before the launch, with the CPU's message;
 // labels made on the device are not read back (no host round trip inside a
 // step), and one out of range gives a NaN loss.
@@ -23,11 +26,11 @@ class SoftmaxCrossEntropyCuda : public SoftmaxCrossEntropy {
     check_labels_on_host(in);
     const Launch l(*this);
     const AxisSplit& s = split_;
-    launch(s.outer * s.inner,
-           SoftmaxCrossEntropyForwardBody<T>{
-               input<T>(*this, in[0]), input<int32_t>(*this, in[1]),
-               output<T>(*this, out[0]), s.size, s.inner},
-           l.stream);
+    launch_by_layout(
+        SoftmaxCrossEntropyForwardBody<T>{
+            input<T>(*this, in[0]), input<int32_t>(*this, in[1]),
+            output<T>(*this, out[0]), s.size, s.inner},
+        l.stream);
   }
 
   void backward_impl(const Variables& in, const Variables& out,
@@ -37,8 +40,7 @@ class SoftmaxCrossEntropyCuda : public SoftmaxCrossEntropy {
     if (!propagate_down[0]) return;
     const Launch l(*this);
     const AxisSplit& s = split_;
-    launch(
-        s.outer * s.inner,
+    launch_by_layout(
         SoftmaxCrossEntropyBackwardBody<T>{
             input<T>(*this, in[0]), input<int32_t>(*this, in[1]),
             output_grad<T>(*this, out[0]),
@@ -47,6 +49,18 @@ class SoftmaxCrossEntropyCuda : public SoftmaxCrossEntropy {
   }
 
  private:
+  // A warp a row where a row's classes are contiguous, a thread a row
+  // where they are `inner` apart.
+  template <class Body>
+  void launch_by_layout(const Body& body, cudaStream_t stream) const {
+    const int64_t rows = split_.outer * split_.inner;
+    if (split_.inner == 1) {
+      launch_rows(rows, body, stream);
+    } else {
+      launch(rows, body, stream);
+    }
+  }
+
   // Labels fed from the host (the usual case) have a host copy: checking
   // them there costs no transfer.
   void check_labels_on_host(const Variables& in) const {
