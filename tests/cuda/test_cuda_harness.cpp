@@ -61,29 +61,22 @@ bool has_device_backend(const std::string& function) {
   return false;
 }
 
-// v rounded to the storage type of `type_config` (half or bfloat16; float
-// as it is). Both sides are fed rounded values, so that they start from the
-// same numbers even where one computes in float and the other in the
+// The output grad: fixed weights from the case's seed (the same on both
+// sides; the harness's own are internal to it), rounded to the type. Both
+// sides are fed values the type holds (rounded_to), so that they start from
+// the same numbers even where one computes in float and the other in the
 // reduced type (bf16 BatchNormalization falls back to cudnn:float): a sum of
 // 2600 unrounded output grads differs from the sum of their bf16 roundings
 // by more than bf16's tolerance, though each side is right.
-float representable(float v, const std::string& type_config) {
-  if (type_config == "half") return static_cast<float>(Half(v));
-  if (type_config == "bfloat16") return static_cast<float>(BFloat16(v));
-  return v;
-}
-
-// The output grad: fixed weights from the case's seed (the same on both
-// sides; the harness's own are internal to it), representable in the type.
 NdArrayPtr output_grad(const Shape& shape, uint32_t seed,
                        const std::string& type_config) {
-  auto a = make_ndarray(shape);
   std::mt19937 rng(seed + 2000);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  float* p = a->cast<float>(true);
-  for (int64_t i = 0; i < a->size(); ++i) {
-    p[i] = representable(dist(rng), type_config);
-  }
+  std::vector<float> g(shape_size(shape));
+  for (float& e : g) e = dist(rng);
+  g = rounded_to(g, type_config);
+  auto a = make_ndarray(shape);
+  std::copy(g.begin(), g.end(), a->cast<float>(true));
   return a;
 }
 
@@ -124,11 +117,10 @@ Out run(const FunctionDecl& d, const FunctionCheck& c,
       inputs.push_back(x);
     } else {
       // Labels and layout data (integer and any ports) are never rounded.
-      std::vector<float> v = values[i];
-      if (d.input(static_cast<int>(i)).kind == Port::floating) {
-        for (float& e : v) e = representable(e, type_config);
-      }
-      inputs.push_back(variable_from(s.shape, v, s.need_grad));
+      const bool floating = d.input(static_cast<int>(i)).kind == Port::floating;
+      inputs.push_back(variable_from(
+          s.shape, floating ? rounded_to(values[i], type_config) : values[i],
+          s.need_grad));
     }
     if (mode == Mode::accumulate && s.need_grad) {
       const auto g = preset_grad(inputs.back()->size());
