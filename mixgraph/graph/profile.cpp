@@ -12,7 +12,14 @@ namespace mg {
 struct FunctionProfile::State {
   mutable std::mutex mutex;
   std::map<std::string, Time> times;
-  std::string device;  // waited for around each call; "" for none
+  // The device waited for around each call; null for none (the host).
+  DeviceBackend* device = nullptr;
+  int device_index = 0;
+
+  // Waits for the device's queued work, if there is a device.
+  void wait() const {
+    if (device) device->synchronize(device_index);
+  }
 };
 
 namespace {
@@ -29,17 +36,14 @@ int64_t now_ns() {
 
 }  // namespace
 
-FunctionProfile::FunctionProfile(const std::string& device)
-    : state_(new State) {
-  if (device != "cpu") state_->device = device;
-  if (!state_->device.empty()) {
-    try {
-      resolve_device(device, "[FunctionProfile]");
-    } catch (...) {
-      delete state_;
-      throw;
-    }
-  }
+FunctionProfile::FunctionProfile(const std::string& device) {
+  // Resolved once (and refused by name) before anything is held.
+  const DeviceRef ref = device.empty() || device == "cpu"
+                            ? DeviceRef{}
+                            : resolve_device(device, "[FunctionProfile] ");
+  state_ = new State;
+  state_->device = ref.backend;
+  state_->device_index = ref.index;
   FunctionProfile* none = nullptr;
   if (!g_recording.compare_exchange_strong(none, this)) {
     delete state_;
@@ -78,9 +82,8 @@ FunctionProfile::Scope::Scope(std::string_view name, const char* what) {
   counted_ = true;
   if (t_depth++ > 0) return;
   key_.assign(name).append(" ").append(what);
-  if (FunctionProfile* p = g_recording.load();
-      p && !p->state_->device.empty()) {
-    synchronize_device(p->state_->device);  // the work queued before
+  if (FunctionProfile* p = g_recording.load()) {
+    p->state_->wait();  // the work queued before is not this call's
   }
   start_ns_ = now_ns();
 }
@@ -91,7 +94,13 @@ FunctionProfile::Scope::~Scope() {
   if (key_.empty()) return;
   FunctionProfile* p = g_recording.load();
   if (!p) return;  // the profile ended during the call
-  if (!p->state_->device.empty()) synchronize_device(p->state_->device);
+  try {
+    p->state_->wait();
+  } catch (...) {
+    // A device error in a destructor must not end the program; the next
+    // call on the device reports it. This call goes unrecorded.
+    return;
+  }
   const double seconds = static_cast<double>(now_ns() - start_ns_) * 1e-9;
   std::lock_guard<std::mutex> lock(p->state_->mutex);
   Time& t = p->state_->times[key_];

@@ -63,7 +63,7 @@ class FunctionProfile {
 
  private:
   struct State;
-  State* state_;
+  State* state_ = nullptr;
 };
 
 }  // namespace mg
