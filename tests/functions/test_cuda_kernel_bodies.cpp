@@ -112,7 +112,7 @@ class HostLanes {
   int64_t generation_ = 0;
 };
 
-// Runs a row body as the device does, body(r, lane, lanes, sum) with the
+// Runs a row body as the device does, body(r, lane, lanes, join) with the
 // lanes of a row side by side (threads here, a warp there).
 template <class Body>
 void run_rows_on_host(int64_t rows, int lanes, const Body& body) {
@@ -283,6 +283,7 @@ TEST(CudaKernelBodies, LayerNormalizationMatchesTheCpu) {
   expect_near(doubles(dgamma), grad_doubles(gamma), 1e-5, 1e-5, "dgamma");
   expect_near(doubles(dbeta), grad_doubles(beta), 1e-5, 1e-5, "dbeta");
   // One chunk of every row: the first pass gives the grads.
+  std::fill(dgamma.begin(), dgamma.end(), 0.0f);
   run_on_host(len, cuda::LayerNormParamGradBody<float>{
                        xv.data(), dy.data(), mean.data(), rstd.data(),
                        dgamma.data(), nullptr, rows, len, rows});

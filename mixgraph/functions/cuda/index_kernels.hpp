@@ -3,17 +3,20 @@
 // Interpolate, the softmax cross entropy, layer normalization, Embed and
 // the recurrent driver's bias rows; the recurrent cells' bodies are in
 // functions/ops/recurrent_cells.hpp),
-// each a function of one index, with the host code that builds their
-// tables: the CUDA functions launch them through a grid-stride loop
-// (cuda/launch.cuh), and tests/functions/test_cuda_kernel_bodies.cpp runs the
-// very same bodies on the CPU over every index, against the CPU functions,
-// so that their math and indexing are checked on machines without a GPU.
-// No CUDA header here: everything is MG_HD and plain C++.
+// each a function of one index (or, for the softmax cross entropy's and
+// layer normalization's rows, of a row and a lane: row bodies, whose lanes
+// share a row through a join, OneLane below), with the host code that
+// builds their tables: the CUDA functions launch them through a
+// grid-stride loop or a warp a row (cuda/launch.cuh), and
+// tests/functions/test_cuda_kernel_bodies.cpp runs the very same bodies on
+// the CPU over every index (the lanes of a row as threads), against the CPU
+// functions, so that their math and indexing are checked on machines
+// without a GPU. No CUDA header here: everything is MG_HD and plain C++.
 //
 // T is the storage type (float, Half, BFloat16); every body computes and
 // accumulates in fp32 and rounds to T once, at the store. A body that sums
-// over a row does so in a fixed order: the results do not depend on the
-// launch.
+// over a row does so in a fixed order for its launch (a warp's butterfly
+// for row bodies): the results do not depend on timing.
 #pragma once
 
 #include <cmath>
