@@ -21,15 +21,27 @@ namespace mg::cpu {
 namespace {
 
 // A register tile and its blocking: an MR x NR block of C lives in
-// registers over KC steps of k; an NR-column panel of B (KC x NR) stays in
-// L1 while it meets each MR-row panel of a block of A (MC x KC) held in
-// L2; B's KC x NC block in L3. Both are packed in fp32, which is where
-// fp16 and bf16 are converted. multiply<Panel>() computes one tile.
+// registers over KC steps of k. A's MR rows (MR x KC) stay in L1 while
+// they meet each NR-column panel of B's KC x NC block, which streams from
+// L2 (kStationaryA), A's block (MC x KC) in L2 beside it; or the other
+// way round, an NR-column panel of B stays in L1 while it meets each MR
+// rows of A's block. Both are packed in fp32, which is where fp16 and bf16
+// are converted. multiply<Panel>() computes one tile.
+//
+// Rows of A in L1 and B's panels streaming, each one sequential read, took
+// 0.75-0.94x oneDNN's fp32 time -> 0.91-1.07x on the LSTM's 2048 x 2048 x
+// 512 product in half, 1.11-1.21x -> 1.18-1.31x on ResNet-18's weight-grad
+// product, the other shapes of bench_gemm from 0.10 worse to 0.16 better,
+// most within 0.05 (call against call, six runs, 2026-12-04, an Intel Xeon
+// with AVX-512; the AVX2 tile on the same CPU: 0.81 -> 1.01, 0.91 -> 1.05).
+// NC 512 keeps B's block at 512 KB of the L2 and was the best of 512, 1024
+// and 2048.
 //
 // AVX2: BLIS's blocking for AMD Zen, 6 x 16 in 12 of the 16 ymm registers,
 // a 16 KB panel of B, at most 144 KB of A.
 struct Avx2Tile {
-  static constexpr int64_t kMR = 6, kNR = 16, kKC = 256, kMC = 144, kNC = 2048;
+  static constexpr int64_t kMR = 6, kNR = 16, kKC = 256, kMC = 144, kNC = 512;
+  static constexpr bool kStationaryA = true;
   template <bool Panel>
   static void multiply(int64_t kc, const float* a, int64_t rows, const float* b,
                        float* tile);
@@ -46,7 +58,8 @@ struct Avx2Tile {
 // Xeons, 32 KB on AMD Zen 4), at most 192 KB of A. The 12 rows of a stored
 // A are 12 pointers, which fit in the general registers with the rest.
 struct Avx512Tile {
-  static constexpr int64_t kMR = 12, kNR = 32, kKC = 256, kMC = 192, kNC = 2048;
+  static constexpr int64_t kMR = 12, kNR = 32, kKC = 256, kMC = 192, kNC = 512;
+  static constexpr bool kStationaryA = true;
   template <bool Panel>
   static void multiply(int64_t kc, const float* a, int64_t rows, const float* b,
                        float* tile);
@@ -65,8 +78,12 @@ struct Avx512Tile {
 // fp32 time to 0.98-1.18x (bench_gemm, RESULTS.md 2026-12-03). Not for
 // every product: the packs double with KC, and a small model's step peaks
 // on them (tutorial 02 in half, LeNet: 13.2 -> 13.9 MiB). Intel keeps 256.
+// Measured with B's panel held in L1 (64 KB, from L2 on Zen 4) and A's
+// rows streaming past it, which it keeps: A's 12 rows of 512 would fill
+// Zen 4's L1 alone.
 struct Avx512LongTile : Avx512Tile {
-  static constexpr int64_t kKC = 512;
+  static constexpr int64_t kKC = 512, kNC = 2048;
+  static constexpr bool kStationaryA = false;
 };
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -472,20 +489,28 @@ void run_product(const Product<T>& p, float* bp, float* ap) {
       for (int64_t i0 = 0; i0 < p.m; i0 += mc_step) {
         const int64_t mc = std::min(mc_step, p.m - i0);
         with_type(p.a, [&](auto a) { pack_a<Tile>(p, a, i0, mc, pc, kc, ap); });
-        for (int64_t q = 0; q < panels; ++q) {
+        // C's tile of A's rows i and B's panel q.
+        auto compute = [&](int64_t i, int64_t q) {
           const int64_t j = jc + q * kNR;
           const int64_t cols = std::min(kNR, p.n - j);
+          alignas(64) float tile[kMR * kNR];
+          const int64_t rows = std::min(kMR, mc - i);
+          if (p.ta) {
+            Tile::template multiply<true>(kc, ap + i * kc, rows,
+                                          bp + q * kNR * kc, tile);
+          } else {
+            Tile::template multiply<false>(kc, ap + i * kc, rows,
+                                           bp + q * kNR * kc, tile);
+          }
+          finish<Tile>(p, tile, i0 + i, j, rows, cols, first, last);
+        };
+        if constexpr (Tile::kStationaryA) {
           for (int64_t i = 0; i < mc; i += kMR) {
-            alignas(64) float tile[kMR * kNR];
-            const int64_t rows = std::min(kMR, mc - i);
-            if (p.ta) {
-              Tile::template multiply<true>(kc, ap + i * kc, rows,
-                                            bp + q * kNR * kc, tile);
-            } else {
-              Tile::template multiply<false>(kc, ap + i * kc, rows,
-                                             bp + q * kNR * kc, tile);
-            }
-            finish<Tile>(p, tile, i0 + i, j, rows, cols, first, last);
+            for (int64_t q = 0; q < panels; ++q) compute(i, q);
+          }
+        } else {
+          for (int64_t q = 0; q < panels; ++q) {
+            for (int64_t i = 0; i < mc; i += kMR) compute(i, q);
           }
         }
       }
