@@ -65,11 +65,18 @@ inline CallOptions parse_call_options(int argc, char** argv,
 /// For `--isa avx2`: our kernels (a ScopedCpuFeatures of AVX2 and F16C)
 /// and oneDNN's (ONEDNN_MAX_CPU_ISA, read once before its first kernel) as
 /// on a CPU without AVX-512, while the result is held; null for "native".
+/// The peers, which inherit the environment, are held there too: PyTorch's
+/// fp32 matrix products are MKL's (MKL_ENABLE_INSTRUCTIONS) and its own
+/// loops pick their ISA at start (ATEN_CPU_CAPABILITY). With oneDNN's cap
+/// alone its GPT step ran MKL's AVX-512 products: 195 ms, against 238 ms
+/// capped (2026-12-04, an Intel Xeon with AVX-512).
 inline std::unique_ptr<mg::cpu::ScopedCpuFeatures> limit_isa(
     const std::string& isa) {
   if (isa != "avx2") return nullptr;
   setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
   setenv("DNNL_MAX_CPU_ISA", "AVX2", 1);
+  setenv("MKL_ENABLE_INSTRUCTIONS", "AVX2", 1);
+  setenv("ATEN_CPU_CAPABILITY", "avx2", 1);
   mg::cpu::CpuFeatures f;
   f.avx2 = f.f16c = true;
   return std::make_unique<mg::cpu::ScopedCpuFeatures>(f);
