@@ -143,10 +143,10 @@ TEST(Gemm, HalfBatchedWithAccumulation) {
 
 // cpu::gemm_packed, gemm()'s product for 16-bit operands, called directly
 // so that every CPU tests it: on shapes that cross each block of both of
-// its tiles (6 and 12 rows, 16 and 32 columns, 144 and 192 rows of A, 2048
-// columns of B, 256 and 512 of k; a batch taken a matrix per thread), every
-// transpose, with and without bias and accumulation. Each tile the CPU can
-// run is checked: the AVX-512 one where it is there, with KC 256 and 512,
+// its tiles (6 and 12 rows, 16 and 32 columns, 144 and 192 rows of A, 512
+// and 2048 columns of B, 256 and 512 of k; a batch taken a matrix per thread),
+// every transpose, with and without bias and accumulation. Each tile the CPU
+// can run is checked: the AVX-512 one where it is there, with KC 256 and 512,
 // and the AVX2 one always (the AVX-512 one held back by a
 // ScopedCpuFeatures).
 struct PackedTile {

@@ -28,20 +28,15 @@ namespace {
 // rows of A's block. Both are packed in fp32, which is where fp16 and bf16
 // are converted. multiply<Panel>() computes one tile.
 //
-// Rows of A in L1 and B's panels streaming, each one sequential read, took
-// 0.75-0.94x oneDNN's fp32 time -> 0.91-1.07x on the LSTM's 2048 x 2048 x
-// 512 product in half, 1.11-1.21x -> 1.18-1.31x on ResNet-18's weight-grad
-// product, the other shapes of bench_gemm from 0.10 worse to 0.16 better,
-// most within 0.05 (call against call, six runs, 2026-12-04, an Intel Xeon
-// with AVX-512; the AVX2 tile on the same CPU: 0.81 -> 1.01, 0.91 -> 1.05).
-// NC 512 keeps B's block at 512 KB of the L2 and was the best of 512, 1024
-// and 2048.
-//
 // AVX2: BLIS's blocking for AMD Zen, 6 x 16 in 12 of the 16 ymm registers,
-// a 16 KB panel of B, at most 144 KB of A.
+// a 16 KB panel of B held, at most 144 KB of A. On an Intel Xeon held to
+// AVX2 the other order (Avx512Tile's) ran faster (oneDNN's fp32 speed over
+// ours 0.81 -> 1.01 on the LSTM's 2048 x 2048 x 512 product, 2026-12-04),
+// but the AVX2-only CPUs this tile is for are AMD's Zen 2 and 3, whose 512
+// KB L2 would not hold that order's B block beside A's: unmeasured there.
 struct Avx2Tile {
-  static constexpr int64_t kMR = 6, kNR = 16, kKC = 256, kMC = 144, kNC = 512;
-  static constexpr bool kStationaryA = true;
+  static constexpr int64_t kMR = 6, kNR = 16, kKC = 256, kMC = 144, kNC = 2048;
+  static constexpr bool kStationaryA = false;
   template <bool Panel>
   static void multiply(int64_t kc, const float* a, int64_t rows, const float* b,
                        float* tile);
@@ -54,9 +49,19 @@ struct Avx2Tile {
 
 // AVX-512: BLIS's shape for Skylake-X, 12 x 32 in 24 of the 32 zmm
 // registers (two FMAs a broadcast, 24 independent sums against the FMA's
-// latency of 4 on two ports), a 32 KB panel of B (L1: 48 KB on Intel's
-// Xeons, 32 KB on AMD Zen 4), at most 192 KB of A. The 12 rows of a stored
-// A are 12 pointers, which fit in the general registers with the rest.
+// latency of 4 on two ports). The 12 rows of a stored A are 12 pointers,
+// which fit in the general registers with the rest. A's 12 rows (12 KB)
+// stay in L1 while B's 32 KB panels stream from a 512 KB block in L2 (2
+// MB a core on Intel's Xeons, 1 MB on AMD Zen 4) beside at most 192 KB of
+// A: one sequential stream where holding B's panel streamed 12 rows of A.
+// On an Intel Xeon (2026-12-04; call against call, six runs) that raised
+// our half product's speed over oneDNN's fp32 one from 0.75-0.94x to
+// 0.91-1.07x on the LSTM's 2048 x 2048 x 512 product, 1.11-1.21x to
+// 1.18-1.31x on ResNet-18's weight grad, and by 0.02 on average over the
+// GPT's ten shapes (-0.04 to +0.15); on fp32 operands (one run, the
+// attention's path) it moved -0.06 to +0.11. NC 512 was the best of 512,
+// 1024 and 2048. Not measured on Zen 4, where products with a long k take
+// the tile below.
 struct Avx512Tile {
   static constexpr int64_t kMR = 12, kNR = 32, kKC = 256, kMC = 192, kNC = 512;
   static constexpr bool kStationaryA = true;
@@ -78,12 +83,17 @@ struct Avx512Tile {
 // fp32 time to 0.98-1.18x (bench_gemm, RESULTS.md 2026-12-03). Not for
 // every product: the packs double with KC, and a small model's step peaks
 // on them (tutorial 02 in half, LeNet: 13.2 -> 13.9 MiB). Intel keeps 256.
-// Measured with B's panel held in L1 (64 KB, from L2 on Zen 4) and A's
-// rows streaming past it, which it keeps: A's 12 rows of 512 would fill
-// Zen 4's L1 alone.
+// Measured with B's 64 KB panel held (read from L2 on Zen 4, twice its
+// L1) and A's rows streaming past it, which it keeps: A's 12 rows of 512
+// would take 24 of Zen 4's 32 KB of L1.
 struct Avx512LongTile : Avx512Tile {
   static constexpr int64_t kKC = 512, kNC = 2048;
   static constexpr bool kStationaryA = false;
+};
+// Its blocking at KC 256: what long_k_pays() weighs its packs against, as
+// the rule was measured (Avx512Tile's NC is smaller since).
+struct Avx512LongTileShortK : Avx512LongTile {
+  static constexpr int64_t kKC = Avx512Tile::kKC;
 };
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -669,10 +679,11 @@ bool long_k_pays(int64_t m, int64_t n, int64_t k, int64_t batch) {
     return packed_depth() == PackedDepth::long_k;
   }
   if (k <= Avx512Tile::kKC || cpu_features().intel) return false;
-  const int64_t extra =
-      product_threads(m, n, k, batch) *
-      (b_pack_floats<Avx512LongTile>(n, k) - b_pack_floats<Avx512Tile>(n, k) +
-       a_pack_floats<Avx512LongTile>(m, k) - a_pack_floats<Avx512Tile>(m, k));
+  const int64_t extra = product_threads(m, n, k, batch) *
+                        (b_pack_floats<Avx512LongTile>(n, k) -
+                         b_pack_floats<Avx512LongTileShortK>(n, k) +
+                         a_pack_floats<Avx512LongTile>(m, k) -
+                         a_pack_floats<Avx512LongTileShortK>(m, k));
   return 4 * extra <= batch * (m * k + k * n + m * n);
 }
 
