@@ -26,8 +26,11 @@
 //
 // --isa avx2 runs our kernels and oneDNN's as on a CPU with AVX2 and F16C
 // but no AVX-512 (cpu::ScopedCpuFeatures, ONEDNN_MAX_CPU_ISA), to measure
-// that path on an AVX-512 machine. The machine's fp32 FMA peak on the same
-// threads is measured first (a register-only FMA loop at the widest vector
+// that path on an AVX-512 machine; the Python peers and libtorch's own
+// loops are held there too (MKL_ENABLE_INSTRUCTIONS, ATEN_CPU_CAPABILITY),
+// but not the OpenBLAS that Debian's libtorch calls, which picks its
+// kernels when it is loaded, before main(). The machine's fp32 FMA peak on the
+// same threads is measured first (a register-only FMA loop at the widest vector
 // the ISA allows) and each figure is also given as a fraction of it.
 //
 // The configurations of a model take turns: `rounds` rounds of runs/rounds
@@ -513,8 +516,10 @@ int main(int argc, char** argv) {
       "avx512_fp16 %d, amx_bf16 %d%s\n",
       cpu.avx2, cpu.f16c, cpu.avx512f, cpu.avx512bw, cpu.avx512bf16,
       cpu.avx512fp16, cpu.amx_bf16,
-      o.isa == "avx2" ? " (--isa avx2: AVX-512 held back, here and in oneDNN)"
-                      : "");
+      o.isa == "avx2"
+          ? " (--isa avx2: AVX-512 held back here, in oneDNN and in the "
+            "peers' MKL and ATen loops; not in libtorch's OpenBLAS)"
+          : "");
   std::printf("fp32 FMA peak, %d threads, %s: %.0f GFLOP/s\n", o.threads,
               cpu.avx512f ? "AVX-512" : "AVX2", peak);
   const double bandwidth = triad_bandwidth_gbs(o.threads);
