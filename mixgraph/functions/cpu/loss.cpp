@@ -78,8 +78,13 @@ class SoftmaxCrossEntropyCpu : public SoftmaxCrossEntropy {
       exp_and_sum(xf, ld, s.size, w, e, mx, sum);
       const float* dyf = load(dy + o * s.inner + j0, dyb, w);
       for (int64_t j = 0; j < w; ++j) sum[j] = dyf[j] / sum[j];
-      for (int64_t a = 0; a < s.size; ++a) {
-        for (int64_t j = 0; j < w; ++j) e[a * w + j] *= sum[j];
+      if (w == 1) {  // the last axis (a vocabulary's logits): one run
+        const float scale = sum[0];
+        for (int64_t a = 0; a < s.size; ++a) e[a] *= scale;
+      } else {
+        for (int64_t a = 0; a < s.size; ++a) {
+          for (int64_t j = 0; j < w; ++j) e[a * w + j] *= sum[j];
+        }
       }
       const int32_t* lt = l + o * s.inner + j0;
       for (int64_t j = 0; j < w; ++j) e[lt[j] * w + j] -= dyf[j];
