@@ -26,7 +26,11 @@ namespace {
 // L2 (kStationaryA), A's block (MC x KC) in L2 beside it; or the other
 // way round, an NR-column panel of B stays in L1 while it meets each MR
 // rows of A's block. Both are packed in fp32, which is where fp16 and bf16
-// are converted. multiply<Panel>() computes one tile.
+// are converted. multiply<Panel>() computes one tile, its registers
+// starting from C's fp32 sums of the blocks of k before (c0) and, before
+// the last block, stored straight back to them: one pass over the sums a
+// block, where going through a tile buffer took two (half's products with
+// k 1024 ran 2-10% faster for it, 2026-12-04).
 //
 // AVX2: BLIS's blocking for AMD Zen, 6 x 16 in 12 of the 16 ymm registers,
 // a 16 KB panel of B held, at most 144 KB of A. On an Intel Xeon held to
@@ -39,12 +43,11 @@ struct Avx2Tile {
   static constexpr bool kStationaryA = false;
   template <bool Panel>
   static void multiply(int64_t kc, const float* a, int64_t rows, const float* b,
-                       float* tile);
+                       const float* c0, int64_t ld0, float* c, int64_t ldc);
   template <class S>
   static void to_f32(const S* src, float* dst, int64_t count);
   template <class T>
-  static void write_row(const float* t, const float* acc, const T* c_in,
-                        const float* bias, T* c, float* acc_out);
+  static void write_row(const float* t, const T* c_in, const float* bias, T* c);
 };
 
 // AVX-512: BLIS's shape for Skylake-X, 12 x 32 in 24 of the 32 zmm
@@ -67,12 +70,11 @@ struct Avx512Tile {
   static constexpr bool kStationaryA = true;
   template <bool Panel>
   static void multiply(int64_t kc, const float* a, int64_t rows, const float* b,
-                       float* tile);
+                       const float* c0, int64_t ld0, float* c, int64_t ldc);
   template <class S>
   static void to_f32(const S* src, float* dst, int64_t count);
   template <class T>
-  static void write_row(const float* t, const float* acc, const T* c_in,
-                        const float* bias, T* c, float* acc_out);
+  static void write_row(const float* t, const T* c_in, const float* bias, T* c);
 };
 
 // The same tile with KC 512, on AMD (Zen 4: one zmm FMA a cycle, 32 KB L1,
@@ -130,41 +132,28 @@ MG_TARGET_GEMM512 void Avx512Tile::to_f32(const S* src, float* dst,
   for (; i < count; ++i) dst[i] = static_cast<float>(src[i]);
 }
 
-// A whole row of a tile (NR sums at t) on its way to C: plus the sums of
-// the blocks of k before (acc, unless null), plus C as it was (c_in, unless
-// null: accum), plus the bias (unless null); then rounded to T into c, or,
-// where c is null (a block of k before the last), kept in fp32 at acc_out.
+// A whole row of a tile (NR fp32 sums at t) on its way to C: plus C as it
+// was (c_in, unless null: a 16-bit accum), plus the bias (unless null),
+// rounded to T into c.
 template <class T>
-MG_TARGET_GEMM void Avx2Tile::write_row(const float* t, const float* acc,
-                                        const T* c_in, const float* bias, T* c,
-                                        float* acc_out) {
+MG_TARGET_GEMM void Avx2Tile::write_row(const float* t, const T* c_in,
+                                        const float* bias, T* c) {
   for (int64_t g = 0; g < kNR; g += 8) {
     __m256 v = _mm256_load_ps(t + g);
-    if (acc) v = _mm256_add_ps(v, _mm256_loadu_ps(acc + g));
     if (c_in) v = _mm256_add_ps(v, avx2::load8(c_in + g));
     if (bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + g));
-    if (c) {
-      avx2::store8(c + g, v);
-    } else {
-      _mm256_storeu_ps(acc_out + g, v);
-    }
+    avx2::store8(c + g, v);
   }
 }
 
 template <class T>
-MG_TARGET_GEMM512 void Avx512Tile::write_row(const float* t, const float* acc,
-                                             const T* c_in, const float* bias,
-                                             T* c, float* acc_out) {
+MG_TARGET_GEMM512 void Avx512Tile::write_row(const float* t, const T* c_in,
+                                             const float* bias, T* c) {
   for (int64_t g = 0; g < kNR; g += 16) {
     __m512 v = _mm512_load_ps(t + g);
-    if (acc) v = _mm512_add_ps(v, _mm512_loadu_ps(acc + g));
     if (c_in) v = _mm512_add_ps(v, avx512::load16(c_in + g));
     if (bias) v = _mm512_add_ps(v, _mm512_loadu_ps(bias + g));
-    if (c) {
-      avx512::store16(c + g, v);
-    } else {
-      _mm512_storeu_ps(acc_out + g, v);
-    }
+    avx512::store16(c + g, v);
   }
 }
 
@@ -301,6 +290,21 @@ MG_TARGET_GEMM void pack_b(const Product<T>& p, const S* b, int64_t j0,
   }
 }
 
+// Four T at p as fp32 (exact), as avx2::load8's eight.
+template <class T>
+MG_TARGET_GEMM inline __m128 load4(const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return _mm_loadu_ps(p);
+  } else {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    if constexpr (std::is_same_v<T, Half>) {
+      return _mm_cvtph_ps(b);
+    } else {
+      return _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(b), 16));
+    }
+  }
+}
+
 // op(A)'s rows [i0, i0 + mc), columns [p0, p0 + kc), at dst: a stored
 // A's rows as they are (mc x kc, row-major; the tile reads MR rows at a
 // time), a transposed one's in panels of MR rows (kc x MR each, zero past
@@ -316,13 +320,30 @@ MG_TARGET_GEMM void pack_a(const Product<T>& p, const S* a, int64_t i0,
     return;
   }
   // A stored k x m: op(A)'s column q is row q, its mc elements contiguous.
-  alignas(32) float row[Tile::kMC + kMR];
-  for (int64_t q = 0; q < kc; ++q) {
-    Tile::to_f32(a + (p0 + q) * p.lda + i0, row, mc);
-    std::fill(row + mc, row + ceil_div(mc, kMR) * kMR, 0.0f);
-    for (int64_t i = 0; i < mc; i += kMR) {
-      float* d = dst + i * kc + q * kMR;
-      for (int64_t r = 0; r < kMR; ++r) d[r] = row[i + r];
+  // A panel at a time, so that its writes run on: MR elements of each row
+  // (two overlapping runs of 8, or of 4 where MR is under 8), then the
+  // next row's.
+  for (int64_t i = 0; i < mc; i += kMR) {
+    float* d = dst + i * kc;
+    const S* col = a + p0 * p.lda + i0 + i;  // row p0, column i0 + i
+    if (mc - i >= kMR) {
+      static_assert(kMR >= 4 && kMR <= 16);
+      for (int64_t q = 0; q < kc; ++q, col += p.lda, d += kMR) {
+        if constexpr (kMR >= 8) {
+          _mm256_storeu_ps(d, avx2::load8(col));
+          _mm256_storeu_ps(d + kMR - 8, avx2::load8(col + kMR - 8));
+        } else {
+          _mm_storeu_ps(d, load4(col));
+          _mm_storeu_ps(d + kMR - 4, load4(col + kMR - 4));
+        }
+      }
+      continue;
+    }
+    const int64_t rows = std::min(kMR, mc - i);  // zero past m
+    for (int64_t q = 0; q < kc; ++q, col += p.lda, d += kMR) {
+      for (int64_t r = 0; r < kMR; ++r) {
+        d[r] = r < rows ? static_cast<float>(col[r]) : 0.0f;
+      }
     }
   }
 }
@@ -349,12 +370,29 @@ void check_operand(const char* name, Operand x) {
   }
 }
 
-// tile (6 x 16) = 6 rows of op(A) (kc each) times a panel of B (kc x 16).
-// The rows are a panel (kc x 6: Panel) or rows kc apart (and past m, rows
-// of the block that are not there are never read: `rows`).
+// Row r's sums at column g of a tile starting from c0 (zero where c0 is
+// null or the row is past the block), and the row's two halves stored.
+MG_TARGET_GEMM inline __m256 start8(const float* c0, int64_t ld0, int64_t rows,
+                                    int64_t r, int64_t g) {
+  return c0 && r < rows ? _mm256_loadu_ps(c0 + r * ld0 + g)
+                        : _mm256_setzero_ps();
+}
+MG_TARGET_GEMM inline void put8(float* c, int64_t ldc, int64_t rows, int64_t r,
+                                __m256 v0, __m256 v1) {
+  if (r < rows) {
+    _mm256_storeu_ps(c + r * ldc, v0);
+    _mm256_storeu_ps(c + r * ldc + 8, v1);
+  }
+}
+
+// c (6 x 16, rows ldc apart) = c0 (rows ld0 apart; zero where null) + 6 rows of
+// op(A) (kc each) times a panel of B (kc x 16). The rows are a panel (kc x
+// 6: Panel) or rows kc apart; past m, rows of the block that are not there
+// are never read or written (`rows`).
 template <bool Panel>
 MG_TARGET_GEMM void Avx2Tile::multiply(int64_t kc, const float* a, int64_t rows,
-                                       const float* b, float* tile) {
+                                       const float* b, const float* c0,
+                                       int64_t ld0, float* c, int64_t ldc) {
   // Row r's q-th element: a panel's a[q * 6 + r], else a[r * kc + q].
   constexpr int64_t step = Panel ? kMR : 1;
   const int64_t rs = Panel ? 1 : kc;
@@ -364,12 +402,12 @@ MG_TARGET_GEMM void Avx2Tile::multiply(int64_t kc, const float* a, int64_t rows,
   const float* a3 = rows > 3 ? a + 3 * rs : a0;
   const float* a4 = rows > 4 ? a + 4 * rs : a0;
   const float* a5 = rows > 5 ? a + 5 * rs : a0;
-  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
-  __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
-  __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
-  __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
-  __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
-  __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+  __m256 c00 = start8(c0, ld0, rows, 0, 0), c01 = start8(c0, ld0, rows, 0, 8);
+  __m256 c10 = start8(c0, ld0, rows, 1, 0), c11 = start8(c0, ld0, rows, 1, 8);
+  __m256 c20 = start8(c0, ld0, rows, 2, 0), c21 = start8(c0, ld0, rows, 2, 8);
+  __m256 c30 = start8(c0, ld0, rows, 3, 0), c31 = start8(c0, ld0, rows, 3, 8);
+  __m256 c40 = start8(c0, ld0, rows, 4, 0), c41 = start8(c0, ld0, rows, 4, 8);
+  __m256 c50 = start8(c0, ld0, rows, 5, 0), c51 = start8(c0, ld0, rows, 5, 8);
 #pragma GCC unroll 4
   for (int64_t q = 0; q < kc; ++q) {
     const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
@@ -399,33 +437,30 @@ MG_TARGET_GEMM void Avx2Tile::multiply(int64_t kc, const float* a, int64_t rows,
     a5 += step;
     b += kNR;
   }
-  _mm256_store_ps(tile, c00);
-  _mm256_store_ps(tile + 8, c01);
-  _mm256_store_ps(tile + 16, c10);
-  _mm256_store_ps(tile + 24, c11);
-  _mm256_store_ps(tile + 32, c20);
-  _mm256_store_ps(tile + 40, c21);
-  _mm256_store_ps(tile + 48, c30);
-  _mm256_store_ps(tile + 56, c31);
-  _mm256_store_ps(tile + 64, c40);
-  _mm256_store_ps(tile + 72, c41);
-  _mm256_store_ps(tile + 80, c50);
-  _mm256_store_ps(tile + 88, c51);
+  put8(c, ldc, rows, 0, c00, c01);
+  put8(c, ldc, rows, 1, c10, c11);
+  put8(c, ldc, rows, 2, c20, c21);
+  put8(c, ldc, rows, 3, c30, c31);
+  put8(c, ldc, rows, 4, c40, c41);
+  put8(c, ldc, rows, 5, c50, c51);
 }
 
-// tile (12 x 32) = 12 rows of op(A) (kc each) times a panel of B (kc x 32),
-// the rows as Avx2Tile::multiply's.
+// c (12 x 32) = c0 + 12 rows of op(A) times a panel of B (kc x 32), the
+// rows and c, c0 as Avx2Tile::multiply's.
 template <bool Panel>
 MG_TARGET_GEMM512 void Avx512Tile::multiply(int64_t kc, const float* a,
                                             int64_t rows, const float* b,
-                                            float* tile) {
+                                            const float* c0, int64_t ld0,
+                                            float* c, int64_t ldc) {
   const float* row[kMR];  // row r's first element (not a panel's)
   for (int64_t r = 0; r < kMR; ++r) row[r] = r < rows ? a + r * kc : a;
-  __m512 c[kMR][2];
+  __m512 sum[kMR][2];
 #pragma GCC unroll 16
   for (int64_t r = 0; r < kMR; ++r) {
-    c[r][0] = _mm512_setzero_ps();
-    c[r][1] = _mm512_setzero_ps();
+    const bool from_c0 = c0 && r < rows;
+    sum[r][0] = from_c0 ? _mm512_loadu_ps(c0 + r * ld0) : _mm512_setzero_ps();
+    sum[r][1] =
+        from_c0 ? _mm512_loadu_ps(c0 + r * ld0 + 16) : _mm512_setzero_ps();
   }
 #pragma GCC unroll 2
   for (int64_t q = 0; q < kc; ++q) {
@@ -433,40 +468,48 @@ MG_TARGET_GEMM512 void Avx512Tile::multiply(int64_t kc, const float* a,
 #pragma GCC unroll 16
     for (int64_t r = 0; r < kMR; ++r) {
       const __m512 x = _mm512_set1_ps(Panel ? a[r] : row[r][q]);
-      c[r][0] = _mm512_fmadd_ps(x, b0, c[r][0]);
-      c[r][1] = _mm512_fmadd_ps(x, b1, c[r][1]);
+      sum[r][0] = _mm512_fmadd_ps(x, b0, sum[r][0]);
+      sum[r][1] = _mm512_fmadd_ps(x, b1, sum[r][1]);
     }
     if (Panel) a += kMR;
     b += kNR;
   }
 #pragma GCC unroll 16
   for (int64_t r = 0; r < kMR; ++r) {
-    _mm512_store_ps(tile + r * kNR, c[r][0]);
-    _mm512_store_ps(tile + r * kNR + 16, c[r][1]);
+    if (r < rows) {
+      _mm512_storeu_ps(c + r * ldc, sum[r][0]);
+      _mm512_storeu_ps(c + r * ldc + 16, sum[r][1]);
+    }
   }
 }
 
-// The tile's rows x cols at C's (i, j), for the block of k that is `first`
-// and/or `last`: added to the sums of the blocks before, then (last) with
-// the bias and accum's C, rounded to T once; else kept in fp32 in acc.
+// The tile's rows x cols at C's (i, j), in the last block of k: a whole
+// row of the tile (cols == NR) holds C's fp32 sums already (multiply()
+// started from the blocks before, and for float from accum's C); a
+// narrower one, at C's right edge, is added to them here. Then the bias
+// and a 16-bit accum's C, rounded to T once. Before the last block, a
+// narrower tile's sums are kept in fp32 in acc.
 template <class Tile, class T>
 MG_TARGET_GEMM void finish(const Product<T>& p, const float* tile, int64_t i,
                            int64_t j, int64_t rows, int64_t cols, bool first,
                            bool last) {
   constexpr int64_t kNR = Tile::kNR;
   constexpr bool is_float = std::is_same_v<T, float>;
+  const float* bias = last && p.bias ? p.bias + j : nullptr;
+  if (cols == kNR) {
+    for (int64_t r = 0; r < rows; ++r) {
+      T* c = p.c + (i + r) * p.ldc + j;
+      Tile::write_row(tile + r * kNR, !is_float && p.accum ? c : nullptr, bias,
+                      c);
+    }
+    return;
+  }
   // For float, acc is C: accum's C is its sum before the first block.
   const bool add_c = p.accum && (is_float ? first : last);
-  const float* bias = last && p.bias ? p.bias + j : nullptr;
   for (int64_t r = 0; r < rows; ++r) {
     const float* t = tile + r * kNR;
     T* c = p.c + (i + r) * p.ldc + j;
     float* acc = p.acc ? p.acc + (i + r) * p.ldc + j : nullptr;
-    if (cols == kNR) {
-      Tile::write_row(t, first ? nullptr : acc, add_c ? c : nullptr, bias,
-                      last ? c : nullptr, acc);
-      continue;
-    }
     for (int64_t q = 0; q < cols; ++q) {
       float v = t[q];
       if (!first) v += acc[q];
@@ -503,16 +546,25 @@ void run_product(const Product<T>& p, float* bp, float* ap) {
         auto compute = [&](int64_t i, int64_t q) {
           const int64_t j = jc + q * kNR;
           const int64_t cols = std::min(kNR, p.n - j);
-          alignas(64) float tile[kMR * kNR];
           const int64_t rows = std::min(kMR, mc - i);
-          if (p.ta) {
-            Tile::template multiply<true>(kc, ap + i * kc, rows,
-                                          bp + q * kNR * kc, tile);
-          } else {
-            Tile::template multiply<false>(kc, ap + i * kc, rows,
-                                           bp + q * kNR * kc, tile);
+          const float* a = ap + i * kc;
+          const float* b = bp + q * kNR * kc;
+          alignas(64) float tile[kMR * kNR];
+          const float* c0 = nullptr;
+          float* c = tile;
+          int64_t ldc = kNR;
+          if (cols == kNR) {  // in registers from C's fp32 sums so far
+            float* acc = p.acc ? p.acc + (i0 + i) * p.ldc + j : nullptr;
+            if (!first || (std::is_same_v<T, float> && p.accum)) c0 = acc;
+            if (!last) c = acc, ldc = p.ldc;
           }
-          finish<Tile>(p, tile, i0 + i, j, rows, cols, first, last);
+          if (p.ta) {
+            Tile::template multiply<true>(kc, a, rows, b, c0, p.ldc, c, ldc);
+          } else {
+            Tile::template multiply<false>(kc, a, rows, b, c0, p.ldc, c, ldc);
+          }
+          if (c == tile)
+            finish<Tile>(p, tile, i0 + i, j, rows, cols, first, last);
         };
         if constexpr (Tile::kStationaryA) {
           for (int64_t i = 0; i < mc; i += kMR) {
