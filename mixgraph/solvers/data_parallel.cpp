@@ -141,6 +141,22 @@ void GradReducer::on_ready(Variable& leaf) {
 void GradReducer::launch(int index) {
   Bucket& b = buckets_[index];
   const std::string& device = comm_->device();
+  b.launched = true;
+  step_open_ = true;
+  // A bucket of one grad (one as large as a bucket, most of a model's
+  // grads by size) is reduced where the grad is: no copy into the bucket
+  // and back. The grad is final (its backward has finished it) and nothing
+  // touches it before finish().
+  if (b.slots.size() == 1) {
+    SyncedArray& grad = slots_[b.slots.front()].var->grad()->array();
+    if (!grad.zeroing()) {
+      b.in_place = true;
+      comm_->start_all_reduce(
+          static_cast<float*>(grad.cast(Dtype::f32, device)), b.size,
+          options_.op);
+      return;
+    }
+  }
   const DeviceRef ref = resolve_device(device, "[GradReducer] ");
   auto* buffer = static_cast<float*>(
       b.buffer->cast(Dtype::f32, device, /*write_only=*/true));
@@ -156,8 +172,6 @@ void GradReducer::launch(int index) {
     }
   }
   comm_->start_all_reduce(buffer, b.size, options_.op);
-  b.launched = true;
-  step_open_ = true;
 }
 
 void GradReducer::finish() {
@@ -174,11 +188,13 @@ void GradReducer::finish() {
   const DeviceRef ref = resolve_device(device, "[GradReducer] ");
   for (Bucket& b : buckets_) {
     const auto* buffer =
-        static_cast<const float*>(b.buffer->get(Dtype::f32, device));
+        b.in_place
+            ? nullptr
+            : static_cast<const float*>(b.buffer->get(Dtype::f32, device));
     for (int si : b.slots) {
       Slot& s = slots_[si];
       SyncedArray& grad = s.var->grad()->array();
-      if (!grad.zeroing()) {
+      if (buffer && !grad.zeroing()) {
         copy_floats(ref,
                     static_cast<float*>(grad.cast(Dtype::f32, device,
                                                   /*write_only=*/true)),
@@ -187,7 +203,7 @@ void GradReducer::finish() {
       s.ready = false;
     }
     b.ready = 0;
-    b.launched = false;
+    b.launched = b.in_place = false;
   }
   ++stats_.steps;
   stats_.last_finish_seconds = seconds_since(t0);

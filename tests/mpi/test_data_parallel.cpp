@@ -224,19 +224,24 @@ TEST(GradReducer, BucketsInBackwardOrderLaunchedDuringBackward) {
   EXPECT_EQ(buckets[1], (std::vector<std::string>{"fc2/affine/b"}));
   EXPECT_EQ(buckets[2], (std::vector<std::string>{"fc2/affine/W"}));
 
-  for (const auto& [name, var] : params) var->grad()->zero();
+  // Each rank's own grads (a launched bucket's grads are being reduced
+  // until finish(): not readable then), then the reduced ones: their mean.
   m.feed();
-  m.loss->forward();
-  m.loss->backward(1.0f, false, reducer.callback());
-  // Every bucket's grads are final before backward returns.
-  EXPECT_EQ(reducer.stats().launched_during_backward,
-            static_cast<int64_t>(buckets.size()));
-  // Each rank's own grads, then the reduced ones: their mean.
+  auto backward = [&](const mg::GradReadyCallback& on_ready) {
+    for (const auto& [name, var] : params) var->grad()->zero();
+    m.loss->forward();
+    m.loss->backward(1.0f, false, on_ready);
+  };
+  backward({});
   std::vector<std::vector<float>> local;
   for (const auto& [name, var] : params) {
     const float* g = var->grad()->get<const float>();
     local.emplace_back(g, g + var->size());
   }
+  backward(reducer.callback());
+  // Every bucket's grads are final before backward returns.
+  EXPECT_EQ(reducer.stats().launched_during_backward,
+            static_cast<int64_t>(buckets.size()));
   reducer.finish();
   for (size_t i = 0; i < params.size(); ++i) {
     std::vector<float> sum = local[i];

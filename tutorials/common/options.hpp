@@ -27,8 +27,8 @@ struct Options {
   // Data-parallel runs (started by mpirun): every rank trains on its shard
   // with batch_size examples per step; rank 0 prints and writes.
   bool ranks = false;
-  double bucket_mb = 25.0;  // the grad all-reduce's bucket size
-  bool overlap = true;      // launch buckets during backward
+  double bucket_mb = 1.0;  // the grad all-reduce's bucket size
+  bool overlap = true;     // launch buckets during backward
 };
 
 /// Adds the flags to `app`; with_type_config false leaves --type-config out
