@@ -141,19 +141,16 @@ void GradReducer::on_ready(Variable& leaf) {
 void GradReducer::launch(int index) {
   Bucket& b = buckets_[index];
   const std::string& device = comm_->device();
-  b.launched = true;
-  step_open_ = true;
-  // A bucket of one grad (one as large as a bucket, most of a model's
-  // grads by size) is reduced where the grad is: no copy into the bucket
-  // and back. The grad is final (its backward has finished it) and nothing
-  // touches it before finish().
+  // A bucket of one grad (every grad of a bucket's size or more: most of a
+  // model's grads by size) is reduced where the grad is: no copy into the
+  // bucket and back. The grad is final (its backward has finished it) and
+  // nothing touches it before finish() or abort().
   if (b.slots.size() == 1) {
     SyncedArray& grad = slots_[b.slots.front()].var->grad()->array();
     if (!grad.zeroing()) {
-      b.in_place = true;
-      comm_->start_all_reduce(
-          static_cast<float*>(grad.cast(Dtype::f32, device)), b.size,
-          options_.op);
+      auto* data = static_cast<float*>(grad.cast(Dtype::f32, device));
+      comm_->start_all_reduce(data, b.size, options_.op);
+      b.launched = b.in_place = step_open_ = true;
       return;
     }
   }
@@ -172,6 +169,20 @@ void GradReducer::launch(int index) {
     }
   }
   comm_->start_all_reduce(buffer, b.size, options_.op);
+  // Only now: a launch that threw before its reduce started is not one.
+  b.launched = step_open_ = true;
+}
+
+void GradReducer::abort() {
+  if (step_open_) {
+    step_open_ = false;
+    comm_->wait_all();  // nothing may write a grad after this returns
+  }
+  for (Slot& s : slots_) s.ready = false;
+  for (Bucket& b : buckets_) {
+    b.ready = 0;
+    b.launched = b.in_place = false;
+  }
 }
 
 void GradReducer::finish() {

@@ -33,13 +33,14 @@ class SyncedArray;
 /// How grads are reduced.
 struct DataParallelOptions {
   /// The size of a bucket: grads are copied into flat fp32 buffers of about
-  /// this many bytes and each is reduced in one call. A grad larger than
-  /// this gets a bucket of its own, reduced in place (no copies). 1 MB (DDP's
-  /// first bucket; its others are 25 MB): a bucket leaves only when its last
-  /// grad is final, and at 25 MB a small model's grads are one bucket that
-  /// leaves at the end of backward (the main job's LeNet, 2 ranks on one
-  /// 2-core machine: 4.0-5.5% of the step not hidden at 25 MB, 1.3-1.5% at
-  /// 1 MB). Reduces through NCCL on GPUs may want larger ones: unmeasured.
+  /// this many bytes and each is reduced in one call. A grad of this size or
+  /// more gets a bucket of its own; a bucket of one grad is reduced in the
+  /// grad's own buffer (no copies). 1 MB (DDP's first bucket; its others
+  /// are 25 MB): a bucket leaves only when its last grad is final, and at
+  /// 25 MB a small model's grads are one bucket that leaves at the end of
+  /// backward (the main job's LeNet, 2 ranks on one 2-core machine: 4.3-7.7%
+  /// of the step not hidden at 25 MB, 1.3-1.7% at 1 MB). Reduces through
+  /// NCCL on GPUs may want larger ones: unmeasured.
   int64_t bucket_bytes = 1 << 20;
   /// true: a bucket is launched as soon as backward has finished every grad
   /// in it; false: all buckets after backward (to measure the overlap).
@@ -87,6 +88,11 @@ class GradReducer {
   /// Between a bucket's launch and finish() its grads are being reduced
   /// (some in place): neither read nor write them.
   void finish();
+  /// Ends a step that will not reach finish() (backward threw after some
+  /// buckets left): waits for the reduces in flight, so that none writes a
+  /// grad afterwards, and forgets the step; the grads are then undefined
+  /// (zero them). The next step starts afresh.
+  void abort();
 
   const CommunicatorPtr& communicator() const { return comm_; }
   const DataParallelOptions& options() const { return options_; }

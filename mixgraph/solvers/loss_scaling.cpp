@@ -147,14 +147,26 @@ bool DynamicLossScalingUpdater::update() {
   // The scale stays fixed across accumulated batches: they add up in one
   // set of grads that is unscaled once. The last batch's backward launches
   // the reduces of the grads it finishes.
-  for (int i = 0; i < options_.accum_grad; ++i) {
-    feeder_();
-    loss_->forward(/*clear_buffer=*/false,
-                   /*clear_no_need_grad=*/options_.clear_buffer);
-    const bool last = i + 1 == options_.accum_grad;
-    GradReadyCallback on_ready;
-    if (last) on_ready = reducer_ ? reducer_->callback() : check_when_ready;
-    loss_->backward(scale, options_.clear_buffer, on_ready);
+  try {
+    for (int i = 0; i < options_.accum_grad; ++i) {
+      feeder_();
+      loss_->forward(/*clear_buffer=*/false,
+                     /*clear_no_need_grad=*/options_.clear_buffer);
+      const bool last = i + 1 == options_.accum_grad;
+      GradReadyCallback on_ready;
+      if (last) on_ready = reducer_ ? reducer_->callback() : check_when_ready;
+      loss_->backward(scale, options_.clear_buffer, on_ready);
+    }
+  } catch (...) {
+    // Buckets that left before backward threw are reduced in place in
+    // their grads: wait for them before the next step zeroes (frees) those.
+    if (reducer_) {
+      try {
+        reducer_->abort();
+      } catch (...) {  // the communicator's own failure: report the first
+      }
+    }
+    throw;
   }
   if (reducer_) {
     reducer_->finish();

@@ -209,6 +209,38 @@ TEST(MpiCommunicator, RanksAndCollectives) {
   }
 }
 
+// m's batch through forward and backward, grads zeroed first (on_ready:
+// a reducer's callback, or none).
+void run_backward(Model& m, const mg::GradReadyCallback& on_ready) {
+  for (const auto& [name, var] : m.params.parameters()) var->grad()->zero();
+  m.loss->forward();
+  m.loss->backward(1.0f, false, on_ready);
+}
+
+std::vector<std::vector<float>> grads_of(const mg::ParameterList& params) {
+  std::vector<std::vector<float>> grads;
+  for (const auto& [name, var] : params) {
+    const float* g = var->grad()->get<const float>();
+    grads.emplace_back(g, g + var->size());
+  }
+  return grads;
+}
+
+// Every grad of params is the mean over the 2 ranks of `local`, theirs.
+void expect_mean_of_ranks(mg::Communicator& comm,
+                          const mg::ParameterList& params,
+                          const std::vector<std::vector<float>>& local) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::vector<float> sum = local[i];
+    comm.all_reduce(sum.data(), sum.size(), mg::ReduceOp::sum);
+    const float* g = params[i].second->grad()->get<const float>();
+    for (size_t j = 0; j < sum.size(); ++j) {
+      ASSERT_FLOAT_EQ(g[j], sum[j] * 0.5f)
+          << params[i].first << "[" << j << "]";
+    }
+  }
+}
+
 TEST(GradReducer, BucketsInBackwardOrderLaunchedDuringBackward) {
   auto comm = world();
   Model m(8, comm->rank(), 2, 1);
@@ -227,31 +259,14 @@ TEST(GradReducer, BucketsInBackwardOrderLaunchedDuringBackward) {
   // Each rank's own grads (a launched bucket's grads are being reduced
   // until finish(): not readable then), then the reduced ones: their mean.
   m.feed();
-  auto backward = [&](const mg::GradReadyCallback& on_ready) {
-    for (const auto& [name, var] : params) var->grad()->zero();
-    m.loss->forward();
-    m.loss->backward(1.0f, false, on_ready);
-  };
-  backward({});
-  std::vector<std::vector<float>> local;
-  for (const auto& [name, var] : params) {
-    const float* g = var->grad()->get<const float>();
-    local.emplace_back(g, g + var->size());
-  }
-  backward(reducer.callback());
+  run_backward(m, {});
+  const auto local = grads_of(params);
+  run_backward(m, reducer.callback());
   // Every bucket's grads are final before backward returns.
   EXPECT_EQ(reducer.stats().launched_during_backward,
             static_cast<int64_t>(buckets.size()));
   reducer.finish();
-  for (size_t i = 0; i < params.size(); ++i) {
-    std::vector<float> sum = local[i];
-    comm->all_reduce(sum.data(), sum.size(), mg::ReduceOp::sum);
-    const float* g = params[i].second->grad()->get<const float>();
-    for (size_t j = 0; j < sum.size(); ++j) {
-      ASSERT_FLOAT_EQ(g[j], sum[j] * 0.5f)
-          << params[i].first << "[" << j << "]";
-    }
-  }
+  expect_mean_of_ranks(*comm, params, local);
   EXPECT_EQ(reducer.stats().steps, 1);
   EXPECT_GT(reducer.stats().bytes, 0);
 }
@@ -263,14 +278,45 @@ TEST(GradReducer, UnwrittenGradsStayUnwritten) {
   auto unused =
       m.params["extra"].get_or_create("W", {5}, mg::constant_initializer(1.0f));
   params.emplace_back("extra/W", unused);
-  mg::GradReducer reducer(comm, params);
-  for (const auto& [name, var] : params) var->grad()->zero();
+  // In a bucket with others (the default), and alone in one (4 bytes: every
+  // grad its own bucket, which a written grad is reduced in place).
+  for (const int64_t bucket_bytes : {int64_t{1} << 20, int64_t{4}}) {
+    mg::DataParallelOptions o;
+    o.bucket_bytes = bucket_bytes;
+    mg::GradReducer reducer(comm, params, o);
+    for (const auto& [name, var] : params) var->grad()->zero();
+    m.feed();
+    m.loss->forward();
+    m.loss->backward(1.0f, false, reducer.callback());
+    reducer.finish();
+    EXPECT_TRUE(unused->grad()->array().zeroing())
+        << "a grad no backward wrote must stay unwritten (the solver skips "
+           "it), buckets of "
+        << bucket_bytes << " bytes";
+  }
+}
+
+// A step whose backward threw after some buckets left: abort() waits for
+// them (a grad reduced in place must not be written after the next step
+// zeroes it) and forgets the step, so the next one reduces every bucket
+// again. Without the reset, the next finish() would skip the buckets the
+// aborted step launched, and the grads would stay each rank's own.
+TEST(GradReducer, AnAbortedStepLeavesTheNextWhole) {
+  auto comm = world();
+  Model m(8, comm->rank(), 2, 1);
+  const auto params = m.params.parameters();
+  mg::DataParallelOptions o;
+  o.bucket_bytes = 600;  // several buckets, fc2's W in place
+  mg::GradReducer reducer(comm, params, o);
   m.feed();
-  m.loss->forward();
-  m.loss->backward(1.0f, false, reducer.callback());
+  run_backward(m, reducer.callback());  // every bucket left; "it threw"
+  reducer.abort();
+  run_backward(m, {});
+  const auto local = grads_of(params);
+  run_backward(m, reducer.callback());
   reducer.finish();
-  EXPECT_TRUE(unused->grad()->array().zeroing())
-      << "a grad no backward wrote must stay unwritten (the solver skips it)";
+  expect_mean_of_ranks(*comm, params, local);
+  EXPECT_EQ(reducer.stats().steps, 1);
 }
 
 TEST(GradReducer, BadOptionsAreRefused) {
