@@ -22,6 +22,7 @@
 #include <mixgraph/functions/batch_normalization.hpp>
 #include <mixgraph/functions/elementwise_builders.hpp>
 #include <mixgraph/functions/loss.hpp>
+#include <mixgraph/functions/normalization.hpp>
 #include <mixgraph/functions/ops/unary_ops.hpp>
 #include <mixgraph/functions/recurrent.hpp>
 #include <mixgraph/functions/softmax.hpp>
@@ -782,6 +783,61 @@ TEST(IsaPaths, BatchNormalizationAvx512) {
   expect_same_bits(batch_normalization_run(avx512f_only()),
                    batch_normalization_run(none()), "batch normalization");
   ran("batch normalization pieces", "avx512f");
+}
+
+// ---- layer normalization's rows (16 lanes) ----
+
+// Layer normalization over rows of 3 (a scalar tail only), 40 (a vector and
+// a tail) and 1003 values, with gamma and beta and without, forward and
+// backward into grads that hold 0.25 already, in float and in half (whose
+// rows are converted copies): y and every grad, as bits, on the path
+// `features` selects.
+std::vector<uint32_t> layer_normalization_run(const CpuFeatures& features) {
+  ScopedCpuFeatures path(features);
+  expect_path(features);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-3.0f, 5.0f);
+  std::vector<uint32_t> bits;
+  for (const char* type : {"float", "half"}) {
+    ContextGuard ctx(context("cpu", type));
+    for (const int64_t len : {3, 40, 1003}) {
+      for (const bool affine : {true, false}) {
+        auto random = [&](const Shape& shape) {
+          std::vector<float> v(shape_size(shape));
+          for (float& x : v) x = u(rng);
+          return variable_from(shape, v, true);
+        };
+        auto x = random({4, len});
+        auto beta = affine ? random({1, len}) : nullptr;
+        auto gamma = affine ? random({1, len}) : nullptr;
+        auto y = functions::layer_normalization(x, beta, gamma);
+        y->forward();
+        std::vector<VariablePtr> inputs = {x};
+        if (affine) inputs.insert(inputs.end(), {beta, gamma});
+        for (const auto& v : inputs) v->grad()->fill(0.25f);
+        y->backward(0.5f);
+        append_bits(bits, y->data()->get<const float>(), y->size());
+        for (const auto& v : inputs) {
+          append_bits(bits, v->grad()->get<const float>(), v->size());
+        }
+      }
+    }
+  }
+  return bits;
+}
+
+TEST(IsaPaths, LayerNormalizationAvx2) {
+  SKIP_WITHOUT(avx2, "AVX2");
+  expect_same_bits(layer_normalization_run(avx2_only()),
+                   layer_normalization_run(none()), "layer normalization");
+  ran("layer normalization rows", "avx2");
+}
+
+TEST(IsaPaths, LayerNormalizationAvx512) {
+  SKIP_WITHOUT(avx512f, "AVX-512F");
+  expect_same_bits(layer_normalization_run(avx512f_only()),
+                   layer_normalization_run(none()), "layer normalization");
+  ran("layer normalization rows", "avx512f");
 }
 
 }  // namespace
