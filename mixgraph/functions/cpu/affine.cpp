@@ -52,15 +52,16 @@ class AffineCpu : public Affine {
     }
     if (in.size() == 3 && propagate_down[2]) {  // db = sum over the batch
       std::vector<float> db(outputs_, 0.0f);
-      std::vector<float> row(outputs_);
-      const T* dy = output_grad<T>(out[0]);
-      // dy's fp32 copy for the products, where there is one.
-      const float* dyf =
-          g.dtype == Dtype::f32 ? static_cast<const float*>(g.data) : nullptr;
-      for (int64_t n = 0; n < batch_; ++n) {
-        const float* r = dyf ? dyf + n * outputs_
-                             : load(dy + n * outputs_, row.data(), outputs_);
-        for (int64_t m = 0; m < outputs_; ++m) db[m] += r[m];
+      if (g.dtype == Dtype::f32) {  // dy in fp32 (its copy for the products)
+        column_sums(static_cast<const float*>(g.data), batch_, outputs_,
+                    db.data());
+      } else {  // row by row into fp32, summed in the same order
+        std::vector<float> row(outputs_);
+        const T* dy = output_grad<T>(out[0]);
+        for (int64_t n = 0; n < batch_; ++n) {
+          const float* r = load(dy + n * outputs_, row.data(), outputs_);
+          for (int64_t m = 0; m < outputs_; ++m) db[m] += r[m];
+        }
       }
       store_grad<T>(db.data(), in[2], accum[2]);
     }

@@ -306,6 +306,11 @@ inline float sum_floats(const float* a, int64_t n, const float* b = nullptr) {
   return lanes_sum(n, [a](int64_t i) { return a[i]; });
 }
 
+/// sums[q] = the fp32 sum of a[r, q] over the rows r of a (rows, cols), in
+/// row order (the same bits on every path), in parallel over blocks of
+/// columns when a is large.
+void column_sums(const float* a, int64_t rows, int64_t cols, float* sums);
+
 /// Calls fn(begin, length) for consecutive blocks of [0, n), in parallel
 /// when n is large.
 template <class Fn>

@@ -29,10 +29,6 @@ void backward_cells(const recurrent::LstmCell& cell,
 void backward_cells(const recurrent::GruCell& cell,
                     const recurrent::StepBack& s, int64_t B, int64_t H);
 
-/// sums[q] = the fp32 sum of a[r, q] over the rows r of a (rows, cols), in
-/// row order.
-void column_sums(const float* a, int64_t rows, int64_t cols, float* sums);
-
 /// For storage type T: the products' operands are bf16 copies where T is
 /// BFloat16 and oneDNN has bf16 kernels (accumulating in fp32, as every
 /// bf16 product of ours; PyTorch's autocast runs its LSTM's products in
