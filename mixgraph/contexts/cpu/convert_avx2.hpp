@@ -40,6 +40,22 @@ MG_TARGET_AVX2_F16C inline __m256 load8(const T* p) {
   }
 }
 
+/// Four T at p as fp32 (exact), as load8's eight.
+template <class T>
+MG_TARGET_AVX2_F16C inline __m128 load4(const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return _mm_loadu_ps(p);
+  } else {
+    static_assert(std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>);
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    if constexpr (std::is_same_v<T, Half>) {
+      return _mm_cvtph_ps(b);
+    } else {
+      return _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(b), 16));
+    }
+  }
+}
+
 /// v rounded to T (to nearest even), stored as eight T at p.
 template <class T>
 MG_TARGET_AVX2_F16C inline void store8(T* p, __m256 v) {

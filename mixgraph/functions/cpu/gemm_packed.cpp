@@ -29,8 +29,9 @@ namespace {
 // are converted. multiply<Panel>() computes one tile, its registers
 // starting from C's fp32 sums of the blocks of k before (c0) and, before
 // the last block, stored straight back to them: one pass over the sums a
-// block, where going through a tile buffer took two (half's products with
-// k 1024 ran 2-10% faster for it, 2026-12-04).
+// block, where going through a tile buffer took two (with pack_a's
+// transposed A a panel at a time, half's products with k 1024 ran 2-10%
+// faster, 2026-12-04).
 //
 // AVX2: BLIS's blocking for AMD Zen, 6 x 16 in 12 of the 16 ymm registers,
 // a 16 KB panel of B held, at most 144 KB of A. On an Intel Xeon held to
@@ -290,21 +291,6 @@ MG_TARGET_GEMM void pack_b(const Product<T>& p, const S* b, int64_t j0,
   }
 }
 
-// Four T at p as fp32 (exact), as avx2::load8's eight.
-template <class T>
-MG_TARGET_GEMM inline __m128 load4(const T* p) {
-  if constexpr (std::is_same_v<T, float>) {
-    return _mm_loadu_ps(p);
-  } else {
-    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-    if constexpr (std::is_same_v<T, Half>) {
-      return _mm_cvtph_ps(b);
-    } else {
-      return _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(b), 16));
-    }
-  }
-}
-
 // op(A)'s rows [i0, i0 + mc), columns [p0, p0 + kc), at dst: a stored
 // A's rows as they are (mc x kc, row-major; the tile reads MR rows at a
 // time), a transposed one's in panels of MR rows (kc x MR each, zero past
@@ -323,18 +309,18 @@ MG_TARGET_GEMM void pack_a(const Product<T>& p, const S* a, int64_t i0,
   // A panel at a time, so that its writes run on: MR elements of each row
   // (two overlapping runs of 8, or of 4 where MR is under 8), then the
   // next row's.
+  static_assert(kMR >= 4 && kMR <= 16);
   for (int64_t i = 0; i < mc; i += kMR) {
     float* d = dst + i * kc;
     const S* col = a + p0 * p.lda + i0 + i;  // row p0, column i0 + i
     if (mc - i >= kMR) {
-      static_assert(kMR >= 4 && kMR <= 16);
       for (int64_t q = 0; q < kc; ++q, col += p.lda, d += kMR) {
         if constexpr (kMR >= 8) {
           _mm256_storeu_ps(d, avx2::load8(col));
           _mm256_storeu_ps(d + kMR - 8, avx2::load8(col + kMR - 8));
         } else {
-          _mm_storeu_ps(d, load4(col));
-          _mm_storeu_ps(d + kMR - 4, load4(col + kMR - 4));
+          _mm_storeu_ps(d, avx2::load4(col));
+          _mm_storeu_ps(d + kMR - 4, avx2::load4(col + kMR - 4));
         }
       }
       continue;
@@ -385,10 +371,10 @@ MG_TARGET_GEMM inline void put8(float* c, int64_t ldc, int64_t rows, int64_t r,
   }
 }
 
-// c (6 x 16, rows ldc apart) = c0 (rows ld0 apart; zero where null) + 6 rows of
-// op(A) (kc each) times a panel of B (kc x 16). The rows are a panel (kc x
-// 6: Panel) or rows kc apart; past m, rows of the block that are not there
-// are never read or written (`rows`).
+// c (6 x 16, rows ldc apart) = c0 (rows ld0 apart; zero where null) + 6
+// rows of op(A) (kc each) times a panel of B (kc x 16). The rows are a
+// panel (kc x 6: Panel) or rows kc apart; past m, rows of the block that
+// are not there are never read or written (`rows`).
 template <bool Panel>
 MG_TARGET_GEMM void Avx2Tile::multiply(int64_t kc, const float* a, int64_t rows,
                                        const float* b, const float* c0,
