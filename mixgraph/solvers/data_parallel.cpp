@@ -150,7 +150,7 @@ void GradReducer::launch(int index) {
     if (!grad.zeroing()) {
       auto* data = static_cast<float*>(grad.cast(Dtype::f32, device));
       comm_->start_all_reduce(data, b.size, options_.op);
-      b.launched = b.in_place = step_open_ = true;
+      b.launched = step_open_ = true;
       return;
     }
   }
@@ -175,13 +175,17 @@ void GradReducer::launch(int index) {
 
 void GradReducer::abort() {
   if (step_open_) {
-    step_open_ = false;
     comm_->wait_all();  // nothing may write a grad after this returns
+    step_open_ = false;
   }
+  forget_step();
+}
+
+void GradReducer::forget_step() {
   for (Slot& s : slots_) s.ready = false;
   for (Bucket& b : buckets_) {
     b.ready = 0;
-    b.launched = b.in_place = false;
+    b.launched = false;
   }
 }
 
@@ -198,24 +202,23 @@ void GradReducer::finish() {
   const std::string& device = comm_->device();
   const DeviceRef ref = resolve_device(device, "[GradReducer] ");
   for (Bucket& b : buckets_) {
+    // A bucket of one grad has nothing to copy back: reduced in place, or
+    // an unwritten grad that stays so.
+    if (b.slots.size() == 1) continue;
     const auto* buffer =
-        b.in_place
-            ? nullptr
-            : static_cast<const float*>(b.buffer->get(Dtype::f32, device));
+        static_cast<const float*>(b.buffer->get(Dtype::f32, device));
     for (int si : b.slots) {
       Slot& s = slots_[si];
       SyncedArray& grad = s.var->grad()->array();
-      if (buffer && !grad.zeroing()) {
+      if (!grad.zeroing()) {
         copy_floats(ref,
                     static_cast<float*>(grad.cast(Dtype::f32, device,
                                                   /*write_only=*/true)),
                     buffer + s.offset, s.size);
       }
-      s.ready = false;
     }
-    b.ready = 0;
-    b.launched = b.in_place = false;
   }
+  forget_step();
   ++stats_.steps;
   stats_.last_finish_seconds = seconds_since(t0);
   stats_.finish_seconds += stats_.last_finish_seconds;

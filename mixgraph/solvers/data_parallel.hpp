@@ -117,11 +117,11 @@ class GradReducer {
     int64_t size = 0;  // floats
     int ready = 0;
     bool launched = false;
-    bool in_place = false;  // this step's reduce runs in its one grad
     std::shared_ptr<SyncedArray> buffer;  // allocated at first use
   };
   void on_ready(Variable& leaf);
   void launch(int bucket);
+  void forget_step();  // no slot ready, no bucket launched
 
   CommunicatorPtr comm_;
   DataParallelOptions options_;
