@@ -266,6 +266,65 @@ TEST(GemmPacked, AnInfReachesC) {
   }
 }
 
+// PackedB, B packed once for many products (a recurrent layer's steps):
+// every product reads its own A and the B it was given, copied when packed,
+// on shapes that cross every block of both tiles (k in blocks of 512 with a
+// part left; n past each tile's NC, with a thread's share of the columns
+// starting past column 0; rows that fill no tile), B stored either way and
+// of every float type, with and without bias and accumulation.
+TEST(GemmPacked, PackedBAgainstTheReference) {
+  if (!cpu::gemm_packed_available()) GTEST_SKIP() << "no AVX2, FMA and F16C";
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (const auto& [tile, features, depth] : packed_tiles()) {
+    if (depth == cpu::PackedDepth::long_k) continue;  // PackedB has its own
+    const cpu::ScopedCpuFeatures path(features);
+    SCOPED_TRACE(tile);
+    for (const Shape s :
+         {Shape{13, 100, 1100}, Shape{32, 530, 700}, Shape{7, 2065, 520},
+          Shape{3, 4200, 40}, Shape{1, 3, 1}}) {
+      const int64_t m = s.m, n = s.n, k = s.k;
+      const auto b = grid_values(k * n, 21);
+      const auto bias = grid_values(n, 22), c0 = grid_values(m * n, 23);
+      for (const Dtype type : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
+        for (int t = 0; t < 4; ++t) {
+          const bool tb = t & 1, accum = t & 2, with_bias = accum;
+          SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) +
+                       " k " + std::to_string(k) + " B " + dtype_name(type) +
+                       (tb ? " tb" : "") + (accum ? ", bias and accum" : ""));
+          // op(B) = b (k x n) stored as it is or transposed (n x k).
+          std::vector<float> stored(k * n);
+          for (int64_t l = 0; l < k; ++l) {
+            for (int64_t j = 0; j < n; ++j) {
+              stored[tb ? j * k + l : l * n + j] = b[l * n + j];
+            }
+          }
+          const auto half = as<Half>(stored);
+          const auto bf16 = as<BFloat16>(stored);
+          const void* data = type == Dtype::f16 ? half.data()
+                             : type == Dtype::bf16
+                                 ? static_cast<const void*>(bf16.data())
+                                 : stored.data();
+          const cpu::PackedB packed(tb, n, k, cpu::Operand{data, type});
+          stored.assign(stored.size(), 99.0f);  // packed: B was copied
+          for (uint32_t call = 0; call < 2; ++call) {
+            const auto a = grid_values(m * k, 24 + call);
+            std::vector<float> c = accum ? c0 : std::vector<float>(m * n, 7.0f);
+            packed.multiply(m, a.data(), c.data(),
+                            with_bias ? bias.data() : nullptr, accum);
+            expect_near(doubles(c),
+                        gemm_ref(false, false, m, n, k, a, b,
+                                 with_bias ? bias : std::vector<float>{},
+                                 accum ? c0 : std::vector<float>{}),
+                        1e-6, 0, "C");
+          }
+        }
+      }
+    }
+  }
+}
+
 // Integer data is never read as a float type: an operand of another type
 // is refused by name, and C is left as it was.
 TEST(GemmPacked, RefusesOperandsOfOtherTypes) {

@@ -71,14 +71,15 @@ Operand product_operand(const NdArrayPtr& a, bool is_grad,
 
 /// The products C = A op(B) [+ bias] [+ C] of one shape with one B used
 /// many times (a recurrent layer's Wh, once per step): B is stored once in
-/// the blocked layout oneDNN's kernel reads, so that no product packs it
-/// again (a 32 x 2048 x 512 step here: fp32 0.48 -> 0.38 ms, bf16 0.26 ->
-/// 0.20 ms). C is fp32; A and B have one type, fp32, or bf16 where oneDNN
-/// has bf16 kernels (as gemm() computes). B is copied: it may change after.
-/// Where oneDNN's fp32 kernels are AVX2's, whose matmul keeps B plain and
-/// packs it on every call, C^T = op(B)^T A^T is computed instead, with
-/// op(B)^T stored row-major once, and C written from it (gemm.cpp says why).
+/// the layout the kernel reads, so that no product packs it again. C is
+/// fp32; A and B have one type, fp32, or bf16 where oneDNN has bf16
+/// kernels (as gemm() computes). fp32 runs our own product (gemm_packed.hpp's
+/// PackedB, on every CPU with AVX2, FMA and F16C; gemm.cpp says what it
+/// ran against), bf16 oneDNN's on its blocked layout (a 32 x 2048 x 512
+/// step: 0.26 -> 0.20 ms against a plain B). B is copied: it may change
+/// after.
 struct GemmPlan;  // gemm.cpp's cached primitive
+class PackedB;    // gemm_packed.hpp
 
 class GemmFixedB {
  public:
@@ -88,17 +89,19 @@ class GemmFixedB {
   /// C (m x n) = A (m x k, row-major) op(B) [+ bias] [+ C when accum].
   void operator()(Operand a, float* c, const float* bias = nullptr) const;
   /// Whether B was stored once in another layout than the plain one it came
-  /// in (oneDNN's blocked one, or op(B)^T where C^T is computed): what saves
-  /// a step's product its B traffic. False for an empty product.
+  /// in (our tile's panels, or oneDNN's blocked one): what saves a step's
+  /// product its B traffic. False for an empty product.
   bool b_relaid() const;
 
  private:
-  const GemmPlan* plan_ = nullptr;  // null: m, n or k is 0
   Dtype type_;
   int64_t m_, n_;
   bool bias_, accum_;
-  bool transposed_ = false;    // computes C^T (AVX2's kernels)
-  std::unique_ptr<Memory> b_;  // B, blocked; op(B)^T where transposed_
+  std::unique_ptr<PackedB> packed_;  // fp32: B in our tile's panels
+  // Else oneDNN's kernel and B in its blocked layout; null where m, n or k
+  // is 0.
+  const GemmPlan* plan_ = nullptr;
+  std::unique_ptr<Memory> b_;
 };
 
 }  // namespace mg::cpu

@@ -99,6 +99,20 @@ struct Avx512LongTileShortK : Avx512LongTile {
   static constexpr int64_t kKC = Avx512Tile::kKC;
 };
 
+// The tiles of a PackedB, with KC 512: B is packed once, so a deeper block
+// costs no larger pack per call, and C's sums make half the trips between
+// blocks. On the LSTM's steps (m 32; n 2048, k 512 and n 512, k 2048) it
+// ran 0.83-0.90x and 0.87-0.91x oneDNN's time on an Intel Xeon held to
+// AVX2, 0.96-0.97x and 0.99-1.00x with AVX-512, where KC 256 ran
+// 0.83-0.85x / 0.91-0.92x and 0.95-0.97x / 1.04-1.05x, and 128 or the
+// whole of k slower still (2026-12-05, call against call, medians of 401).
+struct Avx2PackedBTile : Avx2Tile {
+  static constexpr int64_t kKC = 512;
+};
+struct Avx512PackedBTile : Avx512Tile {
+  static constexpr int64_t kKC = 512;
+};
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Small products on one thread: waking the team costs more.
@@ -173,6 +187,11 @@ struct Product {
   float* acc;
   const float* bias;
   bool accum;
+  // op(B) packed once (PackedB: blocks of k, each its panels over all of
+  // B's columns), where not null: b is then not read, and b_col0 is the
+  // column of that B which this product's column 0 is.
+  const float* packed_b = nullptr;
+  int64_t b_panels = 0, b_col0 = 0;
 
   // Rows [i0, i0 + count) of C.
   Product rows(int64_t i0, int64_t count) const {
@@ -187,7 +206,11 @@ struct Product {
   Product columns(int64_t j0, int64_t count) const {
     Product p = *this;
     p.n = count;
-    p.b = at(b, tb ? j0 * ldb : j0);
+    if (packed_b) {
+      p.b_col0 += j0;
+    } else {
+      p.b = at(b, tb ? j0 * ldb : j0);
+    }
     p.c = c + j0;
     if (acc) p.acc = acc + j0;
     if (bias) p.bias = bias + j0;
@@ -356,117 +379,86 @@ void check_operand(const char* name, Operand x) {
   }
 }
 
-// Row r's sums at column g of a tile starting from c0 (zero where c0 is
-// null or the row is past the block), and the row's two halves stored.
-MG_TARGET_GEMM inline __m256 start8(const float* c0, int64_t ld0, int64_t rows,
-                                    int64_t r, int64_t g) {
-  return c0 && r < rows ? _mm256_loadu_ps(c0 + r * ld0 + g)
-                        : _mm256_setzero_ps();
-}
-MG_TARGET_GEMM inline void put8(float* c, int64_t ldc, int64_t rows, int64_t r,
-                                __m256 v0, __m256 v1) {
-  if (r < rows) {
-    _mm256_storeu_ps(c + r * ldc, v0);
-    _mm256_storeu_ps(c + r * ldc + 8, v1);
+// f(std::integral_constant<int, rows>) for rows in [1, R]: a tile's row
+// count as a constant, so that a tile at the bottom edge of C computes its
+// rows alone (the LSTM's steps have 32 rows: their last 6-row tile, which
+// computed 6 rows where 2 were there, now takes 0.63 of a full tile's
+// time, perf, AVX2, 2026-12-05).
+template <int R, class F>
+void with_rows(int64_t rows, F&& f) {
+  if constexpr (R > 1) {
+    if (rows < R) return with_rows<R - 1>(rows, f);
   }
+  f(std::integral_constant<int, R>{});
 }
 
-// c (6 x 16, rows ldc apart) = c0 (rows ld0 apart; zero where null) + 6
-// rows of op(A) (kc each) times a panel of B (kc x 16). The rows are a
-// panel (kc x 6: Panel) or rows kc apart; past m, rows of the block that
-// are not there are never read or written (`rows`).
-template <bool Panel>
-MG_TARGET_GEMM void Avx2Tile::multiply(int64_t kc, const float* a, int64_t rows,
-                                       const float* b, const float* c0,
-                                       int64_t ld0, float* c, int64_t ldc) {
-  // Row r's q-th element: a panel's a[q * 6 + r], else a[r * kc + q].
-  constexpr int64_t step = Panel ? kMR : 1;
-  const int64_t rs = Panel ? 1 : kc;
-  const float* a0 = a;
-  const float* a1 = rows > 1 ? a + rs : a0;
-  const float* a2 = rows > 2 ? a + 2 * rs : a0;
-  const float* a3 = rows > 3 ? a + 3 * rs : a0;
-  const float* a4 = rows > 4 ? a + 4 * rs : a0;
-  const float* a5 = rows > 5 ? a + 5 * rs : a0;
-  __m256 c00 = start8(c0, ld0, rows, 0, 0), c01 = start8(c0, ld0, rows, 0, 8);
-  __m256 c10 = start8(c0, ld0, rows, 1, 0), c11 = start8(c0, ld0, rows, 1, 8);
-  __m256 c20 = start8(c0, ld0, rows, 2, 0), c21 = start8(c0, ld0, rows, 2, 8);
-  __m256 c30 = start8(c0, ld0, rows, 3, 0), c31 = start8(c0, ld0, rows, 3, 8);
-  __m256 c40 = start8(c0, ld0, rows, 4, 0), c41 = start8(c0, ld0, rows, 4, 8);
-  __m256 c50 = start8(c0, ld0, rows, 5, 0), c51 = start8(c0, ld0, rows, 5, 8);
-#pragma GCC unroll 4
-  for (int64_t q = 0; q < kc; ++q) {
-    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-    __m256 x = _mm256_broadcast_ss(a0);
-    c00 = _mm256_fmadd_ps(x, b0, c00);
-    c01 = _mm256_fmadd_ps(x, b1, c01);
-    x = _mm256_broadcast_ss(a1);
-    c10 = _mm256_fmadd_ps(x, b0, c10);
-    c11 = _mm256_fmadd_ps(x, b1, c11);
-    x = _mm256_broadcast_ss(a2);
-    c20 = _mm256_fmadd_ps(x, b0, c20);
-    c21 = _mm256_fmadd_ps(x, b1, c21);
-    x = _mm256_broadcast_ss(a3);
-    c30 = _mm256_fmadd_ps(x, b0, c30);
-    c31 = _mm256_fmadd_ps(x, b1, c31);
-    x = _mm256_broadcast_ss(a4);
-    c40 = _mm256_fmadd_ps(x, b0, c40);
-    c41 = _mm256_fmadd_ps(x, b1, c41);
-    x = _mm256_broadcast_ss(a5);
-    c50 = _mm256_fmadd_ps(x, b0, c50);
-    c51 = _mm256_fmadd_ps(x, b1, c51);
-    a0 += step;
-    a1 += step;
-    a2 += step;
-    a3 += step;
-    a4 += step;
-    a5 += step;
-    b += kNR;
+// c (R x NR, rows ldc apart) = c0 (rows ld0 apart; zero where null) + R
+// rows of op(A) (kc each) times a panel of B (kc x NR), each row's NR sums
+// in NR / W registers of W floats (Vec). The rows are a panel's (kc x MR:
+// Panel, row r's q-th element at a[q MR + r]) or rows kc apart.
+#define MG_TILE_ROWS(NAME, TARGET, VEC, W, LOADU, LOAD, SET1, FMA, STOREU, \
+                     ZERO, UNROLL)                                         \
+  template <int R, bool Panel, int64_t kMR, int64_t kNR>                   \
+  TARGET void NAME(int64_t kc, const float* a, const float* b,             \
+                   const float* c0, int64_t ld0, float* c, int64_t ldc) {  \
+    constexpr int V = kNR / W;                                             \
+    const float* row[R];                                                   \
+    for (int r = 0; r < R; ++r) row[r] = Panel ? a + r : a + r * kc;       \
+    constexpr int64_t step = Panel ? kMR : 1;                              \
+    VEC sum[R][V];                                                         \
+    _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {                 \
+      _Pragma("GCC unroll 4") for (int v = 0; v < V; ++v) {                \
+        sum[r][v] = c0 ? LOADU(c0 + r * ld0 + v * W) : ZERO();             \
+      }                                                                    \
+    }                                                                      \
+    _Pragma(UNROLL) for (int64_t q = 0; q < kc; ++q) {                     \
+      VEC bv[V];                                                           \
+      _Pragma("GCC unroll 4") for (int v = 0; v < V; ++v) {                \
+        bv[v] = LOAD(b + v * W);                                           \
+      }                                                                    \
+      _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {               \
+        const VEC x = SET1(row[r][q * step]);                              \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; ++v) {              \
+          sum[r][v] = FMA(x, bv[v], sum[r][v]);                            \
+        }                                                                  \
+      }                                                                    \
+      b += kNR;                                                            \
+    }                                                                      \
+    _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {                 \
+      _Pragma("GCC unroll 4") for (int v = 0; v < V; ++v) {                \
+        STOREU(c + r * ldc + v * W, sum[r][v]);                            \
+      }                                                                    \
+    }                                                                      \
   }
-  put8(c, ldc, rows, 0, c00, c01);
-  put8(c, ldc, rows, 1, c10, c11);
-  put8(c, ldc, rows, 2, c20, c21);
-  put8(c, ldc, rows, 3, c30, c31);
-  put8(c, ldc, rows, 4, c40, c41);
-  put8(c, ldc, rows, 5, c50, c51);
+// clang-format off
+MG_TILE_ROWS(avx2_rows, MG_TARGET_GEMM, __m256, 8, _mm256_loadu_ps,
+             _mm256_load_ps, _mm256_set1_ps, _mm256_fmadd_ps,
+             _mm256_storeu_ps, _mm256_setzero_ps, "GCC unroll 4")
+MG_TILE_ROWS(avx512_rows, MG_TARGET_GEMM512, __m512, 16, _mm512_loadu_ps,
+             _mm512_load_ps, _mm512_set1_ps, _mm512_fmadd_ps,
+             _mm512_storeu_ps, _mm512_setzero_ps, "GCC unroll 2")
+// clang-format on
+#undef MG_TILE_ROWS
+
+// c (rows x NR) = c0 + rows of op(A) times a panel of B, as avx2_rows's
+// and avx512_rows's; past m, rows of the block that are not there are
+// never read or written.
+template <bool Panel>
+void Avx2Tile::multiply(int64_t kc, const float* a, int64_t rows,
+                        const float* b, const float* c0, int64_t ld0, float* c,
+                        int64_t ldc) {
+  with_rows<kMR>(rows, [&](auto r) {
+    avx2_rows<decltype(r)::value, Panel, kMR, kNR>(kc, a, b, c0, ld0, c, ldc);
+  });
 }
 
-// c (12 x 32) = c0 + 12 rows of op(A) times a panel of B (kc x 32), the
-// rows and c, c0 as Avx2Tile::multiply's.
 template <bool Panel>
-MG_TARGET_GEMM512 void Avx512Tile::multiply(int64_t kc, const float* a,
-                                            int64_t rows, const float* b,
-                                            const float* c0, int64_t ld0,
-                                            float* c, int64_t ldc) {
-  const float* row[kMR];  // row r's first element (not a panel's)
-  for (int64_t r = 0; r < kMR; ++r) row[r] = r < rows ? a + r * kc : a;
-  __m512 sum[kMR][2];
-#pragma GCC unroll 16
-  for (int64_t r = 0; r < kMR; ++r) {
-    const bool from_c0 = c0 && r < rows;
-    sum[r][0] = from_c0 ? _mm512_loadu_ps(c0 + r * ld0) : _mm512_setzero_ps();
-    sum[r][1] =
-        from_c0 ? _mm512_loadu_ps(c0 + r * ld0 + 16) : _mm512_setzero_ps();
-  }
-#pragma GCC unroll 2
-  for (int64_t q = 0; q < kc; ++q) {
-    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-#pragma GCC unroll 16
-    for (int64_t r = 0; r < kMR; ++r) {
-      const __m512 x = _mm512_set1_ps(Panel ? a[r] : row[r][q]);
-      sum[r][0] = _mm512_fmadd_ps(x, b0, sum[r][0]);
-      sum[r][1] = _mm512_fmadd_ps(x, b1, sum[r][1]);
-    }
-    if (Panel) a += kMR;
-    b += kNR;
-  }
-#pragma GCC unroll 16
-  for (int64_t r = 0; r < kMR; ++r) {
-    if (r < rows) {
-      _mm512_storeu_ps(c + r * ldc, sum[r][0]);
-      _mm512_storeu_ps(c + r * ldc + 16, sum[r][1]);
-    }
-  }
+void Avx512Tile::multiply(int64_t kc, const float* a, int64_t rows,
+                          const float* b, const float* c0, int64_t ld0,
+                          float* c, int64_t ldc) {
+  with_rows<kMR>(rows, [&](auto r) {
+    avx512_rows<decltype(r)::value, Panel, kMR, kNR>(kc, a, b, c0, ld0, c, ldc);
+  });
 }
 
 // The tile's rows x cols at C's (i, j), in the last block of k: a whole
@@ -524,17 +516,24 @@ void run_product(const Product<T>& p, float* bp, float* ap) {
     for (int64_t pc = 0; pc < p.k; pc += kKC) {
       const int64_t kc = std::min(kKC, p.k - pc);
       const bool first = pc == 0, last = pc + kc == p.k;
-      with_type(p.b, [&](auto b) { pack_b<Tile>(p, b, jc, nc, pc, kc, bp); });
+      const float* b_block = bp;
+      if (p.packed_b) {
+        b_block = p.packed_b + pc * p.b_panels * kNR +
+                  (p.b_col0 + jc) / kNR * kNR * kc;
+      } else {
+        with_type(p.b, [&](auto b) { pack_b<Tile>(p, b, jc, nc, pc, kc, bp); });
+      }
       for (int64_t i0 = 0; i0 < p.m; i0 += mc_step) {
         const int64_t mc = std::min(mc_step, p.m - i0);
         with_type(p.a, [&](auto a) { pack_a<Tile>(p, a, i0, mc, pc, kc, ap); });
+        // C's tile of A's rows i and B's panel q.
         // C's tile of A's rows i and B's panel q.
         auto compute = [&](int64_t i, int64_t q) {
           const int64_t j = jc + q * kNR;
           const int64_t cols = std::min(kNR, p.n - j);
           const int64_t rows = std::min(kMR, mc - i);
           const float* a = ap + i * kc;
-          const float* b = bp + q * kNR * kc;
+          const float* b = b_block + q * kNR * kc;
           alignas(64) float tile[kMR * kNR];
           const float* c0 = nullptr;
           float* c = tile;
@@ -598,14 +597,16 @@ int64_t a_pack_floats(int64_t m, int64_t k) {
          std::min(Tile::kKC, k);
 }
 
+// packed_b: op(B) packed whole by pack_whole_b<Tile>() (batch 1), or null.
 template <class Tile, class T>
 void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
-         Operand b, T* c, const float* bias, bool accum, int64_t batch) {
+         Operand b, T* c, const float* bias, bool accum, int64_t batch,
+         const float* packed_b = nullptr) {
   constexpr bool is_float = std::is_same_v<T, float>;
   const int threads = product_threads(m, n, k, batch);
   // Attention's many small products: one per thread at a time.
   const bool by_matrix = threads > 1 && batch >= 2 * threads;
-  const int64_t b_floats = b_pack_floats<Tile>(n, k);
+  const int64_t b_floats = packed_b ? 0 : b_pack_floats<Tile>(n, k);
   const int64_t a_floats = a_pack_floats<Tile>(m, k);
   std::unique_ptr<Memory> packs = CpuAllocator::instance().allocate(
       threads * (b_floats + a_floats) * sizeof(float));
@@ -620,20 +621,23 @@ void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
     } else if (sums) {
       acc = static_cast<float*>(sums->ptr()) + i * m * n;
     }
-    return Product<T>{ta,
-                      tb,
-                      m,
-                      n,
-                      k,
-                      at(a, i * m * k),
-                      at(b, i * k * n),
-                      ta ? m : k,
-                      tb ? k : n,
-                      n,
-                      c + i * m * n,
-                      acc,
-                      bias,
-                      accum};
+    Product<T> p{ta,
+                 tb,
+                 m,
+                 n,
+                 k,
+                 at(a, i * m * k),
+                 at(b, i * k * n),
+                 ta ? m : k,
+                 tb ? k : n,
+                 n,
+                 c + i * m * n,
+                 acc,
+                 bias,
+                 accum};
+    p.packed_b = packed_b;
+    p.b_panels = ceil_div(n, Tile::kNR);
+    return p;
   };
 #pragma omp parallel num_threads(threads)
   {
@@ -651,6 +655,35 @@ void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
       }
     }
   }
+}
+
+// op(B) (k x n; b stored n x k where tb) packed whole at dst, as
+// run_product() reads a PackedB: blocks of KC rows of k, each its
+// ceil(n / NR) panels of kc x NR, the threads sharing each block's panels.
+template <class Tile>
+void pack_whole_b(bool tb, int64_t n, int64_t k, Operand b, float* dst) {
+  constexpr int64_t kNR = Tile::kNR;
+  const int64_t panels = ceil_div(n, kNR);
+  Product<float> p{};
+  p.tb = tb, p.n = n, p.k = k, p.ldb = tb ? k : n;
+#pragma omp parallel num_threads(product_threads(1, n, k, 1))
+  {
+    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+    const int64_t q0 = panels * tid / nth, q1 = panels * (tid + 1) / nth;
+    if (q0 < q1) {
+      for (int64_t pc = 0; pc < k; pc += Tile::kKC) {
+        const int64_t kc = std::min(Tile::kKC, k - pc);
+        const int64_t j0 = q0 * kNR, nc = std::min(n, q1 * kNR) - j0;
+        float* d = dst + pc * panels * kNR + q0 * kNR * kc;
+        with_type(b, [&](auto s) { pack_b<Tile>(p, s, j0, nc, pc, kc, d); });
+      }
+    }
+  }
+}
+
+template <class Tile>
+int64_t whole_b_floats(int64_t n, int64_t k) {
+  return ceil_div(n, Tile::kNR) * Tile::kNR * k;
 }
 
 }  // namespace
@@ -747,6 +780,45 @@ void gemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
     return run<Avx512Tile>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
   }
   run<Avx2Tile>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
+}
+
+PackedB::PackedB(bool tb, int64_t n, int64_t k, Operand b)
+    : avx512_(gemm_packed_avx512()), n_(n), k_(k) {
+  check_operand("B", b);
+  if (n == 0 || k == 0) return;
+  const int64_t floats = avx512_ ? whole_b_floats<Avx512PackedBTile>(n, k)
+                                 : whole_b_floats<Avx2PackedBTile>(n, k);
+  data_ = CpuAllocator::instance().allocate(floats * sizeof(float));
+  float* dst = static_cast<float*>(data_->ptr());
+  if (avx512_) {
+    pack_whole_b<Avx512PackedBTile>(tb, n, k, b, dst);
+  } else {
+    pack_whole_b<Avx2PackedBTile>(tb, n, k, b, dst);
+  }
+}
+
+PackedB::~PackedB() = default;
+
+void PackedB::multiply(int64_t m, const float* a, float* c, const float* bias,
+                       bool accum) const {
+  if (m == 0 || n_ == 0) return;
+  if (k_ == 0) {  // C = bias [+ C]
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n_; ++j) {
+        const float v = bias ? bias[j] : 0.0f;
+        c[i * n_ + j] = accum ? c[i * n_ + j] + v : v;
+      }
+    }
+    return;
+  }
+  const Operand op_a{a, Dtype::f32};
+  const float* packed = static_cast<const float*>(data_->ptr());
+  if (avx512_) {
+    return run<Avx512PackedBTile, float>(false, false, m, n_, k_, op_a, op_a, c,
+                                         bias, accum, 1, packed);
+  }
+  run<Avx2PackedBTile, float>(false, false, m, n_, k_, op_a, op_a, c, bias,
+                              accum, 1, packed);
 }
 
 #define MG_INSTANTIATE_GEMM_PACKED(T)                                          \

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
+#include <mixgraph/contexts/memory.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 
 namespace mg::cpu {
@@ -46,6 +48,30 @@ class ScopedPackedDepth {
 
  private:
   PackedDepth previous_;
+};
+
+/// op(B) (k x n) packed once for many fp32 products C (m x n) = A op(B)
+/// [+ bias] [+ C] with it (a recurrent layer's Wh, once per step): no
+/// product packs it again. Needs gemm_packed_available(); the tile is the
+/// one this CPU ran when B was packed.
+class PackedB {
+ public:
+  /// b: stored k x n, or n x k where tb; fp32, fp16 or bf16 (converted as
+  /// it is packed). Copied: b may change after.
+  PackedB(bool tb, int64_t n, int64_t k, Operand b);
+  ~PackedB();
+  PackedB(const PackedB&) = delete;
+  PackedB& operator=(const PackedB&) = delete;
+
+  /// C (m x n, row-major) = A (m x k, row-major) op(B) [+ bias (n)] [+ C
+  /// where accum], in fp32.
+  void multiply(int64_t m, const float* a, float* c, const float* bias,
+                bool accum) const;
+
+ private:
+  bool avx512_;
+  int64_t n_, k_;
+  std::unique_ptr<Memory> data_;  // null where n or k is 0
 };
 
 /// The floats of scratch gemm_packed_here() needs for products with n

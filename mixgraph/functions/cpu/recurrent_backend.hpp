@@ -84,7 +84,7 @@ struct RecurrentBackend {
             Operand b, float* c, const float* bias, bool accum) {
     cpu::gemm<float>(ta, tb, m, n, k, a, b, c, bias, accum);
   }
-  /// B packed once into oneDNN's blocked layout (GemmFixedB).
+  /// B packed once, in the layout its kernel reads (GemmFixedB).
   GemmFixedB step_product(bool tb, int64_t m, int64_t n, int64_t k, Operand b,
                           bool bias, bool accum) {
     return GemmFixedB(tb, m, n, k, b, bias, accum);
