@@ -361,10 +361,9 @@ void expect_float_and_half_products(bool ta, bool tb, int64_t m, int64_t n,
   expect_near(doubles(ch), ref, 1e-6, 1e-3, "half C");
 }
 
-// A transposed A with rows 1024 apart and a narrow C: where oneDNN's
-// kernels are AVX2's, gemm() transposes A into a copy first (gemm.cpp's
-// transpose_a_first); elsewhere this runs oneDNN's transposed read. In
-// float and in half (converted first), with bias and accumulation.
+// A transposed A with rows 1024 apart and a narrow C, a shape oneDNN
+// 2.6's AVX2 sgemm read at half speed (fp32 runs ours there now): in float
+// and in half, with bias and accumulation.
 TEST(Gemm, ATransposedWithRowsOf1024) {
   for (const bool tb : {false, true}) {
     SCOPED_TRACE(tb ? "tb" : "plain B");
@@ -372,9 +371,9 @@ TEST(Gemm, ATransposedWithRowsOf1024) {
   }
 }
 
-// A plain B with rows 1024 floats apart and few rows of C: where oneDNN's
-// kernels are AVX2's, B is read from a copy with padded rows (gemm.cpp's
-// padded_ldb); float and half operands, A plain and transposed.
+// A plain B with rows 1024 floats apart and few rows of C, which oneDNN
+// 2.6's AVX2 sgemm read in place onto the same L1 sets (fp32 runs ours
+// there now): float and half operands, A plain and transposed.
 TEST(Gemm, PlainBWithRowsOf1024) {
   for (const int64_t m : {64, 100}) {
     for (const bool ta : {false, true}) {
@@ -386,10 +385,10 @@ TEST(Gemm, PlainBWithRowsOf1024) {
 
 // GemmFixedB, one B for many A (a recurrent layer's steps): each call
 // against the reference, B changed after construction (it was copied),
-// on every tb with and without bias and accumulation. Where oneDNN's
-// kernels are AVX2's it computes C^T and writes C from it.
+// on every tb with and without bias and accumulation (fp32: our tile on
+// a PackedB, which GemmPacked.PackedBAgainstTheReference tests further).
 TEST(Gemm, FixedBEveryCallAgainstTheReference) {
-  const int64_t m = 32, n = 100, k = 70;  // n past the transpose's block
+  const int64_t m = 32, n = 100, k = 70;
   auto b = grid_values(k * n, 12);
   const auto bias = grid_values(n, 13), c0 = grid_values(m * n, 14);
   for (int t = 0; t < 4; ++t) {

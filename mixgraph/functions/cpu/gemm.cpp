@@ -32,12 +32,11 @@ struct GemmKey {
   Dtype out_type;  // of C
   int64_t batch;
   bool blocked_b = false;  // B in the layout the kernel chooses (GemmFixedB)
-  int64_t ldb = 0;         // a plain B's row stride where it is padded; 0: n
   bool operator<(const GemmKey& o) const {
     return std::tie(m, n, k, ta, tb, bias, accum, type, out_type, batch,
-                    blocked_b, ldb) <
-           std::tie(o.m, o.n, o.k, o.ta, o.tb, o.bias, o.accum, o.type,
-                    o.out_type, o.batch, o.blocked_b, o.ldb);
+                    blocked_b) < std::tie(o.m, o.n, o.k, o.ta, o.tb, o.bias,
+                                          o.accum, o.type, o.out_type, o.batch,
+                                          o.blocked_b);
   }
 };
 
@@ -52,7 +51,6 @@ GemmPlan make_plan(const GemmKey& key) {
   // 512, n 2048, fp32) at 0.35 ms where the blocked B it picks for a 2-D
   // one takes 0.26 ms (Intel Xeon, AVX-512 and AMX, 2 threads).
   const bool single = key.batch == 1;
-  const int64_t ldb = key.ldb ? key.ldb : n;
   // A (rows, cols) matrix of each product, `apart` elements from the last.
   const auto md = [&](int64_t rows, int64_t cols, dnnl::memory::data_type t,
                       int64_t apart, int64_t row_stride, int64_t col_stride) {
@@ -64,7 +62,7 @@ GemmPlan make_plan(const GemmKey& key) {
   const dnnl::memory::desc a_md =
       key.ta ? md(m, k, dt, m * k, 1, m) : md(m, k, dt, m * k, k, 1);
   const dnnl::memory::desc b_plain =
-      key.tb ? md(k, n, dt, k * n, 1, k) : md(k, n, dt, k * ldb, ldb, 1);
+      key.tb ? md(k, n, dt, k * n, 1, k) : md(k, n, dt, k * n, n, 1);
   const dnnl::memory::desc b_md =
       key.blocked_b
           ? dnnl::memory::desc(single ? dims{k, n} : dims{key.batch, k, n}, dt,
@@ -138,86 +136,6 @@ bool avx2_sgemm() {
   return avx2;
 }
 
-// oneDNN 2.6's AVX2 sgemm reads a transposed A slowly when A's rows are a
-// multiple of 1024 floats apart and C is narrow: at 0.67-0.73x of a plain
-// A, even counting a transposing copy first (AMD EPYC Zen 3, 2 threads,
-// m 1024 or 2048, n 256, k 256-2048). Elsewhere (n 512 or 1024, other m,
-// AVX-512's kernels) the copy costs more than it saves (0.80-1.06x), so
-// only there is A transposed first: the GPT's MLP weight grad, x^T dy.
-bool transpose_a_first(bool ta, int64_t m, int64_t n, int64_t batch) {
-  return ta && batch == 1 && m % 1024 == 0 && n <= 256 && avx2_sgemm();
-}
-
-// oneDNN 2.6's AVX2 sgemm reads a plain B in place (its "nocopy" kernels)
-// where 1/m + 1/n >= 0.0038 (gemm_driver.cpp's threshold), and B's rows,
-// when a multiple of 1 KB apart, then fall on the same L1 sets: 1.7-2.1x
-// slower than rows 16 floats longer (AMD EPYC Zen 3, 2 threads: m 256, n
-// 1024, k 1024: 7.9 -> 4.1 ms; m 64: 2.2 -> 1.0 ms; n 512: 4.1 -> 3.6;
-// a transposed B is not read so). There B is read from a copy with padded
-// rows, which costs a pass over B (none for a half B, converted anyway):
-// from m 64 up that is less than it saves (at m 32, n 2048, k 512 it is
-// about even). The GPT's fc1 weight grad x^T dy (m 256, n 1024) is one;
-// a weight (B in forward) is copied on each call too, and still gains:
-// the GPT's projections, m 1024, n 256, k 256, 1.08 -> 1.05 ms with it.
-int64_t padded_ldb(bool tb, int64_t m, int64_t n, int64_t batch) {
-  const bool nocopy =
-      1.0 / static_cast<double>(m) + 1.0 / static_cast<double>(n) >= 0.0038;
-  if (tb || batch != 1 || m < 64 || n % 256 != 0 || !nocopy) return 0;
-  return avx2_sgemm() ? n + 16 : 0;
-}
-
-// B (k x n, row-major, of any float type) as fp32 rows `ldb` apart in
-// `scratch` (the padding is never read).
-const float* padded(Operand b, int64_t k, int64_t n, int64_t ldb,
-                    std::unique_ptr<Memory>& scratch) {
-  std::unique_ptr<Memory> out =
-      CpuAllocator::instance().allocate(k * ldb * sizeof(float));
-  float* to = static_cast<float*>(out->ptr());
-  const auto* from = static_cast<const unsigned char*>(b.data);
-  const size_t row = static_cast<size_t>(n) * dtype_size(b.dtype);
-#pragma omp parallel for if (k * n >= (1 << 15)) schedule(static)
-  for (int64_t r = 0; r < k; ++r) {
-    convert(from + r * row, b.dtype, to + r * ldb, Dtype::f32,
-            static_cast<size_t>(n));
-  }
-  scratch = std::move(out);
-  return to;
-}
-
-// The fp32 A (k x m, row-major) as a row-major m x k copy in `scratch`,
-// through a oneDNN reorder (0.9-1.4 ms for 4 MB there).
-const float* transposed(const float* a, int64_t k, int64_t m,
-                        std::unique_ptr<Memory>& scratch) {
-  static std::mutex mutex;
-  static std::map<std::pair<int64_t, int64_t>, CachedPrimitive> cache;
-  const CachedPrimitive* reorder;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find({k, m});
-    if (it == cache.end()) {
-      const auto f32 = dnnl::memory::data_type::f32;
-      const dnnl::memory::desc from({k, m}, f32, dims{m, 1});
-      const dnnl::memory::desc to({k, m}, f32, dims{1, k});
-      const auto pd = dnnl_call("gemm", [&] {
-        return dnnl::reorder::primitive_desc(dnnl_engine(), from, dnnl_engine(),
-                                             to);
-      });
-      it = cache
-               .emplace(
-                   std::make_pair(k, m),
-                   CachedPrimitive(dnnl::reorder(pd),
-                                   {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}))
-               .first;
-    }
-    reorder = &it->second;
-  }
-  std::unique_ptr<Memory> out =
-      CpuAllocator::instance().allocate(m * k * sizeof(float));
-  reorder->execute("gemm", {a, out->ptr()});
-  scratch = std::move(out);
-  return static_cast<const float*>(scratch->ptr());
-}
-
 }  // namespace
 
 bool gemm_converts_operands() { return gemm_packed_available(); }
@@ -255,47 +173,44 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
   // in half take 0.83-1.01x the time they did (AMD EPYC Zen 3, 2 threads,
   // 1024 rows, GPT shapes); on AVX-512 (oneDNN's brgemm) the GPT's and the
   // LSTM's half products 0.61-0.99x (Intel Emerald Rapids, bench_gemm).
-  // fp32 products stay oneDNN's: ours reads fp32 at 0.8-1.1x its speed.
+  // fp32 products run ours too where oneDNN's kernel is its AVX2 sgemm,
+  // one product a call, with C of 256 rows and columns or more: held to
+  // AVX2 on an Intel Xeon (bench_gemm, two runs, 2026-12-05) ours took
+  // 0.78-1.03x its time on the GPT's, the LSTM's and ResNet-18's weight-grad
+  // products (the GPT's step 0.87-0.94x, the LSTM's, ResNet-18's and the
+  // U-Net's level within the noise, three or four alternations each), and
+  // it needs none of the copies sgemm's slow cases took (a transposed A
+  // with rows 1024 apart; a plain B with rows a multiple of 1 KB apart,
+  // which it read in place onto the same L1 sets). Smaller products stay
+  // oneDNN's, which reads them in place where ours would pack as much as
+  // the operands hold (a batch of 8 through a 256-wide layer: the weight
+  // again), and so do batched ones (attention's: ours took 1.10-1.17x).
+  // With AVX-512, oneDNN's fp32 products are the faster.
+  const bool fp32_ours = batch == 1 && m >= 256 && n >= 256 && avx2_sgemm();
   if (!bf16 && gemm_converts_operands() &&
-      (!std::is_same_v<T, float> || a.dtype != Dtype::f32 ||
+      (fp32_ours || !std::is_same_v<T, float> || a.dtype != Dtype::f32 ||
        b.dtype != Dtype::f32)) {
     return gemm_packed<T>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
   }
   std::unique_ptr<Memory> a_scratch, b_scratch, c_scratch;
   if (std::is_same_v<T, float> || bf16) {
     const Dtype in = bf16 ? Dtype::bf16 : Dtype::f32;
-    const bool t_first = !bf16 && transpose_a_first(ta, m, n, batch);
-    const int64_t ldb = bf16 ? 0 : padded_ldb(tb, m, n, batch);
-    const GemmPlan& plan =
-        plan_for(GemmKey{m, n, k, ta && !t_first, tb, bias != nullptr, accum,
-                         in, dtype_of<T>, batch, false, ldb});
+    const GemmPlan& plan = plan_for(GemmKey{m, n, k, ta, tb, bias != nullptr,
+                                            accum, in, dtype_of<T>, batch});
     if (plan.native) {
-      const void* ap = as_type(a, in, batch * m * k, a_scratch);
-      if (t_first) {
-        ap = transposed(static_cast<const float*>(ap), k, m, a_scratch);
-      }
-      const void* bp = ldb ? padded(b, k, n, ldb, b_scratch)
-                           : as_type(b, in, batch * k * n, b_scratch);
-      run(plan, ap, bp, c, bias);
+      run(plan, as_type(a, in, batch * m * k, a_scratch),
+          as_type(b, in, batch * k * n, b_scratch), c, bias);
       return;
     }
   }
   // fp32, with the result rounded to T once (added to C in fp32 with accum).
-  const void* ap = as_type(a, Dtype::f32, batch * m * k, a_scratch);
-  if (transpose_a_first(ta, m, n, batch)) {
-    ap = transposed(static_cast<const float*>(ap), k, m, a_scratch);
-    ta = false;
-  }
-  const int64_t ldb = padded_ldb(tb, m, n, batch);
-  const GemmPlan& plan =
-      plan_for(GemmKey{m, n, k, ta, tb, bias != nullptr, false, Dtype::f32,
-                       Dtype::f32, batch, false, ldb});
+  const GemmPlan& plan = plan_for(GemmKey{
+      m, n, k, ta, tb, bias != nullptr, false, Dtype::f32, Dtype::f32, batch});
   const int64_t size_c = batch * m * n;
   c_scratch = CpuAllocator::instance().allocate(size_c * sizeof(float));
   float* cf = static_cast<float*>(c_scratch->ptr());
-  const void* bp = ldb ? padded(b, k, n, ldb, b_scratch)
-                       : as_type(b, Dtype::f32, batch * k * n, b_scratch);
-  run(plan, ap, bp, cf, bias);
+  run(plan, as_type(a, Dtype::f32, batch * m * k, a_scratch),
+      as_type(b, Dtype::f32, batch * k * n, b_scratch), cf, bias);
   store(cf, c, size_c, accum);
 }
 
