@@ -26,10 +26,10 @@ namespace {
 // L2 (kStationaryA), A's block (MC x KC) in L2 beside it; or the other
 // way round, an NR-column panel of B stays in L1 while it meets each MR
 // rows of A's block. Both are packed in fp32, which is where fp16 and bf16
-// are converted. multiply<Panel>() computes one tile, its registers
-// starting from C's fp32 sums of the blocks of k before (c0) and, before
-// the last block, stored straight back to them: one pass over the sums a
-// block, where going through a tile buffer took two (with pack_a's
+// are converted (a stored fp32 A is read in place). multiply<Panel>() computes
+// one tile, its registers starting from C's fp32 sums of the blocks of k before
+// (c0) and, before the last block, stored straight back to them: one pass over
+// the sums a block, where going through a tile buffer took two (with pack_a's
 // transposed A a panel at a time, half's products with k 1024 ran 2-10%
 // faster, 2026-12-04).
 //
@@ -43,8 +43,9 @@ struct Avx2Tile {
   static constexpr int64_t kMR = 6, kNR = 16, kKC = 256, kMC = 144, kNC = 2048;
   static constexpr bool kStationaryA = false;
   template <bool Panel>
-  static void multiply(int64_t kc, const float* a, int64_t rows, const float* b,
-                       const float* c0, int64_t ld0, float* c, int64_t ldc);
+  static void multiply(int64_t kc, const float* a, int64_t lda, int64_t rows,
+                       const float* b, const float* c0, int64_t ld0, float* c,
+                       int64_t ldc);
   template <class S>
   static void to_f32(const S* src, float* dst, int64_t count);
   template <class T>
@@ -70,8 +71,9 @@ struct Avx512Tile {
   static constexpr int64_t kMR = 12, kNR = 32, kKC = 256, kMC = 192, kNC = 512;
   static constexpr bool kStationaryA = true;
   template <bool Panel>
-  static void multiply(int64_t kc, const float* a, int64_t rows, const float* b,
-                       const float* c0, int64_t ld0, float* c, int64_t ldc);
+  static void multiply(int64_t kc, const float* a, int64_t lda, int64_t rows,
+                       const float* b, const float* c0, int64_t ld0, float* c,
+                       int64_t ldc);
   template <class S>
   static void to_f32(const S* src, float* dst, int64_t count);
   template <class T>
@@ -395,40 +397,40 @@ void with_rows(int64_t rows, F&& f) {
 // c (R x NR, rows ldc apart) = c0 (rows ld0 apart; zero where null) + R
 // rows of op(A) (kc each) times a panel of B (kc x NR), each row's NR sums
 // in NR / W registers of W floats (Vec). The rows are a panel's (kc x MR:
-// Panel, row r's q-th element at a[q MR + r]) or rows kc apart.
-#define MG_TILE_ROWS(NAME, TARGET, VEC, W, LOADU, LOAD, SET1, FMA, STOREU, \
-                     ZERO, UNROLL)                                         \
-  template <int R, bool Panel, int64_t kMR, int64_t kNR>                   \
-  TARGET void NAME(int64_t kc, const float* a, const float* b,             \
-                   const float* c0, int64_t ld0, float* c, int64_t ldc) {  \
-    constexpr int V = kNR / W;                                             \
-    const float* row[R];                                                   \
-    for (int r = 0; r < R; ++r) row[r] = Panel ? a + r : a + r * kc;       \
-    constexpr int64_t step = Panel ? kMR : 1;                              \
-    VEC sum[R][V];                                                         \
-    _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {                 \
-      _Pragma("GCC unroll 4") for (int v = 0; v < V; ++v) {                \
-        sum[r][v] = c0 ? LOADU(c0 + r * ld0 + v * W) : ZERO();             \
-      }                                                                    \
-    }                                                                      \
-    _Pragma(UNROLL) for (int64_t q = 0; q < kc; ++q) {                     \
-      VEC bv[V];                                                           \
-      _Pragma("GCC unroll 4") for (int v = 0; v < V; ++v) {                \
-        bv[v] = LOAD(b + v * W);                                           \
-      }                                                                    \
-      _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {               \
-        const VEC x = SET1(row[r][q * step]);                              \
-        _Pragma("GCC unroll 4") for (int v = 0; v < V; ++v) {              \
-          sum[r][v] = FMA(x, bv[v], sum[r][v]);                            \
-        }                                                                  \
-      }                                                                    \
-      b += kNR;                                                            \
-    }                                                                      \
-    _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {                 \
-      _Pragma("GCC unroll 4") for (int v = 0; v < V; ++v) {                \
-        STOREU(c + r * ldc + v * W, sum[r][v]);                            \
-      }                                                                    \
-    }                                                                      \
+// Panel, row r's q-th element at a[q MR + r]) or rows lda apart.
+#define MG_TILE_ROWS(NAME, TARGET, VEC, W, LOADU, LOAD, SET1, FMA, STOREU,  \
+                     ZERO, UNROLL)                                          \
+  template <int R, bool Panel, int64_t kMR, int64_t kNR>                    \
+  TARGET void NAME(int64_t kc, const float* a, int64_t lda, const float* b, \
+                   const float* c0, int64_t ld0, float* c, int64_t ldc) {   \
+    constexpr int V = kNR / W;                                              \
+    const float* row[R];                                                    \
+    for (int r = 0; r < R; ++r) row[r] = Panel ? a + r : a + r * lda;       \
+    constexpr int64_t step = Panel ? kMR : 1;                               \
+    VEC sum[R][V];                                                          \
+    _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {                  \
+      _Pragma("GCC unroll 4") for (int v = 0; v < V; ++v) {                 \
+        sum[r][v] = c0 ? LOADU(c0 + r * ld0 + v * W) : ZERO();              \
+      }                                                                     \
+    }                                                                       \
+    _Pragma(UNROLL) for (int64_t q = 0; q < kc; ++q) {                      \
+      VEC bv[V];                                                            \
+      _Pragma("GCC unroll 4") for (int v = 0; v < V; ++v) {                 \
+        bv[v] = LOAD(b + v * W);                                            \
+      }                                                                     \
+      _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {                \
+        const VEC x = SET1(row[r][q * step]);                               \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; ++v) {               \
+          sum[r][v] = FMA(x, bv[v], sum[r][v]);                             \
+        }                                                                   \
+      }                                                                     \
+      b += kNR;                                                             \
+    }                                                                       \
+    _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {                  \
+      _Pragma("GCC unroll 4") for (int v = 0; v < V; ++v) {                 \
+        STOREU(c + r * ldc + v * W, sum[r][v]);                             \
+      }                                                                     \
+    }                                                                       \
   }
 // clang-format off
 MG_TILE_ROWS(avx2_rows, MG_TARGET_GEMM, __m256, 8, _mm256_loadu_ps,
@@ -444,20 +446,22 @@ MG_TILE_ROWS(avx512_rows, MG_TARGET_GEMM512, __m512, 16, _mm512_loadu_ps,
 // and avx512_rows's; past m, rows of the block that are not there are
 // never read or written.
 template <bool Panel>
-void Avx2Tile::multiply(int64_t kc, const float* a, int64_t rows,
+void Avx2Tile::multiply(int64_t kc, const float* a, int64_t lda, int64_t rows,
                         const float* b, const float* c0, int64_t ld0, float* c,
                         int64_t ldc) {
   with_rows<kMR>(rows, [&](auto r) {
-    avx2_rows<decltype(r)::value, Panel, kMR, kNR>(kc, a, b, c0, ld0, c, ldc);
+    avx2_rows<decltype(r)::value, Panel, kMR, kNR>(kc, a, lda, b, c0, ld0, c,
+                                                   ldc);
   });
 }
 
 template <bool Panel>
-void Avx512Tile::multiply(int64_t kc, const float* a, int64_t rows,
+void Avx512Tile::multiply(int64_t kc, const float* a, int64_t lda, int64_t rows,
                           const float* b, const float* c0, int64_t ld0,
                           float* c, int64_t ldc) {
   with_rows<kMR>(rows, [&](auto r) {
-    avx512_rows<decltype(r)::value, Panel, kMR, kNR>(kc, a, b, c0, ld0, c, ldc);
+    avx512_rows<decltype(r)::value, Panel, kMR, kNR>(kc, a, lda, b, c0, ld0, c,
+                                                     ldc);
   });
 }
 
@@ -525,14 +529,27 @@ void run_product(const Product<T>& p, float* bp, float* ap) {
       }
       for (int64_t i0 = 0; i0 < p.m; i0 += mc_step) {
         const int64_t mc = std::min(mc_step, p.m - i0);
-        with_type(p.a, [&](auto a) { pack_a<Tile>(p, a, i0, mc, pc, kc, ap); });
+        // A stored fp32 A is read where it is, its rows lda apart: packing
+        // copied it as it is. Products with it took 0.92-0.99x the time
+        // with AVX-512 and 0.95-1.01x held to AVX2 on the GPT's, the
+        // LSTM's and ResNet-18's shapes, 0.96-1.01x on the LSTM's steps
+        // (Intel Xeon, 2 threads, call against call, 2026-12-05).
+        const bool in_place = !p.ta && p.a.dtype == Dtype::f32;
+        const float* a_block =
+            in_place ? static_cast<const float*>(p.a.data) + i0 * p.lda + pc
+                     : ap;
+        const int64_t lda = in_place ? p.lda : kc;
+        if (!in_place) {
+          with_type(p.a,
+                    [&](auto a) { pack_a<Tile>(p, a, i0, mc, pc, kc, ap); });
+        }
         // C's tile of A's rows i and B's panel q.
         // C's tile of A's rows i and B's panel q.
         auto compute = [&](int64_t i, int64_t q) {
           const int64_t j = jc + q * kNR;
           const int64_t cols = std::min(kNR, p.n - j);
           const int64_t rows = std::min(kMR, mc - i);
-          const float* a = ap + i * kc;
+          const float* a = a_block + i * (p.ta ? kc : lda);
           const float* b = b_block + q * kNR * kc;
           alignas(64) float tile[kMR * kNR];
           const float* c0 = nullptr;
@@ -544,9 +561,11 @@ void run_product(const Product<T>& p, float* bp, float* ap) {
             if (!last) c = acc, ldc = p.ldc;
           }
           if (p.ta) {
-            Tile::template multiply<true>(kc, a, rows, b, c0, p.ldc, c, ldc);
+            Tile::template multiply<true>(kc, a, lda, rows, b, c0, p.ldc, c,
+                                          ldc);
           } else {
-            Tile::template multiply<false>(kc, a, rows, b, c0, p.ldc, c, ldc);
+            Tile::template multiply<false>(kc, a, lda, rows, b, c0, p.ldc, c,
+                                           ldc);
           }
           if (c == tile)
             finish<Tile>(p, tile, i0 + i, j, rows, cols, first, last);
@@ -607,7 +626,9 @@ void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
   // Attention's many small products: one per thread at a time.
   const bool by_matrix = threads > 1 && batch >= 2 * threads;
   const int64_t b_floats = packed_b ? 0 : b_pack_floats<Tile>(n, k);
-  const int64_t a_floats = a_pack_floats<Tile>(m, k);
+  // run_product() reads a stored fp32 A in place.
+  const int64_t a_floats =
+      !ta && a.dtype == Dtype::f32 ? 0 : a_pack_floats<Tile>(m, k);
   std::unique_ptr<Memory> packs = CpuAllocator::instance().allocate(
       threads * (b_floats + a_floats) * sizeof(float));
   std::unique_ptr<Memory> sums;
