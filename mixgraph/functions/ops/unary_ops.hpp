@@ -96,19 +96,24 @@ struct ELU {
 };
 
 /// NNabla's GELU: the tanh approximation
-/// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+/// 0.5 x (1 + tanh(u)), u = sqrt(2 / pi) (x + 0.044715 x^3), computed as
+/// x sigmoid(2 u), which it equals: one exp and one division, where tanh
+/// took an expm1 and the sum 1 + tanh(u) lost the digits of its tail (x
+/// far below 0, where 1 + tanh(u) cancels).
 struct GELU {
   static constexpr const char* name = "GELU";
   static constexpr const char* snake = "gelu";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
-  static constexpr float kC = 0.7978845608028654f;  // sqrt(2 / pi)
+  static constexpr float k2C = 1.5957691216057308f;  // 2 sqrt(2 / pi)
+  static constexpr float kA = 0.044715f;
   MG_HD float operator()(float x) const {
-    return 0.5f * x * (1.0f + vmath::tanh(kC * (x + 0.044715f * x * x * x)));
+    return x * vmath::sigmoid(k2C * (x + kA * x * x * x));
   }
+  // d/dx x s(v) = s + x s (1 - s) v', v = 2 u.
   MG_HD float grad(float x, float, float dy) const {
-    const float t = vmath::tanh(kC * (x + 0.044715f * x * x * x));
-    const float dt = kC * (1.0f + 3.0f * 0.044715f * x * x) * (1.0f - t * t);
-    return dy * 0.5f * (1.0f + t + x * dt);
+    const float s = vmath::sigmoid(k2C * (x + kA * x * x * x));
+    const float dv = k2C * (1.0f + 3.0f * kA * x * x);
+    return dy * (s + x * s * (1.0f - s) * dv);
   }
 };
 
