@@ -1,5 +1,7 @@
-// The matrix products of the benchmark models, one call at a time: oneDNN's
-// fp32 product, our packed product (cpu/gemm_packed.hpp) on fp32 operands,
+// The matrix products of the benchmark models, one call at a time: the
+// fp32 product float runs (gemm(): oneDNN's, or on AVX2 ours where C has
+// 256 rows and columns or more), our packed product (cpu/gemm_packed.hpp)
+// on fp32 operands,
 // and a half product both ways, ours converting while it packs against
 // converting each operand into fp32 for oneDNN and rounding C back (the
 // path half takes where ours does not run). The products take turns call
@@ -101,7 +103,7 @@ int main(int argc, char** argv) {
       o.threads, o.isa.c_str(), cpu.avx512f, cpu.avx512bf16, cpu.avx512fp16,
       mg::cpu::gemm_packed_avx512() ? "12x32 zmm" : "6x16 ymm", peak, o.runs);
   std::printf("%-12s %16s %9s %9s %9s %9s %9s %9s %7s %7s\n", "product",
-              "m x n x k", "f32 dnnl", "f32 ours", "f16 dnnl", "f16 ours",
+              "m x n x k", "f32 gemm", "f32 ours", "f16 dnnl", "f16 ours",
               "bf16 gemm", "bf16 ours", "f32/f16", "peak");
   std::printf("%-12s %16s %9s %9s %9s %9s %9s %9s %7s %7s\n", "", "", "", "",
               "+conv", "", "", "", "ours", "f16ours");
