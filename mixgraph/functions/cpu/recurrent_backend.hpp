@@ -1,6 +1,7 @@
 // The CPU backend of the recurrent driver (functions/ops/recurrent_driver.hpp):
-// oneDNN products, the cells in per-ISA vectorized loops over OpenMP
-// threads (cpu/recurrent.cpp), scratch on the caching allocator.
+// gemm()'s products (cpu/gemm.hpp), a step's on a weight packed once
+// (GemmFixedB), the cells in per-ISA vectorized loops over OpenMP threads
+// (cpu/recurrent.cpp), scratch on the caching allocator.
 #pragma once
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // RNN, LSTM and GRU over time and layers, in fp32, written once over a
-// backend: the CPU's (oneDNN products, vectorized cells on OpenMP threads,
-// cpu/recurrent.cpp) and CUDA's (cuBLAS products, one thread per cell
+// backend: the CPU's (gemm()'s products, vectorized cells on OpenMP
+// threads, cpu/recurrent.cpp) and CUDA's (cuBLAS products, one thread per cell
 // element, cuda/recurrent.cu). The function classes convert the storage
 // type to and from the fp32 buffers this reads and writes.
 //
