@@ -7,7 +7,8 @@
 // path half takes where ours does not run). The products take turns call
 // by call, so that load from elsewhere falls on all of them alike; each
 // figure is the median of --runs calls, with GFLOP/s and the fraction of
-// the fp32 FMA peak.
+// the fp32 FMA peak. Then the LSTM's two step products as its layers run
+// them, on a B packed once (GemmFixedB).
 //
 //   bench_gemm [--runs N] [--threads N] [--isa native|avx2]
 #include <omp.h>
@@ -177,6 +178,38 @@ int main(int argc, char** argv) {
         "%-12s %16s %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %7.2f %6.0f%%\n",
         s.what, dims, ms[0], ms[1], ms[2], ms[3], ms[4], ms[5], ms[0] / ms[3],
         100.0 * gflop / (ms[3] / 1e3) / peak);
+  }
+  // The LSTM's step products as its layers run them: B (Wh) packed once
+  // for the layer's 64 steps (GemmFixedB), fp32, with the step's bias or
+  // accumulation.
+  std::printf("\nB packed once (GemmFixedB), fp32, as the LSTM's steps run\n");
+  struct Fixed {
+    const char* what;
+    bool tb;
+    int64_t m, n, k;
+    bool bias, accum;
+  };
+  for (const Fixed& f :
+       {Fixed{"lstm step", true, 32, 2048, 512, true, false},
+        Fixed{"lstm step dh", false, 32, 512, 2048, false, true}}) {
+    const std::vector<float> a = values(f.m * f.k, 1), b = values(f.k * f.n, 2);
+    const std::vector<float> bias = values(f.n, 3);
+    std::vector<float> c(f.m * f.n);
+    const mg::cpu::GemmFixedB product(
+        f.tb, f.m, f.n, f.k, Operand{b.data(), Dtype::f32}, f.bias, f.accum);
+    auto call = [&] {
+      product(Operand{a.data(), Dtype::f32}, c.data(),
+              f.bias ? bias.data() : nullptr);
+    };
+    call();
+    std::vector<double> samples;
+    for (int r = 0; r < o.runs; ++r) mg::bench::time_runs(call, 0, 1, samples);
+    const double ms = 1e3 * mg::bench::median(samples);
+    const double gflop = 2.0 * f.m * f.n * f.k / 1e9;
+    std::printf("%-12s %6ldx%ldx%ld%s %9.3f ms %6.0f GFLOP/s %5.0f%%\n", f.what,
+                static_cast<long>(f.m), static_cast<long>(f.n),
+                static_cast<long>(f.k), f.tb ? " tb" : "", ms,
+                gflop / (ms / 1e3), 100.0 * gflop / (ms / 1e3) / peak);
   }
   return 0;
 }
