@@ -4,8 +4,11 @@
 // communicator, and the errors. tests/mpi/ runs the multi-rank side.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -142,6 +145,110 @@ TEST(GradReducer, AnUpdaterWithACommunicatorTrainsAsWithout) {
     EXPECT_EQ(moved, pb[i].second->size())
         << pa[i].first << ": the updates were not applied";
   }
+}
+
+namespace {
+
+// y = x, whose backward throws while `fail` is set: a step whose backward
+// stops half way, after the grads behind it (toward the loss) were final
+// and their buckets left.
+constexpr mg::FunctionDecl kThrowInBackward{
+    "ThrowInBackward", "throw_in_backward", {mg::Port{"x"}}, {mg::Port{"y"}}};
+class ThrowInBackward : public mg::Function {
+ public:
+  ThrowInBackward() { set_decl(kThrowInBackward); }
+  bool fail = false;
+
+ protected:
+  void setup_impl(const mg::Variables& in, const mg::Variables& out) override {
+    out[0]->reshape(in[0]->shape());
+  }
+  void forward_impl(const mg::Variables& in,
+                    const mg::Variables& out) override {
+    const float* x = in[0]->data()->get<const float>();
+    std::copy(x, x + in[0]->size(), out[0]->data()->cast<float>(true));
+  }
+  void backward_impl(const mg::Variables& in, const mg::Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    if (fail) throw std::runtime_error("[ThrowInBackward] failing on purpose");
+    if (!propagate_down[0]) return;
+    const float* dy = out[0]->grad()->get<const float>();
+    float* dx = in[0]->grad()->cast<float>(!accum[0]);
+    for (int64_t i = 0; i < in[0]->size(); ++i) {
+      dx[i] = accum[0] ? dx[i] + dy[i] : dy[i];
+    }
+  }
+};
+
+}  // namespace
+
+// The updater's step whose backward throws after some buckets left (fc3's
+// and fc2's, behind the thrower toward the loss): the error reaches the
+// caller, the reducer forgets the step (abort()), and the next step reduces
+// every bucket from backward again and trains as if the failed one had
+// never run. Without abort() the buckets the failed step launched stay
+// launched, and the next step leaves them to finish().
+TEST(GradReducer, AnUpdaterStepThatThrowsLeavesTheNextWhole) {
+  mg::seed(5);
+  mg::ParameterScope params;
+  auto x = mg::make_variable({6, 5});
+  auto t = mg::make_variable({6, 1});
+  float* xs = x->data()->cast<float>();
+  for (int i = 0; i < 30; ++i) xs[i] = 0.1f * ((i * 7) % 11) - 0.5f;
+  float* ts = t->data()->cast<float>();
+  for (int i = 0; i < 6; ++i) ts[i] = static_cast<float>(i % 3);
+  auto h = F::tanh(PF::affine(x, 5, params["fc1"]));
+  auto thrower = std::make_shared<ThrowInBackward>();
+  h = mg::connect(std::make_shared<mg::FunctionNode>(
+                      thrower, std::vector<mg::VariablePtr>{h}),
+                  1)[0];
+  auto loss = F::mean(F::softmax_cross_entropy(
+      PF::affine(F::tanh(PF::affine(h, 5, params["fc2"])), 3, params["fc3"]),
+      t));
+  std::vector<std::vector<float>> initial;
+  for (const auto& [name, v] : params.parameters()) {
+    const float* w = v->data()->get<const float>();
+    initial.emplace_back(w, w + v->size());
+  }
+  auto train = [&](bool fail_first, mg::CommunicatorPtr comm) {
+    for (size_t i = 0; i < initial.size(); ++i) {
+      std::copy(initial[i].begin(), initial[i].end(),
+                params.parameters()[i].second->data()->cast<float>());
+    }
+    auto solver = mg::solvers::Sgd(0.1f);
+    solver->set_parameters(params.parameters());
+    mg::DynamicLossScalingOptions o;
+    o.communicator = std::move(comm);
+    o.data_parallel.bucket_bytes = 64;  // about a bucket a grad
+    mg::DynamicLossScalingUpdater updater(
+        solver, loss, [] {}, o);
+    int64_t launched_before = 0;
+    if (fail_first) {
+      thrower->fail = true;
+      EXPECT_THROW(updater.update(), std::runtime_error);
+      thrower->fail = false;
+      launched_before =
+          updater.grad_reducer()->stats().launched_during_backward;
+      EXPECT_GT(launched_before, 0) << "no bucket left before the throw";
+    }
+    EXPECT_TRUE(updater.update());
+    EXPECT_EQ(updater.applied_steps(), 1);
+    if (const mg::GradReducer* r = updater.grad_reducer()) {
+      EXPECT_EQ(r->stats().steps, 1);
+      EXPECT_EQ(r->stats().launched_during_backward - launched_before,
+                static_cast<int64_t>(r->buckets().size()))
+          << "buckets of the failed step were not relaunched";
+    }
+    std::vector<std::vector<float>> w;
+    for (const auto& [name, v] : params.parameters()) {
+      const float* d = v->data()->get<const float>();
+      w.emplace_back(d, d + v->size());
+    }
+    return w;
+  };
+  const auto clean = train(false, nullptr);
+  EXPECT_EQ(train(true, mg::local_communicator()), clean);
 }
 
 TEST(Communicator, LocalAndDefault) {
