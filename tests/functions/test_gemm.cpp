@@ -323,6 +323,17 @@ TEST(GemmPacked, PackedBAgainstTheReference) {
       }
     }
   }
+  // An empty B has nothing to pack (GemmFixedB does not make one).
+  const float one = 1.0f;
+  for (const auto& [n, k] : {std::pair{0, 4}, std::pair{4, 0}}) {
+    try {
+      cpu::PackedB empty(false, n, k, cpu::Operand{&one, Dtype::f32});
+      ADD_FAILURE() << "a " << k << " x " << n << " B was packed";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("[PackedB]"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 // Integer data is never read as a float type: an operand of another type

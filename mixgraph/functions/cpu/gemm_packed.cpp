@@ -506,6 +506,15 @@ MG_TARGET_GEMM void finish(const Product<T>& p, const float* tile, int64_t i,
   }
 }
 
+// Whether run_product() reads A where it is, not from a pack: a stored
+// (not transposed) fp32 A, which packing copied as it is. Products with it
+// took 0.92-0.99x the time with AVX-512 and 0.95-1.01x held to AVX2 on the
+// GPT's, the LSTM's and ResNet-18's shapes, 0.96-1.01x on the LSTM's steps
+// (Intel Xeon, 2 threads, call against call, 2026-12-05).
+bool reads_a_in_place(bool ta, Operand a) {
+  return !ta && a.dtype == Dtype::f32;
+}
+
 // One product on one thread: bp holds a block of B (KC x NC), ap one of
 // A (MC x KC).
 template <class Tile, class T>
@@ -514,6 +523,7 @@ void run_product(const Product<T>& p, float* bp, float* ap) {
   // Blocks of A of equal rows, a multiple of MR, at most MC.
   const int64_t mc_step =
       ceil_div(ceil_div(p.m, ceil_div(p.m, Tile::kMC)), kMR) * kMR;
+  const bool in_place = reads_a_in_place(p.ta, p.a);
   for (int64_t jc = 0; jc < p.n; jc += Tile::kNC) {
     const int64_t nc = std::min(Tile::kNC, p.n - jc);
     const int64_t panels = ceil_div(nc, kNR);
@@ -529,27 +539,22 @@ void run_product(const Product<T>& p, float* bp, float* ap) {
       }
       for (int64_t i0 = 0; i0 < p.m; i0 += mc_step) {
         const int64_t mc = std::min(mc_step, p.m - i0);
-        // A stored fp32 A is read where it is, its rows lda apart: packing
-        // copied it as it is. Products with it took 0.92-0.99x the time
-        // with AVX-512 and 0.95-1.01x held to AVX2 on the GPT's, the
-        // LSTM's and ResNet-18's shapes, 0.96-1.01x on the LSTM's steps
-        // (Intel Xeon, 2 threads, call against call, 2026-12-05).
-        const bool in_place = !p.ta && p.a.dtype == Dtype::f32;
-        const float* a_block =
-            in_place ? static_cast<const float*>(p.a.data) + i0 * p.lda + pc
-                     : ap;
-        const int64_t lda = in_place ? p.lda : kc;
-        if (!in_place) {
+        // A's block: rows lda apart, or panels of MR rows kc x MR each.
+        const float* a_block = ap;
+        int64_t lda = kc;
+        if (in_place) {
+          a_block = static_cast<const float*>(p.a.data) + i0 * p.lda + pc;
+          lda = p.lda;
+        } else {
           with_type(p.a,
                     [&](auto a) { pack_a<Tile>(p, a, i0, mc, pc, kc, ap); });
         }
-        // C's tile of A's rows i and B's panel q.
         // C's tile of A's rows i and B's panel q.
         auto compute = [&](int64_t i, int64_t q) {
           const int64_t j = jc + q * kNR;
           const int64_t cols = std::min(kNR, p.n - j);
           const int64_t rows = std::min(kMR, mc - i);
-          const float* a = a_block + i * (p.ta ? kc : lda);
+          const float* a = a_block + i * lda;
           const float* b = b_block + q * kNR * kc;
           alignas(64) float tile[kMR * kNR];
           const float* c0 = nullptr;
@@ -626,9 +631,8 @@ void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
   // Attention's many small products: one per thread at a time.
   const bool by_matrix = threads > 1 && batch >= 2 * threads;
   const int64_t b_floats = packed_b ? 0 : b_pack_floats<Tile>(n, k);
-  // run_product() reads a stored fp32 A in place.
   const int64_t a_floats =
-      !ta && a.dtype == Dtype::f32 ? 0 : a_pack_floats<Tile>(m, k);
+      reads_a_in_place(ta, a) ? 0 : a_pack_floats<Tile>(m, k);
   std::unique_ptr<Memory> packs = CpuAllocator::instance().allocate(
       threads * (b_floats + a_floats) * sizeof(float));
   std::unique_ptr<Memory> sums;
@@ -685,8 +689,11 @@ template <class Tile>
 void pack_whole_b(bool tb, int64_t n, int64_t k, Operand b, float* dst) {
   constexpr int64_t kNR = Tile::kNR;
   const int64_t panels = ceil_div(n, kNR);
-  Product<float> p{};
-  p.tb = tb, p.n = n, p.k = k, p.ldb = tb ? k : n;
+  Product<float> p{};  // what pack_b() reads of a product: B's layout
+  p.tb = tb;
+  p.n = n;
+  p.k = k;
+  p.ldb = tb ? k : n;
 #pragma omp parallel num_threads(product_threads(1, n, k, 1))
   {
     const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
@@ -806,7 +813,10 @@ void gemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
 PackedB::PackedB(bool tb, int64_t n, int64_t k, Operand b)
     : avx512_(gemm_packed_avx512()), n_(n), k_(k) {
   check_operand("B", b);
-  if (n == 0 || k == 0) return;
+  if (n <= 0 || k <= 0) {
+    throw std::invalid_argument(
+        msg("[PackedB] B is ", k, " x ", n, ": both sizes must be positive"));
+  }
   const int64_t floats = avx512_ ? whole_b_floats<Avx512PackedBTile>(n, k)
                                  : whole_b_floats<Avx2PackedBTile>(n, k);
   data_ = CpuAllocator::instance().allocate(floats * sizeof(float));
@@ -822,16 +832,7 @@ PackedB::~PackedB() = default;
 
 void PackedB::multiply(int64_t m, const float* a, float* c, const float* bias,
                        bool accum) const {
-  if (m == 0 || n_ == 0) return;
-  if (k_ == 0) {  // C = bias [+ C]
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n_; ++j) {
-        const float v = bias ? bias[j] : 0.0f;
-        c[i * n_ + j] = accum ? c[i * n_ + j] + v : v;
-      }
-    }
-    return;
-  }
+  if (m == 0) return;
   const Operand op_a{a, Dtype::f32};
   const float* packed = static_cast<const float*>(data_->ptr());
   if (avx512_) {

@@ -57,7 +57,8 @@ class ScopedPackedDepth {
 class PackedB {
  public:
   /// b: stored k x n, or n x k where tb; fp32, fp16 or bf16 (converted as
-  /// it is packed). Copied: b may change after.
+  /// it is packed). Copied: b may change after. n and k must be positive
+  /// (std::invalid_argument): an empty product has nothing to pack.
   PackedB(bool tb, int64_t n, int64_t k, Operand b);
   ~PackedB();
   PackedB(const PackedB&) = delete;
@@ -71,7 +72,7 @@ class PackedB {
  private:
   bool avx512_;
   int64_t n_, k_;
-  std::unique_ptr<Memory> data_;  // null where n or k is 0
+  std::unique_ptr<Memory> data_;
 };
 
 /// The floats of scratch gemm_packed_here() needs for products with n
