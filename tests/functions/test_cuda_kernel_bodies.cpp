@@ -480,10 +480,14 @@ TEST(CudaKernelBodies, InterpolateMatchesTheCpu) {
 // start from BiasRowsBody's rows and add to them, a plain product per step
 // (nothing packed), the bias grads added by AddToBody, and the cells one
 // element at a time through CellForwardBody / CellBackwardBody, in index
-// order. The products themselves and the strided copies are the CPU's (on
-// the device: cuBLAS and cudaMemcpy2D).
-struct DeviceBodiesBackend : cpu::RecurrentBackend<float> {
+// order, each step's product and cells one call after the other. The
+// products themselves and the strided copies are the CPU's (on the device:
+// cuBLAS and cudaMemcpy2D).
+struct DeviceBodiesBackend : cpu::RecurrentBackend<float>,
+                             recurrent::StepsInTheDriver {
   using Base = cpu::RecurrentBackend<float>;
+  using StepsInTheDriver::backward_steps;
+  using StepsInTheDriver::forward_steps;
   void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
             Operand b, float* c, const float* bias, bool accum) {
     if (bias) run_on_host(m * n, cuda::BiasRowsBody{bias, c, n, accum});

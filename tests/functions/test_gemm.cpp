@@ -6,6 +6,7 @@
 #include <mixgraph/functions/cpu/gemm.hpp>
 #include <mixgraph/functions/cpu/gemm_packed.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -318,9 +319,37 @@ TEST(GemmPacked, PackedBAgainstTheReference) {
                                  with_bias ? bias : std::vector<float>{},
                                  accum ? c0 : std::vector<float>{}),
                         1e-6, 0, "C");
+            // The same C from three bands of whole panels (the last one
+            // the widest, and ending at C's edge), each on this thread.
+            std::vector<float> banded =
+                accum ? c0 : std::vector<float>(m * n, 7.0f);
+            const int64_t w = packed.panel_width(), panels = (n + w - 1) / w;
+            for (int64_t band = 0; band < 3; ++band) {
+              const int64_t j0 = panels * band / 3 * w,
+                            j1 = std::min(n, panels * (band + 1) / 3 * w);
+              packed.multiply_columns(m, a.data(), banded.data(),
+                                      with_bias ? bias.data() : nullptr, accum,
+                                      j0, j1 - j0);
+            }
+            EXPECT_EQ(banded, c) << "C by bands of columns";
           }
         }
       }
+    }
+  }
+  // Columns that start inside a panel, or end past C, are refused.
+  const auto b = grid_values(40 * 100, 25), a = grid_values(2 * 40, 26);
+  const cpu::PackedB packed(false, 100, 40, cpu::Operand{b.data(), Dtype::f32});
+  std::vector<float> c(2 * 100);
+  for (const auto& [j0, count] : {std::pair{int64_t{1}, int64_t{8}},
+                                  std::pair{int64_t{0}, int64_t{101}}}) {
+    try {
+      packed.multiply_columns(2, a.data(), c.data(), nullptr, false, j0, count);
+      ADD_FAILURE() << "columns from " << j0 << ", " << count << " of 100";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("[PackedB] columns"),
+                std::string::npos)
+          << e.what();
     }
   }
   // An empty B has nothing to pack (GemmFixedB does not make one).

@@ -1,13 +1,22 @@
 // RNN, LSTM and GRU (the fused functions) and the LSTM cell against double
 // references: harness cases over layers, directions and biases, a 500-step
-// half LSTM against float, PF::lstm and the argument errors.
+// half LSTM against float, PF::lstm and the argument errors; the CPU's
+// steps shared out by hidden units against the driver's own loop.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <mixgraph/utils/yaml/network.hpp>
 
+#include <mixgraph/functions/cpu/gemm_packed.hpp>
+#include <mixgraph/functions/cpu/recurrent_backend.hpp>
+#include <mixgraph/functions/ops/recurrent_driver.hpp>
+
+#include <omp.h>
+
 #include <iostream>
 #include <random>
+#include <type_traits>
+#include <vector>
 
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
@@ -518,6 +527,95 @@ TEST(RNN, NNablasWeightLayoutLoads) {
       },
       {"weight_l0 with shape (1, 2, 2) must be (1, 1, 2) or (1, 1, 1, 2)"},
       "[rnn] ");
+}
+
+// The CPU backend with its steps shared out by hidden units, counting the
+// layers it ran so (forward_steps true), or (step_by_step) leaving every
+// layer to the driver's loop: a product on the team, then the cells.
+struct CountingBackend : cpu::RecurrentBackend<float> {
+  using Base = cpu::RecurrentBackend<float>;
+  bool step_by_step = false;
+  int shared_forward = 0, shared_backward = 0;
+  template <class Cell>
+  bool forward_steps(const Cell& cell, const cpu::GemmFixedB& product,
+                     const std::vector<recurrent::StepForward>& steps,
+                     float* rh, const float* bias, int64_t B, int64_t H) {
+    if (step_by_step) return false;
+    const bool ran = Base::forward_steps(cell, product, steps, rh, bias, B, H);
+    shared_forward += ran;
+    return ran;
+  }
+  template <class Cell>
+  bool backward_steps(const Cell& cell, const cpu::GemmFixedB& product,
+                      const std::vector<recurrent::StepBack>& steps, int64_t B,
+                      int64_t H) {
+    if (step_by_step) return false;
+    const bool ran = Base::backward_steps(cell, product, steps, B, H);
+    shared_backward += ran;
+    return ran;
+  }
+};
+
+// Two bidirectional layers, forward and backward, their steps shared out
+// (three threads over four panels of hidden units: bands of one, one and
+// two panels) and step by step: the same bits in every output and grad.
+template <class Cell>
+void check_shared_steps(const Cell& cell, const char* name) {
+  SCOPED_TRACE(name);
+  using Driver = recurrent::Driver<Cell, CountingBackend>;
+  using Buffer = CountingBackend::Buffer;
+  constexpr int G = Cell::kGates, L = 2, D = 2;
+  constexpr bool lstm = std::is_same_v<Cell, recurrent::LstmCell>;
+  const int bias_rows = std::is_same_v<Cell, recurrent::GruCell> ? 4 : G;
+  const int64_t width = cpu::gemm_packed_avx512() ? 32 : 16;
+  const int64_t S = 3, I = 5, H = 4 * width;
+  // Enough rows that a step is shared (2 B G H^2 flops past 4e6).
+  const int64_t B = 4'000'000 / (2 * G * H * H) + 1;
+  std::mt19937 gen(7);
+  auto values = [&](int64_t n, float scale) {
+    std::uniform_real_distribution<float> u(-scale, scale);
+    Buffer v(n);
+    for (float& x : v) x = u(gen);
+    return v;
+  };
+  const Buffer x = values(S * B * I, 1), h0 = values(L * D * B * H, 1),
+               c0 = values(L * D * B * H, 1),
+               w0 = values(D * G * H * (I + H), 0.2f),
+               w = values((L - 1) * D * G * H * (D * H + H), 0.2f),
+               b = values(L * D * bias_rows * H, 0.5f),
+               dy = values(S * B * D * H, 1), dhn = values(L * D * B * H, 1),
+               dcn = values(L * D * B * H, 1);
+  const typename Driver::Params p{h0.data(), lstm ? c0.data() : nullptr,
+                                  w0.data(), w.data(), b.data()};
+  const recurrent::Dims dims{L, D, S, B, I, H, bias_rows};
+  auto run = [&](CountingBackend& be) {
+    Driver driver(cell, dims);
+    auto out = driver.forward(be, x, p);
+    auto g = driver.backward(be, dy, dhn.data(), dcn.data());
+    return std::vector<Buffer>{out.y, out.hn, out.cn, g.dx, g.dh0,
+                               g.dc0, g.dw0,  g.dw,   g.db};
+  };
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(3);
+  CountingBackend shared, step_by_step;
+  step_by_step.step_by_step = true;
+  const auto got = run(shared), want = run(step_by_step);
+  omp_set_num_threads(threads);
+  EXPECT_EQ(shared.shared_forward, L * D);
+  EXPECT_EQ(shared.shared_backward, L * D);
+  const char* names[] = {"y",   "h_n", "c_n", "dx", "dh0",
+                         "dc0", "dw0", "dw",  "db"};
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_TRUE(got[i] == want[i]) << names[i] << " differs";
+  }
+}
+
+TEST(Recurrent, StepsSharedByHiddenUnitsGiveTheSameBits) {
+  if (!cpu::gemm_packed_available()) GTEST_SKIP() << "no AVX2, FMA and F16C";
+  check_shared_steps(recurrent::LstmCell{}, "LSTM");
+  check_shared_steps(recurrent::GruCell{}, "GRU");
+  check_shared_steps(recurrent::RnnCell{false}, "RNN tanh");
+  check_shared_steps(recurrent::RnnCell{true}, "RNN relu");
 }
 
 }  // namespace

@@ -92,6 +92,10 @@ class GemmFixedB {
   /// in (our tile's panels, or oneDNN's blocked one): what saves a step's
   /// product its B traffic. False for an empty product.
   bool b_relaid() const;
+  /// B in our tile's panels (fp32), or null (oneDNN's kernel, or an empty
+  /// product).
+  const PackedB* packed() const { return packed_.get(); }
+  bool accum() const { return accum_; }
 
  private:
   Dtype type_;

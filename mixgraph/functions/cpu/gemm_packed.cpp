@@ -843,6 +843,49 @@ void PackedB::multiply(int64_t m, const float* a, float* c, const float* bias,
                               accum, 1, packed);
 }
 
+int64_t PackedB::panel_width() const {
+  return avx512_ ? Avx512PackedBTile::kNR : Avx2PackedBTile::kNR;
+}
+
+namespace {
+
+// Columns [j0, j0 + count) of A (m x k, fp32, read in place) times a
+// PackedB's op(B) on the calling thread: neither operand is packed here, so
+// run_product() needs no scratch.
+template <class Tile>
+void multiply_columns_here(int64_t m, int64_t n, int64_t k, const float* a,
+                           const float* packed, float* c, const float* bias,
+                           bool accum, int64_t j0, int64_t count) {
+  const Operand op_a{a, Dtype::f32};
+  Product<float> p{false, false, m, n, k, op_a, op_a,
+                   k,     n,     n, c, c, bias, accum};
+  p.packed_b = packed;
+  p.b_panels = ceil_div(n, Tile::kNR);
+  run_product<Tile>(p.columns(j0, count), nullptr, nullptr);
+}
+
+}  // namespace
+
+void PackedB::multiply_columns(int64_t m, const float* a, float* c,
+                               const float* bias, bool accum, int64_t j0,
+                               int64_t count) const {
+  if (j0 < 0 || count < 0 || j0 + count > n_ || j0 % panel_width() != 0) {
+    throw std::invalid_argument(msg("[PackedB] columns [", j0, ", ", j0 + count,
+                                    ") of ", n_,
+                                    ": must lie within B and start at a "
+                                    "multiple of ",
+                                    panel_width()));
+  }
+  if (m == 0 || count == 0) return;
+  const float* packed = static_cast<const float*>(data_->ptr());
+  if (avx512_) {
+    return multiply_columns_here<Avx512PackedBTile>(m, n_, k_, a, packed, c,
+                                                    bias, accum, j0, count);
+  }
+  multiply_columns_here<Avx2PackedBTile>(m, n_, k_, a, packed, c, bias, accum,
+                                         j0, count);
+}
+
 #define MG_INSTANTIATE_GEMM_PACKED(T)                                          \
   template void gemm_packed<T>(bool, bool, int64_t, int64_t, int64_t, Operand, \
                                Operand, T*, const float*, bool, int64_t);

@@ -69,6 +69,17 @@ class PackedB {
   void multiply(int64_t m, const float* a, float* c, const float* bias,
                 bool accum) const;
 
+  /// The columns of one panel of the packed B: where a share of C's
+  /// columns may start.
+  int64_t panel_width() const;
+  /// Columns [j0, j0 + count) of multiply()'s C (bias the whole n's), on
+  /// the calling thread: no team woken, nothing allocated, the same bits
+  /// as multiply(). For threads that share C's columns out themselves (a
+  /// recurrent layer's steps, each thread with its own hidden units). j0
+  /// must be a multiple of panel_width() (std::invalid_argument).
+  void multiply_columns(int64_t m, const float* a, float* c, const float* bias,
+                        bool accum, int64_t j0, int64_t count) const;
+
  private:
   bool avx512_;
   int64_t n_, k_;

@@ -1,7 +1,10 @@
 // The CPU backend of the recurrent driver (functions/ops/recurrent_driver.hpp):
 // gemm()'s products (cpu/gemm.hpp), a step's on a weight packed once
-// (GemmFixedB), the cells in per-ISA vectorized loops over OpenMP threads
-// (cpu/recurrent.cpp), scratch on the caching allocator.
+// (GemmFixedB), the cells in per-ISA vectorized loops (cpu/recurrent.cpp),
+// scratch on the caching allocator. Where Wh is in our tile's panels, a
+// layer's steps run on one team, each thread a band of hidden units doing
+// its columns of the product and its cells, one wait a step; else each
+// step's product and cells run on the team one after the other.
 #pragma once
 
 #include <algorithm>
@@ -29,6 +32,35 @@ void backward_cells(const recurrent::LstmCell& cell,
                     const recurrent::StepBack& s, int64_t B, int64_t H);
 void backward_cells(const recurrent::GruCell& cell,
                     const recurrent::StepBack& s, int64_t B, int64_t H);
+
+/// A layer's steps on one team, each thread its own band of hidden units
+/// (cpu/recurrent.cpp): forward, per step rh = h_prev Wh^T + bias by
+/// `product` and the cells; backward, the cells and dh_prev += drh Wh.
+/// False, nothing run, where `product` cannot be shared out so.
+bool forward_steps_shared(const recurrent::RnnCell& cell,
+                          const GemmFixedB& product,
+                          const std::vector<recurrent::StepForward>& steps,
+                          float* rh, const float* bias, int64_t B, int64_t H);
+bool forward_steps_shared(const recurrent::LstmCell& cell,
+                          const GemmFixedB& product,
+                          const std::vector<recurrent::StepForward>& steps,
+                          float* rh, const float* bias, int64_t B, int64_t H);
+bool forward_steps_shared(const recurrent::GruCell& cell,
+                          const GemmFixedB& product,
+                          const std::vector<recurrent::StepForward>& steps,
+                          float* rh, const float* bias, int64_t B, int64_t H);
+bool backward_steps_shared(const recurrent::RnnCell& cell,
+                           const GemmFixedB& product,
+                           const std::vector<recurrent::StepBack>& steps,
+                           int64_t B, int64_t H);
+bool backward_steps_shared(const recurrent::LstmCell& cell,
+                           const GemmFixedB& product,
+                           const std::vector<recurrent::StepBack>& steps,
+                           int64_t B, int64_t H);
+bool backward_steps_shared(const recurrent::GruCell& cell,
+                           const GemmFixedB& product,
+                           const std::vector<recurrent::StepBack>& steps,
+                           int64_t B, int64_t H);
 
 /// For storage type T: the products' operands are bf16 copies where T is
 /// BFloat16 and oneDNN has bf16 kernels (accumulating in fp32, as every
@@ -102,6 +134,18 @@ struct RecurrentBackend {
   void backward_cells(const Cell& cell, const recurrent::StepBack& s, int64_t B,
                       int64_t H) {
     cpu::backward_cells(cell, s, B, H);
+  }
+  template <class Cell>
+  bool forward_steps(const Cell& cell, const GemmFixedB& product,
+                     const std::vector<recurrent::StepForward>& steps,
+                     float* rh, const float* bias, int64_t B, int64_t H) {
+    return cpu::forward_steps_shared(cell, product, steps, rh, bias, B, H);
+  }
+  template <class Cell>
+  bool backward_steps(const Cell& cell, const GemmFixedB& product,
+                      const std::vector<recurrent::StepBack>& steps, int64_t B,
+                      int64_t H) {
+    return cpu::backward_steps_shared(cell, product, steps, B, H);
   }
 };
 

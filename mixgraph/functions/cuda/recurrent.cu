@@ -46,7 +46,7 @@ struct DeviceOperand {
 };
 
 /// The driver's backend on one device, on its stream.
-class RecurrentBackend {
+class RecurrentBackend : public recurrent::StepsInTheDriver {
  public:
   using Buffer = DeviceFloats;
   using Operand = DeviceOperand;

@@ -24,6 +24,12 @@
 //   column_sums(a, rows, cols, sums)
 //   forward_cells(cell, StepForward, B, H), backward_cells(cell, StepBack,
 //   B, H)                          a cell over one step's B rows
+//   forward_steps(cell, step_product, steps, rh, bias, B, H),
+//   backward_steps(cell, step_product, steps, B, H)
+//                                  a layer's steps, each its product and
+//                                  cells, run its own way; false (nothing
+//                                  run) leaves them to the driver, which
+//                                  runs them one call after another
 //
 // Below the driver: PlainStepProduct, the step_product of a backend with
 // nothing to prepare, and RecurrentWith, what the CPU's and CUDA's
@@ -129,18 +135,27 @@ class Driver {
         Buffer& cells = saved_.cells[k] = be.buffer(kHasC ? S * B * H : 0);
         const float* h_prev = p.h0 + k * B * H;
         const float* c_prev = kHasC ? p.c0 + k * B * H : nullptr;
+        std::vector<StepForward> steps(S);
         for (int64_t step = 0; step < S; ++step) {
           const int64_t t = d == 0 ? step : S - 1 - step;
-          step_product(h16.of(h_prev, B * H), rh.data(), cw.bh.data());
           float* h = hiddens + t * B * H;
           float* c = kHasC ? cells.data() + t * B * H : nullptr;
-          be.forward_cells(
-              cell_,
-              StepForward{gx.data() + t * B * G * H, rh.data(), h_prev, c_prev,
-                          h, c, saved.data() + t * B * Cell::kSaved * H},
-              B, H);
+          steps[step] = StepForward{gx.data() + t * B * G * H,
+                                    rh.data(),
+                                    h_prev,
+                                    c_prev,
+                                    h,
+                                    c,
+                                    saved.data() + t * B * Cell::kSaved * H};
           h_prev = h;
           c_prev = c;
+        }
+        if (!be.forward_steps(cell_, step_product, steps, rh.data(),
+                              cw.bh.data(), B, H)) {
+          for (const StepForward& s : steps) {
+            step_product(h16.of(s.h_prev, B * H), rh.data(), cw.bh.data());
+            be.forward_cells(cell_, s, B, H);
+          }
         }
         be.copy(h_prev, out.hn.data() + k * B * H, B * H);
         if (kHasC) be.copy(c_prev, out.cn.data() + k * B * H, B * H);
@@ -204,11 +219,15 @@ class Driver {
         Buffer dgx = be.buffer(S * B * G * H);
         Buffer own_drh = be.buffer(Cell::kOwnHiddenGrads ? S * B * G * H : 0);
         float* const drh = Cell::kOwnHiddenGrads ? own_drh.data() : dgx.data();
-        Buffer dh = be.buffer(B * H), dh_prev = be.buffer(B * H);
+        // h's grad alternates between two arrays: a step reads one (dh)
+        // and writes the other (dh_prev), which the step before reads.
+        Buffer dh_pair[2] = {be.buffer(B * H), be.buffer(B * H)};
         Buffer dc = be.buffer(kHasC ? B * H : 0);
-        be.copy(dhn + k * B * H, dh.data(), B * H);
+        be.copy(dhn + k * B * H, dh_pair[0].data(), B * H);
         if (kHasC) be.copy(dcn + k * B * H, dc.data(), B * H);
-        for (int64_t step = S - 1; step >= 0; --step) {
+        std::vector<StepBack> steps(S);
+        for (int64_t i = 0; i < S; ++i) {
+          const int64_t step = S - 1 - i;
           const int64_t t = d == 0 ? step : S - 1 - step;
           const int64_t t_prev = d == 0 ? t - 1 : t + 1;
           const bool first = step == 0;
@@ -217,18 +236,25 @@ class Driver {
           const float* c_prev = !kHasC  ? nullptr
                                 : first ? saved_.c0.data() + k * B * H
                                         : cells.data() + t_prev * B * H;
-          float* drh_t = drh + t * B * G * H;
-          be.backward_cells(
-              cell_,
-              StepBack{saved.data() + t * B * Cell::kSaved * H,
-                       hiddens + t * B * H, h_prev, c_prev, dh.data(),
-                       dlayer_out.data() + t * B * D * H + d * H, D * H,
-                       kHasC ? dc.data() : nullptr, dgx.data() + t * B * G * H,
-                       drh_t, dh_prev.data()},
-              B, H);
-          step_product(drh16.of(drh_t, B * G * H), dh_prev.data(), nullptr);
-          std::swap(dh, dh_prev);
+          steps[i] = StepBack{saved.data() + t * B * Cell::kSaved * H,
+                              hiddens + t * B * H,
+                              h_prev,
+                              c_prev,
+                              dh_pair[i % 2].data(),
+                              dlayer_out.data() + t * B * D * H + d * H,
+                              D * H,
+                              kHasC ? dc.data() : nullptr,
+                              dgx.data() + t * B * G * H,
+                              drh + t * B * G * H,
+                              dh_pair[(i + 1) % 2].data()};
         }
+        if (!be.backward_steps(cell_, step_product, steps, B, H)) {
+          for (const StepBack& s : steps) {
+            be.backward_cells(cell_, s, B, H);
+            step_product(drh16.of(s.drh, B * G * H), s.dh_prev, nullptr);
+          }
+        }
+        const Buffer& dh = dh_pair[S % 2];  // h0's
         // dWh = sum over steps of drh_t^T h_prev(t): the steps whose h_prev
         // is a hidden state are contiguous in both (forward: t = 1..S-1
         // against hiddens 0..S-2; backward direction: t = 0..S-2 against
@@ -347,6 +373,23 @@ class Driver {
   Cell cell_;
   Dims dims_;
   Saved saved_;
+};
+
+/// forward_steps and backward_steps for a backend whose layers run as the
+/// driver's loop runs them, one product and one cell call a step (CUDA's:
+/// a cuBLAS call and a kernel launch).
+struct StepsInTheDriver {
+  template <class Cell, class Product>
+  bool forward_steps(const Cell&, const Product&,
+                     const std::vector<StepForward>&, float*, const float*,
+                     int64_t, int64_t) {
+    return false;
+  }
+  template <class Cell, class Product>
+  bool backward_steps(const Cell&, const Product&, const std::vector<StepBack>&,
+                      int64_t, int64_t) {
+    return false;
+  }
 };
 
 /// A backend's step_product without packing: one gemm per call (CUDA's:
