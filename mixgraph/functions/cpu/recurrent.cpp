@@ -5,9 +5,12 @@
 // and fp32: x and the weights are read into fp32 once,
 // and only the outputs and the grads are rounded, once.
 #include <algorithm>
+#include <atomic>
 #include <optional>
+#include <thread>
 #include <vector>
 
+#include <immintrin.h>
 #include <omp.h>
 
 #include <mixgraph/contexts/cpu/isa_loops.hpp>
@@ -96,13 +99,48 @@ void run_backward(const Cell& c, const StepBack& s, int64_t B, int64_t H) {
 // of their own woke the team twice a step and handed rh through memory:
 // bench_models' LSTM (hidden 512, batch 32, 64 steps) took 248-251 ms a
 // float step against 270-290, and 428-439 against 457-465 held to AVX2
-// (Intel Xeon, 2 threads, passive waits, alternated, 2026-12-05). A spinning
-// barrier in place of OpenMP's gained 1% more: not kept.
+// (Intel Xeon, 2 threads, passive waits, alternated, 2026-12-05), with
+// OpenMP's barrier between steps (StepBarrier's now).
 //
 // The bands are whole panels of Wh's packing, so that each gate's columns
 // of them start at one: none where Wh is not in our tile's panels (bf16,
 // on oneDNN's kernel) or H is not a multiple of the panel width, and one
 // thread where the step is too small to share (gemm_packed's threshold).
+// The wait between a layer's steps: a spin on an atomic generation count,
+// then yields. OpenMP's barrier, under OMP_WAIT_POLICY=passive, puts the
+// first thread to arrive to sleep in the kernel, and the team pays a
+// wake-up at every step. With this, bench_models' LSTM ran a layer's 64
+// steps in 20.3-22.1 ms forward and 19.0-20.4 backward, against 20.7-24.6
+// and 20.4-22.7 (held to AVX2: 35.2-36.3 and 31.9-32.2 against 36.1-36.8
+// and 32.9-33.3; Intel Xeon, 2 threads, alternated, 2026-12-05). Both
+// threads are busy with the layer between waits, so a spin is short; past
+// about a millisecond (a team larger than the free cores) it yields.
+class StepBarrier {
+ public:
+  explicit StepBarrier(int threads) : threads_(threads) {}
+  void wait() {
+    const int generation = generation_.load(std::memory_order_acquire);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == threads_) {
+      arrived_.store(0, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    for (int spins = 0;
+         generation_.load(std::memory_order_acquire) == generation; ++spins) {
+      if (spins < kSpins) {
+        _mm_pause();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
+
+ private:
+  static constexpr int kSpins = 1 << 14;
+  const int threads_;
+  std::atomic<int> arrived_{0}, generation_{0};
+};
+
 struct UnitBands {
   int threads = 0;
   int64_t panels = 0, width = 0;
@@ -133,9 +171,12 @@ bool run_forward_steps(const Cell& cell, const GemmFixedB& product,
   if (!bands) return false;
   const PackedB& wh = *product.packed();
   const int64_t S = static_cast<int64_t>(steps.size());
+  std::optional<StepBarrier> barrier;
 #pragma omp parallel num_threads(bands->threads) if (bands->threads > 1)
   {
     const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+#pragma omp single
+    barrier.emplace(nth);
     const int64_t j0 = bands->begin(tid, nth), j1 = bands->begin(tid + 1, nth);
     for (int64_t i = 0; i < S; ++i) {
       const StepForward& s = steps[i];
@@ -151,9 +192,7 @@ bool run_forward_steps(const Cell& cell, const GemmFixedB& product,
         }
       }
       // The next step's product reads every thread's h.
-      if (i + 1 < S) {
-#pragma omp barrier
-      }
+      if (i + 1 < S) barrier->wait();
     }
   }
   return true;
@@ -167,9 +206,12 @@ bool run_backward_steps(const Cell& cell, const GemmFixedB& product,
   const std::optional<UnitBands> bands = unit_bands(product, B, H, G);
   if (!bands) return false;
   const PackedB& wh = *product.packed();
+  std::optional<StepBarrier> barrier;
 #pragma omp parallel num_threads(bands->threads) if (bands->threads > 1)
   {
     const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+#pragma omp single
+    barrier.emplace(nth);
     const int64_t j0 = bands->begin(tid, nth), j1 = bands->begin(tid + 1, nth);
     for (const StepBack& s : steps) {
       if (j0 < j1) {
@@ -181,7 +223,7 @@ bool run_backward_steps(const Cell& cell, const GemmFixedB& product,
       }
       // The product reads every thread's drh; its dh_prev columns are this
       // thread's units, which only its next step's cells read.
-#pragma omp barrier
+      barrier->wait();
       if (j0 < j1) {
         wh.multiply_columns(B, s.drh, s.dh_prev, nullptr, product.accum(), j0,
                             j1 - j0);
