@@ -337,12 +337,14 @@ TEST(GemmPacked, PackedBAgainstTheReference) {
       }
     }
   }
-  // Columns that start inside a panel, or end past C, are refused.
+  // Columns that start or end inside a panel (but at C's edge), or end
+  // past C, are refused.
   const auto b = grid_values(40 * 100, 25), a = grid_values(2 * 40, 26);
   const cpu::PackedB packed(false, 100, 40, cpu::Operand{b.data(), Dtype::f32});
   std::vector<float> c(2 * 100);
-  for (const auto& [j0, count] : {std::pair{int64_t{1}, int64_t{8}},
-                                  std::pair{int64_t{0}, int64_t{101}}}) {
+  for (const auto& [j0, count] :
+       {std::pair{int64_t{1}, int64_t{8}}, std::pair{int64_t{0}, int64_t{8}},
+        std::pair{int64_t{0}, int64_t{101}}}) {
     try {
       packed.multiply_columns(2, a.data(), c.data(), nullptr, false, j0, count);
       ADD_FAILURE() << "columns from " << j0 << ", " << count << " of 100";

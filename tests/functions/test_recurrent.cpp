@@ -7,6 +7,7 @@
 #include <cmath>
 #include <mixgraph/utils/yaml/network.hpp>
 
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/functions/cpu/gemm_packed.hpp>
 #include <mixgraph/functions/cpu/recurrent_backend.hpp>
 #include <mixgraph/functions/ops/recurrent_driver.hpp>
@@ -15,7 +16,9 @@
 
 #include <iostream>
 #include <random>
+#include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../support/function_tester.hpp"
@@ -556,9 +559,23 @@ struct CountingBackend : cpu::RecurrentBackend<float> {
   }
 };
 
-// Two bidirectional layers, forward and backward, their steps shared out
-// (three threads over four panels of hidden units: bands of one, one and
-// two panels) and step by step: the same bits in every output and grad.
+// omp_set_num_threads(n) for its lifetime.
+class ScopedThreads {
+ public:
+  explicit ScopedThreads(int n) : previous_(omp_get_max_threads()) {
+    omp_set_num_threads(n);
+  }
+  ~ScopedThreads() { omp_set_num_threads(previous_); }
+
+ private:
+  int previous_;
+};
+
+// Two bidirectional layers over five steps, forward and backward, their
+// steps shared out and step by step: the same bits in every output and
+// grad. Hidden 160 is 5 panels of AVX-512's tile (three threads: bands of
+// 1, 2 and 2 panels) and 10 of AVX2's (3, 3, 4), and the backward product's
+// k (G H, 640 for the LSTM) runs past one block of depth.
 template <class Cell>
 void check_shared_steps(const Cell& cell, const char* name) {
   SCOPED_TRACE(name);
@@ -567,8 +584,7 @@ void check_shared_steps(const Cell& cell, const char* name) {
   constexpr int G = Cell::kGates, L = 2, D = 2;
   constexpr bool lstm = std::is_same_v<Cell, recurrent::LstmCell>;
   const int bias_rows = std::is_same_v<Cell, recurrent::GruCell> ? 4 : G;
-  const int64_t width = cpu::gemm_packed_avx512() ? 32 : 16;
-  const int64_t S = 3, I = 5, H = 4 * width;
+  const int64_t S = 5, I = 5, H = 160;
   // Enough rows that a step is shared (2 B G H^2 flops past 4e6).
   const int64_t B = 4'000'000 / (2 * G * H * H) + 1;
   std::mt19937 gen(7);
@@ -595,18 +611,27 @@ void check_shared_steps(const Cell& cell, const char* name) {
     return std::vector<Buffer>{out.y, out.hn, out.cn, g.dx, g.dh0,
                                g.dc0, g.dw0,  g.dw,   g.db};
   };
-  const int threads = omp_get_max_threads();
-  omp_set_num_threads(3);
-  CountingBackend shared, step_by_step;
-  step_by_step.step_by_step = true;
-  const auto got = run(shared), want = run(step_by_step);
-  omp_set_num_threads(threads);
-  EXPECT_EQ(shared.shared_forward, L * D);
-  EXPECT_EQ(shared.shared_backward, L * D);
-  const char* names[] = {"y",   "h_n", "c_n", "dx", "dh0",
-                         "dc0", "dw0", "dw",  "db"};
-  for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_TRUE(got[i] == want[i]) << names[i] << " differs";
+  const cpu::CpuFeatures all = cpu::detected_cpu_features();
+  cpu::CpuFeatures avx2;
+  avx2.avx2 = all.avx2;
+  avx2.f16c = all.f16c;
+  std::vector<std::pair<const char*, cpu::CpuFeatures>> paths = {
+      {"avx2 tile", avx2}};
+  if (all.avx512f) paths.insert(paths.begin(), {"avx512 tile", all});
+  for (const auto& [tile, features] : paths) {
+    SCOPED_TRACE(tile);
+    const cpu::ScopedCpuFeatures path(features);
+    const ScopedThreads threads(3);
+    CountingBackend shared, step_by_step;
+    step_by_step.step_by_step = true;
+    const auto got = run(shared), want = run(step_by_step);
+    EXPECT_EQ(shared.shared_forward, L * D);
+    EXPECT_EQ(shared.shared_backward, L * D);
+    const char* names[] = {"y",   "h_n", "c_n", "dx", "dh0",
+                           "dc0", "dw0", "dw",  "db"};
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_TRUE(got[i] == want[i]) << names[i] << " differs";
+    }
   }
 }
 
@@ -616,6 +641,30 @@ TEST(Recurrent, StepsSharedByHiddenUnitsGiveTheSameBits) {
   check_shared_steps(recurrent::GruCell{}, "GRU");
   check_shared_steps(recurrent::RnnCell{false}, "RNN tanh");
   check_shared_steps(recurrent::RnnCell{true}, "RNN relu");
+}
+
+// Steps the team cannot share by whole panels run in the driver's loop:
+// hidden 48 (not whole panels of AVX-512's tile; 3 panels of AVX2's, fewer
+// than 4 threads), and a step under the threshold.
+TEST(Recurrent, StepsTooNarrowToShareRunInTheDriversLoop) {
+  if (!cpu::gemm_packed_available()) GTEST_SKIP() << "no AVX2, FMA and F16C";
+  const ScopedThreads threads(4);
+  for (const auto& [B, H] : {std::pair<int64_t, int64_t>{400, 48},
+                             std::pair<int64_t, int64_t>{2, 64}}) {
+    SCOPED_TRACE("batch " + std::to_string(B) + ", hidden " +
+                 std::to_string(H));
+    const int64_t S = 2, I = 3;
+    const CountingBackend::Buffer x(S * B * I, 0.5f), h0(B * H, 0.1f),
+        c0(B * H, 0.2f), w0(4 * H * (I + H), 0.01f), b(4 * H, 0.1f),
+        dy(S * B * H, 1.0f), dhn(B * H, 0.5f), dcn(B * H, 0.5f);
+    recurrent::Driver<recurrent::LstmCell, CountingBackend> driver(
+        recurrent::LstmCell{}, recurrent::Dims{1, 1, S, B, I, H, 4});
+    CountingBackend be;
+    driver.forward(be, x, {h0.data(), c0.data(), w0.data(), nullptr, b.data()});
+    driver.backward(be, dy, dhn.data(), dcn.data());
+    EXPECT_EQ(be.shared_forward, 0);
+    EXPECT_EQ(be.shared_backward, 0);
+  }
 }
 
 }  // namespace

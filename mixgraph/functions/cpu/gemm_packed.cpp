@@ -869,12 +869,16 @@ void multiply_columns_here(int64_t m, int64_t n, int64_t k, const float* a,
 void PackedB::multiply_columns(int64_t m, const float* a, float* c,
                                const float* bias, bool accum, int64_t j0,
                                int64_t count) const {
-  if (j0 < 0 || count < 0 || j0 + count > n_ || j0 % panel_width() != 0) {
-    throw std::invalid_argument(msg("[PackedB] columns [", j0, ", ", j0 + count,
-                                    ") of ", n_,
-                                    ": must lie within B and start at a "
-                                    "multiple of ",
-                                    panel_width()));
+  // A band ending inside a panel would finish that panel's columns the way
+  // C's right edge is finished (sums added after the tile, not in its FMA
+  // chain): other bits than multiply()'s.
+  const int64_t end = j0 + count, w = panel_width();
+  if (j0 < 0 || count < 0 || end > n_ || j0 % w != 0 ||
+      (end % w != 0 && end != n_)) {
+    throw std::invalid_argument(
+        msg("[PackedB] columns [", j0, ", ", end, ") of ", n_,
+            ": must lie within B, start at a multiple of ", w,
+            " and end at one or at B's last column"));
   }
   if (m == 0 || count == 0) return;
   const float* packed = static_cast<const float*>(data_->ptr());

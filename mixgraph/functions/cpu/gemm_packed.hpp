@@ -69,14 +69,18 @@ class PackedB {
   void multiply(int64_t m, const float* a, float* c, const float* bias,
                 bool accum) const;
 
+  /// op(B)'s sizes: k x n.
+  int64_t n() const { return n_; }
+  int64_t k() const { return k_; }
   /// The columns of one panel of the packed B: where a share of C's
-  /// columns may start.
+  /// columns may start and end.
   int64_t panel_width() const;
   /// Columns [j0, j0 + count) of multiply()'s C (bias the whole n's), on
   /// the calling thread: no team woken, nothing allocated, the same bits
   /// as multiply(). For threads that share C's columns out themselves (a
-  /// recurrent layer's steps, each thread with its own hidden units). j0
-  /// must be a multiple of panel_width() (std::invalid_argument).
+  /// recurrent layer's steps, each thread with its own hidden units). The
+  /// band must be whole panels: j0 a multiple of panel_width(), j0 + count
+  /// one too or n (std::invalid_argument).
   void multiply_columns(int64_t m, const float* a, float* c, const float* bias,
                         bool accum, int64_t j0, int64_t count) const;
 

@@ -6,8 +6,10 @@
 // and only the outputs and the grads are rounded, once.
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
-#include <thread>
+#include <stdexcept>
 #include <vector>
 
 #include <immintrin.h>
@@ -65,12 +67,13 @@ MG_FOR_EACH_VECTOR_ISA(MG_CELL_LOOPS)
 // clang-format on
 }  // namespace cell_loops
 
-// Below this many elements of a step's (batch, hidden) a cell's rows run
-// on one thread: waking the team costs more than the rows. At 1 << 13 the
-// LSTM of bench_models (batch 32, hidden 512: 16K) woke it for each of its
-// 256 cells a step; on one thread its steps took 0.92-0.98x the time in
-// float, 0.85-0.96x in bfloat16 (Intel Xeon with AMX, 2 threads, passive
-// waits, 2026-12-02).
+// Where a step's cells run on their own (the steps not shared out below):
+// below this many elements of a step's (batch, hidden) a cell's rows run
+// on one thread, as waking the team costs more than the rows. At 1 << 13
+// the LSTM of bench_models (batch 32, hidden 512: 16K) woke it for each of
+// its 256 cells a step; on one thread its steps took 0.92-0.98x the time
+// in float, 0.85-0.96x in bfloat16 (Intel Xeon with AMX, 2 threads,
+// passive waits, 2026-12-02; its fp32 steps are shared out since).
 constexpr int64_t kCellParallelMin = 1 << 15;
 
 template <class Cell>
@@ -92,6 +95,57 @@ void run_backward(const Cell& c, const StepBack& s, int64_t B, int64_t H) {
   }
 }
 
+// The wait between a layer's steps: a short spin on an atomic generation
+// count, then a sleep on a condition variable. OpenMP's barrier, under
+// OMP_WAIT_POLICY=passive, puts the first thread to arrive to sleep in the
+// kernel at once, and the team pays a wake-up at every step. Spinning
+// instead, bench_models' LSTM ran a layer's 64 steps in 20.3-22.1 ms
+// forward and 19.0-20.4 backward, against 20.7-24.6 and 20.4-22.7 (held to
+// AVX2: 35.2-36.3 and 31.9-32.2 against 36.1-36.8 and 32.9-33.3; Intel
+// Xeon, 2 threads, alternated, 2026-12-05). Both threads are busy with the
+// layer between waits, so the partner comes within the spin. Where it
+// does not, or the team outnumbers the processors, the waiter sleeps: a
+// spin that only yielded ran that LSTM with 8 threads on 2 cores in 522 ms
+// a step against OpenMP's 312; this one in 365 against 350-364.
+class StepBarrier {
+ public:
+  // A team larger than the processors this process may run on sleeps at
+  // once: its spinning threads would hold the processors the others need.
+  explicit StepBarrier(int threads)
+      : threads_(threads), spins_(threads > omp_get_num_procs() ? 0 : kSpins) {}
+  void wait() {
+    const int generation = generation_.load();
+    if (arrived_.fetch_add(1) + 1 == threads_) {
+      arrived_.store(0);
+      generation_.fetch_add(1);
+      // Seen after the increment: a waiter counts itself a sleeper before
+      // it reads the generation a last time (all sequentially consistent).
+      if (sleepers_.load() > 0) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        woken_.notify_all();
+      }
+      return;
+    }
+    for (int spins = 0; spins < spins_; ++spins) {
+      if (generation_.load() != generation) return;
+      _mm_pause();
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    sleepers_.fetch_add(1);
+    woken_.wait(lock, [&] { return generation_.load() != generation; });
+    sleepers_.fetch_sub(1);
+  }
+
+ private:
+  static constexpr int kSpins = 1 << 12;
+  const int threads_, spins_;
+  // The count the waiters spin on, on its own cache line.
+  alignas(64) std::atomic<int> generation_{0};
+  alignas(64) std::atomic<int> arrived_{0}, sleepers_{0};
+  std::mutex mutex_;
+  std::condition_variable woken_;
+};
+
 // A layer's steps on one team, each thread with its own band of hidden
 // units: per step a thread computes its units' columns of the step product
 // (every gate's), then their cells. A step then waits once, for every
@@ -103,44 +157,13 @@ void run_backward(const Cell& c, const StepBack& s, int64_t B, int64_t H) {
 // OpenMP's barrier between steps (StepBarrier's now).
 //
 // The bands are whole panels of Wh's packing, so that each gate's columns
-// of them start at one: none where Wh is not in our tile's panels (bf16,
-// on oneDNN's kernel) or H is not a multiple of the panel width, and one
-// thread where the step is too small to share (gemm_packed's threshold).
-// The wait between a layer's steps: a spin on an atomic generation count,
-// then yields. OpenMP's barrier, under OMP_WAIT_POLICY=passive, puts the
-// first thread to arrive to sleep in the kernel, and the team pays a
-// wake-up at every step. With this, bench_models' LSTM ran a layer's 64
-// steps in 20.3-22.1 ms forward and 19.0-20.4 backward, against 20.7-24.6
-// and 20.4-22.7 (held to AVX2: 35.2-36.3 and 31.9-32.2 against 36.1-36.8
-// and 32.9-33.3; Intel Xeon, 2 threads, alternated, 2026-12-05). Both
-// threads are busy with the layer between waits, so a spin is short; past
-// about a millisecond (a team larger than the free cores) it yields.
-class StepBarrier {
- public:
-  explicit StepBarrier(int threads) : threads_(threads) {}
-  void wait() {
-    const int generation = generation_.load(std::memory_order_acquire);
-    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == threads_) {
-      arrived_.store(0, std::memory_order_relaxed);
-      generation_.fetch_add(1, std::memory_order_release);
-      return;
-    }
-    for (int spins = 0;
-         generation_.load(std::memory_order_acquire) == generation; ++spins) {
-      if (spins < kSpins) {
-        _mm_pause();
-      } else {
-        std::this_thread::yield();
-      }
-    }
-  }
-
- private:
-  static constexpr int kSpins = 1 << 14;
-  const int threads_;
-  std::atomic<int> arrived_{0}, generation_{0};
-};
-
+// of them start and end at panels. No bands (the driver's loop runs the
+// steps) where Wh is not in our tile's panels (bf16, on oneDNN's kernel),
+// H is not a multiple of the panel width, a step is too small to share
+// (gemm_packed's threshold: the loop's product then runs on one thread),
+// or H has fewer panels than the team has threads: an LSTM of hidden 32 and
+// batch 4096 took 240 ms on one band against 140 with the loop, whose
+// product shares out C's rows and whose cells the team runs.
 struct UnitBands {
   int threads = 0;
   int64_t panels = 0, width = 0;
@@ -155,11 +178,21 @@ std::optional<UnitBands> unit_bands(const GemmFixedB& product, int64_t B,
   UnitBands bands;
   bands.width = wh->panel_width();
   bands.panels = H / bands.width;
+  bands.threads = omp_get_max_threads();
   const double flops = 2.0 * B * G * H * H;
-  bands.threads = flops < 4e6 ? 1
-                              : static_cast<int>(std::min<int64_t>(
-                                    omp_get_max_threads(), bands.panels));
+  if (bands.threads < 2 || flops < 4e6 || bands.panels < bands.threads) {
+    return std::nullopt;
+  }
   return bands;
+}
+
+// Wh packed as the steps read it: op(B) H x G H forward, G H x H backward.
+void check_step_product(const PackedB& wh, int64_t n, int64_t k) {
+  if (wh.n() != n || wh.k() != k) {
+    throw std::logic_error(msg("[recurrent] the step product's B is ", wh.k(),
+                               " x ", wh.n(), ", the steps need ", k, " x ",
+                               n));
+  }
 }
 
 template <class Cell>
@@ -170,9 +203,10 @@ bool run_forward_steps(const Cell& cell, const GemmFixedB& product,
   const std::optional<UnitBands> bands = unit_bands(product, B, H, G);
   if (!bands) return false;
   const PackedB& wh = *product.packed();
+  check_step_product(wh, G * H, H);
   const int64_t S = static_cast<int64_t>(steps.size());
   std::optional<StepBarrier> barrier;
-#pragma omp parallel num_threads(bands->threads) if (bands->threads > 1)
+#pragma omp parallel num_threads(bands->threads)
   {
     const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
 #pragma omp single
@@ -206,8 +240,9 @@ bool run_backward_steps(const Cell& cell, const GemmFixedB& product,
   const std::optional<UnitBands> bands = unit_bands(product, B, H, G);
   if (!bands) return false;
   const PackedB& wh = *product.packed();
+  check_step_product(wh, H, G * H);
   std::optional<StepBarrier> barrier;
-#pragma omp parallel num_threads(bands->threads) if (bands->threads > 1)
+#pragma omp parallel num_threads(bands->threads)
   {
     const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
 #pragma omp single

@@ -54,7 +54,7 @@ struct StepForward {
 /// dy (from the output y, whose rows are dy_stride apart); dc is c's
 /// (LSTM), updated in place to c_prev's. The cells write dgx, drh, and
 /// dh_prev: the grad reaching h_prev other than through Wh (GRU's z h; 0
-/// for the others), to which the driver then adds drh Wh. A cell whose
+/// for the others), to which the step's product then adds drh Wh. A cell whose
 /// kOwnHiddenGrads is false writes no drh: its rh enters the gates as gx
 /// does, so drh is dgx, and the driver passes dgx for both.
 struct StepBack {
