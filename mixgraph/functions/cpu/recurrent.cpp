@@ -76,23 +76,31 @@ MG_FOR_EACH_VECTOR_ISA(MG_CELL_LOOPS)
 // passive waits, 2026-12-02; its fp32 steps are shared out since).
 constexpr int64_t kCellParallelMin = 1 << 15;
 
+// Row n's hidden units [j0, j1) of one step, in the widest vector ISA.
+template <class Cell>
+void forward_row(const Cell& c, const StepForward& s, int64_t n, int64_t j0,
+                 int64_t j1, int64_t H) {
+  const StepForward row = s.row(n, Cell::kGates, Cell::kSaved, H);
+  using namespace cell_loops;
+  MG_CALL_VECTOR_ISA(forward(c, row, j0, j1, H));
+}
+template <class Cell>
+void backward_row(const Cell& c, const StepBack& s, int64_t n, int64_t j0,
+                  int64_t j1, int64_t H) {
+  const StepBack row = s.row(n, Cell::kGates, Cell::kSaved, H);
+  using namespace cell_loops;
+  MG_CALL_VECTOR_ISA(backward(c, row, j0, j1, H));
+}
+
 template <class Cell>
 void run_forward(const Cell& c, const StepForward& s, int64_t B, int64_t H) {
 #pragma omp parallel for schedule(static) if (B * H >= kCellParallelMin)
-  for (int64_t n = 0; n < B; ++n) {
-    const recurrent::StepForward row = s.row(n, Cell::kGates, Cell::kSaved, H);
-    using namespace cell_loops;
-    [&] { MG_CALL_VECTOR_ISA(forward(c, row, 0, H, H)); }();
-  }
+  for (int64_t n = 0; n < B; ++n) forward_row(c, s, n, 0, H, H);
 }
 template <class Cell>
 void run_backward(const Cell& c, const StepBack& s, int64_t B, int64_t H) {
 #pragma omp parallel for schedule(static) if (B * H >= kCellParallelMin)
-  for (int64_t n = 0; n < B; ++n) {
-    const recurrent::StepBack row = s.row(n, Cell::kGates, Cell::kSaved, H);
-    using namespace cell_loops;
-    [&] { MG_CALL_VECTOR_ISA(backward(c, row, 0, H, H)); }();
-  }
+  for (int64_t n = 0; n < B; ++n) backward_row(c, s, n, 0, H, H);
 }
 
 // The wait between a layer's steps: a short spin on an atomic generation
@@ -165,7 +173,7 @@ class StepBarrier {
 // batch 4096 took 240 ms on one band against 140 with the loop, whose
 // product shares out C's rows and whose cells the team runs.
 struct UnitBands {
-  int threads = 0;
+  int threads = 0;  // at most panels: no band is empty
   int64_t panels = 0, width = 0;
   // The first unit of thread tid's band of nth.
   int64_t begin(int tid, int nth) const { return panels * tid / nth * width; }
@@ -195,6 +203,21 @@ void check_step_product(const PackedB& wh, int64_t n, int64_t k) {
   }
 }
 
+// body(j0, j1, barrier) on a team of bands.threads: each thread with its
+// band of hidden units [j0, j1) and the team's StepBarrier (made for the
+// team OpenMP gave, which may be smaller).
+template <class Body>
+void on_bands(const UnitBands& bands, Body body) {
+  std::optional<StepBarrier> barrier;
+#pragma omp parallel num_threads(bands.threads)
+  {
+    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+#pragma omp single
+    barrier.emplace(nth);
+    body(bands.begin(tid, nth), bands.begin(tid + 1, nth), *barrier);
+  }
+}
+
 template <class Cell>
 bool run_forward_steps(const Cell& cell, const GemmFixedB& product,
                        const std::vector<StepForward>& steps, float* rh,
@@ -205,30 +228,18 @@ bool run_forward_steps(const Cell& cell, const GemmFixedB& product,
   const PackedB& wh = *product.packed();
   check_step_product(wh, G * H, H);
   const int64_t S = static_cast<int64_t>(steps.size());
-  std::optional<StepBarrier> barrier;
-#pragma omp parallel num_threads(bands->threads)
-  {
-    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-#pragma omp single
-    barrier.emplace(nth);
-    const int64_t j0 = bands->begin(tid, nth), j1 = bands->begin(tid + 1, nth);
+  on_bands(*bands, [&](int64_t j0, int64_t j1, StepBarrier& barrier) {
     for (int64_t i = 0; i < S; ++i) {
       const StepForward& s = steps[i];
-      if (j0 < j1) {
-        for (int g = 0; g < G; ++g) {
-          wh.multiply_columns(B, s.h_prev, rh, bias, product.accum(),
-                              g * H + j0, j1 - j0);
-        }
-        for (int64_t n = 0; n < B; ++n) {
-          const StepForward row = s.row(n, G, Cell::kSaved, H);
-          using namespace cell_loops;
-          [&] { MG_CALL_VECTOR_ISA(forward(cell, row, j0, j1, H)); }();
-        }
+      for (int g = 0; g < G; ++g) {
+        wh.multiply_columns(B, s.h_prev, rh, bias, product.accum(), g * H + j0,
+                            j1 - j0);
       }
+      for (int64_t n = 0; n < B; ++n) forward_row(cell, s, n, j0, j1, H);
       // The next step's product reads every thread's h.
-      if (i + 1 < S) barrier->wait();
+      if (i + 1 < S) barrier.wait();
     }
-  }
+  });
   return true;
 }
 
@@ -241,30 +252,16 @@ bool run_backward_steps(const Cell& cell, const GemmFixedB& product,
   if (!bands) return false;
   const PackedB& wh = *product.packed();
   check_step_product(wh, H, G * H);
-  std::optional<StepBarrier> barrier;
-#pragma omp parallel num_threads(bands->threads)
-  {
-    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-#pragma omp single
-    barrier.emplace(nth);
-    const int64_t j0 = bands->begin(tid, nth), j1 = bands->begin(tid + 1, nth);
+  on_bands(*bands, [&](int64_t j0, int64_t j1, StepBarrier& barrier) {
     for (const StepBack& s : steps) {
-      if (j0 < j1) {
-        for (int64_t n = 0; n < B; ++n) {
-          const StepBack row = s.row(n, G, Cell::kSaved, H);
-          using namespace cell_loops;
-          [&] { MG_CALL_VECTOR_ISA(backward(cell, row, j0, j1, H)); }();
-        }
-      }
+      for (int64_t n = 0; n < B; ++n) backward_row(cell, s, n, j0, j1, H);
       // The product reads every thread's drh; its dh_prev columns are this
       // thread's units, which only its next step's cells read.
-      barrier->wait();
-      if (j0 < j1) {
-        wh.multiply_columns(B, s.drh, s.dh_prev, nullptr, product.accum(), j0,
-                            j1 - j0);
-      }
+      barrier.wait();
+      wh.multiply_columns(B, s.drh, s.dh_prev, nullptr, product.accum(), j0,
+                          j1 - j0);
     }
-  }
+  });
   return true;
 }
 
