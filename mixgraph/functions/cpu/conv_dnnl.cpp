@@ -21,6 +21,7 @@
 #include <mixgraph/contexts/memory.hpp>
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/cpu/channel_blocks.hpp>
+#include <mixgraph/functions/cpu/conv_winograd.hpp>
 
 namespace mg::cpu {
 
@@ -597,6 +598,7 @@ void conv_forward(const ConvGeometry& g, const T* x, Operand w, const float* b,
   if (g.x_size() == 0 || g.w_size() == 0) {
     return execute_empty(ConvOp::forward, g, b, y, accum, nullptr, nullptr);
   }
+  if (winograd_f2_runs<T>(g)) return winograd_forward<T>(g, x, w, b, y, accum);
   execute_data(ConvOp::forward, g, x, w, b, y, accum, nullptr);
 }
 
@@ -607,6 +609,9 @@ void conv_backward_data(const ConvGeometry& g, const T* dy, Operand w, T* dx,
   if (g.y_size() == 0 || g.w_size() == 0) {
     return execute_empty(ConvOp::backward_data, g, nullptr, dx, accum, b,
                          nullptr);
+  }
+  if (winograd_f2_runs<T>(g)) {
+    return winograd_backward_data<T>(g, dy, w, dx, accum, b);
   }
   execute_data(ConvOp::backward_data, g, dy, w, nullptr, dx, accum, b);
 }
@@ -662,6 +667,9 @@ std::string conv_implementation(const ConvGeometry& g, const std::string& op) {
                                            : ConvOp::backward_weights;
   if (o == ConvOp::backward_weights && weights_by_product(g)) {
     return "mixgraph:im2col_gemm";
+  }
+  if (o != ConvOp::backward_weights && winograd_f2_runs<T>(g)) {
+    return "mixgraph:winograd_f2x2";
   }
   const int64_t nb = chunk_batch(g, sizes(o, g));
   return plan_at<T>(o, g, nb, false, false, false).impl;

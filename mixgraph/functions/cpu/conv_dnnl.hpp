@@ -1,6 +1,8 @@
 // Convolutions on the CPU through oneDNN: forward, backward data and
 // backward weights, shared by Convolution and Deconvolution (the weight
-// grads of small maps by a product of ours, conv_weights_product.cpp).
+// grads of small maps by a product of ours, conv_weights_product.cpp; the
+// data passes of 3x3 convolutions on CPUs without AVX-512 by our Winograd,
+// conv_winograd.hpp).
 #pragma once
 
 #include <cstdint>
@@ -98,8 +100,9 @@ void set_conv_chunk_bytes(int64_t bytes);
 /// bf16 kernels stay direct (oneDNN has no bf16 Winograd).
 bool winograd_pays(const ConvGeometry& g);
 
-/// Allows Winograd where winograd_pays() (the default) or forbids it, for
-/// the direct kernel's rounding everywhere. MIXGRAPH_CONV_WINOGRAD=0 in the
+/// Allows Winograd where winograd_pays() (the default; without AVX-512,
+/// ours where winograd_f2_runs(), conv_winograd.hpp) or forbids it, for the
+/// direct kernel's rounding everywhere. MIXGRAPH_CONV_WINOGRAD=0 in the
 /// environment starts with it forbidden.
 void set_conv_winograd(bool allowed);
 bool conv_winograd();

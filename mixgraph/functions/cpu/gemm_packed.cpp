@@ -811,15 +811,7 @@ void gemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
 }
 
 PackedB::PackedB(bool tb, int64_t n, int64_t k, Operand b)
-    : avx512_(gemm_packed_avx512()), n_(n), k_(k) {
-  check_operand("B", b);
-  if (n <= 0 || k <= 0) {
-    throw std::invalid_argument(
-        msg("[PackedB] B is ", k, " x ", n, ": both sizes must be positive"));
-  }
-  const int64_t floats = avx512_ ? whole_b_floats<Avx512PackedBTile>(n, k)
-                                 : whole_b_floats<Avx2PackedBTile>(n, k);
-  data_ = CpuAllocator::instance().allocate(floats * sizeof(float));
+    : PackedB((check_operand("B", b), n), k) {  // b's type checked first
   float* dst = static_cast<float*>(data_->ptr());
   if (avx512_) {
     pack_whole_b<Avx512PackedBTile>(tb, n, k, b, dst);
@@ -828,7 +820,36 @@ PackedB::PackedB(bool tb, int64_t n, int64_t k, Operand b)
   }
 }
 
+PackedB::PackedB(int64_t n, int64_t k)
+    : avx512_(gemm_packed_avx512()), n_(n), k_(k) {
+  if (n <= 0 || k <= 0) {
+    throw std::invalid_argument(
+        msg("[PackedB] B is ", k, " x ", n, ": both sizes must be positive"));
+  }
+  const int64_t floats = avx512_ ? whole_b_floats<Avx512PackedBTile>(n, k)
+                                 : whole_b_floats<Avx2PackedBTile>(n, k);
+  data_ = CpuAllocator::instance().allocate(floats * sizeof(float));
+  const int64_t w = panel_width(), last = (n - 1) / w * w;
+  if (last + w > n) {  // the last panel's padding columns
+    for (int64_t q = 0; q < k; ++q) {
+      float* row = panel_row(q, last);
+      std::fill(row + (n - last), row + w, 0.0f);
+    }
+  }
+}
+
 PackedB::~PackedB() = default;
+
+float* PackedB::panel_row(int64_t q, int64_t j0) {
+  // As run_product() reads it: blocks of KC rows, each its panels of kc x
+  // NR one after the other.
+  const int64_t w = panel_width(), kKC = Avx2PackedBTile::kKC;
+  static_assert(Avx2PackedBTile::kKC == Avx512PackedBTile::kKC);
+  const int64_t pc = q / kKC * kKC, kc = std::min(kKC, k_ - pc);
+  const int64_t panels = ceil_div(n_, w);
+  return static_cast<float*>(data_->ptr()) + pc * panels * w + j0 * kc +
+         (q - pc) * w;
+}
 
 void PackedB::multiply(int64_t m, const float* a, float* c, const float* bias,
                        bool accum) const {

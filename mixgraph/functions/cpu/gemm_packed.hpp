@@ -60,6 +60,11 @@ class PackedB {
   /// it is packed). Copied: b may change after. n and k must be positive
   /// (std::invalid_argument): an empty product has nothing to pack.
   PackedB(bool tb, int64_t n, int64_t k, Operand b);
+  /// An op(B) of k x n for the caller to write in place, through
+  /// panel_row(), where it computes B itself (Winograd's transformed
+  /// kernels, conv_winograd.cpp): no copy of B to pack. The columns past n
+  /// in the last panel are zero; the rest is unset until written.
+  PackedB(int64_t n, int64_t k);
   ~PackedB();
   PackedB(const PackedB&) = delete;
   PackedB& operator=(const PackedB&) = delete;
@@ -83,6 +88,10 @@ class PackedB {
   /// one too or n (std::invalid_argument).
   void multiply_columns(int64_t m, const float* a, float* c, const float* bias,
                         bool accum, int64_t j0, int64_t count) const;
+  /// Where op(B)'s row q holds columns [j0, j0 + panel_width()) in the
+  /// pack, one after the other (j0 a multiple of panel_width(), q < k):
+  /// those of the last panel past n must stay zero.
+  float* panel_row(int64_t q, int64_t j0);
 
  private:
   bool avx512_;

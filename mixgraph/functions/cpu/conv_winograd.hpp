@@ -1,0 +1,43 @@
+// Our Winograd convolution, F(2x2, 3x3), for the CPUs where oneDNN 2.6 has
+// none (its Winograd kernels are AVX-512 only): the forward pass and the
+// backward data pass of a 3x3, stride 1 convolution, in fp32 on our packed
+// product (gemm_packed.hpp), for float, half and bfloat16 data.
+#pragma once
+
+#include <mixgraph/functions/convolution.hpp>
+#include <mixgraph/functions/cpu/cpu_utils.hpp>
+
+namespace mg::cpu {
+
+/// Whether conv_forward() and conv_backward_data() (conv_dnnl.hpp) take
+/// winograd_forward() and winograd_backward_data() for g on T: Winograd
+/// allowed (set_conv_winograd()), the CPU without AVX-512 (AVX2, FMA and
+/// F16C; with AVX-512 oneDNN's own F(4x4, 3x3) runs), T computing in fp32,
+/// g 2-D, 3x3, stride 1, no dilation, one group, pads of at most 2, in and
+/// out channels multiples of 8 and at least 32 (fewer channels make the
+/// products too short to pay for the transforms).
+template <class T>
+bool winograd_f2_runs(const ConvGeometry& g);
+
+/// y = conv(x, W) [+ b], as conv_forward(): each 2x2 block of y's outputs
+/// from a 4x4 tile of x, transformed (B^T d B), multiplied by the
+/// transformed weights (G g G^T) in 16 products of (tiles x C) by (C x K),
+/// and transformed back (A^T m A). 16 products of C x K per 4 outputs where
+/// the direct sum takes 36: 2.25x fewer multiply-adds, for the transforms'
+/// passes. Its rounding differs from the direct sum's; still fp32 (the
+/// transforms only add and halve), with an error below oneDNN's F(4x4, 3x3)
+/// (conv_dnnl.hpp). Needs winograd_f2_runs<T>(g).
+template <class T>
+void winograd_forward(const ConvGeometry& g, const T* x, Operand w,
+                      const float* b, T* y, bool accum);
+
+/// dx = conv_backward_data(dy, W) [+ b], as conv_backward_data(): for
+/// stride 1, the convolution of dy with W's kernels turned 180 degrees and
+/// its channels swapped, pad 2 - pad; the turned kernels' transforms are
+/// the forward ones' with their rows and columns permuted (G J = P G), so
+/// both passes share one weight transform. Needs winograd_f2_runs<T>(g).
+template <class T>
+void winograd_backward_data(const ConvGeometry& g, const T* dy, Operand w,
+                            T* dx, bool accum, const float* b);
+
+}  // namespace mg::cpu
