@@ -1,10 +1,12 @@
 // ResNet-18's (CIFAR form, batch 32) 3x3 stride-1 convolutions one call at
-// a time: each data pass (forward, backward data) by oneDNN's direct kernel
-// and by Winograd (oneDNN's F(4x4, 3x3) with AVX-512, ours F(2x2, 3x3)
-// elsewhere, conv_winograd.hpp), in float and half, calls interleaved,
-// medians. GFLOP/s count the direct sum's multiply-adds for both, so that
-// Winograd's saving shows as a share of the FMA peak above what a direct
-// kernel could reach.
+// a time: each pass (forward, backward data, backward weights) with
+// Winograd forbidden (oneDNN's direct kernel; for maps of at most 16
+// positions the weight grad's product of ours) and with it (oneDNN's
+// F(4x4, 3x3) with AVX-512, ours F(2x2, 3x3) elsewhere, conv_winograd.hpp;
+// the weight grad column runs ours wherever it can, small maps too), in
+// float and half, calls interleaved, medians. GFLOP/s count the direct sum's
+// multiply-adds for both, so that Winograd's saving shows as a share of the FMA
+// peak above what a direct kernel could reach.
 //
 //   bench_conv [--runs N] [--threads N] [--isa native|avx2]
 #include <omp.h>
@@ -13,10 +15,12 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <mixgraph/contexts/half.hpp>
 #include <mixgraph/functions/cpu/conv_dnnl.hpp>
+#include <mixgraph/functions/cpu/conv_winograd.hpp>
 
 #include "machine.hpp"
 #include "timing.hpp"
@@ -68,7 +72,7 @@ int main(int argc, char** argv) {
       "threads %d, ISA %s (avx512f %d), fp32 FMA peak %.0f GFLOP/s; ms per "
       "call, medians of %d; %% of the peak counting the direct sum's flops\n",
       o.threads, o.isa.c_str(), cpu.avx512f, peak, o.runs);
-  std::printf("%-22s %-14s %9s %9s %9s %9s %7s %7s %7s\n", "layer", "pass",
+  std::printf("%-22s %-16s %9s %9s %9s %9s %7s %7s %7s\n", "layer", "pass",
               "f32 dir", "f32 wino", "f16 dir", "f16 wino", "f32 x", "dir %",
               "wino %");
   for (const Layer& l :
@@ -77,19 +81,33 @@ int main(int argc, char** argv) {
     const auto x = values(g.x_size(), 1), w = values(g.w_size(), 2),
                dy = values(g.y_size(), 3);
     const auto xh = as<Half>(x), dyh = as<Half>(dy);
-    std::vector<float> y(g.y_size()), dx(g.x_size());
+    std::vector<float> y(g.y_size()), dx(g.x_size()), dw(g.w_size());
     std::vector<Half> yh(g.y_size()), dxh(g.x_size());
     const Operand wf{w.data(), Dtype::f32};
-    for (const bool backward : {false, true}) {
+    for (const char* pass : {"forward", "backward_data", "backward_weights"}) {
+      const std::string op = pass;
+      auto weights = [&](const auto* xs, const auto* dys) {
+        using T = std::remove_const_t<std::remove_pointer_t<decltype(xs)>>;
+        if (mg::cpu::conv_winograd() && mg::cpu::winograd_f2_runs<T>(g)) {
+          mg::cpu::winograd_backward_weights<T, float>(g, xs, dys, dw.data(),
+                                                       false, nullptr);
+        } else {
+          mg::cpu::conv_backward_weights<T, float>(g, xs, dys, dw.data());
+        }
+      };
       auto f32 = [&] {
-        if (backward) {
+        if (op == "backward_weights") {
+          weights(x.data(), dy.data());
+        } else if (op == "backward_data") {
           mg::cpu::conv_backward_data<float>(g, dy.data(), wf, dx.data());
         } else {
           mg::cpu::conv_forward<float>(g, x.data(), wf, nullptr, y.data());
         }
       };
       auto f16 = [&] {
-        if (backward) {
+        if (op == "backward_weights") {
+          weights(xh.data(), dyh.data());
+        } else if (op == "backward_data") {
           mg::cpu::conv_backward_data<Half>(g, dyh.data(), wf, dxh.data());
         } else {
           mg::cpu::conv_forward<Half>(g, xh.data(), wf, nullptr, yh.data());
@@ -121,12 +139,11 @@ int main(int argc, char** argv) {
       std::snprintf(name, sizeof name, "%ld x %ldx%ld, batch 32",
                     static_cast<long>(l.channels), static_cast<long>(l.size),
                     static_cast<long>(l.size));
-      const std::string impl = mg::cpu::conv_implementation<float>(
-          g, backward ? "backward_data" : "forward");
+      const std::string impl = mg::cpu::conv_implementation<float>(g, op);
       std::printf(
-          "%-22s %-14s %9.3f %9.3f %9.3f %9.3f %7.2f %6.0f%% %6.0f%%  %s\n",
-          name, backward ? "backward data" : "forward", ms[0], ms[1], ms[2],
-          ms[3], ms[0] / ms[1], 100.0 * gflop / (ms[0] / 1e3) / peak,
+          "%-22s %-16s %9.3f %9.3f %9.3f %9.3f %7.2f %6.0f%% %6.0f%%  %s\n",
+          name, pass, ms[0], ms[1], ms[2], ms[3], ms[0] / ms[1],
+          100.0 * gflop / (ms[0] / 1e3) / peak,
           100.0 * gflop / (ms[1] / 1e3) / peak, impl.c_str());
     }
   }

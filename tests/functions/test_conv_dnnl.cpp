@@ -402,13 +402,16 @@ TEST(ConvWinograd, RunsWhereOneDnnHasNone) {
   EXPECT_TRUE(cpu::winograd_f2_runs<float>(g));
   EXPECT_TRUE(cpu::winograd_f2_runs<Half>(g));
   EXPECT_TRUE(cpu::winograd_f2_runs<BFloat16>(g));
-  for (const char* op : {"forward", "backward_data"}) {
+  for (const char* op : {"forward", "backward_data", "backward_weights"}) {
     EXPECT_EQ(cpu::conv_implementation<float>(g, op), "mixgraph:winograd_f2x2")
         << op;
   }
-  EXPECT_EQ(
-      cpu::conv_implementation<float>(g, "backward_weights").find("winograd"),
-      std::string::npos);
+  {  // maps of at most 16 positions keep the weight grad's one product
+    ConvGeometry small = g;
+    small.in_spatial = small.out_spatial = {4, 4};
+    EXPECT_EQ(cpu::conv_implementation<float>(small, "backward_weights"),
+              "mixgraph:im2col_gemm");
+  }
   auto runs = [&](auto&& edit) {
     ConvGeometry c = g;
     edit(c);
@@ -463,7 +466,31 @@ void check_winograd(const ConvGeometry& g, double rtol) {
   }
 }
 
-TEST(ConvWinograd, ComputesBothDataPasses) {
+// The weight grad by Winograd on T (written as GT) with the bias grad,
+// against the reference: exact in fp32 on the grid values as the data
+// passes are (the products' sums over tiles stay multiples of 1/1024
+// far below 2^24 of them).
+template <class T, class GT>
+void check_winograd_weights(const ConvGeometry& g, double rtol) {
+  for (const int64_t chunk : {int64_t{64} << 20, int64_t{20} << 10}) {
+    const ChunkBytes chunks(chunk);
+    for (bool accum : {false, true}) {
+      SCOPED_TRACE(testing::Message()
+                   << "chunk " << chunk << (accum ? ", accumulated" : ""));
+      const float base = accum ? 0.5f : 0.0f;
+      const Problem p = problem(g, 23, base);
+      const auto xt = as<T>(p.x), dyt = as<T>(p.dy);
+      auto dw = as<GT>(std::vector<float>(g.w_size(), base));
+      std::vector<float> db(g.out_channels, 99.0f);
+      cpu::conv_backward_weights<T, GT>(g, xt.data(), dyt.data(), dw.data(),
+                                        accum, db.data());
+      expect_near(doubles(dw), p.ref.dw, 0, rtol, "dw");
+      expect_near(doubles(db), p.ref.db, 0, 0, "db");
+    }
+  }
+}
+
+TEST(ConvWinograd, ComputesEveryPass) {
   const auto avx2 = avx2_only();
   if (!avx2 || !cpu::gemm_packed_available()) {
     GTEST_SKIP() << "the CPU lacks AVX2, FMA or F16C";
@@ -477,15 +504,22 @@ TEST(ConvWinograd, ComputesBothDataPasses) {
     check_winograd<Half, float>(g, 1.0 / 2048);
     check_winograd<Half, Half>(g, 1.0 / 2048);
     check_winograd<BFloat16, BFloat16>(g, 1.0 / 256);
+    ASSERT_EQ(cpu::conv_implementation<float>(g, "backward_weights"),
+              "mixgraph:winograd_f2x2");
+    check_winograd_weights<float, float>(g, 0);
+    check_winograd_weights<Half, float>(g, 0);  // an fp32 master's grad
+    check_winograd_weights<Half, Half>(g, 1.0 / 2048);
+    check_winograd_weights<BFloat16, BFloat16>(g, 1.0 / 256);
   }
 }
 
 // On values that round (uniform in [-1, 1]), Winograd's error against the
 // double sum, over the sum of the terms' magnitudes: the transforms add up
 // to 4 inputs (and 9 taps) before the products, yet it measured 7.5e-8 for
-// y and 9.4e-8 for dx, as the direct kernel's 8.4e-8 (oneDNN's F(4x4, 3x3)
-// 6.5e-7, ConvDnnl.WinogradComputesTheConvolution). A tap or tile wrong by
-// one term is off by about 1e-3 of the magnitudes here.
+// y, 9.4e-8 for dx and 1.8e-7 for dW, where oneDNN's direct kernels gave
+// 7.4e-8, 6.9e-8 and 2.6e-7 (its F(4x4, 3x3) 6.5e-7,
+// ConvDnnl.WinogradComputesTheConvolution). A tap or tile wrong by one term
+// is off by about 1e-3 of the magnitudes here.
 TEST(ConvWinograd, ErrorWithinAFewUlps) {
   const auto avx2 = avx2_only();
   if (!avx2 || !cpu::gemm_packed_available()) {
@@ -504,16 +538,20 @@ TEST(ConvWinograd, ErrorWithinAFewUlps) {
              dy = random(g.y_size());
   Doubles y_ref(g.y_size()), y_mag(g.y_size());
   Doubles dx_ref(g.x_size()), dx_mag(g.x_size());
+  Doubles dw_ref(g.w_size()), dw_mag(g.w_size());
   for_each_tap(g, [&](int64_t yi, int64_t xi, int64_t wi) {
     y_ref[yi] += static_cast<double>(x[xi]) * w[wi];
     y_mag[yi] += std::abs(static_cast<double>(x[xi]) * w[wi]);
     dx_ref[xi] += static_cast<double>(dy[yi]) * w[wi];
     dx_mag[xi] += std::abs(static_cast<double>(dy[yi]) * w[wi]);
+    dw_ref[wi] += static_cast<double>(dy[yi]) * x[xi];
+    dw_mag[wi] += std::abs(static_cast<double>(dy[yi]) * x[xi]);
   });
-  std::vector<float> y(g.y_size()), dx(g.x_size());
+  std::vector<float> y(g.y_size()), dx(g.x_size()), dw(g.w_size());
   const cpu::Operand wo{w.data(), Dtype::f32};
   cpu::conv_forward<float>(g, x.data(), wo, nullptr, y.data());
   cpu::conv_backward_data<float>(g, dy.data(), wo, dx.data());
+  cpu::conv_backward_weights<float, float>(g, x.data(), dy.data(), dw.data());
   auto worst = [](const std::vector<float>& got, const Doubles& ref,
                   const Doubles& mag) {
     double e = 0;
@@ -523,8 +561,10 @@ TEST(ConvWinograd, ErrorWithinAFewUlps) {
     return e;
   };
   const double ey = worst(y, y_ref, y_mag), edx = worst(dx, dx_ref, dx_mag);
+  const double edw = worst(dw, dw_ref, dw_mag);
   EXPECT_LT(ey, 3e-7);
   EXPECT_LT(edx, 3e-7);
+  EXPECT_LT(edw, 4e-7);
 }
 
 // The automatic chunk is the L3 cache, within its bounds; a fixed one holds

@@ -633,9 +633,13 @@ void conv_backward_weights_dnnl(const ConvGeometry& g, const T* x, const T* dy,
 template <class T, class W>
 void conv_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
                            W* dw, bool accum, float* db) {
-  if (g.w_size() != 0 && g.x_size() != 0 && g.y_size() != 0 &&
-      weights_by_product(g)) {
-    return conv_backward_weights_product(g, x, dy, dw, accum, db);
+  if (g.w_size() != 0 && g.x_size() != 0 && g.y_size() != 0) {
+    if (weights_by_product(g)) {
+      return conv_backward_weights_product(g, x, dy, dw, accum, db);
+    }
+    if (winograd_f2_runs<T>(g)) {
+      return winograd_backward_weights(g, x, dy, dw, accum, db);
+    }
   }
   conv_backward_weights_dnnl(g, x, dy, dw, accum, db);
 }
@@ -668,9 +672,7 @@ std::string conv_implementation(const ConvGeometry& g, const std::string& op) {
   if (o == ConvOp::backward_weights && weights_by_product(g)) {
     return "mixgraph:im2col_gemm";
   }
-  if (o != ConvOp::backward_weights && winograd_f2_runs<T>(g)) {
-    return "mixgraph:winograd_f2x2";
-  }
+  if (winograd_f2_runs<T>(g)) return "mixgraph:winograd_f2x2";
   const int64_t nb = chunk_batch(g, sizes(o, g));
   return plan_at<T>(o, g, nb, false, false, false).impl;
 }

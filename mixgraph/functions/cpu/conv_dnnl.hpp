@@ -1,7 +1,7 @@
 // Convolutions on the CPU through oneDNN: forward, backward data and
 // backward weights, shared by Convolution and Deconvolution (the weight
 // grads of small maps by a product of ours, conv_weights_product.cpp; the
-// data passes of 3x3 convolutions on CPUs without AVX-512 by our Winograd,
+// 3x3 convolutions on CPUs without AVX-512 by our Winograd,
 // conv_winograd.hpp).
 #pragma once
 

@@ -49,6 +49,16 @@ struct Plane {
   int64_t tiles_h() const { return ceil_div(oh, 2); }
   int64_t tiles_w() const { return ceil_div(ow, 2); }
   int64_t tiles() const { return batch * tiles_h() * tiles_w(); }
+  int64_t in_image() const { return ins * ih * iw; }
+  int64_t out_image() const { return outs * oh * ow; }
+  // Images per chunk of the batch, as conv_dnnl.cpp cuts it: a chunk's
+  // blocked copies of its input and output about conv_chunk_bytes(), the
+  // chunks of equal size or nearly.
+  int64_t chunk_images() const {
+    const int64_t fit = std::max<int64_t>(
+        1, conv_chunk_bytes() / ((in_image() + out_image()) * int64_t{4}));
+    return ceil_div(batch, ceil_div(batch, fit));
+  }
   // Tile t's image and its first output's row and column; the tiles run
   // along the rows of each image, image after image.
   struct Tile {
@@ -189,6 +199,92 @@ MG_TARGET_WINOGRAD void untransform_tiles(const Plane& s, const float* m,
   }
 }
 
+// e[p][r][k] = (A d A^T)[p] for the 2x2 blocks d of dy at the tiles t0 ..
+// t0 + rows (the grads of their outputs; those outside the plane 0), the
+// weight grad's side of the products: A = [1 0; 1 1; 1 -1; 0 -1], A^T the
+// output transform's. dy is the plane's output, channel-blocked, fp32; row
+// r of point p at e + (p rows_max + r) outs.
+MG_TARGET_WINOGRAD void expand_tiles(const Plane& s, const float* dyb,
+                                     int64_t t0, int64_t rows, int64_t rows_max,
+                                     float* e) {
+  const int64_t blocks = s.outs / kLanes, map = s.oh * s.ow * kLanes;
+  const int64_t point_stride = rows_max * s.outs;
+  for (int64_t r = 0; r < rows; ++r) {
+    const Plane::Tile tile = s.tile(t0 + r);
+    const bool second_row = tile.y + 1 < s.oh, second_col = tile.x + 1 < s.ow;
+    const float* image =
+        dyb + tile.image * blocks * map + (tile.y * s.ow + tile.x) * kLanes;
+    const int64_t below = s.ow * kLanes;
+    float* dst = e + r * s.outs;
+    for (int64_t kb = 0; kb < blocks; ++kb) {
+      const float* d = image + kb * map;
+      const __m256 zero = _mm256_setzero_ps();
+      const __m256 d00 = _mm256_loadu_ps(d);
+      const __m256 d01 = second_col ? _mm256_loadu_ps(d + kLanes) : zero;
+      const __m256 d10 = second_row ? _mm256_loadu_ps(d + below) : zero;
+      const __m256 d11 =
+          second_row && second_col ? _mm256_loadu_ps(d + below + kLanes) : zero;
+      // A d: rows d0, d0 + d1, d0 - d1, -d1 (2 columns each)
+      const __m256 a[4][2] = {
+          {d00, d01},
+          {_mm256_add_ps(d00, d10), _mm256_add_ps(d01, d11)},
+          {_mm256_sub_ps(d00, d10), _mm256_sub_ps(d01, d11)},
+          {_mm256_sub_ps(zero, d10), _mm256_sub_ps(zero, d11)}};
+      for (int i = 0; i < 4; ++i) {  // (A d) A^T: the same on the columns
+        float* p = dst + 4 * i * point_stride + kb * kLanes;
+        _mm256_storeu_ps(p, a[i][0]);
+        _mm256_storeu_ps(p + point_stride, _mm256_add_ps(a[i][0], a[i][1]));
+        _mm256_storeu_ps(p + 2 * point_stride, _mm256_sub_ps(a[i][0], a[i][1]));
+        _mm256_storeu_ps(p + 3 * point_stride, _mm256_sub_ps(zero, a[i][1]));
+      }
+    }
+  }
+}
+
+// dw[o][i] (3x3, fp32) = G^T (sum over the parts of du[part][p][o][i]) G
+// for the kernels of W (outs x ins): each thread's sums of the products'
+// grads added up and brought back from the transformed kernel's 16 points
+// to its 9 taps, 8 kernels at a time, with
+// G^T = [1 1/2 1/2 0; 0 1/2 -1/2 0; 0 1/2 1/2 1].
+MG_TARGET_WINOGRAD void gather_kernels(const float* du, int parts, int64_t outs,
+                                       int64_t ins, float* dw) {
+  const int64_t plane = outs * ins, part = kPoints * plane;
+#pragma omp parallel for schedule(static) if (part * parts >= parallel_min())
+  for (int64_t o = 0; o < outs; ++o) {
+    for (int64_t i = 0; i < ins; i += kLanes) {
+      const float* src = du + o * ins + i;
+      __m256 u[4][4];
+      for (int p = 0; p < kPoints; ++p) {
+        __m256 v = _mm256_loadu_ps(src + p * plane);
+        for (int q = 1; q < parts; ++q) {
+          v = _mm256_add_ps(v, _mm256_loadu_ps(src + q * part + p * plane));
+        }
+        u[p / 4][p % 4] = v;
+      }
+      const __m256 half = _mm256_set1_ps(0.5f);
+      __m256 s[3][4];  // G^T u
+      for (int c = 0; c < 4; ++c) {
+        const __m256 sum = _mm256_mul_ps(half, _mm256_add_ps(u[1][c], u[2][c]));
+        s[0][c] = _mm256_add_ps(u[0][c], sum);
+        s[1][c] = _mm256_mul_ps(half, _mm256_sub_ps(u[1][c], u[2][c]));
+        s[2][c] = _mm256_add_ps(sum, u[3][c]);
+      }
+      alignas(32) float taps[9][kLanes];  // (G^T u) G, tap by tap
+      for (int r = 0; r < 3; ++r) {
+        const __m256 sum = _mm256_mul_ps(half, _mm256_add_ps(s[r][1], s[r][2]));
+        _mm256_store_ps(taps[3 * r], _mm256_add_ps(s[r][0], sum));
+        _mm256_store_ps(taps[3 * r + 1],
+                        _mm256_mul_ps(half, _mm256_sub_ps(s[r][1], s[r][2])));
+        _mm256_store_ps(taps[3 * r + 2], _mm256_add_ps(sum, s[r][3]));
+      }
+      float* kernel = dw + (o * ins + i) * 9;
+      for (int64_t l = 0; l < kLanes; ++l) {
+        for (int tap = 0; tap < 9; ++tap) kernel[l * 9 + tap] = taps[tap][l];
+      }
+    }
+  }
+}
+
 // A block from the allocator: counted in its peak, as oneDNN's scratch is.
 float* scratch(std::unique_ptr<Memory>& mem, int64_t floats) {
   mem = CpuAllocator::instance().allocate(
@@ -259,14 +355,8 @@ void run_planes(const Plane& s, const T* in, Operand w, bool backward,
   const int64_t w_outs = backward ? s.ins : s.outs;
   const int64_t w_ins = backward ? s.outs : s.ins;
   const auto packed = packed_weights(w, w_outs, w_ins, backward);
-  const int64_t in_image = s.ins * s.ih * s.iw;
-  const int64_t out_image = s.outs * s.oh * s.ow;
-  // Chunks of the batch, as conv_dnnl.cpp cuts them: the blocked copies
-  // of a chunk's input and output about conv_chunk_bytes().
-  const int64_t per_chunk = std::max<int64_t>(
-      1, conv_chunk_bytes() / ((in_image + out_image) * int64_t{4}));
-  const int64_t chunks = ceil_div(s.batch, per_chunk);
-  const int64_t nb_max = ceil_div(s.batch, chunks);
+  const int64_t in_image = s.in_image(), out_image = s.out_image();
+  const int64_t nb_max = s.chunk_images();
   std::unique_ptr<Memory> xb_mem, yb_mem, work_mem;
   float* xb = scratch(xb_mem, nb_max * in_image);
   float* yb = scratch(yb_mem, nb_max * out_image);
@@ -311,6 +401,67 @@ void run_planes(const Plane& s, const T* in, Operand w, bool backward,
   }
 }
 
+// dw (+)= the weight grad of the convolution of x (s.ins channels) giving
+// dy (s.outs), as W (s.outs x s.ins x 3 x 3): per block of tiles, x's
+// tiles transformed as the forward pass does and dy's 2x2 blocks expanded
+// (A dy A^T), then for each point the product e^T v (outs x ins, the sum
+// over the block's tiles) added to the thread's own sums, which are added
+// up and brought back to 3x3 at the end.
+template <class T, class W>
+void run_weight_grad(const Plane& s, const T* x, const T* dy, W* dw,
+                     bool accum) {
+  const int64_t in_image = s.in_image(), out_image = s.out_image();
+  const int64_t nb_max = s.chunk_images();
+  std::unique_ptr<Memory> xb_mem, dyb_mem, work_mem, du_mem, dw_mem;
+  float* xb = scratch(xb_mem, nb_max * in_image);
+  float* dyb = scratch(dyb_mem, nb_max * out_image);
+  Plane chunk = s;
+  chunk.batch = nb_max;
+  const int64_t tiles_max = chunk.tiles();
+  const int team = omp_get_max_threads();
+  const int64_t rows_max = std::min(kBlockTiles, tiles_max);
+  const int threads =
+      static_cast<int>(std::min<int64_t>(team, ceil_div(tiles_max, rows_max)));
+  const int64_t per_thread =
+      kPoints * rows_max * (s.ins + s.outs) + gemm_packed_scratch_floats(s.ins);
+  const int64_t plane = s.outs * s.ins;
+  float* work = scratch(work_mem, per_thread * threads);
+  float* du = scratch(du_mem, kPoints * plane * threads);
+  std::fill(du, du + kPoints * plane * threads, 0.0f);
+  for (int64_t n0 = 0; n0 < s.batch; n0 += nb_max) {
+    chunk.batch = std::min(nb_max, s.batch - n0);
+    to_channel_blocks(x + n0 * in_image, dtype_of<T>, xb, Dtype::f32, kLanes,
+                      chunk.batch, s.ins, s.ih * s.iw);
+    to_channel_blocks(dy + n0 * out_image, dtype_of<T>, dyb, Dtype::f32, kLanes,
+                      chunk.batch, s.outs, s.oh * s.ow);
+    const int64_t tiles = chunk.tiles();
+#pragma omp parallel num_threads(threads)
+    {
+      const int tid = omp_get_thread_num();
+      float* v = work + tid * per_thread;
+      float* e = v + kPoints * rows_max * s.ins;
+      float* pack = e + kPoints * rows_max * s.outs;
+      float* sums = du + tid * kPoints * plane;
+#pragma omp for schedule(static)
+      for (int64_t t0 = 0; t0 < tiles; t0 += rows_max) {
+        const int64_t rows = std::min(rows_max, tiles - t0);
+        transform_tiles(chunk, xb, t0, rows, rows_max, v);
+        expand_tiles(chunk, dyb, t0, rows, rows_max, e);
+        for (int p = 0; p < kPoints; ++p) {
+          gemm_packed_here(true, false, s.outs, s.ins, rows,
+                           Operand{e + p * rows_max * s.outs, Dtype::f32},
+                           Operand{v + p * rows_max * s.ins, Dtype::f32},
+                           sums + p * plane, /*accum=*/true, pack);
+        }
+      }
+    }
+  }
+  const bool direct = std::is_same_v<W, float> && !accum;
+  float* f = direct ? reinterpret_cast<float*>(dw) : scratch(dw_mem, plane * 9);
+  gather_kernels(du, threads, s.outs, s.ins, f);
+  if (!direct) store(f, dw, plane * 9, accum);
+}
+
 }  // namespace f2x2
 
 template <class T>
@@ -351,15 +502,36 @@ void winograd_backward_data(const ConvGeometry& g, const T* dy, Operand w,
   f2x2::run_planes(s, dy, w, true, b, dx, accum);
 }
 
-#define MG_INSTANTIATE_WINOGRAD(T)                                          \
-  template bool winograd_f2_runs<T>(const ConvGeometry&);                   \
-  template void winograd_forward<T>(const ConvGeometry&, const T*, Operand, \
-                                    const float*, T*, bool);                \
-  template void winograd_backward_data<T>(const ConvGeometry&, const T*,    \
-                                          Operand, T*, bool, const float*);
+template <class T, class W>
+void winograd_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
+                               W* dw, bool accum, float* db) {
+  const f2x2::Plane s{g.batch,          g.in_channels,   g.out_channels,
+                      g.in_spatial[0],  g.in_spatial[1], g.out_spatial[0],
+                      g.out_spatial[1], g.pad[0],        g.pad[1]};
+  f2x2::run_weight_grad(s, x, dy, dw, accum);
+  if (db) {
+    channel_sums(dy, g.batch, g.out_channels, shape_size(g.out_spatial), db);
+  }
+}
+
+#define MG_INSTANTIATE_WINOGRAD(T)                                             \
+  template bool winograd_f2_runs<T>(const ConvGeometry&);                      \
+  template void winograd_forward<T>(const ConvGeometry&, const T*, Operand,    \
+                                    const float*, T*, bool);                   \
+  template void winograd_backward_data<T>(const ConvGeometry&, const T*,       \
+                                          Operand, T*, bool, const float*);    \
+  template void winograd_backward_weights<T, T>(const ConvGeometry&, const T*, \
+                                                const T*, T*, bool, float*);
 MG_INSTANTIATE_WINOGRAD(float)
 MG_INSTANTIATE_WINOGRAD(Half)
 MG_INSTANTIATE_WINOGRAD(BFloat16)
 #undef MG_INSTANTIATE_WINOGRAD
+template void winograd_backward_weights<Half, float>(const ConvGeometry&,
+                                                     const Half*, const Half*,
+                                                     float*, bool, float*);
+template void winograd_backward_weights<BFloat16, float>(const ConvGeometry&,
+                                                         const BFloat16*,
+                                                         const BFloat16*,
+                                                         float*, bool, float*);
 
 }  // namespace mg::cpu

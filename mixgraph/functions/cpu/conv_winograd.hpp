@@ -1,7 +1,7 @@
 // Our Winograd convolution, F(2x2, 3x3), for the CPUs where oneDNN 2.6 has
-// none (its Winograd kernels are AVX-512 only): the forward pass and the
-// backward data pass of a 3x3, stride 1 convolution, in fp32 on our packed
-// product (gemm_packed.hpp), for float, half and bfloat16 data.
+// none (its Winograd kernels are AVX-512 only): the three passes of a 3x3,
+// stride 1 convolution, in fp32 on our packed product (gemm_packed.hpp),
+// for float, half and bfloat16 data.
 #pragma once
 
 #include <mixgraph/functions/convolution.hpp>
@@ -9,8 +9,9 @@
 
 namespace mg::cpu {
 
-/// Whether conv_forward() and conv_backward_data() (conv_dnnl.hpp) take
-/// winograd_forward() and winograd_backward_data() for g on T: Winograd
+/// Whether conv_forward(), conv_backward_data() and conv_backward_weights()
+/// (conv_dnnl.hpp) take the functions below for g on T (the weight grad of
+/// maps of at most 16 positions stays weights_by_product()'s): Winograd
 /// allowed (set_conv_winograd()), the CPU without AVX-512 (AVX2, FMA and
 /// F16C; with AVX-512 oneDNN's own F(4x4, 3x3) runs), T computing in fp32,
 /// g 2-D, 3x3, stride 1, no dilation, one group, pads of at most 2, in and
@@ -39,5 +40,14 @@ void winograd_forward(const ConvGeometry& g, const T* x, Operand w,
 template <class T>
 void winograd_backward_data(const ConvGeometry& g, const T* dy, Operand w,
                             T* dx, bool accum, const float* b);
+
+/// dW (+)= conv_backward_weights(x, dy), as conv_backward_weights(): dW =
+/// G^T (the sum over tiles of (A dy A^T) . (B^T x B)) G, the products' 16
+/// sums over tiles (K x C each, a sum per thread, added up at the end)
+/// brought back to the 3x3 kernels; with db, db[c] = the fp32 sum of dy's
+/// channel c. Needs winograd_f2_runs<T>(g).
+template <class T, class W>
+void winograd_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
+                               W* dw, bool accum, float* db);
 
 }  // namespace mg::cpu
