@@ -406,9 +406,12 @@ TEST(ConvWinograd, RunsWhereOneDnnHasNone) {
     EXPECT_EQ(cpu::conv_implementation<float>(g, op), "mixgraph:winograd_f2x2")
         << op;
   }
-  {  // maps of at most 16 positions keep the weight grad's one product
+  {  // 4x4 maps' weight grad too; 2x2 maps keep their one product
     ConvGeometry small = g;
     small.in_spatial = small.out_spatial = {4, 4};
+    EXPECT_EQ(cpu::conv_implementation<float>(small, "backward_weights"),
+              "mixgraph:winograd_f2x2");
+    small.in_spatial = small.out_spatial = {2, 2};
     EXPECT_EQ(cpu::conv_implementation<float>(small, "backward_weights"),
               "mixgraph:im2col_gemm");
   }

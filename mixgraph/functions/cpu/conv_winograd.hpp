@@ -11,7 +11,7 @@ namespace mg::cpu {
 
 /// Whether conv_forward(), conv_backward_data() and conv_backward_weights()
 /// (conv_dnnl.hpp) take the functions below for g on T (the weight grad of
-/// maps of at most 16 positions stays weights_by_product()'s): Winograd
+/// maps of at most 4 positions stays weights_by_product()'s): Winograd
 /// allowed (set_conv_winograd()), the CPU without AVX-512 (AVX2, FMA and
 /// F16C; with AVX-512 oneDNN's own F(4x4, 3x3) runs), T computing in fp32,
 /// g 2-D, 3x3, stride 1, no dilation, one group, pads of at most 2, in and
