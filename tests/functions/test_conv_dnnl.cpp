@@ -514,6 +514,12 @@ TEST(ConvWinograd, ComputesEveryPass) {
     check_winograd_weights<Half, Half>(g, 1.0 / 2048);
     check_winograd_weights<BFloat16, BFloat16>(g, 1.0 / 256);
   }
+  // 128 channels in, 136 out: a weight grad whose sums over tiles (16 x
+  // 136 x 128 floats) the threads share out by point instead of keeping a
+  // set each (100 tiles: two blocks, so two threads share them).
+  ConvGeometry wide = winograd_f2_maps();
+  wide.in_channels = 128, wide.out_channels = 136;
+  check_winograd_weights<float, float>(wide, 0);
 }
 
 // On values that round (uniform in [-1, 1]), Winograd's error against the
