@@ -383,11 +383,11 @@ std::unique_ptr<cpu::ScopedCpuFeatures> avx2_only() {
   return std::make_unique<cpu::ScopedCpuFeatures>(f);
 }
 
-// 5 images of 32 x 9 x 7 (odd maps: the last row and column of tiles half
-// outside), 40 kernels, pad 1.
+// 5 images of 48 x 9 x 7 (odd maps: the last row and column of tiles half
+// outside), 64 kernels, pad 1.
 ConvGeometry winograd_f2_maps(int64_t pad = 1) {
   ConvGeometry g = geometry(false);
-  g.batch = 5, g.in_channels = 32, g.out_channels = 40;
+  g.batch = 5, g.in_channels = 48, g.out_channels = 64;
   g.in_spatial = {9, 7};
   g.pad = {pad, pad};
   g.out_spatial = {9 + 2 * pad - 2, 7 + 2 * pad - 2};
@@ -424,6 +424,17 @@ TEST(ConvWinograd, RunsWhereOneDnnHasNone) {
   EXPECT_FALSE(runs([](ConvGeometry& c) { c.pad = {3, 1}; }));
   EXPECT_FALSE(runs([](ConvGeometry& c) { c.in_channels = 24; }));
   EXPECT_FALSE(runs([](ConvGeometry& c) { c.out_channels = 36; }));
+  EXPECT_FALSE(
+      runs([](ConvGeometry& c) { c.out_channels = 40; }));  // 2.5 panels
+  {  // 32 channels: the data passes ours, the weight grad oneDNN's
+    ConvGeometry narrow = g;
+    narrow.in_channels = 32;
+    EXPECT_EQ(cpu::conv_implementation<float>(narrow, "forward"),
+              "mixgraph:winograd_f2x2");
+    EXPECT_EQ(cpu::conv_implementation<float>(narrow, "backward_weights")
+                  .find("winograd"),
+              std::string::npos);
+  }
   EXPECT_FALSE(runs([](ConvGeometry& c) { c.group = 2; }));
   EXPECT_FALSE(runs([](ConvGeometry& c) { c.stride = {1, 2}; }));
   EXPECT_FALSE(runs([](ConvGeometry& c) { c.dilation = {2, 1}; }));
@@ -514,11 +525,11 @@ TEST(ConvWinograd, ComputesEveryPass) {
     check_winograd_weights<Half, Half>(g, 1.0 / 2048);
     check_winograd_weights<BFloat16, BFloat16>(g, 1.0 / 256);
   }
-  // 128 channels in, 136 out: a weight grad whose sums over tiles (16 x
-  // 136 x 128 floats) the threads share out by point instead of keeping a
+  // 128 channels in, 144 out: a weight grad whose sums over tiles (16 x
+  // 144 x 128 floats) the threads share out by point instead of keeping a
   // set each (100 tiles: two blocks, so two threads share them).
   ConvGeometry wide = winograd_f2_maps();
-  wide.in_channels = 128, wide.out_channels = 136;
+  wide.in_channels = 128, wide.out_channels = 144;
   check_winograd_weights<float, float>(wide, 0);
 }
 

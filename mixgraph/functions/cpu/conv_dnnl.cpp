@@ -557,13 +557,16 @@ void execute_empty(ConvOp op, const ConvGeometry& g, const float* bias, T* out,
 }
 
 // Whether the weight grad is our Winograd's: where it takes the data
-// passes and the output maps have more than 4 positions. Held to AVX2 (an
-// Intel Xeon, batch 32, 2 threads), against the im2col product that maps
-// of at most 16 positions take: 1.13-1.27x faster on 4x4 maps, 1.21-1.54x
-// on 6x6 (32 to 512 channels), 0.81-0.89x on 2x2.
+// passes, with at least 48 channels in and out, and output maps of more
+// than 4 positions. Held to AVX2 (an Intel Xeon, batch 32, 2 threads):
+// against oneDNN's kernel 0.82-0.92x with 32 channels, 1.37-1.41x with 48
+// (32x32 and 16x16 maps); against the im2col product that maps of at most
+// 16 positions take, 1.13-1.27x on 4x4 maps, 1.21-1.54x on 6x6 (32 to 512
+// channels), 0.81-0.89x on 2x2.
 template <class T>
 bool weights_by_winograd(const ConvGeometry& g) {
-  return winograd_f2_runs<T>(g) && shape_size(g.out_spatial) > 4;
+  return winograd_f2_runs<T>(g) && g.in_channels >= 48 &&
+         g.out_channels >= 48 && shape_size(g.out_spatial) > 4;
 }
 
 }  // namespace

@@ -15,8 +15,9 @@ namespace mg::cpu {
 /// allowed (set_conv_winograd()), the CPU without AVX-512 (AVX2, FMA and
 /// F16C; with AVX-512 oneDNN's own F(4x4, 3x3) runs), T computing in fp32,
 /// g 2-D, 3x3, stride 1, no dilation, one group, pads of at most 2, in and
-/// out channels multiples of 8 and at least 32 (fewer channels make the
-/// products too short to pay for the transforms).
+/// out channels multiples of 16 and at least 32 (conv_winograd.cpp says
+/// why); the weight grad also wants at least 48 each way and maps of more
+/// than 4 positions (conv_dnnl.cpp's weights_by_winograd()).
 template <class T>
 bool winograd_f2_runs(const ConvGeometry& g);
 
@@ -26,8 +27,9 @@ bool winograd_f2_runs(const ConvGeometry& g);
 /// and transformed back (A^T m A). 16 products of C x K per 4 outputs where
 /// the direct sum takes 36: 2.25x fewer multiply-adds, for the transforms'
 /// passes. Its rounding differs from the direct sum's; still fp32 (the
-/// transforms only add and halve), with an error below oneDNN's F(4x4, 3x3)
-/// (conv_dnnl.hpp). Needs winograd_f2_runs<T>(g).
+/// transforms only add and halve), with an error that measured as small as
+/// the direct kernel's (ConvWinograd.ErrorWithinAFewUlps). Needs
+/// winograd_f2_runs<T>(g).
 template <class T>
 void winograd_forward(const ConvGeometry& g, const T* x, Operand w,
                       const float* b, T* y, bool accum);
@@ -36,16 +38,18 @@ void winograd_forward(const ConvGeometry& g, const T* x, Operand w,
 /// stride 1, the convolution of dy with W's kernels turned 180 degrees and
 /// its channels swapped, pad 2 - pad; the turned kernels' transforms are
 /// the forward ones' with their rows and columns permuted (G J = P G), so
-/// both passes share one weight transform. Needs winograd_f2_runs<T>(g).
+/// the same weight transform serves, its points read in another order.
+/// Needs winograd_f2_runs<T>(g).
 template <class T>
 void winograd_backward_data(const ConvGeometry& g, const T* dy, Operand w,
                             T* dx, bool accum, const float* b);
 
 /// dW (+)= conv_backward_weights(x, dy), as conv_backward_weights(): dW =
-/// G^T (the sum over tiles of (A dy A^T) . (B^T x B)) G, the products' 16
-/// sums over tiles (K x C each, a sum per thread, added up at the end)
-/// brought back to the 3x3 kernels; with db, db[c] = the fp32 sum of dy's
-/// channel c. Needs winograd_f2_runs<T>(g).
+/// G^T (the sum over tiles of (A dy A^T) . (B^T x B)) G: the products' 16
+/// sums over tiles (K x C each; a set per thread up to 1 MB a set, else one
+/// set whose points the threads share) brought back to the 3x3 kernels;
+/// with db, db[c] = the fp32 sum of dy's channel c. Needs
+/// winograd_f2_runs<T>(g).
 template <class T, class W>
 void winograd_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
                                W* dw, bool accum, float* db);
