@@ -367,6 +367,53 @@ TEST(GemmPacked, PackedBAgainstTheReference) {
   }
 }
 
+// A PackedB written in place through panel_row() (Winograd's transformed
+// kernels are computed straight into their packs) multiplies exactly as
+// one packed from the same B: rows across KC's blocks (k 700), a last
+// panel part padding (its columns past n zero without being written, as
+// the packing constructor leaves them: garbage there is never summed into
+// C, but could hold slow subnormals), on each tile's panel width. Empty sizes
+// are refused as the packing constructor refuses them.
+TEST(GemmPacked, PackedBWrittenInPlace) {
+  if (!cpu::gemm_packed_available()) GTEST_SKIP() << "no AVX2, FMA and F16C";
+  for (const auto& [tile, features, depth] : packed_tiles()) {
+    if (depth == cpu::PackedDepth::long_k) continue;
+    const cpu::ScopedCpuFeatures path(features);
+    SCOPED_TRACE(tile);
+    const int64_t m = 13, n = 70, k = 700;
+    const auto b = grid_values(k * n, 31), a = grid_values(m * k, 32);
+    const cpu::PackedB packed(false, n, k, cpu::Operand{b.data(), Dtype::f32});
+    cpu::PackedB written(n, k);
+    ASSERT_EQ(written.panel_width(), packed.panel_width());
+    const int64_t w = written.panel_width(), last = (n - 1) / w * w;
+    for (int64_t q = 0; q < k; ++q) {  // the padding, as the packing's
+      const float* row = written.panel_row(q, last);
+      for (int64_t j = n - last; j < w; ++j) ASSERT_EQ(row[j], 0.0f) << q;
+    }
+    for (int64_t q = 0; q < k; ++q) {
+      for (int64_t j0 = 0; j0 < n; j0 += w) {
+        float* row = written.panel_row(q, j0);
+        for (int64_t j = j0; j < std::min(n, j0 + w); ++j) {
+          row[j - j0] = b[q * n + j];
+        }
+      }
+    }
+    std::vector<float> c(m * n, 7.0f), c_written(m * n, 7.0f);
+    packed.multiply(m, a.data(), c.data(), nullptr, false);
+    written.multiply(m, a.data(), c_written.data(), nullptr, false);
+    EXPECT_EQ(c_written, c);
+  }
+  for (const auto& [n, k] : {std::pair{0, 4}, std::pair{4, 0}}) {
+    try {
+      cpu::PackedB empty(n, k);
+      ADD_FAILURE() << "a " << k << " x " << n << " B was made";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("[PackedB] B is"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // Integer data is never read as a float type: an operand of another type
 // is refused by name, and C is left as it was.
 TEST(GemmPacked, RefusesOperandsOfOtherTypes) {
