@@ -403,10 +403,7 @@ Sizes sizes(ConvOp op, const ConvGeometry& g) {
 
 // Images per chunk: the chunk's fp32 activations about conv_chunk_bytes().
 int64_t chunk_batch(const ConvGeometry& g, const Sizes& s) {
-  const int64_t per_image = (s.a + s.b + s.out) * int64_t{4};
-  const int64_t target = std::max<int64_t>(1, conv_chunk_bytes() / per_image);
-  const int64_t chunks = (g.batch + target - 1) / target;
-  return (g.batch + chunks - 1) / chunks;  // chunks of equal size, or nearly
+  return conv_chunk_images(g.batch, s.a + s.b + s.out);
 }
 
 // The plan for `op` on T at batch n (falling back from a bf16 kernel to
@@ -575,6 +572,12 @@ int64_t conv_chunk_bytes() {
   const int64_t forced = chunk_bytes_override.load(std::memory_order_relaxed);
   if (forced > 0) return forced;
   return std::clamp<int64_t>(l3_bytes(), int64_t{16} << 20, int64_t{64} << 20);
+}
+
+int64_t conv_chunk_images(int64_t batch, int64_t floats_per_image) {
+  const int64_t fit = std::max<int64_t>(
+      1, conv_chunk_bytes() / (std::max<int64_t>(floats_per_image, 1) * 4));
+  return ceil_div(batch, ceil_div(batch, fit));
 }
 
 bool winograd_pays(const ConvGeometry& g) {

@@ -83,6 +83,11 @@ void channel_sums(const T* a, int64_t batch, int64_t channels, int64_t spatial,
 /// set_conv_chunk_bytes() gave.
 int64_t conv_chunk_bytes();
 
+/// Images per chunk of a batch whose images each hold `floats_per_image`
+/// fp32 floats of scratch copies: about conv_chunk_bytes() a chunk (at
+/// least one image), the chunks of equal size or nearly.
+int64_t conv_chunk_images(int64_t batch, int64_t floats_per_image);
+
 /// Fixes the chunk size (bytes > 0) or gives it back to the L3 rule (0): for
 /// tests that need a batch cut into chunks, and for tuning.
 void set_conv_chunk_bytes(int64_t bytes);

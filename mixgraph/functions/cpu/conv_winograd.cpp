@@ -39,8 +39,6 @@ constexpr int kPoints = 16;
 constexpr int64_t kBlockTiles = 96;
 constexpr int64_t kTileRows = 6;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // A convolution as the transforms see it: `ins` channels of ih x iw in,
 // `outs` of oh x ow out, each output 2x2 block from the 4x4 inputs at
 // (2 ty - pad_h, 2 tx - pad_w).
@@ -52,12 +50,9 @@ struct Plane {
   int64_t in_image() const { return ins * ih * iw; }
   int64_t out_image() const { return outs * oh * ow; }
   // Images per chunk of the batch, as conv_dnnl.cpp cuts it: a chunk's
-  // blocked copies of its input and output about conv_chunk_bytes(), the
-  // chunks of equal size or nearly.
+  // blocked copies of its input and output about conv_chunk_bytes().
   int64_t chunk_images() const {
-    const int64_t fit = std::max<int64_t>(
-        1, conv_chunk_bytes() / ((in_image() + out_image()) * int64_t{4}));
-    return ceil_div(batch, ceil_div(batch, fit));
+    return conv_chunk_images(batch, in_image() + out_image());
   }
   // Tile t's image and its first output's row and column; the tiles run
   // along the rows of each image, image after image.

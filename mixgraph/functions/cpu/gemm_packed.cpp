@@ -115,8 +115,6 @@ struct Avx512PackedBTile : Avx512Tile {
   static constexpr int64_t kKC = 512;
 };
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // Small products on one thread: waking the team costs more.
 int product_threads(int64_t m, int64_t n, int64_t k, int64_t batch) {
   const double flops = 2.0 * m * n * k * batch;
