@@ -16,7 +16,7 @@
 //                [--threads N] [--steps N] [--rounds N] [--warmup N]
 //                [--peers PYTHON] [--isa native|avx2] [--backend cpu|cudnn]
 //                [--peers-script PATH]  (default: this source tree's
-//                benchmarks/python_models.py) [--memory]
+//                benchmarks/python_models.py) [--memory] [--functions]
 //
 // --backend cudnn trains ours on the GPU (context "cudnn:<type>") and the
 // peers there too (float32, fp16 AMP with a GradScaler, bf16 autocast),
@@ -49,7 +49,9 @@
 // updates, and the rest (the graph's own work, the loss scaler's checks);
 // then, on the CPU, the products' own rate against the fp32 FMA peak (the
 // LSTM's over its products and cells, the GPT's over its products and
-// attention), and the three largest of "other".
+// attention), and the three largest of "other". --functions lists every
+// function's forward, backward and update there, ms per step, largest
+// first.
 //
 // --memory adds, per model, each configuration's peak resident set (the
 // kernel's VmHWM) in a process of its own: ours (this program again, with
@@ -102,6 +104,7 @@ struct Options {
   std::vector<std::string> models{"resnet18", "gpt", "lstm", "unet"};
   std::vector<std::string> types{"float", "half", "bfloat16"};
   bool memory = false;        // --memory: the RSS table
+  bool functions = false;     // --functions: every function in the split
   bool memory_child = false;  // one configuration's RSS, for --memory
 };
 
@@ -489,7 +492,7 @@ constexpr const char* kUsage =
     "                    [--steps N] [--rounds N] [--warmup N]\n"
     "                    [--peers PYTHON] [--isa native|avx2]\n"
     "                    [--backend cpu|cudnn] [--peers-script PATH]\n"
-    "                    [--memory]\n";
+    "                    [--memory] [--functions]\n";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -499,9 +502,11 @@ Options parse(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     }
-    if (k == "--memory" || k == "--memory-child") {  // flags: no value
-      (k == "--memory" ? o.memory : o.memory_child) = true;
-      --i;
+    if (k == "--memory" || k == "--memory-child" || k == "--functions") {
+      (k == "--memory"      ? o.memory
+       : k == "--functions" ? o.functions
+                            : o.memory_child) = true;
+      --i;  // flags: no value
       continue;
     }
     if (i + 1 >= argc) {
@@ -548,6 +553,8 @@ struct StepSplit {
   double step_ms = 0;
   std::map<std::string, double> ms;                   // by category, per step
   std::vector<std::pair<double, std::string>> other;  // largest first
+  // Every profiled call ("Affine backward", "Adam update"), largest first.
+  std::vector<std::pair<double, std::string>> functions;
 };
 
 std::string category_of(const std::string& key) {
@@ -587,10 +594,12 @@ StepSplit step_split(Trainer& trainer, int steps) {
     s.ms[c] += ms;
     recorded += ms;
     if (c == "other") other[key.substr(0, key.rfind(' '))] += ms;
+    s.functions.emplace_back(ms, key);
   }
   s.ms["rest"] = s.step_ms - recorded;
   for (const auto& [fn, ms] : other) s.other.emplace_back(ms, fn);
   std::sort(s.other.rbegin(), s.other.rend());
+  std::sort(s.functions.rbegin(), s.functions.rend());
   return s;
 }
 
@@ -643,6 +652,10 @@ void print_splits(const Options& o, const std::string& model,
                   s.other[k].first);
     }
     std::printf("\n");
+    if (!o.functions) continue;
+    for (const auto& [ms, key] : s.functions) {
+      std::printf("%-24s   %-40s %8.2f ms\n", "", key.c_str(), ms);
+    }
   }
 }
 
