@@ -2,9 +2,9 @@
 // CPU can run and compared with its scalar twin: the float <-> half and
 // float <-> bfloat16 converters (AVX-512F, F16C, AVX2), 2x2 max pooling
 // (AVX-512F, AVX2), the solvers' grad pass and their update rules' loop
-// (AVX-512F, AVX2), the unary elementwise functions' loops (AVX-512F, AVX2),
-// the recurrent cells' rows (RNN, LSTM, GRU; AVX-512F, AVX2), softmax's rows
-// and batch normalization's pieces (AVX-512F, AVX2).
+// (AVX-512F, AVX2), the unary and binary elementwise functions' loops
+// (AVX-512F, AVX2), the recurrent cells' rows (RNN, LSTM, GRU; AVX-512F,
+// AVX2), softmax's rows and batch normalization's pieces (AVX-512F, AVX2).
 // cpu::ScopedCpuFeatures picks the path in-process (the scalar one by holding
 // every feature back); a path the CPU lacks is skipped with a message naming
 // the feature, and each test records (and prints) the path it ran, so that a CI
@@ -23,6 +23,7 @@
 #include <mixgraph/functions/elementwise_builders.hpp>
 #include <mixgraph/functions/loss.hpp>
 #include <mixgraph/functions/normalization.hpp>
+#include <mixgraph/functions/ops/binary_ops.hpp>
 #include <mixgraph/functions/ops/unary_ops.hpp>
 #include <mixgraph/functions/recurrent.hpp>
 #include <mixgraph/functions/softmax.hpp>
@@ -618,6 +619,108 @@ TEST(IsaPaths, UnaryLoopsAvx512) {
   SKIP_WITHOUT(avx512f, "AVX-512F");
   check_unary_path(avx512f_only());
   ran("unary elementwise loops", "avx512f");
+}
+
+// ---- the binary elementwise loops (cpu/elementwise.hpp, 16 wide) ----
+
+// Binary functions over float_inputs() against the same values reversed,
+// or against one value broadcast (read as a repeated value; its grad a sum
+// over every element), in `type`: y, both grads, then both after a second
+// backward added to them, on the path `features` selects.
+struct BinaryCase {
+  const char* name;
+  VariablePtr (*build)(const VariablePtr&, const VariablePtr&);
+};
+const BinaryCase kBinaryCases[] = {
+    {"Add2", [](const VariablePtr& a,
+                const VariablePtr& b) { return functions::add2(a, b); }},
+    {"Mul2", [](const VariablePtr& a,
+                const VariablePtr& b) { return functions::mul2(a, b); }},
+    {"Div2", [](const VariablePtr& a,
+                const VariablePtr& b) { return functions::div2(a, b); }},
+    {"Pow2", [](const VariablePtr& a,
+                const VariablePtr& b) { return functions::pow2(a, b); }},
+    {"Maximum2",
+     [](const VariablePtr& a, const VariablePtr& b) {
+       return functions::maximum2(a, b);
+     }},
+};
+
+std::vector<uint32_t> binary_run(const CpuFeatures& features,
+                                 const BinaryCase& c, const char* type,
+                                 bool broadcast) {
+  ScopedCpuFeatures path(features);
+  expect_path(features);
+  ContextGuard ctx(context("cpu", type));
+  const auto in = float_inputs();
+  const auto n = static_cast<int64_t>(in.size());
+  const std::vector<float> reversed(in.rbegin(), in.rend());
+  auto a = variable_from({n}, in, true);
+  auto b = broadcast ? variable_from({1}, {-2.5f}, true)
+                     : variable_from({n}, reversed, true);
+  auto y = c.build(a, b);
+  y->forward();
+  a->grad()->zero();
+  b->grad()->zero();
+  y->backward(0.75f);
+  std::vector<uint32_t> bits;
+  append_bits(bits, y->data()->get<const float>(), y->size());
+  append_bits(bits, a->grad()->get<const float>(), a->size());
+  append_bits(bits, b->grad()->get<const float>(), b->size());
+  y->backward(0.5f);  // adds to the grads
+  append_bits(bits, a->grad()->get<const float>(), a->size());
+  append_bits(bits, b->grad()->get<const float>(), b->size());
+  return bits;
+}
+
+// The baseline loop against the functor called here, element by element.
+TEST(IsaPaths, BinaryLoopsBaseline) {
+  const auto in = float_inputs();
+  const size_t n = in.size();
+  const std::vector<uint32_t> got =
+      binary_run(none(), kBinaryCases[2], "float", false);  // Div2
+  const ops::Div2 op;
+  for (size_t i = 0; i < n; ++i) {
+    const float a = in[i], b = in[n - 1 - i];
+    const float want[3] = {op(a, b), op.grad0(a, b, 0.0f, 0.75f),
+                           op.grad1(a, b, 0.0f, 0.75f)};
+    for (int part = 0; part < 3; ++part) {
+      if (std::isnan(want[part])) continue;
+      uint32_t w;
+      std::memcpy(&w, &want[part], 4);
+      ASSERT_EQ(got[part * n + i], w)
+          << "Div2 part " << part << " at " << a << " / " << b;
+    }
+  }
+  ran("binary elementwise loops", "baseline");
+}
+
+void check_binary_path(const CpuFeatures& features) {
+  for (const char* type : {"float", "half", "bfloat16"}) {
+    for (const BinaryCase& c : kBinaryCases) {
+      for (bool broadcast : {false, true}) {
+        expect_same_bits(binary_run(features, c, type, broadcast),
+                         binary_run(none(), c, type, broadcast),
+                         std::string(c.name) + " in " + type +
+                             (broadcast ? ", broadcast" : ""));
+      }
+    }
+  }
+}
+
+TEST(IsaPaths, BinaryLoopsAvx2) {
+  SKIP_WITHOUT(avx2, "AVX2");
+  SKIP_WITHOUT(f16c, "F16C");
+  CpuFeatures f = avx2_only();
+  f.f16c = true;
+  check_binary_path(f);
+  ran("binary elementwise loops", "avx2 + f16c");
+}
+
+TEST(IsaPaths, BinaryLoopsAvx512) {
+  SKIP_WITHOUT(avx512f, "AVX-512F");
+  check_binary_path(avx512f_only());
+  ran("binary elementwise loops", "avx512f");
 }
 
 // ---- the recurrent cells' rows (cpu/recurrent.cpp, 16 wide) ----
