@@ -502,11 +502,13 @@ Options parse(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     }
-    if (k == "--memory" || k == "--memory-child" || k == "--functions") {
-      (k == "--memory"      ? o.memory
-       : k == "--functions" ? o.functions
-                            : o.memory_child) = true;
-      --i;  // flags: no value
+    bool* const flag = k == "--memory"         ? &o.memory
+                       : k == "--memory-child" ? &o.memory_child
+                       : k == "--functions"    ? &o.functions
+                                               : nullptr;
+    if (flag) {  // flags take no value
+      *flag = true;
+      --i;
       continue;
     }
     if (i + 1 >= argc) {

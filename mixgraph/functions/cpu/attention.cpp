@@ -168,7 +168,7 @@ class ScaledDotProductAttentionCpu : public ScaledDotProductAttention {
     const Operand v{input<T>(in[2]), dtype_of<T>};
     T* y = output<T>(out[0]);
     const int64_t L = len_q_, S = len_k_, E = dim_, Ev = dim_v_;
-    const int64_t blocks = (L + kQueryBlock - 1) / kQueryBlock;
+    const int64_t blocks = ceil_div(L, kQueryBlock);
     const int64_t tasks = batch_ * blocks;
     const bool causal = opts_.causal;
 #pragma omp parallel if (tasks > 1 && batch_ * L * S >= kParallelMinCompute)

@@ -518,8 +518,9 @@ bool winograd_f2_runs(const ConvGeometry& g) {
   // 0.05-0.5x oneDNN's direct time; with 32, 1.05-1.12x in the data passes
   // (the products' k of 32 is short), with 48, 1.6-1.8x (batch 32, 32x32
   // and 16x16 maps, held to AVX2).
+  constexpr int64_t kPanel = 16;  // gemm_packed.cpp's AVX2 tile's columns
   for (const int64_t c : {g.in_channels, g.out_channels}) {
-    if (c < 32 || c % 16 != 0) return false;
+    if (c < 32 || c % kPanel != 0) return false;
   }
   return g.batch > 0 && g.x_size() > 0 && g.y_size() > 0;
 }

@@ -23,6 +23,7 @@ constexpr int64_t kBlock = 1024;
 
 /// a / b rounded up, for a >= 0 and b > 0.
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 /// Below this many elements a loop of a few operations an element runs on
 /// one thread: 1 << 15, or 1 << 20 where OMP_WAIT_POLICY is passive. There
 /// the team sleeps between parallel regions and each region pays a futex

@@ -319,7 +319,7 @@ void for_each_broadcast_row(const BroadcastPlan& p, Fn&& fn,
     first = d;
   }
   const int64_t rows = row ? shape_size(p.out_shape) / row : 0;
-  const int64_t chunks = (row + kBlock - 1) / kBlock;  // per run
+  const int64_t chunks = ceil_div(row, kBlock);  // per run
 #pragma omp parallel for schedule(static) if (!serial && \
                                               rows * row >= parallel_min())
   for (int64_t k = 0; k < rows * chunks; ++k) {
