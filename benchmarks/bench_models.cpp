@@ -47,9 +47,13 @@
 // composed form's Softmax), the loss
 // (SoftmaxCrossEntropy and Mean), every other function, the solver's
 // updates, and the rest (the graph's own work, the loss scaler's checks);
-// then, on the CPU, the products' own rate against the fp32 FMA peak (the
-// LSTM's over its products and cells, the GPT's over its products and
-// attention), and the three largest of "other". --functions lists every
+// then, on the CPU, the products' rate against the fp32 FMA peak over the
+// time of the functions that hold them (the LSTM's over its products and
+// cells, the GPT's over its products and attention), their "own rate" over
+// the time the products themselves took (FunctionProfile's
+// product_seconds(): gemm() and the packed products, the convolutions
+// whole, Winograd's transforms and oneDNN's reorders included), and the
+// three largest of "other". --functions lists every
 // function's forward, backward and update there, ms per step, largest
 // first.
 //
@@ -553,6 +557,7 @@ namespace {
 // Where one configuration's steps go, by the categories of the header.
 struct StepSplit {
   double step_ms = 0;
+  double products_ms = 0;  // the products' own time (FunctionProfile's)
   std::map<std::string, double> ms;                   // by category, per step
   std::vector<std::pair<double, std::string>> other;  // largest first
   // Every profiled call ("Affine backward", "Adam update"), largest first.
@@ -588,6 +593,7 @@ StepSplit step_split(Trainer& trainer, int steps) {
   time_runs([&] { trainer.step(); }, 0, steps, seconds);
   StepSplit s;  // means, as the profile's sums are
   for (double t : seconds) s.step_ms += t * 1e3 / steps;
+  s.products_ms = profile.product_seconds() * 1e3 / steps;
   std::map<std::string, double> other;  // by function, both passes
   double recorded = 0;
   for (const auto& [key, t] : profile.times()) {
@@ -621,7 +627,8 @@ void print_splits(const Options& o, const std::string& model,
              : "",
       "configuration", "step");
   for (const char* c : kColumns) std::printf(" %14s", c);
-  std::printf(" %14s\n", on_gpu ? "" : "products' rate");
+  std::printf(" %14s %14s\n", on_gpu ? "" : "products' rate",
+              on_gpu ? "" : "own rate");
   for (size_t i = 0; i < ours.size(); ++i) {
     const StepSplit s = step_split(*ours[i], o.steps);
     std::printf("%-24s %8.1f", ("mixgraph " + o.types[i]).c_str(), s.step_ms);
@@ -641,12 +648,16 @@ void print_splits(const Options& o, const std::string& model,
     };
     const double holding_ms =
         ms_of("products") + ms_of("recurrent") + ms_of("attention");
-    char rate[32] = "";  // against the CPU's peak: not a GPU's figure
+    // And over their own time, timed inside them (ProductScope).
+    char rate[32] = "", own[32] = "";  // the CPU's peak: not a GPU's figure
     if (!on_gpu) {
       std::snprintf(rate, sizeof rate, "%.0f%% of peak",
                     100.0 * gflop / (holding_ms / 1e3) / peak);
+      std::snprintf(own, sizeof own, "%.0f%% (%.1f ms)",
+                    100.0 * gflop / (s.products_ms / 1e3) / peak,
+                    s.products_ms);
     }
-    std::printf(" %14s\n", rate);
+    std::printf(" %14s %14s\n", rate, own);
     std::printf("%-24s largest other:", "");
     const size_t shown = on_gpu ? 6 : 3;  // a GPU's "other" is many kernels
     for (size_t k = 0; k < s.other.size() && k < shown; ++k) {

@@ -2,6 +2,8 @@
 
 #include <mixgraph/contexts/device.hpp>
 
+#include <omp.h>
+
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -12,6 +14,7 @@ namespace mg {
 struct FunctionProfile::State {
   mutable std::mutex mutex;
   std::map<std::string, Time> times;
+  std::atomic<int64_t> product_ns{0};  // ProductScope's, shares summed
   // The device waited for around each call; null for none (the host).
   DeviceBackend* device = nullptr;
   int device_index = 0;
@@ -27,6 +30,10 @@ namespace {
 std::atomic<FunctionProfile*> g_recording{nullptr};
 // How many timed calls this thread is inside: only the outermost records.
 thread_local int t_depth = 0;
+// The same for products, and how many outermost products run outside a
+// parallel region now (their own teams' products are theirs).
+thread_local int t_product_depth = 0;
+std::atomic<int> g_whole_team_products{0};
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -68,9 +75,14 @@ double FunctionProfile::total_seconds() const {
   return total;
 }
 
+double FunctionProfile::product_seconds() const {
+  return static_cast<double>(state_->product_ns.load()) * 1e-9;
+}
+
 void FunctionProfile::clear() {
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->times.clear();
+  state_->product_ns = 0;
 }
 
 bool FunctionProfile::recording() {
@@ -106,6 +118,33 @@ FunctionProfile::Scope::~Scope() {
   Time& t = p->state_->times[key_];
   t.seconds += seconds;
   ++t.calls;
+}
+
+FunctionProfile::ProductScope::ProductScope() {
+  if (!recording()) return;
+  counted_ = true;
+  if (t_product_depth++ > 0) return;
+  if (omp_in_parallel()) {
+    if (g_whole_team_products.load(std::memory_order_relaxed) > 0) return;
+    team_size_ = omp_get_num_threads();
+  } else {
+    whole_team_ = true;
+    g_whole_team_products.fetch_add(1, std::memory_order_relaxed);
+  }
+  start_ns_ = now_ns();
+}
+
+FunctionProfile::ProductScope::~ProductScope() {
+  if (!counted_) return;
+  --t_product_depth;
+  if (whole_team_) {
+    g_whole_team_products.fetch_sub(1, std::memory_order_relaxed);
+  }
+  if (start_ns_ < 0) return;
+  const int64_t share = (now_ns() - start_ns_) / team_size_;
+  if (FunctionProfile* p = g_recording.load()) {
+    p->state_->product_ns.fetch_add(share, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace mg

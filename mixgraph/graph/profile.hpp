@@ -11,6 +11,13 @@
 // cost, some microseconds a call: the shares are the information, not the
 // sum). A function run inside another's forward or backward counts as the
 // outer one's time, so that the entries add up to no more than the step.
+//
+// Beside the functions, the CPU's matrix products and convolutions time
+// themselves (ProductScope, at the few places they run: gemm(), the packed
+// products, oneDNN's convolutions): product_seconds() is how much of the
+// step they took, without their functions' other work (a bias sum, the
+// cells of a recurrent step, attention's softmax), so that a model's
+// products can be held to the FMA peak on their own.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +48,12 @@ class FunctionProfile {
   std::map<std::string, Time> times() const;
   /// The sum of every entry's seconds.
   double total_seconds() const;
+  /// The CPU's products' share of the wall time so far: each outermost
+  /// product called outside a parallel region adds its wall time (it runs
+  /// on the whole team), one called by a thread of a team of N (attention's
+  /// blocks, a recurrent step's bands) a 1/N share of its own, so that a
+  /// team that only multiplies adds its wall time once.
+  double product_seconds() const;
   /// Forgets what was recorded (a warmup step, say).
   void clear();
 
@@ -59,6 +72,24 @@ class FunctionProfile {
     std::string key_;  // empty: nothing records, or an inner call
     int64_t start_ns_ = 0;
     bool counted_ = false;  // this call raised the thread's depth
+  };
+
+  /// Times one product (a call of gemm(), a convolution primitive's run)
+  /// into product_seconds() of the profile that records, if any. A product
+  /// inside another on the same thread, or on a team's thread while an
+  /// outer product runs on the whole team, adds nothing of its own.
+  class ProductScope {
+   public:
+    ProductScope();
+    ~ProductScope();
+    ProductScope(const ProductScope&) = delete;
+    ProductScope& operator=(const ProductScope&) = delete;
+
+   private:
+    int64_t start_ns_ = -1;    // -1: not timed
+    int team_size_ = 1;        // the share of the wall time is 1 / team_size_
+    bool counted_ = false;     // this call raised the thread's depth
+    bool whole_team_ = false;  // an outermost product outside a team
   };
 
  private:

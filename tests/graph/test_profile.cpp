@@ -1,9 +1,13 @@
 // FunctionProfile: each function's forward and backward and each solver
 // update recorded under its name while a profile lives, nothing before or
-// after, inner calls counted as the outer one's, one profile at a time.
+// after, inner calls counted as the outer one's, one profile at a time;
+// the products' own time, each product once and a team's as its wall time.
 #include <gtest/gtest.h>
+#include <omp.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include <mixgraph/mixgraph.hpp>
 
@@ -93,6 +97,99 @@ TEST(FunctionProfile, ADeviceThatIsNotThereIsRefusedByName) {
   auto y = F::relu(make_variable({2, 2}));
   y->forward();
   EXPECT_EQ(on_the_host.times().count("ReLU forward"), 1u);
+}
+
+// Seconds since `start` on the clock the profile reads.
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+void sleep_ms(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+TEST(FunctionProfile, ProductsRecordTheirOwnTime) {
+  ParameterScope params;
+  auto x = make_variable({64, 32});
+  auto y = F::relu(PF::affine(x, 48, params["fc"]));
+  y->forward();  // before the profile: not recorded
+  FunctionProfile profile;
+  EXPECT_EQ(profile.product_seconds(), 0.0);
+  F::relu(x)->forward();  // no product in it
+  EXPECT_EQ(profile.product_seconds(), 0.0);
+  y->forward();
+  const double affine = profile.product_seconds();
+  EXPECT_GT(affine, 0.0);
+  EXPECT_LE(affine, profile.total_seconds());  // inside Affine's time
+  profile.clear();
+  EXPECT_EQ(profile.product_seconds(), 0.0);
+}
+
+// The functions whose products run on a team's threads (a recurrent step's
+// bands, attention's blocks) or inside other products (a convolution):
+// their products' time is some, and no more than their own.
+TEST(FunctionProfile, ProductsAreNoMoreThanTheirFunctions) {
+  ParameterScope params;
+  PF::ConvolutionParams padded;
+  padded.pad = {1, 1};
+  auto q = make_variable({2, 4, 64, 16}, true);
+  const std::vector<std::pair<const char*, VariablePtr>> graphs = {
+      {"LSTM", std::get<0>(PF::lstm(make_variable({8, 16, 32}, true), nullptr,
+                                    nullptr, 64, params["lstm"]))},
+      {"attention", F::scaled_dot_product_attention(q, q, q, true)},
+      {"convolution", PF::convolution(make_variable({4, 16, 12, 12}, true), 32,
+                                      {3, 3}, params["conv"], padded)}};
+  for (const auto& [name, y] : graphs) {
+    SCOPED_TRACE(name);
+    auto loss = F::sum(y);
+    loss->forward();
+    FunctionProfile profile;
+    loss->forward();
+    loss->backward();
+    EXPECT_GT(profile.product_seconds(), 0.0);
+    EXPECT_LE(profile.product_seconds(), profile.total_seconds());
+  }
+}
+
+// Bounds rather than times: a product inside another, counted twice, would
+// take more than the wall time around both.
+TEST(FunctionProfile, AProductInsideAnotherCountsOnce) {
+  FunctionProfile profile;
+  const auto start = std::chrono::steady_clock::now();
+  {
+    const FunctionProfile::ProductScope outer;
+    const FunctionProfile::ProductScope inner;
+    sleep_ms(20);
+  }
+  const double wall = seconds_since(start);
+  EXPECT_GE(profile.product_seconds(), 0.020);
+  EXPECT_LE(profile.product_seconds(), wall);
+}
+
+// A team's threads, each in a product of its own, add a share each: the
+// team's wall time once. Inside an outer product that runs on the whole
+// team, they add nothing of their own.
+TEST(FunctionProfile, ATeamsProductsAddItsWallTimeOnce) {
+  for (bool outer_product : {false, true}) {
+    SCOPED_TRACE(outer_product ? "inside a whole-team product" : "alone");
+    FunctionProfile profile;
+    const auto start = std::chrono::steady_clock::now();
+    {
+      std::unique_ptr<FunctionProfile::ProductScope> outer;
+      if (outer_product) {
+        outer = std::make_unique<FunctionProfile::ProductScope>();
+      }
+#pragma omp parallel num_threads(2)
+      {
+        const FunctionProfile::ProductScope mine;
+        sleep_ms(20);
+      }
+    }
+    const double wall = seconds_since(start);
+    EXPECT_GE(profile.product_seconds(), 0.020);
+    EXPECT_LE(profile.product_seconds(), wall);
+  }
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/cpu/channel_blocks.hpp>
 #include <mixgraph/functions/cpu/conv_winograd.hpp>
+#include <mixgraph/graph/profile.hpp>
 
 namespace mg::cpu {
 
@@ -250,6 +251,7 @@ void run_reorder(const CachedPrimitive& r, const void* src, void* dst) {
 
 void run(const Plan& plan, const void* a, const void* b, const float* bias,
          void* out, float* diff_bias) {
+  const FunctionProfile::ProductScope timed;  // the layouts' reorders are not
   if (bias) {
     plan.prim.execute("convolution", {a, b, out, bias});
   } else if (diff_bias) {

@@ -13,6 +13,7 @@
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/cpu/gemm_packed.hpp>
+#include <mixgraph/graph/profile.hpp>
 
 namespace mg::cpu {
 
@@ -143,6 +144,7 @@ bool gemm_converts_operands() { return gemm_packed_available(); }
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
           Operand b, T* c, const float* bias, bool accum, int64_t batch) {
+  const FunctionProfile::ProductScope timed;
   if (m == 0 || n == 0 || batch == 0) return;
   if (batch > 1 && bias) {
     throw std::logic_error("[gemm] a batched product takes no bias");
@@ -258,6 +260,7 @@ bool GemmFixedB::b_relaid() const {
 }
 
 void GemmFixedB::operator()(Operand a, float* c, const float* bias) const {
+  const FunctionProfile::ProductScope timed;
   if (a.dtype != type_) {
     throw std::logic_error(msg("[GemmFixedB] A is ", dtype_name(a.dtype),
                                ", B ", dtype_name(type_)));

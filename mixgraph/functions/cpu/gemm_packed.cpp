@@ -11,6 +11,7 @@
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/contexts/memory.hpp>
 #include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/graph/profile.hpp>
 
 // The driver, the packing and the writing of C use AVX2 (8 wide, and so
 // also on AVX-512 CPUs); only the register tile's loop is per ISA.
@@ -752,6 +753,7 @@ int64_t gemm_packed_scratch_floats(int64_t n) {
 void gemm_packed_here(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                       Operand a, Operand b, float* c, bool accum,
                       float* scratch) {
+  const FunctionProfile::ProductScope timed;
   check_operand("A", a);
   check_operand("B", b);
   if (m == 0 || n == 0 || k == 0) return;
@@ -796,6 +798,7 @@ template <class T>
 void gemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
                  Operand b, T* c, const float* bias, bool accum,
                  int64_t batch) {
+  const FunctionProfile::ProductScope timed;
   check_operand("A", a);
   check_operand("B", b);
   if (m == 0 || n == 0 || k == 0 || batch == 0) return;
@@ -851,6 +854,7 @@ float* PackedB::panel_row(int64_t q, int64_t j0) {
 
 void PackedB::multiply(int64_t m, const float* a, float* c, const float* bias,
                        bool accum) const {
+  const FunctionProfile::ProductScope timed;
   if (m == 0) return;
   const Operand op_a{a, Dtype::f32};
   const float* packed = static_cast<const float*>(data_->ptr());
@@ -888,6 +892,7 @@ void multiply_columns_here(int64_t m, int64_t n, int64_t k, const float* a,
 void PackedB::multiply_columns(int64_t m, const float* a, float* c,
                                const float* bias, bool accum, int64_t j0,
                                int64_t count) const {
+  const FunctionProfile::ProductScope timed;
   // A band ending inside a panel would finish that panel's columns the way
   // C's right edge is finished (sums added after the tile, not in its FMA
   // chain): other bits than multiply()'s.
