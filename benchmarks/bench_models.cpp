@@ -33,7 +33,8 @@
 // each (after `warmup` untimed ones in the first), ours (each round
 // starting one configuration later than the one before) and then, with
 // --peers, benchmarks/python_models.py's (PyTorch float32 and bf16
-// autocast) in that Python, so that drift of the machine falls on all
+// autocast, the latter only where the CPU has AVX512-BF16 or AMX: see
+// peer_bf16()) in that Python, so that drift of the machine falls on all
 // alike; a figure is the median over every timed step. Both sides print
 // their parameter counts, which must be equal. "step MiB" is what one step
 // allocates above what was held before it (activations, grads, scratch).
@@ -417,13 +418,24 @@ class Trainer {
 
 // One round of the Python peers: their step times by configuration, and
 // their parameter count ("params <n>").
+// Whether PyTorch's bf16 autocast runs beside us: on a GPU, and on a CPU
+// with AVX512-BF16 or AMX (as --isa leaves it). Elsewhere its CPU kernels
+// are reference ones (ResNet-18 13.8 s a step held to AVX2, 24x our float;
+// its LSTM has none), which would only lengthen the run and crowd our
+// rounds; the goal there is bfloat16 against our own float.
+bool peer_bf16(const Options& o) {
+  const auto& cpu = mg::cpu::cpu_features();
+  return o.backend != "cpu" || cpu.avx512bf16 || cpu.amx_bf16;
+}
+
 std::map<std::string, std::vector<double>> peer_round(const Options& o,
                                                       const std::string& model,
                                                       int64_t* params) {
   std::ostringstream cmd;
   cmd << o.peers_python << " " << o.peers_script << " --model " << model
       << " --threads " << o.threads << " --steps " << o.steps << " --warmup "
-      << o.warmup << " --device " << (o.backend == "cpu" ? "cpu" : "cuda");
+      << o.warmup << " --device " << (o.backend == "cpu" ? "cpu" : "cuda")
+      << (peer_bf16(o) ? "" : " --no-bf16");
   std::map<std::string, std::vector<double>> steps;
   FILE* p = popen(cmd.str().c_str(), "r");
   if (!p) return steps;
@@ -701,6 +713,7 @@ void print_memory(const Options& o, const std::string& model) {
     for (const std::string& t : o.types) {
       const std::string name = torch_twin(t, on_gpu);
       if (torch.count(name)) continue;
+      if (name == "torch-bf16-autocast" && !peer_bf16(o)) continue;
       torch[name] = read_rss(o.peers_python + " " + o.peers_script +
                              common.str() + " --device " +
                              (on_gpu ? "cuda" : "cpu") + " --only " + name);

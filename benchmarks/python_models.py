@@ -13,7 +13,8 @@ with a GradScaler: PyTorch's AMP) and prints
     params <n>
     step <configuration> <seconds>      (every timed step)
 
-bench_models --peers <python> runs it once per round, between its own
+--no-bf16 leaves bf16 autocast out. bench_models --peers <python> runs
+it once per round, between its own
 rounds; with --only <configuration> it runs that one alone and prints its
 peak resident set instead ("rss <at start> <peak>", MiB), for
 bench_models --memory. Optional: never a build or test dependency.
@@ -33,6 +34,9 @@ def parse():
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--only", help="run this configuration alone and print "
                    "'rss <at start> <peak>' (MiB) instead of step times")
+    p.add_argument("--no-bf16", action="store_true",
+                   help="leave bf16 autocast out (a CPU without AVX512-BF16 "
+                   "or AMX: its bf16 kernels are reference ones there)")
     return p.parse_args()
 
 
@@ -224,6 +228,8 @@ def main():
 
     configurations = [("torch-float32", None),
                       ("torch-bf16-autocast", torch.bfloat16)]
+    if a.no_bf16:
+        configurations.pop()
     if cuda:
         configurations.insert(1, ("torch-fp16-amp", torch.float16))
     if a.only:  # bench_models --memory: one configuration, its peak RSS
