@@ -53,15 +53,18 @@ void write_tile(const float* buf, T* y, const AxisSplit& s, int64_t o,
   }
 }
 
-/// Calls fn(o, j0, w, scratch) for every tile, in parallel for big arrays;
-/// scratch holds `scratch_floats` floats per thread.
+/// Calls fn(o, j0, w, scratch) for every tile, in parallel for arrays of
+/// `parallel_from` elements or more (parallel_min_exp() for tiles that take
+/// an exp or a log an element); scratch holds `scratch_floats` floats per
+/// thread. Each tile is one thread's: the same bits on any team.
 template <class Fn>
-void for_each_tile(const AxisSplit& s, int64_t scratch_floats, Fn&& fn) {
+void for_each_tile(const AxisSplit& s, int64_t scratch_floats, Fn&& fn,
+                   int64_t parallel_from = parallel_min()) {
   if (s.outer == 0 || s.inner == 0) return;
   const int64_t w = tile_width(s);
   const int64_t chunks = (s.inner + w - 1) / w;
   const int64_t tiles = s.outer * chunks;
-  const bool parallel = s.outer * s.size * s.inner >= parallel_min();
+  const bool parallel = s.outer * s.size * s.inner >= parallel_from;
 #pragma omp parallel if (parallel)
   {
     std::vector<float> scratch(scratch_floats);

@@ -30,6 +30,8 @@ int64_t parallel_min() {
   return min;
 }
 
+int64_t parallel_min_exp() { return parallel_min_exp_for(parallel_min()); }
+
 namespace {
 // Each column summed down the rows in order, at every vector width: the
 // same bits on every path (compiled for the baseline alone it ran 4 wide,

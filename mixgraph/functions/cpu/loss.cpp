@@ -52,7 +52,7 @@ class SoftmaxCrossEntropyCpu : public SoftmaxCrossEntropy {
       }
       store(yb, y + o * s.inner + j0, w);
     };
-    for_each_tile(s, 2 * tile + 3 * w_max, tile_fn);
+    for_each_tile(s, 2 * tile + 3 * w_max, tile_fn, parallel_min_exp());
   }
 
   // dx = dy (softmax(x) - onehot(t)), softmax recomputed from x rather than
@@ -90,7 +90,7 @@ class SoftmaxCrossEntropyCpu : public SoftmaxCrossEntropy {
       for (int64_t j = 0; j < w; ++j) e[lt[j] * w + j] -= dyf[j];
       write_tile(e, dx, s, o, j0, w, accum[0]);
     };
-    for_each_tile(s, 2 * tile + 3 * w_max, tile_fn);
+    for_each_tile(s, 2 * tile + 3 * w_max, tile_fn, parallel_min_exp());
   }
 };
 

@@ -50,7 +50,7 @@ class SoftmaxCpu : public std::conditional_t<Log, LogSoftmax, Softmax> {
       }
       write_tile(yb, y, s, o, j0, w);
     };
-    for_each_tile(s, 2 * tile + 2 * tile_width(s), tile_fn);
+    for_each_tile(s, 2 * tile + 2 * tile_width(s), tile_fn, parallel_min_exp());
   }
 
   // Softmax: dx = y (dy - sum(dy y)); LogSoftmax: dx = dy - exp(y) sum(dy).
@@ -93,7 +93,9 @@ class SoftmaxCpu : public std::conditional_t<Log, LogSoftmax, Softmax> {
       }
       write_tile(dxb, dx, s, o, j0, w, accum[0]);
     };
-    for_each_tile(s, 3 * tile + tile_width(s), tile_fn);
+    // LogSoftmax's takes an exp an element, Softmax's a multiply-add.
+    for_each_tile(s, 3 * tile + tile_width(s), tile_fn,
+                  Log ? parallel_min_exp() : parallel_min());
   }
 };
 
