@@ -1,9 +1,10 @@
 // Where a step's time goes: while a FunctionProfile is alive, every
-// function's forward and backward and every solver's parameter update add
-// their wall time to it, by name ("Affine forward", "Affine backward",
-// "Adam update"). NNabla's GraphProfiler and PyTorch's profiler answer the
-// same question; this one costs two clock reads a call while it records
-// and one relaxed atomic load while it does not.
+// function's forward and backward and every solver's update (one a call of
+// update(), one a parameter in backward_and_update()) add their wall time to
+// it, by name ("Affine forward", "Affine backward", "Adam update"). NNabla's
+// GraphProfiler and PyTorch's profiler answer the same question; this one costs
+// two clock reads a call while it records and one relaxed atomic load while it
+// does not.
 //
 // Times are the host's: on a device backend they are launch times, unless
 // the profile is given the device, which it then waits for before and

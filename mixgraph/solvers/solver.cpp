@@ -1,5 +1,7 @@
 #include <mixgraph/solvers/solver.hpp>
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -9,6 +11,7 @@
 #include <mixgraph/contexts/cpu/isa_loops.hpp>
 #include <mixgraph/contexts/device.hpp>
 #include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/graph/profile.hpp>
 #include <mixgraph/solvers/device_ops.hpp>
 #include <mixgraph/solvers/update_rule.hpp>
@@ -279,9 +282,74 @@ void Solver::update_parameter(const std::string& key, const VariablePtr& var,
 }
 
 void Solver::update(float grad_scale) {
+  // The host's rules of every parameter on one team (HostRuleBatch): only
+  // where update_impl reaches the weights through apply_rule alone, as
+  // Lars' and Lamb's read them back between their rules.
+  // One profile entry for all of it (the parameters' own are inside).
+  const FunctionProfile::Scope timed(name(), "update");
+  detail::HostRuleBatch batch(elementwise_update());
   for (auto& [key, var] : params_) update_parameter(key, var, grad_scale);
+  batch.run();
   fused_decay_rate_ = 0.0f;  // a fused rate holds for one step, as NNabla's
 }
+
+namespace detail {
+
+namespace {
+thread_local HostRuleBatch* t_batch = nullptr;
+}  // namespace
+
+HostRuleBatch::HostRuleBatch(bool gather) : gathering_(gather) {
+  if (!gathering_) return;
+  previous_ = t_batch;
+  t_batch = this;
+}
+
+HostRuleBatch::~HostRuleBatch() {
+  if (!gathering_) return;
+  t_batch = previous_;
+  run();  // after an exception: what was applied before it, as one by one
+}
+
+HostRuleBatch* HostRuleBatch::current() { return t_batch; }
+
+void HostRuleBatch::add(int64_t n, const float* w,
+                        std::function<void(int64_t, int64_t)> run_range) {
+  if (n <= 0) return;
+  for (const Job& j : jobs_) {
+    if (j.w == w) {  // the earlier application first
+      run();
+      break;
+    }
+  }
+  jobs_.push_back(Job{n, w, std::move(run_range)});
+}
+
+void HostRuleBatch::run() {
+  int64_t total = 0;
+  for (const Job& j : jobs_) total += j.n;
+  // A rule's element costs about an exp's (Adam's square root and
+  // division): the softmax tiles' bound. At 1 << 15, as the per-parameter
+  // loops, the U-Net's 42,891 weights took 0.14-0.16 ms a step on two
+  // threads under the passive policy against 0.08-0.11 one by one.
+  const bool team = total >= cpu::parallel_min_exp();
+#pragma omp parallel if (team)
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t begin = total * t / nt, end = total * (t + 1) / nt;
+    int64_t offset = 0;  // of the job in the elements of all
+    for (const Job& j : jobs_) {
+      const int64_t b = std::max(begin, offset),
+                    e = std::min(end, offset + j.n);
+      if (b < e) j.run(b - offset, e - offset);
+      offset += j.n;
+      if (offset >= end) break;
+    }
+  }
+  jobs_.clear();
+}
+
+}  // namespace detail
 
 void Solver::backward_and_update(Variable& loss, float loss_scale,
                                  float weight_decay, bool clear_buffer) {

@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <mixgraph/contexts/cpu/isa_loops.hpp>
 #include <mixgraph/solvers/device_ops.hpp>
@@ -26,9 +28,9 @@ namespace detail {
 #define MG_RULE_LOOP(NS, TARGET)                                          \
   namespace NS {                                                          \
   template <class Rule, class... S>                                       \
-  TARGET void run(const Rule& rule, int64_t n, float gs, float* w,        \
-                  const float* g, S*... s) {                              \
-    _Pragma("omp parallel for schedule(static) if (n >= (1 << 15))")      \
+  TARGET void run(const Rule& rule, bool team, int64_t n, float gs,       \
+                  float* w, const float* g, S*... s) {                    \
+    _Pragma("omp parallel for schedule(static) if (team && n >= (1 << 15))") \
     for (int64_t i = 0; i < n; ++i) rule(w[i], g[i] * gs, s[i]...);       \
   }                                                                       \
   }
@@ -36,11 +38,51 @@ MG_FOR_EACH_VECTOR_ISA(MG_RULE_LOOP)
 #undef MG_RULE_LOOP
 // clang-format on
 
+// On the team for large n (team), or on the calling thread.
 template <class Rule, class... S>
-void run_rule(const Rule& rule, int64_t n, float gs, float* w, const float* g,
-              S*... s) {
-  MG_CALL_VECTOR_ISA(run(rule, n, gs, w, g, s...));
+void run_rule(const Rule& rule, bool team, int64_t n, float gs, float* w,
+              const float* g, S*... s) {
+  MG_CALL_VECTOR_ISA(run(rule, team, n, gs, w, g, s...));
 }
+
+/// The host's rule applications of one Solver::update(), gathered while
+/// one lives on the thread (apply_rule() adds to it instead of running)
+/// and run by run() on one team, every parameter's elements together split
+/// evenly among the threads: one wake of the team a step, where each
+/// parameter's own loop woke it (under OMP_WAIT_POLICY=passive about as
+/// long as the GPT's whole Adam update took beyond it). Applications to
+/// the same weights run in the order made: one to weights already
+/// gathered runs what was gathered first. Each element's rule is the same
+/// computation whichever thread runs it: the same bits as one at a time.
+class HostRuleBatch {
+ public:
+  /// Gathers on this thread from now on (none where `gather` is false).
+  explicit HostRuleBatch(bool gather);
+  /// Stops gathering and runs what was not run (an update that threw:
+  /// the parameters before the throw are updated, as one by one).
+  ~HostRuleBatch();
+  HostRuleBatch(const HostRuleBatch&) = delete;
+  HostRuleBatch& operator=(const HostRuleBatch&) = delete;
+
+  /// The batch gathering on this thread, or null.
+  static HostRuleBatch* current();
+  /// Adds elements [0, n) of one application to w; `run(b, e)` applies it
+  /// to [b, e) on the calling thread.
+  void add(int64_t n, const float* w,
+           std::function<void(int64_t, int64_t)> run);
+  /// Runs what was gathered, then gathers anew.
+  void run();
+
+ private:
+  struct Job {
+    int64_t n;
+    const float* w;
+    std::function<void(int64_t, int64_t)> run;
+  };
+  std::vector<Job> jobs_;
+  HostRuleBatch* previous_ = nullptr;
+  bool gathering_ = false;
+};
 }  // namespace detail
 
 /// rule(w[i], g[i] * ctx.grad_scale, s[i]...) for i in [0, n), where ctx
@@ -64,7 +106,14 @@ void apply_rule(const UpdateContext& ctx, const Rule& rule, int64_t n, float* w,
                         states);
     return;
   }
-  detail::run_rule(rule, n, ctx.grad_scale, w, g, s...);
+  const float gs = ctx.grad_scale;
+  if (detail::HostRuleBatch* batch = detail::HostRuleBatch::current()) {
+    batch->add(n, w, [=](int64_t b, int64_t e) {
+      detail::run_rule(rule, false, e - b, gs, w + b, g + b, (s + b)...);
+    });
+    return;
+  }
+  detail::run_rule(rule, true, n, gs, w, g, s...);
 }
 
 /// The fp32 data of a state array, for writing, where ctx runs the rules.

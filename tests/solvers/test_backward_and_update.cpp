@@ -54,8 +54,8 @@ using MakeSolver = std::function<mg::SolverPtr()>;
 // after backward is update(1 / scale), or, with weight decay (which goes
 // into unscaled grads), scale_grad(1 / scale), weight_decay and update().
 void expect_same_steps(const std::string& type_config, const MakeSolver& make,
-                       float scale, float weight_decay = 0.0f) {
-  Net after(type_config, 6), inside(type_config, 6);
+                       float scale, float weight_decay = 0.0f, int width = 6) {
+  Net after(type_config, width), inside(type_config, width);
   auto s_after = make(), s_inside = make();
   s_after->set_parameters(after.params.parameters());
   s_inside->set_parameters(inside.params.parameters());
@@ -99,6 +99,20 @@ TEST(BackwardAndUpdate, SameStepsAsUpdateAfterBackward) {
       "float",
       [] { return mg::solvers::AdamW(0.01f, 0.9f, 0.999f, 1e-8f, 0.05f); },
       1.0f);
+}
+
+// update() runs every parameter's rule on one team, the elements of all
+// split evenly (HostRuleBatch), where backward_and_update() runs each
+// parameter's as its grad is done: at width 200 (43,604 weights, fc2's
+// 40,000 split between the threads) the same bits still.
+TEST(BackwardAndUpdate, OneTeamForAllParametersGivesTheSameBits) {
+  expect_same_steps(
+      "float", [] { return mg::solvers::Adam(0.01f); }, 1.0f, 0.0f, 200);
+  expect_same_steps(
+      "float", [] { return mg::solvers::Momentum(0.1f, 0.9f); }, 1.0f, 0.0f,
+      200);
+  expect_same_steps(
+      "half", [] { return mg::solvers::Adam(0.01f); }, 64.0f, 0.05f, 200);
 }
 
 TEST(BackwardAndUpdate, StaticLossScaleUnscalesInsideTheUpdate) {

@@ -3,9 +3,11 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <mixgraph/solvers/adam.hpp>
 #include <mixgraph/solvers/sgd.hpp>
+#include <mixgraph/solvers/update_rule.hpp>
 
 #include "../support/function_tester.hpp"
 
@@ -226,6 +228,44 @@ TEST(Solver, BadHyperParametersAreNamedWithTheirValues) {
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "[Lamb] gamma_u must be >= 0.5, got 0.25");
   }
+}
+
+// Solver::update()'s gathering of the host's rules (HostRuleBatch): held
+// until run(), run on one team with the elements of all split evenly, a
+// second rule on the same weights after the first (its state too), and
+// what was gathered run when the batch ends without run() (an exception in
+// an update): the bits of one application at a time.
+TEST(HostRuleBatch, GatheredRulesRunInOrderWithTheBitsOfOneAtATime) {
+  const int64_t n = 100000;  // two parameters of it: one team, split
+  std::vector<float> g(n);
+  for (int64_t i = 0; i < n; ++i) {
+    g[i] = 0.001f * static_cast<float>(i % 97) - 0.05f;
+  }
+  const UpdateContext host;
+  auto run = [&](bool gather, bool call_run) {
+    std::vector<float> w(n, 1.0f), m(n, 0.0f), w2(n, 1.0f), m2(n, 0.0f);
+    {
+      detail::HostRuleBatch batch(gather);
+      EXPECT_EQ(detail::HostRuleBatch::current(), gather ? &batch : nullptr);
+      apply_rule(host, MomentumRule{0.1f, 0.9f}, n, w.data(), g.data(),
+                 m.data());
+      EXPECT_EQ(w[5], gather ? 1.0f : 1.0f - 0.1f * g[5]);  // held, or run
+      // The same weights and state again: after the first, which read m
+      // (without the order, the team's second thread would run this
+      // application's second half beside the first's).
+      apply_rule(host, MomentumRule{0.2f, 0.5f}, n, w.data(), g.data(),
+                 m.data());
+      apply_rule(host, MomentumRule{0.1f, 0.9f}, n, w2.data(), g.data(),
+                 m2.data());
+      if (call_run) batch.run();
+    }
+    EXPECT_EQ(detail::HostRuleBatch::current(), nullptr);
+    for (auto* v : {&m, &w2, &m2}) w.insert(w.end(), v->begin(), v->end());
+    return w;
+  };
+  const std::vector<float> one_at_a_time = run(false, false);
+  EXPECT_EQ(run(true, true), one_at_a_time);
+  EXPECT_EQ(run(true, false), one_at_a_time);  // run as the batch ends
 }
 
 }  // namespace
