@@ -78,7 +78,9 @@ class FunctionProfile {
   /// Times one product (a call of gemm(), a convolution primitive's run)
   /// into product_seconds() of the profile that records, if any. A product
   /// inside another on the same thread, or on a team's thread while an
-  /// outer product runs on the whole team, adds nothing of its own.
+  /// outer product runs on the whole team, adds nothing of its own. The
+  /// whole-team count is the process's: the profile times one step at a
+  /// time (two threads stepping at once would skip each other's teams).
   class ProductScope {
    public:
     ProductScope();
