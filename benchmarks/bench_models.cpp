@@ -52,10 +52,10 @@
 // time of the functions that hold them (the LSTM's over its products and
 // cells, the GPT's over its products and attention), their "own rate" over
 // the time the products themselves took (FunctionProfile's
-// product_seconds(): gemm() and the packed products, the convolutions
-// whole, Winograd's transforms and oneDNN's reorders included), and the
-// three largest of "other". --functions lists every
-// function's forward, backward and update there, ms per step, largest
+// product_seconds(): gemm() and the packed products, oneDNN's convolution
+// primitives without the layouts' reorders around them, our Winograd
+// convolutions whole), and the three largest of "other". --functions lists
+// every function's forward, backward and update there, ms per step, largest
 // first.
 //
 // --memory adds, per model, each configuration's peak resident set (the
@@ -416,8 +416,6 @@ class Trainer {
   std::vector<double> host_seconds_;  // each step's, before the wait
 };
 
-// One round of the Python peers: their step times by configuration, and
-// their parameter count ("params <n>").
 // Whether PyTorch's bf16 autocast runs beside us: on a GPU, and on a CPU
 // with AVX512-BF16 or AMX (as --isa leaves it). Elsewhere its CPU kernels
 // are reference ones (ResNet-18 13.8 s a step held to AVX2, 24x our float;
@@ -428,6 +426,8 @@ bool peer_bf16(const Options& o) {
   return o.backend != "cpu" || cpu.avx512bf16 || cpu.amx_bf16;
 }
 
+// One round of the Python peers: their step times by configuration, and
+// their parameter count ("params <n>").
 std::map<std::string, std::vector<double>> peer_round(const Options& o,
                                                       const std::string& model,
                                                       int64_t* params) {

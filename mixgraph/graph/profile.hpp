@@ -15,10 +15,10 @@
 //
 // Beside the functions, the CPU's matrix products and convolutions time
 // themselves (ProductScope, at the few places they run: gemm(), the packed
-// products, oneDNN's convolutions): product_seconds() is how much of the
-// step they took, without their functions' other work (a bias sum, the
-// cells of a recurrent step, attention's softmax), so that a model's
-// products can be held to the FMA peak on their own.
+// products, oneDNN's convolutions, our Winograd ones): product_seconds() is
+// how much of the step they took, without their functions' other work (a
+// bias sum, the cells of a recurrent step, attention's softmax), so that a
+// model's products can be held to the FMA peak on their own.
 #pragma once
 
 #include <cstdint>

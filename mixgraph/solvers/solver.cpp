@@ -282,11 +282,11 @@ void Solver::update_parameter(const std::string& key, const VariablePtr& var,
 }
 
 void Solver::update(float grad_scale) {
-  // The host's rules of every parameter on one team (HostRuleBatch): only
-  // where update_impl reaches the weights through apply_rule alone, as
-  // Lars' and Lamb's read them back between their rules.
   // One profile entry for all of it (the parameters' own are inside).
   const FunctionProfile::Scope timed(name(), "update");
+  // The host's rules of every parameter on one team (HostRuleBatch): only
+  // where update_impl reaches the weights through apply_rule alone; Lars'
+  // and Lamb's read them back between their rules.
   detail::HostRuleBatch batch(elementwise_update());
   for (auto& [key, var] : params_) update_parameter(key, var, grad_scale);
   batch.run();
