@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/functions/builder.hpp>
@@ -41,6 +43,23 @@ ResizedAxis resized_axis(int axis, int64_t in, int64_t out,
     r.i0[j] = i;
     r.i1[j] = nearest ? i : std::min(i + 1, in - 1);
     if (!nearest) r.w[j] = f - static_cast<float>(i);
+  }
+  std::vector<std::vector<std::pair<int64_t, float>>> by_source(in);
+  for (int64_t j = 0; j < out; ++j) {
+    if (r.w[j] == 0.0f) {
+      by_source[r.i0[j]].push_back({j, 1.0f});
+    } else {
+      by_source[r.i0[j]].push_back({j, 1.0f - r.w[j]});
+      by_source[r.i1[j]].push_back({j, r.w[j]});
+    }
+  }
+  r.ptr.assign(1, 0);
+  for (const auto& pairs : by_source) {
+    for (const auto& [j, weight] : pairs) {
+      r.pair_j.push_back(j);
+      r.pair_w.push_back(weight);
+    }
+    r.ptr.push_back(static_cast<int64_t>(r.pair_j.size()));
   }
   return r;
 }

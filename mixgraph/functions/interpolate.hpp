@@ -34,11 +34,20 @@ struct InterpolateOptions {
 /// x[i1[j]] (w = 0 and i1 = i0 for nearest). Linear interpolation of
 /// several axes is the product of their weights, so the axes are resized
 /// one after another.
+///
+/// The grad reads the same weights from the sources' side: the (output,
+/// weight) pairs that read source a are pair_j[p], pair_w[p] for p in
+/// [ptr[a], ptr[a + 1]), j ascending, i0's pair before i1's (one pair of
+/// weight 1 where w[j] is 0). Summed in that order from 0 they give the
+/// bits of adding each output's two shares to its sources in turn, with
+/// no read-modify-write of a source an output.
 struct ResizedAxis {
   int axis = 0;
   int64_t in = 0, out = 0;
   std::vector<int64_t> i0, i1;
   std::vector<float> w;
+  std::vector<int64_t> ptr, pair_j;
+  std::vector<float> pair_w;
 };
 
 namespace decl {

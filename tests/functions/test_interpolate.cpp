@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
@@ -148,6 +149,127 @@ TEST(Interpolate, HalfSumsInFloat) {
   auto y = F::interpolate(variable_from({1, 2}, {2048, 2052}), {5});
   y->forward();
   EXPECT_EQ(to_doubles(y), (Doubles{2048, 2048, 2050, 2052, 2052}));
+}
+
+// Values and grads of x, images of `xs` after one another, resized by o,
+// under type_config `type`, with dy the seed of y's grad.
+struct ValuesAndGrads {
+  Doubles y, dx;
+};
+
+ValuesAndGrads run_interpolate(const Shape& xs, const std::vector<float>& x,
+                               const InterpolateOptions& o,
+                               const std::vector<float>& dy,
+                               const std::string& type) {
+  ContextGuard guard(context("cpu", type));
+  auto v = variable_from(xs, x, true);
+  auto y = F::interpolate(v, o.output_size, o.mode, o.align_corners,
+                          o.half_pixel, o.half_pixel_for_nn, o.channel_last);
+  y->forward();
+  auto g = make_ndarray(y->shape());
+  std::copy(dy.begin(), dy.end(), g->cast<float>(true));
+  y->backward(g);
+  return {to_doubles(y), grad_doubles(v)};
+}
+
+// A batch big enough for the team (2M outputs, over parallel_min() under
+// either wait policy) gives each image the bits it gets alone: the slices
+// are read, resized and written at their own offsets, forward and back.
+TEST(Interpolate, ABatchSplitAcrossTheTeamGivesEachImageItsBits) {
+  for (const std::string type : {"float", "half"}) {
+    for (const bool channel_last : {false, true}) {
+      const int64_t batch = 64;
+      const Shape image =
+          channel_last ? Shape{1, 17, 19, 16} : Shape{1, 16, 17, 19};
+      const InterpolateOptions o =
+          opts({40, 46}, "linear", false, true, false, channel_last);
+      const int64_t in_n = shape_size(image), out_n = 40 * 46 * 16;
+      std::mt19937 rng(7);
+      std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+      std::vector<float> x(batch * in_n), dy(batch * out_n);
+      for (float& e : x) e = u(rng);
+      for (float& e : dy) e = u(rng);
+      Shape xs = image;
+      xs[0] = batch;
+      const ValuesAndGrads all = run_interpolate(xs, x, o, dy, type);
+      for (int64_t n = 0; n < batch; n += 21) {
+        const ValuesAndGrads one = run_interpolate(
+            image, {x.begin() + n * in_n, x.begin() + (n + 1) * in_n}, o,
+            {dy.begin() + n * out_n, dy.begin() + (n + 1) * out_n}, type);
+        const std::string at = type + (channel_last ? " channel_last" : "") +
+                               ", image " + std::to_string(n);
+        EXPECT_EQ(
+            Doubles(all.y.begin() + n * out_n, all.y.begin() + (n + 1) * out_n),
+            one.y)
+            << at;
+        EXPECT_EQ(
+            Doubles(all.dx.begin() + n * in_n, all.dx.begin() + (n + 1) * in_n),
+            one.dx)
+            << at;
+      }
+    }
+  }
+}
+
+// The grad sums each source's pairs (ResizedAxis::ptr, pair_j, pair_w):
+// the bits of adding each output's two shares, (1 - w) and w, to its two
+// sources in output order, axis by axis backwards, as written here.
+TEST(Interpolate, GradHasTheBitsOfAddingEachOutputsSharesInTurn) {
+  struct Resize {
+    Shape x;
+    InterpolateOptions o;
+  };
+  for (const Resize& c :
+       {Resize{{2, 3, 5, 7}, opts({11, 4}, "linear", false, true)},
+        Resize{{2, 3, 6, 5}, opts({4, 13}, "linear", true)},
+        Resize{{3, 7, 6, 2}, opts({3, 9}, "linear", false, false, false, true)},
+        Resize{{2, 5, 9}, opts({4}, "nearest", false, true)}}) {
+    const auto xv = [&] {
+      std::mt19937 rng(3);
+      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+      std::vector<float> v(shape_size(c.x));
+      for (float& e : v) e = u(rng);
+      return v;
+    }();
+    auto x = variable_from(c.x, xv, true);
+    auto y =
+        F::interpolate(x, c.o.output_size, c.o.mode, c.o.align_corners,
+                       c.o.half_pixel, c.o.half_pixel_for_nn, c.o.channel_last);
+    y->forward();
+    auto seed = make_ndarray(y->shape());
+    float* dy = seed->cast<float>(true);
+    for (int64_t i = 0; i < y->size(); ++i) dy[i] = 0.25f * (i % 13) - 1.5f;
+    std::vector<float> g(dy, dy + y->size());
+    y->backward(seed);
+    const auto& axes =
+        dynamic_cast<const Interpolate&>(y->parent()->function()).axes();
+    Shape s = y->shape();
+    for (auto r = axes.rbegin(); r != axes.rend(); ++r) {
+      const int nd = static_cast<int>(s.size());
+      const int64_t outer = shape_size(s, 0, r->axis);
+      const int64_t inner = shape_size(s, r->axis + 1, nd);
+      std::vector<float> d(outer * r->in * inner, 0.0f);
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t j = 0; j < r->out; ++j) {
+          for (int64_t k = 0; k < inner; ++k) {
+            const float gj = g[(o * r->out + j) * inner + k];
+            float& a = d[(o * r->in + r->i0[j]) * inner + k];
+            float& b = d[(o * r->in + r->i1[j]) * inner + k];
+            if (r->w[j] == 0.0f) {
+              a += gj;
+            } else {
+              a += (1.0f - r->w[j]) * gj;
+              b += r->w[j] * gj;
+            }
+          }
+        }
+      }
+      g = std::move(d);
+      s[r->axis] = r->in;
+    }
+    EXPECT_EQ(grad_doubles(x), Doubles(g.begin(), g.end()))
+        << shape_str(c.x) << " -> " << shape_str(c.o.output_size);
+  }
 }
 
 TEST(Interpolate, BadArguments) {

@@ -1,11 +1,21 @@
-// Interpolate on the CPU: x converted to fp32 once, resized one axis at a
-// time (linear interpolation of several axes is the product of their 1-D
-// weights), rounded to the storage type once. Backward runs the transposed
-// passes in reverse order, adding in fp32.
+// Interpolate on the CPU: x resized one axis at a time in fp32 (linear
+// interpolation of several axes is the product of their 1-D weights),
+// rounded to the storage type once. Backward runs the transposed passes in
+// reverse order, adding in fp32.
+//
+// The resized axes are x's last ones (before the last with channel_last),
+// so x is a run of independent slices (an image's plane per channel, or
+// an image with channel_last): each slice is read once, passes through
+// every axis in a thread's two small buffers and is written once, and the
+// team splits the slices. A pass an axis over the whole array, with its
+// fp32 copies of x and y, took 1.8 ms forward and 1.5 ms backward for the
+// U-Net's (32, 64, 7, 7) -> (14, 14) on one thread of a Xeon (2026-12-05).
 #include <mixgraph/functions/interpolate.hpp>
 
+#include <algorithm>
 #include <vector>
 
+#include <mixgraph/contexts/memory.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/registry.hpp>
@@ -14,65 +24,126 @@ namespace mg::cpu {
 
 namespace {
 
-// s viewed as (outer, s[axis], inner) around r.axis.
-struct AxisView {
-  int64_t outer, inner;
-};
-
-AxisView view(const Shape& s, int axis) {
-  const int nd = static_cast<int>(s.size());
-  return {shape_size(s, 0, axis), shape_size(s, axis + 1, nd)};
-}
-
 // dst (outer, r.out, inner) from src (outer, r.in, inner). A weight of 0
 // copies (no 0 * inf from a neighbour that is not used).
-std::vector<float> resize(const std::vector<float>& src, const Shape& s,
-                          const ResizedAxis& r) {
-  const AxisView v = view(s, r.axis);
-  const int64_t inner = v.inner, rows = v.outer * r.out;
-  std::vector<float> dst(static_cast<size_t>(rows * inner));
-#pragma omp parallel for schedule(static) if (rows * inner >= parallel_min())
-  for (int64_t t = 0; t < rows; ++t) {
-    const int64_t o = t / r.out, j = t % r.out;
-    const float* a = src.data() + (o * r.in + r.i0[j]) * inner;
-    const float* b = src.data() + (o * r.in + r.i1[j]) * inner;
-    float* d = dst.data() + t * inner;
-    const float w = r.w[j];
-    if (w == 0.0f) {
-      std::copy(a, a + inner, d);
-    } else {
-      for (int64_t k = 0; k < inner; ++k) d[k] = (1.0f - w) * a[k] + w * b[k];
+void resize(const float* src, int64_t outer, int64_t inner,
+            const ResizedAxis& r, float* __restrict dst) {
+  if (inner == 1) {  // the last axis: one element an output
+    const int64_t* i0 = r.i0.data();
+    const int64_t* i1 = r.i1.data();
+    const float* weight = r.w.data();
+    for (int64_t o = 0; o < outer; ++o) {
+      const float* s = src + o * r.in;
+      float* d = dst + o * r.out;
+      for (int64_t j = 0; j < r.out; ++j) {
+        const float w = weight[j], a = s[i0[j]];
+        d[j] = w == 0.0f ? a : (1.0f - w) * a + w * s[i1[j]];
+      }
     }
+    return;
   }
-  return dst;
-}
-
-// The transpose of resize: dsrc (outer, r.in, inner) gathers each dst
-// element back to its two sources with their weights.
-std::vector<float> resize_grad(const std::vector<float>& g, const Shape& s,
-                               const ResizedAxis& r) {
-  const AxisView v = view(s, r.axis);
-  const int64_t inner = v.inner;
-  std::vector<float> dsrc(static_cast<size_t>(v.outer * r.in * inner), 0.0f);
-#pragma omp parallel for schedule(static) if (v.outer * r.out * inner >= \
-                                              parallel_min())
-  for (int64_t o = 0; o < v.outer; ++o) {
+  for (int64_t o = 0; o < outer; ++o) {
+    const float* s = src + o * r.in * inner;
     for (int64_t j = 0; j < r.out; ++j) {
-      const float* gj = g.data() + (o * r.out + j) * inner;
-      float* a = dsrc.data() + (o * r.in + r.i0[j]) * inner;
-      float* b = dsrc.data() + (o * r.in + r.i1[j]) * inner;
+      const float* a = s + r.i0[j] * inner;
+      const float* b = s + r.i1[j] * inner;
+      float* d = dst + (o * r.out + j) * inner;
       const float w = r.w[j];
       if (w == 0.0f) {
-        for (int64_t k = 0; k < inner; ++k) a[k] += gj[k];
+        for (int64_t k = 0; k < inner; ++k) d[k] = a[k];
       } else {
-        for (int64_t k = 0; k < inner; ++k) {
-          a[k] += (1.0f - w) * gj[k];
-          b[k] += w * gj[k];
-        }
+        for (int64_t k = 0; k < inner; ++k) d[k] = (1.0f - w) * a[k] + w * b[k];
       }
     }
   }
-  return dsrc;
+}
+
+// Source a's n (<= kLanes) elements from k of the grad's outputs g (rows
+// of `inner`): its pairs' shares summed in order, in registers.
+constexpr int64_t kLanes = 16;
+
+template <int64_t kN>
+void sum_pairs(const float* g, int64_t inner, const ResizedAxis& r, int64_t a,
+               int64_t k, int64_t n, float* __restrict d) {
+  float acc[kLanes] = {};
+  const int64_t len = kN > 0 ? kN : n;
+  for (int64_t p = r.ptr[a]; p < r.ptr[a + 1]; ++p) {
+    const float* gj = g + r.pair_j[p] * inner + k;
+    const float w = r.pair_w[p];
+    for (int64_t e = 0; e < len; ++e) acc[e] += w * gj[e];
+  }
+  for (int64_t e = 0; e < len; ++e) d[e] = acc[e];
+}
+
+// The transpose of resize: dsrc (outer, r.in, inner), each source the sum
+// of its pairs' shares of g (ResizedAxis's order: the bits of adding each
+// output's two shares to its sources in turn). Summing from the sources'
+// side writes each once: adding from the outputs' side made a chain of
+// loads and stores through the sources.
+void resize_grad(const float* g, int64_t outer, int64_t inner,
+                 const ResizedAxis& r, float* __restrict dsrc) {
+  for (int64_t o = 0; o < outer; ++o) {
+    const float* go = g + o * r.out * inner;
+    float* d = dsrc + o * r.in * inner;
+    if (inner == 1) {
+      const int64_t* ptr = r.ptr.data();
+      const int64_t* pair_j = r.pair_j.data();
+      const float* pair_w = r.pair_w.data();
+      for (int64_t a = 0; a < r.in; ++a) {
+        float sum = 0.0f;
+        for (int64_t p = ptr[a]; p < ptr[a + 1]; ++p) {
+          sum += pair_w[p] * go[pair_j[p]];
+        }
+        d[a] = sum;
+      }
+      continue;
+    }
+    for (int64_t a = 0; a < r.in; ++a) {
+      float* da = d + a * inner;
+      int64_t k = 0;
+      for (; k + kLanes <= inner; k += kLanes) {
+        sum_pairs<kLanes>(go, inner, r, a, k, kLanes, da + k);
+      }
+      if (k < inner) sum_pairs<0>(go, inner, r, a, k, inner - k, da + k);
+    }
+  }
+}
+
+// x as slices: `count` of them, `in` elements each in x and `out` in y,
+// the resized axes (and any after them) within a slice; `most` the largest
+// slice any pass makes.
+struct Slices {
+  int first;  // the first resized axis
+  int64_t count, in, out, most;
+};
+
+Slices slices_of(const Shape& x, const Shape& y,
+                 const std::vector<ResizedAxis>& axes) {
+  const int nd = static_cast<int>(x.size());
+  Slices s{axes.front().axis, 0, 0, 0, 0};
+  s.count = shape_size(x, 0, s.first);
+  s.in = shape_size(x, s.first, nd), s.out = shape_size(y, s.first, nd);
+  Shape t = x;
+  s.most = s.in;
+  for (const ResizedAxis& r : axes) {
+    t[r.axis] = r.out;
+    s.most = std::max(s.most, shape_size(t, s.first, nd));
+  }
+  return s;
+}
+
+// Calls run(slice, a, b) for every slice, a and b a thread's buffers of
+// `most` floats; the team splits the slices where y is big enough.
+template <class Run>
+void for_each_slice(const Slices& s, Run&& run) {
+  const bool team =
+      s.count > 1 && s.count * std::max(s.in, s.out) >= parallel_min();
+#pragma omp parallel if (team)
+  {
+    std::vector<float, CpuScratchAllocator<float>> a(s.most), b(s.most);
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < s.count; ++n) run(n, a.data(), b.data());
+  }
 }
 
 template <class T>
@@ -82,26 +153,60 @@ class InterpolateCpu : public Interpolate {
 
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
-    std::vector<float> y = floats_of<T>(in[0]);
-    Shape s = in[0]->shape();
-    for (const ResizedAxis& r : axes_) {
-      y = resize(y, s, r);
-      s[r.axis] = r.out;
-    }
-    store(y.data(), output<T>(out[0]), out[0]->size());
+    const Shape& xs = in[0]->shape();
+    const int nd = static_cast<int>(xs.size());
+    const Slices s = slices_of(xs, out[0]->shape(), axes_);
+    const Operand x = operand<T>(in[0]);  // an fp32 master read as it is
+    T* y = output<T>(out[0]);
+    for_each_slice(s, [&](int64_t n, float* a, float* b) {
+      const float* src;
+      if (x.dtype == Dtype::f32) {
+        src = static_cast<const float*>(x.data) + n * s.in;
+      } else {
+        convert(static_cast<const T*>(x.data) + n * s.in, x.dtype, a,
+                Dtype::f32, static_cast<size_t>(s.in));
+        src = a;
+      }
+      Shape t = xs;
+      float* dst = nullptr;
+      for (size_t i = 0; i < axes_.size(); ++i) {
+        const ResizedAxis& r = axes_[i];
+        dst = src == a ? b : a;
+        if (i + 1 == axes_.size()) dst = store_buffer(y + n * s.out, dst);
+        resize(src, shape_size(t, s.first, r.axis),
+               shape_size(t, r.axis + 1, nd), r, dst);
+        t[r.axis] = r.out;
+        src = dst;
+      }
+      store(dst, y + n * s.out, s.out);
+    });
   }
 
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
-    std::vector<float> g = grad_floats_of<T>(out[0]);
-    Shape s = out[0]->shape();
-    for (auto r = axes_.rbegin(); r != axes_.rend(); ++r) {
-      g = resize_grad(g, s, *r);
-      s[r->axis] = r->in;
-    }
-    store(g.data(), input_grad<T>(in[0], accum[0]), in[0]->size(), accum[0]);
+    const Shape& ys = out[0]->shape();
+    const int nd = static_cast<int>(ys.size());
+    const Slices s = slices_of(in[0]->shape(), ys, axes_);
+    const T* dy = output_grad<T>(out[0]);
+    T* dx = input_grad<T>(in[0], accum[0]);
+    for_each_slice(s, [&](int64_t n, float* a, float* b) {
+      const float* g = load(dy + n * s.out, a, s.out);
+      Shape t = ys;
+      float* dst = nullptr;
+      for (auto r = axes_.rbegin(); r != axes_.rend(); ++r) {
+        dst = g == a ? b : a;
+        if (r + 1 == axes_.rend() && !accum[0]) {
+          dst = store_buffer(dx + n * s.in, dst);
+        }
+        resize_grad(g, shape_size(t, s.first, r->axis),
+                    shape_size(t, r->axis + 1, nd), *r, dst);
+        t[r->axis] = r->in;
+        g = dst;
+      }
+      store(dst, dx + n * s.in, s.in, accum[0]);
+    });
   }
 };
 

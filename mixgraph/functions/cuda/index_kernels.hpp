@@ -242,8 +242,8 @@ struct AxisGatherGradBody {
 /// over src (outer, in, inner) and dst (outer, out, inner): output j is (1 -
 /// w[j]) src[i0[j]] + w[j] src[i1[j]], a copy where w[j] is 0. For the
 /// grad, the (output, weight) pairs that read source a are pair_j[p],
-/// pair_w[p] for p in [ptr[a], ptr[a + 1]), in the CPU's order (j
-/// ascending, i0's before i1's).
+/// pair_w[p] for p in [ptr[a], ptr[a + 1]) (ResizedAxis's, summed in its
+/// order as the CPU sums them).
 struct ResizeAxisTables {
   int64_t outer = 0, in = 0, out = 0, inner = 0;
   const int64_t* i0 = nullptr;
@@ -253,36 +253,6 @@ struct ResizeAxisTables {
   const int64_t* pair_j = nullptr;
   const float* pair_w = nullptr;
 };
-
-/// The inverse pairs of a resized axis (host code): fills ptr (in + 1
-/// entries), pair_j and pair_w as ResizeAxisTables describes them.
-inline void resize_axis_pairs(int64_t in, const std::vector<int64_t>& i0,
-                              const std::vector<int64_t>& i1,
-                              const std::vector<float>& w,
-                              std::vector<int64_t>* ptr,
-                              std::vector<int64_t>* pair_j,
-                              std::vector<float>* pair_w) {
-  std::vector<std::vector<std::pair<int64_t, float>>> by_source(in);
-  for (size_t j = 0; j < w.size(); ++j) {
-    const int64_t jj = static_cast<int64_t>(j);
-    if (w[j] == 0.0f) {
-      by_source[i0[j]].push_back({jj, 1.0f});
-    } else {
-      by_source[i0[j]].push_back({jj, 1.0f - w[j]});
-      by_source[i1[j]].push_back({jj, w[j]});
-    }
-  }
-  ptr->assign(1, 0);
-  pair_j->clear();
-  pair_w->clear();
-  for (const auto& list : by_source) {
-    for (const auto& [j, weight] : list) {
-      pair_j->push_back(j);
-      pair_w->push_back(weight);
-    }
-    ptr->push_back(static_cast<int64_t>(pair_j->size()));
-  }
-}
 
 /// One axis of Interpolate's forward, one body per dst element, in fp32,
 /// rounded to D once (S and D: T or float, the passes between axes fp32).

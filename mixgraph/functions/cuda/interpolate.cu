@@ -40,9 +40,6 @@ class InterpolateCuda : public Interpolate {
       p.sizes.inner = shape_size(s, r.axis + 1, nd);
       p.sizes.in = r.in;
       p.sizes.out = r.out;
-      std::vector<int64_t> ptr, pair_j;
-      std::vector<float> pair_w;
-      resize_axis_pairs(r.in, r.i0, r.i1, r.w, &ptr, &pair_j, &pair_w);
       auto put = [](auto& all, const auto& part) {
         const int64_t at = static_cast<int64_t>(all.size());
         all.insert(all.end(), part.begin(), part.end());
@@ -50,10 +47,10 @@ class InterpolateCuda : public Interpolate {
       };
       p.i0 = put(ints, r.i0);
       p.i1 = put(ints, r.i1);
-      p.ptr = put(ints, ptr);
-      p.pair_j = put(ints, pair_j);
+      p.ptr = put(ints, r.ptr);
+      p.pair_j = put(ints, r.pair_j);
       p.w = put(floats, r.w);
-      p.pair_w = put(floats, pair_w);
+      p.pair_w = put(floats, r.pair_w);
       passes_.push_back(p);
       s[r.axis] = r.out;
     }
