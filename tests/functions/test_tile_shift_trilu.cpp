@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
@@ -97,6 +98,86 @@ const bool kTileShiftTrilu =
                   shift_case({2, 7}, "reflect")}) &&
     harness::add(decl::Trilu, {trilu_case(0, true), trilu_case(1, true),
                                trilu_case(-1, false)});
+
+// The gathers' values and grads at team size (over 1M elements, so over
+// parallel_min() under either wait policy), bit for bit against the rule
+// written out element by element: y[j] = x[source(j)] (or the fill), and
+// dx[i] the sum of dy over the j that read i, added in y's order in fp32.
+TEST(AxisGather, BigArraysGiveTheBitsOfTheElementRule) {
+  struct Gather {
+    std::string name;
+    Shape x;
+    std::function<VariablePtr(const VariablePtr&)> build;
+  };
+  const std::vector<Gather> gathers{
+      {"unpooling",
+       {16, 32, 32, 32},
+       [](const VariablePtr& x) {
+         return F::unpooling(x, {2, 2});
+       }},
+      {"tile",
+       {4, 16, 64, 33},
+       [](const VariablePtr& x) {
+         return F::tile(x, {1, 2, 2, 2});
+       }},
+      {"pad constant",
+       {16, 16, 60, 61},
+       [](const VariablePtr& x) {
+         return F::pad(x, {2, 2, 1, 2}, "constant", 0.5f);
+       }},
+      {"pad reflect",
+       {16, 16, 60, 61},
+       [](const VariablePtr& x) {
+         return F::pad(x, {3, 1, 2, 2}, "reflect");
+       }},
+      {"shift", {16, 16, 64, 64}, [](const VariablePtr& x) {
+         return F::shift(x, {3, -2}, "reflect");
+       }}};
+  for (const std::string type : {"float", "half"}) {
+    for (const Gather& c : gathers) {
+      ContextGuard guard(context("cpu", type));
+      std::vector<float> xv(shape_size(c.x));
+      for (size_t i = 0; i < xv.size(); ++i) xv[i] = 0.125f * (i % 29) - 1.0f;
+      auto x = variable_from(c.x, xv, true);
+      auto y = c.build(x);
+      y->forward();
+      auto seed = make_ndarray(y->shape());
+      float* dy = seed->cast<float>(true);
+      for (int64_t j = 0; j < y->size(); ++j) {
+        dy[j] = 0.0625f * (j % 37) - 0.5f + 1e-3f * (j % 7);
+      }
+      // The seed as the function reads it: rounded to the type.
+      std::vector<float> g(dy, dy + y->size());
+      if (type == "half") {
+        for (float& e : g) e = static_cast<float>(Half(e));
+      }
+      y->backward(seed);
+      const auto& f = dynamic_cast<const AxisGather&>(y->parent()->function());
+      const Shape& ys = y->shape();
+      const auto xstride = shape_strides(f.x_view());
+      const int nd = static_cast<int>(ys.size());
+      Doubles y_ref(y->size());
+      std::vector<float> dx_ref(xv.size(), 0.0f);
+      std::vector<int64_t> idx(nd, 0);
+      for (int64_t j = 0; j < y->size(); ++j) {
+        int64_t off = 0;
+        for (int d = 0; d < nd && off >= 0; ++d) {
+          const int64_t s = f.source()[d][idx[d]];
+          off = s < 0 ? -1 : off + s * xstride[d];
+        }
+        y_ref[j] = off < 0 ? f.fill_value() : xv[off];
+        if (off >= 0) dx_ref[off] += g[j];
+        for (int d = nd - 1; d >= 0 && ++idx[d] == ys[d]; --d) idx[d] = 0;
+      }
+      if (type == "half") {
+        for (float& e : dx_ref) e = static_cast<float>(Half(e));
+      }
+      EXPECT_EQ(to_doubles(y), y_ref) << c.name << " in " << type;
+      EXPECT_EQ(grad_doubles(x), Doubles(dx_ref.begin(), dx_ref.end()))
+          << c.name << " in " << type;
+    }
+  }
+}
 
 TEST(Tile, RepeatsAndSumsTheGrads) {
   auto x = variable_from({2}, {1, 2}, true);
