@@ -11,6 +11,8 @@
 #include <mixgraph/functions/cpu/conv_winograd.hpp>
 #include <mixgraph/functions/cpu/gemm_packed.hpp>
 
+#include <omp.h>
+
 #include <cmath>
 #include <memory>
 #include <random>
@@ -222,6 +224,33 @@ TEST(ConvDnnl, BFloat16) {
 }
 TEST(ConvDnnl, BFloat16WithFloatWeightsAccumulates) {
   check_conv<BFloat16, float, float>(true, true, 8e-3, 0);
+}
+
+// A pass of a few flops runs on the calling thread (oneDNN's primitive
+// made and run with one thread), a big one on the team; either way the
+// sums are the reference's and the thread count is the caller's after.
+TEST(ConvDnnl, SmallPassesRunOnOneThreadAndLeaveTheTeamAsItWas) {
+  ConvGeometry small = geometry(false);
+  small.batch = 3, small.in_channels = 4, small.out_channels = 5;
+  small.in_spatial = small.out_spatial = {6, 6};  // 39K flops a pass
+  const int threads = omp_get_max_threads();
+  for (const ConvGeometry& g : {small, geometry(false)}) {
+    const Problem p = problem(g, 21, 0.0);
+    const cpu::Operand w{p.w.data(), Dtype::f32};
+    std::vector<float> y(g.y_size()), dx(g.x_size()), dw(g.w_size());
+    std::vector<float> db(g.out_channels);
+    cpu::conv_forward<float>(g, p.x.data(), w, p.b.data(), y.data());
+    EXPECT_EQ(omp_get_max_threads(), threads);
+    cpu::conv_backward_data<float>(g, p.dy.data(), w, dx.data());
+    EXPECT_EQ(omp_get_max_threads(), threads);
+    cpu::conv_backward_weights_dnnl<float, float>(g, p.x.data(), p.dy.data(),
+                                                  dw.data(), false, db.data());
+    EXPECT_EQ(omp_get_max_threads(), threads);
+    expect_near(doubles(y), p.ref.y, 0, 0, "y");
+    expect_near(doubles(dx), p.ref.dx, 0, 0, "dx");
+    expect_near(doubles(dw), p.ref.dw, 0, 0, "dw");
+    expect_near(doubles(db), p.ref.db, 0, 0, "db");
+  }
 }
 
 // The grid values make every fp32 sum exact: an fp32 weight grad matches

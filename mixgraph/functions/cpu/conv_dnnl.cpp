@@ -3,6 +3,7 @@
 // lines, kept together: the passes share the cache and the chunking).
 #include <mixgraph/functions/cpu/conv_dnnl.hpp>
 
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -62,15 +63,52 @@ int64_t l3_bytes() {
 struct PlanKey {
   ConvGeometry geom;  // the batch is the chunk's
   ConvOp op;
-  Dtype compute;  // the type of the primitive's two inputs
-  Dtype out;      // the type of its output
-  bool bias;      // forward: a bias input; backward_weights: a bias grad
-  bool winograd;  // try oneDNN's Winograd kernel first
+  Dtype compute;    // the type of the primitive's two inputs
+  Dtype out;        // the type of its output
+  bool bias;        // forward: a bias input; backward_weights: a bias grad
+  bool winograd;    // try oneDNN's Winograd kernel first
+  bool one_thread;  // made and run on the calling thread alone
   bool operator<(const PlanKey& o) const {
-    return std::tie(geom, op, compute, out, bias, winograd) <
-           std::tie(o.geom, o.op, o.compute, o.out, o.bias, o.winograd);
+    return std::tie(geom, op, compute, out, bias, winograd, one_thread) <
+           std::tie(o.geom, o.op, o.compute, o.out, o.bias, o.winograd,
+                    o.one_thread);
   }
 };
+
+// oneDNN (its OpenMP runtime) splits a primitive among as many threads as
+// omp_get_max_threads() said when the primitive was made, and wakes them
+// at every call; with one, it runs on the calling thread and wakes none.
+// A scope in which this thread's OpenMP calls (oneDNN's and ours) run on
+// it alone, where `on`.
+class OneThread {
+ public:
+  explicit OneThread(bool on) : saved_(on ? omp_get_max_threads() : 0) {
+    if (on) omp_set_num_threads(1);
+  }
+  ~OneThread() {
+    if (saved_ > 0) omp_set_num_threads(saved_);
+  }
+  OneThread(const OneThread&) = delete;
+  OneThread& operator=(const OneThread&) = delete;
+
+ private:
+  int saved_;
+};
+
+// Whether a pass of g (the three have the same multiply-adds) is small
+// enough to run on one thread: under 32 flops per element of
+// parallel_min() (34 MFLOP where the team sleeps between regions, 1 MFLOP
+// where it spins). Under the passive wait policy each of the pass's
+// parallel regions (the layout conversions, the primitive) pays a wake of
+// the team of about 0.15 ms; the U-Net's 1x1 layers (6-13 MFLOP a pass)
+// took 0.25-0.74 ms for their three passes on one thread against
+// 0.51-0.74 ms on two (Xeon, batch 32, 2026-12-05).
+bool one_thread_pass(const ConvGeometry& g) {
+  const double flops = 2.0 * g.batch * g.out_channels *
+                       (g.in_channels / std::max<int64_t>(g.group, 1)) *
+                       shape_size(g.kernel) * shape_size(g.out_spatial);
+  return flops < 32.0 * static_cast<double>(parallel_min());
+}
 
 // A primitive with the layouts it picked for its inputs a, b and its output,
 // the row-major layouts of the same, and the reorders between them (valid
@@ -229,6 +267,7 @@ Plan make_plan(const PlanKey& key, dnnl::algorithm algo) {
 // Winograd's kernel where the key asks for it and oneDNN has one for this
 // CPU and geometry (AVX-512 only), else the direct one.
 Plan make_plan(const PlanKey& key) {
+  const OneThread one(key.one_thread);
   if (key.winograd) {
     Plan plan = make_plan(key, dnnl::algorithm::convolution_winograd);
     if (plan.ok) return plan;
@@ -421,7 +460,8 @@ const Plan& plan_at(ConvOp op, const ConvGeometry& g, int64_t n, bool bias,
     Dtype out = op == ConvOp::backward_weights ? Dtype::f32 : ct;
     if (dtype_of<T> != ct || accum || post_bias) out = Dtype::f32;
     const bool wino = ct == Dtype::f32 && conv_winograd() && winograd_pays(c);
-    const Plan& plan = plan_for(PlanKey{c, op, ct, out, bias, wino});
+    const Plan& plan =
+        plan_for(PlanKey{c, op, ct, out, bias, wino, one_thread_pass(g)});
     if (ct == Dtype::f32 || (plan.ok && plan.impl.rfind("ref", 0) != 0)) {
       return plan;
     }
@@ -435,6 +475,7 @@ template <class T>
 void execute_data(ConvOp op, const ConvGeometry& g, const T* a, Operand w,
                   const float* bias, T* out, bool accum,
                   const float* post_bias) {
+  const OneThread one(one_thread_pass(g));  // as plan_at made the plans
   const Sizes s = sizes(op, g);
   const int64_t nb = chunk_batch(g, s);
   Scratch a_conv, a_blk, out_blk, out_plain, w_conv, w_blk;
@@ -489,6 +530,7 @@ void execute_data(ConvOp op, const ConvGeometry& g, const T* a, Operand w,
 template <class T, class W>
 void execute_weights(const ConvGeometry& g, const T* x, const T* dy, W* dw,
                      bool accum, float* db) {
+  const OneThread one(one_thread_pass(g));  // as plan_at made the plans
   const ConvOp op = ConvOp::backward_weights;
   const Sizes s = sizes(op, g);
   int64_t nb = chunk_batch(g, s);
