@@ -4,11 +4,11 @@
 // (AVX-512F, AVX2), the solvers' grad pass and their update rules' loop
 // (AVX-512F, AVX2), the unary and binary elementwise functions' loops
 // (AVX-512F, AVX2), the recurrent cells' rows (RNN, LSTM, GRU; AVX-512F,
-// AVX2), softmax's rows and batch normalization's pieces (AVX-512F, AVX2).
-// cpu::ScopedCpuFeatures picks the path in-process (the scalar one by holding
-// every feature back); a path the CPU lacks is skipped with a message naming
-// the feature, and each test records (and prints) the path it ran, so that a CI
-// log shows which ran.
+// AVX2), softmax's rows and column tiles and batch normalization's pieces
+// (AVX-512F, AVX2). cpu::ScopedCpuFeatures picks the path in-process (the
+// scalar one by holding every feature back); a path the CPU lacks is skipped
+// with a message naming the feature, and each test records (and prints) the
+// path it ran, so that a CI log shows which ran.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -796,33 +796,42 @@ TEST(IsaPaths, RecurrentCellsAvx512) {
 // ---- a row's max and exp-sum (softmax over the last axis, 16 lanes) ----
 
 // Softmax, LogSoftmax and the softmax cross entropy over rows of 1003 (62
-// blocks of 16 lanes and a tail), with a -inf, a huge logit and a NaN row:
-// y and dx, as bits, on the path `features` selects.
+// blocks of 16 lanes and a tail), and over the middle axis of (3, 11, 37)
+// (tiles of 37 columns side by side, as a segmentation's classes at each
+// pixel), with a -inf, a huge logit and a NaN in each: y and dx, as bits,
+// on the path `features` selects.
 std::vector<uint32_t> softmax_run(const CpuFeatures& features) {
   ScopedCpuFeatures path(features);
   expect_path(features);
-  const int64_t rows = 4, n = 1003;
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> u(-20.0f, 20.0f);
-  std::vector<float> v(rows * n);
-  for (float& x : v) x = u(rng);
-  v[7] = -std::numeric_limits<float>::infinity();
-  v[n + 500] = 80.0f;
-  v[3 * n + 9] = std::numeric_limits<float>::quiet_NaN();
   std::vector<uint32_t> bits;
-  for (int f = 0; f < 3; ++f) {
-    auto x = variable_from({rows, n}, v, true);
-    auto labels = make_variable({rows, 1});
-    int32_t* t = labels->data()->cast<int32_t>(true);
-    for (int64_t r = 0; r < rows; ++r) t[r] = static_cast<int32_t>(r * 97);
-    auto y = f == 0   ? functions::softmax(x, 1)
-             : f == 1 ? functions::log_softmax(x, 1)
-                      : functions::softmax_cross_entropy(x, labels, 1);
-    y->forward();
-    x->grad()->zero();
-    y->backward(0.5f);
-    append_bits(bits, y->data()->get<const float>(), y->size());
-    append_bits(bits, x->grad()->get<const float>(), x->size());
+  for (const Shape& shape : {Shape{4, 1003}, Shape{3, 11, 37}}) {
+    const int64_t size = shape_size(shape), classes = shape[1];
+    const int64_t inner = shape.size() == 3 ? shape[2] : 1;
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u(-20.0f, 20.0f);
+    std::vector<float> v(size);
+    for (float& x : v) x = u(rng);
+    v[7] = -std::numeric_limits<float>::infinity();
+    v[size / 3] = 80.0f;
+    v[size - 9] = std::numeric_limits<float>::quiet_NaN();
+    Shape label_shape = shape;
+    label_shape[1] = 1;
+    for (int f = 0; f < 3; ++f) {
+      auto x = variable_from(shape, v, true);
+      auto labels = make_variable(label_shape);
+      int32_t* t = labels->data()->cast<int32_t>(true);
+      for (int64_t i = 0; i < labels->size(); ++i) {
+        t[i] = static_cast<int32_t>((i * 97 + i / inner) % classes);
+      }
+      auto y = f == 0   ? functions::softmax(x, 1)
+               : f == 1 ? functions::log_softmax(x, 1)
+                        : functions::softmax_cross_entropy(x, labels, 1);
+      y->forward();
+      x->grad()->zero();
+      y->backward(0.5f);
+      append_bits(bits, y->data()->get<const float>(), y->size());
+      append_bits(bits, x->grad()->get<const float>(), x->size());
+    }
   }
   return bits;
 }

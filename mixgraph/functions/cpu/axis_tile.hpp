@@ -87,6 +87,11 @@ float max_of(const float* x, int64_t stride, int64_t n);
 float exp_sum_of_difference(const float* x, int64_t stride, float shift,
                             float* y, int64_t n);
 
+/// exp_and_sum below for a tile of w > 1 columns: the columns side by side
+/// at the widest vector the CPU has (the same bits at every width).
+void exp_and_sum_columns(const float* x, int64_t ld, int64_t size, int64_t w,
+                         float* e, float* mx, float* sum);
+
 /// Per column j of a tile x (ld apart): mx[j] = the max along the axis and
 /// sum[j] = the sum of exp(x - mx), with e (ld = w) receiving exp(x - mx).
 /// Subtracting the max keeps exp from overflowing, even in fp16 inputs.
@@ -99,17 +104,7 @@ inline void exp_and_sum(const float* x, int64_t ld, int64_t size, int64_t w,
     sum[0] = exp_sum_of_difference(x, ld, mx[0], e, size);
     return;
   }
-  std::fill(mx, mx + w, -std::numeric_limits<float>::infinity());
-  for (int64_t a = 0; a < size; ++a) {
-    for (int64_t j = 0; j < w; ++j) mx[j] = std::max(mx[j], x[a * ld + j]);
-  }
-  std::fill(sum, sum + w, 0.0f);
-  for (int64_t a = 0; a < size; ++a) {
-    for (int64_t j = 0; j < w; ++j) {
-      e[a * w + j] = vmath::exp(x[a * ld + j] - mx[j]);
-      sum[j] += e[a * w + j];
-    }
-  }
+  exp_and_sum_columns(x, ld, size, w, e, mx, sum);
 }
 
 }  // namespace mg::cpu

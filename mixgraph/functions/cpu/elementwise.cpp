@@ -1,6 +1,7 @@
 // Registers the CPU elementwise functions: every op of ops/op_list.hpp.
 #include <mixgraph/functions/cpu/elementwise.hpp>
 
+#include <algorithm>
 #include <limits>
 
 #include <mixgraph/functions/cpu/axis_tile.hpp>
@@ -47,6 +48,21 @@ __attribute__((always_inline)) inline V add_op(V s, V v) {
     return lanes_reduce(x, n, 0.0f,                                        \
                         [](auto s, auto v) { return add_op(s, v); });      \
   }                                                                        \
+  TARGET void exp_and_sum_columns(const float* x, int64_t ld, int64_t size, \
+                                  int64_t w, float* e, float* mx,          \
+                                  float* sum) {                            \
+    std::fill(mx, mx + w, -std::numeric_limits<float>::infinity());        \
+    for (int64_t a = 0; a < size; ++a) {                                   \
+      for (int64_t j = 0; j < w; ++j) mx[j] = max_op(mx[j], x[a * ld + j]); \
+    }                                                                      \
+    std::fill(sum, sum + w, 0.0f);                                         \
+    for (int64_t a = 0; a < size; ++a) {                                   \
+      for (int64_t j = 0; j < w; ++j) {                                    \
+        e[a * w + j] = vmath::exp(x[a * ld + j] - mx[j]);                  \
+        sum[j] += e[a * w + j];                                            \
+      }                                                                    \
+    }                                                                      \
+  }                                                                        \
   }
 MG_FOR_EACH_VECTOR_ISA(MG_ROW_LOOPS)
 #undef MG_ROW_LOOPS
@@ -72,6 +88,12 @@ float exp_sum_of_difference(const float* x, int64_t stride, float shift,
     [&] { MG_CALL_VECTOR_ISA(exp_of_difference(x, shift, y, n)); }();
   }
   MG_CALL_VECTOR_ISA(sum_of(y, n));
+}
+
+void exp_and_sum_columns(const float* x, int64_t ld, int64_t size, int64_t w,
+                         float* e, float* mx, float* sum) {
+  using namespace row_loops;
+  MG_CALL_VECTOR_ISA(exp_and_sum_columns(x, ld, size, w, e, mx, sum));
 }
 
 void register_elementwise(FunctionRegistry& r) {
