@@ -320,15 +320,18 @@ void expect_same(const Doubles& a, const Doubles& b, const std::string& what) {
 }
 
 // The path `features` selects against the written-out rule, in float, half
-// and bfloat16; returns the float runs. Two shapes: maps of 71 columns (35
-// windows: AVX-512's float blocks of 16 and a masked one, the 16-bit
-// kernels' block of 32 and a masked one; the last column and row in no
-// window) and maps the windows cover (dx written, not added to).
+// and bfloat16; returns the float runs. Maps of 71 columns (35 windows:
+// AVX-512's float blocks of 16 and a masked one, the 16-bit kernels'
+// block of 32 and a masked one; the last column and row in no window),
+// maps the windows cover (dx written, not added to), and narrower maps,
+// covered and not, whose rows are shorter than a block of 16 windows
+// (AVX2's 16-bit kernel runs a row's block over the rows after it).
 std::vector<PoolRun> check_pooling(const CpuFeatures& features) {
   ScopedCpuFeatures path(features);
   expect_path(features);
   std::vector<PoolRun> runs;
-  for (const Shape& s : {Shape{2, 3, 7, 71}, Shape{2, 3, 6, 70}}) {
+  for (const Shape& s : {Shape{2, 3, 7, 71}, Shape{2, 3, 6, 70},
+                         Shape{2, 3, 12, 14}, Shape{2, 3, 13, 11}}) {
     const auto x = pool_input(s);
     std::vector<float> dy(s[0] * s[1] * (s[2] / 2) * (s[3] / 2));
     std::mt19937 rng(5);

@@ -523,6 +523,18 @@ __attribute__((target("avx2"))) void max_2x2_bits_avx2(const Bits16* x,
                                                        uint16_t inf_bits) {
   const int64_t w = d.in[2], ow = d.out[2];
   const __m256i inf = _mm256_set1_epi16(static_cast<int16_t>(inf_bits));
+  // The last windows of a row may run as a whole block over the rows after
+  // it (only this map's: its readers and writers are this thread) where
+  // every word it writes past the row is written again later: y's next
+  // rows always are; dx's where the windows cover each row whole and the
+  // row is narrower than a block (g0's words past the row land in g1's
+  // first ones, which the same block then writes; with blocks before it,
+  // g1's would already be written). Copies through zero-padded buffers
+  // for each row made half's 2x2 pooling 2.5-4x float's on maps of 28 and
+  // 14 columns held to AVX2.
+  const Bits16* x_end = x + d.in_size;
+  const Bits16* dy_end = dy ? dy + d.out_size : nullptr;
+  const Bits16* dx_end = dx && w == 2 * ow ? dx + 2 * d.out[1] * w : nullptr;
   for (int64_t o1 = 0; o1 < d.out[1]; ++o1) {
     const Bits16* r0 = x + 2 * o1 * w;
     const Bits16* r1 = r0 + w;
@@ -537,6 +549,16 @@ __attribute__((target("avx2"))) void max_2x2_bits_avx2(const Bits16* x,
                            dx ? g1 + 2 * j : nullptr, inf);
     }
     if (j == ow) continue;
+    const bool run_on =
+        r1 + 2 * j + 32 <= x_end &&
+        (y ? yr + j + 16 <= y + d.out_size
+           : dx_end && j == 0 && dyr + 16 <= dy_end && g1 + 32 <= dx_end);
+    if (run_on) {
+      max_2x2_block16_avx2(r0 + 2 * j, r1 + 2 * j, dy ? dyr + j : nullptr,
+                           y ? yr + j : nullptr, dx ? g0 + 2 * j : nullptr,
+                           dx ? g1 + 2 * j : nullptr, inf);
+      continue;
+    }
     // The last n windows, through zero-padded copies.
     const int64_t n = ow - j;
     uint16_t b0[32] = {}, b1[32] = {}, bdy[16] = {}, by[16], bg0[32], bg1[32];
