@@ -254,9 +254,9 @@ void scatter_source(const T* dy, const Shape& ys, T* dx, const Shape& xs,
   const std::vector<Readers> readers = readers_of(xs, source);
   const int64_t row = xs[nd - 1], rows = rows_of(xs);
   const auto ystride = shape_strides(ys);
-  // The sums go straight into dx in float; else into fp32 rows of x's
-  // size, stored in one vector pass at the end (a conversion a row cost
-  // Unpooling's half backward a quarter more time).
+  // The sums go straight into dx in float (without accum); else into an
+  // fp32 array of x's size, stored in one vector pass at the end (a
+  // conversion a row cost Unpooling's half backward a quarter more time).
   const bool direct = std::is_same_v<T, float> && !accum;
   std::vector<float, CpuScratchAllocator<float>> sums(direct ? 0
                                                              : shape_size(xs));
