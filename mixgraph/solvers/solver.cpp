@@ -335,8 +335,8 @@ void HostRuleBatch::run() {
   const bool team = total >= cpu::parallel_min_exp();
 #pragma omp parallel if (team)
   {
-    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t begin = total * t / nt, end = total * (t + 1) / nt;
+    const auto [begin, end] =
+        cpu::team_share(total, omp_get_thread_num(), omp_get_num_threads());
     int64_t offset = 0;  // of the job in the elements of all
     for (const Job& j : jobs_) {
       const int64_t b = std::max(begin, offset),

@@ -137,11 +137,23 @@ class BroadcastCpu : public Broadcast {
   }
 };
 
+// A row's index along all axes of s but the last, walked as an odometer:
+// row r's (one division an axis, once), then each next row's (none).
+std::vector<int64_t> row_index(const Shape& s, int64_t r) {
+  const int nd = static_cast<int>(s.size());
+  std::vector<int64_t> idx(std::max(nd - 1, 0), 0);
+  for (int d = nd - 2; d >= 0; --d) idx[d] = r % s[d], r /= s[d];
+  return idx;
+}
+void next_row(const Shape& s, std::vector<int64_t>& idx) {
+  for (int d = static_cast<int>(s.size()) - 2; d >= 0 && ++idx[d] == s[d]; --d)
+    idx[d] = 0;
+}
+
 // Calls fn(y_offset, x_offset_or_-1, last_axis_source) for each row (all
 // axes but the last) of y in [r0, r1), in order, where y's element (..., j)
 // reads x's element (..., source[last][j]) of row x_offset, or nothing
-// when either is -1. The row's index walks as an odometer: no division a
-// row.
+// when either is -1.
 template <class Fn>
 void for_each_source_row(const Shape& xs, const Shape& ys,
                          const std::vector<std::vector<int64_t>>& source,
@@ -153,9 +165,7 @@ void for_each_source_row(const Shape& xs, const Shape& ys,
   }
   const int64_t row = ys[nd - 1];
   const auto xstride = shape_strides(xs);
-  std::vector<int64_t> idx(nd > 1 ? nd - 1 : 1, 0);
-  int64_t rem = r0;
-  for (int d = nd - 2; d >= 0; --d) idx[d] = rem % ys[d], rem /= ys[d];
+  std::vector<int64_t> idx = row_index(ys, r0);
   for (int64_t r = r0; r < r1; ++r) {
     int64_t off = 0;
     for (int d = 0; d < nd - 1 && off >= 0; ++d) {
@@ -163,7 +173,7 @@ void for_each_source_row(const Shape& xs, const Shape& ys,
       off = s < 0 ? -1 : off + s * xstride[d];
     }
     fn(r * row, off, source[nd - 1]);
-    for (int d = nd - 2; d >= 0 && ++idx[d] == ys[d]; --d) idx[d] = 0;
+    next_row(ys, idx);
   }
 }
 
@@ -185,8 +195,8 @@ void gather_source(const T* x, const Shape& xs, T* y, const Shape& ys,
   const bool team = rows > 1 && shape_size(ys) >= parallel_min();
 #pragma omp parallel if (team)
   {
-    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t r0 = rows * t / threads, r1 = rows * (t + 1) / threads;
+    const auto [r0, r1] =
+        team_share(rows, omp_get_thread_num(), omp_get_num_threads());
     int64_t prev_y = -1, prev_x = -1;
     for_each_source_row(
         xs, ys, source, r0, r1,
@@ -282,11 +292,10 @@ void scatter_source(const T* dy, const Shape& ys, T* dx, const Shape& xs,
       rows > 1 && shape_size(ys) + shape_size(xs) >= parallel_min();
 #pragma omp parallel if (team)
   {
-    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t r0 = rows * t / threads, r1 = rows * (t + 1) / threads;
-    std::vector<int64_t> xi(nd, 0), at(nd, 0);  // x's row index; list places
-    int64_t rem = r0;
-    for (int d = nd - 2; d >= 0; --d) xi[d] = rem % xs[d], rem /= xs[d];
+    const auto [r0, r1] =
+        team_share(rows, omp_get_thread_num(), omp_get_num_threads());
+    std::vector<int64_t> xi = row_index(xs, r0);  // x's row
+    std::vector<int64_t> at(nd, 0);  // the place in each axis' reader list
     for (int64_t r = r0; r < r1; ++r) {
       bool any = true;
       for (int d = 0; d < nd - 1; ++d) {
@@ -325,7 +334,7 @@ void scatter_source(const T* dy, const Shape& ys, T* dx, const Shape& xs,
         }
         any = d >= 0;
       }
-      for (int d = nd - 2; d >= 0 && ++xi[d] == xs[d]; --d) xi[d] = 0;
+      next_row(xs, xi);
     }
   }
   store(sum_base, dx, shape_size(xs), accum);

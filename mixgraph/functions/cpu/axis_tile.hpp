@@ -3,12 +3,9 @@
 // is the whole axis times w columns of inner, in fp32.
 #pragma once
 
-#include <cmath>
-#include <limits>
 #include <vector>
 
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
-#include <mixgraph/functions/ops/vector_math.hpp>
 #include <mixgraph/functions/softmax.hpp>
 
 namespace mg::cpu {

@@ -102,7 +102,8 @@ class OneThread {
 // parallel regions (the layout conversions, the primitive) pays a wake of
 // the team of about 0.15 ms; the U-Net's 1x1 layers (6-13 MFLOP a pass)
 // took 0.25-0.46 ms for their three passes on one thread against
-// 0.60-0.74 ms on two (Xeon, batch 32, 2026-12-05).
+// 0.60-0.74 ms on two (Xeon, batch 32, 2026-12-05). A bound of its own, not
+// gemm_packed's 4 MFLOP: a pass here is several regions, a product one.
 bool one_thread_pass(const ConvGeometry& g) {
   const double flops = 2.0 * g.batch * g.out_channels *
                        (g.in_channels / std::max<int64_t>(g.group, 1)) *

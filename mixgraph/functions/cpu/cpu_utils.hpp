@@ -48,6 +48,16 @@ int64_t parallel_min_exp();
 constexpr int64_t parallel_min_exp_for(int64_t parallel_min) {
   return parallel_min < (int64_t{1} << 18) ? parallel_min : int64_t{1} << 18;
 }
+/// The items [begin, end) of n that thread t of a team of `threads` takes:
+/// contiguous, in the threads' order, their counts differing by one at
+/// most (the same split on every call, so a thread finds its own again).
+struct TeamShare {
+  int64_t begin, end;
+};
+constexpr TeamShare team_share(int64_t n, int64_t t, int64_t threads) {
+  return {n * t / threads, n * (t + 1) / threads};
+}
+
 /// Below this many elements a loop of many operations an element
 /// (attention's scores, E multiply-adds each; FFTs, STFTs, sorts and top-k
 /// selections, log n or more each) runs on one thread.

@@ -8,6 +8,7 @@
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/lanes.hpp>
 #include <mixgraph/functions/ops/op_list.hpp>
+#include <mixgraph/functions/ops/vector_math.hpp>
 
 namespace mg::cpu {
 

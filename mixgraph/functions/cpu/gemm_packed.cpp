@@ -597,7 +597,7 @@ Product<T> share(const Product<T>& p, int tid, int nth) {
   const bool by_rows = p.m >= p.n;
   const int64_t unit = by_rows ? Tile::kMR : Tile::kNR;
   const int64_t units = ceil_div(by_rows ? p.m : p.n, unit);
-  const int64_t u0 = units * tid / nth, u1 = units * (tid + 1) / nth;
+  const auto [u0, u1] = team_share(units, tid, nth);
   const int64_t size = by_rows ? p.m : p.n;
   const int64_t begin = std::min(size, u0 * unit);
   const int64_t count = std::min(size, u1 * unit) - begin;
@@ -696,7 +696,7 @@ void pack_whole_b(bool tb, int64_t n, int64_t k, Operand b, float* dst) {
 #pragma omp parallel num_threads(product_threads(1, n, k, 1))
   {
     const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-    const int64_t q0 = panels * tid / nth, q1 = panels * (tid + 1) / nth;
+    const auto [q0, q1] = team_share(panels, tid, nth);
     if (q0 < q1) {
       for (int64_t pc = 0; pc < k; pc += Tile::kKC) {
         const int64_t kc = std::min(Tile::kKC, k - pc);

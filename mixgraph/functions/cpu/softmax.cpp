@@ -3,6 +3,7 @@
 
 #include <mixgraph/functions/cpu/axis_tile.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
+#include <mixgraph/functions/ops/vector_math.hpp>
 #include <mixgraph/functions/registry.hpp>
 #include <mixgraph/functions/softmax.hpp>
 

@@ -26,6 +26,7 @@
 
 #include <mixgraph/contexts/half.hpp>
 #include <mixgraph/contexts/macros.hpp>
+#include <mixgraph/functions/ops/interpolate_ops.hpp>
 #include <mixgraph/graph/shape.hpp>
 
 namespace mg::cuda {
@@ -239,8 +240,8 @@ struct AxisGatherGradBody {
 };
 
 /// One resized axis of Interpolate (a ResizedAxis) as the device reads it,
-/// over src (outer, in, inner) and dst (outer, out, inner): output j is (1 -
-/// w[j]) src[i0[j]] + w[j] src[i1[j]], a copy where w[j] is 0. For the
+/// over src (outer, in, inner) and dst (outer, out, inner): output j is
+/// ops::resize_tap(w[j], src[i0[j]], src[i1[j]]). For the
 /// grad, the (output, weight) pairs that read source a are pair_j[p],
 /// pair_w[p] for p in [ptr[a], ptr[a + 1]) (ResizedAxis's, summed in its
 /// order as the CPU sums them).
@@ -267,14 +268,9 @@ struct ResizeBody {
     const int64_t j = r % t.out, o = r / t.out;
     const float a =
         static_cast<float>(src[(o * t.in + t.i0[j]) * t.inner + kk]);
-    const float w = t.w[j];
-    if (w == 0.0f) {
-      dst[k] = D(a);
-      return;
-    }
     const float b =
         static_cast<float>(src[(o * t.in + t.i1[j]) * t.inner + kk]);
-    dst[k] = D((1.0f - w) * a + w * b);
+    dst[k] = D(ops::resize_tap(t.w[j], a, b));
   }
 };
 
