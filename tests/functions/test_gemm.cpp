@@ -4,6 +4,7 @@
 
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/functions/cpu/gemm.hpp>
+#include <mixgraph/functions/cpu/gemm_bf16.hpp>
 #include <mixgraph/functions/cpu/gemm_packed.hpp>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -35,6 +37,28 @@ std::vector<T> as(const std::vector<float>& v) {
   std::vector<T> r(v.size());
   for (size_t i = 0; i < v.size(); ++i) r[i] = T(v[i]);
   return r;
+}
+
+// op(B) = b (k x n) stored as it is, or transposed (n x k) where tb.
+std::vector<float> stored_b(const std::vector<float>& b, int64_t k, int64_t n,
+                            bool tb) {
+  std::vector<float> stored(k * n);
+  for (int64_t l = 0; l < k; ++l) {
+    for (int64_t j = 0; j < n; ++j) {
+      stored[tb ? j * k + l : l * n + j] = b[l * n + j];
+    }
+  }
+  return stored;
+}
+
+// f(j0, j1) for three bands of whole panels of w columns over n (the
+// last the widest, ending at n), as threads would share C's columns.
+template <class F>
+void for_three_bands(int64_t n, int64_t w, F&& f) {
+  const int64_t panels = (n + w - 1) / w;
+  for (int64_t band = 0; band < 3; ++band) {
+    f(panels * band / 3 * w, std::min(n, panels * (band + 1) / 3 * w));
+  }
 }
 
 // C (m x n) = op(A) op(B) + bias + (accum ? C0 : 0), in double.
@@ -294,13 +318,7 @@ TEST(GemmPacked, PackedBAgainstTheReference) {
           SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) +
                        " k " + std::to_string(k) + " B " + dtype_name(type) +
                        (tb ? " tb" : "") + (accum ? ", bias and accum" : ""));
-          // op(B) = b (k x n) stored as it is or transposed (n x k).
-          std::vector<float> stored(k * n);
-          for (int64_t l = 0; l < k; ++l) {
-            for (int64_t j = 0; j < n; ++j) {
-              stored[tb ? j * k + l : l * n + j] = b[l * n + j];
-            }
-          }
+          std::vector<float> stored = stored_b(b, k, n, tb);
           const auto half = as<Half>(stored);
           const auto bf16 = as<BFloat16>(stored);
           const void* data = type == Dtype::f16 ? half.data()
@@ -323,14 +341,12 @@ TEST(GemmPacked, PackedBAgainstTheReference) {
             // the widest, and ending at C's edge), each on this thread.
             std::vector<float> banded =
                 accum ? c0 : std::vector<float>(m * n, 7.0f);
-            const int64_t w = packed.panel_width(), panels = (n + w - 1) / w;
-            for (int64_t band = 0; band < 3; ++band) {
-              const int64_t j0 = panels * band / 3 * w,
-                            j1 = std::min(n, panels * (band + 1) / 3 * w);
-              packed.multiply_columns(m, a.data(), banded.data(),
-                                      with_bias ? bias.data() : nullptr, accum,
-                                      j0, j1 - j0);
-            }
+            for_three_bands(
+                n, packed.panel_width(), [&](int64_t j0, int64_t j1) {
+                  packed.multiply_columns(m, a.data(), banded.data(),
+                                          with_bias ? bias.data() : nullptr,
+                                          accum, j0, j1 - j0);
+                });
             EXPECT_EQ(banded, c) << "C by bands of columns";
           }
         }
@@ -362,6 +378,111 @@ TEST(GemmPacked, PackedBAgainstTheReference) {
       ADD_FAILURE() << "a " << k << " x " << n << " B was packed";
     } catch (const std::invalid_argument& e) {
       EXPECT_NE(std::string(e.what()).find("[PackedB]"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// PackedBf16B, the bf16 step product on AVX512-BF16: A and op(B) of
+// grid values (exact in bf16, as are their products and fp32 sums) against
+// the double reference, B stored either way and as fp32 or bf16, with and
+// without bias and accumulation, on shapes with an odd k (the last pair
+// half empty), a last panel part padding, rows that fill no tile, and A's
+// and C's rows further apart than k and n; the same bits by bands of
+// columns on this thread as the whole on the team. Bad bands, empty B and
+// other types are refused by name.
+TEST(GemmBf16, PackedBf16BAgainstTheReference) {
+  if (!cpu::PackedBf16B::available()) GTEST_SKIP() << "no AVX512-BF16";
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (const Shape s :
+       {Shape{13, 100, 1101}, Shape{32, 2048, 512}, Shape{32, 512, 2048},
+        Shape{7, 70, 3}, Shape{1, 3, 1}}) {
+    const int64_t m = s.m, n = s.n, k = s.k;
+    const auto b = grid_values(k * n, 41);
+    const auto bias = grid_values(n, 42), c0 = grid_values(m * n, 43);
+    for (const Dtype type : {Dtype::f32, Dtype::bf16}) {
+      for (int t = 0; t < 4; ++t) {
+        const bool tb = t & 1, accum = t & 2, with_bias = !accum;
+        SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) +
+                     " k " + std::to_string(k) + " B " + dtype_name(type) +
+                     (tb ? " tb" : "") + (accum ? ", accum" : ", bias"));
+        std::vector<float> stored = stored_b(b, k, n, tb);
+        const auto bf16 = as<BFloat16>(stored);
+        const void* data = type == Dtype::bf16
+                               ? static_cast<const void*>(bf16.data())
+                               : stored.data();
+        const cpu::PackedBf16B packed(tb, n, k, cpu::Operand{data, type});
+        stored.assign(stored.size(), 99.0f);  // packed: B was copied
+        const auto a = grid_values(m * k, 44);
+        const auto a16 = as<BFloat16>(a);
+        std::vector<float> c = accum ? c0 : std::vector<float>(m * n, 7.0f);
+        packed.multiply(m, a16.data(), c.data(),
+                        with_bias ? bias.data() : nullptr, accum);
+        expect_near(doubles(c),
+                    gemm_ref(false, false, m, n, k, a, b,
+                             with_bias ? bias : std::vector<float>{},
+                             accum ? c0 : std::vector<float>{}),
+                    1e-6, 0, "C");
+        // Three bands of whole panels, A's rows k + 3 apart, C's n + 5.
+        const int64_t lda = k + 3, ldc = n + 5;
+        std::vector<BFloat16> wide_a(m * lda, BFloat16(-1.0f));
+        for (int64_t i = 0; i < m; ++i) {
+          std::copy(a16.begin() + i * k, a16.begin() + (i + 1) * k,
+                    wide_a.begin() + i * lda);
+        }
+        std::vector<float> banded(m * ldc, 5.0f);
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            banded[i * ldc + j] = accum ? c0[i * n + j] : 7.0f;
+          }
+        }
+        for_three_bands(n, packed.panel_width(), [&](int64_t j0, int64_t j1) {
+          packed.multiply_columns(m, wide_a.data(), lda, banded.data(), ldc,
+                                  with_bias ? bias.data() : nullptr, accum, j0,
+                                  j1 - j0);
+        });
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < ldc; ++j) {
+            const float want = j < n ? c[i * n + j] : 5.0f;
+            ASSERT_EQ(banded[i * ldc + j], want)
+                << "row " << i << ", column " << j << " by bands";
+          }
+        }
+      }
+    }
+  }
+  const auto b = grid_values(40 * 100, 45);
+  const auto a = as<BFloat16>(grid_values(2 * 40, 46));
+  const cpu::PackedBf16B packed(false, 100, 40,
+                                cpu::Operand{b.data(), Dtype::f32});
+  std::vector<float> c(2 * 100);
+  for (const auto& [j0, count] :
+       {std::pair{int64_t{1}, int64_t{31}}, std::pair{int64_t{0}, int64_t{8}},
+        std::pair{int64_t{0}, int64_t{101}}}) {
+    try {
+      packed.multiply_columns(2, a.data(), 40, c.data(), 100, nullptr, false,
+                              j0, count);
+      ADD_FAILURE() << "columns from " << j0 << ", " << count << " of 100";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("[PackedBf16B] columns"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  const float one = 1.0f;
+  const Half half_one(1.0f);
+  for (const auto& [n, k, operand] :
+       {std::tuple{0, 4, cpu::Operand{&one, Dtype::f32}},
+        std::tuple{4, 0, cpu::Operand{&one, Dtype::f32}},
+        std::tuple{1, 1, cpu::Operand{&half_one, Dtype::f16}}}) {
+    try {
+      cpu::PackedBf16B refused(false, n, k, operand);
+      ADD_FAILURE() << "a " << k << " x " << n << " B was packed";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("[PackedBf16B] B is"),
+                std::string::npos)
           << e.what();
     }
   }

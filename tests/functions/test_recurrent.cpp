@@ -8,6 +8,7 @@
 #include <mixgraph/utils/yaml/network.hpp>
 
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/functions/cpu/gemm_bf16.hpp>
 #include <mixgraph/functions/cpu/gemm_packed.hpp>
 #include <mixgraph/functions/cpu/recurrent_backend.hpp>
 #include <mixgraph/functions/ops/recurrent_driver.hpp>
@@ -535,8 +536,9 @@ TEST(RNN, NNablasWeightLayoutLoads) {
 // The CPU backend with its steps shared out by hidden units, counting the
 // layers it ran so (forward_steps true), or (step_by_step) leaving every
 // layer to the driver's loop: a product on the team, then the cells.
-struct CountingBackend : cpu::RecurrentBackend<float> {
-  using Base = cpu::RecurrentBackend<float>;
+template <class T>
+struct CountingBackendOf : cpu::RecurrentBackend<T> {
+  using Base = cpu::RecurrentBackend<T>;
   bool step_by_step = false;
   int shared_forward = 0, shared_backward = 0;
   template <class Cell>
@@ -558,6 +560,7 @@ struct CountingBackend : cpu::RecurrentBackend<float> {
     return ran;
   }
 };
+using CountingBackend = CountingBackendOf<float>;
 
 // omp_set_num_threads(n) for its lifetime.
 class ScopedThreads {
@@ -575,12 +578,17 @@ class ScopedThreads {
 // steps shared out and step by step: the same bits in every output and
 // grad. Hidden 160 is 5 panels of AVX-512's tile (three threads: bands of
 // 1, 2 and 2 panels) and 10 of AVX2's (3, 3, 4), and the backward product's
-// k (G H, 640 for the LSTM) runs past one block of depth.
-template <class Cell>
-void check_shared_steps(const Cell& cell, const char* name) {
-  SCOPED_TRACE(name);
-  using Driver = recurrent::Driver<Cell, CountingBackend>;
-  using Buffer = CountingBackend::Buffer;
+// k (G H, 640 for the LSTM) runs past one block of depth. In bfloat16 on
+// AVX512-BF16 (the products in bf16 on gemm_bf16.hpp's tile, 5 panels):
+// the same, each thread rounding its band of h and of drh for the next
+// product as the loop rounds the whole.
+template <class Cell, class T>
+void check_shared_steps_of(
+    const Cell& cell,
+    const std::vector<std::pair<const char*, cpu::CpuFeatures>>& paths) {
+  using Backend = CountingBackendOf<T>;
+  using Driver = recurrent::Driver<Cell, Backend>;
+  using Buffer = typename Backend::Buffer;
   constexpr int G = Cell::kGates, L = 2, D = 2;
   constexpr bool lstm = std::is_same_v<Cell, recurrent::LstmCell>;
   const int bias_rows = std::is_same_v<Cell, recurrent::GruCell> ? 4 : G;
@@ -604,25 +612,18 @@ void check_shared_steps(const Cell& cell, const char* name) {
   const typename Driver::Params p{h0.data(), lstm ? c0.data() : nullptr,
                                   w0.data(), w.data(), b.data()};
   const recurrent::Dims dims{L, D, S, B, I, H, bias_rows};
-  auto run = [&](CountingBackend& be) {
+  auto run = [&](Backend& be) {
     Driver driver(cell, dims);
     auto out = driver.forward(be, x, p);
     auto g = driver.backward(be, dy, dhn.data(), dcn.data());
     return std::vector<Buffer>{out.y, out.hn, out.cn, g.dx, g.dh0,
                                g.dc0, g.dw0,  g.dw,   g.db};
   };
-  const cpu::CpuFeatures all = cpu::detected_cpu_features();
-  cpu::CpuFeatures avx2;
-  avx2.avx2 = all.avx2;
-  avx2.f16c = all.f16c;
-  std::vector<std::pair<const char*, cpu::CpuFeatures>> paths = {
-      {"avx2 tile", avx2}};
-  if (all.avx512f) paths.insert(paths.begin(), {"avx512 tile", all});
   for (const auto& [tile, features] : paths) {
     SCOPED_TRACE(tile);
     const cpu::ScopedCpuFeatures path(features);
     const ScopedThreads threads(3);
-    CountingBackend shared, step_by_step;
+    Backend shared, step_by_step;
     step_by_step.step_by_step = true;
     const auto got = run(shared), want = run(step_by_step);
     EXPECT_EQ(shared.shared_forward, L * D);
@@ -632,6 +633,28 @@ void check_shared_steps(const Cell& cell, const char* name) {
     for (size_t i = 0; i < got.size(); ++i) {
       EXPECT_TRUE(got[i] == want[i]) << names[i] << " differs";
     }
+  }
+}
+
+template <class Cell>
+void check_shared_steps(const Cell& cell, const char* name) {
+  SCOPED_TRACE(name);
+  const cpu::CpuFeatures all = cpu::detected_cpu_features();
+  cpu::CpuFeatures avx2;
+  avx2.avx2 = all.avx2;
+  avx2.f16c = all.f16c;
+  std::vector<std::pair<const char*, cpu::CpuFeatures>> paths = {
+      {"avx2 tile", avx2}};
+  if (all.avx512f) paths.insert(paths.begin(), {"avx512 tile", all});
+  check_shared_steps_of<Cell, float>(cell, paths);
+  // Our bf16 tile runs where AMX does not (GemmFixedB): AMX held back.
+  cpu::CpuFeatures no_amx = all;
+  no_amx.amx_bf16 = false;
+  const cpu::ScopedCpuFeatures bf16_tile(no_amx);
+  if (cpu::PackedBf16B::available() &&
+      cpu::compute_type<BFloat16>() == Dtype::bf16) {
+    SCOPED_TRACE("bfloat16");
+    check_shared_steps_of<Cell, BFloat16>(cell, {{"avx512-bf16 tile", no_amx}});
   }
 }
 

@@ -75,11 +75,13 @@ Operand product_operand(const NdArrayPtr& a, bool is_grad,
 /// fp32; A and B have one type, fp32, or bf16 where oneDNN has bf16
 /// kernels (as gemm() computes). fp32 runs our own product (gemm_packed.hpp's
 /// PackedB, on every CPU with AVX2, FMA and F16C; gemm.cpp says what it
-/// ran against), bf16 oneDNN's on its blocked layout (a 32 x 2048 x 512
-/// step: 0.26 -> 0.20 ms against a plain B). B is copied: it may change
-/// after.
-struct GemmPlan;  // gemm.cpp's cached primitive
-class PackedB;    // gemm_packed.hpp
+/// ran against), bf16 our own on AVX512-BF16 (gemm_bf16.hpp's PackedBf16B,
+/// which threads can share out by columns), else oneDNN's on its blocked
+/// layout (a 32 x 2048 x 512 step: 0.26 -> 0.20 ms against a plain B). B is
+/// copied: it may change after.
+struct GemmPlan;    // gemm.cpp's cached primitive
+class PackedB;      // gemm_packed.hpp
+class PackedBf16B;  // gemm_bf16.hpp
 
 class GemmFixedB {
  public:
@@ -92,16 +94,19 @@ class GemmFixedB {
   /// in (our tile's panels, or oneDNN's blocked one): what saves a step's
   /// product its B traffic. False for an empty product.
   bool b_relaid() const;
-  /// B in our tile's panels (fp32), or null (oneDNN's kernel, or an empty
-  /// product).
+  /// B in our tile's panels (fp32), or null (bf16, or an empty product).
   const PackedB* packed() const { return packed_.get(); }
+  /// B in our bf16 tile's panels, or null (fp32, oneDNN's kernel, or an
+  /// empty product).
+  const PackedBf16B* packed_bf16() const { return packed_bf16_.get(); }
   bool accum() const { return accum_; }
 
  private:
   Dtype type_;
   int64_t m_, n_;
   bool bias_, accum_;
-  std::unique_ptr<PackedB> packed_;  // fp32: B in our tile's panels
+  std::unique_ptr<PackedB> packed_;           // fp32: B in our tile's panels
+  std::unique_ptr<PackedBf16B> packed_bf16_;  // bf16 on AVX512-BF16
   // Else oneDNN's kernel and B in its blocked layout; null where m, n or k
   // is 0.
   const GemmPlan* plan_ = nullptr;

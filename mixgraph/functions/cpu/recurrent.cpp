@@ -15,8 +15,10 @@
 #include <immintrin.h>
 #include <omp.h>
 
+#include <mixgraph/contexts/convert.hpp>
 #include <mixgraph/contexts/cpu/isa_loops.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
+#include <mixgraph/functions/cpu/gemm_bf16.hpp>
 #include <mixgraph/functions/cpu/gemm_packed.hpp>
 #include <mixgraph/functions/cpu/recurrent_backend.hpp>
 #include <mixgraph/functions/ops/recurrent_driver.hpp>
@@ -166,8 +168,9 @@ class StepBarrier {
 //
 // The bands are whole panels of Wh's packing, so that each gate's columns
 // of them start and end at panels. No bands (the driver's loop runs the
-// steps) where Wh is not in our tile's panels (bf16, on oneDNN's kernel),
-// H is not a multiple of the panel width, a step is too small to share
+// steps) where Wh is not in one of our tiles' panels (bf16 on oneDNN's
+// kernel, without AVX512-BF16), H is not a multiple of the panel width, a
+// step is too small to share
 // (gemm_packed's threshold: the loop's product then runs on one thread),
 // or H has fewer panels than the team has threads: an LSTM of hidden 32 and
 // batch 4096 took 240 ms on one band against 140 with the loop, whose
@@ -181,10 +184,12 @@ struct UnitBands {
 
 std::optional<UnitBands> unit_bands(const GemmFixedB& product, int64_t B,
                                     int64_t H, int G) {
-  const PackedB* wh = product.packed();
-  if (!wh || B == 0 || H % wh->panel_width() != 0) return std::nullopt;
+  const int64_t width = product.packed() ? product.packed()->panel_width()
+                        : product.packed_bf16() ? PackedBf16B::panel_width()
+                                                : 0;
+  if (width == 0 || B == 0 || H % width != 0) return std::nullopt;
   UnitBands bands;
-  bands.width = wh->panel_width();
+  bands.width = width;
   bands.panels = H / bands.width;
   bands.threads = omp_get_max_threads();
   const double flops = 2.0 * B * G * H * H;
@@ -195,7 +200,8 @@ std::optional<UnitBands> unit_bands(const GemmFixedB& product, int64_t B,
 }
 
 // Wh packed as the steps read it: op(B) H x G H forward, G H x H backward.
-void check_step_product(const PackedB& wh, int64_t n, int64_t k) {
+template <class Packed>
+void check_step_product(const Packed& wh, int64_t n, int64_t k) {
   if (wh.n() != n || wh.k() != k) {
     throw std::logic_error(msg("[recurrent] the step product's B is ", wh.k(),
                                " x ", wh.n(), ", the steps need ", k, " x ",
@@ -218,6 +224,87 @@ void on_bands(const UnitBands& bands, Body body) {
   }
 }
 
+// Rows [0, B) of columns [j0, j1) of src (rows ld apart) rounded to bf16
+// at the same places in dst: a thread's band of h or of drh, for the next
+// product, which reads bf16.
+void band_to_bf16(const float* src, BFloat16* dst, int64_t B, int64_t ld,
+                  int64_t j0, int64_t j1) {
+  for (int64_t n = 0; n < B; ++n) {
+    convert(src + n * ld + j0, Dtype::f32, dst + n * ld + j0, Dtype::bf16,
+            static_cast<size_t>(j1 - j0));
+  }
+}
+
+// Two arrays of n bf16 on the caching allocator, not zeroed: a layer's
+// steps alternate between them, so that a thread writes the next step's
+// operand while another may still read this step's.
+struct Bf16Pair {
+  explicit Bf16Pair(int64_t n)
+      : n_(n), data_(CpuAllocator::instance().allocate(2 * n * 2)) {}
+  BFloat16* operator[](int64_t i) {
+    return static_cast<BFloat16*>(data_->ptr()) + (i % 2) * n_;
+  }
+
+ private:
+  int64_t n_;
+  std::unique_ptr<Memory> data_;
+};
+
+// The steps in bf16 (Wh in PackedBf16B's panels): as the fp32 ones below,
+// with each thread also rounding its band of h to bf16 for the next step's
+// product, as the driver's loop rounds the whole of h.
+template <class Cell>
+void run_forward_steps_bf16(const Cell& cell, const GemmFixedB& product,
+                            const UnitBands& bands,
+                            const std::vector<StepForward>& steps, float* rh,
+                            const float* bias, int64_t B, int64_t H) {
+  constexpr int G = Cell::kGates;
+  const PackedBf16B& wh = *product.packed_bf16();
+  check_step_product(wh, G * H, H);
+  const int64_t S = static_cast<int64_t>(steps.size());
+  Bf16Pair h16(B * H);
+  on_bands(bands, [&](int64_t j0, int64_t j1, StepBarrier& barrier) {
+    band_to_bf16(steps[0].h_prev, h16[0], B, H, j0, j1);
+    barrier.wait();
+    for (int64_t i = 0; i < S; ++i) {
+      const StepForward& s = steps[i];
+      for (int g = 0; g < G; ++g) {
+        wh.multiply_columns(B, h16[i], H, rh, G * H, bias, product.accum(),
+                            g * H + j0, j1 - j0);
+      }
+      for (int64_t n = 0; n < B; ++n) forward_row(cell, s, n, j0, j1, H);
+      if (i + 1 < S) {
+        band_to_bf16(s.h, h16[i + 1], B, H, j0, j1);
+        barrier.wait();
+      }
+    }
+  });
+}
+
+template <class Cell>
+void run_backward_steps_bf16(const Cell& cell, const GemmFixedB& product,
+                             const UnitBands& bands,
+                             const std::vector<StepBack>& steps, int64_t B,
+                             int64_t H) {
+  constexpr int G = Cell::kGates;
+  const PackedBf16B& wh = *product.packed_bf16();
+  check_step_product(wh, H, G * H);
+  const int64_t S = static_cast<int64_t>(steps.size());
+  Bf16Pair drh16(B * G * H);
+  on_bands(bands, [&](int64_t j0, int64_t j1, StepBarrier& barrier) {
+    for (int64_t i = 0; i < S; ++i) {
+      const StepBack& s = steps[i];
+      for (int64_t n = 0; n < B; ++n) backward_row(cell, s, n, j0, j1, H);
+      for (int g = 0; g < G; ++g) {
+        band_to_bf16(s.drh, drh16[i], B, G * H, g * H + j0, g * H + j1);
+      }
+      barrier.wait();
+      wh.multiply_columns(B, drh16[i], G * H, s.dh_prev, H, nullptr,
+                          product.accum(), j0, j1 - j0);
+    }
+  });
+}
+
 template <class Cell>
 bool run_forward_steps(const Cell& cell, const GemmFixedB& product,
                        const std::vector<StepForward>& steps, float* rh,
@@ -225,6 +312,10 @@ bool run_forward_steps(const Cell& cell, const GemmFixedB& product,
   constexpr int G = Cell::kGates;
   const std::optional<UnitBands> bands = unit_bands(product, B, H, G);
   if (!bands) return false;
+  if (product.packed_bf16()) {
+    run_forward_steps_bf16(cell, product, *bands, steps, rh, bias, B, H);
+    return true;
+  }
   const PackedB& wh = *product.packed();
   check_step_product(wh, G * H, H);
   const int64_t S = static_cast<int64_t>(steps.size());
@@ -250,6 +341,10 @@ bool run_backward_steps(const Cell& cell, const GemmFixedB& product,
   constexpr int G = Cell::kGates;
   const std::optional<UnitBands> bands = unit_bands(product, B, H, G);
   if (!bands) return false;
+  if (product.packed_bf16()) {
+    run_backward_steps_bf16(cell, product, *bands, steps, B, H);
+    return true;
+  }
   const PackedB& wh = *product.packed();
   check_step_product(wh, H, G * H);
   on_bands(*bands, [&](int64_t j0, int64_t j1, StepBarrier& barrier) {
