@@ -6,11 +6,12 @@
 #include <cstring>
 #include <stdexcept>
 #include <type_traits>
-#include <utility>
 
+// For <immintrin.h>, with GCC 12's warnings on its own helpers held off.
 #include <mixgraph/contexts/cpu/convert_avx512.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/functions/cpu/gemm_packed.hpp>
 #include <mixgraph/graph/profile.hpp>
 
 #define MG_TARGET_BF16 __attribute__((target("avx512f,avx512bw,avx512bf16")))
@@ -113,15 +114,6 @@ MG_TARGET_BF16 void bf16_tile_rows(int64_t k, const BFloat16* a, int64_t lda,
   }
 }
 
-// f(std::integral_constant<int, rows>) for rows in [1, R].
-template <int R, class F>
-void bf16_with_rows(int64_t rows, F&& f) {
-  if constexpr (R > 1) {
-    if (rows < R) return bf16_with_rows<R - 1>(rows, f);
-  }
-  f(std::integral_constant<int, R>{});
-}
-
 // Panels [p0, p1) of C: each panel's rows a tile at a time, so that the
 // panel (k x 32 bf16: 32 KB at k 512) is read from memory once and again
 // from cache for the tiles after.
@@ -133,7 +125,7 @@ void bf16_run_panels(int64_t m, int64_t n, int64_t k, const BFloat16* a,
     const int64_t j = p * kPanel, cols = std::min(kPanel, n - j);
     const uint16_t* panel = packed + p * panel_size;
     for (int64_t i = 0; i < m; i += kTileRows) {
-      bf16_with_rows<kTileRows>(
+      with_tile_rows<kTileRows>(
           std::min<int64_t>(kTileRows, m - i), [&](auto rows) {
             bf16_tile_rows<decltype(rows)::value>(
                 k, a + i * lda, lda, panel, c + i * ldc + j, ldc,
@@ -169,7 +161,8 @@ PackedBf16B::PackedBf16B(bool tb, int64_t n, int64_t k, Operand b)
                 panel_size = ceil_div(k, 2) * 2 * kPanel;
   data_ = CpuAllocator::instance().allocate(panels * panel_size * 2);
   auto* dst = static_cast<uint16_t*>(data_->ptr());
-  const bool team = 2.0 * n * k >= 1 << 16;
+  // A pass of a few operations an element: parallel_min()'s rule.
+  const bool team = n * k >= parallel_min();
 #pragma omp parallel for num_threads(team ? omp_get_max_threads() : 1)
   for (int64_t p = 0; p < panels; ++p) {
     if (b.dtype == Dtype::bf16) {
@@ -189,17 +182,11 @@ void PackedBf16B::multiply_columns(int64_t m, const BFloat16* a, int64_t lda,
                                    bool accum, int64_t j0,
                                    int64_t count) const {
   const FunctionProfile::ProductScope timed;
-  const int64_t end = j0 + count;
-  if (j0 < 0 || count < 0 || end > n_ || j0 % kPanel != 0 ||
-      (end % kPanel != 0 && end != n_)) {
-    throw std::invalid_argument(
-        msg("[PackedBf16B] columns [", j0, ", ", end, ") of ", n_,
-            ": must lie within B, start at a multiple of ", kPanel,
-            " and end at one or at B's last column"));
-  }
+  check_column_band("PackedBf16B", j0, count, n_, kPanel);
   if (m == 0 || count == 0) return;
   bf16_run_panels(m, n_, k_, a, lda, static_cast<const uint16_t*>(data_->ptr()),
-                  c, ldc, bias, accum, j0 / kPanel, ceil_div(end, kPanel));
+                  c, ldc, bias, accum, j0 / kPanel,
+                  ceil_div(j0 + count, kPanel));
 }
 
 void PackedBf16B::multiply(int64_t m, const BFloat16* a, float* c,
@@ -208,8 +195,7 @@ void PackedBf16B::multiply(int64_t m, const BFloat16* a, float* c,
   if (m == 0) return;
   const int64_t panels = ceil_div(n_, kPanel);
   const auto* packed = static_cast<const uint16_t*>(data_->ptr());
-  // Small products on one thread: waking the team costs more.
-  const bool team = 2.0 * m * n_ * k_ >= 4e6 && panels > 1;
+  const bool team = 2.0 * m * n_ * k_ >= kProductTeamFlops && panels > 1;
 #pragma omp parallel num_threads(team ? omp_get_max_threads() : 1)
   {
     const auto [p0, p1] =

@@ -119,7 +119,7 @@ struct Avx512PackedBTile : Avx512Tile {
 // Small products on one thread: waking the team costs more.
 int product_threads(int64_t m, int64_t n, int64_t k, int64_t batch) {
   const double flops = 2.0 * m * n * k * batch;
-  return flops < 4e6 ? 1 : omp_get_max_threads();
+  return flops < kProductTeamFlops ? 1 : omp_get_max_threads();
 }
 
 Operand at(Operand x, int64_t offset) {
@@ -380,19 +380,6 @@ void check_operand(const char* name, Operand x) {
   }
 }
 
-// f(std::integral_constant<int, rows>) for rows in [1, R]: a tile's row
-// count as a constant, so that a tile at the bottom edge of C computes its
-// rows alone (the LSTM's steps have 32 rows: their last 6-row tile, which
-// computed 6 rows where 2 were there, now takes 0.63 of a full tile's
-// time, perf, AVX2, 2026-12-05).
-template <int R, class F>
-void with_rows(int64_t rows, F&& f) {
-  if constexpr (R > 1) {
-    if (rows < R) return with_rows<R - 1>(rows, f);
-  }
-  f(std::integral_constant<int, R>{});
-}
-
 // c (R x NR, rows ldc apart) = c0 (rows ld0 apart; zero where null) + R
 // rows of op(A) (kc each) times a panel of B (kc x NR), each row's NR sums
 // in NR / W registers of W floats (Vec). The rows are a panel's (kc x MR:
@@ -448,7 +435,7 @@ template <bool Panel>
 void Avx2Tile::multiply(int64_t kc, const float* a, int64_t lda, int64_t rows,
                         const float* b, const float* c0, int64_t ld0, float* c,
                         int64_t ldc) {
-  with_rows<kMR>(rows, [&](auto r) {
+  with_tile_rows<kMR>(rows, [&](auto r) {
     avx2_rows<decltype(r)::value, Panel, kMR, kNR>(kc, a, lda, b, c0, ld0, c,
                                                    ldc);
   });
@@ -458,7 +445,7 @@ template <bool Panel>
 void Avx512Tile::multiply(int64_t kc, const float* a, int64_t lda, int64_t rows,
                           const float* b, const float* c0, int64_t ld0,
                           float* c, int64_t ldc) {
-  with_rows<kMR>(rows, [&](auto r) {
+  with_tile_rows<kMR>(rows, [&](auto r) {
     avx512_rows<decltype(r)::value, Panel, kMR, kNR>(kc, a, lda, b, c0, ld0, c,
                                                      ldc);
   });
@@ -715,6 +702,18 @@ int64_t whole_b_floats(int64_t n, int64_t k) {
 
 }  // namespace
 
+void check_column_band(const char* who, int64_t j0, int64_t count, int64_t n,
+                       int64_t width) {
+  const int64_t end = j0 + count;
+  if (j0 < 0 || count < 0 || end > n || j0 % width != 0 ||
+      (end % width != 0 && end != n)) {
+    throw std::invalid_argument(
+        msg("[", who, "] columns [", j0, ", ", end, ") of ", n,
+            ": must lie within B, start at a multiple of ", width,
+            " and end at one or at B's last column"));
+  }
+}
+
 bool gemm_packed_available() {
   const CpuFeatures& cpu = cpu_features();
   return cpu.avx2 && cpu.f16c && __builtin_cpu_supports("fma");
@@ -893,17 +892,7 @@ void PackedB::multiply_columns(int64_t m, const float* a, float* c,
                                const float* bias, bool accum, int64_t j0,
                                int64_t count) const {
   const FunctionProfile::ProductScope timed;
-  // A band ending inside a panel would finish that panel's columns the way
-  // C's right edge is finished (sums added after the tile, not in its FMA
-  // chain): other bits than multiply()'s.
-  const int64_t end = j0 + count, w = panel_width();
-  if (j0 < 0 || count < 0 || end > n_ || j0 % w != 0 ||
-      (end % w != 0 && end != n_)) {
-    throw std::invalid_argument(
-        msg("[PackedB] columns [", j0, ", ", end, ") of ", n_,
-            ": must lie within B, start at a multiple of ", w,
-            " and end at one or at B's last column"));
-  }
+  check_column_band("PackedB", j0, count, n_, panel_width());
   if (m == 0 || count == 0) return;
   const float* packed = static_cast<const float*>(data_->ptr());
   if (avx512_) {

@@ -9,11 +9,39 @@
 
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 
 #include <mixgraph/contexts/memory.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 
 namespace mg::cpu {
+
+/// Below this many flops (2 m n k) a product of ours runs on one thread:
+/// waking the team costs more. Our tiles' products and a recurrent layer's
+/// steps (whether they share out by hidden units) go by it.
+constexpr double kProductTeamFlops = 4e6;
+
+/// Throws std::invalid_argument, naming `who`, unless columns [j0, j0 +
+/// count) of a packed B of n columns are whole panels of `width`: j0 a
+/// multiple of it, j0 + count one too or n. A band ending inside a panel
+/// would finish that panel's columns the way C's right edge is finished
+/// (sums added after the tile, not in its chain): other bits than the whole
+/// product's.
+void check_column_band(const char* who, int64_t j0, int64_t count, int64_t n,
+                       int64_t width);
+
+/// f(std::integral_constant<int, rows>) for rows in [1, R]: a tile's row
+/// count as a constant, so that a tile at the bottom edge of C computes its
+/// rows alone (the LSTM's steps have 32 rows: their last 6-row tile, which
+/// computed 6 rows where 2 were there, now takes 0.63 of a full tile's
+/// time, perf, AVX2, 2026-12-05).
+template <int R, class F>
+void with_tile_rows(int64_t rows, F&& f) {
+  if constexpr (R > 1) {
+    if (rows < R) return with_tile_rows<R - 1>(rows, f);
+  }
+  f(std::integral_constant<int, R>{});
+}
 
 /// Whether gemm_packed() can run on this CPU (AVX2, FMA and F16C at
 /// least, within the ISA cap).

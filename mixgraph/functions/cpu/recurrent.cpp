@@ -193,7 +193,8 @@ std::optional<UnitBands> unit_bands(const GemmFixedB& product, int64_t B,
   bands.panels = H / bands.width;
   bands.threads = omp_get_max_threads();
   const double flops = 2.0 * B * G * H * H;
-  if (bands.threads < 2 || flops < 4e6 || bands.panels < bands.threads) {
+  if (bands.threads < 2 || flops < kProductTeamFlops ||
+      bands.panels < bands.threads) {
     return std::nullopt;
   }
   return bands;
