@@ -471,6 +471,22 @@ TEST(GemmBf16, PackedBf16BAgainstTheReference) {
           << e.what();
     }
   }
+  // Rows of A closer than k, or of C closer than n, would overlap.
+  for (const auto& [m, lda, ldc] :
+       {std::tuple{int64_t{2}, int64_t{39}, int64_t{100}},
+        std::tuple{int64_t{2}, int64_t{40}, int64_t{99}},
+        std::tuple{int64_t{-1}, int64_t{40}, int64_t{100}}}) {
+    try {
+      packed.multiply_columns(m, a.data(), lda, c.data(), ldc, nullptr, false,
+                              0, 32);
+      ADD_FAILURE() << m << " rows " << lda << " and " << ldc << " apart";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("[PackedBf16B] "), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("B is 40 x 100"), std::string::npos)
+          << e.what();
+    }
+  }
   const float one = 1.0f;
   const Half half_one(1.0f);
   for (const auto& [n, k, operand] :

@@ -183,6 +183,14 @@ void PackedBf16B::multiply_columns(int64_t m, const BFloat16* a, int64_t lda,
                                    int64_t count) const {
   const FunctionProfile::ProductScope timed;
   check_column_band("PackedBf16B", j0, count, n_, kPanel);
+  // A's rows hold k values and C's n: rows closer than that would overlap
+  // (the tile reads and writes whole rows of each).
+  if (m < 0 || (m > 1 && (lda < k_ || ldc < n_))) {
+    throw std::invalid_argument(msg("[PackedBf16B] ", m, " rows of A ", lda,
+                                    " apart and of C ", ldc, " apart: B is ",
+                                    k_, " x ", n_, ", so A's rows need ", k_,
+                                    " and C's ", n_, " at least"));
+  }
   if (m == 0 || count == 0) return;
   bf16_run_panels(m, n_, k_, a, lda, static_cast<const uint16_t*>(data_->ptr()),
                   c, ldc, bias, accum, j0 / kPanel,
