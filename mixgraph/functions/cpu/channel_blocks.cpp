@@ -148,39 +148,39 @@ MG_TARGET_AVX512 inline void transpose16_bits(__m256i r[16]) {
   }
 }
 
-// The whole 16 x 16 tiles of a bf16 tile of 16 channels into bf16 blocks
-// (to_blocks) or back (!to_blocks), moved as bits: a bf16 value read into
-// fp32 and rounded back is itself, so this is what the fp32 transpose
-// makes (but for a signaling NaN, which no arithmetic makes: kept as it
-// is, where that path quiets it), with none of its 32 conversions a tile.
-// That pass ran at a quarter of a copy's speed: on one thread of an AMD
-// EPYC Zen 4, 0.39 ms into blocks for a 4.2 MB activation against 0.09
-// for memcpy, this one 0.15. Returns the positions done.
-MG_TARGET_AVX512 int64_t bf16_tiles16(const BFloat16* in, BFloat16* out,
-                                      int64_t spatial, bool to_blocks) {
-  int64_t s = 0;
-  for (; s + k16 <= spatial; s += k16) {
-    __m256i r[16];
-    for (int i = 0; i < 16; ++i) {
-      const BFloat16* p = to_blocks ? in + i * spatial + s : in + (s + i) * k16;
-      r[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    }
-    transpose16_bits(r);
-    for (int i = 0; i < 16; ++i) {
-      BFloat16* p = to_blocks ? out + (s + i) * k16 : out + i * spatial + s;
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), r[i]);
-    }
+// A 16 x 16 tile of bf16, rows in_ld apart, turned into rows out_ld apart,
+// moved as bits: a bf16 value read into fp32 and rounded back is itself,
+// so this is what the fp32 transpose makes (but for a signaling NaN, which
+// no arithmetic makes: kept as it is, where that path quiets it), with
+// none of its 32 conversions a tile. That path ran at a quarter of a
+// copy's speed: on one thread of an AMD EPYC Zen 4, 0.39 ms into 16-channel
+// blocks for a 4.2 MB activation against 0.09 for memcpy; this one 0.15.
+MG_TARGET_AVX512 inline void bf16_tile16(const BFloat16* in, int64_t in_ld,
+                                         BFloat16* out, int64_t out_ld) {
+  __m256i r[16];
+  for (int i = 0; i < 16; ++i) {
+    r[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i * in_ld));
   }
-  return s;
+  transpose16_bits(r);
+  for (int i = 0; i < 16; ++i) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i * out_ld), r[i]);
+  }
 }
+
+// Both types bf16: the tiles that bf16_tile16 moves.
+template <class T, class B>
+constexpr bool kBf16Bits = (std::is_same_v<T, BFloat16> &&
+                            std::is_same_v<B, BFloat16>);
 
 template <class T, class B>
 MG_TARGET_AVX512 void to_blocks_tile16(const T* in, B* out, int64_t nc,
                                        int64_t spatial) {
   constexpr int64_t kBlk = k16;
   int64_t s = 0;
-  if constexpr (std::is_same_v<T, BFloat16> && std::is_same_v<B, BFloat16>) {
-    if (nc == kBlk) s = bf16_tiles16(in, out, spatial, true);
+  if constexpr (kBf16Bits<T, B>) {
+    for (; nc == kBlk && s + kBlk <= spatial; s += kBlk) {
+      bf16_tile16(in + s, spatial, out + s * kBlk, kBlk);
+    }
   }
   for (; s + kBlk <= spatial; s += kBlk) {
     __m512 r[16];
@@ -199,9 +199,10 @@ MG_TARGET_AVX512 void from_blocks_tile16(const B* in, T* out, int64_t nc,
                                          const float* bias) {
   constexpr int64_t kBlk = k16;
   int64_t s = 0;
-  if constexpr (std::is_same_v<T, BFloat16> && std::is_same_v<B, BFloat16>) {
-    if (nc == kBlk && !accum && !bias)
-      s = bf16_tiles16(in, out, spatial, false);
+  if constexpr (kBf16Bits<T, B>) {
+    for (; nc == kBlk && !accum && !bias && s + kBlk <= spatial; s += kBlk) {
+      bf16_tile16(in + s * kBlk, kBlk, out + s, spatial);
+    }
   }
   for (; s + kBlk <= spatial; s += kBlk) {
     __m512 r[16];
@@ -390,6 +391,12 @@ MG_TARGET_AVX512 void to_last_tile16(const T* in, B* out, int64_t channels,
                                      int64_t spatial, int64_t ns) {
   for (int64_t c0 = 0; c0 < channels; c0 += 16) {
     const int64_t nc = std::min<int64_t>(16, channels - c0);
+    if constexpr (kBf16Bits<T, B>) {
+      if (nc == 16 && ns == 16) {
+        bf16_tile16(in + c0 * spatial, spatial, out + c0, channels);
+        continue;
+      }
+    }
     __m512 r[16];
     for (int c = 0; c < 16; ++c) {
       const T* row = in + (c0 + c) * spatial;
@@ -411,6 +418,12 @@ MG_TARGET_AVX512 void from_last_tile16(const B* in, T* out, int64_t channels,
                                        const float* bias) {
   for (int64_t c0 = 0; c0 < channels; c0 += 16) {
     const int64_t nc = std::min<int64_t>(16, channels - c0);
+    if constexpr (kBf16Bits<T, B>) {
+      if (nc == 16 && ns == 16 && !accum && !bias) {
+        bf16_tile16(in + c0, channels, out + c0 * spatial, spatial);
+        continue;
+      }
+    }
     __m512 r[16];
     for (int j = 0; j < 16; ++j) {
       const B* row = in + j * channels + c0;
