@@ -9,7 +9,6 @@
 // The loops over a piece are compiled per vector ISA (isa_loops.hpp).
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include <mixgraph/contexts/cpu/isa_loops.hpp>
@@ -36,10 +35,7 @@ namespace {
 namespace bn_loops {
 __attribute__((always_inline)) inline float value(float v) { return v; }
 __attribute__((always_inline)) inline float value(uint16_t bf16) {
-  const uint32_t bits = static_cast<uint32_t>(bf16) << 16;
-  float v;
-  std::memcpy(&v, &bits, sizeof v);
-  return v;
+  return detail::bf16_bits_to_float(bf16);
 }
 // clang-format off
 #define MG_BN_LOOPS(NS, TARGET)                                               \

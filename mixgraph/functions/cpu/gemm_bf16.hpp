@@ -43,9 +43,9 @@ class PackedBf16B {
   /// thread: no team woken, nothing allocated. The band must be whole
   /// panels: j0 a multiple of panel_width(), j0 + count one too or n, and
   /// rows at least k (A) and n (C) apart (std::invalid_argument). Each
-  /// element of C is one chain of fused
-  /// pair products over k, in order, from 0 or C, then the bias added: the
-  /// same bits whatever the band or the team.
+  /// element of C is one chain of fused pair products over k, in order,
+  /// from 0 or C, then the bias added: the same bits whatever the band or
+  /// the team.
   void multiply_columns(int64_t m, const BFloat16* a, int64_t lda, float* c,
                         int64_t ldc, const float* bias, bool accum, int64_t j0,
                         int64_t count) const;
