@@ -32,8 +32,21 @@ namespace {
 // (c0) and, before the last block, stored straight back to them: one pass over
 // the sums a block, where going through a tile buffer took two (with pack_a's
 // transposed A a panel at a time, half's products with k 1024 ran 2-10%
-// faster, 2026-12-04).
+// faster, 2026-12-04); in the last block written to C itself (TileOut).
 //
+// Where a tile in C's last block of k goes, when not to fp32 sums: C
+// itself (T), its rows ldc apart, each vector of sums plus a 16-bit
+// accum's C as it was (c_in, unless null) plus the bias (unless null),
+// rounded to T once, from the registers: no trip through a tile buffer
+// (half's GPT products at k 256, 1.5-2% of their time).
+template <class T>
+struct TileOut {
+  T* c;
+  int64_t ldc;
+  const T* c_in;
+  const float* bias;
+};
+
 // AVX2: BLIS's blocking for AMD Zen, 6 x 16 in 12 of the 16 ymm registers,
 // a 16 KB panel of B held, at most 144 KB of A. On an Intel Xeon held to
 // AVX2 the other order (Avx512Tile's) ran faster (oneDNN's fp32 speed over
@@ -43,14 +56,12 @@ namespace {
 struct Avx2Tile {
   static constexpr int64_t kMR = 6, kNR = 16, kKC = 256, kMC = 144, kNC = 2048;
   static constexpr bool kStationaryA = false;
-  template <bool Panel>
+  template <bool Panel, class T>
   static void multiply(int64_t kc, const float* a, int64_t lda, int64_t rows,
                        const float* b, const float* c0, int64_t ld0, float* c,
-                       int64_t ldc);
+                       int64_t ldc, const TileOut<T>* out);
   template <class S>
   static void to_f32(const S* src, float* dst, int64_t count);
-  template <class T>
-  static void write_row(const float* t, const T* c_in, const float* bias, T* c);
 };
 
 // AVX-512: BLIS's shape for Skylake-X, 12 x 32 in 24 of the 32 zmm
@@ -71,14 +82,12 @@ struct Avx2Tile {
 struct Avx512Tile {
   static constexpr int64_t kMR = 12, kNR = 32, kKC = 256, kMC = 192, kNC = 512;
   static constexpr bool kStationaryA = true;
-  template <bool Panel>
+  template <bool Panel, class T>
   static void multiply(int64_t kc, const float* a, int64_t lda, int64_t rows,
                        const float* b, const float* c0, int64_t ld0, float* c,
-                       int64_t ldc);
+                       int64_t ldc, const TileOut<T>* out);
   template <class S>
   static void to_f32(const S* src, float* dst, int64_t count);
-  template <class T>
-  static void write_row(const float* t, const T* c_in, const float* bias, T* c);
 };
 
 // The same tile with KC 512, on AMD (Zen 4: one zmm FMA a cycle, 32 KB L1,
@@ -146,31 +155,6 @@ MG_TARGET_GEMM512 void Avx512Tile::to_f32(const S* src, float* dst,
     _mm512_storeu_ps(dst + i, avx512::load16(src + i));
   }
   for (; i < count; ++i) dst[i] = static_cast<float>(src[i]);
-}
-
-// A whole row of a tile (NR fp32 sums at t) on its way to C: plus C as it
-// was (c_in, unless null: a 16-bit accum), plus the bias (unless null),
-// rounded to T into c.
-template <class T>
-MG_TARGET_GEMM void Avx2Tile::write_row(const float* t, const T* c_in,
-                                        const float* bias, T* c) {
-  for (int64_t g = 0; g < kNR; g += 8) {
-    __m256 v = _mm256_load_ps(t + g);
-    if (c_in) v = _mm256_add_ps(v, avx2::load8(c_in + g));
-    if (bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + g));
-    avx2::store8(c + g, v);
-  }
-}
-
-template <class T>
-MG_TARGET_GEMM512 void Avx512Tile::write_row(const float* t, const T* c_in,
-                                             const float* bias, T* c) {
-  for (int64_t g = 0; g < kNR; g += 16) {
-    __m512 v = _mm512_load_ps(t + g);
-    if (c_in) v = _mm512_add_ps(v, avx512::load16(c_in + g));
-    if (bias) v = _mm512_add_ps(v, _mm512_loadu_ps(bias + g));
-    avx512::store16(c + g, v);
-  }
 }
 
 // One product, or the part of one that a thread computes: its matrices,
@@ -382,13 +366,16 @@ void check_operand(const char* name, Operand x) {
 
 // c (R x NR, rows ldc apart) = c0 (rows ld0 apart; zero where null) + R
 // rows of op(A) (kc each) times a panel of B (kc x NR), each row's NR sums
-// in NR / W registers of W floats (Vec). The rows are a panel's (kc x MR:
-// Panel, row r's q-th element at a[q MR + r]) or rows lda apart.
+// in NR / W registers of W floats (Vec); or, where `out` is not null, those
+// sums written to out's C (TileOut). The rows are a
+// panel's (kc x MR: Panel, row r's q-th element at a[q MR + r]) or rows
+// lda apart.
 #define MG_TILE_ROWS(NAME, TARGET, VEC, W, LOADU, LOAD, SET1, FMA, STOREU,  \
-                     ZERO, UNROLL)                                          \
-  template <int R, bool Panel, int64_t kMR, int64_t kNR>                    \
+                     ZERO, ADD, LOADT, STORET, UNROLL)                      \
+  template <int R, bool Panel, int64_t kMR, int64_t kNR, class T>           \
   TARGET void NAME(int64_t kc, const float* a, int64_t lda, const float* b, \
-                   const float* c0, int64_t ld0, float* c, int64_t ldc) {   \
+                   const float* c0, int64_t ld0, float* c, int64_t ldc,     \
+                   const TileOut<T>* out) {                                 \
     constexpr int V = kNR / W;                                              \
     const float* row[R];                                                    \
     for (int r = 0; r < R; ++r) row[r] = Panel ? a + r : a + r * lda;       \
@@ -412,66 +399,72 @@ void check_operand(const char* name, Operand x) {
       }                                                                     \
       b += kNR;                                                             \
     }                                                                       \
+    if (!out) {                                                             \
+      _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {                \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; ++v) {               \
+          STOREU(c + r * ldc + v * W, sum[r][v]);                           \
+        }                                                                   \
+      }                                                                     \
+      return;                                                               \
+    }                                                                       \
     _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {                  \
       _Pragma("GCC unroll 4") for (int v = 0; v < V; ++v) {                 \
-        STOREU(c + r * ldc + v * W, sum[r][v]);                             \
+        VEC x = sum[r][v];                                                  \
+        const int64_t at = r * out->ldc + v * W;                            \
+        if (out->c_in) x = ADD(x, LOADT(out->c_in + at));                   \
+        if (out->bias) x = ADD(x, LOADU(out->bias + v * W));                \
+        STORET(out->c + at, x);                                             \
       }                                                                     \
     }                                                                       \
   }
 // clang-format off
 MG_TILE_ROWS(avx2_rows, MG_TARGET_GEMM, __m256, 8, _mm256_loadu_ps,
              _mm256_load_ps, _mm256_set1_ps, _mm256_fmadd_ps,
-             _mm256_storeu_ps, _mm256_setzero_ps, "GCC unroll 4")
+             _mm256_storeu_ps, _mm256_setzero_ps, _mm256_add_ps, avx2::load8,
+             avx2::store8, "GCC unroll 4")
 MG_TILE_ROWS(avx512_rows, MG_TARGET_GEMM512, __m512, 16, _mm512_loadu_ps,
              _mm512_load_ps, _mm512_set1_ps, _mm512_fmadd_ps,
-             _mm512_storeu_ps, _mm512_setzero_ps, "GCC unroll 2")
+             _mm512_storeu_ps, _mm512_setzero_ps, _mm512_add_ps,
+             avx512::load16, avx512::store16, "GCC unroll 2")
 // clang-format on
 #undef MG_TILE_ROWS
 
 // c (rows x NR) = c0 + rows of op(A) times a panel of B, as avx2_rows's
 // and avx512_rows's; past m, rows of the block that are not there are
 // never read or written.
-template <bool Panel>
+template <bool Panel, class T>
 void Avx2Tile::multiply(int64_t kc, const float* a, int64_t lda, int64_t rows,
                         const float* b, const float* c0, int64_t ld0, float* c,
-                        int64_t ldc) {
+                        int64_t ldc, const TileOut<T>* out) {
   with_tile_rows<kMR>(rows, [&](auto r) {
     avx2_rows<decltype(r)::value, Panel, kMR, kNR>(kc, a, lda, b, c0, ld0, c,
-                                                   ldc);
+                                                   ldc, out);
   });
 }
 
-template <bool Panel>
+template <bool Panel, class T>
 void Avx512Tile::multiply(int64_t kc, const float* a, int64_t lda, int64_t rows,
                           const float* b, const float* c0, int64_t ld0,
-                          float* c, int64_t ldc) {
+                          float* c, int64_t ldc, const TileOut<T>* out) {
   with_tile_rows<kMR>(rows, [&](auto r) {
     avx512_rows<decltype(r)::value, Panel, kMR, kNR>(kc, a, lda, b, c0, ld0, c,
-                                                     ldc);
+                                                     ldc, out);
   });
 }
 
-// The tile's rows x cols at C's (i, j), in the last block of k: a whole
-// row of the tile (cols == NR) holds C's fp32 sums already (multiply()
-// started from the blocks before, and for float from accum's C); a
-// narrower one, at C's right edge, is added to them here. Then the bias
-// and a 16-bit accum's C, rounded to T once. Before the last block, a
-// narrower tile's sums are kept in fp32 in acc.
+// A tile narrower than NR (rows x cols at C's (i, j), cols < NR: C's right
+// edge) after a block of k: its sums added to those of the blocks before
+// (acc) and, in the last block, with the bias and a 16-bit accum's C, rounded
+// to T once; before the last block kept in fp32 in acc. (Whole tiles go
+// through the registers: their sums start from acc and end in acc or, as a
+// TileOut, in C.)
 template <class Tile, class T>
-MG_TARGET_GEMM void finish(const Product<T>& p, const float* tile, int64_t i,
-                           int64_t j, int64_t rows, int64_t cols, bool first,
-                           bool last) {
+MG_TARGET_GEMM void finish_edge(const Product<T>& p, const float* tile,
+                                int64_t i, int64_t j, int64_t rows,
+                                int64_t cols, bool first, bool last) {
   constexpr int64_t kNR = Tile::kNR;
   constexpr bool is_float = std::is_same_v<T, float>;
   const float* bias = last && p.bias ? p.bias + j : nullptr;
-  if (cols == kNR) {
-    for (int64_t r = 0; r < rows; ++r) {
-      T* c = p.c + (i + r) * p.ldc + j;
-      Tile::write_row(tile + r * kNR, !is_float && p.accum ? c : nullptr, bias,
-                      c);
-    }
-    return;
-  }
   // For float, acc is C: accum's C is its sum before the first block.
   const bool add_c = p.accum && (is_float ? first : last);
   for (int64_t r = 0; r < rows; ++r) {
@@ -546,20 +539,30 @@ void run_product(const Product<T>& p, float* bp, float* ap) {
           const float* c0 = nullptr;
           float* c = tile;
           int64_t ldc = kNR;
+          TileOut<T> to_c;
+          const TileOut<T>* out = nullptr;
           if (cols == kNR) {  // in registers from C's fp32 sums so far
             float* acc = p.acc ? p.acc + (i0 + i) * p.ldc + j : nullptr;
             if (!first || (std::is_same_v<T, float> && p.accum)) c0 = acc;
-            if (!last) c = acc, ldc = p.ldc;
+            if (!last) {
+              c = acc, ldc = p.ldc;
+            } else {  // to C, as finish() writes a whole row
+              T* ct = p.c + (i0 + i) * p.ldc + j;
+              const bool add_c = !std::is_same_v<T, float> && p.accum;
+              to_c = {ct, p.ldc, add_c ? ct : nullptr,
+                      p.bias ? p.bias + j : nullptr};
+              out = &to_c;
+            }
           }
           if (p.ta) {
             Tile::template multiply<true>(kc, a, lda, rows, b, c0, p.ldc, c,
-                                          ldc);
+                                          ldc, out);
           } else {
             Tile::template multiply<false>(kc, a, lda, rows, b, c0, p.ldc, c,
-                                           ldc);
+                                           ldc, out);
           }
-          if (c == tile)
-            finish<Tile>(p, tile, i0 + i, j, rows, cols, first, last);
+          if (cols < kNR)
+            finish_edge<Tile>(p, tile, i0 + i, j, rows, cols, first, last);
         };
         if constexpr (Tile::kStationaryA) {
           for (int64_t i = 0; i < mc; i += kMR) {
