@@ -1,6 +1,7 @@
 // cpu::gemm, the oneDNN matrix product under Affine: every operand and
 // output type it takes, against a double reference.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/functions/cpu/gemm.hpp>
@@ -169,8 +170,10 @@ TEST(Gemm, HalfBatchedWithAccumulation) {
 // cpu::gemm_packed, gemm()'s product for 16-bit operands, called directly
 // so that every CPU tests it: on shapes that cross each block of both of
 // its tiles (6 and 12 rows, 16 and 32 columns, 144 and 192 rows of A, 512
-// and 2048 columns of B, 256 and 512 of k; a batch taken a matrix per thread),
-// every transpose, with and without bias and accumulation. Each tile the CPU
+// and 2048 columns of B, 256 and 512 of k; a batch taken a matrix per thread;
+// C shared out by columns in bands narrower than a block of B, whose packs
+// are sized to the band), every transpose, with and without bias and
+// accumulation. Each tile the CPU
 // can run is checked: the AVX-512 one where it is there, with KC 256 and 512,
 // and the AVX2 one always (the AVX-512 one held back by a
 // ScopedCpuFeatures).
@@ -206,7 +209,8 @@ void check_gemm_packed(double rtol) {
     SCOPED_TRACE(tile);
     for (const Shape s :
          {Shape{37, 21, 45, 1}, Shape{7, 2065, 520, 1}, Shape{150, 40, 300, 1},
-          Shape{200, 70, 600, 1}, Shape{64, 48, 300, 6}, Shape{5, 3, 1, 3}}) {
+          Shape{200, 70, 600, 1}, Shape{64, 48, 300, 6}, Shape{5, 3, 1, 3},
+          Shape{20, 300, 700, 1}}) {
       const int64_t m = s.m, n = s.n, k = s.k, batch = s.batch;
       const auto a = grid_values(batch * m * k, 11),
                  b = grid_values(batch * k * n, 12);
@@ -265,6 +269,37 @@ TEST(GemmPacked, BFloat16Output) {
 
 // An inf in a half operand (a loss scale too large) reaches C as inf or
 // nan, where the loss scaler looks for it, whichever block it falls in.
+// A product called where OpenMP gives it a team of one (inside another
+// parallel region) still runs the bands its packs were sized for, one after
+// the other: the same bits as the team's, and (under ASan) no pack overrun
+// where the packs hold a band of C's columns, not all of B's.
+TEST(GemmPacked, ATeamOfOneRunsEveryBand) {
+  if (!cpu::gemm_packed_available()) GTEST_SKIP() << "no AVX2, FMA and F16C";
+  if (omp_get_max_threads() < 2) GTEST_SKIP() << "one thread: no bands";
+  const int64_t m = 20, n = 300, k = 700;  // by columns, bands of 160
+  const auto a = as<Half>(grid_values(m * k, 21));
+  const auto b = as<Half>(grid_values(k * n, 22));
+  auto product = [&](std::vector<float>& c) {
+    cpu::gemm_packed<float>(
+        false, false, m, n, k, cpu::Operand{a.data(), Dtype::f16},
+        cpu::Operand{b.data(), Dtype::f16}, c.data(), nullptr, false, 1);
+  };
+  std::vector<float> team(m * n), alone(m * n);
+  product(team);
+  int inner_team = 0;
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    {
+#pragma omp parallel
+      inner_team = omp_get_num_threads();
+      product(alone);
+    }
+  }
+  ASSERT_EQ(inner_team, 1) << "nested regions ran with more than one thread";
+  EXPECT_EQ(team, alone);
+}
+
 TEST(GemmPacked, AnInfReachesC) {
   if (!cpu::gemm_packed_available()) GTEST_SKIP() << "no AVX2, FMA and F16C";
   for (const auto& [tile, features, depth] : packed_tiles()) {

@@ -578,20 +578,35 @@ void run_product(const Product<T>& p, float* bp, float* ap) {
   }
 }
 
-// Thread tid's share of p among nth: a band of C's rows where C has more
-// rows than columns, else a band of its columns (so that the operand each
-// thread packs whole, and so packs again, is the smaller one). Threads
-// share no buffer and never wait for each other.
+// Whether run()'s threads take whole matrices of a batch each (attention's
+// many small products), not bands of each matrix (share()).
+bool shares_by_matrix(int threads, int64_t batch) {
+  return threads > 1 && batch >= 2 * threads;
+}
+
+// Whether a team shares C out by rows (C has more rows than columns), else
+// by columns: so that the operand each thread packs whole, and so packs
+// again, is the smaller one.
+bool shares_by_rows(int64_t m, int64_t n) { return m >= n; }
+
+// Thread tid's band of C among nth, [begin, end) of its rows (by_rows) or
+// columns, in whole tiles' rows (MR) or panels (NR).
+template <class Tile>
+TeamShare band(int64_t m, int64_t n, int tid, int nth) {
+  const bool by_rows = shares_by_rows(m, n);
+  const int64_t size = by_rows ? m : n;
+  const int64_t unit = by_rows ? Tile::kMR : Tile::kNR;
+  const auto [u0, u1] = team_share(ceil_div(size, unit), tid, nth);
+  return {std::min(size, u0 * unit), std::min(size, u1 * unit)};
+}
+
+// Thread tid's share of p among nth: its band of C's rows or columns.
+// Threads share no buffer and never wait for each other.
 template <class Tile, class T>
 Product<T> share(const Product<T>& p, int tid, int nth) {
-  const bool by_rows = p.m >= p.n;
-  const int64_t unit = by_rows ? Tile::kMR : Tile::kNR;
-  const int64_t units = ceil_div(by_rows ? p.m : p.n, unit);
-  const auto [u0, u1] = team_share(units, tid, nth);
-  const int64_t size = by_rows ? p.m : p.n;
-  const int64_t begin = std::min(size, u0 * unit);
-  const int64_t count = std::min(size, u1 * unit) - begin;
-  return by_rows ? p.rows(begin, count) : p.columns(begin, count);
+  const auto [begin, end] = band<Tile>(p.m, p.n, tid, nth);
+  return shares_by_rows(p.m, p.n) ? p.rows(begin, end - begin)
+                                  : p.columns(begin, end - begin);
 }
 
 // The floats of the packs of B and of A for an m x n x k product: as large
@@ -610,6 +625,25 @@ int64_t a_pack_floats(int64_t m, int64_t k) {
          std::min(Tile::kKC, k);
 }
 
+// The rows and columns of the largest part of an m x n C that one of
+// `threads` computes at a time: the widest of share()'s bands, or a whole
+// matrix where they share a batch out by matrix. What each thread's packs
+// hold: a thread with a band of C's columns packs only B's columns of its
+// band.
+struct Extent {
+  int64_t rows, cols;
+};
+template <class Tile>
+Extent share_extent(int64_t m, int64_t n, int threads, int64_t batch) {
+  if (threads <= 1 || shares_by_matrix(threads, batch)) return {m, n};
+  int64_t widest = 0;
+  for (int t = 0; t < threads; ++t) {
+    const auto [begin, end] = band<Tile>(m, n, t, threads);
+    widest = std::max(widest, end - begin);
+  }
+  return shares_by_rows(m, n) ? Extent{widest, n} : Extent{m, widest};
+}
+
 // packed_b: op(B) packed whole by pack_whole_b<Tile>() (batch 1), or null.
 template <class Tile, class T>
 void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
@@ -618,10 +652,11 @@ void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
   constexpr bool is_float = std::is_same_v<T, float>;
   const int threads = product_threads(m, n, k, batch);
   // Attention's many small products: one per thread at a time.
-  const bool by_matrix = threads > 1 && batch >= 2 * threads;
-  const int64_t b_floats = packed_b ? 0 : b_pack_floats<Tile>(n, k);
+  const bool by_matrix = shares_by_matrix(threads, batch);
+  const Extent part = share_extent<Tile>(m, n, threads, batch);
+  const int64_t b_floats = packed_b ? 0 : b_pack_floats<Tile>(part.cols, k);
   const int64_t a_floats =
-      reads_a_in_place(ta, a) ? 0 : a_pack_floats<Tile>(m, k);
+      reads_a_in_place(ta, a) ? 0 : a_pack_floats<Tile>(part.rows, k);
   std::unique_ptr<Memory> packs = CpuAllocator::instance().allocate(
       threads * (b_floats + a_floats) * sizeof(float));
   std::unique_ptr<Memory> sums;
@@ -663,9 +698,13 @@ void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
         run_product<Tile>(product(i), bp, ap);
       }
     } else {
+      // The `threads` bands the packs were sized for, whatever team the
+      // runtime gave (one thread inside another parallel region).
       for (int64_t i = 0; i < batch; ++i) {
-        const Product<T> part = share<Tile>(product(i), tid, nth);
-        if (part.m > 0 && part.n > 0) run_product<Tile>(part, bp, ap);
+        for (int t = tid; t < threads; t += nth) {
+          const Product<T> part = share<Tile>(product(i), t, threads);
+          if (part.m > 0 && part.n > 0) run_product<Tile>(part, bp, ap);
+        }
       }
     }
   }
@@ -775,16 +814,22 @@ PackedDepth& packed_depth() {
 // Whether KC 512 (Avx512LongTile) is for this product: k past 256, an AMD
 // CPU, and packs that grow by at most a quarter of the product's own
 // operands and result (the GPT's and the LSTM's products; none of LeNet's).
+// Each thread's packs as run() sizes them, for its band of C: counted with
+// all of B's columns for each thread, the GPT's weight grads of 256 rows
+// (256 x 1024 and 256 x 1000, k 1024, shared by columns) stayed at KC 256,
+// where KC 512 takes 0.93-0.95x their time (half operands, Zen 4).
 bool long_k_pays(int64_t m, int64_t n, int64_t k, int64_t batch) {
   if (packed_depth() != PackedDepth::automatic) {
     return packed_depth() == PackedDepth::long_k;
   }
   if (k <= Avx512Tile::kKC || cpu_features().intel) return false;
-  const int64_t extra = product_threads(m, n, k, batch) *
-                        (b_pack_floats<Avx512LongTile>(n, k) -
-                         b_pack_floats<Avx512LongTileShortK>(n, k) +
-                         a_pack_floats<Avx512LongTile>(m, k) -
-                         a_pack_floats<Avx512LongTileShortK>(m, k));
+  const int threads = product_threads(m, n, k, batch);
+  const Extent part = share_extent<Avx512LongTile>(m, n, threads, batch);
+  const int64_t extra =
+      threads * (b_pack_floats<Avx512LongTile>(part.cols, k) -
+                 b_pack_floats<Avx512LongTileShortK>(part.cols, k) +
+                 a_pack_floats<Avx512LongTile>(part.rows, k) -
+                 a_pack_floats<Avx512LongTileShortK>(part.rows, k));
   return 4 * extra <= batch * (m * k + k * n + m * n);
 }
 
