@@ -434,11 +434,32 @@ class RecurrentCpu
 
   static Floats floats(Variable* v) { return floats_of<T, Floats>(v); }
 
+  // An input that forward only reads while it runs (h0, c0, the weights and
+  // the bias: the driver keeps its own copies of what backward needs) as
+  // fp32: where it is held in fp32 (float, or a parameter's fp32 master in
+  // half and bfloat16), that array itself; else converted into `buffer`.
+  // The LSTM's 8 MB weights were copied whole into scratch every forward.
+  static const float* read_floats(Variable* v, Floats& buffer) {
+    if (std::is_same_v<T, float> || held_in_float(v)) {
+      return v->data()->get<const float>();
+    }
+    buffer = floats(v);
+    return buffer.data();
+  }
+
   void forward_impl(const Variables& in, const Variables& out) override {
     Backend be;
     auto& driver = this->new_driver();
-    const auto p = this->template inputs<Floats>(in, floats);
-    const auto y = driver.forward(be, floats(in[0]), p.template view<Params>());
+    Floats converted[5];  // what read_floats() had to convert
+    auto read = [&](int index, Floats& buffer) -> const float* {
+      return index < 0 ? nullptr : read_floats(in[index], buffer);
+    };
+    const Params p{read(1, converted[0]),
+                   read(this->layout_.cell ? 2 : -1, converted[1]),
+                   read(this->w0_index(), converted[2]),
+                   read(this->weight_index_, converted[3]),
+                   read(this->bias_index_, converted[4])};
+    const auto y = driver.forward(be, floats(in[0]), p);
     store(y.y.data(), output<T>(out[0]), out[0]->size());
     store(y.hn.data(), output<T>(out[1]), out[1]->size());
     if (this->layout_.cell) {
