@@ -1,8 +1,10 @@
 // The Solver base: parameters, grad operations, master weights, states.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <mixgraph/solvers/adam.hpp>
@@ -123,6 +125,30 @@ TEST(Solver, CheckOfSomeGradsFollowsTheParameterList) {
   s->clear_parameters();
   EXPECT_FALSE(
       s->scale_grad_and_check_inf_or_nan({b.get()}, 1.0f, false, nullptr));
+}
+
+// The pass over grads runs on the calling thread for small grads and on
+// the team for grads of a million values or more: both find an inf or a
+// NaN wherever it is (here in the last value, the last thread's share),
+// unscale every value and sum the squares.
+TEST(Solver, GradPassOnEitherSideOfTheTeamThreshold) {
+  for (const int64_t n : {int64_t{1000}, int64_t{(1 << 20) + 13}}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    auto s = solvers::Sgd(1.0f);
+    auto a = param(std::vector<float>(n, 0.0f), std::vector<float>(n, 2.0f));
+    s->set_parameters({{"a", a}});
+    double norm2 = -1;
+    EXPECT_FALSE(
+        s->scale_grad_and_check_inf_or_nan({a.get()}, 0.5f, true, &norm2));
+    EXPECT_EQ(norm2, static_cast<double>(n));  // n ones
+    const float* unscaled = a->grad()->get<const float>();
+    EXPECT_EQ(std::count(unscaled, unscaled + n, 1.0f), n);
+    a->grad()->cast<float>()[n - 1] = std::numeric_limits<float>::infinity();
+    EXPECT_TRUE(s->check_inf_or_nan_grad());
+    a->grad()->cast<float>()[n - 1] = std::nanf("");
+    EXPECT_TRUE(
+        s->scale_grad_and_check_inf_or_nan({a.get()}, 1.0f, false, nullptr));
+  }
 }
 
 // An update of 1e-4 on a weight of 1 is below half's resolution there
