@@ -21,16 +21,6 @@ namespace mg {
 
 namespace {
 
-// The grads a pass over them (the loss scaler's check, its unscale, the
-// norm for clipping) reads on the team from: below it, on the calling
-// thread. The scaler checks each grad as backward finishes it, in cache,
-// one call a parameter: at 1 << 15 every one of the GPT's 1 MB grads woke
-// the team (under OMP_WAIT_POLICY=passive a futex wake), 1.1-1.6 ms of its
-// half step outside every function against 20-30 us to read 1 MB from
-// cache on one thread (AMD EPYC Zen 4, 2026-12-06). ResNet-18's 2.4M and
-// the LSTM's 2M-value weights still take the team.
-constexpr int64_t kGradPassTeamMin = 1 << 20;
-
 float* grad_f32(const VariablePtr& v) { return v->grad()->cast<float>(); }
 const float* grad_f32_read(const VariablePtr& v) {
   return v->grad()->get<const float>();
@@ -107,6 +97,11 @@ std::optional<bool> device_pass(const ParameterList& params, float s,
 // *norm2 to the sum of v^2 (in double). Compiled for the baseline ISA, AVX2
 // and AVX-512, chosen at run time: memory bound, the 16-wide check reads
 // 7.4 MB of grads in 90 us against 140 us for the baseline's 4-wide one.
+// On the team from cpu::parallel_min() values, as the library's other
+// loops: the scaler checks each grad as backward finishes it, in cache, one
+// call a parameter, and from a fixed 32K under OMP_WAIT_POLICY=passive each
+// of the GPT's 1 MB grads paid a futex wake for 20-30 us of reading: 1.1-1.6
+// ms of its half step outside every function (AMD EPYC Zen 4, 2026-12-06).
 // _Pragma takes one string literal, which the formatter would split.
 // clang-format off
 #define MG_GRAD_PASS(NS, TARGET)                                       \
@@ -116,7 +111,7 @@ std::optional<bool> device_pass(const ParameterList& params, float s,
                    double* norm2) {                                    \
     int bad = 0;                                                       \
     double sum = 0;                                                    \
-    _Pragma("omp parallel for reduction(|:bad) reduction(+:sum) if (n >= kGradPassTeamMin)") \
+    _Pragma("omp parallel for reduction(|:bad) reduction(+:sum) if (n >= cpu::parallel_min())") \
     for (int64_t i = 0; i < n; ++i) {                                  \
       const float v = in[i] * s;                                       \
       if constexpr (kWrite) out[i] = v;                                \
