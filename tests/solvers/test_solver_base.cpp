@@ -128,10 +128,10 @@ TEST(Solver, CheckOfSomeGradsFollowsTheParameterList) {
 }
 
 // The pass over grads runs on the calling thread below cpu::parallel_min()
-// values (a million under OMP_WAIT_POLICY=passive, 32K otherwise) and on
-// the team from there: both find an inf or a NaN wherever it is (here in
-// the last value, the last thread's share), unscale every value and sum
-// the squares.
+// values (a million under OMP_WAIT_POLICY=passive, 32K otherwise; 32K where
+// it also sums the squares) and on the team from there: both find an inf or
+// a NaN wherever it is (here in the last value, the last thread's share),
+// unscale every value and sum the squares.
 TEST(Solver, GradPassOnEitherSideOfTheTeamThreshold) {
   for (const int64_t n : {int64_t{1000}, int64_t{(1 << 20) + 13}}) {
     SCOPED_TRACE("n " + std::to_string(n));
