@@ -173,10 +173,9 @@ TEST(Gemm, HalfBatchedWithAccumulation) {
 // and 2048 columns of B, 256 and 512 of k; a batch taken a matrix per thread;
 // C shared out by columns in bands narrower than a block of B, whose packs
 // are sized to the band), every transpose, with and without bias and
-// accumulation. Each tile the CPU
-// can run is checked: the AVX-512 one where it is there, with KC 256 and 512,
-// and the AVX2 one always (the AVX-512 one held back by a
-// ScopedCpuFeatures).
+// accumulation. Each tile the CPU can run is checked: the AVX-512 one where
+// it is there, with KC 256 and 512, and the AVX2 one always (the AVX-512 one
+// held back by a ScopedCpuFeatures).
 struct PackedTile {
   std::string name;
   cpu::CpuFeatures features;
@@ -267,8 +266,6 @@ TEST(GemmPacked, BFloat16Output) {
   check_gemm_packed<BFloat16, BFloat16, BFloat16>(8e-3);
 }
 
-// An inf in a half operand (a loss scale too large) reaches C as inf or
-// nan, where the loss scaler looks for it, whichever block it falls in.
 // A product called where OpenMP gives it a team of one (inside another
 // parallel region) still runs the bands its packs were sized for, one after
 // the other: the same bits as the team's, and (under ASan) no pack overrun
@@ -300,6 +297,8 @@ TEST(GemmPacked, ATeamOfOneRunsEveryBand) {
   EXPECT_EQ(team, alone);
 }
 
+// An inf in a half operand (a loss scale too large) reaches C as inf or
+// nan, where the loss scaler looks for it, whichever block it falls in.
 TEST(GemmPacked, AnInfReachesC) {
   if (!cpu::gemm_packed_available()) GTEST_SKIP() << "no AVX2, FMA and F16C";
   for (const auto& [tile, features, depth] : packed_tiles()) {

@@ -367,9 +367,9 @@ void check_operand(const char* name, Operand x) {
 // c (R x NR, rows ldc apart) = c0 (rows ld0 apart; zero where null) + R
 // rows of op(A) (kc each) times a panel of B (kc x NR), each row's NR sums
 // in NR / W registers of W floats (Vec); or, where `out` is not null, those
-// sums written to out's C (TileOut). The rows are a
-// panel's (kc x MR: Panel, row r's q-th element at a[q MR + r]) or rows
-// lda apart.
+// sums written to out's C (TileOut), and c not touched. The rows are a
+// panel's (kc x MR: Panel, row r's q-th element at a[q MR + r]) or rows lda
+// apart.
 #define MG_TILE_ROWS(NAME, TARGET, VEC, W, LOADU, LOAD, SET1, FMA, STOREU,  \
                      ZERO, ADD, LOADT, STORET, UNROLL)                      \
   template <int R, bool Panel, int64_t kMR, int64_t kNR, class T>           \
@@ -546,7 +546,7 @@ void run_product(const Product<T>& p, float* bp, float* ap) {
             if (!first || (std::is_same_v<T, float> && p.accum)) c0 = acc;
             if (!last) {
               c = acc, ldc = p.ldc;
-            } else {  // to C, as finish() writes a whole row
+            } else {  // to C itself, from the registers
               T* ct = p.c + (i0 + i) * p.ldc + j;
               const bool add_c = !std::is_same_v<T, float> && p.accum;
               to_c = {ct, p.ldc, add_c ? ct : nullptr,
