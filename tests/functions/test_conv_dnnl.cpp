@@ -184,10 +184,9 @@ void check_weight_grad(const ConvGeometry& g, bool accum, double rtol,
 // GT, by check_weight_grad on values of its own) and compares with the
 // reference; rtol is one rounding of a result.
 template <class T, class WT, class GT>
-void check_conv(bool strided, bool accum, double rtol, double grad_rtol,
-                int64_t chunk_bytes = int64_t{512} << 10) {
+void check_conv(const ConvGeometry& g, bool accum, double rtol,
+                double grad_rtol, int64_t chunk_bytes = int64_t{512} << 10) {
   const ChunkBytes chunks(chunk_bytes);
-  const ConvGeometry g = geometry(strided);
   const float base = accum ? 0.5f : 0.0f;
   const Problem p = problem(g, 1, base);
   const Reference& ref = p.ref;
@@ -201,6 +200,11 @@ void check_conv(bool strided, bool accum, double rtol, double grad_rtol,
   cpu::conv_backward_data<T>(g, dyt.data(), wo, dx.data(), accum);
   expect_near(doubles(dx), ref.dx, 1e-6, rtol, "dx");
   check_weight_grad<T, GT>(g, accum, grad_rtol);
+}
+
+template <class T, class WT, class GT>
+void check_conv(bool strided, bool accum, double rtol, double grad_rtol) {
+  check_conv<T, WT, GT>(geometry(strided), accum, rtol, grad_rtol);
 }
 
 TEST(ConvDnnl, FloatChunkedBatch) {
@@ -224,6 +228,27 @@ TEST(ConvDnnl, BFloat16) {
 }
 TEST(ConvDnnl, BFloat16WithFloatWeightsAccumulates) {
   check_conv<BFloat16, float, float>(true, true, 8e-3, 0);
+}
+
+// Channels in blocks of 16 and one group: fp32 weights go into oneDNN's
+// blocked layouts by our pass (to_weight_blocks; bf16's pairs of channels,
+// fp32's plain blocks), here with padded blocks (20 and 33 channels) too.
+ConvGeometry sixteen_blocks(int64_t in_channels, int64_t out_channels) {
+  ConvGeometry g = geometry(false);
+  g.batch = 6, g.in_channels = in_channels, g.out_channels = out_channels;
+  g.in_spatial = g.out_spatial = {10, 10};
+  return g;
+}
+TEST(ConvDnnl, FloatWeightsInChannelBlocks) {
+  for (const ConvGeometry& g :
+       {sixteen_blocks(32, 48), sixteen_blocks(20, 33)}) {
+    SCOPED_TRACE(std::to_string(g.in_channels) + " -> " +
+                 std::to_string(g.out_channels) + " channels");
+    check_conv<BFloat16, float, float>(g, false, 8e-3, 0);
+    check_conv<BFloat16, float, float>(g, true, 8e-3, 0);
+    check_conv<Half, float, float>(g, false, 1e-3, 0);
+    check_conv<float, float, float>(g, true, 0, 0);
+  }
 }
 
 // A pass of a few flops runs on the calling thread (oneDNN's primitive
@@ -628,8 +653,9 @@ TEST(ConvDnnl, ChunkSizeFollowsTheCacheOrWhatWasSet) {
   }
   EXPECT_EQ(cpu::conv_chunk_bytes(), automatic);
   // One image per chunk, or the whole batch in one, computes the same.
-  check_conv<float, float, float>(false, false, 0, 0, 1);
-  check_conv<float, float, float>(false, true, 0, 0, int64_t{8} << 20);
+  check_conv<float, float, float>(geometry(false), false, 0, 0, 1);
+  check_conv<float, float, float>(geometry(false), true, 0, 0,
+                                  int64_t{8} << 20);
 }
 
 // oneDNN picks optimized kernels (blocked layouts), and bf16 ones where
