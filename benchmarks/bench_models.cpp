@@ -30,12 +30,19 @@
 // device's time too.
 //
 // The configurations take turns: `rounds` rounds of `steps` timed steps
-// each (after `warmup` untimed ones in the first), ours (each round
-// starting one configuration later than the one before) and then, with
-// --peers, benchmarks/python_models.py's (PyTorch float32 and bf16
-// autocast, the latter only where the CPU has AVX512-BF16 or AMX: see
-// peer_bf16()) in that Python, so that drift of the machine falls on all
-// alike; a figure is the median over every timed step. Both sides print
+// each, ours (each round starting one configuration later than the one
+// before) and then, with --peers, benchmarks/python_models.py's (PyTorch
+// float32 and bf16 autocast, the latter only where the CPU has AVX512-BF16
+// or AMX: see peer_bf16()) in that Python, so that drift of the machine
+// falls on all alike; a figure is the median over every timed step. On the
+// CPU each round of ours, like each of the peers', is a process of its own
+// (this program again, with --round-child; `warmup` untimed steps first in
+// each): a process here runs the whole of its life in one of two speed
+// modes some 10-20% apart (an AMD EPYC VM), so one process for all our
+// rounds weighed one draw against the peers' median of several (the
+// LSTM's float 1.08-1.10x PyTorch in two runs that drew the slow mode,
+// 1.18-1.31x in others). On a GPU ours run in this process, warmed up in
+// the first round only. Both sides print
 // their parameter counts, which must be equal. "step MiB" is what one step
 // allocates above what was held before it (activations, grads, scratch).
 //
@@ -111,6 +118,7 @@ struct Options {
   bool memory = false;        // --memory: the RSS table
   bool functions = false;     // --functions: every function in the split
   bool memory_child = false;  // one configuration's RSS, for --memory
+  bool round_child = false;   // one round of ours' step times, on the CPU
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -426,6 +434,31 @@ bool peer_bf16(const Options& o) {
   return o.backend != "cpu" || cpu.avx512bf16 || cpu.amx_bf16;
 }
 
+// Runs a round's process (the peers', or ours with --round-child) and reads
+// its "step <configuration> <seconds>" lines and, where params is given,
+// its "params <n>"; other lines (the process's own messages) pass through.
+std::map<std::string, std::vector<double>> read_steps(const std::string& cmd,
+                                                      int64_t* params) {
+  std::map<std::string, std::vector<double>> steps;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return steps;
+  char line[512];
+  while (std::fgets(line, sizeof line, p)) {
+    char name[128];
+    double v;
+    long long n;
+    if (std::sscanf(line, "step %127s %lf", name, &v) == 2) {
+      steps[name].push_back(v);
+    } else if (params && std::sscanf(line, "params %lld", &n) == 1) {
+      *params = n;
+    } else {
+      std::fputs(line, stdout);
+    }
+  }
+  pclose(p);
+  return steps;
+}
+
 // One round of the Python peers: their step times by configuration, and
 // their parameter count ("params <n>").
 std::map<std::string, std::vector<double>> peer_round(const Options& o,
@@ -436,24 +469,7 @@ std::map<std::string, std::vector<double>> peer_round(const Options& o,
       << " --threads " << o.threads << " --steps " << o.steps << " --warmup "
       << o.warmup << " --device " << (o.backend == "cpu" ? "cpu" : "cuda")
       << (peer_bf16(o) ? "" : " --no-bf16");
-  std::map<std::string, std::vector<double>> steps;
-  FILE* p = popen(cmd.str().c_str(), "r");
-  if (!p) return steps;
-  char line[512];
-  while (std::fgets(line, sizeof line, p)) {
-    char name[128];
-    double v;
-    long long n;
-    if (std::sscanf(line, "step %127s %lf", name, &v) == 2) {
-      steps[name].push_back(v);
-    } else if (std::sscanf(line, "params %lld", &n) == 1) {
-      *params = n;
-    } else {
-      std::fputs(line, stdout);  // the peer's own messages
-    }
-  }
-  pclose(p);
-  return steps;
+  return read_steps(cmd.str(), params);
 }
 
 // Our configuration's PyTorch twin: float32 for float, bf16 autocast for
@@ -520,6 +536,7 @@ Options parse(int argc, char** argv) {
     }
     bool* const flag = k == "--memory"         ? &o.memory
                        : k == "--memory-child" ? &o.memory_child
+                       : k == "--round-child"  ? &o.round_child
                        : k == "--functions"    ? &o.functions
                                                : nullptr;
     if (flag) {  // flags take no value
@@ -697,16 +714,53 @@ int run_memory_child(const Options& o) {
   return 0;
 }
 
+// This program, by its path, for its child processes (a shell's
+// /proc/self/exe is the shell).
+std::string self_path() {
+  char path[4096] = {};
+  const ssize_t len = readlink("/proc/self/exe", path, sizeof path - 1);
+  return len > 0 ? std::string(path, len) : "bench_models";
+}
+
+// --round-child: one round of ours, one model in the types given (in that
+// order), each warmed up and then timed as the rounds are; prints "step
+// <type> <seconds>" for each timed step.
+int run_round_child(const Options& o) {
+  omp_set_num_threads(o.threads);
+  const auto isa = mg::bench::limit_isa(o.isa);
+  std::vector<std::unique_ptr<Trainer>> ours;
+  for (const std::string& t : o.types) {
+    ours.push_back(std::make_unique<Trainer>(o.models.at(0), t, o.backend));
+  }
+  for (size_t i = 0; i < ours.size(); ++i) {
+    std::vector<double> seconds;
+    time_runs([&] { ours[i]->step(); }, o.warmup, o.steps, seconds);
+    for (double s : seconds)
+      std::printf("step %s %.9g\n", o.types[i].c_str(), s);
+  }
+  return 0;
+}
+
+// One round of ours in a process of its own, the types in the order given:
+// their step times by type.
+std::map<std::string, std::vector<double>> our_round(
+    const Options& o, const std::string& model,
+    const std::vector<std::string>& types) {
+  std::ostringstream cmd;
+  cmd << self_path() << " --round-child --model " << model << " --type ";
+  for (size_t i = 0; i < types.size(); ++i) cmd << (i ? "," : "") << types[i];
+  cmd << " --threads " << o.threads << " --steps " << o.steps << " --warmup "
+      << o.warmup << " --isa " << o.isa << " --backend " << o.backend;
+  return read_steps(cmd.str(), nullptr);
+}
+
 // --memory: each configuration's peak RSS, ours and (with --peers)
 // PyTorch's, each in a process of its own.
 void print_memory(const Options& o, const std::string& model) {
   std::ostringstream common;
   common << " --model " << model << " --threads " << o.threads << " --steps "
          << o.steps << " --warmup " << o.warmup;
-  // This program, by its path: a shell's /proc/self/exe is the shell.
-  char path[4096] = {};
-  const ssize_t len = readlink("/proc/self/exe", path, sizeof path - 1);
-  const std::string self = len > 0 ? std::string(path, len) : "bench_models";
+  const std::string self = self_path();
   const bool on_gpu = o.backend != "cpu";
   std::map<std::string, Rss> torch;  // the twins of the types asked for
   if (!o.peers_python.empty()) {
@@ -754,6 +808,7 @@ void print_memory(const Options& o, const std::string& model) {
 
 int run(const Options& o) {
   if (o.memory_child) return run_memory_child(o);
+  if (o.round_child) return run_round_child(o);
   omp_set_num_threads(o.threads);
   const auto isa = mg::bench::limit_isa(o.isa);
   const auto& cpu = mg::cpu::cpu_features();
@@ -773,24 +828,51 @@ int run(const Options& o) {
   }
   for (const std::string& model : o.models) {
     std::vector<std::unique_ptr<Trainer>> ours;
-    for (const std::string& t : o.types) {
-      ours.push_back(std::make_unique<Trainer>(model, t, o.backend));
-    }
-    std::vector<std::vector<double>> samples(o.types.size());
+    auto build = [&] {
+      for (const std::string& t : o.types) {
+        ours.push_back(std::make_unique<Trainer>(model, t, o.backend));
+      }
+    };
+    if (on_gpu) build();  // on the CPU, after the rounds' processes
+    const size_t n_types = o.types.size();
+    std::vector<std::vector<double>> samples(n_types);
+    std::vector<std::vector<double>> by_process(n_types);  // CPU: medians
     std::map<std::string, std::vector<double>> peers;
     int64_t peer_params = 0;
     for (int r = 0; r < o.rounds; ++r) {
       // Each round starts one configuration later, so that none is always
       // first after the peers or last before them.
-      for (size_t j = 0; j < ours.size(); ++j) {
-        const size_t i = (j + static_cast<size_t>(r)) % ours.size();
-        time_runs([&] { ours[i]->step(); }, r == 0 ? o.warmup : 0, o.steps,
-                  samples[i]);
+      std::vector<size_t> order;
+      for (size_t j = 0; j < n_types; ++j) {
+        order.push_back((j + static_cast<size_t>(r)) % n_types);
+      }
+      if (on_gpu) {
+        for (size_t i : order) {
+          time_runs([&] { ours[i]->step(); }, r == 0 ? o.warmup : 0, o.steps,
+                    samples[i]);
+        }
+      } else {
+        std::vector<std::string> types;
+        for (size_t i : order) types.push_back(o.types[i]);
+        auto round = our_round(o, model, types);
+        for (size_t i = 0; i < n_types; ++i) {
+          const auto& v = round[o.types[i]];
+          samples[i].insert(samples[i].end(), v.begin(), v.end());
+          by_process[i].push_back(median(v) * 1e3);
+        }
       }
       if (!o.peers_python.empty()) {
         for (auto& [name, v] : peer_round(o, model, &peer_params)) {
           peers[name].insert(peers[name].end(), v.begin(), v.end());
         }
+      }
+    }
+    if (!on_gpu) {
+      // For the parameter counts, step MiB and the step split, each warmed
+      // up as the timed runs were (a first step allocates the grads).
+      build();
+      for (auto& t : ours) {
+        for (int i = 0; i < std::max(o.warmup, 1); ++i) t->step();
       }
     }
     std::printf("\n%s: %lld parameters (ours)", model.c_str(),
@@ -854,6 +936,17 @@ int run(const Options& o) {
       const double ms = median(v) * 1e3;
       std::printf("%-24s %10.1f %10s %10s %10s\n", name.c_str(), ms, "", "",
                   of_peak(ms).c_str());
+    }
+    if (!on_gpu) {
+      // Each round's process apart: a speed mode shows as a group of them.
+      std::printf("ours by process (ms, each its round's median):");
+      for (size_t i = 0; i < n_types; ++i) {
+        std::printf("%s %s", i ? ";" : "", o.types[i].c_str());
+        for (size_t r = 0; r < by_process[i].size(); ++r) {
+          std::printf("%s%.1f", r ? " / " : " ", by_process[i][r]);
+        }
+      }
+      std::printf("\n");
     }
     print_splits(o, model, ours, gflop, peak);
     if (o.memory) print_memory(o, model);
