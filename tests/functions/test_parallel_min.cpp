@@ -1,10 +1,15 @@
 // cpu::parallel_min_for, the rule for when a loop of the CPU functions
 // wakes the thread team: only for big loops where OpenMP's team sleeps
 // between regions (OMP_WAIT_POLICY=passive), or at what
-// MIXGRAPH_PARALLEL_MIN forces; loops of an exp an element sooner.
+// MIXGRAPH_PARALLEL_MIN forces; loops of an exp an element sooner. And the
+// copies that take the team above it (store(), the recurrent backend's
+// rows), checked on both sides of it and inside a team.
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
+#include <mixgraph/functions/cpu/recurrent_backend.hpp>
 
 namespace mg::test {
 namespace {
@@ -37,6 +42,81 @@ TEST(ParallelMin, LoopsOfExpsWakeTheTeamSooner) {
   EXPECT_EQ(cpu::parallel_min_exp(),
             cpu::parallel_min_exp_for(cpu::parallel_min()));
   EXPECT_LE(cpu::parallel_min_exp(), cpu::parallel_min());
+}
+
+// Sizes below the team's threshold, above it (not a multiple of the team
+// or of a block), and one of each run from inside a team's thread.
+std::vector<int64_t> store_sizes() {
+  return {0, 1000, cpu::parallel_min() + 13};
+}
+
+// Small integers and halves: exact in every type, and so are their sums.
+std::vector<float> exact_values(int64_t n, float offset) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = static_cast<float>(i % 97) / 2 + offset;
+  return v;
+}
+
+template <class T>
+void check_store(int64_t n, bool accum, bool in_team) {
+  const auto src = exact_values(n, 1.0f);
+  const auto old = exact_values(n, -3.0f);
+  std::vector<T> dst(old.begin(), old.end());
+  if (in_team) {
+#pragma omp parallel num_threads(2)
+    {
+#pragma omp single
+      cpu::store(src.data(), dst.data(), n, accum);
+    }
+  } else {
+    cpu::store(src.data(), dst.data(), n, accum);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const float want = accum ? old[i] + src[i] : src[i];
+    ASSERT_EQ(static_cast<float>(dst[i]), want)
+        << "element " << i << " of " << n << (accum ? ", accum" : "")
+        << (in_team ? ", in a team" : "");
+  }
+}
+
+TEST(Store, CopiesAndAddsOnEitherSideOfTheTeamThreshold) {
+  for (const int64_t n : store_sizes()) {
+    for (const bool accum : {false, true}) {
+      for (const bool in_team : {false, true}) {
+        check_store<float>(n, accum, in_team);
+        check_store<Half>(n, accum, in_team);
+        check_store<BFloat16>(n, accum, in_team);
+      }
+    }
+  }
+}
+
+TEST(Store, ACopyOntoItselfIsLeftAlone) {
+  auto v = exact_values(cpu::parallel_min() + 13, 0.0f);
+  const auto want = v;
+  cpu::store(v.data(), v.data(), static_cast<int64_t>(v.size()));
+  EXPECT_EQ(v, want);
+}
+
+// The recurrent driver's weight split and grad gather: rows of a wider
+// matrix, strided on both sides.
+TEST(RecurrentBackend, CopiesRowsOnEitherSideOfTheTeamThreshold) {
+  cpu::RecurrentBackend<float> be;
+  const int64_t cols = 37, src_stride = 50, dst_stride = 41;
+  for (const int64_t rows :
+       {int64_t{0}, int64_t{3}, cpu::parallel_min() / cols + 5}) {
+    const auto src = exact_values(rows * src_stride, 1.0f);
+    std::vector<float> dst(static_cast<size_t>(rows * dst_stride), -1.0f);
+    be.copy_rows(src.data(), src_stride, dst.data(), dst_stride, rows, cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < dst_stride; ++c) {
+        const float want = c < cols ? src[r * src_stride + c] : -1.0f;
+        ASSERT_EQ(dst[r * dst_stride + c], want)
+            << "row " << r << " column " << c << " of " << rows << " rows";
+      }
+    }
+  }
 }
 
 }  // namespace

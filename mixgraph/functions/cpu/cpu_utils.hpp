@@ -2,6 +2,8 @@
 // for the 16-bit types, and the OpenMP loop over blocks.
 #pragma once
 
+#include <omp.h>
+
 #include <vector>
 
 #include <algorithm>
@@ -187,24 +189,47 @@ float* store_buffer(T* dst, float* buf) {
   }
 }
 
-/// Writes n floats to dst (adding to it with accum).
+/// Calls fn(begin, end) once for [0, n), or on each thread of the team for
+/// its share (team_share) where n >= parallel_min() and no team runs yet:
+/// for passes that are one memcpy or one loop, which a block at a time
+/// would only slow.
+template <class Fn>
+void for_each_share(int64_t n, Fn&& fn) {
+  if (n < parallel_min() || omp_in_parallel()) return fn(int64_t{0}, n);
+#pragma omp parallel
+  {
+    const TeamShare s =
+        team_share(n, omp_get_thread_num(), omp_get_num_threads());
+    fn(s.begin, s.end);
+  }
+}
+
+/// Writes n floats to dst (adding to it with accum), on the team where n is
+/// large: a copy of 8 MB took 0.58 ms on one thread of an AMD EPYC Zen 4
+/// and 0.34 on two (16 MB: 1.50 and 0.70), and the LSTM's step copied some
+/// 40 MB of weights, grads and sequences this way.
 template <class T>
 void store(const float* src, T* dst, int64_t n, bool accum = false) {
   if constexpr (std::is_same_v<T, float>) {
-    if (accum) {
-      for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
-    } else if (src != dst && n > 0) {  // an empty vector's data() is null
-      std::memcpy(dst, src, n * sizeof(float));
-    }
+    if (!accum && (src == dst || n <= 0)) return;  // data() of empty: null
+    for_each_share(n, [&](int64_t begin, int64_t end) {
+      if (accum) {
+        for (int64_t i = begin; i < end; ++i) dst[i] += src[i];
+      } else if (end > begin) {
+        std::memcpy(dst + begin, src + begin, (end - begin) * sizeof(float));
+      }
+    });
   } else {
     if (accum) {
-      float tmp[kBlock];
-      for (int64_t b = 0; b < n; b += kBlock) {
-        const int64_t len = std::min(kBlock, n - b);
-        convert(dst + b, dtype_of<T>, tmp, Dtype::f32, len);
-        for (int64_t i = 0; i < len; ++i) tmp[i] += src[b + i];
-        convert(tmp, Dtype::f32, dst + b, dtype_of<T>, len);
-      }
+      for_each_share(n, [&](int64_t begin, int64_t end) {
+        float tmp[kBlock];
+        for (int64_t b = begin; b < end; b += kBlock) {
+          const int64_t len = std::min(kBlock, end - b);
+          convert(dst + b, dtype_of<T>, tmp, Dtype::f32, len);
+          for (int64_t i = 0; i < len; ++i) tmp[i] += src[b + i];
+          convert(tmp, Dtype::f32, dst + b, dtype_of<T>, len);
+        }
+      });
     } else {
       convert(src, Dtype::f32, dst, dtype_of<T>, static_cast<size_t>(n));
     }
@@ -245,8 +270,7 @@ template <class T, class Floats = std::vector<float>>
 Floats floats_of(Variable* v) {
   Floats out(static_cast<size_t>(v->size()));
   if (std::is_same_v<T, float> || held_in_float(v)) {
-    const float* p = v->data()->get<const float>();
-    std::copy(p, p + out.size(), out.begin());
+    store(v->data()->get<const float>(), out.data(), v->size());
   } else {
     convert(input<T>(v), dtype_of<T>, out.data(), Dtype::f32, out.size());
   }

@@ -100,18 +100,22 @@ struct RecurrentBackend {
     return Operand{static_cast<const char*>(o.data) + n * dtype_size(o.dtype),
                    o.dtype};
   }
-  void copy(const float* src, float* dst, int64_t n) {
-    std::copy(src, src + n, dst);
-  }
+  // Copies on the team where they are large (store(), for_each_share()):
+  // the LSTM splits its 8 MB weights and gathers their grads back each step.
+  void copy(const float* src, float* dst, int64_t n) { store(src, dst, n); }
   void add(const float* src, float* dst, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+    store(src, dst, n, /*accum=*/true);
   }
   void copy_rows(const float* src, int64_t src_stride, float* dst,
                  int64_t dst_stride, int64_t rows, int64_t cols) {
-    for (int64_t r = 0; r < rows; ++r) {
-      std::copy(src + r * src_stride, src + r * src_stride + cols,
-                dst + r * dst_stride);
-    }
+    if (rows <= 0 || cols <= 0) return;
+    for_each_share(rows * cols, [&](int64_t begin, int64_t end) {
+      // The rows whose first element falls in [begin, end).
+      for (int64_t r = ceil_div(begin, cols); r * cols < end; ++r) {
+        std::copy(src + r * src_stride, src + r * src_stride + cols,
+                  dst + r * dst_stride);
+      }
+    });
   }
   void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
             Operand b, float* c, const float* bias, bool accum) {
