@@ -41,8 +41,9 @@
 // modes some 10-20% apart (an AMD EPYC VM), so one process for all our
 // rounds weighed one draw against the peers' median of several (the
 // LSTM's float 1.08-1.10x PyTorch in two runs that drew the slow mode,
-// 1.18-1.31x in others). On a GPU ours run in this process, warmed up in
-// the first round only. Both sides print
+// 1.18-1.31x in others); "vs float" is there the median of the ratios
+// within each process, whose configurations share its mode. On a GPU ours
+// run in this process, warmed up in the first round only. Both sides print
 // their parameter counts, which must be equal. "step MiB" is what one step
 // allocates above what was held before it (activations, grads, scratch).
 //
@@ -912,10 +913,23 @@ int run(const Options& o) {
     std::printf("%-24s %10s %10s %10s %10s %10s %12s%s\n", "configuration",
                 "ms/step", "vs float", "vs torch", "of peak", "step MiB",
                 "copies/step", on_gpu ? "    host ms" : "");
-    double float_ms = 0;
-    for (size_t i = 0; i < ours.size(); ++i) {
-      if (o.types[i] == "float") float_ms = median(samples[i]) * 1e3;
+    size_t float_index = n_types;
+    for (size_t i = 0; i < n_types; ++i) {
+      if (o.types[i] == "float") float_index = i;
     }
+    // Against our float: on the CPU the median of the ratios within each
+    // process (both in the same speed mode), else of the medians.
+    auto vs_float = [&](size_t i) {
+      if (float_index == n_types) return std::string("-");
+      if (on_gpu || by_process[i].empty()) {
+        return ratio(median(samples[float_index]), median(samples[i]));
+      }
+      std::vector<double> ratios;
+      for (size_t r = 0; r < by_process[i].size(); ++r) {
+        ratios.push_back(by_process[float_index][r] / by_process[i][r]);
+      }
+      return ratio(median(ratios), 1.0);
+    };
     for (size_t i = 0; i < ours.size(); ++i) {
       const double ms = median(samples[i]) * 1e3;
       const double twin = peer_ms(torch_twin(o.types[i], on_gpu));
@@ -926,9 +940,9 @@ int run(const Options& o) {
                     static_cast<unsigned long long>(copies.to_device),
                     static_cast<unsigned long long>(copies.to_host));
       std::printf("%-24s %10.1f %10s %10s %10s %10.1f %12s",
-                  ("mixgraph " + o.types[i]).c_str(), ms,
-                  ratio(float_ms, ms).c_str(), ratio(twin, ms).c_str(),
-                  of_peak(ms).c_str(), step_mb, copies_text);
+                  ("mixgraph " + o.types[i]).c_str(), ms, vs_float(i).c_str(),
+                  ratio(twin, ms).c_str(), of_peak(ms).c_str(), step_mb,
+                  copies_text);
       if (on_gpu) std::printf(" %10.1f", ours[i]->host_ms());
       std::printf("\n");
     }
