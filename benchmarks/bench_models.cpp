@@ -924,9 +924,10 @@ int run(const Options& o) {
       if (on_gpu || by_process[i].empty()) {
         return ratio(median(samples[float_index]), median(samples[i]));
       }
-      std::vector<double> ratios;
+      std::vector<double> ratios;  // of the processes that timed both
       for (size_t r = 0; r < by_process[i].size(); ++r) {
-        ratios.push_back(by_process[float_index][r] / by_process[i][r]);
+        const double f = by_process[float_index][r], t = by_process[i][r];
+        if (f > 0 && t > 0) ratios.push_back(f / t);
       }
       return ratio(median(ratios), 1.0);
     };
