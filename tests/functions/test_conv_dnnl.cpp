@@ -230,9 +230,9 @@ TEST(ConvDnnl, BFloat16WithFloatWeightsAccumulates) {
   check_conv<BFloat16, float, float>(true, true, 8e-3, 0);
 }
 
-// Channels in blocks of 16 and one group: fp32 weights go into oneDNN's
-// blocked layouts by our pass (to_weight_blocks; bf16's pairs of channels,
-// fp32's plain blocks), here with padded blocks (20 and 33 channels) too.
+// Channels in blocks of 16 and one group: fp32 master weights go into
+// oneDNN's blocked layouts (bf16's pairs of channels, fp32's plain blocks),
+// here with padded blocks (20 and 33 channels) too.
 ConvGeometry sixteen_blocks(int64_t in_channels, int64_t out_channels) {
   ConvGeometry g = geometry(false);
   g.batch = 6, g.in_channels = in_channels, g.out_channels = out_channels;
@@ -248,6 +248,78 @@ TEST(ConvDnnl, FloatWeightsInChannelBlocks) {
     check_conv<BFloat16, float, float>(g, true, 8e-3, 0);
     check_conv<Half, float, float>(g, false, 1e-3, 0);
     check_conv<float, float, float>(g, true, 0, 0);
+  }
+}
+
+// A convolution's backward with a ConvStaging: the weight pass takes the
+// dy its data pass brought into oneDNN's layout (a deconvolution's weight
+// pass, the array its forward pass brought in), and computes what the
+// passes compute apart, to the bit; never a copy of another array, nor of
+// a chunk of the batch. `taken`: how many copies the weight pass should
+// take (0 where the batch runs in chunks; -1: not checked).
+template <class T>
+void check_staged_backward(const ConvGeometry& g, int64_t chunk_bytes,
+                           int taken) {
+  const ChunkBytes chunks(chunk_bytes);
+  const Problem p = problem(g, 7, 0.0);
+  const auto x = as<T>(p.x), dy = as<T>(p.dy);
+  const auto other_dy = as<T>(grid_values(g.y_size(), 99));
+  const cpu::Operand w{p.w.data(), Dtype::f32};
+  std::vector<T> dx(g.x_size()), dx_staged(g.x_size());
+  std::vector<T> y(g.y_size()), y_staged(g.y_size());
+  std::vector<float> dw(g.w_size()), dw_staged(g.w_size());
+  std::vector<float> dw_other(g.w_size()), dw_other_staged(g.w_size());
+  cpu::conv_backward_data<T>(g, dy.data(), w, dx.data());
+  cpu::conv_backward_weights<T, float>(g, x.data(), dy.data(), dw.data());
+  cpu::conv_backward_weights<T, float>(g, x.data(), other_dy.data(),
+                                       dw_other.data());
+  cpu::conv_forward<T>(g, x.data(), w, nullptr, y.data());
+  {
+    cpu::ConvStaging staging;  // Convolution's backward
+    cpu::conv_backward_data<T>(g, dy.data(), w, dx_staged.data(), false,
+                               nullptr, &staging);
+    cpu::conv_backward_weights<T, float>(
+        g, x.data(), dy.data(), dw_staged.data(), false, nullptr, &staging);
+    if (taken >= 0) EXPECT_EQ(staging.reused(), taken) << "dy";
+  }
+  {
+    cpu::ConvStaging staging;  // another dy: its own copy
+    cpu::conv_backward_data<T>(g, dy.data(), w, dx_staged.data(), false,
+                               nullptr, &staging);
+    cpu::conv_backward_weights<T, float>(g, x.data(), other_dy.data(),
+                                         dw_other_staged.data(), false, nullptr,
+                                         &staging);
+    EXPECT_EQ(staging.reused(), 0) << "another dy";
+  }
+  {
+    cpu::ConvStaging staging;  // Deconvolution's: x read by both passes
+    cpu::conv_forward<T>(g, x.data(), w, nullptr, y_staged.data(), false,
+                         &staging);
+    cpu::conv_backward_weights<T, float>(g, x.data(), other_dy.data(),
+                                         dw_other_staged.data(), true, nullptr,
+                                         &staging);
+    if (taken >= 0) EXPECT_EQ(staging.reused(), taken) << "x";
+  }
+  EXPECT_EQ(dx_staged, dx);
+  EXPECT_EQ(dw_staged, dw);
+  EXPECT_EQ(y_staged, y);
+  for (float& v : dw_other) v += v;  // written, then added once more
+  EXPECT_EQ(dw_other_staged, dw_other);
+}
+
+TEST(ConvDnnl, BackwardBringsDyIntoItsLayoutOnce) {
+  // 32 -> 48 channels of 10 x 10 (oneDNN's kernels, not the small maps'
+  // product, nor Winograd): one chunk of 6 images, or six of one.
+  const ConvGeometry g = sixteen_blocks(32, 48);
+  // Both passes read the same layout on AVX2 and AVX-512 (blocks of 8 or
+  // 16 channels); AMX's bf16 kernels may pick another for each.
+  const bool amx = cpu::cpu_features().amx_bf16;
+  for (int64_t chunk : {int64_t{8} << 20, int64_t{1}}) {
+    SCOPED_TRACE(chunk == 1 ? "one image a chunk" : "one chunk");
+    const int taken = chunk == 1 ? 0 : 1;
+    check_staged_backward<float>(g, chunk, taken);
+    check_staged_backward<Half>(g, chunk, taken);
+    check_staged_backward<BFloat16>(g, chunk, amx && taken ? -1 : taken);
   }
 }
 

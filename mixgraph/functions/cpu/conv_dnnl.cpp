@@ -27,6 +27,18 @@
 
 namespace mg::cpu {
 
+// A scratch block from the allocator (empty for 0 bytes). Outside the
+// anonymous namespace: ConvStaging::Kept holds some.
+struct Scratch {
+  std::unique_ptr<Memory> mem;
+  void* get(size_t bytes) {
+    if (!mem || mem->bytes() < bytes) {
+      mem = CpuAllocator::instance().allocate(bytes);
+    }
+    return mem->ptr();
+  }
+};
+
 namespace {
 
 using dims = dnnl::memory::dims;
@@ -319,17 +331,6 @@ void add_to(float* dst, const float* src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
 }
 
-// A scratch block from the allocator (empty for 0 bytes).
-struct Scratch {
-  std::unique_ptr<Memory> mem;
-  void* get(size_t bytes) {
-    if (!mem || mem->bytes() < bytes) {
-      mem = CpuAllocator::instance().allocate(bytes);
-    }
-    return mem->ptr();
-  }
-};
-
 // The channels per block of m where it is a channel-blocked layout
 // (nCw16c, nChw16c, nCdhw16c; nCw8c, nChw8c, nCdhw8c from oneDNN's AVX2
 // kernels; channels last, nwc, nhwc, ndhwc, from its AMX kernels: one block
@@ -409,6 +410,51 @@ const void* stage_in(const void* src, Dtype src_type, const Activation& act,
                              converted, blocked);
 }
 
+}  // namespace
+
+struct ConvStaging::Kept {
+  struct Copy {
+    const void* src = nullptr;  // the caller's array
+    md to;                      // the layout and type it was brought into
+    const void* ready = nullptr;
+    Scratch converted, blocked;
+  };
+  std::vector<std::unique_ptr<Copy>> copies;
+  int64_t reused = 0;
+};
+
+ConvStaging::ConvStaging() : kept_(std::make_unique<Kept>()) {}
+ConvStaging::~ConvStaging() = default;
+int64_t ConvStaging::reused() const { return kept_->reused; }
+
+namespace {
+
+// stage_in() of a whole batch (`whole`) through `staging`, where given: the
+// copy an earlier pass made of src in the layout `to`, else one made here
+// and kept for a later pass. A chunk stages into the pass's own scratch.
+const void* stage_kept(ConvStaging* staging, bool whole, const void* src,
+                       Dtype src_type, const Activation& act, Dtype ct,
+                       bool reorder, const CachedPrimitive& r, const md& to,
+                       Scratch& converted, Scratch& blocked) {
+  if (!staging || !whole) {
+    return stage_in(src, src_type, act, ct, reorder, r, to, converted, blocked);
+  }
+  ConvStaging::Kept& kept = staging->kept();
+  for (const auto& c : kept.copies) {
+    if (c->src == src && c->to == to) {
+      ++kept.reused;
+      return c->ready;
+    }
+  }
+  auto c = std::make_unique<ConvStaging::Kept::Copy>();
+  c->src = src;
+  c->to = to;
+  c->ready = stage_in(src, src_type, act, ct, reorder, r, to, c->converted,
+                      c->blocked);
+  kept.copies.push_back(std::move(c));
+  return kept.copies.back()->ready;
+}
+
 // What one call of `op` reads and writes, per image of the batch.
 struct Sizes {
   int64_t a, b, out;  // elements per image (b, out: 0 when not per image)
@@ -474,8 +520,8 @@ const Plan& plan_at(ConvOp op, const ConvGeometry& g, int64_t n, bool bias,
 // out batch-chunked.
 template <class T>
 void execute_data(ConvOp op, const ConvGeometry& g, const T* a, Operand w,
-                  const float* bias, T* out, bool accum,
-                  const float* post_bias) {
+                  const float* bias, T* out, bool accum, const float* post_bias,
+                  ConvStaging* staging) {
   const OneThread one(one_thread_pass(g));  // as plan_at made the plans
   const Sizes s = sizes(op, g);
   const int64_t nb = chunk_batch(g, s);
@@ -493,9 +539,9 @@ void execute_data(ConvOp op, const ConvGeometry& g, const T* a, Operand w,
       w_ready = convert_and_reorder(w.data, w.dtype, s.nb, ct, plan.b_reorder,
                                     plan.b_in, plan.b, w_conv, w_blk);
     }
-    const void* a_ready =
-        stage_in(a + n0 * s.a, dtype_of<T>, s.a_chunk(n), ct, plan.a_reorder,
-                 plan.a_in, plan.a, a_conv, a_blk);
+    const void* a_ready = stage_kept(
+        staging, n == g.batch, a + n0 * s.a, dtype_of<T>, s.a_chunk(n), ct,
+        plan.a_reorder, plan.a_in, plan.a, a_conv, a_blk);
     T* user = out + n0 * s.out;
     // The primitive writes the caller's array itself where it writes T in
     // its layout and nothing is added; where its layout is channel-blocked,
@@ -530,7 +576,7 @@ void execute_data(ConvOp op, const ConvGeometry& g, const T* a, Operand w,
 // bias grad) summed over the chunks in fp32.
 template <class T, class W>
 void execute_weights(const ConvGeometry& g, const T* x, const T* dy, W* dw,
-                     bool accum, float* db) {
+                     bool accum, float* db, ConvStaging* staging) {
   const OneThread one(one_thread_pass(g));  // as plan_at made the plans
   const ConvOp op = ConvOp::backward_weights;
   const Sizes s = sizes(op, g);
@@ -557,12 +603,13 @@ void execute_weights(const ConvGeometry& g, const T* x, const T* dy, W* dw,
     const Plan& plan =
         n == nb ? *first : plan_at<T>(op, g, n, db != nullptr, false, false);
     const Dtype ct = dtype_of_md(plan.a_plain);
+    const bool whole = n == g.batch;
     const void* a_ready =
-        stage_in(x + n0 * s.a, dtype_of<T>, s.a_chunk(n), ct, plan.a_reorder,
-                 plan.a_in, plan.a, a_conv, a_blk);
+        stage_kept(staging, whole, x + n0 * s.a, dtype_of<T>, s.a_chunk(n), ct,
+                   plan.a_reorder, plan.a_in, plan.a, a_conv, a_blk);
     const void* b_ready =
-        stage_in(dy + n0 * s.b, dtype_of<T>, s.b_chunk(n), ct, plan.b_reorder,
-                 plan.b_in, plan.b, b_conv, b_blk);
+        stage_kept(staging, whole, dy + n0 * s.b, dtype_of<T>, s.b_chunk(n), ct,
+                   plan.b_reorder, plan.b_in, plan.b, b_conv, b_blk);
     void* dst = n0 == 0 ? total : part.get(plan.out.get_size());
     float* dbp = !db ? nullptr : n0 == 0 ? db : db_chunk.data();
     run(plan, a_ready, b_ready, nullptr, dst, dbp);
@@ -654,18 +701,18 @@ void set_conv_chunk_bytes(int64_t bytes) {
 
 template <class T>
 void conv_forward(const ConvGeometry& g, const T* x, Operand w, const float* b,
-                  T* y, bool accum) {
+                  T* y, bool accum, ConvStaging* staging) {
   if (g.y_size() == 0) return;
   if (g.x_size() == 0 || g.w_size() == 0) {
     return execute_empty(ConvOp::forward, g, b, y, accum, nullptr, nullptr);
   }
   if (winograd_f2_runs<T>(g)) return winograd_forward<T>(g, x, w, b, y, accum);
-  execute_data(ConvOp::forward, g, x, w, b, y, accum, nullptr);
+  execute_data(ConvOp::forward, g, x, w, b, y, accum, nullptr, staging);
 }
 
 template <class T>
 void conv_backward_data(const ConvGeometry& g, const T* dy, Operand w, T* dx,
-                        bool accum, const float* b) {
+                        bool accum, const float* b, ConvStaging* staging) {
   if (g.x_size() == 0) return;
   if (g.y_size() == 0 || g.w_size() == 0) {
     return execute_empty(ConvOp::backward_data, g, nullptr, dx, accum, b,
@@ -674,12 +721,13 @@ void conv_backward_data(const ConvGeometry& g, const T* dy, Operand w, T* dx,
   if (winograd_f2_runs<T>(g)) {
     return winograd_backward_data<T>(g, dy, w, dx, accum, b);
   }
-  execute_data(ConvOp::backward_data, g, dy, w, nullptr, dx, accum, b);
+  execute_data(ConvOp::backward_data, g, dy, w, nullptr, dx, accum, b, staging);
 }
 
 template <class T, class W>
 void conv_backward_weights_dnnl(const ConvGeometry& g, const T* x, const T* dy,
-                                W* dw, bool accum, float* db) {
+                                W* dw, bool accum, float* db,
+                                ConvStaging* staging) {
   if (g.w_size() == 0) return;
   if (g.x_size() == 0 || g.y_size() == 0) {
     execute_empty(ConvOp::backward_weights, g, nullptr, dw, accum, nullptr, db);
@@ -688,12 +736,12 @@ void conv_backward_weights_dnnl(const ConvGeometry& g, const T* x, const T* dy,
     }
     return;
   }
-  execute_weights(g, x, dy, dw, accum, db);
+  execute_weights(g, x, dy, dw, accum, db, staging);
 }
 
 template <class T, class W>
 void conv_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
-                           W* dw, bool accum, float* db) {
+                           W* dw, bool accum, float* db, ConvStaging* staging) {
   if (g.w_size() != 0 && g.x_size() != 0 && g.y_size() != 0) {
     if (weights_by_winograd<T>(g)) {
       return winograd_backward_weights(g, x, dy, dw, accum, db);
@@ -702,7 +750,7 @@ void conv_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
       return conv_backward_weights_product(g, x, dy, dw, accum, db);
     }
   }
-  conv_backward_weights_dnnl(g, x, dy, dw, accum, db);
+  conv_backward_weights_dnnl(g, x, dy, dw, accum, db, staging);
 }
 
 template <class T>
@@ -742,13 +790,9 @@ std::string conv_implementation(const ConvGeometry& g, const std::string& op) {
 
 #define MG_INSTANTIATE_CONV(T)                                                \
   template void conv_forward<T>(const ConvGeometry&, const T*, Operand,       \
-                                const float*, T*, bool);                      \
+                                const float*, T*, bool, ConvStaging*);        \
   template void conv_backward_data<T>(const ConvGeometry&, const T*, Operand, \
-                                      T*, bool, const float*);                \
-  template void conv_backward_weights<T, T>(const ConvGeometry&, const T*,    \
-                                            const T*, T*, bool, float*);      \
-  template void conv_backward_weights_dnnl<T, T>(                             \
-      const ConvGeometry&, const T*, const T*, T*, bool, float*);             \
+                                      T*, bool, const float*, ConvStaging*);  \
   template void channel_sums<T>(const T*, int64_t, int64_t, int64_t, float*); \
   template std::string conv_implementation<T>(const ConvGeometry&,            \
                                               const std::string&);
@@ -756,19 +800,20 @@ MG_INSTANTIATE_CONV(float)
 MG_INSTANTIATE_CONV(Half)
 MG_INSTANTIATE_CONV(BFloat16)
 #undef MG_INSTANTIATE_CONV
-template void conv_backward_weights<Half, float>(const ConvGeometry&,
-                                                 const Half*, const Half*,
-                                                 float*, bool, float*);
-template void conv_backward_weights<BFloat16, float>(const ConvGeometry&,
-                                                     const BFloat16*,
-                                                     const BFloat16*, float*,
-                                                     bool, float*);
-template void conv_backward_weights_dnnl<Half, float>(const ConvGeometry&,
-                                                      const Half*, const Half*,
-                                                      float*, bool, float*);
-template void conv_backward_weights_dnnl<BFloat16, float>(const ConvGeometry&,
-                                                          const BFloat16*,
-                                                          const BFloat16*,
-                                                          float*, bool, float*);
+
+// The weight grads: in T, and in fp32 for the 16-bit types.
+#define MG_INSTANTIATE_WEIGHTS(T, W)                                           \
+  template void conv_backward_weights<T, W>(const ConvGeometry&, const T*,     \
+                                            const T*, W*, bool, float*,        \
+                                            ConvStaging*);                     \
+  template void conv_backward_weights_dnnl<T, W>(const ConvGeometry&,          \
+                                                 const T*, const T*, W*, bool, \
+                                                 float*, ConvStaging*);
+MG_INSTANTIATE_WEIGHTS(float, float)
+MG_INSTANTIATE_WEIGHTS(Half, Half)
+MG_INSTANTIATE_WEIGHTS(BFloat16, BFloat16)
+MG_INSTANTIATE_WEIGHTS(Half, float)
+MG_INSTANTIATE_WEIGHTS(BFloat16, float)
+#undef MG_INSTANTIATE_WEIGHTS
 
 }  // namespace mg::cpu

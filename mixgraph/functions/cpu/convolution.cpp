@@ -32,9 +32,11 @@ class ConvCpu : public Base {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     const T* dy = output_grad<T>(out[0]);
+    ConvStaging staging;  // dy brought into oneDNN's layout once for both
     if (propagate_down[0]) {
       conv_backward_data<T>(this->geom_, dy, operand<T>(in[1]),
-                            input_grad<T>(in[0], accum[0]), accum[0]);
+                            input_grad<T>(in[0], accum[0]), accum[0], nullptr,
+                            &staging);
     }
     // db = sum over N and space: from the weight grad's pass over dy when
     // there is one. Grads of fp32 master weights are written in fp32.
@@ -46,10 +48,11 @@ class ConvCpu : public Base {
       if (grad_in_float<T>(in[1])) {
         conv_backward_weights<T>(this->geom_, x, dy,
                                  input_grad<float>(in[1], accum[1]), accum[1],
-                                 dbp);
+                                 dbp, &staging);
       } else {
         conv_backward_weights<T>(this->geom_, x, dy,
-                                 input_grad<T>(in[1], accum[1]), accum[1], dbp);
+                                 input_grad<T>(in[1], accum[1]), accum[1], dbp,
+                                 &staging);
       }
     } else if (want_db) {
       channel_sums(dy, this->geom_.batch, this->geom_.out_channels,

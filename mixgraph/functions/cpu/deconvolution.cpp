@@ -33,17 +33,20 @@ class DeconvCpu : public Base {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     const T* dy = output_grad<T>(out[0]);
+    ConvStaging staging;  // dy brought into oneDNN's layout once for both
     if (propagate_down[0]) {
       conv_forward<T>(this->geom_, dy, operand<T>(in[1]), nullptr,
-                      input_grad<T>(in[0], accum[0]), accum[0]);
+                      input_grad<T>(in[0], accum[0]), accum[0], &staging);
     }
     if (propagate_down[1]) {  // fp32 for an fp32 master weight
       if (grad_in_float<T>(in[1])) {
         conv_backward_weights<T>(this->geom_, dy, input<T>(in[0]),
-                                 input_grad<float>(in[1], accum[1]), accum[1]);
+                                 input_grad<float>(in[1], accum[1]), accum[1],
+                                 nullptr, &staging);
       } else {
         conv_backward_weights<T>(this->geom_, dy, input<T>(in[0]),
-                                 input_grad<T>(in[1], accum[1]), accum[1]);
+                                 input_grad<T>(in[1], accum[1]), accum[1],
+                                 nullptr, &staging);
       }
     }
     if (in.size() == 3 && propagate_down[2]) {  // db = sum over N and space
