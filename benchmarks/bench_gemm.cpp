@@ -50,8 +50,9 @@ struct Shape {
 // product forward and backward (32 rows; the layer packs Wh once for them,
 // GemmFixedB, which these plain calls do not), and the input's data and
 // weight grads over every step; ResNet-18's weight grads of its 512 x 4x4
-// maps and of its 256 -> 512 stride-2 layer as the products that
-// conv_weights_product.cpp runs (dy^T times im2col(x)).
+// maps and of its 256 -> 512 stride-2 layer as one product each, dy^T
+// times im2col(x) (conv_weights_product.cpp now takes the 4x4 maps' tap
+// by tap, 512 x 512 x 288-512 products, and keeps this for the other).
 const Shape kShapes[] = {
     {"gpt qkv", false, false, 1024, 768, 256, 1},
     {"gpt proj", false, false, 1024, 256, 256, 1},

@@ -158,20 +158,26 @@ ConvGeometry small_maps() {
   return g;
 }
 
-// The weight grad alone (with the bias grad) against the reference, by
-// conv_backward_weights or (forced) by the product whatever the maps.
+// How check_weight_grad takes the weight grad: as conv_backward_weights
+// chooses, or by one of our two products whatever the maps.
+enum class Way { chosen, im2col, taps };
+
+// The weight grad alone (with the bias grad) against the reference.
 template <class T, class GT>
 void check_weight_grad(const ConvGeometry& g, bool accum, double rtol,
-                       bool forced = false) {
+                       Way way = Way::chosen) {
   const float base = accum ? 0.5f : 0.0f;
   const Problem p = problem(g, 5, base);
   const Reference& ref = p.ref;
   const auto xt = as<T>(p.x), dyt = as<T>(p.dy);
   auto dw = as<GT>(std::vector<float>(g.w_size(), base));
   std::vector<float> db(g.out_channels, 99.0f);
-  if (forced) {
-    cpu::conv_backward_weights_product<T>(g, xt.data(), dyt.data(), dw.data(),
-                                          accum, db.data());
+  if (way == Way::im2col) {
+    cpu::conv_backward_weights_im2col<T>(g, xt.data(), dyt.data(), dw.data(),
+                                         accum, db.data());
+  } else if (way == Way::taps) {
+    cpu::conv_backward_weights_taps<T>(g, xt.data(), dyt.data(), dw.data(),
+                                       accum, db.data());
   } else {
     cpu::conv_backward_weights<T>(g, xt.data(), dyt.data(), dw.data(), accum,
                                   db.data());
@@ -280,7 +286,9 @@ void check_staged_backward(const ConvGeometry& g, int64_t chunk_bytes,
                                nullptr, &staging);
     cpu::conv_backward_weights<T, float>(
         g, x.data(), dy.data(), dw_staged.data(), false, nullptr, &staging);
-    if (taken >= 0) EXPECT_EQ(staging.reused(), taken) << "dy";
+    if (taken >= 0) {
+      EXPECT_EQ(staging.reused(), taken) << "dy";
+    }
   }
   {
     cpu::ConvStaging staging;  // another dy: its own copy
@@ -298,7 +306,9 @@ void check_staged_backward(const ConvGeometry& g, int64_t chunk_bytes,
     cpu::conv_backward_weights<T, float>(g, x.data(), other_dy.data(),
                                          dw_other_staged.data(), true, nullptr,
                                          &staging);
-    if (taken >= 0) EXPECT_EQ(staging.reused(), taken) << "x";
+    if (taken >= 0) {
+      EXPECT_EQ(staging.reused(), taken) << "x";
+    }
   }
   EXPECT_EQ(dx_staged, dx);
   EXPECT_EQ(dw_staged, dw);
@@ -352,34 +362,70 @@ TEST(ConvDnnl, SmallPassesRunOnOneThreadAndLeaveTheTeamAsItWas) {
 
 // The grid values make every fp32 sum exact: an fp32 weight grad matches
 // the reference exactly in every type, a 16-bit one within its rounding.
-TEST(ConvDnnl, SmallMapsTakeTheWeightGradAsOneProduct) {
+// 4x4 maps, 3x3 kernels, pad 1 (ResNet-18's last layers): the taps read
+// 100 of the windows' 144 positions, the rest is padding.
+ConvGeometry padded_small_maps() {
+  ConvGeometry g = small_maps();
+  g.in_spatial = g.out_spatial = {4, 4};
+  g.kernel = {3, 3};
+  g.pad = {1, 1};
+  g.stride = g.dilation = {1, 1};
+  return g;
+}
+
+// 1x1 inputs, 3x3 kernels, pad 1, stride 2: one output position, which
+// reads x at the centre tap alone (the other eight taps have no rows).
+ConvGeometry one_position() {
+  ConvGeometry g = padded_small_maps();
+  g.in_spatial = {1, 1};
+  g.out_spatial = {1, 1};
+  g.stride = {2, 2};
+  return g;
+}
+
+TEST(ConvDnnl, SmallMapsTakeTheWeightGradAsProducts) {
   const ConvGeometry g = small_maps();
   EXPECT_TRUE(cpu::weights_by_product(g));
+  EXPECT_FALSE(cpu::weights_by_taps(g));  // 36 of 72 positions: padding
   EXPECT_EQ(cpu::conv_implementation<float>(g, "backward_weights"),
             "mixgraph:im2col_gemm");
+  for (const ConvGeometry& t : {padded_small_maps(), one_position()}) {
+    EXPECT_TRUE(cpu::weights_by_taps(t));
+    EXPECT_EQ(cpu::conv_implementation<BFloat16>(t, "backward_weights"),
+              "mixgraph:tap_gemm");
+  }
   EXPECT_FALSE(cpu::weights_by_product(geometry(false)));  // 14 x 14 maps
-  EXPECT_FALSE(cpu::weights_by_product(geometry(true)));   // two groups
+  EXPECT_FALSE(cpu::weights_by_taps(geometry(false)));
+  EXPECT_FALSE(cpu::weights_by_product(geometry(true)));  // two groups
   ConvGeometry pointwise = g;
   pointwise.kernel = {1, 1};
   EXPECT_FALSE(cpu::weights_by_product(pointwise));
-  for (bool accum : {false, true}) {
-    SCOPED_TRACE(accum ? "accumulated" : "written");
-    check_weight_grad<float, float>(g, accum, 0);
-    check_weight_grad<Half, float>(g, accum, 0);
-    check_weight_grad<Half, Half>(g, accum, 1e-3);
-    check_weight_grad<BFloat16, float>(g, accum, 0);
-    check_weight_grad<BFloat16, BFloat16>(g, accum, 8e-3);
-  }
-  {  // One image per product (the im2col bounded by the chunk size):
-     // the products add up, and a 16-bit grad is rounded once.
+  EXPECT_FALSE(cpu::weights_by_taps(pointwise));
+  for (const ConvGeometry& m : {g, padded_small_maps(), one_position()}) {
+    for (bool accum : {false, true}) {
+      SCOPED_TRACE(accum ? "accumulated" : "written");
+      check_weight_grad<float, float>(m, accum, 0);
+      check_weight_grad<Half, float>(m, accum, 0);
+      check_weight_grad<Half, Half>(m, accum, 1e-3);
+      check_weight_grad<BFloat16, float>(m, accum, 0);
+      check_weight_grad<BFloat16, BFloat16>(m, accum, 8e-3);
+    }
+    // One image per round of products (bounded by the chunk size): the
+    // rounds add up, and a 16-bit grad is rounded once.
     const ChunkBytes one_image(1);
-    check_weight_grad<float, float>(g, true, 0);
-    check_weight_grad<Half, Half>(g, true, 1e-3);
-    check_weight_grad<BFloat16, float>(g, false, 0);
+    check_weight_grad<float, float>(m, true, 0);
+    check_weight_grad<Half, Half>(m, true, 1e-3);
+    check_weight_grad<BFloat16, float>(m, false, 0);
   }
-  // The product on maps oneDNN takes: the same sums.
-  check_weight_grad<float, float>(geometry(false), true, 0, /*forced=*/true);
-  check_weight_grad<Half, float>(geometry(false), false, 0, /*forced=*/true);
+  // Each way on the others' maps and on maps oneDNN takes: the same sums.
+  for (const ConvGeometry& m : {g, geometry(false)}) {
+    check_weight_grad<float, float>(m, true, 0, Way::taps);
+    check_weight_grad<BFloat16, float>(m, false, 0, Way::taps);
+  }
+  for (const ConvGeometry& m : {padded_small_maps(), geometry(false)}) {
+    check_weight_grad<float, float>(m, true, 0, Way::im2col);
+    check_weight_grad<Half, float>(m, false, 0, Way::im2col);
+  }
 }
 
 // 8 images of 64 x 12 x 10 and 64 kernels of 3 x 3, stride 1, pad 1: 72
@@ -532,14 +578,15 @@ TEST(ConvWinograd, RunsWhereOneDnnHasNone) {
     EXPECT_EQ(cpu::conv_implementation<float>(g, op), "mixgraph:winograd_f2x2")
         << op;
   }
-  {  // 4x4 maps' weight grad too; 2x2 maps keep their one product
+  {  // 4x4 maps' weight grad too; 2x2 maps keep our products (by taps:
+     // 20 of 36 window positions are padding)
     ConvGeometry small = g;
     small.in_spatial = small.out_spatial = {4, 4};
     EXPECT_EQ(cpu::conv_implementation<float>(small, "backward_weights"),
               "mixgraph:winograd_f2x2");
     small.in_spatial = small.out_spatial = {2, 2};
     EXPECT_EQ(cpu::conv_implementation<float>(small, "backward_weights"),
-              "mixgraph:im2col_gemm");
+              "mixgraph:tap_gemm");
   }
   auto runs = [&](auto&& edit) {
     ConvGeometry c = g;

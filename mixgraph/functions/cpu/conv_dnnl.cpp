@@ -780,6 +780,7 @@ std::string conv_implementation(const ConvGeometry& g, const std::string& op) {
                                            : ConvOp::backward_weights;
   if (o == ConvOp::backward_weights) {
     if (weights_by_winograd<T>(g)) return "mixgraph:winograd_f2x2";
+    if (weights_by_taps(g)) return "mixgraph:tap_gemm";
     if (weights_by_product(g)) return "mixgraph:im2col_gemm";
   } else if (winograd_f2_runs<T>(g)) {
     return "mixgraph:winograd_f2x2";

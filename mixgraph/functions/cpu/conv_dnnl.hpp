@@ -84,16 +84,29 @@ void conv_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
                            W* dw, bool accum = false, float* db = nullptr,
                            ConvStaging* staging = nullptr);
 
-/// Whether conv_backward_weights computes dW as one matrix product (an
-/// im2col of x against dy, conv_weights_product.cpp) instead of oneDNN's
-/// kernel: 2-D, one group, a window larger than one position and output
-/// maps of at most 16 positions, where oneDNN 2.6's kernel is slow.
+/// Whether conv_backward_weights computes dW by matrix products of ours
+/// (conv_weights_product.cpp) instead of oneDNN's kernel: 2-D, one group, a
+/// window larger than one position and output maps of at most 16
+/// positions, where oneDNN 2.6's kernel is slow.
 bool weights_by_product(const ConvGeometry& g);
-/// conv_backward_weights by that product, whatever the geometry.
+/// Whether those products go tap by tap, skipping the padding (where it
+/// holds at least a quarter of the windows' positions: ResNet-18's 4x4
+/// maps), rather than as one product over an im2col of x.
+bool weights_by_taps(const ConvGeometry& g);
+/// conv_backward_weights by those products (the way weights_by_taps()
+/// says), whatever the geometry.
 template <class T, class W>
 void conv_backward_weights_product(const ConvGeometry& g, const T* x,
                                    const T* dy, W* dw, bool accum = false,
                                    float* db = nullptr);
+/// The two ways, whatever the geometry (for tests and benchmarks).
+template <class T, class W>
+void conv_backward_weights_im2col(const ConvGeometry& g, const T* x,
+                                  const T* dy, W* dw, bool accum = false,
+                                  float* db = nullptr);
+template <class T, class W>
+void conv_backward_weights_taps(const ConvGeometry& g, const T* x, const T* dy,
+                                W* dw, bool accum = false, float* db = nullptr);
 /// conv_backward_weights by oneDNN's kernel, whatever the maps (for the
 /// tests and benchmarks that set the two side by side).
 template <class T, class W>
@@ -143,7 +156,8 @@ bool conv_winograd();
 
 /// The implementation that runs `op` ("forward", "backward_data",
 /// "backward_weights") on T for g: oneDNN's, e.g. "jit:avx512_core", or
-/// "mixgraph:im2col_gemm" for a weight grad by our product; for tests and
+/// "mixgraph:im2col_gemm" or "mixgraph:tap_gemm" for a weight grad by our
+/// products; for tests and
 /// benchmarks.
 template <class T>
 std::string conv_implementation(const ConvGeometry& g, const std::string& op);
