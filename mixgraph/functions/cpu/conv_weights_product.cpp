@@ -14,8 +14,10 @@
 //   and x, gathered, and a last pass that interleaves the taps into dW.
 // The taps copy dy once for each tap and pay that pass, so they are taken
 // where they skip at least a quarter of the window's products: on the
-// 512 x 4x4 layers (3x3, pad 1: 100 of 144) they took 0.91-0.94x the
-// im2col's time; on the 256 -> 512 stride-2 layer (121 of 144) 1.4x.
+// 512 x 4x4 layers (3x3, pad 1: 100 of 144) they took 0.89-0.91x the
+// im2col's time in bfloat16, 0.86-0.88x in half, 0.82-0.86x in float; on
+// the 256 -> 512 stride-2 layer (121 of 144) 1.4x (RESULTS.md,
+// 2026-12-06, late morning).
 #include <algorithm>
 #include <memory>
 #include <type_traits>
