@@ -32,11 +32,11 @@ namespace mg::cpu {
 /// a convolution's backward reads dy in its data pass and in its weight
 /// pass, a deconvolution's its dy in its forward and weight passes. Given
 /// to both, the second takes the first's copy instead of making its own
-/// (one pass over the activation fewer: about 2.5 ms of ResNet-18's
-/// bfloat16 step). Only whole batches are kept (a batch cut into chunks is
-/// staged chunk by chunk, as without one), and the arrays must not change
-/// between the passes. It holds its copies' memory while it lives: make one
-/// per backward call.
+/// (one pass over the activation fewer: 3-4 ms of ResNet-18's bfloat16
+/// step, 4-6 of float's and half's). Only whole batches are kept (a batch cut
+/// into chunks is staged chunk by chunk, as without one), and the arrays must
+/// not change between the passes. It holds its copies' memory while it lives:
+/// make one per backward call.
 class ConvStaging {
  public:
   ConvStaging();
