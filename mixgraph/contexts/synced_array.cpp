@@ -39,7 +39,22 @@ void transfer(const Array& src, Array& dst, size_t n, const char* where) {
   if (n == 0) return;
   const bool src_host = src.device == "cpu", dst_host = dst.device == "cpu";
   if (src_host && dst_host) {
-    convert(src.data(), src.dtype, dst.data(), dst.dtype, n);
+    if (src.layout == dst.layout) {
+      convert(src.data(), src.dtype, dst.data(), dst.dtype, n);
+    } else {
+      convert_layout(src.data(), src.dtype, src.layout, dst.data(), dst.dtype,
+                     dst.layout, n);
+    }
+    return;
+  }
+  if (!src.layout.plain()) {
+    // A blocked host copy travels plain.
+    Array host{src.dtype,
+               "cpu",
+               {},
+               CpuAllocator::instance().allocate(n * dtype_size(src.dtype))};
+    transfer(src, host, n, where);
+    transfer(host, dst, n, where);
     return;
   }
   if (src_host) {
@@ -73,7 +88,9 @@ void transfer(const Array& src, Array& dst, size_t n, const char* where) {
     return;
   }
   // Between two devices: through the host, in the source dtype.
-  Array host{src.dtype, "cpu",
+  Array host{src.dtype,
+             "cpu",
+             {},
              CpuAllocator::instance().allocate(n * dtype_size(src.dtype))};
   copy_to_host(s, host.data(), src.data(), n * dtype_size(src.dtype));
   transfer(host, dst, n, where);
@@ -111,11 +128,13 @@ void SyncedArray::check_device(const std::string& device,
   if (device != "cpu") resolve_device(device, tag(where));
 }
 
-Array& SyncedArray::make_copy(Dtype dtype, const std::string& device) {
-  auto [it, inserted] = copies_.try_emplace(Key{device, dtype});
+Array& SyncedArray::make_copy(Dtype dtype, const std::string& device,
+                              const Layout& layout) {
+  auto [it, inserted] = copies_.try_emplace(Key{device, dtype, layout});
   if (inserted) {
     it->second.dtype = dtype;
     it->second.device = device;
+    it->second.layout = layout;
     const size_t bytes = size_ * dtype_size(dtype);
     if (device == "cpu") {
       it->second.memory = CpuAllocator::instance().allocate(bytes);
@@ -138,38 +157,73 @@ void SyncedArray::fill_copy(Array& a, const char* where) {
 }
 
 const void* SyncedArray::get(Dtype dtype, const std::string& device) {
+  return get_copy(dtype, device, Layout{});
+}
+
+const void* SyncedArray::get(Dtype dtype, const Layout& layout) {
+  return get_copy(dtype, "cpu", layout);
+}
+
+void* SyncedArray::cast(Dtype dtype, const std::string& device,
+                        bool write_only) {
+  return cast_copy(dtype, device, Layout{}, write_only);
+}
+
+void* SyncedArray::cast(Dtype dtype, const Layout& layout, bool write_only) {
+  return cast_copy(dtype, "cpu", layout, write_only);
+}
+
+// A blocked layout must cover the array exactly.
+static void check_layout(const Layout& l, size_t size, const char* where) {
+  if (l.plain()) return;
+  if (l.block <= 0 || l.channels % l.block != 0 ||
+      static_cast<size_t>(l.batch * l.channels * l.spatial) != size) {
+    throw std::invalid_argument(
+        tag(where) + "a channel-blocked layout of " + std::to_string(l.batch) +
+        " x " + std::to_string(l.channels) + " x " + std::to_string(l.spatial) +
+        " in blocks of " + std::to_string(l.block) + " for an array of " +
+        std::to_string(size) +
+        " elements: the channels must be a multiple of the block and the "
+        "layout must cover the array");
+  }
+}
+
+const void* SyncedArray::get_copy(Dtype dtype, const std::string& device,
+                                  const Layout& layout) {
   check_device(device, "get");
+  check_layout(layout, size_, "get");
   if (pending_fill_) {
     // Materialise the fill in the requested type only: it becomes the head.
     copies_.clear();
-    Array& a = make_copy(dtype, device);
+    Array& a = make_copy(dtype, device, layout);
     fill_copy(a, "get");
     head_ = &a;
     pending_fill_ = false;
     return a.data();
   }
-  auto it = copies_.find(Key{device, dtype});
+  auto it = copies_.find(Key{device, dtype, layout});
   if (it != copies_.end()) return it->second.data();
-  Array& a = make_copy(dtype, device);
+  Array& a = make_copy(dtype, device, layout);
   transfer(*head_, a, size_, "get");
   return a.data();
 }
 
-void* SyncedArray::cast(Dtype dtype, const std::string& device,
-                        bool write_only) {
+void* SyncedArray::cast_copy(Dtype dtype, const std::string& device,
+                             const Layout& layout, bool write_only) {
   check_device(device, "cast");
+  check_layout(layout, size_, "cast");
   if (pending_fill_) {
     copies_.clear();
-    Array& a = make_copy(dtype, device);
+    Array& a = make_copy(dtype, device, layout);
     if (!write_only) fill_copy(a, "cast");
     head_ = &a;
     pending_fill_ = false;
     return a.data();
   }
-  const Key key{device, dtype};
+  const Key key{device, dtype, layout};
   auto it = copies_.find(key);
   if (it == copies_.end()) {
-    Array& a = make_copy(dtype, device);
+    Array& a = make_copy(dtype, device, layout);
     if (!write_only) transfer(*head_, a, size_, "cast");
     it = copies_.find(key);
   }
@@ -186,10 +240,14 @@ void* SyncedArray::cast_taking_head(Dtype dtype, const std::string& device,
   check_device(device, "cast_taking_head");
   old_head->memory.reset();
   if (pending_fill_) get(dtype, device);  // the filled copy becomes the head
-  if (head_->dtype == dtype && head_->device == device) {
+  if (head_->dtype == dtype && head_->device == device &&
+      head_->layout.plain()) {
     return cast(dtype, device, false);
   }
-  auto it = copies_.find(Key{head_->device, head_->dtype});
+  const std::string head_device = head_->device;
+  const Dtype head_dtype = head_->dtype;
+  if (!head_->layout.plain()) get(head_dtype, head_device);  // read it plain
+  auto it = copies_.find(Key{head_device, head_dtype, Layout{}});
   *old_head = std::move(it->second);
   copies_.clear();
   head_ = &make_copy(dtype, device);
@@ -209,8 +267,9 @@ void SyncedArray::fill(double value) {
 
 void SyncedArray::clear() { zero(); }
 
-bool SyncedArray::has_copy(Dtype dtype, const std::string& device) const {
-  return copies_.count(Key{device, dtype}) != 0;
+bool SyncedArray::has_copy(Dtype dtype, const std::string& device,
+                           const Layout& layout) const {
+  return copies_.count(Key{device, dtype, layout}) != 0;
 }
 
 size_t SyncedArray::bytes() const {

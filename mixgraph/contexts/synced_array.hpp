@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include <mixgraph/contexts/dtype.hpp>
@@ -13,10 +14,34 @@
 
 namespace mg {
 
+/// How a copy orders its elements. Plain (block 0): as the array's shape
+/// says, row-major. Channel-blocked (block > 0, on "cpu" only): the array
+/// read as `batch` images of `channels` x `spatial` values, held in oneDNN's
+/// layout nChw<block>c, [n][c / block][s][c % block], with channels a
+/// multiple of block, so the copy holds the same elements in another order.
+/// Convolutions write their outputs so and the functions between them
+/// (batch normalization, elementwise ones) keep that layout, which spares
+/// a pass over every activation at each end of each convolution; whoever
+/// asks for the plain copy gets it converted, as for another dtype.
+struct Layout {
+  int64_t block = 0, batch = 0, channels = 0, spatial = 0;
+  bool plain() const { return block == 0; }
+  auto tie() const { return std::tie(block, batch, channels, spatial); }
+  bool operator==(const Layout& o) const { return tie() == o.tie(); }
+  bool operator!=(const Layout& o) const { return !(*this == o); }
+  bool operator<(const Layout& o) const { return tie() < o.tie(); }
+};
+
+/// dst = src, n elements, converted from (src_type, from) to (dst_type,
+/// to) on the host in one pass (functions/cpu/channel_blocks.cpp).
+void convert_layout(const void* src, Dtype src_type, const Layout& from,
+                    void* dst, Dtype dst_type, const Layout& to, size_t n);
+
 /// One physical copy of a SyncedArray.
 struct Array {
   Dtype dtype;
   std::string device;
+  Layout layout;
   std::unique_ptr<Memory> memory;
   void* data() const { return memory->ptr(); }
 };
@@ -37,13 +62,16 @@ class SyncedArray {
 
   size_t size() const { return size_; }
 
-  /// A readable pointer to the data as `dtype` on `device`.
+  /// A readable pointer to the data as `dtype` on `device`, plain.
   const void* get(Dtype dtype, const std::string& device = "cpu");
-  /// A writable pointer to the data as `dtype` on `device`; that copy becomes
-  /// the only one. With write_only the old contents are not converted (the
-  /// caller overwrites every element).
+  /// A writable pointer to the data as `dtype` on `device`, plain; that copy
+  /// becomes the only one. With write_only the old contents are not
+  /// converted (the caller overwrites every element).
   void* cast(Dtype dtype, const std::string& device = "cpu",
              bool write_only = false);
+  /// The same on the host in `layout` (Layout{} is plain).
+  const void* get(Dtype dtype, const Layout& layout);
+  void* cast(Dtype dtype, const Layout& layout, bool write_only);
 
   /// For a kernel that reads the head and writes every element of a new
   /// `dtype` copy on `device` (the loss scaler's fused unscale): like
@@ -68,18 +96,26 @@ class SyncedArray {
 
   /// The dtype of the head copy; float while only a fill is pending.
   Dtype dtype() const { return head_ ? head_->dtype : Dtype::f32; }
+  /// The layout of the head copy; plain while only a fill is pending.
+  Layout layout() const { return head_ ? head_->layout : Layout{}; }
   /// The device of the head copy; "cpu" while only a fill is pending.
   std::string head_device() const { return head_ ? head_->device : "cpu"; }
   bool has_head() const { return head_ != nullptr; }
   /// Number of physical copies currently held.
   size_t num_copies() const { return copies_.size(); }
-  bool has_copy(Dtype dtype, const std::string& device = "cpu") const;
+  bool has_copy(Dtype dtype, const std::string& device = "cpu",
+                const Layout& layout = {}) const;
   /// Bytes held by all copies.
   size_t bytes() const;
 
  private:
-  using Key = std::pair<std::string, Dtype>;
-  Array& make_copy(Dtype dtype, const std::string& device);
+  using Key = std::tuple<std::string, Dtype, Layout>;
+  const void* get_copy(Dtype dtype, const std::string& device,
+                       const Layout& layout);
+  void* cast_copy(Dtype dtype, const std::string& device, const Layout& layout,
+                  bool write_only);
+  Array& make_copy(Dtype dtype, const std::string& device,
+                   const Layout& layout = {});
   void check_device(const std::string& device, const char* where) const;
   void fill_copy(Array& a, const char* where);
 

@@ -37,6 +37,19 @@ class NdArray {
     return static_cast<T*>(array_->cast(dtype_of<T>, device, write_only));
   }
 
+  /// The same on the host in `layout` (SyncedArray's Layout).
+  template <class T>
+  const T* get(const Layout& layout) {
+    static_assert(std::is_const_v<T>,
+                  "get<T> takes a const type: get<const float>()");
+    return static_cast<const T*>(array_->get(dtype_of<T>, layout));
+  }
+  template <class T>
+  T* cast(bool write_only, const Layout& layout) {
+    static_assert(!std::is_const_v<T>, "cast<T> takes a non-const type");
+    return static_cast<T*>(array_->cast(dtype_of<T>, layout, write_only));
+  }
+
   void zero() { array_->zero(); }
   void fill(double value) { array_->fill(value); }
   SyncedArray& array() { return *array_; }

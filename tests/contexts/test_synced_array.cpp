@@ -136,5 +136,59 @@ TEST(CpuAllocator, PeakTracksTheHighWaterMark) {
   EXPECT_EQ(alloc.stats().peak, alloc.stats().in_use);
 }
 
+// A channel-blocked copy ([n][c / 16][s][c % 16]) is another copy of the
+// same elements: converted from the head on get (type and layout in one
+// pass), made the head by cast, read back plain in any type; a layout that
+// does not cover the array is refused with the sizes.
+TEST(SyncedArray, ChannelBlockedCopies) {
+  const int64_t N = 2, C = 32, S = 3;
+  const Layout l{16, N, C, S};
+  SyncedArray a(N * C * S);
+  float* w = static_cast<float*>(a.cast(Dtype::f32));
+  for (int64_t i = 0; i < N * C * S; ++i) w[i] = static_cast<float>(i);
+  auto blocked_at = [&](int64_t n, int64_t c, int64_t s) {
+    return ((n * (C / 16) + c / 16) * S + s) * 16 + c % 16;
+  };
+  const float* b = static_cast<const float*>(a.get(Dtype::f32, l));
+  EXPECT_TRUE(a.layout().plain()) << "get must not move the head";
+  EXPECT_TRUE(a.has_copy(Dtype::f32, "cpu", l));
+  EXPECT_EQ(a.num_copies(), 2u);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t s = 0; s < S; ++s)
+        ASSERT_EQ(b[blocked_at(n, c, s)],
+                  static_cast<float>((n * C + c) * S + s));
+  // A bf16 blocked head, written, then read plain in float and double.
+  BFloat16* h = static_cast<BFloat16*>(a.cast(Dtype::bf16, l, true));
+  EXPECT_EQ(a.num_copies(), 1u);
+  EXPECT_EQ(a.layout(), l);
+  EXPECT_EQ(a.dtype(), Dtype::bf16);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t s = 0; s < S; ++s)
+        h[blocked_at(n, c, s)] = BFloat16(static_cast<float>(c - s));
+  const float* f = static_cast<const float*>(a.get(Dtype::f32));
+  const double* d = static_cast<const double*>(a.get(Dtype::f64));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t s = 0; s < S; ++s) {
+        ASSERT_EQ(f[(n * C + c) * S + s], static_cast<float>(c - s));
+        ASSERT_EQ(d[(n * C + c) * S + s], static_cast<double>(c - s));
+      }
+  // A plain cast drops the blocked copy.
+  a.cast(Dtype::f32);
+  EXPECT_EQ(a.num_copies(), 1u);
+  EXPECT_TRUE(a.layout().plain());
+  try {
+    a.get(Dtype::f32, Layout{16, N, 24, 4});
+    FAIL() << "a layout of 24 channels in blocks of 16 was taken";
+  } catch (const std::invalid_argument& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("[SyncedArray::get]"), std::string::npos) << m;
+    EXPECT_NE(m.find("2 x 24 x 4 in blocks of 16"), std::string::npos) << m;
+    EXPECT_NE(m.find("192 elements"), std::string::npos) << m;
+  }
+}
+
 }  // namespace
 }  // namespace mg

@@ -11,8 +11,10 @@
 #include <cmath>
 #include <vector>
 
+#include <mixgraph/contexts/cpu/convert_avx512.hpp>
 #include <mixgraph/contexts/cpu/isa_loops.hpp>
 #include <mixgraph/functions/batch_normalization.hpp>
+#include <mixgraph/functions/cpu/channel_blocks.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/cpu/lanes.hpp>
@@ -220,6 +222,196 @@ std::vector<float> channel_totals(const std::vector<float>& per_row,
   return total;
 }
 
+// ---- x held channel-blocked (SyncedArray's Layout) ----
+//
+// Between convolutions an activation may be held in oneDNN's layout,
+// [n][c / block][s][c % block] (block 16, or all the channels for channels
+// last); the loops below read it so, sixteen channels a vector, and write
+// y and dx in the same layout, sparing the convolutions a pass over every
+// activation at each end. Their sums per (image, channel) are the rows'
+// sums of the plain loops (the order within a row differs: four partial
+// sums a lane), so channel_totals() finishes both alike.
+namespace bn_blocked {
+
+// The tiles of x: N images x C / block channel blocks, S x block values.
+struct Tiles {
+  int64_t N, C, S, block;
+  int64_t count() const { return N * (C / block); }
+  bool parallel() const { return N * C * S >= parallel_min(); }
+};
+
+// fn(offset of a tile's first value, its first channel, its row of the
+// per-row sums n * C + c0) for every tile, in parallel. fn is a plain
+// lambda that calls the tile functions below (compiled for AVX-512 each,
+// taking pointers): vector values never cross between functions built
+// for different targets.
+template <class Fn>
+void for_each_tile(const Tiles& t, Fn&& fn) {
+  const int64_t count = t.count(), per_image = t.C / t.block;
+#pragma omp parallel for schedule(static) if (t.parallel())
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t c0 = i % per_image * t.block;
+    fn(i * t.S * t.block, c0, i / per_image * t.C + c0);
+  }
+}
+
+// out[g .. g + 15] += the sums over s of a tile's values x[s][g .. g + 15]
+// (with kDeviations, of their squares' deviations from mu[g ...]), in four
+// partial sums a lane, for every group g of 16 of the tile's channels.
+// One value's term of a sum: v, or its squared deviation from m.
+template <bool kDeviations>
+MG_TARGET_AVX512 inline __m512 term(__m512 v, __m512 m) {
+  if (!kDeviations) return v;
+  const __m512 d = _mm512_sub_ps(v, m);
+  return _mm512_mul_ps(d, d);
+}
+
+template <bool kDeviations, class T>
+MG_TARGET_AVX512 void tile_sums(const T* x, int64_t S, int64_t block,
+                                const float* mu, float* out) {
+  for (int64_t g = 0; g < block; g += 16) {
+    const __m512 m =
+        kDeviations ? _mm512_loadu_ps(mu + g) : _mm512_setzero_ps();
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const T* p = x + g;
+    int64_t s = 0;
+    for (; s + 4 <= S; s += 4) {
+      a0 = _mm512_add_ps(a0,
+                         term<kDeviations>(avx512::load16(p + s * block), m));
+      a1 = _mm512_add_ps(
+          a1, term<kDeviations>(avx512::load16(p + (s + 1) * block), m));
+      a2 = _mm512_add_ps(
+          a2, term<kDeviations>(avx512::load16(p + (s + 2) * block), m));
+      a3 = _mm512_add_ps(
+          a3, term<kDeviations>(avx512::load16(p + (s + 3) * block), m));
+    }
+    for (; s < S; ++s) {
+      a0 = _mm512_add_ps(a0,
+                         term<kDeviations>(avx512::load16(p + s * block), m));
+    }
+    const __m512 sum =
+        _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+    _mm512_storeu_ps(out + g, _mm512_add_ps(_mm512_loadu_ps(out + g), sum));
+  }
+}
+
+// per_row[n * C + c] += the sum of x's values of image n, channel c (or of
+// their squared deviations from mu[c] where mu is given).
+template <class T>
+void sums(const T* x, const Tiles& t, const float* mu, float* per_row) {
+  for_each_tile(t, [&](int64_t off, int64_t c0, int64_t row) {
+    if (mu) {
+      tile_sums<true>(x + off, t.S, t.block, mu + c0, per_row + row);
+    } else {
+      tile_sums<false>(x + off, t.S, t.block, nullptr, per_row + row);
+    }
+  });
+}
+
+// A tile of y = (x - mu) scale + beta, as the plain loops.
+template <class T>
+MG_TARGET_AVX512 void tile_normalise(const T* x, T* y, int64_t S, int64_t block,
+                                     const float* mu, const float* scale,
+                                     const float* beta) {
+  for (int64_t g = 0; g < block; g += 16) {
+    const __m512 m = _mm512_loadu_ps(mu + g);
+    const __m512 sc = _mm512_loadu_ps(scale + g);
+    const __m512 b = _mm512_loadu_ps(beta + g);
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t i = s * block + g;
+      const __m512 v = _mm512_sub_ps(avx512::load16(x + i), m);
+      avx512::store16(y + i, _mm512_add_ps(_mm512_mul_ps(v, sc), b));
+    }
+  }
+}
+
+template <class T>
+void normalise(const T* x, T* y, const Tiles& t, const float* mu,
+               const float* scale, const float* beta) {
+  for_each_tile(t, [&](int64_t off, int64_t c0, int64_t) {
+    tile_normalise(x + off, y + off, t.S, t.block, mu + c0, scale + c0,
+                   beta + c0);
+  });
+}
+
+// A tile's sums of dy into sum_d[g ...] and of dy (x - mu) into
+// sum_dx[g ...], two partial sums a lane each.
+template <class T>
+MG_TARGET_AVX512 void tile_grad_sums(const T* x, const T* dy, int64_t S,
+                                     int64_t block, const float* mu,
+                                     float* sum_d, float* sum_dx) {
+  for (int64_t g = 0; g < block; g += 16) {
+    const __m512 m = _mm512_loadu_ps(mu + g);
+    __m512 d0 = _mm512_setzero_ps(), d1 = d0, e0 = d0, e1 = d0;
+    int64_t s = 0;
+    for (; s + 2 <= S; s += 2) {
+      const int64_t i = s * block + g, j = i + block;
+      const __m512 u = avx512::load16(dy + i), v = avx512::load16(dy + j);
+      d0 = _mm512_add_ps(d0, u);
+      d1 = _mm512_add_ps(d1, v);
+      e0 = _mm512_add_ps(
+          e0, _mm512_mul_ps(u, _mm512_sub_ps(avx512::load16(x + i), m)));
+      e1 = _mm512_add_ps(
+          e1, _mm512_mul_ps(v, _mm512_sub_ps(avx512::load16(x + j), m)));
+    }
+    if (s < S) {
+      const int64_t i = s * block + g;
+      const __m512 u = avx512::load16(dy + i);
+      d0 = _mm512_add_ps(d0, u);
+      e0 = _mm512_add_ps(
+          e0, _mm512_mul_ps(u, _mm512_sub_ps(avx512::load16(x + i), m)));
+    }
+    _mm512_storeu_ps(sum_d + g, _mm512_add_ps(_mm512_loadu_ps(sum_d + g),
+                                              _mm512_add_ps(d0, d1)));
+    _mm512_storeu_ps(sum_dx + g, _mm512_add_ps(_mm512_loadu_ps(sum_dx + g),
+                                               _mm512_add_ps(e0, e1)));
+  }
+}
+
+// sum_d[n * C + c] += the sum of dy, sum_dx[...] of dy (x - mu), per image
+// and channel.
+template <class T>
+void grad_sums(const T* x, const T* dy, const Tiles& t, const float* mu,
+               float* sum_d, float* sum_dx) {
+  for_each_tile(t, [&](int64_t off, int64_t c0, int64_t row) {
+    tile_grad_sums(x + off, dy + off, t.S, t.block, mu + c0, sum_d + row,
+                   sum_dx + row);
+  });
+}
+
+// A tile of dx (+)= a dy + b (x - mu) + k, as the plain loops.
+template <class T>
+MG_TARGET_AVX512 void tile_grad_x(const T* x, const T* dy, T* dx, int64_t S,
+                                  int64_t block, const float* mu,
+                                  const float* a, const float* b,
+                                  const float* k, bool accum) {
+  for (int64_t g = 0; g < block; g += 16) {
+    const __m512 m = _mm512_loadu_ps(mu + g), ac = _mm512_loadu_ps(a + g),
+                 bc = _mm512_loadu_ps(b + g), kc = _mm512_loadu_ps(k + g);
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t i = s * block + g;
+      const __m512 xm = _mm512_sub_ps(avx512::load16(x + i), m);
+      __m512 v =
+          _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(ac, avx512::load16(dy + i)),
+                                      _mm512_mul_ps(bc, xm)),
+                        kc);
+      if (accum) v = _mm512_add_ps(avx512::load16(dx + i), v);
+      avx512::store16(dx + i, v);
+    }
+  }
+}
+
+template <class T>
+void grad_x(const T* x, const T* dy, T* dx, const Tiles& t, const float* mu,
+            const float* a, const float* b, const float* k, bool accum) {
+  for_each_tile(t, [&](int64_t off, int64_t c0, int64_t) {
+    tile_grad_x(x + off, dy + off, dx + off, t.S, t.block, mu + c0, a + c0,
+                b + c0, k + c0, accum);
+  });
+}
+
+}  // namespace bn_blocked
+
 // Fn: BatchNormalization, or SyncBatchNormalization (whose sum_over_ranks
 // makes every sum and count the whole batch's).
 template <class T, class Fn>
@@ -236,18 +428,24 @@ class BatchNormalizationKernel : public Fn {
   void forward_full(const Variables& in, const Variables& out) override {
     const int64_t C = size1_, S = size2_;
     const Rows rows{size0_ * C, C, S};
-    const T* x = input<T>(in[0]);
+    // x held channel-blocked is read, and y written, in its layout.
+    const Layout held = held_layout(in[0]);
+    const bn_blocked::Tiles tiles{size0_, C, S, held.block};
+    const T* x = in[0]->data()->template get<const T>(held);
     mean_.assign(C, 0.0f);
     inv_std_.assign(C, 0.0f);
     if (opts_.batch_stat) {
       // Two passes (mean, then squared deviations): the one-pass
       // E[x^2] - E[x]^2 cancels badly when |mean| >> std.
       std::vector<float> per_row(rows.R, 0.0f);
-      for_each_piece(rows, [&](const bn_loops::Piece& p) {
-        float buf[kBlock];
-        const auto xf = bn_loops::loop_input(x + p.r * S + p.s0, buf, p.size());
-        bn_loops::sums(xf, p, &per_row[p.r]);
-      });
+      if (!held.plain()) bn_blocked::sums(x, tiles, nullptr, per_row.data());
+      if (held.plain())
+        for_each_piece(rows, [&](const bn_loops::Piece& p) {
+          float buf[kBlock];
+          const auto xf =
+              bn_loops::loop_input(x + p.r * S + p.s0, buf, p.size());
+          bn_loops::sums(xf, p, &per_row[p.r]);
+        });
       // The sums, then the value count: one reduce over the ranks.
       mean_ = channel_totals(per_row, C);
       mean_.push_back(static_cast<float>(size0_ * S));
@@ -257,11 +455,16 @@ class BatchNormalizationKernel : public Fn {
       const float m = count_;
       for (auto& v : mean_) v /= m;
       std::fill(per_row.begin(), per_row.end(), 0.0f);
-      for_each_piece(rows, [&](const bn_loops::Piece& p) {
-        float buf[kBlock];
-        const auto xf = bn_loops::loop_input(x + p.r * S + p.s0, buf, p.size());
-        bn_loops::squared_deviations(xf, p, mean_.data(), &per_row[p.r]);
-      });
+      if (!held.plain()) {
+        bn_blocked::sums(x, tiles, mean_.data(), per_row.data());
+      }
+      if (held.plain())
+        for_each_piece(rows, [&](const bn_loops::Piece& p) {
+          float buf[kBlock];
+          const auto xf =
+              bn_loops::loop_input(x + p.r * S + p.s0, buf, p.size());
+          bn_loops::squared_deviations(xf, p, mean_.data(), &per_row[p.r]);
+        });
       std::vector<float> var = channel_totals(per_row, C);
       this->sum_over_ranks(var.data(), C);
       // The running statistics are fp32 whatever T is: cast<float> makes
@@ -287,6 +490,11 @@ class BatchNormalizationKernel : public Fn {
     const float* gamma = input<float>(in[2]);
     std::vector<float> scale(C);
     for (int64_t c = 0; c < C; ++c) scale[c] = gamma[c] * inv_std_[c];
+    if (!held.plain()) {
+      T* y = out[0]->data()->template cast<T>(true, held);
+      bn_blocked::normalise(x, y, tiles, mean_.data(), scale.data(), beta);
+      return;
+    }
     T* y = output<T>(out[0]);
     for_each_piece(rows, [&](const bn_loops::Piece& p) {
       float xb[kBlock], yb[kBlock];
@@ -312,20 +520,28 @@ class BatchNormalizationKernel : public Fn {
     if (!propagate_down[0] && !propagate_down[1] && !propagate_down[2]) return;
     const int64_t C = size1_, S = size2_;
     const Rows rows{size0_ * C, C, S};
-    const T* x = input<T>(in[0]);
-    const T* dy = output_grad<T>(out[0]);
+    // x held channel-blocked: dy read and dx written in its layout too.
+    const Layout held = held_layout(in[0]);
+    const bn_blocked::Tiles tiles{size0_, C, S, held.block};
+    const T* x = in[0]->data()->template get<const T>(held);
+    const T* dy = out[0]->grad()->template get<const T>(held);
     const bool need_sums =
         propagate_down[1] || propagate_down[2] || opts_.batch_stat;
     std::vector<float> sums;  // sum(dy) per channel, then sum(dy (x - mu))
     if (need_sums) {
       std::vector<float> sum_d(rows.R, 0.0f), sum_dx(rows.R, 0.0f);
-      for_each_piece(rows, [&](const bn_loops::Piece& p) {
-        float xb[kBlock], db[kBlock];
-        const int64_t off = p.r * S + p.s0, n = p.size();
-        bn_loops::grad_sums(bn_loops::loop_input(x + off, xb, n),
-                            bn_loops::loop_input(dy + off, db, n), p,
-                            mean_.data(), &sum_d[p.r], &sum_dx[p.r]);
-      });
+      if (!held.plain()) {
+        bn_blocked::grad_sums(x, dy, tiles, mean_.data(), sum_d.data(),
+                              sum_dx.data());
+      }
+      if (held.plain())
+        for_each_piece(rows, [&](const bn_loops::Piece& p) {
+          float xb[kBlock], db[kBlock];
+          const int64_t off = p.r * S + p.s0, n = p.size();
+          bn_loops::grad_sums(bn_loops::loop_input(x + off, xb, n),
+                              bn_loops::loop_input(dy + off, db, n), p,
+                              mean_.data(), &sum_d[p.r], &sum_dx[p.r]);
+        });
       sums = channel_totals(sum_d, C);
       const std::vector<float> dx_sums = channel_totals(sum_dx, C);
       sums.insert(sums.end(), dx_sums.begin(), dx_sums.end());
@@ -351,6 +567,12 @@ class BatchNormalizationKernel : public Fn {
         k[c] = -a[c] * sums[c] / m;
       }
     }
+    if (!held.plain()) {
+      T* dx = in[0]->grad()->template cast<T>(!accum[0], held);
+      bn_blocked::grad_x(x, dy, dx, tiles, mean_.data(), a.data(), b.data(),
+                         k.data(), accum[0]);
+      return;
+    }
     T* dx = input_grad<T>(in[0], accum[0]);
     for_each_piece(rows, [&](const bn_loops::Piece& p) {
       float xb[kBlock], db[kBlock], gb[kBlock];
@@ -367,6 +589,25 @@ class BatchNormalizationKernel : public Fn {
       }
     });
   }
+
+  // x's layout where it is held channel-blocked in T (its head) and the
+  // loops here can read it so (AVX-512; channels in groups of 16; this
+  // function's own rows: one batch axis, channels on axis 1), else plain.
+  Layout held_layout(Variable* x) const {
+    const SyncedArray& a = x->data()->array();
+    const Layout l = a.layout();
+    if constexpr (std::is_same_v<T, Half>) return {};
+    if (l.plain() || !keeps_layout() || a.dtype() != dtype_of<T> ||
+        l.block % 16 != 0 || !channel_blocks_vectorized(16) ||
+        l.batch != size0_ || l.channels != size1_ || l.spatial != size2_) {
+      return {};
+    }
+    return l;
+  }
+
+  // Whether y may be written in x's channel-blocked layout: not where
+  // finish_rows() works on plain offsets (FusedBatchNormalization).
+  virtual bool keeps_layout() const { return true; }
 
   // Applied to n (at most kBlock) fp32 values of y from flat offset
   // `offset` before they are stored: nothing here; FusedBatchNormalization
@@ -445,6 +686,8 @@ class FusedBatchNormalizationCpu
   using Base::Base;
 
  protected:
+  bool keeps_layout() const override { return false; }
+
   void finish_rows(const Variables& in, int64_t offset, float* y,
                    int64_t n) const override {
     if (in.size() == 6) {

@@ -3,13 +3,16 @@
 #include <algorithm>
 #include <stdexcept>
 #include <type_traits>
+#include <vector>
 
+#include <mixgraph/contexts/convert.hpp>
 #include <mixgraph/contexts/convert_one.hpp>
 #include <mixgraph/contexts/cpu/convert_avx2.hpp>
 #include <mixgraph/contexts/cpu/convert_avx512.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/contexts/dtype_dispatch.hpp>
 #include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/contexts/synced_array.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 
 namespace mg::cpu {
@@ -579,3 +582,35 @@ void from_channel_blocks_scalar(const void* src, Dtype block_type, void* dst,
 }
 
 }  // namespace mg::cpu
+
+namespace mg {
+
+// SyncedArray's conversions between a plain copy and a channel-blocked one
+// (synced_array.hpp), type and layout in one pass.
+void convert_layout(const void* src, Dtype src_type, const Layout& from,
+                    void* dst, Dtype dst_type, const Layout& to, size_t n) {
+  if (from == to) return convert(src, src_type, dst, dst_type, n);
+  auto floating = [](Dtype t) {
+    return t == Dtype::f32 || t == Dtype::f16 || t == Dtype::bf16;
+  };
+  if (!floating(src_type) || !floating(dst_type) ||
+      (!from.plain() && !to.plain())) {
+    // Another type (a double, an integer read of the data): the layout in
+    // the blocked copy's type, then the type; between two blocked layouts
+    // through a plain copy.
+    const Dtype mid = from.plain() ? dst_type : src_type;
+    const Dtype t = floating(mid) ? mid : Dtype::f32;
+    std::vector<char> plain(n * dtype_size(t));
+    convert_layout(src, src_type, from, plain.data(), t, Layout{}, n);
+    convert_layout(plain.data(), t, Layout{}, dst, dst_type, to, n);
+    return;
+  }
+  if (from.plain()) {
+    return cpu::to_channel_blocks(src, src_type, dst, dst_type, to.block,
+                                  to.batch, to.channels, to.spatial);
+  }
+  cpu::from_channel_blocks(src, src_type, dst, dst_type, from.block, from.batch,
+                           from.channels, from.spatial, false, nullptr);
+}
+
+}  // namespace mg

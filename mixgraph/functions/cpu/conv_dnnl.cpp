@@ -64,6 +64,13 @@ std::atomic<bool> winograd_allowed{[] {
   return !(v && std::string(v) == "0");
 }()};
 
+// Whether convolutions hand their activations over channel-blocked
+// (MIXGRAPH_BLOCKED_ACTIVATIONS=0 in the environment starts with it off).
+std::atomic<bool> blocked_activations{[] {
+  const char* v = std::getenv("MIXGRAPH_BLOCKED_ACTIVATIONS");
+  return !(v && std::string(v) == "0");
+}()};
+
 int64_t l3_bytes() {
   static const int64_t l3 = [] {
     const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
@@ -421,11 +428,20 @@ struct ConvStaging::Kept {
   };
   std::vector<std::unique_ptr<Copy>> copies;
   int64_t reused = 0;
+  std::vector<const void*> held;  // the caller's arrays held blocked
+  bool write_blocked = false;
+  bool holds(const void* p) const {
+    return std::find(held.begin(), held.end(), p) != held.end();
+  }
 };
 
 ConvStaging::ConvStaging() : kept_(std::make_unique<Kept>()) {}
 ConvStaging::~ConvStaging() = default;
 int64_t ConvStaging::reused() const { return kept_->reused; }
+void ConvStaging::hold_blocked(const void* array) {
+  kept_->held.push_back(array);
+}
+void ConvStaging::write_blocked() { kept_->write_blocked = true; }
 
 namespace {
 
@@ -436,6 +452,16 @@ const void* stage_kept(ConvStaging* staging, bool whole, const void* src,
                        Dtype src_type, const Activation& act, Dtype ct,
                        bool reorder, const CachedPrimitive& r, const md& to,
                        Scratch& converted, Scratch& blocked) {
+  if (staging && staging->kept().holds(src)) {
+    // The caller checked conv_activation_blocks(): a whole batch, in T.
+    if (!whole || !reorder || channel_block_of(to) == 0 ||
+        dtype_of_md(to) != src_type) {
+      throw std::logic_error(
+          "[convolution] an activation handed over channel-blocked where the "
+          "pass does not read that layout");
+    }
+    return src;
+  }
   if (!staging || !whole) {
     return stage_in(src, src_type, act, ct, reorder, r, to, converted, blocked);
   }
@@ -550,6 +576,25 @@ void execute_data(ConvOp op, const ConvGeometry& g, const T* a, Operand w,
     const bool direct = plan.out_plain.data_type() == dnnl_type(dtype_of<T>) &&
                         !accum && !post_bias;
     const int64_t block = plan.out_reorder ? channel_block_of(plan.out) : 0;
+    if (staging && staging->kept().write_blocked) {
+      // The caller's array is in the primitive's layout: written as it is,
+      // or, to add to it, the fp32 result added in that layout.
+      const Dtype out_type = dtype_of_md(plan.out);
+      if (n != g.batch || block == 0 || post_bias ||
+          out_type != (accum ? Dtype::f32 : dtype_of<T>)) {
+        throw std::logic_error(
+            "[convolution] an output asked for channel-blocked where the "
+            "pass does not write that layout");
+      }
+      if (!accum) {
+        run(plan, a_ready, w_ready, bias, user, nullptr);
+        continue;
+      }
+      float* dst = static_cast<float*>(out_blk.get(plan.out.get_size()));
+      run(plan, a_ready, w_ready, bias, dst, nullptr);
+      store(dst, user, n * s.out, true);
+      continue;
+    }
     if (block != 0) {
       void* dst = out_blk.get(plan.out.get_size());
       run(plan, a_ready, w_ready, bias, dst, nullptr);
@@ -686,6 +731,14 @@ bool winograd_pays(const ConvGeometry& g) {
   return g.batch * tiles >= 64 && 4 * oh * ow >= 3 * 16 * tiles;
 }
 
+void set_blocked_activations(bool allowed) {
+  blocked_activations.store(allowed, std::memory_order_relaxed);
+}
+
+bool conv_blocked_activations() {
+  return blocked_activations.load(std::memory_order_relaxed);
+}
+
 void set_conv_winograd(bool allowed) {
   winograd_allowed.store(allowed, std::memory_order_relaxed);
 }
@@ -789,7 +842,53 @@ std::string conv_implementation(const ConvGeometry& g, const std::string& op) {
   return plan_at<T>(o, g, nb, false, false, false).impl;
 }
 
+template <class T>
+ConvBlocks conv_activation_blocks(const ConvGeometry& g, const std::string& op,
+                                  bool bias) {
+  const ConvOp o = op == "forward"         ? ConvOp::forward
+                   : op == "backward_data" ? ConvOp::backward_data
+                                           : ConvOp::backward_weights;
+  if constexpr (std::is_same_v<T, Half>) {
+    return {};  // computed in fp32: a blocked fp32 copy would skip rounding
+  } else {
+    if (!conv_blocked_activations() || g.x_size() == 0 || g.y_size() == 0 ||
+        g.w_size() == 0) {
+      return {};
+    }
+    if (o == ConvOp::backward_weights) {
+      if (weights_by_winograd<T>(g) || weights_by_product(g)) return {};
+    } else if (winograd_f2_runs<T>(g)) {
+      return {};
+    }
+    const Sizes s = sizes(o, g);
+    if (chunk_batch(g, s) != g.batch) return {};
+    const Plan& plan = plan_at<T>(o, g, g.batch, bias, false, false);
+    const Dtype t = dtype_of<T>;
+    // The block of m where it is one of T, a multiple of 16 that divides
+    // the channels (a padded block holds more than the array), else 0.
+    auto block = [t](bool reorder, const md& m, int64_t channels) -> int64_t {
+      const int64_t b = reorder ? channel_block_of(m) : 0;
+      const bool fits = b > 0 && b % 16 == 0 && channels % b == 0;
+      return fits && dtype_of_md(m) == t ? b : 0;
+    };
+    if (!plan.ok || dtype_of_md(plan.a_plain) != t) return {};
+    // A network's first convolution (3 channels in) still writes y so.
+    ConvBlocks r;
+    r.in = block(plan.a_reorder, plan.a,
+                 o == ConvOp::backward_data ? g.out_channels : g.in_channels);
+    if (o == ConvOp::backward_weights) {
+      r.in2 = block(plan.b_reorder, plan.b, g.out_channels);
+    } else {
+      r.out = block(plan.out_reorder, plan.out,
+                    o == ConvOp::forward ? g.out_channels : g.in_channels);
+    }
+    return r;
+  }
+}
+
 #define MG_INSTANTIATE_CONV(T)                                                \
+  template ConvBlocks conv_activation_blocks<T>(const ConvGeometry&,          \
+                                                const std::string&, bool);    \
   template void conv_forward<T>(const ConvGeometry&, const T*, Operand,       \
                                 const float*, T*, bool, ConvStaging*);        \
   template void conv_backward_data<T>(const ConvGeometry&, const T*, Operand, \

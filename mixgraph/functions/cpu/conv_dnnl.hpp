@@ -45,12 +45,41 @@ class ConvStaging {
   ConvStaging& operator=(const ConvStaging&) = delete;
   /// How many times a pass took a copy from here instead of making one.
   int64_t reused() const;
+  /// The caller holds `array` (an input of the pass: x, dy) in the layout
+  /// conv_activation_blocks() named: the pass reads it as it is.
+  void hold_blocked(const void* array);
+  /// The pass writes its output (y, dx) in that layout, straight into the
+  /// caller's array (with accum, adds its fp32 result to it there).
+  void write_blocked();
   struct Kept;  // conv_dnnl.cpp's
   Kept& kept() { return *kept_; }
 
  private:
   std::unique_ptr<Kept> kept_;
 };
+
+/// The layouts in which conv_forward() ("forward"), conv_backward_data()
+/// ("backward_data") or conv_backward_weights() ("backward_weights") on T
+/// reads its activations (x; dy; x and dy) and writes its output (y; dx)
+/// for g, with a bias (or its grad) or not, when the caller holds them
+/// channel-blocked (SyncedArray's Layout; ConvStaging::hold_blocked() and
+/// write_blocked() hand them over): the block of oneDNN's layout (16, or
+/// the channels for channels last), or 0 where the pass wants plain arrays
+/// (another compute type than T, a batch in chunks, our own kernels; for
+/// one activation, its channels not a multiple of 16).
+struct ConvBlocks {
+  int64_t in = 0, in2 = 0, out = 0;  // in2: backward_weights' dy
+};
+template <class T>
+ConvBlocks conv_activation_blocks(const ConvGeometry& g, const std::string& op,
+                                  bool bias);
+
+/// Allows conv_activation_blocks() to name blocked layouts (the default)
+/// or makes it say 0 everywhere, for plain arrays between all functions:
+/// for tests and benchmarks. MIXGRAPH_BLOCKED_ACTIVATIONS=0 in the
+/// environment starts with it off.
+void set_blocked_activations(bool allowed);
+bool conv_blocked_activations();
 
 /// y = conv(x, W) [+ b (out_channels,), fp32].
 template <class T>

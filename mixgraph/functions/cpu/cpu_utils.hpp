@@ -101,6 +101,19 @@ T* input_grad(Variable* v, bool accum) {
   return v->grad()->cast<T>(/*write_only=*/!accum);
 }
 
+/// The layout in which an elementwise function reads and writes all of its
+/// arrays (of one size): the first channel-blocked one among the heads of
+/// `arrays` (SyncedArray's Layout; null entries skipped), else plain. The
+/// math of each element does not depend on where it sits, so an activation
+/// held blocked between convolutions stays so through a ReLU or a residual
+/// add, where reading it plain would cost a pass to convert it.
+inline mg::Layout elementwise_layout(std::initializer_list<NdArray*> arrays) {
+  for (NdArray* a : arrays) {
+    if (a && !a->array().layout().plain()) return a->array().layout();
+  }
+  return {};
+}
+
 /// A read-only array handed to a kernel with its dtype, so a kernel that
 /// computes in fp32 can take an fp32 array as it is.
 struct Operand {

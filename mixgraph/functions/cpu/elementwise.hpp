@@ -179,8 +179,9 @@ class UnaryCpu : public UnaryFunction<Op> {
 
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
-    const T* x = input<T>(in[0]);
-    T* y = output<T>(out[0]);
+    const mg::Layout l = elementwise_layout({in[0]->data().get()});
+    const T* x = in[0]->data()->template get<const T>(l);
+    T* y = out[0]->data()->template cast<T>(true, l);
     if constexpr (kReluOnBits<T, Op>) {
       const Bits16* xs = bits16(x);
       Bits16* ys = bits16(y);
@@ -207,10 +208,13 @@ class UnaryCpu : public UnaryFunction<Op> {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
-    const T* x = Op::grad_uses_x ? input<T>(in[0]) : nullptr;
-    const T* y = Op::grad_uses_y ? input<T>(out[0]) : nullptr;
-    const T* dy = output_grad<T>(out[0]);
-    T* dx = input_grad<T>(in[0], accum[0]);
+    NdArray* xa = Op::grad_uses_x ? in[0]->data().get() : nullptr;
+    NdArray* ya = Op::grad_uses_y ? out[0]->data().get() : nullptr;
+    const mg::Layout l = elementwise_layout({out[0]->grad().get(), ya, xa});
+    const T* x = xa ? xa->template get<const T>(l) : nullptr;
+    const T* y = ya ? ya->template get<const T>(l) : nullptr;
+    const T* dy = out[0]->grad()->template get<const T>(l);
+    T* dx = in[0]->grad()->template cast<T>(!accum[0], l);
     if constexpr (kReluOnBits<T, Op>) {
       if (!accum[0]) {
         const Bits16 *ys = bits16(y), *dys = bits16(dy);
@@ -353,9 +357,13 @@ class BinaryCpu : public BinaryFunction<Op> {
 
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
-    const T* a = input<T>(in[0]);
-    const T* b = input<T>(in[1]);
-    T* y = output<T>(out[0]);
+    const Layout l =
+        same_shapes(in, out)
+            ? elementwise_layout({in[0]->data().get(), in[1]->data().get()})
+            : mg::Layout{};
+    const T* a = in[0]->data()->template get<const T>(l);
+    const T* b = in[1]->data()->template get<const T>(l);
+    T* y = out[0]->data()->template cast<T>(true, l);
     const Op& op = this->op_;
     for_each_broadcast_row(
         this->plan_, [&](int64_t o, int64_t o0, int64_t s0, int64_t o1,
@@ -380,16 +388,29 @@ class BinaryCpu : public BinaryFunction<Op> {
 
  private:
   // dx_k = sum over the broadcast axes of op.grad_k(a, b, y, dy), in fp32.
+  // Whether both inputs have the output's size (no broadcasting): then the
+  // arrays may be read in any one layout.
+  static bool same_shapes(const Variables& in, const Variables& out) {
+    return in[0]->size() == out[0]->size() && in[1]->size() == out[0]->size();
+  }
+
   void backward_input(int k, const Variables& in, const Variables& out,
                       bool accum) {
-    const T* a = Op::grad_uses_x ? input<T>(in[0]) : nullptr;
-    const T* b = Op::grad_uses_x ? input<T>(in[1]) : nullptr;
-    const T* y = Op::grad_uses_y ? input<T>(out[0]) : nullptr;
-    const T* dy = output_grad<T>(out[0]);
+    NdArray* aa = Op::grad_uses_x ? in[0]->data().get() : nullptr;
+    NdArray* ba = Op::grad_uses_x ? in[1]->data().get() : nullptr;
+    NdArray* ya = Op::grad_uses_y ? out[0]->data().get() : nullptr;
+    const Layout l =
+        same_shapes(in, out)
+            ? elementwise_layout({out[0]->grad().get(), ya, aa, ba})
+            : mg::Layout{};
+    const T* a = aa ? aa->template get<const T>(l) : nullptr;
+    const T* b = ba ? ba->template get<const T>(l) : nullptr;
+    const T* y = ya ? ya->template get<const T>(l) : nullptr;
+    const T* dy = out[0]->grad()->template get<const T>(l);
     const Op& op = this->op_;
     const BroadcastPlan& p = this->plan_;
     const bool same_shape = in[k]->size() == out[0]->size();
-    T* dx = input_grad<T>(in[k], accum);
+    T* dx = in[k]->grad()->template cast<T>(!accum, l);
     if (std::is_same_v<Op, ops::Add2> && same_shape && !accum) {
       // dx = dy (a residual's grad): the bits copied, not a round trip of a
       // 16-bit type through fp32 nor a float through a buffer.

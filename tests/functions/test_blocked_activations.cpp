@@ -1,0 +1,241 @@
+// Activations held in oneDNN's channel-blocked layout between functions
+// (SyncedArray's Layout): a convolution writes y (and dx) so where its
+// kernel does, batch normalization and the elementwise functions keep the
+// layout, and every other reader gets the plain copy converted. A residual
+// block trained with and without it computes the same numbers.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/functions/cpu/conv_dnnl.hpp>
+
+#include "../support/function_tester.hpp"
+
+namespace mg::test::blocked_activations_tests {
+namespace {
+
+namespace F = mg::functions;
+
+VariablePtr random_variable(const Shape& shape, float scale, uint32_t seed,
+                            bool need_grad) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<float> v(shape_size(shape));
+  for (float& e : v) e = u(rng);
+  return variable_from(shape, v, need_grad);
+}
+
+// Restores the default (blocked allowed) when the test ends.
+struct BlockedActivations {
+  explicit BlockedActivations(bool on) { cpu::set_blocked_activations(on); }
+  ~BlockedActivations() { cpu::set_blocked_activations(true); }
+};
+
+struct BlockRun {
+  Doubles y, dx, dw1, dw2, dbeta, dgamma, mean;
+  Layout y_layout, bn_layout, dx_layout;
+};
+
+// A ResNet basic block on x (4, 32, 5, 5): conv, BN, ReLU, conv, BN, the
+// shortcut added, ReLU; loss sum(y^2); one forward and backward.
+BlockRun residual_block(const std::string& type, bool blocked) {
+  ContextGuard g(context("cpu", type));
+  BlockedActivations on(blocked);
+  const Shape xs{4, 32, 5, 5}, ws{32, 32, 3, 3}, ps{1, 32, 1, 1};
+  auto x = random_variable(xs, 1.0f, 1, true);
+  auto w1 = random_variable(ws, 0.1f, 2, true);
+  auto w2 = random_variable(ws, 0.1f, 3, true);
+  auto beta = random_variable(ps, 0.5f, 4, true);
+  auto gamma = random_variable(ps, 0.5f, 5, true);
+  auto m1 = variable_from(ps, std::vector<float>(32, 0.0f));
+  auto v1 = variable_from(ps, std::vector<float>(32, 1.0f));
+  auto m2 = variable_from(ps, std::vector<float>(32, 0.0f));
+  auto v2 = variable_from(ps, std::vector<float>(32, 1.0f));
+  ConvolutionOptions o;
+  o.pad = {1, 1};
+  // The block's input as a ReLU's output, as inside a network.
+  auto in = F::relu(x);
+  auto h = F::batch_normalization(F::convolution(in, w1, nullptr, o), beta,
+                                  gamma, m1, v1);
+  auto bn2 = F::batch_normalization(F::convolution(F::relu(h), w2, nullptr, o),
+                                    beta, gamma, m2, v2);
+  auto y = F::relu(F::add2(bn2, in));
+  auto loss = F::sum(F::mul2(y, y));
+  loss->forward(/*clear_buffer=*/false);
+  BlockRun r;
+  r.y_layout = y->data()->array().layout();
+  r.bn_layout = h->data()->array().layout();
+  loss->backward(1.0f);
+  r.dx_layout = in->grad()->array().layout();
+  r.y = to_doubles(y);
+  r.dx = grad_doubles(x);
+  r.dw1 = grad_doubles(w1);
+  r.dw2 = grad_doubles(w2);
+  r.dbeta = grad_doubles(beta);
+  r.dgamma = grad_doubles(gamma);
+  r.mean = to_doubles(m2);
+  return r;
+}
+
+// Whether the block's convolutions hand their activations over blocked on
+// this CPU in `type` (AVX-512 with oneDNN computing in the type itself).
+bool blocks_here(const std::string& type) {
+  ConvGeometry g;
+  g.batch = 4, g.in_channels = g.out_channels = 32, g.group = 1;
+  g.in_spatial = g.out_spatial = {5, 5};
+  g.kernel = {3, 3}, g.pad = {1, 1}, g.stride = {1, 1}, g.dilation = {1, 1};
+  if (type == "float") {
+    return cpu::conv_activation_blocks<float>(g, "forward", false).out != 0;
+  }
+  if (type == "bfloat16") {
+    return cpu::conv_activation_blocks<BFloat16>(g, "forward", false).out != 0;
+  }
+  return cpu::conv_activation_blocks<Half>(g, "forward", false).out != 0;
+}
+
+TEST(BlockedActivations, ResidualBlockComputesWhatPlainArraysDo) {
+  for (const char* type : {"float", "bfloat16", "half"}) {
+    SCOPED_TRACE(type);
+    const bool expect_blocks = blocks_here(type);
+    if (std::string(type) == "half") {
+      EXPECT_FALSE(expect_blocks);
+    }
+    const BlockRun b = residual_block(type, true);
+    const BlockRun p = residual_block(type, false);
+    // Held so from the first convolution to the last ReLU, and back.
+    EXPECT_EQ(b.bn_layout.plain(), !expect_blocks);
+    EXPECT_EQ(b.y_layout.plain(), !expect_blocks);
+    EXPECT_EQ(b.dx_layout.plain(), !expect_blocks);
+    if (expect_blocks) {
+      EXPECT_EQ(b.y_layout.block % 16, 0);
+    }
+    EXPECT_TRUE(p.y_layout.plain());
+    EXPECT_TRUE(p.dx_layout.plain());
+    // The same sums in another order: fp32's last bits in float; in
+    // bfloat16 a rounding of a 16-bit value may fall the other way.
+    const bool f = std::string(type) == "float";
+    const double atol = f ? 1e-4 : 0.05, rtol = f ? 1e-4 : 0.02;
+    expect_near(b.y, p.y, atol, rtol, "y");
+    expect_near(b.dx, p.dx, atol, rtol, "dx");
+    expect_near(b.dw1, p.dw1, f ? 1e-3 : 0.5, rtol, "dW1");
+    expect_near(b.dw2, p.dw2, f ? 1e-3 : 0.5, rtol, "dW2");
+    expect_near(b.dbeta, p.dbeta, f ? 1e-3 : 0.5, rtol, "dbeta");
+    expect_near(b.dgamma, p.dgamma, f ? 1e-3 : 0.5, rtol, "dgamma");
+    expect_near(b.mean, p.mean, 1e-5, 1e-4, "running mean");
+  }
+}
+
+// Batch normalization on x held blocked: y in x's layout, every value as
+// the plain loops give it (one multiply and add from the same statistics),
+// the statistics from sums over 7 x 3 maps (a tail in each row of four).
+TEST(BlockedActivations, BatchNormalizationKeepsTheLayout) {
+  if (!cpu::cpu_features().avx512f) GTEST_SKIP() << "no AVX-512 here";
+  for (const char* type : {"float", "bfloat16"}) {
+    SCOPED_TRACE(type);
+    ContextGuard g(context("cpu", type));
+    const bool f = std::string(type) == "float";
+    const Shape xs{3, 48, 7, 3}, ps{1, 48, 1, 1};
+    auto run = [&](bool blocked) {
+      auto x = random_variable(xs, 2.0f, 7, true);
+      if (blocked) {
+        // x's values, held blocked: the plain copy read, then cast.
+        const std::vector<float> v(x->data()->get<const float>(),
+                                   x->data()->get<const float>() + x->size());
+        const Layout l{16, 3, 48, 21};
+        float* p = x->data()->cast<float>(true, l);
+        for (int64_t n = 0; n < 3; ++n)
+          for (int64_t c = 0; c < 48; ++c)
+            for (int64_t s = 0; s < 21; ++s)
+              p[((n * 3 + c / 16) * 21 + s) * 16 + c % 16] =
+                  v[(n * 48 + c) * 21 + s];
+        // ... in the type the function computes in (a head in another
+        // type is read plain).
+        x->data()->array().cast(f ? Dtype::f32 : Dtype::bf16, l, false);
+      }
+      auto beta = random_variable(ps, 0.5f, 8, true);
+      auto gamma = random_variable(ps, 0.5f, 9, true);
+      auto m = variable_from(ps, std::vector<float>(48, 0.0f));
+      auto v = variable_from(ps, std::vector<float>(48, 1.0f));
+      auto y = F::batch_normalization(x, beta, gamma, m, v);
+      auto w = random_variable(xs, 1.0f, 10, false);
+      auto loss = F::sum(F::mul2(y, w));
+      loss->forward(false);
+      const Layout yl = y->data()->array().layout();
+      loss->backward(1.0f);
+      return std::make_tuple(yl, to_doubles(y), grad_doubles(x),
+                             grad_doubles(gamma), to_doubles(v));
+    };
+    const auto [bl, by, bdx, bdg, bv] = run(true);
+    const auto [pl, py, pdx, pdg, pv] = run(false);
+    EXPECT_EQ(bl, (Layout{16, 3, 48, 21}));
+    EXPECT_TRUE(pl.plain());
+    expect_near(by, py, f ? 1e-5 : 0.02, f ? 1e-5 : 0.01, "y");
+    expect_near(bdx, pdx, f ? 1e-5 : 0.02, f ? 1e-5 : 0.01, "dx");
+    expect_near(bdg, pdg, f ? 1e-4 : 0.05, f ? 1e-5 : 0.01, "dgamma");
+    expect_near(bv, pv, 1e-5, 1e-5, "running variance");
+  }
+}
+
+// An elementwise function reads all of its arrays in the first blocked
+// layout among them: a blocked a plus a plain b is a blocked y, each
+// element the sum of the elements that stand for the same (n, c, s).
+TEST(BlockedActivations, ElementwiseFunctionsReadEveryArrayInOneLayout) {
+  const Shape s{2, 32, 3};
+  const Layout l{16, 2, 32, 3};
+  auto a = random_variable(s, 1.0f, 11, true);
+  auto b = random_variable(s, 1.0f, 12, true);
+  const Doubles av = to_doubles(a), bv = to_doubles(b);
+  a->data()->get<const float>(l);
+  a->data()->cast<float>(false, l);  // the blocked copy becomes the head
+  ASSERT_EQ(a->data()->array().layout(), l);
+  auto y = F::add2(a, b);
+  auto r = F::relu(y);
+  auto loss = F::sum(F::mul2(r, r));
+  loss->forward(false);
+  EXPECT_EQ(y->data()->array().layout(), l);
+  EXPECT_EQ(r->data()->array().layout(), l);
+  const Doubles yv = to_doubles(y), rv = to_doubles(r);
+  for (size_t i = 0; i < yv.size(); ++i) {
+    EXPECT_FLOAT_EQ(yv[i], av[i] + bv[i]) << i;
+    EXPECT_FLOAT_EQ(rv[i], std::max(0.0, av[i] + bv[i])) << i;
+  }
+  loss->backward(1.0f);
+  const Doubles da = grad_doubles(a), db = grad_doubles(b);
+  for (size_t i = 0; i < da.size(); ++i) {
+    const double expect = 2.0 * std::max(0.0, av[i] + bv[i]);
+    EXPECT_NEAR(da[i], expect, 1e-5) << i;
+    EXPECT_NEAR(db[i], expect, 1e-5) << i;
+  }
+}
+
+// A network's first convolution (3 channels in, read plain) still writes
+// its 32 channels out blocked where the kernel does, with the same values.
+TEST(BlockedActivations, FirstConvolutionWritesItsOutputBlocked) {
+  ConvGeometry g;
+  g.batch = 2, g.in_channels = 3, g.out_channels = 32, g.group = 1;
+  g.in_spatial = g.out_spatial = {8, 8};
+  g.kernel = {3, 3}, g.pad = {1, 1}, g.stride = {1, 1}, g.dilation = {1, 1};
+  const bool blocks =
+      cpu::conv_activation_blocks<float>(g, "forward", false).out != 0;
+  EXPECT_EQ(cpu::conv_activation_blocks<float>(g, "forward", false).in, 0);
+  ConvolutionOptions o;
+  o.pad = {1, 1};
+  auto run = [&](bool on) {
+    BlockedActivations b(on);
+    auto x = random_variable({2, 3, 8, 8}, 1.0f, 13, false);
+    auto w = random_variable({32, 3, 3, 3}, 0.5f, 14, false);
+    auto y = F::convolution(x, w, nullptr, o);
+    y->forward();
+    return std::make_pair(y->data()->array().layout(), to_doubles(y));
+  };
+  const auto [bl, by] = run(true);
+  const auto [pl, py] = run(false);
+  EXPECT_EQ(bl.plain(), !blocks);
+  EXPECT_TRUE(pl.plain());
+  expect_near(by, py, 1e-6, 1e-6, "y");
+}
+
+}  // namespace
+}  // namespace mg::test::blocked_activations_tests
