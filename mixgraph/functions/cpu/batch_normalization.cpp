@@ -596,7 +596,6 @@ class BatchNormalizationKernel : public Fn {
   Layout held_layout(Variable* x) const {
     const SyncedArray& a = x->data()->array();
     const Layout l = a.layout();
-    if constexpr (std::is_same_v<T, Half>) return {};
     if (l.plain() || !keeps_layout() || a.dtype() != dtype_of<T> ||
         l.block % 16 != 0 || !channel_blocks_vectorized(16) ||
         l.batch != size0_ || l.channels != size1_ || l.spatial != size2_) {

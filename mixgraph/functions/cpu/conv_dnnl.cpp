@@ -452,19 +452,27 @@ const void* stage_kept(ConvStaging* staging, bool whole, const void* src,
                        Dtype src_type, const Activation& act, Dtype ct,
                        bool reorder, const CachedPrimitive& r, const md& to,
                        Scratch& converted, Scratch& blocked) {
-  if (staging && staging->kept().holds(src)) {
-    // The caller checked conv_activation_blocks(): a whole batch, in T.
-    if (!whole || !reorder || channel_block_of(to) == 0 ||
-        dtype_of_md(to) != src_type) {
+  const bool held = staging && staging->kept().holds(src);
+  if (held) {
+    // The caller checked conv_activation_blocks(): a whole batch, in the
+    // primitive's layout, in its type or in a 16-bit one it computes in
+    // fp32 (converted below, element by element).
+    if (!whole || !reorder || channel_block_of(to) == 0) {
       throw std::logic_error(
           "[convolution] an activation handed over channel-blocked where the "
           "pass does not read that layout");
     }
-    return src;
+    if (dtype_of_md(to) == src_type) return src;
   }
-  if (!staging || !whole) {
-    return stage_in(src, src_type, act, ct, reorder, r, to, converted, blocked);
-  }
+  // Brings src into `to` (the layout, or for a held array only the type).
+  auto stage = [&](Scratch& c, Scratch& b) -> const void* {
+    if (!held) return stage_in(src, src_type, act, ct, reorder, r, to, c, b);
+    const Dtype t = dtype_of_md(to);
+    void* p = c.get(act.size() * dtype_size(t));
+    convert(src, src_type, p, t, static_cast<size_t>(act.size()));
+    return p;
+  };
+  if (!staging || !whole) return stage(converted, blocked);
   ConvStaging::Kept& kept = staging->kept();
   for (const auto& c : kept.copies) {
     if (c->src == src && c->to == to) {
@@ -475,8 +483,7 @@ const void* stage_kept(ConvStaging* staging, bool whole, const void* src,
   auto c = std::make_unique<ConvStaging::Kept::Copy>();
   c->src = src;
   c->to = to;
-  c->ready = stage_in(src, src_type, act, ct, reorder, r, to, c->converted,
-                      c->blocked);
+  c->ready = stage(c->converted, c->blocked);
   kept.copies.push_back(std::move(c));
   return kept.copies.back()->ready;
 }
@@ -579,20 +586,22 @@ void execute_data(ConvOp op, const ConvGeometry& g, const T* a, Operand w,
     if (staging && staging->kept().write_blocked) {
       // The caller's array is in the primitive's layout: written as it is,
       // or, to add to it, the fp32 result added in that layout.
+      // A 16-bit output the primitive writes in fp32 (or one to add to)
+      // is stored from an fp32 scratch, element by element.
       const Dtype out_type = dtype_of_md(plan.out);
       if (n != g.batch || block == 0 || post_bias ||
-          out_type != (accum ? Dtype::f32 : dtype_of<T>)) {
+          (out_type != dtype_of<T> && out_type != Dtype::f32)) {
         throw std::logic_error(
             "[convolution] an output asked for channel-blocked where the "
             "pass does not write that layout");
       }
-      if (!accum) {
+      if (!accum && out_type == dtype_of<T>) {
         run(plan, a_ready, w_ready, bias, user, nullptr);
         continue;
       }
       float* dst = static_cast<float*>(out_blk.get(plan.out.get_size()));
       run(plan, a_ready, w_ready, bias, dst, nullptr);
-      store(dst, user, n * s.out, true);
+      store(dst, user, n * s.out, accum);
       continue;
     }
     if (block != 0) {
@@ -848,9 +857,7 @@ ConvBlocks conv_activation_blocks(const ConvGeometry& g, const std::string& op,
   const ConvOp o = op == "forward"         ? ConvOp::forward
                    : op == "backward_data" ? ConvOp::backward_data
                                            : ConvOp::backward_weights;
-  if constexpr (std::is_same_v<T, Half>) {
-    return {};  // computed in fp32: a blocked fp32 copy would skip rounding
-  } else {
+  {
     if (!conv_blocked_activations() || g.x_size() == 0 || g.y_size() == 0 ||
         g.w_size() == 0) {
       return {};
@@ -863,15 +870,20 @@ ConvBlocks conv_activation_blocks(const ConvGeometry& g, const std::string& op,
     const Sizes s = sizes(o, g);
     if (chunk_batch(g, s) != g.batch) return {};
     const Plan& plan = plan_at<T>(o, g, g.batch, bias, false, false);
-    const Dtype t = dtype_of<T>;
-    // The block of m where it is one of T, a multiple of 16 that divides
-    // the channels (a padded block holds more than the array), else 0.
-    auto block = [t](bool reorder, const md& m, int64_t channels) -> int64_t {
+    // The activations stay in T, in the primitive's layout: where it
+    // computes in another type (half and, on some CPUs, bfloat16 in fp32)
+    // a pass converts them element by element, which costs less than the
+    // pass that also turns them into blocks.
+    const Dtype ct = dtype_of_md(plan.a_plain);
+    // The block of m where it is one of the compute type, a multiple of 16
+    // that divides the channels (a padded block holds more than the
+    // array), else 0.
+    auto block = [ct](bool reorder, const md& m, int64_t channels) -> int64_t {
       const int64_t b = reorder ? channel_block_of(m) : 0;
       const bool fits = b > 0 && b % 16 == 0 && channels % b == 0;
-      return fits && dtype_of_md(m) == t ? b : 0;
+      return fits && dtype_of_md(m) == ct ? b : 0;
     };
-    if (!plan.ok || dtype_of_md(plan.a_plain) != t) return {};
+    if (!plan.ok || (ct != dtype_of<T> && ct != Dtype::f32)) return {};
     // A network's first convolution (3 channels in) still writes y so.
     ConvBlocks r;
     r.in = block(plan.a_reorder, plan.a,
