@@ -255,9 +255,6 @@ void for_each_tile(const Tiles& t, Fn&& fn) {
   }
 }
 
-// out[g .. g + 15] += the sums over s of a tile's values x[s][g .. g + 15]
-// (with kDeviations, of their squares' deviations from mu[g ...]), in four
-// partial sums a lane, for every group g of 16 of the tile's channels.
 // One value's term of a sum: v, or its squared deviation from m.
 template <bool kDeviations>
 MG_TARGET_AVX512 inline __m512 term(__m512 v, __m512 m) {
@@ -266,6 +263,9 @@ MG_TARGET_AVX512 inline __m512 term(__m512 v, __m512 m) {
   return _mm512_mul_ps(d, d);
 }
 
+// out[g .. g + 15] += the sums over s of a tile's values x[s][g .. g + 15]
+// (with kDeviations, of their squared deviations from mu[g ...]), in four
+// partial sums a lane, for every group g of 16 of the tile's channels.
 template <bool kDeviations, class T>
 MG_TARGET_AVX512 void tile_sums(const T* x, int64_t S, int64_t block,
                                 const float* mu, float* out) {
@@ -438,14 +438,16 @@ class BatchNormalizationKernel : public Fn {
       // Two passes (mean, then squared deviations): the one-pass
       // E[x^2] - E[x]^2 cancels badly when |mean| >> std.
       std::vector<float> per_row(rows.R, 0.0f);
-      if (!held.plain()) bn_blocked::sums(x, tiles, nullptr, per_row.data());
-      if (held.plain())
+      if (!held.plain()) {
+        bn_blocked::sums(x, tiles, nullptr, per_row.data());
+      } else {
         for_each_piece(rows, [&](const bn_loops::Piece& p) {
           float buf[kBlock];
           const auto xf =
               bn_loops::loop_input(x + p.r * S + p.s0, buf, p.size());
           bn_loops::sums(xf, p, &per_row[p.r]);
         });
+      }
       // The sums, then the value count: one reduce over the ranks.
       mean_ = channel_totals(per_row, C);
       mean_.push_back(static_cast<float>(size0_ * S));
@@ -457,14 +459,14 @@ class BatchNormalizationKernel : public Fn {
       std::fill(per_row.begin(), per_row.end(), 0.0f);
       if (!held.plain()) {
         bn_blocked::sums(x, tiles, mean_.data(), per_row.data());
-      }
-      if (held.plain())
+      } else {
         for_each_piece(rows, [&](const bn_loops::Piece& p) {
           float buf[kBlock];
           const auto xf =
               bn_loops::loop_input(x + p.r * S + p.s0, buf, p.size());
           bn_loops::squared_deviations(xf, p, mean_.data(), &per_row[p.r]);
         });
+      }
       std::vector<float> var = channel_totals(per_row, C);
       this->sum_over_ranks(var.data(), C);
       // The running statistics are fp32 whatever T is: cast<float> makes
@@ -533,8 +535,7 @@ class BatchNormalizationKernel : public Fn {
       if (!held.plain()) {
         bn_blocked::grad_sums(x, dy, tiles, mean_.data(), sum_d.data(),
                               sum_dx.data());
-      }
-      if (held.plain())
+      } else {
         for_each_piece(rows, [&](const bn_loops::Piece& p) {
           float xb[kBlock], db[kBlock];
           const int64_t off = p.r * S + p.s0, n = p.size();
@@ -542,6 +543,7 @@ class BatchNormalizationKernel : public Fn {
                               bn_loops::loop_input(dy + off, db, n), p,
                               mean_.data(), &sum_d[p.r], &sum_dx[p.r]);
         });
+      }
       sums = channel_totals(sum_d, C);
       const std::vector<float> dx_sums = channel_totals(sum_dx, C);
       sums.insert(sums.end(), dx_sums.begin(), dx_sums.end());

@@ -65,8 +65,10 @@ class ConvStaging {
 /// channel-blocked (SyncedArray's Layout; ConvStaging::hold_blocked() and
 /// write_blocked() hand them over): the block of oneDNN's layout (16, or
 /// the channels for channels last), or 0 where the pass wants plain arrays
-/// (another compute type than T, a batch in chunks, our own kernels; for
-/// one activation, its channels not a multiple of 16).
+/// (a batch in chunks, our own kernels; for one activation, its channels
+/// not a multiple of 16). The held arrays stay in T: where the kernel
+/// computes in fp32 (half; bfloat16 on CPUs without fast bf16 kernels) the
+/// pass converts them element by element.
 struct ConvBlocks {
   int64_t in = 0, in2 = 0, out = 0;  // in2: backward_weights' dy
 };

@@ -47,7 +47,8 @@ class ConvCpu : public Base {
     const ConvGeometry& g = this->geom_;
     // The bias stays fp32: it is added to the fp32 accumulator.
     const float* b = in.size() == 3 ? input<float>(in[2]) : nullptr;
-    const ConvBlocks blocks = conv_activation_blocks<T>(g, "forward", b);
+    const ConvBlocks blocks =
+        conv_activation_blocks<T>(g, "forward", b != nullptr);
     ConvStaging st;
     const T* x =
         read_held<T>(in[0]->data(), activation_layout(g, true, blocks.in), st);

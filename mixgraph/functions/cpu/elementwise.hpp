@@ -357,7 +357,7 @@ class BinaryCpu : public BinaryFunction<Op> {
 
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
-    const Layout l =
+    const mg::Layout l =
         same_shapes(in, out)
             ? elementwise_layout({in[0]->data().get(), in[1]->data().get()})
             : mg::Layout{};
@@ -387,19 +387,19 @@ class BinaryCpu : public BinaryFunction<Op> {
   }
 
  private:
-  // dx_k = sum over the broadcast axes of op.grad_k(a, b, y, dy), in fp32.
   // Whether both inputs have the output's size (no broadcasting): then the
   // arrays may be read in any one layout.
   static bool same_shapes(const Variables& in, const Variables& out) {
     return in[0]->size() == out[0]->size() && in[1]->size() == out[0]->size();
   }
 
+  // dx_k = sum over the broadcast axes of op.grad_k(a, b, y, dy), in fp32.
   void backward_input(int k, const Variables& in, const Variables& out,
                       bool accum) {
     NdArray* aa = Op::grad_uses_x ? in[0]->data().get() : nullptr;
     NdArray* ba = Op::grad_uses_x ? in[1]->data().get() : nullptr;
     NdArray* ya = Op::grad_uses_y ? out[0]->data().get() : nullptr;
-    const Layout l =
+    const mg::Layout l =
         same_shapes(in, out)
             ? elementwise_layout({out[0]->grad().get(), ya, aa, ba})
             : mg::Layout{};
