@@ -383,6 +383,22 @@ ConvGeometry one_position() {
   return g;
 }
 
+TEST(ConvDnnl, AnUnknownPassIsNamed) {
+  const ConvGeometry g = small_maps();
+  for (const char* pass : {"backward", "Forward", ""}) {
+    try {
+      cpu::conv_implementation<float>(g, pass);
+      ADD_FAILURE() << "no error for '" << pass << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + pass + "'"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_THROW(cpu::conv_activation_blocks<float>(g, pass, false),
+                 std::invalid_argument);
+  }
+}
+
 TEST(ConvDnnl, SmallMapsTakeTheWeightGradAsProducts) {
   const ConvGeometry g = small_maps();
   EXPECT_TRUE(cpu::weights_by_product(g));

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -46,6 +47,17 @@ using dt = dnnl::memory::data_type;
 using md = dnnl::memory::desc;
 
 enum class ConvOp { forward, backward_data, backward_weights };
+
+// The pass a public entry point names ("forward", "backward_data",
+// "backward_weights"); any other name is the caller's error.
+ConvOp conv_op(const std::string& name) {
+  if (name == "forward") return ConvOp::forward;
+  if (name == "backward_data") return ConvOp::backward_data;
+  if (name == "backward_weights") return ConvOp::backward_weights;
+  throw std::invalid_argument(
+      msg("[Convolution] unknown pass '", name,
+          "' (forward, backward_data or backward_weights)"));
+}
 
 // A batch is cut into chunks only to bound the scratch copies (the blocked
 // layouts, an fp32 output to be summed): a chunk's activations are at most
@@ -837,9 +849,7 @@ void channel_sums(const T* a, int64_t batch, int64_t channels, int64_t spatial,
 
 template <class T>
 std::string conv_implementation(const ConvGeometry& g, const std::string& op) {
-  const ConvOp o = op == "forward"         ? ConvOp::forward
-                   : op == "backward_data" ? ConvOp::backward_data
-                                           : ConvOp::backward_weights;
+  const ConvOp o = conv_op(op);
   if (o == ConvOp::backward_weights) {
     if (weights_by_winograd<T>(g)) return "mixgraph:winograd_f2x2";
     if (weights_by_taps(g)) return "mixgraph:tap_gemm";
@@ -854,48 +864,44 @@ std::string conv_implementation(const ConvGeometry& g, const std::string& op) {
 template <class T>
 ConvBlocks conv_activation_blocks(const ConvGeometry& g, const std::string& op,
                                   bool bias) {
-  const ConvOp o = op == "forward"         ? ConvOp::forward
-                   : op == "backward_data" ? ConvOp::backward_data
-                                           : ConvOp::backward_weights;
-  {
-    if (!conv_blocked_activations() || g.x_size() == 0 || g.y_size() == 0 ||
-        g.w_size() == 0) {
-      return {};
-    }
-    if (o == ConvOp::backward_weights) {
-      if (weights_by_winograd<T>(g) || weights_by_product(g)) return {};
-    } else if (winograd_f2_runs<T>(g)) {
-      return {};
-    }
-    const Sizes s = sizes(o, g);
-    if (chunk_batch(g, s) != g.batch) return {};
-    const Plan& plan = plan_at<T>(o, g, g.batch, bias, false, false);
-    // The activations stay in T, in the primitive's layout: where it
-    // computes in another type (half and, on some CPUs, bfloat16 in fp32)
-    // a pass converts them element by element, which costs less than the
-    // pass that also turns them into blocks.
-    const Dtype ct = dtype_of_md(plan.a_plain);
-    // The block of m where it is one of the compute type, a multiple of 16
-    // that divides the channels (a padded block holds more than the
-    // array), else 0.
-    auto block = [ct](bool reorder, const md& m, int64_t channels) -> int64_t {
-      const int64_t b = reorder ? channel_block_of(m) : 0;
-      const bool fits = b > 0 && b % 16 == 0 && channels % b == 0;
-      return fits && dtype_of_md(m) == ct ? b : 0;
-    };
-    if (!plan.ok || (ct != dtype_of<T> && ct != Dtype::f32)) return {};
-    // A network's first convolution (3 channels in) still writes y so.
-    ConvBlocks r;
-    r.in = block(plan.a_reorder, plan.a,
-                 o == ConvOp::backward_data ? g.out_channels : g.in_channels);
-    if (o == ConvOp::backward_weights) {
-      r.in2 = block(plan.b_reorder, plan.b, g.out_channels);
-    } else {
-      r.out = block(plan.out_reorder, plan.out,
-                    o == ConvOp::forward ? g.out_channels : g.in_channels);
-    }
-    return r;
+  const ConvOp o = conv_op(op);
+  if (!conv_blocked_activations() || g.x_size() == 0 || g.y_size() == 0 ||
+      g.w_size() == 0) {
+    return {};
   }
+  if (o == ConvOp::backward_weights) {
+    if (weights_by_winograd<T>(g) || weights_by_product(g)) return {};
+  } else if (winograd_f2_runs<T>(g)) {
+    return {};
+  }
+  const Sizes s = sizes(o, g);
+  if (chunk_batch(g, s) != g.batch) return {};
+  const Plan& plan = plan_at<T>(o, g, g.batch, bias, false, false);
+  // The activations stay in T, in the primitive's layout: where it
+  // computes in another type (half and, on some CPUs, bfloat16 in fp32)
+  // a pass converts them element by element, which costs less than the
+  // pass that also turns them into blocks.
+  const Dtype ct = dtype_of_md(plan.a_plain);
+  // The block of m where it is one of the compute type, a multiple of 16
+  // that divides the channels (a padded block holds more than the
+  // array), else 0.
+  auto block = [ct](bool reorder, const md& m, int64_t channels) -> int64_t {
+    const int64_t b = reorder ? channel_block_of(m) : 0;
+    const bool fits = b > 0 && b % 16 == 0 && channels % b == 0;
+    return fits && dtype_of_md(m) == ct ? b : 0;
+  };
+  if (!plan.ok || (ct != dtype_of<T> && ct != Dtype::f32)) return {};
+  // A network's first convolution (3 channels in) still writes y so.
+  ConvBlocks r;
+  r.in = block(plan.a_reorder, plan.a,
+               o == ConvOp::backward_data ? g.out_channels : g.in_channels);
+  if (o == ConvOp::backward_weights) {
+    r.in2 = block(plan.b_reorder, plan.b, g.out_channels);
+  } else {
+    r.out = block(plan.out_reorder, plan.out,
+                  o == ConvOp::forward ? g.out_channels : g.in_channels);
+  }
+  return r;
 }
 
 #define MG_INSTANTIATE_CONV(T)                                                \
