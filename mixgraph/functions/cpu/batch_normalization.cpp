@@ -308,11 +308,13 @@ void sums(const T* x, const Tiles& t, const float* mu, float* per_row) {
   });
 }
 
-// A tile of y = (x - mu) scale + beta, as the plain loops.
-template <class T>
-MG_TARGET_AVX512 void tile_normalise(const T* x, T* y, int64_t S, int64_t block,
-                                     const float* mu, const float* scale,
-                                     const float* beta) {
+// A tile of y = (x - mu) scale + beta, as the plain loops; with kRelu,
+// z's tile (where given) added and the ReLU taken before y is rounded
+// (FusedBatchNormalization, as add_and_relu() on plain arrays).
+template <bool kRelu, class T>
+MG_TARGET_AVX512 void tile_normalise(const T* x, const T* z, T* y, int64_t S,
+                                     int64_t block, const float* mu,
+                                     const float* scale, const float* beta) {
   for (int64_t g = 0; g < block; g += 16) {
     const __m512 m = _mm512_loadu_ps(mu + g);
     const __m512 sc = _mm512_loadu_ps(scale + g);
@@ -320,17 +322,31 @@ MG_TARGET_AVX512 void tile_normalise(const T* x, T* y, int64_t S, int64_t block,
     for (int64_t s = 0; s < S; ++s) {
       const int64_t i = s * block + g;
       const __m512 v = _mm512_sub_ps(avx512::load16(x + i), m);
-      avx512::store16(y + i, _mm512_add_ps(_mm512_mul_ps(v, sc), b));
+      __m512 r = _mm512_add_ps(_mm512_mul_ps(v, sc), b);
+      if constexpr (kRelu) {
+        if (z) r = _mm512_add_ps(r, avx512::load16(z + i));
+        // max_ps gives its second operand, 0, for a NaN r (and +0 for
+        // -0), as the plain loop's r > 0 ? r : 0 does.
+        r = _mm512_max_ps(r, _mm512_setzero_ps());
+      }
+      avx512::store16(y + i, r);
     }
   }
 }
 
+// y = (x - mu) scale + beta; with relu, relu(that + z) (z may be null).
 template <class T>
-void normalise(const T* x, T* y, const Tiles& t, const float* mu,
-               const float* scale, const float* beta) {
+void normalise(const T* x, const T* z, bool relu, T* y, const Tiles& t,
+               const float* mu, const float* scale, const float* beta) {
   for_each_tile(t, [&](int64_t off, int64_t c0, int64_t) {
-    tile_normalise(x + off, y + off, t.S, t.block, mu + c0, scale + c0,
-                   beta + c0);
+    const T* zt = z ? z + off : nullptr;
+    if (relu) {
+      tile_normalise<true>(x + off, zt, y + off, t.S, t.block, mu + c0,
+                           scale + c0, beta + c0);
+    } else {
+      tile_normalise<false>(x + off, zt, y + off, t.S, t.block, mu + c0,
+                            scale + c0, beta + c0);
+    }
   });
 }
 
@@ -492,12 +508,20 @@ class BatchNormalizationKernel : public Fn {
     const float* gamma = input<float>(in[2]);
     std::vector<float> scale(C);
     for (int64_t c = 0; c < C; ++c) scale[c] = gamma[c] * inv_std_[c];
+    // FusedBatchNormalization's z, in x's layout, resolved here: a get
+    // inside the threaded loop below may convert (another layout or
+    // type), and SyncedArray is not to be converted from two threads.
+    const T* z = ends_in_relu() && in.size() == 6
+                     ? in[5]->data()->template get<const T>(held)
+                     : nullptr;
     if (!held.plain()) {
       T* y = out[0]->data()->template cast<T>(true, held);
-      bn_blocked::normalise(x, y, tiles, mean_.data(), scale.data(), beta);
+      bn_blocked::normalise(x, z, ends_in_relu(), y, tiles, mean_.data(),
+                            scale.data(), beta);
       return;
     }
     T* y = output<T>(out[0]);
+    const bool relu = ends_in_relu();
     for_each_piece(rows, [&](const bn_loops::Piece& p) {
       float xb[kBlock], yb[kBlock];
       const int64_t off = p.r * S + p.s0, n = p.size();
@@ -505,7 +529,7 @@ class BatchNormalizationKernel : public Fn {
       if constexpr (std::is_same_v<T, float>) yf = y + off;
       bn_loops::normalise(bn_loops::loop_input(x + off, xb, n), yf, p,
                           mean_.data(), scale.data(), beta);
-      finish_rows(in, off, yf, n);
+      if (relu) add_and_relu(z ? z + off : nullptr, yf, n);
       if constexpr (!std::is_same_v<T, float>) store(yf, y + off, n);
     });
   }
@@ -598,23 +622,27 @@ class BatchNormalizationKernel : public Fn {
   Layout held_layout(Variable* x) const {
     const SyncedArray& a = x->data()->array();
     const Layout l = a.layout();
-    if (l.plain() || !keeps_layout() || a.dtype() != dtype_of<T> ||
-        l.block % 16 != 0 || !channel_blocks_vectorized(16) ||
-        l.batch != size0_ || l.channels != size1_ || l.spatial != size2_) {
+    if (l.plain() || a.dtype() != dtype_of<T> || l.block % 16 != 0 ||
+        !channel_blocks_vectorized(16) || l.batch != size0_ ||
+        l.channels != size1_ || l.spatial != size2_) {
       return {};
     }
     return l;
   }
 
-  // Whether y may be written in x's channel-blocked layout: not where
-  // finish_rows() works on plain offsets (FusedBatchNormalization).
-  virtual bool keeps_layout() const { return true; }
+  // Whether forward adds z (in[5], where given) and takes the ReLU before
+  // y is rounded: FusedBatchNormalization.
+  virtual bool ends_in_relu() const { return false; }
 
-  // Applied to n (at most kBlock) fp32 values of y from flat offset
-  // `offset` before they are stored: nothing here; FusedBatchNormalization
-  // adds z and takes the ReLU.
-  virtual void finish_rows(const Variables& /*in*/, int64_t /*offset*/,
-                           float* /*y*/, int64_t /*n*/) const {}
+  // y = relu(y + z) for n (at most kBlock) fp32 values; z may be null.
+  static void add_and_relu(const T* z, float* y, int64_t n) {
+    if (z) {
+      float buf[kBlock];
+      const float* zf = load(z, buf, n);
+      for (int64_t i = 0; i < n; ++i) y[i] += zf[i];
+    }
+    for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+  }
 
  private:
   // The statistics forward normalised with, for backward: the batch's in
@@ -677,7 +705,9 @@ void relu_grad(const T* y, const T* dy, T* dm, int64_t n) {
 
 // BatchNormalization's kernel with z added and the ReLU taken on the fp32
 // values of y before they are stored (one rounding); backward masks dy with
-// y > 0 and runs BatchNormalization's backward on the masked grad.
+// y > 0 and runs BatchNormalization's backward on the masked grad. With x
+// held channel-blocked, z, y, dy, the mask and dz are read and written in
+// its layout (the mask is elementwise, so any one layout serves).
 template <class T>
 class FusedBatchNormalizationCpu
     : public BatchNormalizationKernel<T, FusedBatchNormalization> {
@@ -687,17 +717,7 @@ class FusedBatchNormalizationCpu
   using Base::Base;
 
  protected:
-  bool keeps_layout() const override { return false; }
-
-  void finish_rows(const Variables& in, int64_t offset, float* y,
-                   int64_t n) const override {
-    if (in.size() == 6) {
-      float buf[kBlock];
-      const float* z = load(input<T>(in[5]) + offset, buf, n);
-      for (int64_t i = 0; i < n; ++i) y[i] += z[i];
-    }
-    for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
-  }
+  bool ends_in_relu() const override { return true; }
 
   void backward_full(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
@@ -708,11 +728,12 @@ class FusedBatchNormalizationCpu
     if (!to_z && !to_bn) return;
     // The ReLU's grad, exact in T (dy or 0), and z's, in one threaded pass.
     const int64_t n = out[0]->size();
-    const T* y = input<T>(out[0]);
-    const T* dy = output_grad<T>(out[0]);
+    const Layout held = this->held_layout(in[0]);
+    const T* y = out[0]->data()->template get<const T>(held);
+    const T* dy = out[0]->grad()->template get<const T>(held);
     Variable masked(out[0]->shape());
-    T* dm = masked.grad()->cast<T>(true);
-    T* dz = to_z ? input_grad<T>(in[5], accum[5]) : nullptr;
+    T* dm = masked.grad()->template cast<T>(true, held);
+    T* dz = to_z ? in[5]->grad()->template cast<T>(!accum[5], held) : nullptr;
     const bool add_z = to_z && accum[5];
     for_each_block(n, [&](int64_t begin, int64_t len) {
       relu_grad(y + begin, dy + begin, dm + begin, len);
