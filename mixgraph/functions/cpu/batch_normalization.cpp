@@ -350,11 +350,39 @@ void normalise(const T* x, const T* z, bool relu, T* y, const Tiles& t,
   });
 }
 
+// FusedBatchNormalization's grad of its ReLU at value i: dy where y > 0,
+// else 0 (a NaN y gives 0, as relu_grad()'s bits rule does), written to dz
+// where given (added where accum_z: one rounding, as store()'s). Without
+// kMask, dy itself.
+struct ReluMask {
+  const void* y = nullptr;  // T; null: no mask
+  void* dz = nullptr;       // T; null: z has no grad wanted
+  bool accum_z = false;
+};
+template <bool kMask, class T>
+MG_TARGET_AVX512 inline __m512 masked_grad(const T* dy, const ReluMask& r,
+                                           int64_t i, bool write_dz) {
+  const __m512 u = avx512::load16(dy + i);
+  if constexpr (!kMask) {
+    return u;
+  } else {
+    const __m512 y = avx512::load16(static_cast<const T*>(r.y) + i);
+    const __m512 m = _mm512_maskz_mov_ps(
+        _mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_GT_OQ), u);
+    if (write_dz && r.dz) {
+      T* dz = static_cast<T*>(r.dz) + i;
+      avx512::store16(dz, r.accum_z ? _mm512_add_ps(avx512::load16(dz), m) : m);
+    }
+    return m;
+  }
+}
+
 // A tile's sums of dy into sum_d[g ...] and of dy (x - mu) into
-// sum_dx[g ...], two partial sums a lane each.
-template <class T>
-MG_TARGET_AVX512 void tile_grad_sums(const T* x, const T* dy, int64_t S,
-                                     int64_t block, const float* mu,
+// sum_dx[g ...], two partial sums a lane each; with kMask, of the ReLU's
+// grad instead of dy, which is also written to dz.
+template <bool kMask, class T>
+MG_TARGET_AVX512 void tile_grad_sums(const T* x, const T* dy, ReluMask r,
+                                     int64_t S, int64_t block, const float* mu,
                                      float* sum_d, float* sum_dx) {
   for (int64_t g = 0; g < block; g += 16) {
     const __m512 m = _mm512_loadu_ps(mu + g);
@@ -362,7 +390,8 @@ MG_TARGET_AVX512 void tile_grad_sums(const T* x, const T* dy, int64_t S,
     int64_t s = 0;
     for (; s + 2 <= S; s += 2) {
       const int64_t i = s * block + g, j = i + block;
-      const __m512 u = avx512::load16(dy + i), v = avx512::load16(dy + j);
+      const __m512 u = masked_grad<kMask>(dy, r, i, true);
+      const __m512 v = masked_grad<kMask>(dy, r, j, true);
       d0 = _mm512_add_ps(d0, u);
       d1 = _mm512_add_ps(d1, v);
       e0 = _mm512_add_ps(
@@ -372,7 +401,7 @@ MG_TARGET_AVX512 void tile_grad_sums(const T* x, const T* dy, int64_t S,
     }
     if (s < S) {
       const int64_t i = s * block + g;
-      const __m512 u = avx512::load16(dy + i);
+      const __m512 u = masked_grad<kMask>(dy, r, i, true);
       d0 = _mm512_add_ps(d0, u);
       e0 = _mm512_add_ps(
           e0, _mm512_mul_ps(u, _mm512_sub_ps(avx512::load16(x + i), m)));
@@ -385,20 +414,29 @@ MG_TARGET_AVX512 void tile_grad_sums(const T* x, const T* dy, int64_t S,
 }
 
 // sum_d[n * C + c] += the sum of dy, sum_dx[...] of dy (x - mu), per image
-// and channel.
+// and channel (dy masked by the ReLU and dz written where r.y is given).
 template <class T>
-void grad_sums(const T* x, const T* dy, const Tiles& t, const float* mu,
-               float* sum_d, float* sum_dx) {
+void grad_sums(const T* x, const T* dy, const ReluMask& r, const Tiles& t,
+               const float* mu, float* sum_d, float* sum_dx) {
+  const T* y = static_cast<const T*>(r.y);
+  T* dz = static_cast<T*>(r.dz);
   for_each_tile(t, [&](int64_t off, int64_t c0, int64_t row) {
-    tile_grad_sums(x + off, dy + off, t.S, t.block, mu + c0, sum_d + row,
-                   sum_dx + row);
+    if (y) {
+      const ReluMask rt{y + off, dz ? dz + off : nullptr, r.accum_z};
+      tile_grad_sums<true>(x + off, dy + off, rt, t.S, t.block, mu + c0,
+                           sum_d + row, sum_dx + row);
+    } else {
+      tile_grad_sums<false>(x + off, dy + off, ReluMask{}, t.S, t.block,
+                            mu + c0, sum_d + row, sum_dx + row);
+    }
   });
 }
 
-// A tile of dx (+)= a dy + b (x - mu) + k, as the plain loops.
-template <class T>
-MG_TARGET_AVX512 void tile_grad_x(const T* x, const T* dy, T* dx, int64_t S,
-                                  int64_t block, const float* mu,
+// A tile of dx (+)= a dy + b (x - mu) + k, as the plain loops; with
+// kMask, the ReLU's grad in place of dy.
+template <bool kMask, class T>
+MG_TARGET_AVX512 void tile_grad_x(const T* x, const T* dy, ReluMask r, T* dx,
+                                  int64_t S, int64_t block, const float* mu,
                                   const float* a, const float* b,
                                   const float* k, bool accum) {
   for (int64_t g = 0; g < block; g += 16) {
@@ -407,10 +445,9 @@ MG_TARGET_AVX512 void tile_grad_x(const T* x, const T* dy, T* dx, int64_t S,
     for (int64_t s = 0; s < S; ++s) {
       const int64_t i = s * block + g;
       const __m512 xm = _mm512_sub_ps(avx512::load16(x + i), m);
-      __m512 v =
-          _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(ac, avx512::load16(dy + i)),
-                                      _mm512_mul_ps(bc, xm)),
-                        kc);
+      const __m512 u = masked_grad<kMask>(dy, r, i, false);
+      __m512 v = _mm512_add_ps(
+          _mm512_add_ps(_mm512_mul_ps(ac, u), _mm512_mul_ps(bc, xm)), kc);
       if (accum) v = _mm512_add_ps(avx512::load16(dx + i), v);
       avx512::store16(dx + i, v);
     }
@@ -418,11 +455,18 @@ MG_TARGET_AVX512 void tile_grad_x(const T* x, const T* dy, T* dx, int64_t S,
 }
 
 template <class T>
-void grad_x(const T* x, const T* dy, T* dx, const Tiles& t, const float* mu,
-            const float* a, const float* b, const float* k, bool accum) {
+void grad_x(const T* x, const T* dy, const ReluMask& r, T* dx, const Tiles& t,
+            const float* mu, const float* a, const float* b, const float* k,
+            bool accum) {
+  const T* y = static_cast<const T*>(r.y);
   for_each_tile(t, [&](int64_t off, int64_t c0, int64_t) {
-    tile_grad_x(x + off, dy + off, dx + off, t.S, t.block, mu + c0, a + c0,
-                b + c0, k + c0, accum);
+    if (y) {
+      tile_grad_x<true>(x + off, dy + off, ReluMask{y + off}, dx + off, t.S,
+                        t.block, mu + c0, a + c0, b + c0, k + c0, accum);
+    } else {
+      tile_grad_x<false>(x + off, dy + off, ReluMask{}, dx + off, t.S, t.block,
+                         mu + c0, a + c0, b + c0, k + c0, accum);
+    }
   });
 }
 
@@ -543,7 +587,20 @@ class BatchNormalizationKernel : public Fn {
   void backward_full(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
-    if (!propagate_down[0] && !propagate_down[1] && !propagate_down[2]) return;
+    backward_masked(in, out, propagate_down, accum, bn_blocked::ReluMask{});
+  }
+
+  // backward_full(), with dy masked by relu.y > 0 on the fly and the masked
+  // grad written to relu.dz in the same pass as the sums, where relu.y is
+  // given: FusedBatchNormalization's ReLU, for x held channel-blocked only.
+  void backward_masked(const Variables& in, const Variables& out,
+                       const std::vector<bool>& propagate_down,
+                       const std::vector<bool>& accum,
+                       const bn_blocked::ReluMask& relu) {
+    if (!propagate_down[0] && !propagate_down[1] && !propagate_down[2] &&
+        !relu.dz) {
+      return;
+    }
     const int64_t C = size1_, S = size2_;
     const Rows rows{size0_ * C, C, S};
     // x held channel-blocked: dy read and dx written in its layout too.
@@ -554,10 +611,10 @@ class BatchNormalizationKernel : public Fn {
     const bool need_sums =
         propagate_down[1] || propagate_down[2] || opts_.batch_stat;
     std::vector<float> sums;  // sum(dy) per channel, then sum(dy (x - mu))
-    if (need_sums) {
+    if (need_sums || relu.dz) {
       std::vector<float> sum_d(rows.R, 0.0f), sum_dx(rows.R, 0.0f);
       if (!held.plain()) {
-        bn_blocked::grad_sums(x, dy, tiles, mean_.data(), sum_d.data(),
+        bn_blocked::grad_sums(x, dy, relu, tiles, mean_.data(), sum_d.data(),
                               sum_dx.data());
       } else {
         for_each_piece(rows, [&](const bn_loops::Piece& p) {
@@ -595,8 +652,8 @@ class BatchNormalizationKernel : public Fn {
     }
     if (!held.plain()) {
       T* dx = in[0]->grad()->template cast<T>(!accum[0], held);
-      bn_blocked::grad_x(x, dy, dx, tiles, mean_.data(), a.data(), b.data(),
-                         k.data(), accum[0]);
+      bn_blocked::grad_x(x, dy, relu, dx, tiles, mean_.data(), a.data(),
+                         b.data(), k.data(), accum[0]);
       return;
     }
     T* dx = input_grad<T>(in[0], accum[0]);
@@ -706,8 +763,9 @@ void relu_grad(const T* y, const T* dy, T* dm, int64_t n) {
 // BatchNormalization's kernel with z added and the ReLU taken on the fp32
 // values of y before they are stored (one rounding); backward masks dy with
 // y > 0 and runs BatchNormalization's backward on the masked grad. With x
-// held channel-blocked, z, y, dy, the mask and dz are read and written in
-// its layout (the mask is elementwise, so any one layout serves).
+// held channel-blocked, z, y, dy and dz are read and written in its layout
+// and the mask is taken inside the normalization's two passes, dz written
+// by the first.
 template <class T>
 class FusedBatchNormalizationCpu
     : public BatchNormalizationKernel<T, FusedBatchNormalization> {
@@ -726,14 +784,28 @@ class FusedBatchNormalizationCpu
     const bool to_bn =
         propagate_down[0] || propagate_down[1] || propagate_down[2];
     if (!to_z && !to_bn) return;
+    const Variables bn_in(in.begin(), in.begin() + 5);
+    const std::vector<bool> bn_down(propagate_down.begin(),
+                                    propagate_down.begin() + 5);
+    const std::vector<bool> bn_accum(accum.begin(), accum.begin() + 5);
+    const Layout held = this->held_layout(in[0]);
+    if (!held.plain()) {
+      // Held channel-blocked: the mask taken as the loops read dy, dz
+      // written in the pass that sums (no masked copy of dy).
+      const T* y = out[0]->data()->template get<const T>(held);
+      T* dz = to_z ? in[5]->grad()->template cast<T>(!accum[5], held) : nullptr;
+      Base::backward_masked(
+          bn_in, out, to_bn ? bn_down : std::vector<bool>(5, false), bn_accum,
+          bn_blocked::ReluMask{y, dz, to_z && accum[5]});
+      return;
+    }
     // The ReLU's grad, exact in T (dy or 0), and z's, in one threaded pass.
     const int64_t n = out[0]->size();
-    const Layout held = this->held_layout(in[0]);
-    const T* y = out[0]->data()->template get<const T>(held);
-    const T* dy = out[0]->grad()->template get<const T>(held);
+    const T* y = input<T>(out[0]);
+    const T* dy = output_grad<T>(out[0]);
     Variable masked(out[0]->shape());
-    T* dm = masked.grad()->template cast<T>(true, held);
-    T* dz = to_z ? in[5]->grad()->template cast<T>(!accum[5], held) : nullptr;
+    T* dm = masked.grad()->template cast<T>(true);
+    T* dz = to_z ? input_grad<T>(in[5], accum[5]) : nullptr;
     const bool add_z = to_z && accum[5];
     for_each_block(n, [&](int64_t begin, int64_t len) {
       relu_grad(y + begin, dy + begin, dm + begin, len);
@@ -746,11 +818,7 @@ class FusedBatchNormalizationCpu
       store(load(dm + begin, buf, len), dz + begin, len, /*accum=*/true);
     });
     if (!to_bn) return;
-    const Variables bn_in(in.begin(), in.begin() + 5);
-    Base::backward_full(
-        bn_in, {&masked},
-        std::vector<bool>(propagate_down.begin(), propagate_down.begin() + 5),
-        std::vector<bool>(accum.begin(), accum.begin() + 5));
+    Base::backward_full(bn_in, {&masked}, bn_down, bn_accum);
   }
 };
 
