@@ -330,6 +330,59 @@ TEST(CudaKernelBodies, EmbedMatchesTheCpu) {
   EXPECT_EQ(out[0], wv[3 * width]);
 }
 
+// FusedBatchNormalization as the device composes it: the normalization
+// (cuDNN's there, the CPU's BatchNormalization here), then AddReluBody; in
+// backward ReluMaskBody, then the normalization's backward on the masked
+// grad. In float that is the CPU's fused layer bit for bit.
+TEST(CudaKernelBodies, FusedBatchNormalizationMatchesTheCpu) {
+  const Shape xs{4, 3, 5}, ps{1, 3, 1};
+  const int64_t n = shape_size(xs);
+  const auto xv = random_values(n, 21), zv = random_values(n, 22);
+  const auto bv = random_values(3, 23), gv = random_values(3, 24, 0.5f, 1.5f);
+  const auto dyv = random_values(n, 25);
+  auto params = [&] {
+    return std::vector<VariablePtr>{
+        variable_from(xs, xv, true), variable_from(ps, bv, true),
+        variable_from(ps, gv, true), variable_from(ps, {0.0f, 0.0f, 0.0f}),
+        variable_from(ps, {1.0f, 1.0f, 1.0f})};
+  };
+  const auto f = params();
+  auto z = variable_from(xs, zv, true);
+  auto fused = F::fused_batch_normalization(f[0], f[1], f[2], f[3], f[4], z);
+  fused->forward();
+  backward_with(fused, dyv, {f[0], f[1], f[2], z});
+
+  const auto b = params();
+  auto bn = F::batch_normalization(b[0], b[1], b[2], b[3], b[4]);
+  bn->forward();
+  std::vector<float> y(bn->data()->get<const float>(),
+                       bn->data()->get<const float>() + n);
+  run_on_host(n, cuda::AddReluBody<float>{zv.data(), y.data()});
+  EXPECT_EQ(doubles(y), to_doubles(fused));
+  std::vector<float> dm(n), dz(n);
+  run_on_host(n, cuda::ReluMaskBody<float>{y.data(), dyv.data(), dm.data(),
+                                           dz.data(), false});
+  EXPECT_EQ(doubles(dz), grad_doubles(z));
+  backward_with(bn, dm, {b[0], b[1], b[2]});
+  EXPECT_EQ(grad_doubles(b[0]), grad_doubles(f[0]));
+  EXPECT_EQ(grad_doubles(b[1]), grad_doubles(f[1]));
+  EXPECT_EQ(grad_doubles(b[2]), grad_doubles(f[2]));
+
+  // z's grad added into; no z; a NaN y gives 0 both ways.
+  std::vector<float> acc(n, 1.0f);
+  run_on_host(n, cuda::ReluMaskBody<float>{y.data(), dyv.data(), dm.data(),
+                                           acc.data(), true});
+  for (int64_t i = 0; i < n; ++i) EXPECT_EQ(acc[i], 1.0f + dm[i]) << i;
+  std::vector<float> odd{NAN, -1.0f, 2.0f}, none{NAN, -1.0f, 2.0f};
+  const std::vector<float> g{5.0f, 6.0f, 7.0f};
+  std::vector<float> m(3);
+  run_on_host(3, cuda::AddReluBody<float>{nullptr, odd.data()});
+  EXPECT_EQ(odd, (std::vector<float>{0.0f, 0.0f, 2.0f}));
+  run_on_host(3, cuda::ReluMaskBody<float>{none.data(), g.data(), m.data(),
+                                           nullptr, false});
+  EXPECT_EQ(m, (std::vector<float>{0.0f, 0.0f, 7.0f}));
+}
+
 // Three inputs joined along axis 1: each written into y by the scatter,
 // each grad read back from dy by the gather.
 TEST(CudaKernelBodies, ConcatenateBothWaysMatchesTheCpu) {

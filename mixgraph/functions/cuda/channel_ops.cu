@@ -1,8 +1,10 @@
 // The small kernels of functions/cuda/kernels.hpp: per-channel sums, bias,
-// scaling, and fp32 results stored to the storage type.
+// scaling, fp32 results stored to the storage type, and FusedBatch-
+// Normalization's add and ReLU (index bodies of index_kernels.hpp).
 #include <mixgraph/contexts/cuda/cuda_utils.hpp>
 #include <mixgraph/contexts/half.hpp>
 #include <mixgraph/functions/cuda/kernels.hpp>
+#include <mixgraph/functions/cuda/launch.cuh>
 
 namespace mg::cuda {
 
@@ -144,6 +146,17 @@ void bn_inference_grads(const float* sum_dy, const float* sum_dy_xmu,
   MG_CUDA_CHECK_LAUNCH();
 }
 
+template <class T>
+void add_relu(const T* z, T* y, int64_t n, cudaStream_t stream) {
+  launch(n, AddReluBody<T>{z, y}, stream);
+}
+
+template <class T>
+void relu_mask(const T* y, const T* dy, T* dm, T* dz, bool accum_z, int64_t n,
+               cudaStream_t stream) {
+  launch(n, ReluMaskBody<T>{y, dy, dm, dz, accum_z}, stream);
+}
+
 #define MG_INSTANTIATE(T)                                                      \
   template void channel_sums<T>(const T*, const T*, const float*, int64_t,     \
                                 int64_t, int64_t, float*, float*,              \
@@ -155,7 +168,10 @@ void bn_inference_grads(const float* sum_dy, const float* sum_dy_xmu,
                                  int64_t, bool, cudaStream_t);                 \
   template void bn_inference_grads<T>(                                         \
       const float*, const float*, const float*, const float*, float, int64_t,  \
-      float*, T*, bool, T*, bool, cudaStream_t);
+      float*, T*, bool, T*, bool, cudaStream_t);                               \
+  template void add_relu<T>(const T*, T*, int64_t, cudaStream_t);              \
+  template void relu_mask<T>(const T*, const T*, T*, T*, bool, int64_t,        \
+                             cudaStream_t);
 MG_INSTANTIATE(float)
 MG_INSTANTIATE(Half)
 MG_INSTANTIATE(BFloat16)

@@ -1,7 +1,8 @@
 // The bodies of the CUDA kernels that are not elementwise (Reshape,
 // Transpose, Concatenate, the AxisGathers Pad/Tile/Shift/Unpooling,
-// Interpolate, the softmax cross entropy, layer normalization, Embed and
-// the recurrent driver's bias rows; the recurrent cells' bodies are in
+// Interpolate, the softmax cross entropy, layer normalization, Embed,
+// FusedBatchNormalization's add and ReLU and the recurrent driver's bias
+// rows; the recurrent cells' bodies are in
 // functions/ops/recurrent_cells.hpp),
 // each a function of one index (or, for the softmax cross entropy's and
 // layer normalization's rows, of a row and a lane: row bodies, whose lanes
@@ -593,6 +594,42 @@ struct AddToBody {
   float* dst;
 
   MG_HD void operator()(int64_t i) const { dst[i] += src[i]; }
+};
+
+/// FusedBatchNormalization's finish after cuDNN's normalization wrote y:
+/// y = relu(y + z) (z null: relu(y)) in fp32, rounded to T (a second
+/// rounding for half: the CPU rounds once). NaN gives 0, as on the CPU.
+template <class T>
+struct AddReluBody {
+  const T* z;
+  T* y;
+
+  MG_HD void operator()(int64_t i) const {
+    float v = static_cast<float>(y[i]);
+    if (z) v += static_cast<float>(z[i]);
+    y[i] = T(v > 0.0f ? v : 0.0f);
+  }
+};
+
+/// FusedBatchNormalization's ReLU grad: dm = dy where y > 0, else 0 (exact
+/// in T), and z's grad dz = dm (dz + dm in fp32, rounded once, with
+/// accum_z) where dz is given.
+template <class T>
+struct ReluMaskBody {
+  const T* y;
+  const T* dy;
+  T* dm;
+  T* dz;
+  bool accum_z;
+
+  MG_HD void operator()(int64_t i) const {
+    const T g = static_cast<float>(y[i]) > 0.0f ? dy[i] : T(0.0f);
+    dm[i] = g;
+    if (dz) {
+      dz[i] =
+          accum_z ? T(static_cast<float>(dz[i]) + static_cast<float>(g)) : g;
+    }
+  }
 };
 
 /// Runs body(i) for every i in [0, n) on the host, in order: how the tests

@@ -46,6 +46,17 @@ void bn_inference_grads(const float* sum_dy, const float* sum_dy_xmu,
                         int64_t C, float* a, T* dbeta, bool accum_beta,
                         T* dgamma, bool accum_gamma, cudaStream_t stream);
 
+/// FusedBatchNormalization's finish: y = relu(y + z) over n elements (z
+/// may be null); index_kernels.hpp's AddReluBody.
+template <class T>
+void add_relu(const T* z, T* y, int64_t n, cudaStream_t stream);
+
+/// Its ReLU grad: dm = dy where y > 0, and dz = dm (added with accum_z)
+/// where dz is not null; index_kernels.hpp's ReluMaskBody.
+template <class T>
+void relu_mask(const T* y, const T* dy, T* dm, T* dz, bool accum_z, int64_t n,
+               cudaStream_t stream);
+
 /// y = the sum of the fp32 array x of `shape` over `axes` (sorted, in
 /// range), in the order of the kept axes; on device `index`.
 void reduce_sum_f32(int index, const float* x, const Shape& shape,

@@ -5,7 +5,14 @@
 // the running variance with the unbiased batch variance, as NNabla does.
 // Backward with the running statistics (batch_stat false) is not cuDNN's
 // training backward: it runs as small kernels (functions/cuda/kernels.hpp).
+// FusedBatchNormalization is the same kernel with z added and the ReLU
+// taken after cuDNN's forward (AddReluBody: half rounds y twice, where the
+// CPU rounds once), and its backward masks dy (ReluMaskBody, which also
+// writes z's grad) before cuDNN's backward reads it.
 #include <mixgraph/functions/batch_normalization.hpp>
+#include <mixgraph/functions/fused_batch_normalization.hpp>
+
+#include <type_traits>
 
 #include <mixgraph/contexts/cuda/cudnn_utils.hpp>
 #include <mixgraph/functions/cuda/cuda_function.hpp>
@@ -18,14 +25,21 @@ namespace {
 
 constexpr cudnnBatchNormMode_t kMode = CUDNN_BATCHNORM_SPATIAL;
 
-template <class T>
-class BatchNormalizationCudnn : public BatchNormalization {
+// Fn: BatchNormalization or FusedBatchNormalization.
+template <class T, class Fn>
+class BatchNormalizationCudnn : public Fn {
  public:
-  using BatchNormalization::BatchNormalization;
+  using Fn::Fn;
 
  protected:
+  using Fn::opts_;
+  using Fn::size0_;
+  using Fn::size1_;
+  using Fn::size2_;
+  static constexpr bool kFused = std::is_same_v<Fn, FusedBatchNormalization>;
+
   void setup_full(const Variables& in, const Variables& out) override {
-    BatchNormalization::setup_full(in, out);
+    Fn::setup_full(in, out);
     if (in[0]->size() == 0) return;  // nothing to run
     set_tensor(x_, dtype_of<T>, {size0_, size1_, size2_, 1});
     MG_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(bn_, x_, kMode));
@@ -36,14 +50,15 @@ class BatchNormalizationCudnn : public BatchNormalization {
     const T* x = input<T>(*this, in[0]);
     const float* beta = input<float>(*this, in[1]);
     const float* gamma = input<float>(*this, in[2]);
+    const T* z = kFused && in.size() == 6 ? input<T>(*this, in[5]) : nullptr;
     T* y = output<T>(*this, out[0]);
     if (in[0]->size() == 0) return;
     const float one = 1.0f, zero = 0.0f;
     cudnnHandle_t h = cudnn_handle(l.index);
     if (opts_.batch_stat) {
       // The running statistics are fp32 whatever T is.
-      float* rm = in[3]->data()->cast<float>(false, device());
-      float* rv = in[4]->data()->cast<float>(false, device());
+      float* rm = in[3]->data()->template cast<float>(false, this->device());
+      float* rv = in[4]->data()->template cast<float>(false, this->device());
       save_mean_ = l.scratch(size1_ * sizeof(float));
       save_inv_std_ = l.scratch(size1_ * sizeof(float));
       MG_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
@@ -55,16 +70,41 @@ class BatchNormalizationCudnn : public BatchNormalization {
           h, kMode, &one, &zero, x_, x, x_, y, bn_, gamma, beta,
           input<float>(*this, in[3]), input<float>(*this, in[4]), opts_.eps));
     }
+    if (kFused) add_relu<T>(z, y, in[0]->size(), l.stream);
   }
 
   void backward_full(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
+    if constexpr (!kFused) {
+      backward_bn(in, out, propagate_down, accum, nullptr);
+    } else {
+      const bool to_z = in.size() == 6 && propagate_down[5];
+      const bool to_bn =
+          propagate_down[0] || propagate_down[1] || propagate_down[2];
+      if (!to_z && !to_bn) return;
+      const Launch l(*this);
+      const int64_t n = out[0]->size();
+      const T* y = input<T>(*this, out[0]);
+      const T* dy = output_grad<T>(*this, out[0]);
+      T* dz = to_z ? input_grad<T>(*this, in[5], accum[5]) : nullptr;
+      auto masked = l.scratch(n * sizeof(T));
+      T* dm = static_cast<T*>(masked->ptr());
+      relu_mask<T>(y, dy, dm, dz, to_z && accum[5], n, l.stream);
+      if (to_bn) backward_bn(in, out, propagate_down, accum, dm);
+    }
+  }
+
+  // BatchNormalization's backward, from dy_masked where given (the fused
+  // layer's ReLU grad) instead of y's grad.
+  void backward_bn(const Variables& in, const Variables& out,
+                   const std::vector<bool>& propagate_down,
+                   const std::vector<bool>& accum, const T* dy_masked) {
     if (!propagate_down[0] && !propagate_down[1] && !propagate_down[2]) return;
     const Launch l(*this);
     const int64_t C = size1_;
     const T* x = input<T>(*this, in[0]);
-    const T* dy = output_grad<T>(*this, out[0]);
+    const T* dy = dy_masked ? dy_masked : output_grad<T>(*this, out[0]);
     const float* gamma = input<float>(*this, in[2]);
     T* dx = propagate_down[0] ? input_grad<T>(*this, in[0], accum[0]) : nullptr;
     if (in[0]->size() == 0) return;
@@ -130,12 +170,18 @@ class BatchNormalizationCudnn : public BatchNormalization {
 }  // namespace
 
 // bf16 falls back to cudnn:float (converted on the device): the legacy API
-// does not document bf16 batch normalization.
+// does not document bf16 batch normalization. The fused layer likewise.
 void register_batch_normalization(FunctionRegistry& r) {
-  register_one<BatchNormalizationCudnn<float>>(r, decl::BatchNormalization,
-                                               {"cudnn", Dtype::f32});
-  register_one<BatchNormalizationCudnn<Half>>(r, decl::BatchNormalization,
-                                              {"cudnn", Dtype::f16});
+  using BN = BatchNormalization;
+  using Fused = FusedBatchNormalization;
+  register_one<BatchNormalizationCudnn<float, BN>>(r, decl::BatchNormalization,
+                                                   {"cudnn", Dtype::f32});
+  register_one<BatchNormalizationCudnn<Half, BN>>(r, decl::BatchNormalization,
+                                                  {"cudnn", Dtype::f16});
+  register_one<BatchNormalizationCudnn<float, Fused>>(
+      r, decl::FusedBatchNormalization, {"cudnn", Dtype::f32});
+  register_one<BatchNormalizationCudnn<Half, Fused>>(
+      r, decl::FusedBatchNormalization, {"cudnn", Dtype::f16});
 }
 
 }  // namespace mg::cuda
