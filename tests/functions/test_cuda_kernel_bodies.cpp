@@ -330,55 +330,94 @@ TEST(CudaKernelBodies, EmbedMatchesTheCpu) {
   EXPECT_EQ(out[0], wv[3 * width]);
 }
 
-// FusedBatchNormalization as the device composes it: the normalization
-// (cuDNN's there, the CPU's BatchNormalization here), then AddReluBody; in
-// backward ReluMaskBody, then the normalization's backward on the masked
-// grad. In float that is the CPU's fused layer bit for bit.
+// FusedBatchNormalization as the device computes it: FusedBnForwardBody
+// from the statistics (cuDNN's batch ones there; here the batch's, or the
+// running ones through InvStdBody as in inference), and in backward
+// ReluMaskBody, then the normalization's backward on the masked grad. The
+// running statistics' forward and every grad are the CPU's fused layer's
+// bit for bit in float.
 TEST(CudaKernelBodies, FusedBatchNormalizationMatchesTheCpu) {
   const Shape xs{4, 3, 5}, ps{1, 3, 1};
-  const int64_t n = shape_size(xs);
+  const int64_t n = shape_size(xs), C = 3, inner = 5;
   const auto xv = random_values(n, 21), zv = random_values(n, 22);
-  const auto bv = random_values(3, 23), gv = random_values(3, 24, 0.5f, 1.5f);
+  const auto bv = random_values(C, 23), gv = random_values(C, 24, 0.5f, 1.5f);
+  const std::vector<float> rm{0.25f, -0.5f, 0.0f}, rv{1.5f, 0.75f, 2.0f};
   const auto dyv = random_values(n, 25);
-  auto params = [&] {
-    return std::vector<VariablePtr>{
-        variable_from(xs, xv, true), variable_from(ps, bv, true),
-        variable_from(ps, gv, true), variable_from(ps, {0.0f, 0.0f, 0.0f}),
-        variable_from(ps, {1.0f, 1.0f, 1.0f})};
-  };
-  const auto f = params();
-  auto z = variable_from(xs, zv, true);
-  auto fused = F::fused_batch_normalization(f[0], f[1], f[2], f[3], f[4], z);
-  fused->forward();
-  backward_with(fused, dyv, {f[0], f[1], f[2], z});
+  for (bool batch_stat : {false, true}) {
+    SCOPED_TRACE(batch_stat ? "training" : "inference");
+    auto params = [&] {
+      return std::vector<VariablePtr>{
+          variable_from(xs, xv, true), variable_from(ps, bv, true),
+          variable_from(ps, gv, true), variable_from(ps, rm),
+          variable_from(ps, rv)};
+    };
+    FusedBatchNormalizationOptions fo;
+    fo.batch_stat = batch_stat;
+    const auto f = params();
+    auto z = variable_from(xs, zv, true);
+    auto fused =
+        F::fused_batch_normalization(f[0], f[1], f[2], f[3], f[4], z, fo);
+    fused->forward();
+    backward_with(fused, dyv, {f[0], f[1], f[2], z});
 
-  const auto b = params();
-  auto bn = F::batch_normalization(b[0], b[1], b[2], b[3], b[4]);
-  bn->forward();
-  std::vector<float> y(bn->data()->get<const float>(),
-                       bn->data()->get<const float>() + n);
-  run_on_host(n, cuda::AddReluBody<float>{zv.data(), y.data()});
-  EXPECT_EQ(doubles(y), to_doubles(fused));
-  std::vector<float> dm(n), dz(n);
-  run_on_host(n, cuda::ReluMaskBody<float>{y.data(), dyv.data(), dm.data(),
-                                           dz.data(), false});
-  EXPECT_EQ(doubles(dz), grad_doubles(z));
-  backward_with(bn, dm, {b[0], b[1], b[2]});
-  EXPECT_EQ(grad_doubles(b[0]), grad_doubles(f[0]));
-  EXPECT_EQ(grad_doubles(b[1]), grad_doubles(f[1]));
-  EXPECT_EQ(grad_doubles(b[2]), grad_doubles(f[2]));
+    std::vector<float> mean(C), inv_std(C), y(n);
+    if (batch_stat) {
+      for (int64_t c = 0; c < C; ++c) {
+        double s = 0, ss = 0;
+        for (int64_t o = 0; o < 4; ++o) {
+          for (int64_t j = 0; j < inner; ++j) s += xv[(o * C + c) * inner + j];
+        }
+        mean[c] = static_cast<float>(s / 20);
+        for (int64_t o = 0; o < 4; ++o) {
+          for (int64_t j = 0; j < inner; ++j) {
+            const double d = xv[(o * C + c) * inner + j] - s / 20;
+            ss += d * d;
+          }
+        }
+        inv_std[c] = static_cast<float>(1.0 / std::sqrt(ss / 20 + 1e-5));
+      }
+    } else {
+      mean = rm;
+      run_on_host(C, cuda::InvStdBody{rv.data(), 1e-5f, inv_std.data()});
+    }
+    run_on_host(n, cuda::FusedBnForwardBody<float>{
+                       xv.data(), zv.data(), mean.data(), inv_std.data(),
+                       gv.data(), bv.data(), y.data(), C, inner});
+    if (batch_stat) {
+      expect_near(doubles(y), to_doubles(fused), 1e-5, 1e-5, "y");
+    } else {
+      EXPECT_EQ(doubles(y), to_doubles(fused));
+    }
+    std::vector<float> dm(n), dz(n);
+    run_on_host(n, cuda::ReluMaskBody<float>{y.data(), dyv.data(), dm.data(),
+                                             dz.data(), false});
+    EXPECT_EQ(doubles(dz), grad_doubles(z));
+    BatchNormalizationOptions bo;
+    bo.batch_stat = batch_stat;
+    const auto b = params();
+    auto bn = F::batch_normalization(b[0], b[1], b[2], b[3], b[4], bo);
+    bn->forward();
+    backward_with(bn, dm, {b[0], b[1], b[2]});
+    EXPECT_EQ(grad_doubles(b[0]), grad_doubles(f[0]));
+    EXPECT_EQ(grad_doubles(b[1]), grad_doubles(f[1]));
+    EXPECT_EQ(grad_doubles(b[2]), grad_doubles(f[2]));
 
-  // z's grad added into; no z; a NaN y gives 0 both ways.
-  std::vector<float> acc(n, 1.0f);
-  run_on_host(n, cuda::ReluMaskBody<float>{y.data(), dyv.data(), dm.data(),
-                                           acc.data(), true});
-  for (int64_t i = 0; i < n; ++i) EXPECT_EQ(acc[i], 1.0f + dm[i]) << i;
-  std::vector<float> odd{NAN, -1.0f, 2.0f}, none{NAN, -1.0f, 2.0f};
-  const std::vector<float> g{5.0f, 6.0f, 7.0f};
-  std::vector<float> m(3);
-  run_on_host(3, cuda::AddReluBody<float>{nullptr, odd.data()});
-  EXPECT_EQ(odd, (std::vector<float>{0.0f, 0.0f, 2.0f}));
-  run_on_host(3, cuda::ReluMaskBody<float>{none.data(), g.data(), m.data(),
+    // z's grad added into.
+    std::vector<float> acc(n, 1.0f);
+    run_on_host(n, cuda::ReluMaskBody<float>{y.data(), dyv.data(), dm.data(),
+                                             acc.data(), true});
+    for (int64_t i = 0; i < n; ++i) EXPECT_EQ(acc[i], 1.0f + dm[i]) << i;
+  }
+  // A NaN gives 0 both ways; no z.
+  const std::vector<float> nan_x{NAN, -1.0f, 2.0f}, zero{0, 0, 0}, one{1, 1, 1},
+      g{5.0f, 6.0f, 7.0f};
+  std::vector<float> y(3), m(3);
+  run_on_host(3, cuda::FusedBnForwardBody<float>{
+                     nan_x.data(), nullptr, zero.data(), one.data(), one.data(),
+                     zero.data(), y.data(), 3, 1});
+  EXPECT_EQ(y, (std::vector<float>{0.0f, 0.0f, 2.0f}));
+  const std::vector<float> nan_y{NAN, -1.0f, 2.0f};
+  run_on_host(3, cuda::ReluMaskBody<float>{nan_y.data(), g.data(), m.data(),
                                            nullptr, false});
   EXPECT_EQ(m, (std::vector<float>{0.0f, 0.0f, 7.0f}));
 }

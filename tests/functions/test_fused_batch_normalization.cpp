@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include <mixgraph/contexts/cpu/cpu_features.hpp>
+
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
 
@@ -119,6 +121,43 @@ TEST(FusedBatchNormalization, EqualsBatchNormalizationAdd2AndReLU) {
     EXPECT_EQ(grad_doubles(b1), grad_doubles(b2));
     EXPECT_EQ(grad_doubles(g1), grad_doubles(g2));
     EXPECT_EQ(grad_doubles(z1), grad_doubles(z2));
+  }
+}
+
+// z may be x itself: its grad is then BatchNormalization's dx plus the
+// ReLU's grad, as relu(add2(bn(x), x)) has it (the engine asks the second
+// use to add). With x held channel-blocked too (AVX-512), where the fused
+// layer's backward falls back to its plain passes.
+TEST(FusedBatchNormalization, ZMayBeX) {
+  const Shape xs{2, 32, 3, 2}, ps{1, 32, 1, 1};
+  FunctionCheck c;
+  c.inputs = {{xs, -2.0f, 2.0f}, {ps}, {ps, 0.5f, 1.5f}};
+  const auto values = input_values(c);
+  for (bool blocked : {false, true}) {
+    if (blocked && !cpu::cpu_features().avx512f) continue;
+    SCOPED_TRACE(blocked ? "x held blocked" : "plain");
+    auto run = [&](bool fused) {
+      auto x = variable_from(xs, values[0], true);
+      if (blocked)
+        x->data()->array().cast(Dtype::f32, Layout{16, 2, 32, 6}, false);
+      auto b = variable_from(ps, values[1], true);
+      auto g = variable_from(ps, values[2], true);
+      auto m = variable_from(ps, std::vector<float>(32, 0.0f));
+      auto v = variable_from(ps, std::vector<float>(32, 1.0f));
+      auto y = fused
+                   ? F::fused_batch_normalization(x, b, g, m, v, x)
+                   : F::relu(F::add2(F::batch_normalization(x, b, g, m, v), x));
+      auto loss = F::sum(F::mul2(y, y));
+      loss->forward();
+      loss->backward(1.0f);
+      return std::vector<Doubles>{to_doubles(y), grad_doubles(x),
+                                  grad_doubles(b), grad_doubles(g)};
+    };
+    const auto fused = run(true), apart = run(false);
+    const char* names[] = {"y", "dx", "dbeta", "dgamma"};
+    for (int i = 0; i < 4; ++i) {
+      expect_near(fused[i], apart[i], 1e-5, 1e-5, names[i]);
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 // The loops over a piece are compiled per vector ISA (isa_loops.hpp).
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 #include <mixgraph/contexts/cpu/convert_avx512.hpp>
@@ -605,6 +606,12 @@ class BatchNormalizationKernel : public Fn {
     const Rows rows{size0_ * C, C, S};
     // x held channel-blocked: dy read and dx written in its layout too.
     const Layout held = held_layout(in[0]);
+    if (relu.y && held.plain()) {
+      throw std::logic_error(
+          msg(this->tag(),
+              "the ReLU's mask is taken in the blocked loops "
+              "only: x is not held channel-blocked"));
+    }
     const bn_blocked::Tiles tiles{size0_, C, S, held.block};
     const T* x = in[0]->data()->template get<const T>(held);
     const T* dy = out[0]->grad()->template get<const T>(held);
@@ -788,15 +795,19 @@ class FusedBatchNormalizationCpu
     const std::vector<bool> bn_down(propagate_down.begin(),
                                     propagate_down.begin() + 5);
     const std::vector<bool> bn_accum(accum.begin(), accum.begin() + 5);
-    const Layout held = this->held_layout(in[0]);
+    // z may be x itself (one grad array): the engine then asks z's grad to
+    // be added and x's to be written, in input order, so dz written first
+    // would be overwritten. The masked grad is added to dx last instead.
+    const bool z_is_x =
+        to_z && &in[5]->grad()->array() == &in[0]->grad()->array();
+    const Layout held = z_is_x ? Layout{} : this->held_layout(in[0]);
     if (!held.plain()) {
       // Held channel-blocked: the mask taken as the loops read dy, dz
       // written in the pass that sums (no masked copy of dy).
       const T* y = out[0]->data()->template get<const T>(held);
       T* dz = to_z ? in[5]->grad()->template cast<T>(!accum[5], held) : nullptr;
-      Base::backward_masked(
-          bn_in, out, to_bn ? bn_down : std::vector<bool>(5, false), bn_accum,
-          bn_blocked::ReluMask{y, dz, to_z && accum[5]});
+      Base::backward_masked(bn_in, out, bn_down, bn_accum,
+                            bn_blocked::ReluMask{y, dz, to_z && accum[5]});
       return;
     }
     // The ReLU's grad, exact in T (dy or 0), and z's, in one threaded pass.
@@ -805,11 +816,11 @@ class FusedBatchNormalizationCpu
     const T* dy = output_grad<T>(out[0]);
     Variable masked(out[0]->shape());
     T* dm = masked.grad()->template cast<T>(true);
-    T* dz = to_z ? input_grad<T>(in[5], accum[5]) : nullptr;
+    T* dz = to_z && !z_is_x ? input_grad<T>(in[5], accum[5]) : nullptr;
     const bool add_z = to_z && accum[5];
     for_each_block(n, [&](int64_t begin, int64_t len) {
       relu_grad(y + begin, dy + begin, dm + begin, len);
-      if (!to_z) return;
+      if (!dz) return;
       if (!add_z) {
         std::copy(dm + begin, dm + begin + len, dz + begin);
         return;
@@ -817,8 +828,15 @@ class FusedBatchNormalizationCpu
       float buf[kBlock];
       store(load(dm + begin, buf, len), dz + begin, len, /*accum=*/true);
     });
-    if (!to_bn) return;
-    Base::backward_full(bn_in, {&masked}, bn_down, bn_accum);
+    if (to_bn) Base::backward_full(bn_in, {&masked}, bn_down, bn_accum);
+    if (!z_is_x) return;
+    // dx (whatever layout normalization's backward left it in, read
+    // plain) += the masked grad.
+    T* dx = input_grad<T>(in[0], /*accum=*/true);
+    for_each_block(n, [&](int64_t begin, int64_t len) {
+      float buf[kBlock];
+      store(load(dm + begin, buf, len), dx + begin, len, /*accum=*/true);
+    });
   }
 };
 

@@ -55,7 +55,7 @@ ConvOp conv_op(const std::string& name) {
   if (name == "backward_data") return ConvOp::backward_data;
   if (name == "backward_weights") return ConvOp::backward_weights;
   throw std::invalid_argument(
-      msg("[Convolution] unknown pass '", name,
+      msg("[convolution] unknown pass '", name,
           "' (forward, backward_data or backward_weights)"));
 }
 

@@ -68,7 +68,8 @@ class ConvStaging {
 /// (a batch in chunks, our own kernels; for one activation, its channels
 /// not a multiple of 16). The held arrays stay in T: where the kernel
 /// computes in fp32 (half; bfloat16 on CPUs without fast bf16 kernels) the
-/// pass converts them element by element.
+/// pass converts them element by element. Another pass name throws
+/// std::invalid_argument (as conv_implementation() does).
 struct ConvBlocks {
   int64_t in = 0, in2 = 0, out = 0;  // in2: backward_weights' dy
 };
@@ -188,8 +189,8 @@ bool conv_winograd();
 /// The implementation that runs `op` ("forward", "backward_data",
 /// "backward_weights") on T for g: oneDNN's, e.g. "jit:avx512_core", or
 /// "mixgraph:im2col_gemm" or "mixgraph:tap_gemm" for a weight grad by our
-/// products; for tests and
-/// benchmarks.
+/// products; for tests and benchmarks. Another pass name throws
+/// std::invalid_argument naming it.
 template <class T>
 std::string conv_implementation(const ConvGeometry& g, const std::string& op);
 

@@ -1,6 +1,6 @@
 // The small kernels of functions/cuda/kernels.hpp: per-channel sums, bias,
 // scaling, fp32 results stored to the storage type, and FusedBatch-
-// Normalization's add and ReLU (index bodies of index_kernels.hpp).
+// Normalization's forward and ReLU grad (index bodies of index_kernels.hpp).
 #include <mixgraph/contexts/cuda/cuda_utils.hpp>
 #include <mixgraph/contexts/half.hpp>
 #include <mixgraph/functions/cuda/kernels.hpp>
@@ -147,8 +147,18 @@ void bn_inference_grads(const float* sum_dy, const float* sum_dy_xmu,
 }
 
 template <class T>
-void add_relu(const T* z, T* y, int64_t n, cudaStream_t stream) {
-  launch(n, AddReluBody<T>{z, y}, stream);
+void fused_bn_forward(const T* x, const T* z, const float* mean,
+                      const float* inv_std, const float* gamma,
+                      const float* beta, T* y, int64_t outer, int64_t C,
+                      int64_t inner, cudaStream_t stream) {
+  launch(outer * C * inner,
+         FusedBnForwardBody<T>{x, z, mean, inv_std, gamma, beta, y, C, inner},
+         stream);
+}
+
+void inv_std_of(const float* var, float eps, float* inv_std, int64_t C,
+                cudaStream_t stream) {
+  launch(C, InvStdBody{var, eps, inv_std}, stream);
 }
 
 template <class T>
@@ -169,7 +179,9 @@ void relu_mask(const T* y, const T* dy, T* dm, T* dz, bool accum_z, int64_t n,
   template void bn_inference_grads<T>(                                         \
       const float*, const float*, const float*, const float*, float, int64_t,  \
       float*, T*, bool, T*, bool, cudaStream_t);                               \
-  template void add_relu<T>(const T*, T*, int64_t, cudaStream_t);              \
+  template void fused_bn_forward<T>(                                           \
+      const T*, const T*, const float*, const float*, const float*,            \
+      const float*, T*, int64_t, int64_t, int64_t, cudaStream_t);              \
   template void relu_mask<T>(const T*, const T*, T*, T*, bool, int64_t,        \
                              cudaStream_t);
 MG_INSTANTIATE(float)

@@ -1,8 +1,8 @@
 // The bodies of the CUDA kernels that are not elementwise (Reshape,
 // Transpose, Concatenate, the AxisGathers Pad/Tile/Shift/Unpooling,
 // Interpolate, the softmax cross entropy, layer normalization, Embed,
-// FusedBatchNormalization's add and ReLU and the recurrent driver's bias
-// rows; the recurrent cells' bodies are in
+// FusedBatchNormalization's forward and ReLU grad and the recurrent
+// driver's bias rows; the recurrent cells' bodies are in
 // functions/ops/recurrent_cells.hpp),
 // each a function of one index (or, for the softmax cross entropy's and
 // layer normalization's rows, of a row and a lane: row bodies, whose lanes
@@ -596,18 +596,37 @@ struct AddToBody {
   MG_HD void operator()(int64_t i) const { dst[i] += src[i]; }
 };
 
-/// FusedBatchNormalization's finish after cuDNN's normalization wrote y:
-/// y = relu(y + z) (z null: relu(y)) in fp32, rounded to T (a second
-/// rounding for half: the CPU rounds once). NaN gives 0, as on the CPU.
+/// FusedBatchNormalization's forward, as the CPU computes it: y =
+/// relu((x - mean[c]) (gamma[c] inv_std[c]) + beta[c] + z) (z null: no
+/// sum) in fp32, rounded to T once, over an (outer, C, inner) array. cuDNN
+/// gives the statistics; its own y, rounded before z is added, is not
+/// used. NaN gives 0, as on the CPU.
 template <class T>
-struct AddReluBody {
+struct FusedBnForwardBody {
+  const T* x;
   const T* z;
+  const float *mean, *inv_std, *gamma, *beta;
   T* y;
+  int64_t C, inner;
 
   MG_HD void operator()(int64_t i) const {
-    float v = static_cast<float>(y[i]);
+    const int64_t c = (i / inner) % C;
+    const float scale = gamma[c] * inv_std[c];
+    float v = (static_cast<float>(x[i]) - mean[c]) * scale + beta[c];
     if (z) v += static_cast<float>(z[i]);
     y[i] = T(v > 0.0f ? v : 0.0f);
+  }
+};
+
+/// inv_std[c] = 1 / sqrt(var[c] + eps): the running statistics' (the
+/// fused layer's inference), as the CPU's.
+struct InvStdBody {
+  const float* var;
+  float eps;
+  float* inv_std;
+
+  MG_HD void operator()(int64_t c) const {
+    inv_std[c] = 1.0f / sqrtf(var[c] + eps);
   }
 };
 

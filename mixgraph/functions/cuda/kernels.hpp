@@ -46,10 +46,17 @@ void bn_inference_grads(const float* sum_dy, const float* sum_dy_xmu,
                         int64_t C, float* a, T* dbeta, bool accum_beta,
                         T* dgamma, bool accum_gamma, cudaStream_t stream);
 
-/// FusedBatchNormalization's finish: y = relu(y + z) over n elements (z
-/// may be null); index_kernels.hpp's AddReluBody.
+/// FusedBatchNormalization's forward over an (outer, C, inner) array from
+/// the statistics (index_kernels.hpp's FusedBnForwardBody); z may be null.
 template <class T>
-void add_relu(const T* z, T* y, int64_t n, cudaStream_t stream);
+void fused_bn_forward(const T* x, const T* z, const float* mean,
+                      const float* inv_std, const float* gamma,
+                      const float* beta, T* y, int64_t outer, int64_t C,
+                      int64_t inner, cudaStream_t stream);
+
+/// inv_std[c] = 1 / sqrt(var[c] + eps) for C channels (InvStdBody).
+void inv_std_of(const float* var, float eps, float* inv_std, int64_t C,
+                cudaStream_t stream);
 
 /// Its ReLU grad: dm = dy where y > 0, and dz = dm (added with accum_z)
 /// where dz is not null; index_kernels.hpp's ReluMaskBody.

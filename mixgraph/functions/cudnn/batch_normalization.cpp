@@ -5,10 +5,11 @@
 // the running variance with the unbiased batch variance, as NNabla does.
 // Backward with the running statistics (batch_stat false) is not cuDNN's
 // training backward: it runs as small kernels (functions/cuda/kernels.hpp).
-// FusedBatchNormalization is the same kernel with z added and the ReLU
-// taken after cuDNN's forward (AddReluBody: half rounds y twice, where the
-// CPU rounds once), and its backward masks dy (ReluMaskBody, which also
-// writes z's grad) before cuDNN's backward reads it.
+// FusedBatchNormalization is the same kernel, its y computed again from x
+// with cuDNN's batch statistics, z and the ReLU (FusedBnForwardBody: one
+// rounding, as on the CPU; in inference from the running statistics alone),
+// and its backward masks dy (ReluMaskBody, which also writes z's grad)
+// before cuDNN's backward reads it.
 #include <mixgraph/functions/batch_normalization.hpp>
 #include <mixgraph/functions/fused_batch_normalization.hpp>
 
@@ -55,6 +56,15 @@ class BatchNormalizationCudnn : public Fn {
     if (in[0]->size() == 0) return;
     const float one = 1.0f, zero = 0.0f;
     cudnnHandle_t h = cudnn_handle(l.index);
+    if (kFused && !opts_.batch_stat) {
+      // The running statistics as they are: no cuDNN call needed.
+      auto inv_std = l.scratch(size1_ * sizeof(float));
+      float* is = static_cast<float*>(inv_std->ptr());
+      inv_std_of(input<float>(*this, in[4]), opts_.eps, is, size1_, l.stream);
+      fused_bn_forward<T>(x, z, input<float>(*this, in[3]), is, gamma, beta, y,
+                          size0_, size1_, size2_, l.stream);
+      return;
+    }
     if (opts_.batch_stat) {
       // The running statistics are fp32 whatever T is.
       float* rm = in[3]->data()->template cast<float>(false, this->device());
@@ -70,7 +80,13 @@ class BatchNormalizationCudnn : public Fn {
           h, kMode, &one, &zero, x_, x, x_, y, bn_, gamma, beta,
           input<float>(*this, in[3]), input<float>(*this, in[4]), opts_.eps));
     }
-    if (kFused) add_relu<T>(z, y, in[0]->size(), l.stream);
+    if constexpr (kFused) {
+      // y again from x with cuDNN's batch statistics, z and the ReLU, one
+      // rounding (cuDNN's y would round before z is added).
+      fused_bn_forward<T>(x, z, static_cast<const float*>(save_mean_->ptr()),
+                          static_cast<const float*>(save_inv_std_->ptr()),
+                          gamma, beta, y, size0_, size1_, size2_, l.stream);
+    }
   }
 
   void backward_full(const Variables& in, const Variables& out,
@@ -85,13 +101,21 @@ class BatchNormalizationCudnn : public Fn {
       if (!to_z && !to_bn) return;
       const Launch l(*this);
       const int64_t n = out[0]->size();
+      // z may be x itself (one grad array): the masked grad is then added
+      // to dx last, as the CPU's fused layer does.
+      const bool z_is_x =
+          to_z && &in[5]->grad()->array() == &in[0]->grad()->array();
       const T* y = input<T>(*this, out[0]);
       const T* dy = output_grad<T>(*this, out[0]);
-      T* dz = to_z ? input_grad<T>(*this, in[5], accum[5]) : nullptr;
+      T* dz = to_z && !z_is_x ? input_grad<T>(*this, in[5], accum[5]) : nullptr;
       auto masked = l.scratch(n * sizeof(T));
       T* dm = static_cast<T*>(masked->ptr());
       relu_mask<T>(y, dy, dm, dz, to_z && accum[5], n, l.stream);
       if (to_bn) backward_bn(in, out, propagate_down, accum, dm);
+      if (z_is_x) {
+        relu_mask<T>(y, dy, dm, input_grad<T>(*this, in[0], true), true, n,
+                     l.stream);
+      }
     }
   }
 
