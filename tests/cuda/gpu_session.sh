@@ -12,7 +12,7 @@
 #      with PyTorch's (float32, fp16 AMP, bf16 autocast) on the same GPU,
 #      with the host<->device copies and the host's share of each step;
 #   5. compute-sanitizer's memcheck over the index kernels, the recurrent
-#      driver and BatchMatmul.
+#      driver, BatchMatmul and the fused batch normalization.
 # Prepared here (tests/cuda/gpu_prepare.sh fills GPU_DIR with the bundle
 # and Fashion-MNIST); on the device, from the repository's root:
 #   bash tests/cuda/gpu_session.sh GPU_DIR RESULTS_DIR [STAGES]
@@ -98,13 +98,13 @@ if wanted models; then
 fi
 
 if wanted memcheck; then
-  stage "compute-sanitizer memcheck: index kernels, recurrent, BatchMatmul"
+  stage "compute-sanitizer memcheck: index kernels, recurrent, BatchMatmul, fused BN"
   if ! fits 20; then
     :
   elif command -v compute-sanitizer >/dev/null; then
     timeout "$(budget 90)" compute-sanitizer --tool memcheck --error-exitcode 3 \
       /tmp/b/bin/test_cuda_functions \
-      --gtest_filter='*TrainingStep*:*BatchMatmul*:*Layout*:*Interpolate*:*Depthwise*:*Recurrent*' \
+      --gtest_filter='*TrainingStep*:*BatchMatmul*:*Layout*:*Interpolate*:*Depthwise*:*Recurrent*:*FusedBatch*' \
       2>&1 | tail -15
     echo "memcheck rc=${PIPESTATUS[0]}"
   else

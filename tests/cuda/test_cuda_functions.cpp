@@ -349,6 +349,37 @@ TEST_F(CudaFunctions, BatchNormalization) {
                      }});
 }
 
+// The fused layer: with z, without, z being x itself (its grad is then
+// BatchNormalization's dx plus the ReLU's grad), in both statistics.
+TEST_F(CudaFunctions, FusedBatchNormalization) {
+  for (bool batch_stat : {true, false}) {
+    for (const char* z : {"z", "none", "x"}) {
+      SCOPED_TRACE(std::string(batch_stat ? "batch statistics, z "
+                                          : "running "
+                                            "statistics, z ") +
+                   z);
+      FusedBatchNormalizationOptions o;
+      o.batch_stat = batch_stat;
+      const std::string zs = z;
+      Case c{{InputSpec({4, 3, 5, 2}, -2, 3), InputSpec({1, 3, 1, 1}),
+              InputSpec({1, 3, 1, 1}, 0.5f, 1.5f),
+              InputSpec({1, 3, 1, 1}, -0.2f, 0.2f, false),
+              InputSpec({1, 3, 1, 1}, 0.5f, 2.0f, false),
+              InputSpec({4, 3, 5, 2}, -1, 1)},
+             [o, zs](const Vars& v) {
+               const VariablePtr zv = zs == "z"   ? v[5]
+                                      : zs == "x" ? v[0]
+                                                  : nullptr;
+               return F::fused_batch_normalization(v[0], v[1], v[2], v[3], v[4],
+                                                   zv, o);
+             }};
+      c.updated = {3, 4};
+      c.slack = 2;
+      compare_all_types(c);
+    }
+  }
+}
+
 TEST_F(CudaFunctions, SoftmaxAndLogSoftmax) {
   for (int axis : {1, -1, 0}) {
     SCOPED_TRACE("axis " + std::to_string(axis));
