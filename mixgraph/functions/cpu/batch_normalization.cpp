@@ -20,6 +20,7 @@
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/cpu/lanes.hpp>
 #include <mixgraph/functions/fused_batch_normalization.hpp>
+#include <mixgraph/functions/ops/unary_ops.hpp>
 #include <mixgraph/functions/registry.hpp>
 
 namespace mg::cpu {
@@ -327,7 +328,7 @@ MG_TARGET_AVX512 void tile_normalise(const T* x, const T* z, T* y, int64_t S,
       if constexpr (kRelu) {
         if (z) r = _mm512_add_ps(r, avx512::load16(z + i));
         // max_ps gives its second operand, 0, for a NaN r (and +0 for
-        // -0), as the plain loop's r > 0 ? r : 0 does.
+        // -0), as ops::ReLU's r > 0 ? r : 0 does.
         r = _mm512_max_ps(r, _mm512_setzero_ps());
       }
       avx512::store16(y + i, r);
@@ -705,7 +706,8 @@ class BatchNormalizationKernel : public Fn {
       const float* zf = load(z, buf, n);
       for (int64_t i = 0; i < n; ++i) y[i] += zf[i];
     }
-    for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+    const ops::ReLU relu;
+    for (int64_t i = 0; i < n; ++i) y[i] = relu(y[i]);
   }
 
  private:

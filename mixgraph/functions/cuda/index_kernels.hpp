@@ -28,6 +28,7 @@
 #include <mixgraph/contexts/half.hpp>
 #include <mixgraph/contexts/macros.hpp>
 #include <mixgraph/functions/ops/interpolate_ops.hpp>
+#include <mixgraph/functions/ops/unary_ops.hpp>
 #include <mixgraph/graph/shape.hpp>
 
 namespace mg::cuda {
@@ -614,7 +615,7 @@ struct FusedBnForwardBody {
     const float scale = gamma[c] * inv_std[c];
     float v = (static_cast<float>(x[i]) - mean[c]) * scale + beta[c];
     if (z) v += static_cast<float>(z[i]);
-    y[i] = T(v > 0.0f ? v : 0.0f);
+    y[i] = T(ops::ReLU{}(v));
   }
 };
 
