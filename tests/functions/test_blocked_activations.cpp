@@ -313,6 +313,64 @@ TEST(BlockedActivations, ElementwiseFunctionsReadEveryArrayInOneLayout) {
   }
 }
 
+// Concatenate along the channel axis of inputs held blocked (a U-Net's
+// skip connection: a convolution's output joined with an upsampled map)
+// joins them blocked: y, and the inputs' grads, in the block of the first
+// blocked input, the same values as plain arrays (a copy, so exactly),
+// with a plain input blocked by its read, the same variable given twice,
+// and a second backward adding into the grads. Where an input's channels
+// are no multiple of the block, or the axis is not the channel axis, the
+// join stays plain.
+TEST(BlockedActivations, ConcatenateJoinsChannelsInTheirBlocks) {
+  struct Case {
+    const char* name;
+    int64_t c1, axis;
+    bool blocked;
+  } cases[] = {{"blocked", 16, 1, true},
+               {"8 channels", 8, 1, false},
+               {"axis 2", 32, 2, false}};
+  for (const char* type : {"float", "bfloat16", "half"}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(type) + ", " + c.name);
+      ContextGuard g(context("cpu", type));
+      const Dtype dt = std::string(type) == "float"      ? Dtype::f32
+                       : std::string(type) == "bfloat16" ? Dtype::bf16
+                                                         : Dtype::f16;
+      const Shape s0{2, 32, 3, 5}, s1{2, c.c1, 3, 5};
+      const Layout l0{16, 2, 32, 15};
+      auto run = [&](bool blocked) {
+        auto x0 = random_variable(s0, 1.0f, 41, true);
+        auto x1 = random_variable(s1, 1.0f, 42, true);
+        if (blocked) x0->data()->array().cast(dt, l0, false);
+        auto y = F::concatenate({x1, x0, x0}, c.axis);
+        const Shape ys = y->shape();
+        auto w = random_variable(ys, 1.0f, 43, false);
+        auto loss = F::sum(F::mul2(y, w));
+        loss->forward(false);
+        const Layout yl = y->data()->array().layout();
+        loss->backward(1.0f);
+        loss->backward(1.0f);
+        return std::make_tuple(yl, x0->grad()->array().layout(),
+                               x1->grad()->array().layout(), to_doubles(y),
+                               grad_doubles(x0), grad_doubles(x1));
+      };
+      const auto [yl, dx0l, dx1l, y, dx0, dx1] = run(true);
+      const auto [pyl, pdx0l, pdx1l, py, pdx0, pdx1] = run(false);
+      EXPECT_TRUE(pyl.plain());
+      if (c.blocked) {
+        EXPECT_EQ(yl, (Layout{16, 2, 80, 15}));
+        EXPECT_EQ(dx0l, l0);
+        EXPECT_EQ(dx1l, (Layout{16, 2, 16, 15}));
+      } else {
+        EXPECT_TRUE(yl.plain());
+      }
+      EXPECT_EQ(y, py);
+      EXPECT_EQ(dx0, pdx0);
+      EXPECT_EQ(dx1, pdx1);
+    }
+  }
+}
+
 // A network's first convolution (3 channels in, read plain) still writes
 // its 32 channels out blocked where the kernel does, with the same values.
 TEST(BlockedActivations, FirstConvolutionWritesItsOutputBlocked) {

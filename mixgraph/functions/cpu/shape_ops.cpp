@@ -208,15 +208,23 @@ class ConcatenateCpu : public Concatenate {
 
  protected:
   // Input k fills y[o, offset(k) : offset(k) + chunk(k)] for each outer o.
+  // In a channel-blocked layout (joined_block()) an image's channels of one
+  // input are still one run, [c / block][s][c % block], so the same chunks
+  // are copied.
   void forward_impl(const Variables& in, const Variables& out) override {
+    std::vector<NdArray*> heads;
+    for (Variable* x : in) heads.push_back(x->data().get());
+    const int64_t block = joined_block(heads, in);
     dispatch_layout<T>(in, tag(), [&](auto tag_u) {
       using U = typename decltype(tag_u)::type;
       const int64_t row = out[0]->size() / std::max<int64_t>(outer_, 1);
-      U* y = output<U>(out[0]);
+      U* y = out[0]->data()->template cast<U>(
+          true, joined_layout(block, out[0]->size()));
       int64_t offset = 0;
       for (Variable* x : in) {
         const int64_t chunk = outer_ ? x->size() / outer_ : 0;
-        const U* src = input<U>(x);
+        const U* src =
+            x->data()->template get<const U>(joined_layout(block, x->size()));
 #pragma omp parallel for schedule(static) if (x->size() >= parallel_min())
         for (int64_t o = 0; o < outer_; ++o) {
           copy_add(src + o * chunk, y + o * row + offset, chunk, false);
@@ -228,14 +236,24 @@ class ConcatenateCpu : public Concatenate {
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
+    const int64_t block = joined_block({out[0]->grad().get()}, in);
     const int64_t row = out[0]->size() / std::max<int64_t>(outer_, 1);
-    const T* dy = output_grad<T>(out[0]);
+    const T* dy = out[0]->grad()->template get<const T>(
+        joined_layout(block, out[0]->size()));
+    // Every pointer taken before the threaded loops: with accum, a grad
+    // held in the other layout is converted by its cast.
+    std::vector<T*> dxs(in.size(), nullptr);
+    for (size_t k = 0; k < in.size(); ++k) {
+      if (propagate_down[k]) {
+        dxs[k] = in[k]->grad()->template cast<T>(
+            !accum[k], joined_layout(block, in[k]->size()));
+      }
+    }
     int64_t offset = 0;
     // In order: the same variable given twice is overwritten, then added to.
     for (size_t k = 0; k < in.size(); ++k) {
       const int64_t chunk = outer_ ? in[k]->size() / outer_ : 0;
-      if (propagate_down[k]) {
-        T* dx = input_grad<T>(in[k], accum[k]);
+      if (T* dx = dxs[k]) {
 #pragma omp parallel for schedule(static) if (in[k]->size() >= parallel_min())
         for (int64_t o = 0; o < outer_; ++o) {
           copy_add(dy + o * row + offset, dx + o * chunk, chunk, accum[k]);
@@ -243,6 +261,34 @@ class ConcatenateCpu : public Concatenate {
       }
       offset += chunk;
     }
+  }
+
+ private:
+  // The channel block in which to join, 0 for plain: that of the first
+  // channel-blocked head among `heads` whose images are the outer rows and
+  // whose spatial size is the size after the axis (so the axis is its
+  // channel axis), where every input's count along the axis is a multiple
+  // of the block. Activations held blocked between convolutions (a U-Net's
+  // skip connections) are then joined with no pass to unblock them, and
+  // the convolution that reads y takes it as it is; a plain input is
+  // blocked by its get, the pass its convolution would otherwise make.
+  int64_t joined_block(const std::vector<NdArray*>& heads,
+                       const Variables& in) const {
+    if (outer_ * inner_ == 0) return 0;
+    for (NdArray* a : heads) {
+      const Layout l = a->array().layout();
+      if (l.plain() || l.batch != outer_ || l.spatial != inner_) continue;
+      for (Variable* x : in) {
+        if ((x->size() / (outer_ * inner_)) % l.block != 0) return 0;
+      }
+      return l.block;
+    }
+    return 0;
+  }
+  // An array of `size` elements (the output or one input) in that block.
+  Layout joined_layout(int64_t block, int64_t size) const {
+    if (block == 0) return {};
+    return {block, outer_, size / (outer_ * inner_), inner_};
   }
 };
 
