@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
@@ -369,6 +370,62 @@ TEST(BlockedActivations, ConcatenateJoinsChannelsInTheirBlocks) {
       EXPECT_EQ(dx1, pdx1);
     }
   }
+}
+
+// The functions that move values within each image's spatial axes alone,
+// the same for every channel (resizing, unpooling, max pooling), run on
+// x held blocked as on a plain x: y and dy in x's blocks, dx in dy's, the
+// same values bit for bit (the same fp32 sums in the same order per
+// element), and a second backward adding into dx.
+struct SpatialCase {
+  const char* name;
+  Shape x;
+  std::function<VariablePtr(const VariablePtr&)> f;
+};
+
+void expect_spatial_blocks(const SpatialCase& c) {
+  const Layout xl{16, c.x[0], c.x[1], shape_size(c.x, 2, 4)};
+  for (const char* type : {"float", "bfloat16", "half"}) {
+    SCOPED_TRACE(std::string(c.name) + ", " + type);
+    ContextGuard g(context("cpu", type));
+    const Dtype dt = std::string(type) == "float"      ? Dtype::f32
+                     : std::string(type) == "bfloat16" ? Dtype::bf16
+                                                       : Dtype::f16;
+    auto run = [&](bool blocked) {
+      // Held in the type either way (a plain fp32 x would be read unrounded).
+      auto x = random_variable(c.x, 2.0f, 51, true);
+      x->data()->array().cast(dt, blocked ? xl : Layout{}, false);
+      auto y = c.f(x);
+      auto w = random_variable(y->shape(), 1.0f, 52, false);
+      auto loss = F::sum(F::mul2(y, w));
+      loss->forward(false);
+      const Layout yl = y->data()->array().layout();
+      loss->backward(1.0f);
+      loss->backward(1.0f);
+      return std::make_tuple(yl, x->grad()->array().layout(), to_doubles(y),
+                             grad_doubles(x));
+    };
+    const auto [yl, dxl, y, dx] = run(true);
+    const auto [pyl, pdxl, py, pdx] = run(false);
+    EXPECT_TRUE(pyl.plain());
+    EXPECT_EQ(yl.block, 16);
+    EXPECT_EQ(dxl, xl);
+    EXPECT_EQ(y, py);
+    EXPECT_EQ(dx, pdx);
+  }
+}
+
+TEST(BlockedActivations, InterpolateResizesInTheBlocks) {
+  expect_spatial_blocks({"linear, half pixel", {2, 32, 7, 5}, [](auto x) {
+                           return F::interpolate(x, {14, 9}, "linear", false,
+                                                 true);
+                         }});
+  expect_spatial_blocks({"linear, corners aligned", {2, 32, 5, 6}, [](auto x) {
+                           return F::interpolate(x, {3, 11}, "linear", true);
+                         }});
+  expect_spatial_blocks({"nearest", {2, 16, 5, 6}, [](auto x) {
+                           return F::interpolate(x, {10, 13}, "nearest");
+                         }});
 }
 
 // A network's first convolution (3 channels in, read plain) still writes

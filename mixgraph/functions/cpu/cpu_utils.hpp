@@ -114,6 +114,38 @@ inline mg::Layout elementwise_layout(std::initializer_list<NdArray*> arrays) {
   return {};
 }
 
+/// For a function that does the same to every channel of an image and
+/// moves values only within its spatial axes (resizing, pooling): a's
+/// head layout where it is channel-blocked with axis 0 of `shape` its
+/// images, axis 1 its channels and the rest its spatial size, else plain.
+/// Such a function may then run on blocked_view() of its arrays.
+inline mg::Layout spatial_blocks(NdArray* a, const Shape& shape) {
+  const mg::Layout l = a->array().layout();
+  const int nd = static_cast<int>(shape.size());
+  if (l.plain() || nd < 3 || l.batch != shape[0] || l.channels != shape[1] ||
+      l.spatial != shape_size(shape, 2, nd)) {
+    return {};
+  }
+  return l;
+}
+
+/// The layout of blocks of l.block channels for another array of the same
+/// images and channels (shape's axes 0 and 1), plain where l is.
+inline mg::Layout same_blocks(const mg::Layout& l, const Shape& shape) {
+  if (l.plain()) return {};
+  return {l.block, shape[0], shape[1],
+          shape_size(shape, 2, static_cast<int>(shape.size()))};
+}
+
+/// An array of `shape` held in blocks of `block` channels, as the row-major
+/// array it is: (batch * channels / block, spatial axes..., block).
+inline Shape blocked_view(const Shape& shape, int64_t block) {
+  Shape v{shape[0] * shape[1] / block};
+  v.insert(v.end(), shape.begin() + 2, shape.end());
+  v.push_back(block);
+  return v;
+}
+
 /// A read-only array handed to a kernel with its dtype, so a kernel that
 /// computes in fp32 can take an fp32 array as it is.
 struct Operand {

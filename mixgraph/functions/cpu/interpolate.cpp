@@ -105,6 +105,31 @@ void resize_grad(const float* g, int64_t outer, int64_t inner,
   }
 }
 
+// x and y as the passes walk them: their shapes; or, where x (forward) or
+// dy (backward) is held in blocks of channels, blocked_view() of them, the
+// resized axes one to the left (shift 1: the channels' axis folded into
+// the images'). A slice is then an image's block of channels and every tap
+// moves a block of channels as one vector, where a plain slice's last axis
+// took its taps an element at a time: the U-Net's (32, 64, 7, 7) ->
+// (14, 14) ran 0.5 ms forward and 0.8 backward so, and its map came
+// blocked from a convolution, to be converted first.
+struct Walk {
+  Shape x, y;
+  int shift = 0;
+  mg::Layout xl, yl;  // the layouts of x (and dx) and y (and dy)
+};
+
+Walk walk_of(const Shape& x, const Shape& y, const mg::Layout& held,
+             const std::vector<ResizedAxis>& axes, bool channel_last) {
+  const bool spatial = !channel_last && std::all_of(axes.begin(), axes.end(),
+                                                    [](const ResizedAxis& r) {
+                                                      return r.axis >= 2;
+                                                    });
+  if (held.plain() || !spatial) return {x, y, 0, {}, {}};
+  return {blocked_view(x, held.block), blocked_view(y, held.block), 1,
+          same_blocks(held, x), same_blocks(held, y)};
+}
+
 // x as slices: `count` of them, `in` elements each in x and `out` in y,
 // the resized axes (and any after them) within a slice; `most` the largest
 // slice any pass makes.
@@ -113,16 +138,15 @@ struct Slices {
   int64_t count, in, out, most;
 };
 
-Slices slices_of(const Shape& x, const Shape& y,
-                 const std::vector<ResizedAxis>& axes) {
-  const int nd = static_cast<int>(x.size());
-  Slices s{axes.front().axis, 0, 0, 0, 0};
-  s.count = shape_size(x, 0, s.first);
-  s.in = shape_size(x, s.first, nd), s.out = shape_size(y, s.first, nd);
-  Shape t = x;
+Slices slices_of(const Walk& w, const std::vector<ResizedAxis>& axes) {
+  const int nd = static_cast<int>(w.x.size());
+  Slices s{axes.front().axis - w.shift, 0, 0, 0, 0};
+  s.count = shape_size(w.x, 0, s.first);
+  s.in = shape_size(w.x, s.first, nd), s.out = shape_size(w.y, s.first, nd);
+  Shape t = w.x;
   s.most = s.in;
   for (const ResizedAxis& r : axes) {
-    t[r.axis] = r.out;
+    t[r.axis - w.shift] = r.out;
     s.most = std::max(s.most, shape_size(t, s.first, nd));
   }
   return s;
@@ -149,11 +173,17 @@ class InterpolateCpu : public Interpolate {
 
  protected:
   void forward_impl(const Variables& in, const Variables& out) override {
-    const Shape& xs = in[0]->shape();
-    const int nd = static_cast<int>(xs.size());
-    const Slices s = slices_of(xs, out[0]->shape(), axes_);
-    const Operand x = operand<T>(in[0]);  // an fp32 master read as it is
-    T* y = output<T>(out[0]);
+    const Walk w = walk_of(in[0]->shape(), out[0]->shape(),
+                           spatial_blocks(in[0]->data().get(), in[0]->shape()),
+                           axes_, opts_.channel_last);
+    const int nd = static_cast<int>(w.x.size());
+    const Slices s = slices_of(w, axes_);
+    // An fp32 master read as it is.
+    const Operand x =
+        w.xl.plain()
+            ? operand<T>(in[0])
+            : Operand{in[0]->data()->template get<const T>(w.xl), dtype_of<T>};
+    T* y = out[0]->data()->template cast<T>(true, w.yl);
     for_each_slice(s, [&](int64_t n, float* a, float* b) {
       const float* src;
       if (x.dtype == Dtype::f32) {
@@ -163,15 +193,16 @@ class InterpolateCpu : public Interpolate {
                 Dtype::f32, static_cast<size_t>(s.in));
         src = a;
       }
-      Shape t = xs;
+      Shape t = w.x;
       float* dst = nullptr;
       for (size_t i = 0; i < axes_.size(); ++i) {
         const ResizedAxis& r = axes_[i];
+        const int axis = r.axis - w.shift;
         dst = src == a ? b : a;
         if (i + 1 == axes_.size()) dst = store_buffer(y + n * s.out, dst);
-        resize(src, shape_size(t, s.first, r.axis),
-               shape_size(t, r.axis + 1, nd), r, dst);
-        t[r.axis] = r.out;
+        resize(src, shape_size(t, s.first, axis), shape_size(t, axis + 1, nd),
+               r, dst);
+        t[axis] = r.out;
         src = dst;
       }
       store(dst, y + n * s.out, s.out);
@@ -182,23 +213,28 @@ class InterpolateCpu : public Interpolate {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
-    const Shape& ys = out[0]->shape();
-    const int nd = static_cast<int>(ys.size());
-    const Slices s = slices_of(in[0]->shape(), ys, axes_);
-    const T* dy = output_grad<T>(out[0]);
-    T* dx = input_grad<T>(in[0], accum[0]);
+    const Walk w = walk_of(
+        in[0]->shape(), out[0]->shape(),
+        same_blocks(spatial_blocks(out[0]->grad().get(), out[0]->shape()),
+                    in[0]->shape()),
+        axes_, opts_.channel_last);
+    const int nd = static_cast<int>(w.y.size());
+    const Slices s = slices_of(w, axes_);
+    const T* dy = out[0]->grad()->template get<const T>(w.yl);
+    T* dx = in[0]->grad()->template cast<T>(!accum[0], w.xl);
     for_each_slice(s, [&](int64_t n, float* a, float* b) {
       const float* g = load(dy + n * s.out, a, s.out);
-      Shape t = ys;
+      Shape t = w.y;
       float* dst = nullptr;
       for (auto r = axes_.rbegin(); r != axes_.rend(); ++r) {
+        const int axis = r->axis - w.shift;
         dst = g == a ? b : a;
         if (r + 1 == axes_.rend() && !accum[0]) {
           dst = store_buffer(dx + n * s.in, dst);
         }
-        resize_grad(g, shape_size(t, s.first, r->axis),
-                    shape_size(t, r->axis + 1, nd), *r, dst);
-        t[r->axis] = r->in;
+        resize_grad(g, shape_size(t, s.first, axis),
+                    shape_size(t, axis + 1, nd), *r, dst);
+        t[axis] = r->in;
         g = dst;
       }
       store(dst, dx + n * s.in, s.in, accum[0]);
