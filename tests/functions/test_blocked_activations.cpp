@@ -384,7 +384,8 @@ struct SpatialCase {
 };
 
 void expect_spatial_blocks(const SpatialCase& c) {
-  const Layout xl{16, c.x[0], c.x[1], shape_size(c.x, 2, 4)};
+  const Layout xl{16, c.x[0], c.x[1],
+                  shape_size(c.x, 2, static_cast<int>(c.x.size()))};
   for (const char* type : {"float", "bfloat16", "half"}) {
     SCOPED_TRACE(std::string(c.name) + ", " + type);
     ContextGuard g(context("cpu", type));
@@ -416,15 +417,30 @@ void expect_spatial_blocks(const SpatialCase& c) {
 }
 
 TEST(BlockedActivations, InterpolateResizesInTheBlocks) {
-  expect_spatial_blocks({"linear, half pixel", {2, 32, 7, 5}, [](auto x) {
-                           return F::interpolate(x, {14, 9}, "linear", false,
-                                                 true);
-                         }});
+  expect_spatial_blocks(
+      {"linear, half pixel", {2, 32, 7, 5}, [](auto x) {
+         return F::interpolate(x, {14, 9}, "linear", false, true);
+       }});
   expect_spatial_blocks({"linear, corners aligned", {2, 32, 5, 6}, [](auto x) {
                            return F::interpolate(x, {3, 11}, "linear", true);
                          }});
   expect_spatial_blocks({"nearest", {2, 16, 5, 6}, [](auto x) {
                            return F::interpolate(x, {10, 13}, "nearest");
+                         }});
+}
+
+TEST(BlockedActivations, UnpoolingRepeatsTheBlocks) {
+  expect_spatial_blocks({"2 x 2", {2, 32, 7, 5}, [](auto x) {
+                           return F::unpooling(x, {2, 2});
+                         }});
+  expect_spatial_blocks({"3 x 1", {3, 16, 4, 5}, [](auto x) {
+                           return F::unpooling(x, {3, 1});
+                         }});
+  expect_spatial_blocks({"the last axis only", {2, 16, 3, 5}, [](auto x) {
+                           return F::unpooling(x, {3});
+                         }});
+  expect_spatial_blocks({"one spatial axis", {2, 32, 6}, [](auto x) {
+                           return F::unpooling(x, {2});
                          }});
 }
 

@@ -372,8 +372,160 @@ template <class T>
 using TileCpu = AxisGatherCpu<T, Tile>;
 template <class T>
 using ShiftCpu = AxisGatherCpu<T, Shift>;
+
+// Unpooling of an array held in blocks of channels, on its blocked_view()
+// (images * channels / block, spatial..., block): a row is a run along the
+// last spatial axis of `block` channels each, the rows before it are
+// repeated whole (a memcpy of the row before) and each of a row's elements
+// is a block copied `kw` times. The general gather walked the rows of a
+// plain copy (converted from the blocks first) an element at a time: the
+// U-Net's (32, 32, 14, 14) by 2 x 2 took 0.5 ms forward and 0.9 backward
+// in bfloat16 so.
+struct UnpoolRows {
+  Shape x, y;    // the blocked views
+  int rank = 0;  // the axes that index rows: all but the last two
+  int64_t x_row = 0, y_row = 0, rows_x = 0, rows_y = 0, block = 0, kw = 1;
+
+  UnpoolRows(const Shape& xs, const Shape& ys, int64_t b)
+      : x(blocked_view(xs, b)), y(blocked_view(ys, b)), block(b) {
+    const int nd = static_cast<int>(x.size());
+    rank = nd - 2;
+    x_row = x[nd - 2] * b, y_row = y[nd - 2] * b;
+    kw = y[nd - 2] / x[nd - 2];
+    rows_x = shape_size(x, 0, rank), rows_y = shape_size(y, 0, rank);
+  }
+  // The row of x that y's row r reads.
+  int64_t source(int64_t r) const {
+    int64_t xr = 0, scale = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+      const int64_t i = r % y[d];
+      r /= y[d];
+      xr += i / (y[d] / x[d]) * scale;
+      scale *= x[d];
+    }
+    return xr;
+  }
+};
+
 template <class T>
-using UnpoolingCpu = AxisGatherCpu<T, Unpooling>;
+void unpool_blocked(const T* x, T* y, const UnpoolRows& u) {
+  const bool team = u.rows_y > 1 && u.rows_y * u.y_row >= parallel_min();
+#pragma omp parallel if (team)
+  {
+    const auto [r0, r1] =
+        team_share(u.rows_y, omp_get_thread_num(), omp_get_num_threads());
+    int64_t prev = -1;
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t xr = u.source(r);
+      T* yr = y + r * u.y_row;
+      if (prev >= 0 && u.source(prev) == xr) {
+        std::memcpy(yr, y + prev * u.y_row, u.y_row * sizeof(T));
+      } else {
+        const T* xs = x + xr * u.x_row;
+        for (int64_t e = 0; e < u.x_row; e += u.block) {
+          for (int64_t m = 0; m < u.kw; ++m) {
+            std::memcpy(yr + e * u.kw + m * u.block, xs + e,
+                        u.block * sizeof(T));
+          }
+        }
+      }
+      prev = r;
+    }
+  }
+}
+
+// dx's row of x: the sum in fp32 over the y rows that read it (in y's
+// order) and over each element's kw copies (in order), the order in which
+// the general scatter adds them, so the bits are the same.
+template <class T>
+void unpool_blocked_grad(const T* dy, T* dx, const UnpoolRows& u, bool accum) {
+  const bool team = u.rows_x > 1 && u.rows_y * u.y_row >= parallel_min();
+#pragma omp parallel if (team)
+  {
+    std::vector<float, CpuScratchAllocator<float>> g(u.y_row), sum(u.x_row);
+    std::vector<int64_t> first(u.rank), at(u.rank);
+    const auto [r0, r1] =
+        team_share(u.rows_x, omp_get_thread_num(), omp_get_num_threads());
+    for (int64_t r = r0; r < r1; ++r) {
+      // x's row index per axis, and the first y index that reads it.
+      int64_t rem = r;
+      for (int d = u.rank - 1; d >= 0; --d) {
+        first[d] = rem % u.x[d] * (u.y[d] / u.x[d]);
+        rem /= u.x[d];
+      }
+      at = first;
+      std::fill(sum.begin(), sum.end(), 0.0f);
+      for (;;) {
+        int64_t yr = 0;
+        for (int d = 0; d < u.rank; ++d) yr = yr * u.y[d] + at[d];
+        const float* gr = load(dy + yr * u.y_row, g.data(), u.y_row);
+        for (int64_t e = 0; e < u.x_row; e += u.block) {
+          float* s = sum.data() + e;
+          for (int64_t m = 0; m < u.kw; ++m) {
+            const float* ge = gr + e * u.kw + m * u.block;
+            for (int64_t l = 0; l < u.block; ++l) s[l] += ge[l];
+          }
+        }
+        int d = u.rank - 1;  // the next y row that reads it, in y's order
+        for (; d >= 0; --d) {
+          if (++at[d] < first[d] + u.y[d] / u.x[d]) break;
+          at[d] = first[d];
+        }
+        if (d < 0) break;
+      }
+      store(sum.data(), dx + r * u.x_row, u.x_row, accum);
+    }
+  }
+}
+
+// Unpooling, on x's (dy's) blocks where it is held in blocks of channels
+// and only spatial axes are pooled; else the general gather.
+template <class T>
+class UnpoolingCpu : public AxisGatherCpu<T, Unpooling> {
+ public:
+  using AxisGatherCpu<T, Unpooling>::AxisGatherCpu;
+
+ protected:
+  // The blocks to unpool in, for an array of `shape` held in `held`.
+  mg::Layout blocks(NdArray* held, const Shape& shape) const {
+    const int nd = static_cast<int>(shape.size());
+    if (this->opts_.channel_last ||
+        static_cast<int>(this->opts_.kernel.size()) > nd - 2) {
+      return {};
+    }
+    return spatial_blocks(held, shape);
+  }
+
+  void forward_impl(const Variables& in, const Variables& out) override {
+    const mg::Layout xl = blocks(in[0]->data().get(), in[0]->shape());
+    if (xl.plain()) return AxisGatherCpu<T, Unpooling>::forward_impl(in, out);
+    dispatch_layout<T>(in, this->tag(), [&](auto tag_u) {
+      using U = typename decltype(tag_u)::type;
+      const U* x = in[0]->data()->template get<const U>(xl);
+      U* y = out[0]->data()->template cast<U>(true,
+                                              same_blocks(xl, out[0]->shape()));
+      unpool_blocked(x, y,
+                     UnpoolRows(in[0]->shape(), out[0]->shape(), xl.block));
+    });
+  }
+
+  void backward_impl(const Variables& in, const Variables& out,
+                     const std::vector<bool>& propagate_down,
+                     const std::vector<bool>& accum) override {
+    if (!propagate_down[0]) return;
+    const mg::Layout yl = blocks(out[0]->grad().get(), out[0]->shape());
+    if (yl.plain()) {
+      return AxisGatherCpu<T, Unpooling>::backward_impl(in, out, propagate_down,
+                                                        accum);
+    }
+    const T* dy = out[0]->grad()->template get<const T>(yl);
+    T* dx = in[0]->grad()->template cast<T>(!accum[0],
+                                            same_blocks(yl, in[0]->shape()));
+    unpool_blocked_grad(dy, dx,
+                        UnpoolRows(in[0]->shape(), out[0]->shape(), yl.block),
+                        accum[0]);
+  }
+};
 
 // y = x on the kept triangle of the last two axes, 0 elsewhere; dx = dy
 // there.
