@@ -444,6 +444,39 @@ TEST(BlockedActivations, UnpoolingRepeatsTheBlocks) {
                          }});
 }
 
+// Under clearing a Reshape takes the buffer of its input in forward (and
+// of dy in backward), which may be held blocked: it must read the plain
+// copy before it makes its output the head. Taking the output first
+// dropped the blocked copy unread (a LeNet read from ONNX, whose Flatten
+// follows a pooled map, scored 10%; a map made from a flat vector and
+// convolved got its grad from a dropped copy).
+TEST(BlockedActivations, ReshapeInPlaceReadsABlockedBuffer) {
+  const Shape xs{2, 16, 3, 5}, flat{2, 240}, ws{16, 16, 3, 3};
+  const Layout l{16, 2, 16, 15};
+  ConvolutionOptions o;
+  o.pad = {1, 1};
+  auto run = [&](bool blocked) {
+    BlockedActivations on(blocked);
+    auto x = random_variable(xs, 1.0f, 61, true);
+    auto w = random_variable(ws, 0.2f, 62, true);
+    if (blocked) x->data()->cast<float>(false, l);
+    // relu(x) (held as x is) flattened in place; the flat vector made a
+    // map again and convolved, whose dx (blocked where the kernel writes
+    // blocks) the second Reshape takes as its own.
+    auto h = F::relu(F::reshape(F::relu(x), flat));
+    auto y = F::convolution(F::reshape(h, xs), w, nullptr, o);
+    auto loss = F::sum(F::mul2(y, y));
+    loss->forward(/*clear_buffer=*/true);
+    const Doubles lv = to_doubles(loss);
+    loss->backward(1.0f, /*clear_buffer=*/true);
+    return std::make_pair(lv, grad_doubles(x));
+  };
+  const auto [loss, dx] = run(true);
+  const auto [ploss, pdx] = run(false);
+  EXPECT_NEAR(loss[0], ploss[0], 1e-4 * std::abs(ploss[0]));
+  expect_near(dx, pdx, 1e-4, 1e-4, "dx");
+}
+
 // A network's first convolution (3 channels in, read plain) still writes
 // its 32 channels out blocked where the kernel does, with the same values.
 TEST(BlockedActivations, FirstConvolutionWritesItsOutputBlocked) {

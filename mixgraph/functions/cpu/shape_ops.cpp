@@ -157,18 +157,23 @@ class ReshapeCpu : public Reshape {
   using Reshape::Reshape;
 
  protected:
+  // In place (under clearing y takes x's buffer, dx dy's), x is read
+  // before y is made the head: x may be held in another layout (blocked),
+  // and y's write-only cast would drop that copy unread. Read first, the
+  // plain copy is made and then becomes y, with nothing left to copy.
   void forward_impl(const Variables& in, const Variables& out) override {
     dispatch_layout<T>(in, tag(), [&](auto tag_u) {
       using U = typename decltype(tag_u)::type;
-      copy_add(input<U>(in[0]), output<U>(out[0]), in[0]->size(), false);
+      const U* x = input<U>(in[0]);
+      copy_add(x, output<U>(out[0]), in[0]->size(), false);
     });
   }
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
-    copy_add(output_grad<T>(out[0]), input_grad<T>(in[0], accum[0]),
-             in[0]->size(), accum[0]);
+    const T* dy = output_grad<T>(out[0]);
+    copy_add(dy, input_grad<T>(in[0], accum[0]), in[0]->size(), accum[0]);
   }
 };
 
