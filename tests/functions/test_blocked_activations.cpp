@@ -376,43 +376,57 @@ TEST(BlockedActivations, ConcatenateJoinsChannelsInTheirBlocks) {
 // the same for every channel (resizing, unpooling, max pooling), run on
 // x held blocked as on a plain x: y and dy in x's blocks, dx in dy's, the
 // same values bit for bit (the same fp32 sums in the same order per
-// element), and a second backward adding into dx.
+// element), and a second backward adding into dx. dy comes blocked (from
+// the loss's product with y) and then plain (through a Reshape, whose
+// backward writes plain grads): a function whose backward reads x
+// (MaxPooling) then blocks dy, the smaller array, instead of unblocking x.
 struct SpatialCase {
   const char* name;
   Shape x;
   std::function<VariablePtr(const VariablePtr&)> f;
+  int64_t block = 16;  // AVX-512's blocks; 8 are AVX2's
+  bool grad_in_x_blocks = false;
 };
 
 void expect_spatial_blocks(const SpatialCase& c) {
-  const Layout xl{16, c.x[0], c.x[1],
+  const Layout xl{c.block, c.x[0], c.x[1],
                   shape_size(c.x, 2, static_cast<int>(c.x.size()))};
   for (const char* type : {"float", "bfloat16", "half"}) {
-    SCOPED_TRACE(std::string(c.name) + ", " + type);
-    ContextGuard g(context("cpu", type));
-    const Dtype dt = std::string(type) == "float"      ? Dtype::f32
-                     : std::string(type) == "bfloat16" ? Dtype::bf16
-                                                       : Dtype::f16;
-    auto run = [&](bool blocked) {
-      // Held in the type either way (a plain fp32 x would be read unrounded).
-      auto x = random_variable(c.x, 2.0f, 51, true);
-      x->data()->array().cast(dt, blocked ? xl : Layout{}, false);
-      auto y = c.f(x);
-      auto w = random_variable(y->shape(), 1.0f, 52, false);
-      auto loss = F::sum(F::mul2(y, w));
-      loss->forward(false);
-      const Layout yl = y->data()->array().layout();
-      loss->backward(1.0f);
-      loss->backward(1.0f);
-      return std::make_tuple(yl, x->grad()->array().layout(), to_doubles(y),
-                             grad_doubles(x));
-    };
-    const auto [yl, dxl, y, dx] = run(true);
-    const auto [pyl, pdxl, py, pdx] = run(false);
-    EXPECT_TRUE(pyl.plain());
-    EXPECT_EQ(yl.block, 16);
-    EXPECT_EQ(dxl, xl);
-    EXPECT_EQ(y, py);
-    EXPECT_EQ(dx, pdx);
+    for (const bool plain_dy : {false, true}) {
+      SCOPED_TRACE(std::string(c.name) + ", " + type +
+                   (plain_dy ? ", dy plain" : ""));
+      ContextGuard g(context("cpu", type));
+      const Dtype dt = std::string(type) == "float"      ? Dtype::f32
+                       : std::string(type) == "bfloat16" ? Dtype::bf16
+                                                         : Dtype::f16;
+      auto run = [&](bool blocked) {
+        // Held in the type either way (a plain fp32 x would be read
+        // unrounded).
+        auto x = random_variable(c.x, 2.0f, 51, true);
+        x->data()->array().cast(dt, blocked ? xl : Layout{}, false);
+        auto y = c.f(x);
+        auto w = random_variable(y->shape(), 1.0f, 52, false);
+        auto loss =
+            F::sum(F::mul2(plain_dy ? F::reshape(y, y->shape(), false) : y, w));
+        loss->forward(false);
+        const Layout yl = y->data()->array().layout();
+        loss->backward(1.0f);
+        loss->backward(1.0f);
+        return std::make_tuple(yl, x->grad()->array().layout(), to_doubles(y),
+                               grad_doubles(x));
+      };
+      const auto [yl, dxl, y, dx] = run(true);
+      const auto [pyl, pdxl, py, pdx] = run(false);
+      EXPECT_TRUE(pyl.plain());
+      EXPECT_EQ(yl.block, c.block);
+      if (!plain_dy || c.grad_in_x_blocks) {
+        EXPECT_EQ(dxl, xl);
+      } else {
+        EXPECT_TRUE(dxl.plain());
+      }
+      EXPECT_EQ(y, py);
+      EXPECT_EQ(dx, pdx);
+    }
   }
 }
 
@@ -442,6 +456,77 @@ TEST(BlockedActivations, UnpoolingRepeatsTheBlocks) {
   expect_spatial_blocks({"one spatial axis", {2, 32, 6}, [](auto x) {
                            return F::unpooling(x, {2});
                          }});
+}
+
+// Ties (16-bit values of x round onto each other) go to the first
+// maximum, and overlapping windows add their grads in the windows' order,
+// as on plain maps.
+// The windows' loops are compiled per vector ISA (each path this CPU has
+// runs) and for blocks of 16 and 8.
+TEST(BlockedActivations, MaxPoolingPoolsTheBlocks) {
+  const cpu::CpuFeatures all = cpu::cpu_features();
+  cpu::CpuFeatures avx2, avx512;
+  avx2.avx2 = all.avx2, avx512.avx512f = all.avx512f;
+  PoolingOptions stem;  // a ResNet's stem: overlapping, padded windows
+  stem.stride = {2, 2}, stem.pad = {1, 1};
+  PoolingOptions past;
+  past.ignore_border = false;
+  for (const auto& [path, features] :
+       {std::pair{"baseline", cpu::CpuFeatures{}}, std::pair{"AVX2", avx2},
+        std::pair{"AVX-512", avx512}}) {
+    if (std::string(path) != "baseline" && !features.avx2 &&
+        !features.avx512f) {
+      continue;  // not on this CPU
+    }
+    cpu::ScopedCpuFeatures scoped(features);
+    for (const int64_t block : {16, 8}) {
+      SCOPED_TRACE(std::string(path) + ", blocks of " + std::to_string(block));
+      expect_spatial_blocks({"2 x 2",
+                             {2, 32, 6, 8},
+                             [](auto x) {
+                               return F::max_pooling(x, {2, 2});
+                             },
+                             block,
+                             true});
+      expect_spatial_blocks({"3 x 3, stride 2, pad 1",
+                             {2, 16, 7, 9},
+                             [&](auto x) {
+                               return F::max_pooling(x, {3, 3}, stem);
+                             },
+                             block,
+                             true});
+      expect_spatial_blocks({"2 x 2 past the end",
+                             {2, 16, 5, 7},
+                             [&](auto x) {
+                               return F::max_pooling(x, {2, 2}, past);
+                             },
+                             block,
+                             true});
+      expect_spatial_blocks({"3 on one axis",
+                             {2, 16, 11},
+                             [](auto x) { return F::max_pooling(x, {3}); },
+                             block,
+                             true});
+    }
+  }
+  // A nan wins its window (for the loss scaler's check) and takes its grad.
+  const Layout l{16, 1, 16, 4};
+  std::vector<float> v(64, 1.0f);
+  v[1 * 16 + 5] = std::nanf("");  // channel 5, the window's second element
+  v[3 * 16 + 5] = 2.0f;
+  auto x = variable_from({1, 16, 2, 2}, v, true);
+  x->data()->cast<float>(false, l);
+  auto y = F::max_pooling(x, {2, 2});
+  auto loss = F::sum(y);
+  loss->forward(false);
+  loss->backward(1.0f);
+  ASSERT_EQ(y->data()->array().layout().block, 16);
+  const Doubles yv = to_doubles(y), dx = grad_doubles(x);
+  EXPECT_TRUE(std::isnan(yv[5]));
+  EXPECT_EQ(yv[6], 1.0);
+  EXPECT_EQ(dx[5 * 4 + 1], 1.0);  // plain order: channel 5, element 1
+  EXPECT_EQ(dx[5 * 4 + 3], 0.0);
+  EXPECT_EQ(dx[6 * 4 + 0], 1.0);  // ties: the first
 }
 
 // Under clearing a Reshape takes the buffer of its input in forward (and

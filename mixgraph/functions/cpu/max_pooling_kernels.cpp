@@ -1,6 +1,7 @@
 // The max pooling kernels of one map, per ISA: windows wholly inside the
 // map, and the 2x2 stride-2 windows (LeNet's) on fp32 (AVX-512, AVX2,
-// scalar) and on the bits of half and bfloat16 (AVX-512BW, AVX2). Used by
+// scalar) and on the bits of half and bfloat16 (AVX-512BW, AVX2); and of
+// a group of channel-blocked maps (any windows; each vector ISA). Used by
 // MaxPooling on the CPU (pooling.cpp); the rest of pooling lives there.
 #include <mixgraph/functions/cpu/max_pooling_kernels.hpp>
 
@@ -17,6 +18,7 @@
 #pragma GCC diagnostic pop
 
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/contexts/cpu/isa_loops.hpp>
 
 namespace mg::cpu::pooling {
 
@@ -576,6 +578,105 @@ __attribute__((target("avx2"))) void max_2x2_bits_avx2(const Bits16* x,
 }
 
 }  // namespace
+
+namespace blocked_loops {
+// The windows of a group of kB interleaved maps, in each vector ISA: a
+// window's elements are vectors of kB channels (GCC's vector types: the
+// lane loops written out were not vectorized), compared by the rule of
+// `takes` lane by lane. The winners' grads go back one lane at a time
+// (each lane's own element: no two lanes meet).
+// (Spelled per width: GCC 12 drops vector_size from a dependent alias
+// template, which left one lane.)
+template <int kB>
+struct Lanes;
+template <>
+struct Lanes<16> {
+  typedef float Floats __attribute__((vector_size(64)));
+  typedef int32_t Ints __attribute__((vector_size(64)));
+};
+template <>
+struct Lanes<8> {
+  typedef float Floats __attribute__((vector_size(32)));
+  typedef int32_t Ints __attribute__((vector_size(32)));
+};
+// clang-format off
+#define MG_BLOCKED_MAX(NS, TARGET)                                          \
+  namespace NS {                                                            \
+  template <int kB>                                                         \
+  TARGET void pool(const float* x, const float* dy, float* y, float* dx,    \
+                   const Dims3& d, bool write) {                            \
+    using F = typename Lanes<kB>::Floats;                                   \
+    using I = typename Lanes<kB>::Ints;                                     \
+    int64_t o = 0;                                                          \
+    for (int64_t o0 = 0; o0 < d.out[0]; ++o0) {                             \
+      const Range r0 = window(d, 0, o0);                                    \
+      for (int64_t o1 = 0; o1 < d.out[1]; ++o1) {                           \
+        const Range r1 = window(d, 1, o1);                                  \
+        for (int64_t o2 = 0; o2 < d.out[2]; ++o2, ++o) {                    \
+          const Range r2 = window(d, 2, o2);                                \
+          F m{};                                                            \
+          I at{};                                                           \
+          bool empty = true;                                                \
+          for (int64_t i0 = r0.begin; i0 < r0.end; ++i0) {                  \
+            for (int64_t i1 = r1.begin; i1 < r1.end; ++i1) {                \
+              for (int64_t i2 = r2.begin; i2 < r2.end; ++i2) {              \
+                const int64_t i = (i0 * d.in[1] + i1) * d.in[2] + i2;       \
+                F v;                                                        \
+                std::memcpy(&v, x + i * kB, sizeof v);                      \
+                const I t = empty ? ~I{} : (v > m) | ((v != v) & (m == m)); \
+                m = t ? v : m;                                              \
+                at = t ? I{} + static_cast<int32_t>(i) : at;                \
+                empty = false;                                              \
+              }                                                             \
+            }                                                               \
+          }                                                                 \
+          if (y) {                                                          \
+            if (empty) m = F{};                                             \
+            std::memcpy(y + o * kB, &m, sizeof m);                          \
+          } else if (write) {                                               \
+            F g;                                                            \
+            std::memcpy(&g, dy + o * kB, sizeof g);                         \
+            for (int64_t i0 = r0.begin; i0 < r0.end; ++i0) {                \
+              for (int64_t i1 = r1.begin; i1 < r1.end; ++i1) {              \
+                for (int64_t i2 = r2.begin; i2 < r2.end; ++i2) {            \
+                  const int64_t i = (i0 * d.in[1] + i1) * d.in[2] + i2;     \
+                  const F put = at == static_cast<int32_t>(i) ? g : F{};    \
+                  std::memcpy(dx + i * kB, &put, sizeof put);               \
+                }                                                           \
+              }                                                             \
+            }                                                               \
+          } else if (!empty) {                                              \
+            int32_t win[kB] = {};                                           \
+            std::memcpy(win, &at, sizeof at);                               \
+            for (int l = 0; l < kB; ++l) {                                  \
+              dx[static_cast<int64_t>(win[l]) * kB + l] += dy[o * kB + l];  \
+            }                                                               \
+          }                                                                 \
+        }                                                                   \
+      }                                                                     \
+    }                                                                       \
+  }                                                                         \
+  }
+MG_FOR_EACH_VECTOR_ISA(MG_BLOCKED_MAX)
+#undef MG_BLOCKED_MAX
+// clang-format on
+
+void pool(const float* x, const float* dy, float* y, float* dx, const Dims3& d,
+          int64_t block, bool write) {
+  if (block == 16) MG_CALL_VECTOR_ISA(pool<16>(x, dy, y, dx, d, write));
+  MG_CALL_VECTOR_ISA(pool<8>(x, dy, y, dx, d, write));
+}
+}  // namespace blocked_loops
+
+void max_forward_blocked(const float* x, float* y, const Dims3& d,
+                         int64_t block) {
+  blocked_loops::pool(x, nullptr, y, nullptr, d, block, false);
+}
+
+void max_backward_blocked(const float* x, const float* dy, float* dx,
+                          const Dims3& d, int64_t block, bool write) {
+  blocked_loops::pool(x, dy, nullptr, dx, d, block, write);
+}
 
 void max_2x2_bits(const Bits16* x, const Bits16* dy, Bits16* y, Bits16* dx,
                   const Dims3& d, uint16_t inf_bits) {

@@ -1,7 +1,8 @@
 // The max pooling kernels of one map (max_pooling_kernels.cpp), per ISA:
 // fp32 maps whose windows all lie inside them, the 2x2 stride-2 windows
-// (LeNet's) in fp32 and on the bits of half and bfloat16. A window's
-// maximum is its first largest element, the first nan winning.
+// (LeNet's) in fp32 and on the bits of half and bfloat16, and any windows
+// over a group of maps held channel-blocked. A window's maximum is its
+// first largest element, the first nan winning.
 #pragma once
 
 #include <cstdint>
@@ -40,5 +41,30 @@ void max_backward_2x2(const float* x, const float* dy, float* dx,
 /// AVX2: the caller checks that the CPU has one of them.
 void max_2x2_bits(const Bits16* x, const Bits16* dy, Bits16* y, Bits16* dx,
                   const Dims3& d, uint16_t inf_bits);
+
+/// Max pooling of a group of `block` maps (8 or 16) held interleaved, as
+/// channels in oneDNN's blocked layout: x (in_size, block), y (out_size,
+/// block); any windows (padding, past the end). A window's maximum per
+/// channel by the rule above; 0 where a window lies wholly in the padding.
+void max_forward_blocked(const float* x, float* y, const Dims3& d,
+                         int64_t block);
+
+/// dx[argmax] += dy per window and channel, in the windows' order (as the
+/// plain maps add them); dx holds what to add to. With `write`, where the
+/// windows tile the map (tiles()), dx is written instead: dy where the
+/// maximum came from, 0 in the window's other elements.
+void max_backward_blocked(const float* x, const float* dy, float* dx,
+                          const Dims3& d, int64_t block, bool write);
+
+/// Whether the windows tile the map: no padding, stride = kernel, every
+/// element in exactly one window.
+inline bool tiles(const Dims3& d) {
+  for (int a = 0; a < 3; ++a) {
+    if (d.p[a] != 0 || d.s[a] != d.k[a] || d.out[a] * d.k[a] != d.in[a]) {
+      return false;
+    }
+  }
+  return true;
+}
 
 }  // namespace mg::cpu::pooling

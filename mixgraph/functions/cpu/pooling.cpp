@@ -52,14 +52,17 @@ void copy_float(const T* src, float* buf, int64_t n) {
 // the work is large; the buffers are per thread, in_size and out_size
 // floats.
 template <class Fn>
-void for_each_map(const PoolingGeometry& g, const Dims3& d, Fn&& fn) {
-  const int64_t maps = g.maps;
-#pragma omp parallel if (maps * (d.in_size + d.out_size) >= parallel_min())
+void for_each_map(int64_t maps, int64_t in_size, int64_t out_size, Fn&& fn) {
+#pragma omp parallel if (maps * (in_size + out_size) >= parallel_min())
   {
-    std::vector<float> a(d.in_size), b(d.in_size), c(d.out_size);
+    std::vector<float> a(in_size), b(in_size), c(out_size);
 #pragma omp for schedule(static)
     for (int64_t m = 0; m < maps; ++m) fn(m, a.data(), b.data(), c.data());
   }
+}
+template <class Fn>
+void for_each_map(const PoolingGeometry& g, const Dims3& d, Fn&& fn) {
+  for_each_map(g.maps, d.in_size, d.out_size, fn);
 }
 
 // Runs fn(map) for every map, in parallel when the work is large.
@@ -83,10 +86,66 @@ class MaxPoolingCpu : public MaxPooling {
            (cpu_features().avx512bw || cpu_features().avx2);
   }
 
+  // The blocks of channels to pool in where `held` (x, or dy) is held so
+  // and every axis after the channels is pooled, else plain. A group of
+  // maps is then `block` of them, interleaved: each window's elements are
+  // vectors of channels, where the plain maps of a convolution's blocked
+  // output would first be converted (the U-Net's 2 x 2 poolings).
+  mg::Layout blocks(NdArray* held, const Shape& shape) const {
+    const int nd = static_cast<int>(shape.size());
+    if (args_.options.channel_last ||
+        static_cast<int>(geom_.kernel.size()) != nd - 2) {
+      return {};
+    }
+    const mg::Layout l = spatial_blocks(held, shape);
+    return l.block == 16 || l.block == 8 ? l : mg::Layout{};
+  }
+
+  template <int kB>
+  void forward_blocked(const T* x, T* y, const Dims3& d) {
+    const int64_t in = d.in_size * kB, out = d.out_size * kB;
+    for_each_map(geom_.maps / kB, in, out,
+                 [&](int64_t m, float* xb, float*, float* ybuf) {
+                   const float* xf = load(x + m * in, xb, in);
+                   float* yb = store_buffer(y + m * out, ybuf);
+                   max_forward_blocked(xf, yb, d, kB);
+                   store(yb, y + m * out, out);
+                 });
+  }
+
+  template <int kB>
+  void backward_blocked(const T* x, const T* dy, T* dx, const Dims3& d,
+                        bool accum) {
+    const int64_t in = d.in_size * kB, out = d.out_size * kB;
+    const bool write = !accum && tiles(d);
+    for_each_map(geom_.maps / kB, in, out,
+                 [&](int64_t m, float* xb, float* gbuf, float* dyb) {
+                   const float* xf = load(x + m * in, xb, in);
+                   const float* dyf = load(dy + m * out, dyb, out);
+                   T* dxm = dx + m * in;
+                   float* gb = store_buffer(dxm, gbuf);
+                   if (accum && gb != static_cast<void*>(dxm)) {
+                     copy_float(dxm, gb, in);
+                   } else if (!accum && !write) {
+                     std::fill(gb, gb + in, 0.0f);
+                   }
+                   max_backward_blocked(xf, dyf, gb, d, kB, write);
+                   store(gb, dxm, in);
+                 });
+  }
+
   void forward_impl(const Variables& in, const Variables& out) override {
+    const Dims3 d = dims3(geom_);
+    const mg::Layout xl = blocks(in[0]->data().get(), in[0]->shape());
+    if (!xl.plain()) {
+      const T* x = in[0]->data()->template get<const T>(xl);
+      T* y = out[0]->data()->template cast<T>(true,
+                                              same_blocks(xl, out[0]->shape()));
+      return xl.block == 16 ? forward_blocked<16>(x, y, d)
+                            : forward_blocked<8>(x, y, d);
+    }
     const T* x = input<T>(in[0]);
     T* y = output<T>(out[0]);
-    const Dims3 d = dims3(geom_);
     const bool inside = windows_inside(d);
     const bool k2s2 = inside && is_2x2_stride_2(d);
     if (on_bits(k2s2)) {
@@ -120,10 +179,25 @@ class MaxPoolingCpu : public MaxPooling {
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
     if (!propagate_down[0]) return;
+    const Dims3 d = dims3(geom_);
+    // In dy's blocks, or x's: a plain dy (from a function that writes
+    // plain grads) is the smaller array to block.
+    mg::Layout yl = blocks(out[0]->grad().get(), out[0]->shape());
+    if (yl.plain()) {
+      yl = same_blocks(blocks(in[0]->data().get(), in[0]->shape()),
+                       out[0]->shape());
+    }
+    if (!yl.plain()) {
+      const mg::Layout xl = same_blocks(yl, in[0]->shape());
+      const T* x = in[0]->data()->template get<const T>(xl);
+      const T* dy = out[0]->grad()->template get<const T>(yl);
+      T* dx = in[0]->grad()->template cast<T>(!accum[0], xl);
+      return yl.block == 16 ? backward_blocked<16>(x, dy, dx, d, accum[0])
+                            : backward_blocked<8>(x, dy, dx, d, accum[0]);
+    }
     const T* x = input<T>(in[0]);
     const T* dy = output_grad<T>(out[0]);
     T* dx = input_grad<T>(in[0], accum[0]);
-    const Dims3 d = dims3(geom_);
     const bool inside = windows_inside(d);
     const bool k2s2 = inside && is_2x2_stride_2(d);
     // 2x2 windows that cover the map write every element of dx: no zeros
