@@ -384,7 +384,9 @@ struct SpatialCase {
   const char* name;
   Shape x;
   std::function<VariablePtr(const VariablePtr&)> f;
-  int64_t block = 16;  // AVX-512's blocks; 8 are AVX2's
+  // 16: as our convolutions hand their outputs over; 8: a block a caller
+  // may hold (oneDNN's AVX2 layout), which MaxPooling also runs on.
+  int64_t block = 16;
   bool grad_in_x_blocks = false;
 };
 
@@ -438,9 +440,28 @@ TEST(BlockedActivations, InterpolateResizesInTheBlocks) {
   expect_spatial_blocks({"linear, corners aligned", {2, 32, 5, 6}, [](auto x) {
                            return F::interpolate(x, {3, 11}, "linear", true);
                          }});
+  expect_spatial_blocks({"the last axis only", {2, 16, 5, 6}, [](auto x) {
+                           return F::interpolate(x, {13}, "linear", false,
+                                                 true);
+                         }});
   expect_spatial_blocks({"nearest", {2, 16, 5, 6}, [](auto x) {
                            return F::interpolate(x, {10, 13}, "nearest");
                          }});
+}
+
+// In half, an fp32 map (a function computed in float wrote it) is read as
+// it is, blocked or plain: rounded to half only once, in y.
+TEST(BlockedActivations, InterpolateReadsAnFp32MapUnrounded) {
+  ContextGuard g(context("cpu", "half"));
+  const Shape xs{2, 16, 5, 6};
+  auto run = [&](bool blocked) {
+    auto x = random_variable(xs, 2.0f, 71, false);
+    if (blocked) x->data()->cast<float>(false, Layout{16, 2, 16, 30});
+    auto y = F::interpolate(x, {9, 11}, "linear", false, true);
+    y->forward();
+    return to_doubles(y);
+  };
+  EXPECT_EQ(run(true), run(false));
 }
 
 TEST(BlockedActivations, UnpoolingRepeatsTheBlocks) {
@@ -512,8 +533,10 @@ TEST(BlockedActivations, MaxPoolingPoolsTheBlocks) {
   // A nan wins its window (for the loss scaler's check) and takes its grad.
   const Layout l{16, 1, 16, 4};
   std::vector<float> v(64, 1.0f);
-  v[1 * 16 + 5] = std::nanf("");  // channel 5, the window's second element
-  v[3 * 16 + 5] = 2.0f;
+  // Plain order (channel, element): channel 5's second element a nan,
+  // its fourth larger than every other.
+  v[5 * 4 + 1] = std::nanf("");
+  v[5 * 4 + 3] = 2.0f;
   auto x = variable_from({1, 16, 2, 2}, v, true);
   x->data()->cast<float>(false, l);
   auto y = F::max_pooling(x, {2, 2});
@@ -524,7 +547,7 @@ TEST(BlockedActivations, MaxPoolingPoolsTheBlocks) {
   const Doubles yv = to_doubles(y), dx = grad_doubles(x);
   EXPECT_TRUE(std::isnan(yv[5]));
   EXPECT_EQ(yv[6], 1.0);
-  EXPECT_EQ(dx[5 * 4 + 1], 1.0);  // plain order: channel 5, element 1
+  EXPECT_EQ(dx[5 * 4 + 1], 1.0);
   EXPECT_EQ(dx[5 * 4 + 3], 0.0);
   EXPECT_EQ(dx[6 * 4 + 0], 1.0);  // ties: the first
 }
@@ -533,32 +556,38 @@ TEST(BlockedActivations, MaxPoolingPoolsTheBlocks) {
 // of dy in backward), which may be held blocked: it must read the plain
 // copy before it makes its output the head. Taking the output first
 // dropped the blocked copy unread (a LeNet read from ONNX, whose Flatten
-// follows a pooled map, scored 10%; a map made from a flat vector and
-// convolved got its grad from a dropped copy).
+// follows a pooled map, scored 10%). Forward with clearing gives the loss
+// only (it frees what backward would read), so backward runs apart, with
+// its own clearing: there the second Reshape takes the convolution's dx,
+// blocked where the kernel writes blocks, as its own.
 TEST(BlockedActivations, ReshapeInPlaceReadsABlockedBuffer) {
   const Shape xs{2, 16, 3, 5}, flat{2, 240}, ws{16, 16, 3, 3};
   const Layout l{16, 2, 16, 15};
   ConvolutionOptions o;
   o.pad = {1, 1};
-  auto run = [&](bool blocked) {
+  auto run = [&](bool blocked, bool clear_forward) {
     BlockedActivations on(blocked);
     auto x = random_variable(xs, 1.0f, 61, true);
     auto w = random_variable(ws, 0.2f, 62, true);
     if (blocked) x->data()->cast<float>(false, l);
-    // relu(x) (held as x is) flattened in place; the flat vector made a
-    // map again and convolved, whose dx (blocked where the kernel writes
-    // blocks) the second Reshape takes as its own.
+    // relu(x) (held as x is) flattened in place, made a map again and
+    // convolved.
     auto h = F::relu(F::reshape(F::relu(x), flat));
     auto y = F::convolution(F::reshape(h, xs), w, nullptr, o);
     auto loss = F::sum(F::mul2(y, y));
-    loss->forward(/*clear_buffer=*/true);
+    loss->forward(clear_forward);
     const Doubles lv = to_doubles(loss);
+    if (clear_forward) return std::make_pair(lv, Doubles{});
     loss->backward(1.0f, /*clear_buffer=*/true);
     return std::make_pair(lv, grad_doubles(x));
   };
-  const auto [loss, dx] = run(true);
-  const auto [ploss, pdx] = run(false);
-  EXPECT_NEAR(loss[0], ploss[0], 1e-4 * std::abs(ploss[0]));
+  const double plain_loss = run(false, true).first[0];
+  EXPECT_NEAR(run(true, true).first[0], plain_loss, 1e-4 * plain_loss);
+  const auto [loss, dx] = run(true, false);
+  const auto [ploss, pdx] = run(false, false);
+  EXPECT_NEAR(loss[0], plain_loss, 1e-4 * plain_loss);
+  // Not all zero: the grads flowed.
+  EXPECT_GT(*std::max_element(pdx.begin(), pdx.end()), 0.1);
   expect_near(dx, pdx, 1e-4, 1e-4, "dx");
 }
 

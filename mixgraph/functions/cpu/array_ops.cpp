@@ -414,11 +414,11 @@ void unpool_blocked(const T* x, T* y, const UnpoolRows& u) {
   {
     const auto [r0, r1] =
         team_share(u.rows_y, omp_get_thread_num(), omp_get_num_threads());
-    int64_t prev = -1;
+    int64_t prev = -1, prev_source = -1;
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t xr = u.source(r);
       T* yr = y + r * u.y_row;
-      if (prev >= 0 && u.source(prev) == xr) {
+      if (xr == prev_source) {
         std::memcpy(yr, y + prev * u.y_row, u.y_row * sizeof(T));
       } else {
         const T* xs = x + xr * u.x_row;
@@ -429,7 +429,7 @@ void unpool_blocked(const T* x, T* y, const UnpoolRows& u) {
           }
         }
       }
-      prev = r;
+      prev = r, prev_source = xr;
     }
   }
 }
@@ -490,7 +490,8 @@ class UnpoolingCpu : public AxisGatherCpu<T, Unpooling> {
   mg::Layout blocks(NdArray* held, const Shape& shape) const {
     const int nd = static_cast<int>(shape.size());
     if (this->opts_.channel_last ||
-        static_cast<int>(this->opts_.kernel.size()) > nd - 2) {
+        static_cast<int>(this->opts_.kernel.size()) > nd - 2 ||
+        shape_size(shape) == 0) {
       return {};
     }
     return spatial_blocks(held, shape);

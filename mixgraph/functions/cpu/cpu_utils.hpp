@@ -188,14 +188,16 @@ inline bool held_in_float(Variable* v) { return held_in_float(*v->data()); }
 /// input is held in fp32 (a parameter's master copy, data fed in fp32, the
 /// output of a function run in float), that copy, read with no conversion
 /// and no T copy made; else the T copy (for a weight, made once per pass and
-/// shared by forward and backward).
+/// shared by forward and backward). On the host in `layout` where given.
 template <class T>
-Operand operand(Variable* v) {
+Operand operand(Variable* v, const mg::Layout& layout = {}) {
   if (!std::is_same_v<T, float> && compute_type<T>() == Dtype::f32 &&
-      held_in_float(v)) {
-    return {v->data()->get<const float>(), Dtype::f32};
+      (held_in_float(v) ||
+       (!layout.plain() &&
+        v->data()->array().has_copy(Dtype::f32, "cpu", layout)))) {
+    return {v->data()->get<const float>(layout), Dtype::f32};
   }
-  return {input<T>(v), dtype_of<T>};
+  return {v->data()->get<const T>(layout), dtype_of<T>};
 }
 
 /// Whether a kernel on T writes a weight's grad in fp32: where the weight is

@@ -179,10 +179,7 @@ class InterpolateCpu : public Interpolate {
     const int nd = static_cast<int>(w.x.size());
     const Slices s = slices_of(w, axes_);
     // An fp32 master read as it is.
-    const Operand x =
-        w.xl.plain()
-            ? operand<T>(in[0])
-            : Operand{in[0]->data()->template get<const T>(w.xl), dtype_of<T>};
+    const Operand x = operand<T>(in[0], w.xl);
     T* y = out[0]->data()->template cast<T>(true, w.yl);
     for_each_slice(s, [&](int64_t n, float* a, float* b) {
       const float* src;

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 // GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on their own
 // _mm512_undefined_* helpers (GCC bug 105593; the sanitizer build's -O1
@@ -664,7 +666,9 @@ MG_FOR_EACH_VECTOR_ISA(MG_BLOCKED_MAX)
 void pool(const float* x, const float* dy, float* y, float* dx, const Dims3& d,
           int64_t block, bool write) {
   if (block == 16) MG_CALL_VECTOR_ISA(pool<16>(x, dy, y, dx, d, write));
-  MG_CALL_VECTOR_ISA(pool<8>(x, dy, y, dx, d, write));
+  if (block == 8) MG_CALL_VECTOR_ISA(pool<8>(x, dy, y, dx, d, write));
+  throw std::logic_error("[max pooling] blocks of " + std::to_string(block) +
+                         " channels: only 8 and 16 have windows' loops");
 }
 }  // namespace blocked_loops
 

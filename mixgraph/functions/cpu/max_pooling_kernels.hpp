@@ -42,8 +42,9 @@ void max_backward_2x2(const float* x, const float* dy, float* dx,
 void max_2x2_bits(const Bits16* x, const Bits16* dy, Bits16* y, Bits16* dx,
                   const Dims3& d, uint16_t inf_bits);
 
-/// Max pooling of a group of `block` maps (8 or 16) held interleaved, as
-/// channels in oneDNN's blocked layout: x (in_size, block), y (out_size,
+/// Max pooling of a group of `block` maps (16, as our convolutions hand
+/// their outputs over, or 8) held interleaved, as channels in oneDNN's
+/// blocked layout: x (in_size, block), y (out_size,
 /// block); any windows (padding, past the end). A window's maximum per
 /// channel by the rule above; 0 where a window lies wholly in the padding.
 void max_forward_blocked(const float* x, float* y, const Dims3& d,
@@ -52,7 +53,9 @@ void max_forward_blocked(const float* x, float* y, const Dims3& d,
 /// dx[argmax] += dy per window and channel, in the windows' order (as the
 /// plain maps add them); dx holds what to add to. With `write`, where the
 /// windows tile the map (tiles()), dx is written instead: dy where the
-/// maximum came from, 0 in the window's other elements.
+/// maximum came from, 0 in the window's other elements (as the plain 2x2
+/// kernels write it; a dy of -0 stays -0, where the general plain loop's
+/// 0 + dy makes it +0).
 void max_backward_blocked(const float* x, const float* dy, float* dx,
                           const Dims3& d, int64_t block, bool write);
 

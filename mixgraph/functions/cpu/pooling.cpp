@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
@@ -97,8 +98,12 @@ class MaxPoolingCpu : public MaxPooling {
         static_cast<int>(geom_.kernel.size()) != nd - 2) {
       return {};
     }
+    // The windows' loops index a group in int32 (one vector of indices).
     const mg::Layout l = spatial_blocks(held, shape);
-    return l.block == 16 || l.block == 8 ? l : mg::Layout{};
+    const bool fits =
+        (l.block == 16 || l.block == 8) &&
+        dims3(geom_).in_size * l.block <= std::numeric_limits<int32_t>::max();
+    return fits ? l : mg::Layout{};
   }
 
   template <int kB>
