@@ -530,26 +530,39 @@ TEST(BlockedActivations, MaxPoolingPoolsTheBlocks) {
                              true});
     }
   }
-  // A nan wins its window (for the loss scaler's check) and takes its grad.
-  const Layout l{16, 1, 16, 4};
-  std::vector<float> v(64, 1.0f);
-  // Plain order (channel, element): channel 5's second element a nan,
-  // its fourth larger than every other.
-  v[5 * 4 + 1] = std::nanf("");
-  v[5 * 4 + 3] = 2.0f;
-  auto x = variable_from({1, 16, 2, 2}, v, true);
-  x->data()->cast<float>(false, l);
-  auto y = F::max_pooling(x, {2, 2});
-  auto loss = F::sum(y);
-  loss->forward(false);
-  loss->backward(1.0f);
-  ASSERT_EQ(y->data()->array().layout().block, 16);
-  const Doubles yv = to_doubles(y), dx = grad_doubles(x);
-  EXPECT_TRUE(std::isnan(yv[5]));
-  EXPECT_EQ(yv[6], 1.0);
-  EXPECT_EQ(dx[5 * 4 + 1], 1.0);
-  EXPECT_EQ(dx[5 * 4 + 3], 0.0);
-  EXPECT_EQ(dx[6 * 4 + 0], 1.0);  // ties: the first
+  // A nan wins its window (for the loss scaler's check) and takes its
+  // grad; -0 and +0 are equal (the first wins). In each type: half and
+  // bfloat16 compare their bits.
+  for (const auto& [type, dt] :
+       {std::pair{"float", Dtype::f32}, std::pair{"half", Dtype::f16},
+        std::pair{"bfloat16", Dtype::bf16}}) {
+    SCOPED_TRACE(type);
+    ContextGuard g(context("cpu", type));
+    const Layout l{16, 1, 16, 4};
+    std::vector<float> v(64, 1.0f);
+    // Plain order (channel, element): channel 5's second element a nan,
+    // its fourth larger than every other; channel 7 -0 then +0, the rest
+    // below.
+    v[5 * 4 + 1] = -std::nanf("");  // its sign set: bits below -inf's
+    v[5 * 4 + 3] = 2.0f;
+    v[7 * 4 + 0] = -0.0f, v[7 * 4 + 1] = 0.0f;
+    v[7 * 4 + 2] = v[7 * 4 + 3] = -1.0f;
+    auto x = variable_from({1, 16, 2, 2}, v, true);
+    x->data()->array().cast(dt, l, false);
+    auto y = F::max_pooling(x, {2, 2});
+    auto loss = F::sum(y);
+    loss->forward(false);
+    loss->backward(1.0f);
+    ASSERT_EQ(y->data()->array().layout().block, 16);
+    const Doubles yv = to_doubles(y), dx = grad_doubles(x);
+    EXPECT_TRUE(std::isnan(yv[5]));
+    EXPECT_EQ(yv[6], 1.0);
+    EXPECT_EQ(dx[5 * 4 + 1], 1.0);
+    EXPECT_EQ(dx[5 * 4 + 3], 0.0);
+    EXPECT_EQ(dx[6 * 4 + 0], 1.0);  // ties: the first
+    EXPECT_EQ(dx[7 * 4 + 0], 1.0);  // the first of -0 and +0
+    EXPECT_EQ(dx[7 * 4 + 1], 0.0);
+  }
 }
 
 // Under clearing a Reshape takes the buffer of its input in forward (and
