@@ -106,24 +106,23 @@ class MaxPoolingCpu : public MaxPooling {
     return fits ? l : mg::Layout{};
   }
 
-  template <int kB>
-  void forward_blocked(const T* x, T* y, const Dims3& d) {
-    const int64_t in = d.in_size * kB, out = d.out_size * kB;
-    for_each_map(geom_.maps / kB, in, out,
+  // Groups of `block` interleaved maps, each converted to fp32 whole.
+  void forward_blocked(const T* x, T* y, const Dims3& d, int64_t block) {
+    const int64_t in = d.in_size * block, out = d.out_size * block;
+    for_each_map(geom_.maps / block, in, out,
                  [&](int64_t m, float* xb, float*, float* ybuf) {
                    const float* xf = load(x + m * in, xb, in);
                    float* yb = store_buffer(y + m * out, ybuf);
-                   max_forward_blocked(xf, yb, d, kB);
+                   max_forward_blocked(xf, yb, d, block);
                    store(yb, y + m * out, out);
                  });
   }
 
-  template <int kB>
   void backward_blocked(const T* x, const T* dy, T* dx, const Dims3& d,
-                        bool accum) {
-    const int64_t in = d.in_size * kB, out = d.out_size * kB;
+                        int64_t block, bool accum) {
+    const int64_t in = d.in_size * block, out = d.out_size * block;
     const bool write = !accum && tiles(d);
-    for_each_map(geom_.maps / kB, in, out,
+    for_each_map(geom_.maps / block, in, out,
                  [&](int64_t m, float* xb, float* gbuf, float* dyb) {
                    const float* xf = load(x + m * in, xb, in);
                    const float* dyf = load(dy + m * out, dyb, out);
@@ -134,7 +133,7 @@ class MaxPoolingCpu : public MaxPooling {
                    } else if (!accum && !write) {
                      std::fill(gb, gb + in, 0.0f);
                    }
-                   max_backward_blocked(xf, dyf, gb, d, kB, write);
+                   max_backward_blocked(xf, dyf, gb, d, block, write);
                    store(gb, dxm, in);
                  });
   }
@@ -146,8 +145,7 @@ class MaxPoolingCpu : public MaxPooling {
       const T* x = in[0]->data()->template get<const T>(xl);
       T* y = out[0]->data()->template cast<T>(true,
                                               same_blocks(xl, out[0]->shape()));
-      return xl.block == 16 ? forward_blocked<16>(x, y, d)
-                            : forward_blocked<8>(x, y, d);
+      return forward_blocked(x, y, d, xl.block);
     }
     const T* x = input<T>(in[0]);
     T* y = output<T>(out[0]);
@@ -197,8 +195,7 @@ class MaxPoolingCpu : public MaxPooling {
       const T* x = in[0]->data()->template get<const T>(xl);
       const T* dy = out[0]->grad()->template get<const T>(yl);
       T* dx = in[0]->grad()->template cast<T>(!accum[0], xl);
-      return yl.block == 16 ? backward_blocked<16>(x, dy, dx, d, accum[0])
-                            : backward_blocked<8>(x, dy, dx, d, accum[0]);
+      return backward_blocked(x, dy, dx, d, yl.block, accum[0]);
     }
     const T* x = input<T>(in[0]);
     const T* dy = output_grad<T>(out[0]);
