@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <omp.h>
+
 #include <mixgraph/contexts/convert_one.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/contexts/dtype_dispatch.hpp>
@@ -71,7 +73,7 @@ void run_chunked(void (*fn)(const S*, D*, size_t), const void* src, void* dst,
                  size_t n) {
   const S* s = static_cast<const S*>(src);
   D* d = static_cast<D*>(dst);
-  if (n < kParallelMin) {
+  if (n < kParallelMin || omp_in_parallel()) {  // a team's member: its own
     fn(s, d, n);
     return;
   }

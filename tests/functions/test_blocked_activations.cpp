@@ -631,5 +631,115 @@ TEST(BlockedActivations, FirstConvolutionWritesItsOutputBlocked) {
   expect_near(by, py, 1e-6, 1e-6, "y");
 }
 
+// Restores passes by thread (allowed) when the test ends.
+struct ConvByThread {
+  explicit ConvByThread(bool on) { cpu::set_conv_by_thread(on); }
+  ~ConvByThread() { cpu::set_conv_by_thread(true); }
+};
+
+// 7 images (on two threads, shares of 4 and 3: two plans) of `in`
+// channels to 32, a k x k kernel padded to keep the side.
+ConvGeometry by_thread_geometry(int64_t in, int64_t k, int64_t side) {
+  ConvGeometry g;
+  g.batch = 7, g.in_channels = in, g.out_channels = 32, g.group = 1;
+  g.kernel = {k, k}, g.pad = {k / 2, k / 2};
+  g.stride = {1, 1}, g.dilation = {1, 1};
+  g.in_spatial = g.out_spatial = {side, side};
+  return g;
+}
+
+// The smallest side on which the network below runs each convolution by
+// thread in this process (the bounds follow parallel_min()), else 0 (one
+// thread).
+int64_t by_thread_side() {
+  for (int64_t side = 4; side <= 128; ++side) {
+    if (cpu::conv_by_thread(by_thread_geometry(1, 5, side)) &&
+        cpu::conv_by_thread(by_thread_geometry(32, 3, side)) &&
+        cpu::conv_by_thread(by_thread_geometry(32, 1, side))) {
+      return side;
+    }
+  }
+  return 0;
+}
+
+struct ByThreadRun {
+  Doubles y, dx, dw0, dw1, dw2, db1, db2;
+  int64_t passes = 0;  // run by thread
+};
+
+// In `type` (half, which the kernels compute in fp32; bfloat16, which they
+// compute in bf16 where the CPU has AVX512-BF16, else in fp32 too): a
+// first 5x5 convolution
+// from one channel (read row-major), a 3x3 and a 1x1 one of 32 channels
+// held blocked (with biases), ReLUs between, and loss sum(y * c) for a fixed c;
+// one forward and backward with passes by thread allowed or not.
+ByThreadRun by_thread_network(const char* type, bool on, int64_t side) {
+  ContextGuard guard(context("cpu", type));
+  ConvByThread by(on);
+  auto x = random_variable({7, 1, side, side}, 1.0f, 21, false);
+  auto w0 = random_variable({32, 1, 5, 5}, 0.5f, 22, true);
+  auto w1 = random_variable({32, 32, 3, 3}, 0.1f, 23, true);
+  auto b1 = random_variable({32}, 0.5f, 24, true);
+  auto w2 = random_variable({32, 32, 1, 1}, 0.3f, 25, true);
+  auto b2 = random_variable({32}, 0.5f, 26, true);
+  auto c = random_variable({7, 32, side, side}, 1.0f, 27, false);
+  ConvolutionOptions o5, o3;
+  o5.pad = {2, 2};
+  o3.pad = {1, 1};
+  auto h0 = F::relu(F::convolution(x, w0, nullptr, o5));
+  auto h1 = F::convolution(h0, w1, b1, o3);
+  auto y = F::convolution(F::relu(h1), w2, b2, ConvolutionOptions{});
+  auto loss = F::sum(F::mul2(y, c));
+  const int64_t before = cpu::conv_by_thread_passes();
+  loss->forward(/*clear_buffer=*/false);
+  loss->backward(1.0f);
+  ByThreadRun r;
+  r.passes = cpu::conv_by_thread_passes() - before;
+  r.y = to_doubles(y);
+  r.dx = grad_doubles(h0);
+  r.dw0 = grad_doubles(w0);
+  r.dw1 = grad_doubles(w1);
+  r.dw2 = grad_doubles(w2);
+  r.db1 = grad_doubles(b1);
+  r.db2 = grad_doubles(b2);
+  return r;
+}
+
+// Passes by thread (each thread converting its share of the images,
+// running a one-thread kernel on it and converting its result back)
+// compute what the team's passes do: the same kernels on other splits of
+// the batch, the weight grads summed in another order.
+TEST(BlockedActivations, PassesByThreadComputeWhatTheTeamsDo) {
+  const int64_t side = by_thread_side();
+  if (side == 0) GTEST_SKIP() << "one thread: no pass runs by thread";
+  for (const char* type : {"half", "bfloat16"}) {
+    SCOPED_TRACE(type);
+    const ByThreadRun t = by_thread_network(type, true, side);
+    const ByThreadRun p = by_thread_network(type, false, side);
+    EXPECT_EQ(p.passes, 0);
+    // Where the kernels compute in fp32 and hand their maps over blocked:
+    // the three forward passes, the last two layers' data passes and the
+    // first and last layers' weight passes (the 3x3 one's on small maps
+    // stays on the team: its threads' grads would be more to add than an
+    // eighth of its maps), the last one's with the dy its data pass
+    // converted. bf16 kernels take no conversion, and no pass by thread.
+    // Where maps are not held blocked (AVX2's blocks of 8), only a pass
+    // whose kernel reads and writes row-major maps could.
+    if (std::string(type) == "bfloat16" && cpu::bf16_kernels_pay()) {
+      EXPECT_EQ(t.passes, 0);
+    } else if (blocks_here(type)) {
+      EXPECT_GE(t.passes, 7);
+    }
+    const double a = std::string(type) == "half" ? 0.05 : 0.2;
+    expect_near(t.y, p.y, a, 0.02, "y");
+    expect_near(t.dx, p.dx, a, 0.02, "dx");
+    expect_near(t.dw0, p.dw0, 10 * a, 0.02, "dW0");
+    expect_near(t.dw1, p.dw1, 10 * a, 0.02, "dW1");
+    expect_near(t.dw2, p.dw2, 10 * a, 0.02, "dW2");
+    expect_near(t.db1, p.db1, 10 * a, 0.02, "db1");
+    expect_near(t.db2, p.db2, 10 * a, 0.02, "db2");
+  }
+}
+
 }  // namespace
 }  // namespace mg::test::blocked_activations_tests

@@ -53,6 +53,7 @@ CachedPrimitive::CachedPrimitive(
     : prim_(std::move(prim)), mutex_(std::make_unique<std::mutex>()) {
   for (const auto& [kind, md] : args) {
     kinds_.push_back(kind);
+    descs_.push_back(md);
     args_.emplace(kind, dnnl::memory(md, dnnl_engine(), nullptr));
   }
 }
@@ -72,6 +73,26 @@ void CachedPrimitive::execute(const char* where,
     }
     prim_.execute(dnnl_stream(), args_);
     dnnl_stream().wait();
+  });
+}
+
+void CachedPrimitive::execute_here(
+    const char* where, std::initializer_list<const void*> data) const {
+  if (data.size() != kinds_.size()) {
+    throw std::logic_error(msg("[", where, "] ", data.size(),
+                               " arguments given to a primitive that takes ",
+                               kinds_.size()));
+  }
+  thread_local dnnl::stream stream(dnnl_engine());
+  dnnl_call(where, [&] {
+    std::unordered_map<int, dnnl::memory> args;
+    auto p = data.begin();
+    for (size_t i = 0; i < kinds_.size(); ++i, ++p) {
+      args.emplace(kinds_[i], dnnl::memory(descs_[i], dnnl_engine(),
+                                           const_cast<void*>(*p)));
+    }
+    prim_.execute(stream, args);
+    stream.wait();
   });
 }
 

@@ -51,11 +51,19 @@ class CachedPrimitive {
   /// oneDNN's errors become std::runtime_error naming `where`.
   void execute(const char* where,
                std::initializer_list<const void*> data) const;
+  /// The same with fresh argument memories, on the calling thread's own
+  /// stream and without the lock, so that threads of a team may each run
+  /// the primitive at once: for one made to run on one thread with a
+  /// scratchpad of the caller's (scratchpad_mode::user, passed as an
+  /// argument), as oneDNN's library scratchpad may be shared.
+  void execute_here(const char* where,
+                    std::initializer_list<const void*> data) const;
 
  private:
   dnnl::primitive prim_;
   std::vector<int> kinds_;
   std::unordered_map<int, dnnl::memory> args_;
+  std::vector<dnnl::memory::desc> descs_;  // kinds_'s layouts
   std::unique_ptr<std::mutex> mutex_;
 };
 

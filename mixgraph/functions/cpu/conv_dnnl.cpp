@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -99,10 +101,14 @@ struct PlanKey {
   bool bias;        // forward: a bias input; backward_weights: a bias grad
   bool winograd;    // try oneDNN's Winograd kernel first
   bool one_thread;  // made and run on the calling thread alone
+  // Made for one thread with a scratchpad of the caller's, run by each
+  // thread of a team at once on its own images (execute_by_thread()).
+  bool concurrent = false;
   bool operator<(const PlanKey& o) const {
-    return std::tie(geom, op, compute, out, bias, winograd, one_thread) <
-           std::tie(o.geom, o.op, o.compute, o.out, o.bias, o.winograd,
-                    o.one_thread);
+    return std::tie(geom, op, compute, out, bias, winograd, one_thread,
+                    concurrent) < std::tie(o.geom, o.op, o.compute, o.out,
+                                           o.bias, o.winograd, o.one_thread,
+                                           o.concurrent);
   }
 };
 
@@ -126,7 +132,14 @@ class OneThread {
   int saved_;
 };
 
-// Whether a pass of g (the three have the same multiply-adds) is small
+// A pass's flops (the three passes have the same multiply-adds).
+double pass_flops(const ConvGeometry& g) {
+  return 2.0 * g.batch * g.out_channels *
+         (g.in_channels / std::max<int64_t>(g.group, 1)) *
+         shape_size(g.kernel) * shape_size(g.out_spatial);
+}
+
+// Whether a pass of g is small
 // enough to run on one thread: under 32 flops per element of
 // parallel_min() (34 MFLOP where the team sleeps between regions, 1 MFLOP
 // where it spins). Under the passive wait policy each of the pass's
@@ -136,10 +149,7 @@ class OneThread {
 // 0.60-0.74 ms on two (Xeon, batch 32, 2026-12-05). A bound of its own, not
 // gemm_packed's 4 MFLOP: a pass here is several regions, a product one.
 bool one_thread_pass(const ConvGeometry& g) {
-  const double flops = 2.0 * g.batch * g.out_channels *
-                       (g.in_channels / std::max<int64_t>(g.group, 1)) *
-                       shape_size(g.kernel) * shape_size(g.out_spatial);
-  return flops < 32.0 * static_cast<double>(parallel_min());
+  return pass_flops(g) < 32.0 * static_cast<double>(parallel_min());
 }
 
 // A primitive with the layouts it picked for its inputs a, b and its output,
@@ -148,7 +158,10 @@ bool one_thread_pass(const ConvGeometry& g) {
 struct Plan {
   bool ok = false;
   std::string impl;
-  CachedPrimitive prim;  // its arguments: a, b, out [, bias or bias grad]
+  // Its arguments: a, b, out [, bias or bias grad] [, scratchpad where
+  // the key is concurrent].
+  CachedPrimitive prim;
+  size_t scratchpad_bytes = 0;
   md a, b, out;
   md a_plain, b_plain, out_plain;
   CachedPrimitive a_in, b_in, out_back;  // from, to
@@ -227,7 +240,18 @@ Plan make_plan(const PlanKey& key, dnnl::algorithm algo) {
   const md bias_md =
       plain({key.op == ConvOp::backward_data ? g.in_channels : g.out_channels},
             dt::f32);
+  Plan plan;
   auto& eng = dnnl_engine();
+  dnnl::primitive_attr attr;
+  if (key.concurrent) attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  // The primitive's arguments, with the scratchpad where the caller gives it.
+  auto args = [&](std::vector<std::pair<int, md>> a, const md& scratchpad) {
+    if (key.concurrent) {
+      a.emplace_back(DNNL_ARG_SCRATCHPAD, scratchpad);
+      plan.scratchpad_bytes = scratchpad.get_size();
+    }
+    return a;
+  };
   // The backward primitives need a forward one as a hint.
   auto hint = [&] {
     return fwd::primitive_desc(
@@ -235,7 +259,6 @@ Plan make_plan(const PlanKey& key, dnnl::algorithm algo) {
                   dilates, pad, pad),
         eng);
   };
-  Plan plan;
   try {
     if (key.op == ConvOp::forward) {
       const md s = any(src, ct), w = any(wei, ct), d = any(dst, ot);
@@ -243,26 +266,29 @@ Plan make_plan(const PlanKey& key, dnnl::algorithm algo) {
           key.bias ? fwd::desc(prop, algo, s, w, bias_md, d, strides, dilates,
                                pad, pad)
                    : fwd::desc(prop, algo, s, w, d, strides, dilates, pad, pad),
-          eng);
+          attr, eng);
       plan.a = pd.src_desc(), plan.b = pd.weights_desc();
       plan.out = pd.dst_desc(), plan.impl = pd.impl_info_str();
       plan.a_plain = plain(src, ct), plan.b_plain = plain(wei, ct);
       plan.out_plain = plain(dst, ot);
       plan.prim = CachedPrimitive(
           fwd(pd),
-          conv_args(key.op, key.bias, plan.a, plan.b, plan.out, bias_md));
+          args(conv_args(key.op, key.bias, plan.a, plan.b, plan.out, bias_md),
+               pd.scratchpad_desc()));
     } else if (key.op == ConvOp::backward_data) {
       using bwd = dnnl::convolution_backward_data;
       bwd::primitive_desc pd(
           bwd::desc(algo, any(src, ot), any(wei, ct), any(dst, ct), strides,
                     dilates, pad, pad),
-          eng, hint());
+          attr, eng, hint());
       plan.a = pd.diff_dst_desc(), plan.b = pd.weights_desc();
       plan.out = pd.diff_src_desc(), plan.impl = pd.impl_info_str();
       plan.a_plain = plain(dst, ct), plan.b_plain = plain(wei, ct);
       plan.out_plain = plain(src, ot);
       plan.prim = CachedPrimitive(
-          bwd(pd), conv_args(key.op, false, plan.a, plan.b, plan.out, bias_md));
+          bwd(pd),
+          args(conv_args(key.op, false, plan.a, plan.b, plan.out, bias_md),
+               pd.scratchpad_desc()));
     } else {
       using bwd = dnnl::convolution_backward_weights;
       const md s = any(src, ct), w = any(wei, ot), d = any(dst, ct);
@@ -270,14 +296,15 @@ Plan make_plan(const PlanKey& key, dnnl::algorithm algo) {
           key.bias
               ? bwd::desc(algo, s, w, bias_md, d, strides, dilates, pad, pad)
               : bwd::desc(algo, s, w, d, strides, dilates, pad, pad),
-          eng, hint());
+          attr, eng, hint());
       plan.a = pd.src_desc(), plan.b = pd.diff_dst_desc();
       plan.out = pd.diff_weights_desc(), plan.impl = pd.impl_info_str();
       plan.a_plain = plain(src, ct), plan.b_plain = plain(dst, ct);
       plan.out_plain = plain(wei, ot);
       plan.prim = CachedPrimitive(
           bwd(pd),
-          conv_args(key.op, key.bias, plan.a, plan.b, plan.out, bias_md));
+          args(conv_args(key.op, key.bias, plan.a, plan.b, plan.out, bias_md),
+               pd.scratchpad_desc()));
     }
     plan.a_reorder = plan.a != plan.a_plain;
     plan.b_reorder = plan.b != plan.b_plain;
@@ -561,15 +588,286 @@ const Plan& plan_at(ConvOp op, const ConvGeometry& g, int64_t n, bool bias,
   }
 }
 
+// Whether convolutions of 16-bit types that compute in fp32 may run by
+// thread (MIXGRAPH_CONV_BY_THREAD=0 in the environment starts with it off),
+// and how many passes did.
+std::atomic<bool> by_thread_allowed{[] {
+  const char* v = std::getenv("MIXGRAPH_CONV_BY_THREAD");
+  return !(v && std::string(v) == "0");
+}()};
+std::atomic<int64_t> by_thread_count{0};
+
+// A pass "by thread" (set_conv_by_thread() in conv_dnnl.hpp): each thread
+// of the team takes its share of the images in one piece, converts it to
+// fp32, runs a one-thread primitive on it and converts or sums its result,
+// all in one parallel region. Run the usual way, a pass converted the batch
+// on the team, then ran a team's primitive, then converted back, each step
+// waking the team again (OMP_WAIT_POLICY=passive: a futex wake and a
+// reschedule each). The U-Net's half step went from 0.98x float's time to
+// 1.02x, LeNet's from 0.92x to 0.93x (AMD EPYC Zen 4, 2 threads, medians
+// of 10 and 6 interleaved processes).
+struct ByThread {
+  int threads = 1;
+  int64_t share = 1;  // images per thread (the last one's may be fewer)
+  const Plan* full = nullptr;
+  const Plan* rest = nullptr;  // the last share's, where shorter
+  int64_t shares(int64_t batch) const { return ceil_div(batch, share); }
+  const Plan& plan(int64_t n) const { return n == share ? *full : *rest; }
+  size_t scratchpad_bytes() const {
+    return std::max(full->scratchpad_bytes,
+                    rest ? rest->scratchpad_bytes : size_t{0});
+  }
+};
+
+// The shares and plans of `op` by thread, or nullopt where a share's plan
+// wants other layouts than `whole` (the batch's plan, which the caller's
+// arrays are held in).
+std::optional<ByThread> by_thread(ConvOp op, const ConvGeometry& g, bool bias,
+                                  const Plan& whole) {
+  ByThread b;
+  b.threads = omp_get_max_threads();
+  b.share = ceil_div(g.batch, b.threads);
+  auto plan_of = [&](int64_t n) -> const Plan& {
+    ConvGeometry cg = g;
+    cg.batch = n;
+    const bool wino =
+        op != ConvOp::backward_weights && conv_winograd() && winograd_pays(cg);
+    return plan_for(
+        PlanKey{cg, op, Dtype::f32, Dtype::f32, bias, wino, true, true});
+  };
+  b.full = &plan_of(b.share);
+  if (g.batch % b.share != 0) b.rest = &plan_of(g.batch % b.share);
+  // An activation's layout in a share's plan: row-major where the batch's
+  // is, else channel-blocked in the same blocks.
+  auto like = [](const md& m, bool reorder, const md& w, bool w_reorder) {
+    if (!w_reorder) return !reorder;
+    const int64_t block = channel_block_of(m);
+    return block != 0 && block == channel_block_of(w);
+  };
+  auto fits = [&](const Plan* p) {
+    if (!p) return true;
+    if (!p->ok || !like(p->a, p->a_reorder, whole.a, whole.a_reorder)) {
+      return false;
+    }
+    if (op == ConvOp::backward_weights) {  // b is dy; out the weight grad
+      return like(p->b, p->b_reorder, whole.b, whole.b_reorder) &&
+             p->out == b.full->out;
+    }
+    // b: the weights, one copy for every share.
+    return p->b == b.full->b &&
+           like(p->out, p->out_reorder, whole.out, whole.out_reorder);
+  };
+  if (!fits(b.full) || !fits(b.rest)) return std::nullopt;
+  return b;
+}
+
+// Runs body(thread, first image, images) for each thread's share on the
+// team, and rethrows the first error after it.
+template <class Fn>
+void for_each_share(const ByThread& b, int64_t batch, Fn&& body) {
+  const int64_t shares = b.shares(batch);
+  std::exception_ptr error;
+#pragma omp parallel num_threads(b.threads)
+  {
+    const int t = omp_get_thread_num();
+    if (t < shares) {
+      const int64_t n0 = t * b.share, n = std::min(b.share, batch - n0);
+      try {
+        body(t, n0, n);
+      } catch (...) {
+#pragma omp critical(mg_conv_by_thread)
+        if (!error) error = std::current_exception();
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+// Whether a pass of g may run by thread (conv_by_thread()), allowed.
+bool by_thread_runs(const ConvGeometry& g) {
+  return by_thread_allowed.load(std::memory_order_relaxed) && conv_by_thread(g);
+}
+
+// Runs a concurrent plan on the calling thread (a team's member): extra is
+// the bias (forward) or the bias grad (backward weights), else null.
+void run_here(const Plan& plan, const void* a, const void* b, void* out,
+              const float* extra, void* scratchpad) {
+  const FunctionProfile::ProductScope timed;
+  if (extra) {
+    plan.prim.execute_here("convolution", {a, b, out, extra, scratchpad});
+  } else {
+    plan.prim.execute_here("convolution", {a, b, out, scratchpad});
+  }
+}
+
+// 64-byte aligned pieces of one scratch block.
+class Slabs {
+ public:
+  explicit Slabs(std::initializer_list<size_t> sizes) {
+    size_t total = 0;
+    for (size_t bytes : sizes) {
+      offsets_.push_back(total);
+      total += (bytes + 63) / 64 * 64;
+    }
+    base_ = static_cast<char*>(mem_.get(total + 64));
+    base_ += (64 - reinterpret_cast<uintptr_t>(base_) % 64) % 64;
+  }
+  template <class P = float>
+  P* at(size_t i) const {
+    return reinterpret_cast<P*>(base_ + offsets_[i]);
+  }
+
+ private:
+  Scratch mem_;
+  std::vector<size_t> offsets_;
+  char* base_ = nullptr;
+};
+
+// The fp32 copy of src in `to` that an earlier pass kept in staging, else
+// null.
+const float* kept_copy(ConvStaging* staging, const void* src, const md& to) {
+  if (!staging) return nullptr;
+  for (const auto& c : staging->kept().copies) {
+    if (c->src == src && c->to == to) {
+      ++staging->kept().reused;
+      return static_cast<const float*>(c->ready);
+    }
+  }
+  return nullptr;
+}
+
+// Forward or backward data by thread (ByThread above), each image of a and
+// out in one piece. a's fp32 copy stays in staging for a weight grad's
+// pass (Convolution's backward: dy; Deconvolution's: its dy, the forward
+// pass's a). Returns false (nothing done) where the shares' plans want
+// other layouts.
+template <class T>
+bool execute_data_by_thread(ConvOp op, const ConvGeometry& g, const T* a,
+                            Operand w, const float* bias, T* out, bool accum,
+                            const Plan& whole, ConvStaging* staging) {
+  const Sizes s = sizes(op, g);
+  const auto b = by_thread(op, g, bias != nullptr, whole);
+  if (!b) return false;
+  Scratch w_conv, w_blk;
+  const Plan& full = *b->full;
+  const void* w_ready =
+      convert_and_reorder(w.data, w.dtype, s.nb, Dtype::f32, full.b_reorder,
+                          full.b_in, full.b, w_conv, w_blk);
+  const size_t pad = (b->scratchpad_bytes() + 63) / 64 * 64;
+  const Slabs slabs({s.nout * sizeof(float), pad * b->threads});
+  // a's fp32 copy, kept for a weight grad's pass that reads a too.
+  auto c = std::make_unique<ConvStaging::Kept::Copy>();
+  c->src = a;
+  c->to = whole.a;
+  float* af = static_cast<float*>(
+      c->converted.get(static_cast<size_t>(g.batch * s.a) * sizeof(float)));
+  c->ready = af;
+  staging->kept().copies.push_back(std::move(c));
+  float* of = slabs.at(0);
+  for_each_share(*b, g.batch, [&](int t, int64_t n0, int64_t n) {
+    convert(a + n0 * s.a, dtype_of<T>, af + n0 * s.a, Dtype::f32,
+            static_cast<size_t>(n * s.a));
+    run_here(b->plan(n), af + n0 * s.a, w_ready, of + n0 * s.out, bias,
+             slabs.at<char>(1) + pad * t);
+    store(of + n0 * s.out, out + n0 * s.out, n * s.out, accum);
+  });
+  by_thread_count.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+// Backward weights by thread (ByThread above), each image of x and dy in
+// one piece (their fp32 copies taken from staging where a data pass kept
+// them): each thread sums its share's grads in fp32 in the plan's layout,
+// and the threads' sums are added in thread order. Returns false (nothing
+// done) where the shares' plans want other layouts, or where the threads'
+// weight grads would be more to add than an eighth of the activations.
+template <class T, class W>
+bool execute_weights_by_thread(const ConvGeometry& g, const T* x, const T* dy,
+                               W* dw, bool accum, float* db, const Plan& whole,
+                               ConvStaging* staging) {
+  const ConvOp op = ConvOp::backward_weights;
+  const Sizes s = sizes(op, g);
+  const auto b = by_thread(op, g, db != nullptr, whole);
+  if (!b) return false;
+  const Plan& full = *b->full;
+  const size_t w_bytes = (full.out.get_size() + 63) / 64 * 64;
+  if (w_bytes * 8 > static_cast<size_t>(b->share * (s.a + s.b) * 4)) {
+    return false;
+  }
+  const float* kept_x = kept_copy(staging, x, whole.a);
+  const float* kept_dy = kept_copy(staging, dy, whole.b);
+  const int64_t oc = db ? g.out_channels : 0;
+  const size_t db_bytes = (oc * sizeof(float) + 63) / 64 * 64;
+  const size_t pad = (b->scratchpad_bytes() + 63) / 64 * 64;
+  const size_t mine_bytes = w_bytes + db_bytes + pad;
+  const size_t nx = kept_x ? 0 : static_cast<size_t>(g.batch * s.a);
+  const size_t ny = kept_dy ? 0 : static_cast<size_t>(g.batch * s.b);
+  const Slabs slabs(
+      {nx * sizeof(float), ny * sizeof(float), mine_bytes * b->threads});
+  const float* xf = kept_x ? kept_x : slabs.at(0);
+  const float* yf = kept_dy ? kept_dy : slabs.at(1);
+  // Thread t's weight grad, bias grad and scratchpad.
+  auto sums = [&](int t) { return slabs.at<char>(2) + mine_bytes * t; };
+  for_each_share(*b, g.batch, [&](int t, int64_t n0, int64_t n) {
+    if (!kept_x) {
+      convert(x + n0 * s.a, dtype_of<T>, slabs.at(0) + n0 * s.a, Dtype::f32,
+              static_cast<size_t>(n * s.a));
+    }
+    if (!kept_dy) {
+      convert(dy + n0 * s.b, dtype_of<T>, slabs.at(1) + n0 * s.b, Dtype::f32,
+              static_cast<size_t>(n * s.b));
+    }
+    char* mine = sums(t);
+    run_here(b->plan(n), xf + n0 * s.a, yf + n0 * s.b, mine,
+             db ? reinterpret_cast<float*>(mine + w_bytes) : nullptr,
+             mine + w_bytes + db_bytes);
+  });
+  // Thread 0's share is the first; the others' sums are added to its own.
+  float* total = reinterpret_cast<float*>(sums(0));
+  float* db_total = reinterpret_cast<float*>(sums(0) + w_bytes);
+  const int64_t padded = static_cast<int64_t>(full.out.get_size() / 4);
+  for (int t = 1; t < b->shares(g.batch); ++t) {
+    add_to(total, reinterpret_cast<float*>(sums(t)), padded);
+    const float* d = reinterpret_cast<float*>(sums(t) + w_bytes);
+    for (int64_t i = 0; i < oc; ++i) db_total[i] += d[i];
+  }
+  if (db) std::copy_n(db_total, oc, db);
+  const float* f = total;
+  Scratch row_major;
+  if (full.out_reorder) {
+    void* r = row_major.get(s.nout * sizeof(float));
+    run_reorder(full.out_back, total, r);
+    f = static_cast<const float*>(r);
+  }
+  store(f, dw, s.nout, accum);
+  by_thread_count.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 // Runs forward or backward data on T: a is batch-chunked, w the weights,
 // out batch-chunked.
 template <class T>
 void execute_data(ConvOp op, const ConvGeometry& g, const T* a, Operand w,
                   const float* bias, T* out, bool accum, const float* post_bias,
                   ConvStaging* staging) {
-  const OneThread one(one_thread_pass(g));  // as plan_at made the plans
   const Sizes s = sizes(op, g);
   const int64_t nb = chunk_batch(g, s);
+  if constexpr (!std::is_same_v<T, float>) {
+    if (staging && !post_bias && nb == g.batch && by_thread_runs(g)) {
+      // Each image of a and out in one piece: held channel-blocked, or
+      // row-major where the primitive reads and writes it so.
+      const Plan& whole =
+          plan_at<T>(op, g, g.batch, bias != nullptr, accum, post_bias);
+      const bool a_ok = staging->kept().holds(a) || !whole.a_reorder;
+      const bool out_ok = staging->kept().write_blocked || !whole.out_reorder;
+      if (a_ok && out_ok && dtype_of_md(whole.a_plain) == Dtype::f32 &&
+          execute_data_by_thread(op, g, a, w, bias, out, accum, whole,
+                                 staging)) {
+        return;
+      }
+    }
+  }
+  const OneThread one(one_thread_pass(g));  // as plan_at made the plans
   Scratch a_conv, a_blk, out_blk, out_plain, w_conv, w_blk;
   // Weights are prepared once per call and shared by the chunks (the
   // remainder chunk's plan is checked to want the same layout).
@@ -643,9 +941,22 @@ void execute_data(ConvOp op, const ConvGeometry& g, const T* a, Operand w,
 template <class T, class W>
 void execute_weights(const ConvGeometry& g, const T* x, const T* dy, W* dw,
                      bool accum, float* db, ConvStaging* staging) {
-  const OneThread one(one_thread_pass(g));  // as plan_at made the plans
   const ConvOp op = ConvOp::backward_weights;
   const Sizes s = sizes(op, g);
+  if constexpr (!std::is_same_v<T, float>) {
+    if (staging && chunk_batch(g, s) == g.batch && by_thread_runs(g)) {
+      const Plan& whole =
+          plan_at<T>(op, g, g.batch, db != nullptr, false, false);
+      const ConvStaging::Kept& kept = staging->kept();
+      const bool x_ok = kept.holds(x) || !whole.a_reorder;
+      const bool dy_ok = kept.holds(dy) || !whole.b_reorder;
+      if (x_ok && dy_ok && dtype_of_md(whole.a_plain) == Dtype::f32 &&
+          execute_weights_by_thread(g, x, dy, dw, accum, db, whole, staging)) {
+        return;
+      }
+    }
+  }
+  const OneThread one(one_thread_pass(g));  // as plan_at made the plans
   int64_t nb = chunk_batch(g, s);
   const Plan* first = &plan_at<T>(op, g, nb, db != nullptr, false, false);
   if (g.batch % nb != 0) {
@@ -758,6 +1069,25 @@ void set_blocked_activations(bool allowed) {
 
 bool conv_blocked_activations() {
   return blocked_activations.load(std::memory_order_relaxed);
+}
+
+void set_conv_by_thread(bool allowed) {
+  by_thread_allowed.store(allowed, std::memory_order_relaxed);
+}
+
+// Small enough that the team's wakes weigh: under 1024 x parallel_min()
+// flops (1.07 GFLOP under the passive policy). Larger passes ran slower by
+// thread: ResNet-18's half step (3x3 convolutions of 2.4 GFLOP) 0.90x on an
+// AMD EPYC Zen 4, 2 threads, as oneDNN's kernel on each thread's 16 images
+// runs below its rate on the team's 32.
+bool conv_by_thread(const ConvGeometry& g) {
+  return omp_get_max_threads() > 1 && !omp_in_parallel() &&
+         !one_thread_pass(g) &&
+         pass_flops(g) < 1024.0 * static_cast<double>(parallel_min());
+}
+
+int64_t conv_by_thread_passes() {
+  return by_thread_count.load(std::memory_order_relaxed);
 }
 
 void set_conv_winograd(bool allowed) {

@@ -186,6 +186,24 @@ bool winograd_pays(const ConvGeometry& g);
 void set_conv_winograd(bool allowed);
 bool conv_winograd();
 
+/// Allows (the default) or forbids running passes "by thread": where T is
+/// a 16-bit type that the kernel computes in fp32 (half; bfloat16 without
+/// AVX512-BF16), the whole batch in one chunk, each image of the pass's
+/// activations in one piece (held channel-blocked, or row-major where the
+/// kernel reads it so) and conv_by_thread(g), each thread of the team
+/// converts its share of the images, runs a one-thread kernel on it and
+/// converts or sums its result in one parallel region, where the usual
+/// pass wakes the team for each conversion and the kernel.
+/// MIXGRAPH_CONV_BY_THREAD=0 in the environment starts with it forbidden.
+void set_conv_by_thread(bool allowed);
+/// Whether passes of g are of the size that runs by thread (where the rest
+/// of set_conv_by_thread()'s conditions hold): a team of at least two
+/// threads, more multiply-adds than one_thread_pass() runs alone and fewer
+/// than 1024 x parallel_min().
+bool conv_by_thread(const ConvGeometry& g);
+/// The passes that ran by thread since the process started, for tests.
+int64_t conv_by_thread_passes();
+
 /// The implementation that runs `op` ("forward", "backward_data",
 /// "backward_weights") on T for g: oneDNN's, e.g. "jit:avx512_core", or
 /// "mixgraph:im2col_gemm" or "mixgraph:tap_gemm" for a weight grad by our
