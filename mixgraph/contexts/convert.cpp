@@ -10,18 +10,17 @@
 
 #include <mixgraph/contexts/convert_one.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/contexts/cpu/parallel_min.hpp>
 #include <mixgraph/contexts/dtype_dispatch.hpp>
 
 namespace mg {
 
 namespace {
 
-// Conversions are memory bound; only big ones are worth the threads.
-constexpr size_t kParallelMin = 1 << 16;
-
 template <class S, class D>
 void convert_loop(const S* src, D* dst, size_t n) {
-#pragma omp parallel for if (n >= kParallelMin) schedule(static)
+#pragma omp parallel for if (static_cast <int64_t>(n) >= cpu::parallel_min()) \
+    schedule(static)
   for (size_t i = 0; i < n; ++i) dst[i] = convert_one<D>(src[i]);
 }
 
@@ -73,7 +72,9 @@ void run_chunked(void (*fn)(const S*, D*, size_t), const void* src, void* dst,
                  size_t n) {
   const S* s = static_cast<const S*>(src);
   D* d = static_cast<D*>(dst);
-  if (n < kParallelMin || omp_in_parallel()) {  // a team's member: its own
+  // Small ones, and ones inside a team (a thread converting its own share),
+  // on the calling thread.
+  if (static_cast<int64_t>(n) < cpu::parallel_min() || omp_in_parallel()) {
     fn(s, d, n);
     return;
   }

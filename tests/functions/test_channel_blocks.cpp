@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <mixgraph/contexts/convert.hpp>
-#include <mixgraph/functions/cpu/channel_blocks.hpp>
+#include <mixgraph/contexts/cpu/channel_blocks.hpp>
 
 #include <cstring>
 #include <iostream>

@@ -12,10 +12,10 @@
 #include <stdexcept>
 #include <vector>
 
+#include <mixgraph/contexts/cpu/channel_blocks.hpp>
 #include <mixgraph/contexts/cpu/convert_avx512.hpp>
 #include <mixgraph/contexts/cpu/isa_loops.hpp>
 #include <mixgraph/functions/batch_normalization.hpp>
-#include <mixgraph/functions/cpu/channel_blocks.hpp>
 #include <mixgraph/functions/cpu/cpu_functions.hpp>
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/cpu/lanes.hpp>
@@ -39,7 +39,7 @@ namespace {
 namespace bn_loops {
 __attribute__((always_inline)) inline float value(float v) { return v; }
 __attribute__((always_inline)) inline float value(uint16_t bf16) {
-  return detail::bf16_bits_to_float(bf16);
+  return mg::detail::bf16_bits_to_float(bf16);
 }
 // clang-format off
 #define MG_BN_LOOPS(NS, TARGET)                                               \

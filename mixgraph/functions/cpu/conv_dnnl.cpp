@@ -21,10 +21,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include <mixgraph/contexts/cpu/channel_blocks.hpp>
 #include <mixgraph/contexts/cpu/dnnl_utils.hpp>
 #include <mixgraph/contexts/memory.hpp>
 #include <mixgraph/contexts/strings.hpp>
-#include <mixgraph/functions/cpu/channel_blocks.hpp>
 #include <mixgraph/functions/cpu/conv_winograd.hpp>
 #include <mixgraph/graph/profile.hpp>
 

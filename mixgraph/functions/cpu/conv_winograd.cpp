@@ -16,8 +16,8 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
+#include <mixgraph/contexts/cpu/channel_blocks.hpp>
 #include <mixgraph/contexts/memory.hpp>
-#include <mixgraph/functions/cpu/channel_blocks.hpp>
 #include <mixgraph/functions/cpu/conv_dnnl.hpp>
 #include <mixgraph/functions/cpu/gemm_packed.hpp>
 #include <mixgraph/graph/profile.hpp>

@@ -1,4 +1,4 @@
-#include <mixgraph/functions/cpu/channel_blocks.hpp>
+#include <mixgraph/contexts/cpu/channel_blocks.hpp>
 
 #include <algorithm>
 #include <stdexcept>
@@ -10,10 +10,10 @@
 #include <mixgraph/contexts/cpu/convert_avx2.hpp>
 #include <mixgraph/contexts/cpu/convert_avx512.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/contexts/cpu/parallel_min.hpp>
 #include <mixgraph/contexts/dtype_dispatch.hpp>
 #include <mixgraph/contexts/strings.hpp>
 #include <mixgraph/contexts/synced_array.hpp>
-#include <mixgraph/functions/cpu/cpu_utils.hpp>
 
 namespace mg::cpu {
 
