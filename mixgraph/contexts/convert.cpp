@@ -19,8 +19,10 @@ namespace {
 
 template <class S, class D>
 void convert_loop(const S* src, D* dst, size_t n) {
-#pragma omp parallel for if (static_cast <int64_t>(n) >= cpu::parallel_min()) \
-    schedule(static)
+  // Small ones, and ones inside a team, on the calling thread.
+  const bool team =
+      static_cast<int64_t>(n) >= cpu::parallel_min() && !omp_in_parallel();
+#pragma omp parallel for if (team) schedule(static)
   for (size_t i = 0; i < n; ++i) dst[i] = convert_one<D>(src[i]);
 }
 

@@ -33,7 +33,7 @@ struct Layout {
 };
 
 /// dst = src, n elements, converted from (src_type, from) to (dst_type,
-/// to) on the host in one pass (functions/cpu/channel_blocks.cpp).
+/// to) on the host in one pass (contexts/cpu/channel_blocks.cpp).
 void convert_layout(const void* src, Dtype src_type, const Layout& from,
                     void* dst, Dtype dst_type, const Layout& to, size_t n);
 

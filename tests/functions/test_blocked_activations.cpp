@@ -4,6 +4,7 @@
 // layout, and every other reader gets the plain copy converted. A residual
 // block trained with and without it computes the same numbers.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -637,8 +638,9 @@ struct ConvByThread {
   ~ConvByThread() { cpu::set_conv_by_thread(true); }
 };
 
-// 7 images (on two threads, shares of 4 and 3: two plans) of `in`
-// channels to 32, a k x k kernel padded to keep the side.
+// 7 images (on two threads shares of 4 and 3, on three 3, 2 and 2, on
+// five 2, 2, 1, 1 and 1: two plans each time) of `in` channels to 32, a
+// k x k kernel padded to keep the side.
 ConvGeometry by_thread_geometry(int64_t in, int64_t k, int64_t side) {
   ConvGeometry g;
   g.batch = 7, g.in_channels = in, g.out_channels = 32, g.group = 1;
@@ -671,8 +673,9 @@ struct ByThreadRun {
 // compute in bf16 where the CPU has AVX512-BF16, else in fp32 too): a
 // first 5x5 convolution
 // from one channel (read row-major), a 3x3 and a 1x1 one of 32 channels
-// held blocked (with biases), ReLUs between, and loss sum(y * c) for a fixed c;
-// one forward and backward with passes by thread allowed or not.
+// held blocked (with biases), ReLUs between, and loss sum((y + h0) * c)
+// for a fixed c and the first ReLU's output h0; one forward and backward
+// with passes by thread allowed or not.
 ByThreadRun by_thread_network(const char* type, bool on, int64_t side) {
   ContextGuard guard(context("cpu", type));
   ConvByThread by(on);
@@ -689,7 +692,8 @@ ByThreadRun by_thread_network(const char* type, bool on, int64_t side) {
   auto h0 = F::relu(F::convolution(x, w0, nullptr, o5));
   auto h1 = F::convolution(h0, w1, b1, o3);
   auto y = F::convolution(F::relu(h1), w2, b2, ConvolutionOptions{});
-  auto loss = F::sum(F::mul2(y, c));
+  // h0 also joins y: its grad is the add's plus the data pass's, added.
+  auto loss = F::sum(F::mul2(F::add2(y, h0), c));
   const int64_t before = cpu::conv_by_thread_passes();
   loss->forward(/*clear_buffer=*/false);
   loss->backward(1.0f);
@@ -709,35 +713,48 @@ ByThreadRun by_thread_network(const char* type, bool on, int64_t side) {
 // running a one-thread kernel on it and converting its result back)
 // compute what the team's passes do: the same kernels on other splits of
 // the batch, the weight grads summed in another order.
+// Sets the team's size for a scope.
+struct Threads {
+  explicit Threads(int n) : saved(omp_get_max_threads()) {
+    omp_set_num_threads(n);
+  }
+  ~Threads() { omp_set_num_threads(saved); }
+  int saved;
+};
+
 TEST(BlockedActivations, PassesByThreadComputeWhatTheTeamsDo) {
-  const int64_t side = by_thread_side();
-  if (side == 0) GTEST_SKIP() << "one thread: no pass runs by thread";
-  for (const char* type : {"half", "bfloat16"}) {
-    SCOPED_TRACE(type);
-    const ByThreadRun t = by_thread_network(type, true, side);
-    const ByThreadRun p = by_thread_network(type, false, side);
-    EXPECT_EQ(p.passes, 0);
-    // Where the kernels compute in fp32 and hand their maps over blocked:
-    // the three forward passes, the last two layers' data passes and the
-    // first and last layers' weight passes (the 3x3 one's on small maps
-    // stays on the team: its threads' grads would be more to add than an
-    // eighth of its maps), the last one's with the dy its data pass
-    // converted. bf16 kernels take no conversion, and no pass by thread.
-    // Where maps are not held blocked (AVX2's blocks of 8), only a pass
-    // whose kernel reads and writes row-major maps could.
-    if (std::string(type) == "bfloat16" && cpu::bf16_kernels_pay()) {
-      EXPECT_EQ(t.passes, 0);
-    } else if (blocks_here(type)) {
-      EXPECT_GE(t.passes, 7);
+  for (const int threads : {2, 3, 5}) {
+    const Threads team(threads);
+    const int64_t side = by_thread_side();
+    ASSERT_GT(side, 0) << threads << " threads";
+    for (const char* type : {"half", "bfloat16"}) {
+      SCOPED_TRACE(testing::Message() << type << ", " << threads << " threads");
+      const ByThreadRun t = by_thread_network(type, true, side);
+      const ByThreadRun p = by_thread_network(type, false, side);
+      EXPECT_EQ(p.passes, 0);
+      // Where the kernels compute in fp32 and hand their maps over
+      // blocked: the three forward passes and the last two layers' data
+      // passes; the weight passes where their shares' grads are at most an
+      // eighth of their maps to add (on two and three threads the first and
+      // last layers', the last one's with the dy its data pass converted;
+      // the 3x3 one's on small maps stays on the team). bf16 kernels take
+      // no conversion, and no pass by thread. Where maps are not held
+      // blocked (AVX2's blocks of 8), only a pass whose kernel reads and
+      // writes row-major maps could.
+      if (std::string(type) == "bfloat16" && cpu::bf16_kernels_pay()) {
+        EXPECT_EQ(t.passes, 0);
+      } else if (blocks_here(type)) {
+        EXPECT_GE(t.passes, threads <= 3 ? 7 : 5);
+      }
+      const double a = std::string(type) == "half" ? 0.05 : 0.2;
+      expect_near(t.y, p.y, a, 0.02, "y");
+      expect_near(t.dx, p.dx, a, 0.02, "dx");
+      expect_near(t.dw0, p.dw0, 10 * a, 0.02, "dW0");
+      expect_near(t.dw1, p.dw1, 10 * a, 0.02, "dW1");
+      expect_near(t.dw2, p.dw2, 10 * a, 0.02, "dW2");
+      expect_near(t.db1, p.db1, 10 * a, 0.02, "db1");
+      expect_near(t.db2, p.db2, 10 * a, 0.02, "db2");
     }
-    const double a = std::string(type) == "half" ? 0.05 : 0.2;
-    expect_near(t.y, p.y, a, 0.02, "y");
-    expect_near(t.dx, p.dx, a, 0.02, "dx");
-    expect_near(t.dw0, p.dw0, 10 * a, 0.02, "dW0");
-    expect_near(t.dw1, p.dw1, 10 * a, 0.02, "dW1");
-    expect_near(t.dw2, p.dw2, 10 * a, 0.02, "dW2");
-    expect_near(t.db1, p.db1, 10 * a, 0.02, "db1");
-    expect_near(t.db2, p.db2, 10 * a, 0.02, "db2");
   }
 }
 

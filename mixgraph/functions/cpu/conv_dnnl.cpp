@@ -598,7 +598,8 @@ std::atomic<bool> by_thread_allowed{[] {
 std::atomic<int64_t> by_thread_count{0};
 
 // A pass "by thread" (set_conv_by_thread() in conv_dnnl.hpp): each thread
-// of the team takes its share of the images in one piece, converts it to
+// of the team takes its share of the images in one piece (the shares
+// differ by one image at most), converts it to
 // fp32, runs a one-thread primitive on it and converts or sums its result,
 // all in one parallel region. Run the usual way, a pass converted the batch
 // on the team, then ran a team's primitive, then converted back, each step
@@ -607,15 +608,18 @@ std::atomic<int64_t> by_thread_count{0};
 // 1.02x, LeNet's from 0.92x to 0.93x (AMD EPYC Zen 4, 2 threads, medians
 // of 10 and 6 interleaved processes).
 struct ByThread {
-  int threads = 1;
-  int64_t share = 1;  // images per thread (the last one's may be fewer)
-  const Plan* full = nullptr;
-  const Plan* rest = nullptr;  // the last share's, where shorter
-  int64_t shares(int64_t batch) const { return ceil_div(batch, share); }
-  const Plan& plan(int64_t n) const { return n == share ? *full : *rest; }
+  int64_t shares = 1;  // one a thread of the team
+  // The first `more` shares hold `size + 1` images, the others `size`.
+  int64_t size = 1, more = 0;
+  const Plan* big = nullptr;    // the plan for the larger shares
+  const Plan* small = nullptr;  // for the others, where they differ
+  int64_t first(int64_t i) const { return i * size + std::min(i, more); }
+  int64_t images(int64_t i) const { return size + (i < more ? 1 : 0); }
+  const Plan& plan(int64_t n) const { return n == big_size() ? *big : *small; }
+  int64_t big_size() const { return more > 0 ? size + 1 : size; }
   size_t scratchpad_bytes() const {
-    return std::max(full->scratchpad_bytes,
-                    rest ? rest->scratchpad_bytes : size_t{0});
+    return std::max(big->scratchpad_bytes,
+                    small ? small->scratchpad_bytes : size_t{0});
   }
 };
 
@@ -625,8 +629,9 @@ struct ByThread {
 std::optional<ByThread> by_thread(ConvOp op, const ConvGeometry& g, bool bias,
                                   const Plan& whole) {
   ByThread b;
-  b.threads = omp_get_max_threads();
-  b.share = ceil_div(g.batch, b.threads);
+  b.shares = std::min<int64_t>(omp_get_max_threads(), g.batch);
+  b.size = g.batch / b.shares;
+  b.more = g.batch % b.shares;
   auto plan_of = [&](int64_t n) -> const Plan& {
     ConvGeometry cg = g;
     cg.batch = n;
@@ -635,8 +640,8 @@ std::optional<ByThread> by_thread(ConvOp op, const ConvGeometry& g, bool bias,
     return plan_for(
         PlanKey{cg, op, Dtype::f32, Dtype::f32, bias, wino, true, true});
   };
-  b.full = &plan_of(b.share);
-  if (g.batch % b.share != 0) b.rest = &plan_of(g.batch % b.share);
+  b.big = &plan_of(b.big_size());
+  if (b.more > 0) b.small = &plan_of(b.size);
   // An activation's layout in a share's plan: row-major where the batch's
   // is, else channel-blocked in the same blocks.
   auto like = [](const md& m, bool reorder, const md& w, bool w_reorder) {
@@ -651,29 +656,29 @@ std::optional<ByThread> by_thread(ConvOp op, const ConvGeometry& g, bool bias,
     }
     if (op == ConvOp::backward_weights) {  // b is dy; out the weight grad
       return like(p->b, p->b_reorder, whole.b, whole.b_reorder) &&
-             p->out == b.full->out;
+             p->out == b.big->out;
     }
     // b: the weights, one copy for every share.
-    return p->b == b.full->b &&
+    return p->b == b.big->b &&
            like(p->out, p->out_reorder, whole.out, whole.out_reorder);
   };
-  if (!fits(b.full) || !fits(b.rest)) return std::nullopt;
+  if (!fits(b.big) || !fits(b.small)) return std::nullopt;
   return b;
 }
 
-// Runs body(thread, first image, images) for each thread's share on the
-// team, and rethrows the first error after it.
+// Runs body(share, first image, images) for every share on the team, a
+// thread's own first (the team OpenMP gives may be smaller than asked
+// for: the others' shares are taken in turn), and rethrows the first error
+// after it.
 template <class Fn>
-void for_each_share(const ByThread& b, int64_t batch, Fn&& body) {
-  const int64_t shares = b.shares(batch);
+void for_each_share(const ByThread& b, Fn&& body) {
   std::exception_ptr error;
-#pragma omp parallel num_threads(b.threads)
+#pragma omp parallel num_threads(static_cast <int>(b.shares))
   {
-    const int t = omp_get_thread_num();
-    if (t < shares) {
-      const int64_t n0 = t * b.share, n = std::min(b.share, batch - n0);
+    const int64_t team = omp_get_num_threads();
+    for (int64_t i = omp_get_thread_num(); i < b.shares; i += team) {
       try {
-        body(t, n0, n);
+        body(i, b.first(i), b.images(i));
       } catch (...) {
 #pragma omp critical(mg_conv_by_thread)
         if (!error) error = std::current_exception();
@@ -749,36 +754,37 @@ bool execute_data_by_thread(ConvOp op, const ConvGeometry& g, const T* a,
   const auto b = by_thread(op, g, bias != nullptr, whole);
   if (!b) return false;
   Scratch w_conv, w_blk;
-  const Plan& full = *b->full;
+  const Plan& full = *b->big;
   const void* w_ready =
       convert_and_reorder(w.data, w.dtype, s.nb, Dtype::f32, full.b_reorder,
                           full.b_in, full.b, w_conv, w_blk);
   const size_t pad = (b->scratchpad_bytes() + 63) / 64 * 64;
-  const Slabs slabs({s.nout * sizeof(float), pad * b->threads});
-  // a's fp32 copy, kept for a weight grad's pass that reads a too.
+  const Slabs slabs({s.nout * sizeof(float), pad * b->shares});
+  // a's fp32 copy, kept (once whole) for a weight grad's pass that reads a
+  // too.
   auto c = std::make_unique<ConvStaging::Kept::Copy>();
   c->src = a;
   c->to = whole.a;
   float* af = static_cast<float*>(
       c->converted.get(static_cast<size_t>(g.batch * s.a) * sizeof(float)));
   c->ready = af;
-  staging->kept().copies.push_back(std::move(c));
   float* of = slabs.at(0);
-  for_each_share(*b, g.batch, [&](int t, int64_t n0, int64_t n) {
+  for_each_share(*b, [&](int64_t i, int64_t n0, int64_t n) {
     convert(a + n0 * s.a, dtype_of<T>, af + n0 * s.a, Dtype::f32,
             static_cast<size_t>(n * s.a));
     run_here(b->plan(n), af + n0 * s.a, w_ready, of + n0 * s.out, bias,
-             slabs.at<char>(1) + pad * t);
+             slabs.at<char>(1) + pad * i);
     store(of + n0 * s.out, out + n0 * s.out, n * s.out, accum);
   });
+  staging->kept().copies.push_back(std::move(c));
   by_thread_count.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
 // Backward weights by thread (ByThread above), each image of x and dy in
 // one piece (their fp32 copies taken from staging where a data pass kept
-// them): each thread sums its share's grads in fp32 in the plan's layout,
-// and the threads' sums are added in thread order. Returns false (nothing
+// them): each share's grads are summed in fp32 in the plan's layout, and
+// the shares' sums added in share order. Returns false (nothing
 // done) where the shares' plans want other layouts, or where the threads'
 // weight grads would be more to add than an eighth of the activations.
 template <class T, class W>
@@ -789,9 +795,9 @@ bool execute_weights_by_thread(const ConvGeometry& g, const T* x, const T* dy,
   const Sizes s = sizes(op, g);
   const auto b = by_thread(op, g, db != nullptr, whole);
   if (!b) return false;
-  const Plan& full = *b->full;
+  const Plan& full = *b->big;
   const size_t w_bytes = (full.out.get_size() + 63) / 64 * 64;
-  if (w_bytes * 8 > static_cast<size_t>(b->share * (s.a + s.b) * 4)) {
+  if (w_bytes * 8 > static_cast<size_t>(b->size * (s.a + s.b) * 4)) {
     return false;
   }
   const float* kept_x = kept_copy(staging, x, whole.a);
@@ -803,12 +809,12 @@ bool execute_weights_by_thread(const ConvGeometry& g, const T* x, const T* dy,
   const size_t nx = kept_x ? 0 : static_cast<size_t>(g.batch * s.a);
   const size_t ny = kept_dy ? 0 : static_cast<size_t>(g.batch * s.b);
   const Slabs slabs(
-      {nx * sizeof(float), ny * sizeof(float), mine_bytes * b->threads});
+      {nx * sizeof(float), ny * sizeof(float), mine_bytes * b->shares});
   const float* xf = kept_x ? kept_x : slabs.at(0);
   const float* yf = kept_dy ? kept_dy : slabs.at(1);
-  // Thread t's weight grad, bias grad and scratchpad.
-  auto sums = [&](int t) { return slabs.at<char>(2) + mine_bytes * t; };
-  for_each_share(*b, g.batch, [&](int t, int64_t n0, int64_t n) {
+  // Share i's weight grad, bias grad and scratchpad.
+  auto sums = [&](int64_t i) { return slabs.at<char>(2) + mine_bytes * i; };
+  for_each_share(*b, [&](int64_t i, int64_t n0, int64_t n) {
     if (!kept_x) {
       convert(x + n0 * s.a, dtype_of<T>, slabs.at(0) + n0 * s.a, Dtype::f32,
               static_cast<size_t>(n * s.a));
@@ -817,19 +823,19 @@ bool execute_weights_by_thread(const ConvGeometry& g, const T* x, const T* dy,
       convert(dy + n0 * s.b, dtype_of<T>, slabs.at(1) + n0 * s.b, Dtype::f32,
               static_cast<size_t>(n * s.b));
     }
-    char* mine = sums(t);
+    char* mine = sums(i);
     run_here(b->plan(n), xf + n0 * s.a, yf + n0 * s.b, mine,
              db ? reinterpret_cast<float*>(mine + w_bytes) : nullptr,
              mine + w_bytes + db_bytes);
   });
-  // Thread 0's share is the first; the others' sums are added to its own.
+  // The shares' sums added to the first's, in share order.
   float* total = reinterpret_cast<float*>(sums(0));
   float* db_total = reinterpret_cast<float*>(sums(0) + w_bytes);
   const int64_t padded = static_cast<int64_t>(full.out.get_size() / 4);
-  for (int t = 1; t < b->shares(g.batch); ++t) {
-    add_to(total, reinterpret_cast<float*>(sums(t)), padded);
-    const float* d = reinterpret_cast<float*>(sums(t) + w_bytes);
-    for (int64_t i = 0; i < oc; ++i) db_total[i] += d[i];
+  for (int64_t i = 1; i < b->shares; ++i) {
+    add_to(total, reinterpret_cast<float*>(sums(i)), padded);
+    const float* d = reinterpret_cast<float*>(sums(i) + w_bytes);
+    for (int64_t k = 0; k < oc; ++k) db_total[k] += d[k];
   }
   if (db) std::copy_n(db_total, oc, db);
   const float* f = total;
@@ -1081,7 +1087,8 @@ void set_conv_by_thread(bool allowed) {
 // AMD EPYC Zen 4, 2 threads, as oneDNN's kernel on each thread's 16 images
 // runs below its rate on the team's 32.
 bool conv_by_thread(const ConvGeometry& g) {
-  return omp_get_max_threads() > 1 && !omp_in_parallel() &&
+  const int threads = omp_get_max_threads();
+  return threads > 1 && g.batch >= threads && !omp_in_parallel() &&
          !one_thread_pass(g) &&
          pass_flops(g) < 1024.0 * static_cast<double>(parallel_min());
 }

@@ -198,8 +198,8 @@ bool conv_winograd();
 void set_conv_by_thread(bool allowed);
 /// Whether passes of g are of the size that runs by thread (where the rest
 /// of set_conv_by_thread()'s conditions hold): a team of at least two
-/// threads, more multiply-adds than one_thread_pass() runs alone and fewer
-/// than 1024 x parallel_min().
+/// threads and at least an image for each, more multiply-adds than
+/// one_thread_pass() runs alone and fewer than 1024 x parallel_min().
 bool conv_by_thread(const ConvGeometry& g);
 /// The passes that ran by thread since the process started, for tests.
 int64_t conv_by_thread_passes();
