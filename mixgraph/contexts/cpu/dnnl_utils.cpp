@@ -58,13 +58,17 @@ CachedPrimitive::CachedPrimitive(
   }
 }
 
-void CachedPrimitive::execute(const char* where,
-                              std::initializer_list<const void*> data) const {
-  if (data.size() != kinds_.size()) {
-    throw std::logic_error(msg("[", where, "] ", data.size(),
+void CachedPrimitive::check_arguments(const char* where, size_t n) const {
+  if (n != kinds_.size()) {
+    throw std::logic_error(msg("[", where, "] ", n,
                                " arguments given to a primitive that takes ",
                                kinds_.size()));
   }
+}
+
+void CachedPrimitive::execute(const char* where,
+                              std::initializer_list<const void*> data) const {
+  check_arguments(where, data.size());
   std::lock_guard<std::mutex> lock(*mutex_);
   dnnl_call(where, [&] {
     auto p = data.begin();
@@ -78,11 +82,7 @@ void CachedPrimitive::execute(const char* where,
 
 void CachedPrimitive::execute_here(
     const char* where, std::initializer_list<const void*> data) const {
-  if (data.size() != kinds_.size()) {
-    throw std::logic_error(msg("[", where, "] ", data.size(),
-                               " arguments given to a primitive that takes ",
-                               kinds_.size()));
-  }
+  check_arguments(where, data.size());
   thread_local dnnl::stream stream(dnnl_engine());
   dnnl_call(where, [&] {
     std::unordered_map<int, dnnl::memory> args;

@@ -60,6 +60,9 @@ class CachedPrimitive {
                     std::initializer_list<const void*> data) const;
 
  private:
+  // Throws std::logic_error naming `where` unless n is the argument count.
+  void check_arguments(const char* where, size_t n) const;
+
   dnnl::primitive prim_;
   std::vector<int> kinds_;
   std::unordered_map<int, dnnl::memory> args_;

@@ -102,7 +102,7 @@ struct PlanKey {
   bool winograd;    // try oneDNN's Winograd kernel first
   bool one_thread;  // made and run on the calling thread alone
   // Made for one thread with a scratchpad of the caller's, run by each
-  // thread of a team at once on its own images (execute_by_thread()).
+  // thread of a team at once on its own images (ByThread below).
   bool concurrent = false;
   bool operator<(const PlanKey& o) const {
     return std::tie(geom, op, compute, out, bias, winograd, one_thread,
@@ -139,15 +139,14 @@ double pass_flops(const ConvGeometry& g) {
          shape_size(g.kernel) * shape_size(g.out_spatial);
 }
 
-// Whether a pass of g is small
-// enough to run on one thread: under 32 flops per element of
-// parallel_min() (34 MFLOP where the team sleeps between regions, 1 MFLOP
-// where it spins). Under the passive wait policy each of the pass's
-// parallel regions (the layout conversions, the primitive) pays a wake of
-// the team of about 0.15 ms; the U-Net's 1x1 layers (6-13 MFLOP a pass)
-// took 0.25-0.46 ms for their three passes on one thread against
-// 0.60-0.74 ms on two (Xeon, batch 32, 2026-12-05). A bound of its own, not
-// gemm_packed's 4 MFLOP: a pass here is several regions, a product one.
+// Whether a pass of g is small enough to run on one thread: under 32
+// flops per element of parallel_min() (34 MFLOP where the team sleeps between
+// regions, 1 MFLOP where it spins). Under the passive wait policy each of the
+// pass's parallel regions (the layout conversions, the primitive) pays a wake
+// of the team of about 0.15 ms; the U-Net's 1x1 layers (6-13 MFLOP a pass) took
+// 0.25-0.46 ms for their three passes on one thread against 0.60-0.74 ms on two
+// (Xeon, batch 32, 2026-12-05). A bound of its own, not gemm_packed's 4 MFLOP:
+// a pass here is several regions, a product one.
 bool one_thread_pass(const ConvGeometry& g) {
   return pass_flops(g) < 32.0 * static_cast<double>(parallel_min());
 }
@@ -484,6 +483,19 @@ void ConvStaging::write_blocked() { kept_->write_blocked = true; }
 
 namespace {
 
+// The copy of src in `to` that an earlier pass kept in staging (counted
+// as reused), else null.
+const void* kept_copy(ConvStaging* staging, const void* src, const md& to) {
+  if (!staging) return nullptr;
+  for (const auto& c : staging->kept().copies) {
+    if (c->src == src && c->to == to) {
+      ++staging->kept().reused;
+      return c->ready;
+    }
+  }
+  return nullptr;
+}
+
 // stage_in() of a whole batch (`whole`) through `staging`, where given: the
 // copy an earlier pass made of src in the layout `to`, else one made here
 // and kept for a later pass. A chunk stages into the pass's own scratch.
@@ -512,13 +524,8 @@ const void* stage_kept(ConvStaging* staging, bool whole, const void* src,
     return p;
   };
   if (!staging || !whole) return stage(converted, blocked);
+  if (const void* ready = kept_copy(staging, src, to)) return ready;
   ConvStaging::Kept& kept = staging->kept();
-  for (const auto& c : kept.copies) {
-    if (c->src == src && c->to == to) {
-      ++kept.reused;
-      return c->ready;
-    }
-  }
   auto c = std::make_unique<ConvStaging::Kept::Copy>();
   c->src = src;
   c->to = to;
@@ -728,19 +735,6 @@ class Slabs {
   char* base_ = nullptr;
 };
 
-// The fp32 copy of src in `to` that an earlier pass kept in staging, else
-// null.
-const float* kept_copy(ConvStaging* staging, const void* src, const md& to) {
-  if (!staging) return nullptr;
-  for (const auto& c : staging->kept().copies) {
-    if (c->src == src && c->to == to) {
-      ++staging->kept().reused;
-      return static_cast<const float*>(c->ready);
-    }
-  }
-  return nullptr;
-}
-
 // Forward or backward data by thread (ByThread above), each image of a and
 // out in one piece. a's fp32 copy stays in staging for a weight grad's
 // pass (Convolution's backward: dy; Deconvolution's: its dy, the forward
@@ -800,8 +794,11 @@ bool execute_weights_by_thread(const ConvGeometry& g, const T* x, const T* dy,
   if (w_bytes * 8 > static_cast<size_t>(b->size * (s.a + s.b) * 4)) {
     return false;
   }
-  const float* kept_x = kept_copy(staging, x, whole.a);
-  const float* kept_dy = kept_copy(staging, dy, whole.b);
+  // fp32 where kept: the shares' plans compute in fp32.
+  const auto* kept_x =
+      static_cast<const float*>(kept_copy(staging, x, whole.a));
+  const auto* kept_dy =
+      static_cast<const float*>(kept_copy(staging, dy, whole.b));
   const int64_t oc = db ? g.out_channels : 0;
   const size_t db_bytes = (oc * sizeof(float) + 63) / 64 * 64;
   const size_t pad = (b->scratchpad_bytes() + 63) / 64 * 64;
