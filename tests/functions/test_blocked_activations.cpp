@@ -484,11 +484,14 @@ TEST(BlockedActivations, UnpoolingRepeatsTheBlocks) {
 // maximum, and overlapping windows add their grads in the windows' order,
 // as on plain maps.
 // The windows' loops are compiled per vector ISA (each path this CPU has
-// runs) and for blocks of 16 and 8.
+// runs) and for blocks of 16 and 8; half and bfloat16 maps pool as they
+// are where the ISA converts a block in registers (blocks of 16 on
+// AVX-512, 8 on AVX2 with F16C), else through fp32 copies: both paths
+// run here, and give the plain maps' bits.
 TEST(BlockedActivations, MaxPoolingPoolsTheBlocks) {
   const cpu::CpuFeatures all = cpu::cpu_features();
   cpu::CpuFeatures avx2, avx512;
-  avx2.avx2 = all.avx2, avx512.avx512f = all.avx512f;
+  avx2.avx2 = all.avx2, avx2.f16c = all.f16c, avx512.avx512f = all.avx512f;
   PoolingOptions stem;  // a ResNet's stem: overlapping, padded windows
   stem.stride = {2, 2}, stem.pad = {1, 1};
   PoolingOptions past;

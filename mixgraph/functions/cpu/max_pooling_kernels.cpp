@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 // GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on their own
 // _mm512_undefined_* helpers (GCC bug 105593; the sanitizer build's -O1
@@ -19,6 +20,8 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
+#include <mixgraph/contexts/cpu/convert_avx2.hpp>
+#include <mixgraph/contexts/cpu/convert_avx512.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/contexts/cpu/isa_loops.hpp>
 
@@ -601,12 +604,45 @@ struct Lanes<8> {
   typedef float Floats __attribute__((vector_size(32)));
   typedef int32_t Ints __attribute__((vector_size(32)));
 };
+// The maps are of E: float, or half and bfloat16 converted in registers
+// (kB lanes in one conversion: 16 on AVX-512, 8 on AVX2 with F16C; the
+// caller picks only those). A window's maximum is one of its elements and
+// a grad written is dy's own value, so neither rounds: the same bits as
+// pooling the maps converted to fp32 and converting back. Adding grads
+// (`write` false) is fp32's alone, where the sums round once.
+// The AVX2 loops are built with F16C, which every AVX2 CPU has.
 // clang-format off
 #define MG_BLOCKED_MAX(NS, TARGET)                                          \
   namespace NS {                                                            \
-  template <int kB>                                                         \
-  TARGET void pool(const float* x, const float* dy, float* y, float* dx,    \
-                   const Dims3& d, bool write) {                            \
+  template <int kB, class E>                                                \
+  TARGET inline void get(const E* p, typename Lanes<kB>::Floats& v) {      \
+    if constexpr (std::is_same_v<E, float>) {                               \
+      std::memcpy(&v, p, sizeof v);                                         \
+    } else if constexpr (kB == 16) {                                        \
+      const __m512 w = avx512::load16(p);                                   \
+      std::memcpy(&v, &w, sizeof v);                                        \
+    } else {                                                                \
+      const __m256 w = avx2::load8(p);                                      \
+      std::memcpy(&v, &w, sizeof v);                                        \
+    }                                                                       \
+  }                                                                         \
+  template <int kB, class E>                                                \
+  TARGET inline void put(E* p, const typename Lanes<kB>::Floats& v) {       \
+    if constexpr (std::is_same_v<E, float>) {                               \
+      std::memcpy(p, &v, sizeof v);                                         \
+    } else if constexpr (kB == 16) {                                        \
+      __m512 w;                                                             \
+      std::memcpy(&w, &v, sizeof v);                                        \
+      avx512::store16(p, w);                                                \
+    } else {                                                                \
+      __m256 w;                                                             \
+      std::memcpy(&w, &v, sizeof v);                                        \
+      avx2::store8(p, w);                                                   \
+    }                                                                       \
+  }                                                                         \
+  template <int kB, class E>                                                \
+  TARGET void pool(const E* x, const E* dy, E* y, E* dx, const Dims3& d,    \
+                   bool write) {                                            \
     using F = typename Lanes<kB>::Floats;                                   \
     using I = typename Lanes<kB>::Ints;                                     \
     int64_t o = 0;                                                          \
@@ -624,7 +660,7 @@ struct Lanes<8> {
               for (int64_t i2 = r2.begin; i2 < r2.end; ++i2) {              \
                 const int64_t i = (i0 * d.in[1] + i1) * d.in[2] + i2;       \
                 F v;                                                        \
-                std::memcpy(&v, x + i * kB, sizeof v);                      \
+                get<kB>(x + i * kB, v);                                     \
                 const I t = empty ? ~I{} : (v > m) | ((v != v) & (m == m)); \
                 m = t ? v : m;                                              \
                 at = t ? I{} + static_cast<int32_t>(i) : at;                \
@@ -634,24 +670,27 @@ struct Lanes<8> {
           }                                                                 \
           if (y) {                                                          \
             if (empty) m = F{};                                             \
-            std::memcpy(y + o * kB, &m, sizeof m);                          \
+            put<kB>(y + o * kB, m);                                         \
           } else if (write) {                                               \
             F g;                                                            \
-            std::memcpy(&g, dy + o * kB, sizeof g);                         \
+            get<kB>(dy + o * kB, g);                                        \
             for (int64_t i0 = r0.begin; i0 < r0.end; ++i0) {                \
               for (int64_t i1 = r1.begin; i1 < r1.end; ++i1) {              \
                 for (int64_t i2 = r2.begin; i2 < r2.end; ++i2) {            \
                   const int64_t i = (i0 * d.in[1] + i1) * d.in[2] + i2;     \
-                  const F put = at == static_cast<int32_t>(i) ? g : F{};    \
-                  std::memcpy(dx + i * kB, &put, sizeof put);               \
+                  const F put_ = at == static_cast<int32_t>(i) ? g : F{};   \
+                  put<kB>(dx + i * kB, put_);                               \
                 }                                                           \
               }                                                             \
             }                                                               \
-          } else if (!empty) {                                              \
-            int32_t win[kB] = {};                                           \
-            std::memcpy(win, &at, sizeof at);                               \
-            for (int l = 0; l < kB; ++l) {                                  \
-              dx[static_cast<int64_t>(win[l]) * kB + l] += dy[o * kB + l];  \
+          } else if constexpr (std::is_same_v<E, float>) {                  \
+            if (!empty) {                                                   \
+              int32_t win[kB] = {};                                         \
+              std::memcpy(win, &at, sizeof at);                             \
+              for (int l = 0; l < kB; ++l) {                                \
+                dx[static_cast<int64_t>(win[l]) * kB + l] +=                \
+                    dy[o * kB + l];                                         \
+              }                                                             \
             }                                                               \
           }                                                                 \
         }                                                                   \
@@ -659,7 +698,9 @@ struct Lanes<8> {
     }                                                                       \
   }                                                                         \
   }
-MG_FOR_EACH_VECTOR_ISA(MG_BLOCKED_MAX)
+MG_BLOCKED_MAX(isa_baseline, __attribute__((MG_NO_CONTRACT)))
+MG_BLOCKED_MAX(isa_avx2, __attribute__((target("avx2,f16c"), MG_NO_CONTRACT)))
+MG_BLOCKED_MAX(isa_avx512, __attribute__((target("avx512f"), MG_NO_CONTRACT)))
 #undef MG_BLOCKED_MAX
 // clang-format on
 
@@ -669,6 +710,21 @@ void pool(const float* x, const float* dy, float* y, float* dx, const Dims3& d,
   if (block == 8) MG_CALL_VECTOR_ISA(pool<8>(x, dy, y, dx, d, write));
   throw std::logic_error("[max pooling] blocks of " + std::to_string(block) +
                          " channels: only 8 and 16 have windows' loops");
+}
+
+// The same on 16-bit maps where this CPU converts a block in registers
+// (blocks_16_loop()).
+template <class E>
+void pool16(const E* x, const E* dy, E* y, E* dx, const Dims3& d,
+            int64_t block) {
+  if (block == 16 && vector_isa() == VectorIsa::avx512) {
+    return isa_avx512::pool<16>(x, dy, y, dx, d, true);
+  }
+  if (block == 8 && blocks_16_loop(8)) {
+    return isa_avx2::pool<8>(x, dy, y, dx, d, true);
+  }
+  throw std::logic_error("[max pooling] no loop for 16-bit blocks of " +
+                         std::to_string(block) + " channels on this CPU");
 }
 }  // namespace blocked_loops
 
@@ -681,6 +737,31 @@ void max_backward_blocked(const float* x, const float* dy, float* dx,
                           const Dims3& d, int64_t block, bool write) {
   blocked_loops::pool(x, dy, nullptr, dx, d, block, write);
 }
+
+bool blocks_16_loop(int64_t block) {
+  const VectorIsa isa = vector_isa();
+  return (block == 16 && isa == VectorIsa::avx512) ||
+         (block == 8 && isa != VectorIsa::baseline && cpu_features().f16c);
+}
+
+template <class E>
+void max_forward_blocked_16(const E* x, E* y, const Dims3& d, int64_t block) {
+  blocked_loops::pool16<E>(x, nullptr, y, nullptr, d, block);
+}
+
+template <class E>
+void max_backward_blocked_16(const E* x, const E* dy, E* dx, const Dims3& d,
+                             int64_t block) {
+  blocked_loops::pool16<E>(x, dy, nullptr, dx, d, block);
+}
+
+template void max_forward_blocked_16(const Half*, Half*, const Dims3&, int64_t);
+template void max_forward_blocked_16(const BFloat16*, BFloat16*, const Dims3&,
+                                     int64_t);
+template void max_backward_blocked_16(const Half*, const Half*, Half*,
+                                      const Dims3&, int64_t);
+template void max_backward_blocked_16(const BFloat16*, const BFloat16*,
+                                      BFloat16*, const Dims3&, int64_t);
 
 void max_2x2_bits(const Bits16* x, const Bits16* dy, Bits16* y, Bits16* dx,
                   const Dims3& d, uint16_t inf_bits) {

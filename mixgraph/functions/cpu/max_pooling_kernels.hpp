@@ -59,6 +59,22 @@ void max_forward_blocked(const float* x, float* y, const Dims3& d,
 void max_backward_blocked(const float* x, const float* dy, float* dx,
                           const Dims3& d, int64_t block, bool write);
 
+/// Whether this CPU has loops that pool half or bfloat16 maps held in
+/// blocks of `block` channels as they are, each block converted in
+/// registers (AVX-512 for 16, AVX2 with F16C for 8); else the caller
+/// converts the maps to fp32 and back.
+bool blocks_16_loop(int64_t block);
+
+/// max_forward_blocked() and max_backward_blocked() with `write` on half
+/// or bfloat16 maps where blocks_16_loop(block): no fp32 copy of the maps,
+/// and the same bits (a maximum and a grad written are values of x and dy,
+/// which no conversion rounds).
+template <class E>
+void max_forward_blocked_16(const E* x, E* y, const Dims3& d, int64_t block);
+template <class E>
+void max_backward_blocked_16(const E* x, const E* dy, E* dx, const Dims3& d,
+                             int64_t block);
+
 /// Whether the windows tile the map: no padding, stride = kernel, every
 /// element in exactly one window.
 inline bool tiles(const Dims3& d) {

@@ -75,6 +75,16 @@ void parallel_maps(const PoolingGeometry& g, const Dims3& d, Fn&& fn) {
   for (int64_t m = 0; m < maps; ++m) fn(m);
 }
 
+// Runs fn(group) for every group of g.maps / block maps held blocked
+// (`size` elements of x and y each), in parallel when the work is large.
+template <class Fn>
+void each_group(const PoolingGeometry& g, int64_t block, int64_t size,
+                Fn&& fn) {
+  const int64_t groups = g.maps / block;
+#pragma omp parallel for schedule(static) if (groups * size >= parallel_min())
+  for (int64_t m = 0; m < groups; ++m) fn(m);
+}
+
 template <class T>
 class MaxPoolingCpu : public MaxPooling {
  public:
@@ -107,8 +117,20 @@ class MaxPoolingCpu : public MaxPooling {
   }
 
   // Groups of `block` interleaved maps, each converted to fp32 whole.
+  // Whether the blocks of `block` 16-bit maps pool as they are here.
+  static bool on_blocks_16(int64_t block) {
+    return !std::is_same_v<T, float> && blocks_16_loop(block);
+  }
+
   void forward_blocked(const T* x, T* y, const Dims3& d, int64_t block) {
     const int64_t in = d.in_size * block, out = d.out_size * block;
+    if constexpr (!std::is_same_v<T, float>) {
+      if (on_blocks_16(block)) {
+        return each_group(geom_, block, in + out, [&](int64_t m) {
+          max_forward_blocked_16(x + m * in, y + m * out, d, block);
+        });
+      }
+    }
     for_each_map(geom_.maps / block, in, out,
                  [&](int64_t m, float* xb, float*, float* ybuf) {
                    const float* xf = load(x + m * in, xb, in);
@@ -122,6 +144,14 @@ class MaxPoolingCpu : public MaxPooling {
                         int64_t block, bool accum) {
     const int64_t in = d.in_size * block, out = d.out_size * block;
     const bool write = !accum && tiles(d);
+    if constexpr (!std::is_same_v<T, float>) {
+      if (write && on_blocks_16(block)) {
+        return each_group(geom_, block, in + out, [&](int64_t m) {
+          max_backward_blocked_16(x + m * in, dy + m * out, dx + m * in, d,
+                                  block);
+        });
+      }
+    }
     for_each_map(geom_.maps / block, in, out,
                  [&](int64_t m, float* xb, float* gbuf, float* dyb) {
                    const float* xf = load(x + m * in, xb, in);
