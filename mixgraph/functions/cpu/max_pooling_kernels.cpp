@@ -608,8 +608,9 @@ struct Lanes<8> {
 // (kB lanes in one conversion: 16 on AVX-512, 8 on AVX2 with F16C; the
 // caller picks only those). A window's maximum is one of its elements and
 // a grad written is dy's own value, so neither rounds: the same bits as
-// pooling the maps converted to fp32 and converting back. Adding grads
-// (`write` false) is fp32's alone, where the sums round once.
+// pooling the maps converted to fp32 and converting back. Grads added to
+// a 16-bit dx (`write` false) need windows that tile the map: each
+// element then takes one sum at most, rounded once, as there.
 // The AVX2 loops are built with F16C, which every AVX2 CPU has.
 // clang-format off
 #define MG_BLOCKED_MAX(NS, TARGET)                                          \
@@ -671,14 +672,21 @@ struct Lanes<8> {
           if (y) {                                                          \
             if (empty) m = F{};                                             \
             put<kB>(y + o * kB, m);                                         \
-          } else if (write) {                                               \
+          } else if (write || !std::is_same_v<E, float>) {                  \
             F g;                                                            \
             get<kB>(dy + o * kB, g);                                        \
             for (int64_t i0 = r0.begin; i0 < r0.end; ++i0) {                \
               for (int64_t i1 = r1.begin; i1 < r1.end; ++i1) {              \
                 for (int64_t i2 = r2.begin; i2 < r2.end; ++i2) {            \
                   const int64_t i = (i0 * d.in[1] + i1) * d.in[2] + i2;     \
-                  const F put_ = at == static_cast<int32_t>(i) ? g : F{};   \
+                  const I won = at == static_cast<int32_t>(i);              \
+                  F put_{};                                                 \
+                  if (write) {                                              \
+                    put_ = won ? g : F{};                                   \
+                  } else {                                                  \
+                    get<kB>(dx + i * kB, put_);                             \
+                    put_ = won ? put_ + g : put_;                           \
+                  }                                                         \
                   put<kB>(dx + i * kB, put_);                               \
                 }                                                           \
               }                                                             \
@@ -715,13 +723,17 @@ void pool(const float* x, const float* dy, float* y, float* dx, const Dims3& d,
 // The same on 16-bit maps where this CPU converts a block in registers
 // (blocks_16_loop()).
 template <class E>
-void pool16(const E* x, const E* dy, E* y, E* dx, const Dims3& d,
-            int64_t block) {
+void pool16(const E* x, const E* dy, E* y, E* dx, const Dims3& d, int64_t block,
+            bool write) {
+  if (dx && !tiles(d)) {
+    throw std::logic_error(
+        "[max pooling] 16-bit grads of windows that do not tile the map");
+  }
   if (block == 16 && vector_isa() == VectorIsa::avx512) {
-    return isa_avx512::pool<16>(x, dy, y, dx, d, true);
+    return isa_avx512::pool<16>(x, dy, y, dx, d, write);
   }
   if (block == 8 && blocks_16_loop(8)) {
-    return isa_avx2::pool<8>(x, dy, y, dx, d, true);
+    return isa_avx2::pool<8>(x, dy, y, dx, d, write);
   }
   throw std::logic_error("[max pooling] no loop for 16-bit blocks of " +
                          std::to_string(block) + " channels on this CPU");
@@ -746,22 +758,22 @@ bool blocks_16_loop(int64_t block) {
 
 template <class E>
 void max_forward_blocked_16(const E* x, E* y, const Dims3& d, int64_t block) {
-  blocked_loops::pool16<E>(x, nullptr, y, nullptr, d, block);
+  blocked_loops::pool16<E>(x, nullptr, y, nullptr, d, block, false);
 }
 
 template <class E>
 void max_backward_blocked_16(const E* x, const E* dy, E* dx, const Dims3& d,
-                             int64_t block) {
-  blocked_loops::pool16<E>(x, dy, nullptr, dx, d, block);
+                             int64_t block, bool write) {
+  blocked_loops::pool16<E>(x, dy, nullptr, dx, d, block, write);
 }
 
 template void max_forward_blocked_16(const Half*, Half*, const Dims3&, int64_t);
 template void max_forward_blocked_16(const BFloat16*, BFloat16*, const Dims3&,
                                      int64_t);
 template void max_backward_blocked_16(const Half*, const Half*, Half*,
-                                      const Dims3&, int64_t);
+                                      const Dims3&, int64_t, bool);
 template void max_backward_blocked_16(const BFloat16*, const BFloat16*,
-                                      BFloat16*, const Dims3&, int64_t);
+                                      BFloat16*, const Dims3&, int64_t, bool);
 
 void max_2x2_bits(const Bits16* x, const Bits16* dy, Bits16* y, Bits16* dx,
                   const Dims3& d, uint16_t inf_bits) {

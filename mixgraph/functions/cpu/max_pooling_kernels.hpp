@@ -65,15 +65,17 @@ void max_backward_blocked(const float* x, const float* dy, float* dx,
 /// converts the maps to fp32 and back.
 bool blocks_16_loop(int64_t block);
 
-/// max_forward_blocked() and max_backward_blocked() with `write` on half
-/// or bfloat16 maps where blocks_16_loop(block): no fp32 copy of the maps,
-/// and the same bits (a maximum and a grad written are values of x and dy,
-/// which no conversion rounds).
+/// max_forward_blocked() and max_backward_blocked() on half or bfloat16
+/// maps where blocks_16_loop(block), the grads' windows tiling the map
+/// (tiles(); with `write` false, dy is added to dx): no fp32 copy of the
+/// maps, and the bits of pooling fp32 copies (a maximum and a grad written
+/// are values of x and dy, and an element of a tiled map takes one sum at
+/// most, rounded once).
 template <class E>
 void max_forward_blocked_16(const E* x, E* y, const Dims3& d, int64_t block);
 template <class E>
 void max_backward_blocked_16(const E* x, const E* dy, E* dx, const Dims3& d,
-                             int64_t block);
+                             int64_t block, bool write);
 
 /// Whether the windows tile the map: no padding, stride = kernel, every
 /// element in exactly one window.

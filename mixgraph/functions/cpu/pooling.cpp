@@ -145,10 +145,10 @@ class MaxPoolingCpu : public MaxPooling {
     const int64_t in = d.in_size * block, out = d.out_size * block;
     const bool write = !accum && tiles(d);
     if constexpr (!std::is_same_v<T, float>) {
-      if (write && on_blocks_16(block)) {
+      if (tiles(d) && on_blocks_16(block)) {
         return each_group(geom_, block, in + out, [&](int64_t m) {
           max_backward_blocked_16(x + m * in, dy + m * out, dx + m * in, d,
-                                  block);
+                                  block, write);
         });
       }
     }
