@@ -116,16 +116,13 @@ class MaxPoolingCpu : public MaxPooling {
     return fits ? l : mg::Layout{};
   }
 
-  // Groups of `block` interleaved maps, each converted to fp32 whole.
-  // Whether the blocks of `block` 16-bit maps pool as they are here.
-  static bool on_blocks_16(int64_t block) {
-    return !std::is_same_v<T, float> && blocks_16_loop(block);
-  }
-
+  // Groups of `block` interleaved maps: half's and bfloat16's as they are
+  // where this CPU has the loops (blocks_16_loop()), else each converted
+  // to fp32 whole.
   void forward_blocked(const T* x, T* y, const Dims3& d, int64_t block) {
     const int64_t in = d.in_size * block, out = d.out_size * block;
     if constexpr (!std::is_same_v<T, float>) {
-      if (on_blocks_16(block)) {
+      if (blocks_16_loop(block)) {
         return each_group(geom_, block, in + out, [&](int64_t m) {
           max_forward_blocked_16(x + m * in, y + m * out, d, block);
         });
@@ -145,7 +142,7 @@ class MaxPoolingCpu : public MaxPooling {
     const int64_t in = d.in_size * block, out = d.out_size * block;
     const bool write = !accum && tiles(d);
     if constexpr (!std::is_same_v<T, float>) {
-      if (tiles(d) && on_blocks_16(block)) {
+      if (tiles(d) && blocks_16_loop(block)) {
         return each_group(geom_, block, in + out, [&](int64_t m) {
           max_backward_blocked_16(x + m * in, dy + m * out, dx + m * in, d,
                                   block, write);
