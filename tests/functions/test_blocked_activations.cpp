@@ -513,6 +513,15 @@ TEST(BlockedActivations, MaxPoolingPoolsTheBlocks) {
                              },
                              block,
                              true});
+      expect_spatial_blocks(
+          {"2 x 2, odd sides (a row and a column in no "
+           "window)",
+           {2, 16, 5, 7},
+           [](auto x) {
+             return F::max_pooling(x, {2, 2});
+           },
+           block,
+           true});
       expect_spatial_blocks({"3 x 3, stride 2, pad 1",
                              {2, 16, 7, 9},
                              [&](auto x) {

@@ -612,6 +612,17 @@ struct Lanes<8> {
 // a 16-bit dx (`write` false) need windows that tile the map: each
 // element then takes one sum at most, rounded once, as there.
 // The AVX2 loops are built with F16C, which every AVX2 CPU has.
+// LeNet's and the U-Net's windows, 2 x 2 with stride 2 and none past the
+// map, take a loop of their own: the four elements at fixed offsets, with
+// no window bounds to work out per output. The same comparisons in the
+// same order as the general loop's (the same bits); a window's grad is
+// added (`write` false) at its maximum only, as there. LeNet's pooling in
+// float took 4.1 ms of a 28 ms step through the general loop (Ice Lake).
+inline bool is_2x2_inside(const Dims3& d) {
+  return is_2x2_stride_2(d) && d.k[0] == 1 && d.out[0] == 1 && d.p[0] == 0 &&
+         d.p[1] == 0 && d.p[2] == 0 && 2 * d.out[1] <= d.in[1] &&
+         2 * d.out[2] <= d.in[2];
+}
 // clang-format off
 #define MG_BLOCKED_MAX(NS, TARGET)                                          \
   namespace NS {                                                            \
@@ -642,10 +653,51 @@ struct Lanes<8> {
     }                                                                       \
   }                                                                         \
   template <int kB, class E>                                                \
+  TARGET void pool_2x2(const E* x, const E* dy, E* y, E* dx, const Dims3& d, \
+                       bool write) {                                        \
+    using F = typename Lanes<kB>::Floats;                                   \
+    using I = typename Lanes<kB>::Ints;                                     \
+    const int64_t w = d.in[2];                                              \
+    for (int64_t o1 = 0; o1 < d.out[1]; ++o1) {                             \
+      for (int64_t o2 = 0; o2 < d.out[2]; ++o2) {                           \
+        const int64_t o = o1 * d.out[2] + o2, i0 = 2 * (o1 * w + o2);       \
+        const int64_t at_e[4] = {i0, i0 + 1, i0 + w, i0 + w + 1};           \
+        F m;                                                                \
+        get<kB>(x + i0 * kB, m);                                            \
+        I at{};                                                             \
+        _Pragma("GCC unroll 3") for (int e = 1; e < 4; ++e) {               \
+          F v;                                                              \
+          get<kB>(x + at_e[e] * kB, v);                                     \
+          const I t = (v > m) | ((v != v) & (m == m));                      \
+          m = t ? v : m;                                                    \
+          at = t ? I{} + e : at;                                            \
+        }                                                                   \
+        if (y) {                                                            \
+          put<kB>(y + o * kB, m);                                           \
+          continue;                                                         \
+        }                                                                   \
+        F g;                                                                \
+        get<kB>(dy + o * kB, g);                                            \
+        _Pragma("GCC unroll 4") for (int e = 0; e < 4; ++e) {               \
+          const I won = at == e;                                            \
+          F put_{};                                                         \
+          if (write) {                                                      \
+            put_ = won ? g : F{};                                           \
+          } else {                                                          \
+            get<kB>(dx + at_e[e] * kB, put_);                               \
+            put_ = won ? put_ + g : put_;                                   \
+          }                                                                 \
+          put<kB>(dx + at_e[e] * kB, put_);                                 \
+        }                                                                   \
+      }                                                                     \
+    }                                                                       \
+  }                                                                         \
+  template <int kB, class E>                                                \
   TARGET void pool(const E* x, const E* dy, E* y, E* dx, const Dims3& d,    \
                    bool write) {                                            \
     using F = typename Lanes<kB>::Floats;                                   \
     using I = typename Lanes<kB>::Ints;                                     \
+    if (is_2x2_inside(d)) return pool_2x2<kB>(x, dy, y, dx, d, write);      \
     int64_t o = 0;                                                          \
     for (int64_t o0 = 0; o0 < d.out[0]; ++o0) {                             \
       const Range r0 = window(d, 0, o0);                                    \
