@@ -652,6 +652,21 @@ inline bool is_2x2_inside(const Dims3& d) {
       avx2::store8(p, w);                                                   \
     }                                                                       \
   }                                                                         \
+  /* dx at p: dy (g) where this element won its window (won), else 0;  */ \
+  /* or, with `write` false, g added to it where it won.                */ \
+  template <int kB, class E>                                                \
+  TARGET inline void grad_at(E* p, const typename Lanes<kB>::Ints& won,     \
+                             const typename Lanes<kB>::Floats& g,           \
+                             bool write) {                                  \
+    typename Lanes<kB>::Floats v{};                                         \
+    if (write) {                                                            \
+      v = won ? g : v;                                                      \
+    } else {                                                                \
+      get<kB>(p, v);                                                        \
+      v = won ? v + g : v;                                                  \
+    }                                                                       \
+    put<kB>(p, v);                                                          \
+  }                                                                         \
   template <int kB, class E>                                                \
   TARGET void pool_2x2(const E* x, const E* dy, E* y, E* dx, const Dims3& d, \
                        bool write) {                                        \
@@ -679,15 +694,7 @@ inline bool is_2x2_inside(const Dims3& d) {
         F g;                                                                \
         get<kB>(dy + o * kB, g);                                            \
         _Pragma("GCC unroll 4") for (int e = 0; e < 4; ++e) {               \
-          const I won = at == e;                                            \
-          F put_{};                                                         \
-          if (write) {                                                      \
-            put_ = won ? g : F{};                                           \
-          } else {                                                          \
-            get<kB>(dx + at_e[e] * kB, put_);                               \
-            put_ = won ? put_ + g : put_;                                   \
-          }                                                                 \
-          put<kB>(dx + at_e[e] * kB, put_);                                 \
+          grad_at<kB>(dx + at_e[e] * kB, at == e, g, write);                \
         }                                                                   \
       }                                                                     \
     }                                                                       \
@@ -731,15 +738,8 @@ inline bool is_2x2_inside(const Dims3& d) {
               for (int64_t i1 = r1.begin; i1 < r1.end; ++i1) {              \
                 for (int64_t i2 = r2.begin; i2 < r2.end; ++i2) {            \
                   const int64_t i = (i0 * d.in[1] + i1) * d.in[2] + i2;     \
-                  const I won = at == static_cast<int32_t>(i);              \
-                  F put_{};                                                 \
-                  if (write) {                                              \
-                    put_ = won ? g : F{};                                   \
-                  } else {                                                  \
-                    get<kB>(dx + i * kB, put_);                             \
-                    put_ = won ? put_ + g : put_;                           \
-                  }                                                         \
-                  put<kB>(dx + i * kB, put_);                               \
+                  grad_at<kB>(dx + i * kB, at == static_cast<int32_t>(i),   \
+                              g, write);                                    \
                 }                                                           \
               }                                                             \
             }                                                               \
@@ -764,43 +764,30 @@ MG_BLOCKED_MAX(isa_avx512, __attribute__((target("avx512f"), MG_NO_CONTRACT)))
 #undef MG_BLOCKED_MAX
 // clang-format on
 
-void pool(const float* x, const float* dy, float* y, float* dx, const Dims3& d,
-          int64_t block, bool write) {
-  if (block == 16) MG_CALL_VECTOR_ISA(pool<16>(x, dy, y, dx, d, write));
-  if (block == 8) MG_CALL_VECTOR_ISA(pool<8>(x, dy, y, dx, d, write));
-  throw std::logic_error("[max pooling] blocks of " + std::to_string(block) +
-                         " channels: only 8 and 16 have windows' loops");
-}
-
-// The same on 16-bit maps where this CPU converts a block in registers
-// (blocks_16_loop()).
+// Float's maps on any vector ISA, blocks of 16 or 8; half's and
+// bfloat16's where blocks_16_loop(), their grads' windows tiling the map.
 template <class E>
-void pool16(const E* x, const E* dy, E* y, E* dx, const Dims3& d, int64_t block,
-            bool write) {
-  if (dx && !tiles(d)) {
-    throw std::logic_error(
-        "[max pooling] 16-bit grads of windows that do not tile the map");
-  }
-  if (block == 16 && vector_isa() == VectorIsa::avx512) {
-    return isa_avx512::pool<16>(x, dy, y, dx, d, write);
-  }
-  if (block == 8 && blocks_16_loop(8)) {
+void pool(const E* x, const E* dy, E* y, E* dx, const Dims3& d, int64_t block,
+          bool write) {
+  if constexpr (!std::is_same_v<E, float>) {
+    if (!blocks_16_loop(block)) {
+      throw std::logic_error("[max pooling] no loop for 16-bit blocks of " +
+                             std::to_string(block) + " channels on this CPU");
+    }
+    if (dx && !tiles(d)) {
+      throw std::logic_error(
+          "[max pooling] 16-bit grads of windows that do not tile the map");
+    }
+    if (block == 16) return isa_avx512::pool<16>(x, dy, y, dx, d, write);
     return isa_avx2::pool<8>(x, dy, y, dx, d, write);
+  } else {
+    if (block == 16) MG_CALL_VECTOR_ISA(pool<16>(x, dy, y, dx, d, write));
+    if (block == 8) MG_CALL_VECTOR_ISA(pool<8>(x, dy, y, dx, d, write));
+    throw std::logic_error("[max pooling] blocks of " + std::to_string(block) +
+                           " channels: only 8 and 16 have windows' loops");
   }
-  throw std::logic_error("[max pooling] no loop for 16-bit blocks of " +
-                         std::to_string(block) + " channels on this CPU");
 }
 }  // namespace blocked_loops
-
-void max_forward_blocked(const float* x, float* y, const Dims3& d,
-                         int64_t block) {
-  blocked_loops::pool(x, nullptr, y, nullptr, d, block, false);
-}
-
-void max_backward_blocked(const float* x, const float* dy, float* dx,
-                          const Dims3& d, int64_t block, bool write) {
-  blocked_loops::pool(x, dy, nullptr, dx, d, block, write);
-}
 
 bool blocks_16_loop(int64_t block) {
   const VectorIsa isa = vector_isa();
@@ -809,23 +796,24 @@ bool blocks_16_loop(int64_t block) {
 }
 
 template <class E>
-void max_forward_blocked_16(const E* x, E* y, const Dims3& d, int64_t block) {
-  blocked_loops::pool16<E>(x, nullptr, y, nullptr, d, block, false);
+void max_forward_blocked(const E* x, E* y, const Dims3& d, int64_t block) {
+  blocked_loops::pool<E>(x, nullptr, y, nullptr, d, block, false);
 }
 
 template <class E>
-void max_backward_blocked_16(const E* x, const E* dy, E* dx, const Dims3& d,
-                             int64_t block, bool write) {
-  blocked_loops::pool16<E>(x, dy, nullptr, dx, d, block, write);
+void max_backward_blocked(const E* x, const E* dy, E* dx, const Dims3& d,
+                          int64_t block, bool write) {
+  blocked_loops::pool<E>(x, dy, nullptr, dx, d, block, write);
 }
 
-template void max_forward_blocked_16(const Half*, Half*, const Dims3&, int64_t);
-template void max_forward_blocked_16(const BFloat16*, BFloat16*, const Dims3&,
-                                     int64_t);
-template void max_backward_blocked_16(const Half*, const Half*, Half*,
-                                      const Dims3&, int64_t, bool);
-template void max_backward_blocked_16(const BFloat16*, const BFloat16*,
-                                      BFloat16*, const Dims3&, int64_t, bool);
+#define MG_BLOCKED_MAX_TYPE(E)                                             \
+  template void max_forward_blocked(const E*, E*, const Dims3&, int64_t);  \
+  template void max_backward_blocked(const E*, const E*, E*, const Dims3&, \
+                                     int64_t, bool);
+MG_BLOCKED_MAX_TYPE(float)
+MG_BLOCKED_MAX_TYPE(Half)
+MG_BLOCKED_MAX_TYPE(BFloat16)
+#undef MG_BLOCKED_MAX_TYPE
 
 void max_2x2_bits(const Bits16* x, const Bits16* dy, Bits16* y, Bits16* dx,
                   const Dims3& d, uint16_t inf_bits) {

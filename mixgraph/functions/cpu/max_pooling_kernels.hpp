@@ -44,38 +44,31 @@ void max_2x2_bits(const Bits16* x, const Bits16* dy, Bits16* y, Bits16* dx,
 
 /// Max pooling of a group of `block` maps (16, as our convolutions hand
 /// their outputs over, or 8) held interleaved, as channels in oneDNN's
-/// blocked layout: x (in_size, block), y (out_size,
-/// block); any windows (padding, past the end). A window's maximum per
-/// channel by the rule above; 0 where a window lies wholly in the padding.
-void max_forward_blocked(const float* x, float* y, const Dims3& d,
-                         int64_t block);
+/// blocked layout: x (in_size, block), y (out_size, block); any windows
+/// (padding, past the end). A window's maximum per channel by the rule
+/// above; 0 where a window lies wholly in the padding. E is float (every
+/// vector ISA), or half and bfloat16 where blocks_16_loop(block): pooled as
+/// they are, each block converted in registers, the bits of pooling fp32
+/// copies (a maximum is a value of x).
+template <class E>
+void max_forward_blocked(const E* x, E* y, const Dims3& d, int64_t block);
 
 /// dx[argmax] += dy per window and channel, in the windows' order (as the
 /// plain maps add them); dx holds what to add to. With `write`, where the
 /// windows tile the map (tiles()), dx is written instead: dy where the
 /// maximum came from, 0 in the window's other elements (as the plain 2x2
 /// kernels write it; a dy of -0 stays -0, where the general plain loop's
-/// 0 + dy makes it +0).
-void max_backward_blocked(const float* x, const float* dy, float* dx,
-                          const Dims3& d, int64_t block, bool write);
+/// 0 + dy makes it +0). Half and bfloat16 as max_forward_blocked(), their
+/// windows tiling the map: an element takes one sum at most, rounded once,
+/// as an fp32 copy's would be.
+template <class E>
+void max_backward_blocked(const E* x, const E* dy, E* dx, const Dims3& d,
+                          int64_t block, bool write);
 
-/// Whether this CPU has loops that pool half or bfloat16 maps held in
-/// blocks of `block` channels as they are, each block converted in
-/// registers (AVX-512 for 16, AVX2 with F16C for 8); else the caller
-/// converts the maps to fp32 and back.
+/// Whether this CPU has the loops that pool half or bfloat16 maps held in
+/// blocks of `block` channels as they are (AVX-512 for 16, AVX2 with F16C
+/// for 8); else the caller converts the maps to fp32 and back.
 bool blocks_16_loop(int64_t block);
-
-/// max_forward_blocked() and max_backward_blocked() on half or bfloat16
-/// maps where blocks_16_loop(block), the grads' windows tiling the map
-/// (tiles(); with `write` false, dy is added to dx): no fp32 copy of the
-/// maps, and the bits of pooling fp32 copies (a maximum and a grad written
-/// are values of x and dy, and an element of a tiled map takes one sum at
-/// most, rounded once).
-template <class E>
-void max_forward_blocked_16(const E* x, E* y, const Dims3& d, int64_t block);
-template <class E>
-void max_backward_blocked_16(const E* x, const E* dy, E* dx, const Dims3& d,
-                             int64_t block, bool write);
 
 /// Whether the windows tile the map: no padding, stride = kernel, every
 /// element in exactly one window.

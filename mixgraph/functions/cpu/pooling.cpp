@@ -66,23 +66,16 @@ void for_each_map(const PoolingGeometry& g, const Dims3& d, Fn&& fn) {
   for_each_map(g.maps, d.in_size, d.out_size, fn);
 }
 
-// Runs fn(map) for every map, in parallel when the work is large.
+// Runs fn(map) for every one of `maps` maps (`size` elements of x and y
+// each), in parallel when the work is large.
 template <class Fn>
-void parallel_maps(const PoolingGeometry& g, const Dims3& d, Fn&& fn) {
-  const int64_t maps = g.maps;
-#pragma omp parallel for schedule( \
-    static) if (maps * (d.in_size + d.out_size) >= parallel_min())
+void parallel_maps(int64_t maps, int64_t size, Fn&& fn) {
+#pragma omp parallel for schedule(static) if (maps * size >= parallel_min())
   for (int64_t m = 0; m < maps; ++m) fn(m);
 }
-
-// Runs fn(group) for every group of g.maps / block maps held blocked
-// (`size` elements of x and y each), in parallel when the work is large.
 template <class Fn>
-void each_group(const PoolingGeometry& g, int64_t block, int64_t size,
-                Fn&& fn) {
-  const int64_t groups = g.maps / block;
-#pragma omp parallel for schedule(static) if (groups * size >= parallel_min())
-  for (int64_t m = 0; m < groups; ++m) fn(m);
+void parallel_maps(const PoolingGeometry& g, const Dims3& d, Fn&& fn) {
+  parallel_maps(g.maps, d.in_size + d.out_size, fn);
 }
 
 template <class T>
@@ -116,51 +109,51 @@ class MaxPoolingCpu : public MaxPooling {
     return fits ? l : mg::Layout{};
   }
 
-  // Groups of `block` interleaved maps: half's and bfloat16's as they are
-  // where this CPU has the loops (blocks_16_loop()), else each converted
-  // to fp32 whole.
+  // Groups of `block` interleaved maps, pooled as they are: float's, and
+  // half's and bfloat16's where this CPU has the loops (blocks_16_loop());
+  // else each converted to fp32 whole.
+  static bool in_place(int64_t block) {
+    return std::is_same_v<T, float> || blocks_16_loop(block);
+  }
+
   void forward_blocked(const T* x, T* y, const Dims3& d, int64_t block) {
     const int64_t in = d.in_size * block, out = d.out_size * block;
-    if constexpr (!std::is_same_v<T, float>) {
-      if (blocks_16_loop(block)) {
-        return each_group(geom_, block, in + out, [&](int64_t m) {
-          max_forward_blocked_16(x + m * in, y + m * out, d, block);
-        });
-      }
+    const int64_t groups = geom_.maps / block;
+    if (in_place(block)) {
+      return parallel_maps(groups, in + out, [&](int64_t m) {
+        max_forward_blocked(x + m * in, y + m * out, d, block);
+      });
     }
-    for_each_map(geom_.maps / block, in, out,
-                 [&](int64_t m, float* xb, float*, float* ybuf) {
-                   const float* xf = load(x + m * in, xb, in);
-                   float* yb = store_buffer(y + m * out, ybuf);
-                   max_forward_blocked(xf, yb, d, block);
-                   store(yb, y + m * out, out);
-                 });
+    for_each_map(groups, in, out, [&](int64_t m, float* xb, float*, float* yb) {
+      max_forward_blocked(load(x + m * in, xb, in), yb, d, block);
+      store(yb, y + m * out, out);
+    });
   }
 
   void backward_blocked(const T* x, const T* dy, T* dx, const Dims3& d,
                         int64_t block, bool accum) {
     const int64_t in = d.in_size * block, out = d.out_size * block;
+    const int64_t groups = geom_.maps / block;
     const bool write = !accum && tiles(d);
-    if constexpr (!std::is_same_v<T, float>) {
-      if (tiles(d) && blocks_16_loop(block)) {
-        return each_group(geom_, block, in + out, [&](int64_t m) {
-          max_backward_blocked_16(x + m * in, dy + m * out, dx + m * in, d,
-                                  block, write);
-        });
-      }
+    // 16-bit grads in place need windows that tile (one sum an element).
+    if (in_place(block) && (std::is_same_v<T, float> || tiles(d))) {
+      return parallel_maps(groups, in + out, [&](int64_t m) {
+        T* dxm = dx + m * in;
+        if (!accum && !write) std::fill(dxm, dxm + in, T(0.0f));
+        max_backward_blocked(x + m * in, dy + m * out, dxm, d, block, write);
+      });
     }
-    for_each_map(geom_.maps / block, in, out,
-                 [&](int64_t m, float* xb, float* gbuf, float* dyb) {
-                   const float* xf = load(x + m * in, xb, in);
-                   const float* dyf = load(dy + m * out, dyb, out);
+    for_each_map(groups, in, out,
+                 [&](int64_t m, float* xb, float* gb, float* dyb) {
                    T* dxm = dx + m * in;
-                   float* gb = store_buffer(dxm, gbuf);
-                   if (accum && gb != static_cast<void*>(dxm)) {
+                   if (accum) {
                      copy_float(dxm, gb, in);
-                   } else if (!accum && !write) {
+                   } else if (!write) {
                      std::fill(gb, gb + in, 0.0f);
                    }
-                   max_backward_blocked(xf, dyf, gb, d, block, write);
+                   max_backward_blocked(load(x + m * in, xb, in),
+                                        load(dy + m * out, dyb, out), gb, d,
+                                        block, write);
                    store(gb, dxm, in);
                  });
   }
