@@ -487,6 +487,44 @@ TEST(ConvDnnl, WinogradWhereItPays) {
   }));
 }
 
+// On AMX, a bfloat16 weight grad with fewer than 16 input channels a group
+// runs oneDNN's fp32 kernel on the values converted (its AMX kernel pads
+// them to 16), and stays exact: the grad against the reference, written
+// and added to, in fp32 and in bfloat16. The forward pass (of one
+// channel in) and a weight grad of 16 channels in stay on AMX.
+TEST(ConvDnnl, OnAmxAWeightGradOfFewInputChannelsComputesInFp32) {
+  if (!cpu::cpu_features().amx_bf16 || !cpu::bf16_kernels_pay()) {
+    GTEST_SKIP() << "needs AMX-BF16 (LeNet's first layer on AMX)";
+  }
+  ConvGeometry few;  // LeNet's first layer, smaller: 1 channel in, 5 x 5
+  few.batch = 6, few.in_channels = 1, few.out_channels = 32;
+  few.in_spatial = {12, 12};
+  few.kernel = {5, 5};
+  few.pad = {0, 0};
+  few.stride = few.dilation = {1, 1};
+  few.out_spatial = {8, 8};
+  ConvGeometry grouped = few;  // 8 a group
+  grouped.in_channels = 16, grouped.group = 2;
+  ConvGeometry many = few;
+  many.in_channels = 16;
+  for (const ConvGeometry& g : {few, grouped}) {
+    const std::string impl =
+        cpu::conv_implementation<BFloat16>(g, "backward_weights");
+    EXPECT_EQ(impl.find("amx"), std::string::npos) << impl;
+    EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
+    for (bool accum : {false, true}) {
+      SCOPED_TRACE(accum ? "accumulated" : "written");
+      check_weight_grad<BFloat16, float>(g, accum, 0);
+      check_weight_grad<BFloat16, BFloat16>(g, accum, 8e-3);
+    }
+  }
+  EXPECT_NE(cpu::conv_implementation<BFloat16>(few, "forward").find("amx"),
+            std::string::npos);
+  EXPECT_NE(
+      cpu::conv_implementation<BFloat16>(many, "backward_weights").find("amx"),
+      std::string::npos);
+}
+
 // Winograd's sums round differently from the direct ones (the grid values
 // keep those exact: the tolerance is Winograd's own error) and every pass
 // still computes the convolution, with the bias, the bias grad,

@@ -573,6 +573,23 @@ int64_t chunk_batch(const ConvGeometry& g, const Sizes& s) {
   return conv_chunk_images(g.batch, s.a + s.b + s.out);
 }
 
+// Whether a pass of g in bf16 computes in fp32 instead, though bf16
+// kernels pay: a weight grad with fewer than 16 input channels a group,
+// on AMX. oneDNN 2.6's AMX weight-grad kernel blocks the input channels by
+// 16 (its weight grad's layout is ABcd16b16a), padding the rest: LeNet's
+// first layer (1 in)
+// took 1.63 ms a step there against 0.65 in fp32 (avx512_core), ResNet-18's
+// stem (3 in) 0.76 against 0.49, and bfloat16's LeNet step took 0.93x its
+// time with them in fp32 (Intel Xeon with AMX, 2 threads, six interleaved
+// processes, 2026-12-07). The same in the forward pass (the AMX kernel 0.98
+// ms against fp32's 1.05) and with 32 channels in (LeNet's second layer,
+// 2.68 against 3.07) did not pay. fp32 on bf16 values is exact where bf16
+// is: the products are, and both accumulate in fp32.
+bool bf16_weights_in_f32(ConvOp op, const ConvGeometry& g) {
+  return op == ConvOp::backward_weights && g.in_channels / g.group < 16 &&
+         cpu_features().amx_bf16;
+}
+
 // The plan for `op` on T at batch n (falling back from a bf16 kernel to
 // fp32 where oneDNN has only a reference one or none).
 template <class T>
@@ -581,6 +598,7 @@ const Plan& plan_at(ConvOp op, const ConvGeometry& g, int64_t n, bool bias,
   ConvGeometry c = g;
   c.batch = n;
   Dtype ct = compute_type<T>();
+  if (ct == Dtype::bf16 && bf16_weights_in_f32(op, g)) ct = Dtype::f32;
   for (;;) {
     // Written straight into T where the primitive can, else fp32 first.
     Dtype out = op == ConvOp::backward_weights ? Dtype::f32 : ct;
