@@ -52,7 +52,10 @@ struct Shape {
 // weight grads over every step; ResNet-18's weight grads of its 512 x 4x4
 // maps and of its 256 -> 512 stride-2 layer as one product each, dy^T
 // times im2col(x) (conv_weights_product.cpp now takes the 4x4 maps' tap
-// by tap, 512 x 512 x 288-512 products, and keeps this for the other).
+// by tap, 512 x 512 x 288-512 products, and keeps this for the other);
+// bench_training's MLP (batch 128, 784 -> 1024 -> 1024 -> 10), forward,
+// data grads and weight grads, the small products where half's step is
+// decided (every half product there runs ours).
 const Shape kShapes[] = {
     {"gpt qkv", false, false, 1024, 768, 256, 1},
     {"gpt proj", false, false, 1024, 256, 256, 1},
@@ -75,6 +78,14 @@ const Shape kShapes[] = {
     {"lstm dWx", true, false, 2048, 512, 2048, 1},
     {"resnet dW 4x4", false, false, 512, 4608, 512, 1},
     {"resnet dW s2", false, false, 512, 2304, 512, 1},
+    {"mlp fc1", false, false, 128, 1024, 784, 1},
+    {"mlp fc2", false, false, 128, 1024, 1024, 1},
+    {"mlp fc2 dx", false, true, 128, 1024, 1024, 1},
+    {"mlp fc1 dW", true, false, 784, 1024, 128, 1},
+    {"mlp fc2 dW", true, false, 1024, 1024, 128, 1},
+    {"mlp fc3", false, false, 128, 10, 1024, 1},
+    {"mlp fc3 dx", false, true, 128, 1024, 10, 1},
+    {"mlp fc3 dW", true, false, 1024, 10, 128, 1},
 };
 
 std::vector<float> values(int64_t n, int seed) {
