@@ -542,6 +542,26 @@ TEST(BlockedActivations, MaxPoolingPoolsTheBlocks) {
                              block,
                              true});
     }
+    // Channels-last (bfloat16's maps on AMX): a block of all the channels,
+    // pooled a vector of 16 (or 8) at a time.
+    for (const int64_t channels : {32, 24}) {
+      SCOPED_TRACE(std::string(path) + ", channels-last, " +
+                   std::to_string(channels) + " channels");
+      expect_spatial_blocks({"2 x 2, odd sides",
+                             {2, channels, 5, 7},
+                             [](auto x) {
+                               return F::max_pooling(x, {2, 2});
+                             },
+                             channels,
+                             true});
+      expect_spatial_blocks({"3 x 3, stride 2, pad 1",
+                             {2, channels, 7, 9},
+                             [&](auto x) {
+                               return F::max_pooling(x, {3, 3}, stem);
+                             },
+                             channels,
+                             true});
+    }
   }
   // A nan wins its window (for the loss scaler's check) and takes its
   // grad; -0 and +0 are equal (the first wins). In each type: half and

@@ -587,11 +587,12 @@ __attribute__((target("avx2"))) void max_2x2_bits_avx2(const Bits16* x,
 namespace blocked_loops {
 // The windows of a group of kB interleaved maps, in each vector ISA: a
 // window's elements are vectors of kB channels (GCC's vector types: the
-// lane loops written out were not vectorized), compared by the rule of
-// `takes` lane by lane. The winners' grads go back one lane at a time
-// (each lane's own element: no two lanes meet).
-// (Spelled per width: GCC 12 drops vector_size from a dependent alias
-// template, which left one lane.)
+// lane loops written out were not vectorized), s elements apart (kB, or a
+// block of a multiple of kB channels, of which the loop takes one vector:
+// pool() runs it for each), compared by the rule of `takes` lane by lane. The
+// winners' grads go back one lane at a time (each lane's own element: no two
+// lanes meet). (Spelled per width: GCC 12 drops vector_size from a dependent
+// alias template, which left one lane.)
 template <int kB>
 struct Lanes;
 template <>
@@ -669,7 +670,7 @@ inline bool is_2x2_inside(const Dims3& d) {
   }                                                                         \
   template <int kB, class E>                                                \
   TARGET void pool_2x2(const E* x, const E* dy, E* y, E* dx, const Dims3& d, \
-                       bool write) {                                        \
+                       bool write, int64_t s) {                             \
     using F = typename Lanes<kB>::Floats;                                   \
     using I = typename Lanes<kB>::Ints;                                     \
     const int64_t w = d.in[2];                                              \
@@ -678,33 +679,33 @@ inline bool is_2x2_inside(const Dims3& d) {
         const int64_t o = o1 * d.out[2] + o2, i0 = 2 * (o1 * w + o2);       \
         const int64_t at_e[4] = {i0, i0 + 1, i0 + w, i0 + w + 1};           \
         F m;                                                                \
-        get<kB>(x + i0 * kB, m);                                            \
+        get<kB>(x + i0 * s, m);                                            \
         I at{};                                                             \
         _Pragma("GCC unroll 3") for (int e = 1; e < 4; ++e) {               \
           F v;                                                              \
-          get<kB>(x + at_e[e] * kB, v);                                     \
+          get<kB>(x + at_e[e] * s, v);                                     \
           const I t = (v > m) | ((v != v) & (m == m));                      \
           m = t ? v : m;                                                    \
           at = t ? I{} + e : at;                                            \
         }                                                                   \
         if (y) {                                                            \
-          put<kB>(y + o * kB, m);                                           \
+          put<kB>(y + o * s, m);                                           \
           continue;                                                         \
         }                                                                   \
         F g;                                                                \
-        get<kB>(dy + o * kB, g);                                            \
+        get<kB>(dy + o * s, g);                                            \
         _Pragma("GCC unroll 4") for (int e = 0; e < 4; ++e) {               \
-          grad_at<kB>(dx + at_e[e] * kB, at == e, g, write);                \
+          grad_at<kB>(dx + at_e[e] * s, at == e, g, write);                \
         }                                                                   \
       }                                                                     \
     }                                                                       \
   }                                                                         \
   template <int kB, class E>                                                \
   TARGET void pool(const E* x, const E* dy, E* y, E* dx, const Dims3& d,    \
-                   bool write) {                                            \
+                   bool write, int64_t s) {                                 \
     using F = typename Lanes<kB>::Floats;                                   \
     using I = typename Lanes<kB>::Ints;                                     \
-    if (is_2x2_inside(d)) return pool_2x2<kB>(x, dy, y, dx, d, write);      \
+    if (is_2x2_inside(d)) return pool_2x2<kB>(x, dy, y, dx, d, write, s);   \
     int64_t o = 0;                                                          \
     for (int64_t o0 = 0; o0 < d.out[0]; ++o0) {                             \
       const Range r0 = window(d, 0, o0);                                    \
@@ -720,7 +721,7 @@ inline bool is_2x2_inside(const Dims3& d) {
               for (int64_t i2 = r2.begin; i2 < r2.end; ++i2) {              \
                 const int64_t i = (i0 * d.in[1] + i1) * d.in[2] + i2;       \
                 F v;                                                        \
-                get<kB>(x + i * kB, v);                                     \
+                get<kB>(x + i * s, v);                                     \
                 const I t = empty ? ~I{} : (v > m) | ((v != v) & (m == m)); \
                 m = t ? v : m;                                              \
                 at = t ? I{} + static_cast<int32_t>(i) : at;                \
@@ -730,15 +731,15 @@ inline bool is_2x2_inside(const Dims3& d) {
           }                                                                 \
           if (y) {                                                          \
             if (empty) m = F{};                                             \
-            put<kB>(y + o * kB, m);                                         \
+            put<kB>(y + o * s, m);                                         \
           } else if (write || !std::is_same_v<E, float>) {                  \
             F g;                                                            \
-            get<kB>(dy + o * kB, g);                                        \
+            get<kB>(dy + o * s, g);                                        \
             for (int64_t i0 = r0.begin; i0 < r0.end; ++i0) {                \
               for (int64_t i1 = r1.begin; i1 < r1.end; ++i1) {              \
                 for (int64_t i2 = r2.begin; i2 < r2.end; ++i2) {            \
                   const int64_t i = (i0 * d.in[1] + i1) * d.in[2] + i2;     \
-                  grad_at<kB>(dx + i * kB, at == static_cast<int32_t>(i),   \
+                  grad_at<kB>(dx + i * s, at == static_cast<int32_t>(i),    \
                               g, write);                                    \
                 }                                                           \
               }                                                             \
@@ -748,8 +749,8 @@ inline bool is_2x2_inside(const Dims3& d) {
               int32_t win[kB] = {};                                         \
               std::memcpy(win, &at, sizeof at);                             \
               for (int l = 0; l < kB; ++l) {                                \
-                dx[static_cast<int64_t>(win[l]) * kB + l] +=                \
-                    dy[o * kB + l];                                         \
+                dx[static_cast<int64_t>(win[l]) * s + l] +=                 \
+                    dy[o * s + l];                                          \
               }                                                             \
             }                                                               \
           }                                                                 \
@@ -764,35 +765,68 @@ MG_BLOCKED_MAX(isa_avx512, __attribute__((target("avx512f"), MG_NO_CONTRACT)))
 #undef MG_BLOCKED_MAX
 // clang-format on
 
-// Float's maps on any vector ISA, blocks of 16 or 8; half's and
-// bfloat16's where blocks_16_loop(), their grads' windows tiling the map.
+// pool<kB>() for float in this CPU's vector ISA.
+template <int kB>
+void pool_float(const float* x, const float* dy, float* y, float* dx,
+                const Dims3& d, bool write, int64_t s) {
+  MG_CALL_VECTOR_ISA(pool<kB>(x, dy, y, dx, d, write, s));
+}
+
+// The lanes of the loop that pools blocks of `block` channels: 16 where
+// they divide it (float's on every vector ISA, 16-bit ones' on AVX-512),
+// else 8 (16-bit: AVX2 with F16C); 0 where no loop does.
+int64_t lanes_for(int64_t block, bool sixteen_bit) {
+  const VectorIsa isa = vector_isa();
+  if (block <= 0) return 0;
+  if (block % 16 == 0 && (!sixteen_bit || isa == VectorIsa::avx512)) {
+    return 16;
+  }
+  const bool eight =
+      !sixteen_bit || (isa != VectorIsa::baseline && cpu_features().f16c);
+  return block % 8 == 0 && eight ? 8 : 0;
+}
+
+// Float's maps on any vector ISA, half's and bfloat16's where
+// blocks_16_loop(), their grads' windows tiling the map: each vector of a
+// position's block in turn (one for blocks of 16 or 8; bfloat16's on AMX
+// are channels-last, a block of all the channels).
 template <class E>
 void pool(const E* x, const E* dy, E* y, E* dx, const Dims3& d, int64_t block,
           bool write) {
-  if constexpr (!std::is_same_v<E, float>) {
-    if (!blocks_16_loop(block)) {
-      throw std::logic_error("[max pooling] no loop for 16-bit blocks of " +
-                             std::to_string(block) + " channels on this CPU");
+  constexpr bool kSixteen = !std::is_same_v<E, float>;
+  const int64_t lanes = lanes_for(block, kSixteen);
+  if (lanes == 0) {
+    throw std::logic_error(
+        std::string("[max pooling] no loop for ") +
+        (kSixteen ? "16-bit " : "") + "blocks of " + std::to_string(block) +
+        " channels on this CPU (a multiple of 8 or 16 has one)");
+  }
+  if (kSixteen && dx && !tiles(d)) {
+    throw std::logic_error(
+        "[max pooling] 16-bit grads of windows that do not tile the map");
+  }
+  for (int64_t j = 0; j < block; j += lanes) {
+    const E* xj = x + j;
+    const E* dyj = dy ? dy + j : nullptr;
+    E* yj = y ? y + j : nullptr;
+    E* dxj = dx ? dx + j : nullptr;
+    if constexpr (kSixteen) {
+      if (lanes == 16) {
+        isa_avx512::pool<16>(xj, dyj, yj, dxj, d, write, block);
+      } else {
+        isa_avx2::pool<8>(xj, dyj, yj, dxj, d, write, block);
+      }
+    } else if (lanes == 16) {
+      pool_float<16>(xj, dyj, yj, dxj, d, write, block);
+    } else {
+      pool_float<8>(xj, dyj, yj, dxj, d, write, block);
     }
-    if (dx && !tiles(d)) {
-      throw std::logic_error(
-          "[max pooling] 16-bit grads of windows that do not tile the map");
-    }
-    if (block == 16) return isa_avx512::pool<16>(x, dy, y, dx, d, write);
-    return isa_avx2::pool<8>(x, dy, y, dx, d, write);
-  } else {
-    if (block == 16) MG_CALL_VECTOR_ISA(pool<16>(x, dy, y, dx, d, write));
-    if (block == 8) MG_CALL_VECTOR_ISA(pool<8>(x, dy, y, dx, d, write));
-    throw std::logic_error("[max pooling] blocks of " + std::to_string(block) +
-                           " channels: only 8 and 16 have windows' loops");
   }
 }
 }  // namespace blocked_loops
 
 bool blocks_16_loop(int64_t block) {
-  const VectorIsa isa = vector_isa();
-  return (block == 16 && isa == VectorIsa::avx512) ||
-         (block == 8 && isa != VectorIsa::baseline && cpu_features().f16c);
+  return blocked_loops::lanes_for(block, true) != 0;
 }
 
 template <class E>

@@ -42,8 +42,9 @@ void max_backward_2x2(const float* x, const float* dy, float* dx,
 void max_2x2_bits(const Bits16* x, const Bits16* dy, Bits16* y, Bits16* dx,
                   const Dims3& d, uint16_t inf_bits);
 
-/// Max pooling of a group of `block` maps (16, as our convolutions hand
-/// their outputs over, or 8) held interleaved, as channels in oneDNN's
+/// Max pooling of a group of `block` maps (a multiple of 8: 16, as our
+/// convolutions hand their outputs over, or all of an image's channels,
+/// channels-last) held interleaved, as channels in oneDNN's
 /// blocked layout: x (in_size, block), y (out_size, block); any windows
 /// (padding, past the end). A window's maximum per channel by the rule
 /// above; 0 where a window lies wholly in the padding. E is float (every
@@ -66,8 +67,9 @@ void max_backward_blocked(const E* x, const E* dy, E* dx, const Dims3& d,
                           int64_t block, bool write);
 
 /// Whether this CPU has the loops that pool half or bfloat16 maps held in
-/// blocks of `block` channels as they are (AVX-512 for 16, AVX2 with F16C
-/// for 8); else the caller converts the maps to fp32 and back.
+/// blocks of `block` channels as they are (AVX-512 for multiples of 16,
+/// AVX2 with F16C for multiples of 8); else the caller converts the maps
+/// to fp32 and back.
 bool blocks_16_loop(int64_t block);
 
 /// Whether the windows tile the map: no padding, stride = kernel, every
