@@ -322,15 +322,21 @@ TEST(BlockedActivations, ElementwiseFunctionsReadEveryArrayInOneLayout) {
 // with a plain input blocked by its read, the same variable given twice,
 // and a second backward adding into the grads. Where an input's channels
 // are no multiple of the block, or the axis is not the channel axis, the
-// join stays plain.
+// join stays plain. An input held channels-last (bfloat16's activations
+// on AMX: a block of all its 32 channels) is joined channels-last, each
+// array in a block of its own channels, whatever their count.
 TEST(BlockedActivations, ConcatenateJoinsChannelsInTheirBlocks) {
+  enum Join { plain, blocked, last };
   struct Case {
     const char* name;
-    int64_t c1, axis;
-    bool blocked;
-  } cases[] = {{"blocked", 16, 1, true},
-               {"8 channels", 8, 1, false},
-               {"axis 2", 32, 2, false}};
+    int64_t c1, axis, block;  // block: x0's
+    Join join;
+  } cases[] = {{"blocked", 16, 1, 16, blocked},
+               {"8 channels", 8, 1, 16, plain},
+               {"axis 2", 32, 2, 16, plain},
+               {"channels-last", 16, 1, 32, last},
+               {"channels-last, 8 channels", 8, 1, 32, last},
+               {"channels-last, axis 2", 32, 2, 32, plain}};
   for (const char* type : {"float", "bfloat16", "half"}) {
     for (const Case& c : cases) {
       SCOPED_TRACE(std::string(type) + ", " + c.name);
@@ -339,7 +345,7 @@ TEST(BlockedActivations, ConcatenateJoinsChannelsInTheirBlocks) {
                        : std::string(type) == "bfloat16" ? Dtype::bf16
                                                          : Dtype::f16;
       const Shape s0{2, 32, 3, 5}, s1{2, c.c1, 3, 5};
-      const Layout l0{16, 2, 32, 15};
+      const Layout l0{c.block, 2, 32, 15};
       auto run = [&](bool blocked) {
         auto x0 = random_variable(s0, 1.0f, 41, true);
         auto x1 = random_variable(s1, 1.0f, 42, true);
@@ -359,10 +365,15 @@ TEST(BlockedActivations, ConcatenateJoinsChannelsInTheirBlocks) {
       const auto [yl, dx0l, dx1l, y, dx0, dx1] = run(true);
       const auto [pyl, pdx0l, pdx1l, py, pdx0, pdx1] = run(false);
       EXPECT_TRUE(pyl.plain());
-      if (c.blocked) {
-        EXPECT_EQ(yl, (Layout{16, 2, 80, 15}));
+      const int64_t yc = 2 * 32 + c.c1;
+      if (c.join == blocked) {
+        EXPECT_EQ(yl, (Layout{16, 2, yc, 15}));
         EXPECT_EQ(dx0l, l0);
-        EXPECT_EQ(dx1l, (Layout{16, 2, 16, 15}));
+        EXPECT_EQ(dx1l, (Layout{16, 2, c.c1, 15}));
+      } else if (c.join == last) {
+        EXPECT_EQ(yl, (Layout{yc, 2, yc, 15}));
+        EXPECT_EQ(dx0l, l0);
+        EXPECT_EQ(dx1l, (Layout{c.c1, 2, c.c1, 15}));
       } else {
         EXPECT_TRUE(yl.plain());
       }

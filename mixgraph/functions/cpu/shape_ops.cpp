@@ -213,25 +213,25 @@ class ConcatenateCpu : public Concatenate {
 
  protected:
   // Input k fills y[o, offset(k) : offset(k) + chunk(k)] for each outer o.
-  // In a channel-blocked layout (joined_block()) an image's channels of one
+  // In a channel-blocked layout (joined()) an image's channels of one
   // input are still one run, [c / block][s][c % block], so the same chunks
-  // are copied.
+  // are copied; channels-last, each position's channels are one: the rows
+  // are the positions.
   void forward_impl(const Variables& in, const Variables& out) override {
     std::vector<NdArray*> heads;
     for (Variable* x : in) heads.push_back(x->data().get());
-    const int64_t block = joined_block(heads, in);
+    const Join join = joined(heads, in);
     dispatch_layout<T>(in, tag(), [&](auto tag_u) {
       using U = typename decltype(tag_u)::type;
-      const int64_t row = out[0]->size() / std::max<int64_t>(outer_, 1);
-      U* y = out[0]->data()->template cast<U>(
-          true, joined_layout(block, out[0]->size()));
+      const int64_t rows = join.rows(outer_, inner_);
+      const int64_t row = out[0]->size() / std::max<int64_t>(rows, 1);
+      U* y = out[0]->data()->template cast<U>(true, layout(join, out[0]));
       int64_t offset = 0;
       for (Variable* x : in) {
-        const int64_t chunk = outer_ ? x->size() / outer_ : 0;
-        const U* src =
-            x->data()->template get<const U>(joined_layout(block, x->size()));
+        const int64_t chunk = rows ? x->size() / rows : 0;
+        const U* src = x->data()->template get<const U>(layout(join, x));
 #pragma omp parallel for schedule(static) if (x->size() >= parallel_min())
-        for (int64_t o = 0; o < outer_; ++o) {
+        for (int64_t o = 0; o < rows; ++o) {
           copy_add(src + o * chunk, y + o * row + offset, chunk, false);
         }
         offset += chunk;
@@ -241,26 +241,26 @@ class ConcatenateCpu : public Concatenate {
   void backward_impl(const Variables& in, const Variables& out,
                      const std::vector<bool>& propagate_down,
                      const std::vector<bool>& accum) override {
-    const int64_t block = joined_block({out[0]->grad().get()}, in);
-    const int64_t row = out[0]->size() / std::max<int64_t>(outer_, 1);
-    const T* dy = out[0]->grad()->template get<const T>(
-        joined_layout(block, out[0]->size()));
+    const Join join = joined({out[0]->grad().get()}, in);
+    const int64_t rows = join.rows(outer_, inner_);
+    const int64_t row = out[0]->size() / std::max<int64_t>(rows, 1);
+    const T* dy = out[0]->grad()->template get<const T>(layout(join, out[0]));
     // Every pointer taken before the threaded loops: with accum, a grad
     // held in the other layout is converted by its cast.
     std::vector<T*> dxs(in.size(), nullptr);
     for (size_t k = 0; k < in.size(); ++k) {
       if (propagate_down[k]) {
-        dxs[k] = in[k]->grad()->template cast<T>(
-            !accum[k], joined_layout(block, in[k]->size()));
+        dxs[k] =
+            in[k]->grad()->template cast<T>(!accum[k], layout(join, in[k]));
       }
     }
     int64_t offset = 0;
     // In order: the same variable given twice is overwritten, then added to.
     for (size_t k = 0; k < in.size(); ++k) {
-      const int64_t chunk = outer_ ? in[k]->size() / outer_ : 0;
+      const int64_t chunk = rows ? in[k]->size() / rows : 0;
       if (T* dx = dxs[k]) {
 #pragma omp parallel for schedule(static) if (in[k]->size() >= parallel_min())
-        for (int64_t o = 0; o < outer_; ++o) {
+        for (int64_t o = 0; o < rows; ++o) {
           copy_add(dy + o * row + offset, dx + o * chunk, chunk, accum[k]);
         }
       }
@@ -269,31 +269,45 @@ class ConcatenateCpu : public Concatenate {
   }
 
  private:
-  // The channel block in which to join, 0 for plain: that of the first
-  // channel-blocked head among `heads` whose images are the outer rows and
-  // whose spatial size is the size after the axis (so the axis is its
-  // channel axis), where every input's count along the axis is a multiple
-  // of the block. Activations held blocked between convolutions (a U-Net's
-  // skip connections) are then joined with no pass to unblock them, and
-  // the convolution that reads y takes it as it is; a plain input is
-  // blocked by its get, the pass its convolution would otherwise make.
-  int64_t joined_block(const std::vector<NdArray*>& heads,
-                       const Variables& in) const {
-    if (outer_ * inner_ == 0) return 0;
+  // How the arrays are joined: plain (block 0), in blocks of `block`
+  // channels, or channels-last (each array a block of all its channels).
+  struct Join {
+    int64_t block = 0;
+    bool last = false;
+    // The runs copied whole: images, or (channels-last) positions.
+    int64_t rows(int64_t outer, int64_t inner) const {
+      return last ? outer * inner : outer;
+    }
+  };
+  // That of the first channel-blocked head among `heads` whose images are
+  // the outer rows and whose spatial size is the size after the axis (so
+  // the axis is its channel axis): channels-last where its block holds more
+  // than 16 channels, all of them (bfloat16's activations on AMX); else its
+  // block, where every input's count along the axis is a multiple of it.
+  // Activations held blocked between convolutions (a U-Net's skip
+  // connections) are then joined with no pass to unblock them, and the
+  // convolution that reads y takes it as it is; a plain input is blocked
+  // by its get, the pass its convolution would otherwise make. (The
+  // U-Net's bfloat16 step on AMX spent 1.6 ms in Concatenate converting
+  // its channels-last inputs to plain and back.)
+  Join joined(const std::vector<NdArray*>& heads, const Variables& in) const {
+    if (outer_ * inner_ == 0) return {};
     for (NdArray* a : heads) {
       const Layout l = a->array().layout();
       if (l.plain() || l.batch != outer_ || l.spatial != inner_) continue;
+      if (l.block == l.channels && l.block > 16) return {l.block, true};
       for (Variable* x : in) {
-        if ((x->size() / (outer_ * inner_)) % l.block != 0) return 0;
+        if ((x->size() / (outer_ * inner_)) % l.block != 0) return {};
       }
-      return l.block;
+      return {l.block, false};
     }
-    return 0;
+    return {};
   }
-  // An array of `size` elements (the output or one input) in that block.
-  Layout joined_layout(int64_t block, int64_t size) const {
-    if (block == 0) return {};
-    return {block, outer_, size / (outer_ * inner_), inner_};
+  // The layout of v (the output or one input) in the join.
+  Layout layout(const Join& join, const Variable* v) const {
+    if (join.block == 0) return {};
+    const int64_t channels = v->size() / (outer_ * inner_);
+    return {join.last ? channels : join.block, outer_, channels, inner_};
   }
 };
 
