@@ -588,8 +588,9 @@ namespace blocked_loops {
 // The windows of a group of kB interleaved maps, in each vector ISA: a
 // window's elements are vectors of kB channels (GCC's vector types: the
 // lane loops written out were not vectorized), s elements apart (kB, or a
-// block of a multiple of kB channels, of which the loop takes one vector:
-// pool() runs it for each), compared by the rule of `takes` lane by lane. The
+// block of a multiple of kB channels: a position's vectors one after the
+// other, while its window's elements are in cache), compared by the rule
+// of `takes` lane by lane. The
 // winners' grads go back one lane at a time (each lane's own element: no two
 // lanes meet). (Spelled per width: GCC 12 drops vector_size from a dependent
 // alias template, which left one lane.)
@@ -628,7 +629,7 @@ inline bool is_2x2_inside(const Dims3& d) {
 #define MG_BLOCKED_MAX(NS, TARGET)                                          \
   namespace NS {                                                            \
   template <int kB, class E>                                                \
-  TARGET inline void get(const E* p, typename Lanes<kB>::Floats& v) {      \
+  TARGET inline void get(const E* p, typename Lanes<kB>::Floats& v) {       \
     if constexpr (std::is_same_v<E, float>) {                               \
       std::memcpy(&v, p, sizeof v);                                         \
     } else if constexpr (kB == 16) {                                        \
@@ -653,8 +654,8 @@ inline bool is_2x2_inside(const Dims3& d) {
       avx2::store8(p, w);                                                   \
     }                                                                       \
   }                                                                         \
-  /* dx at p: dy (g) where this element won its window (won), else 0;  */ \
-  /* or, with `write` false, g added to it where it won.                */ \
+  /* dx at p: dy (g) where this element won its window (won), else 0;  */   \
+  /* or, with `write` false, g added to it where it won.                */  \
   template <int kB, class E>                                                \
   TARGET inline void grad_at(E* p, const typename Lanes<kB>::Ints& won,     \
                              const typename Lanes<kB>::Floats& g,           \
@@ -678,24 +679,26 @@ inline bool is_2x2_inside(const Dims3& d) {
       for (int64_t o2 = 0; o2 < d.out[2]; ++o2) {                           \
         const int64_t o = o1 * d.out[2] + o2, i0 = 2 * (o1 * w + o2);       \
         const int64_t at_e[4] = {i0, i0 + 1, i0 + w, i0 + w + 1};           \
-        F m;                                                                \
-        get<kB>(x + i0 * s, m);                                            \
-        I at{};                                                             \
-        _Pragma("GCC unroll 3") for (int e = 1; e < 4; ++e) {               \
-          F v;                                                              \
-          get<kB>(x + at_e[e] * s, v);                                     \
-          const I t = (v > m) | ((v != v) & (m == m));                      \
-          m = t ? v : m;                                                    \
-          at = t ? I{} + e : at;                                            \
-        }                                                                   \
-        if (y) {                                                            \
-          put<kB>(y + o * s, m);                                           \
-          continue;                                                         \
-        }                                                                   \
-        F g;                                                                \
-        get<kB>(dy + o * s, g);                                            \
-        _Pragma("GCC unroll 4") for (int e = 0; e < 4; ++e) {               \
-          grad_at<kB>(dx + at_e[e] * s, at == e, g, write);                \
+        for (int64_t c = 0; c < s; c += kB) {                               \
+          F m;                                                              \
+          get<kB>(x + i0 * s + c, m);                                       \
+          I at{};                                                           \
+          _Pragma("GCC unroll 3") for (int e = 1; e < 4; ++e) {             \
+            F v;                                                            \
+            get<kB>(x + at_e[e] * s + c, v);                                \
+            const I t = (v > m) | ((v != v) & (m == m));                    \
+            m = t ? v : m;                                                  \
+            at = t ? I{} + e : at;                                          \
+          }                                                                 \
+          if (y) {                                                          \
+            put<kB>(y + o * s + c, m);                                      \
+            continue;                                                       \
+          }                                                                 \
+          F g;                                                              \
+          get<kB>(dy + o * s + c, g);                                       \
+          _Pragma("GCC unroll 4") for (int e = 0; e < 4; ++e) {             \
+            grad_at<kB>(dx + at_e[e] * s + c, at == e, g, write);           \
+          }                                                                 \
         }                                                                   \
       }                                                                     \
     }                                                                       \
@@ -713,44 +716,47 @@ inline bool is_2x2_inside(const Dims3& d) {
         const Range r1 = window(d, 1, o1);                                  \
         for (int64_t o2 = 0; o2 < d.out[2]; ++o2, ++o) {                    \
           const Range r2 = window(d, 2, o2);                                \
-          F m{};                                                            \
-          I at{};                                                           \
-          bool empty = true;                                                \
-          for (int64_t i0 = r0.begin; i0 < r0.end; ++i0) {                  \
-            for (int64_t i1 = r1.begin; i1 < r1.end; ++i1) {                \
-              for (int64_t i2 = r2.begin; i2 < r2.end; ++i2) {              \
-                const int64_t i = (i0 * d.in[1] + i1) * d.in[2] + i2;       \
-                F v;                                                        \
-                get<kB>(x + i * s, v);                                     \
-                const I t = empty ? ~I{} : (v > m) | ((v != v) & (m == m)); \
-                m = t ? v : m;                                              \
-                at = t ? I{} + static_cast<int32_t>(i) : at;                \
-                empty = false;                                              \
-              }                                                             \
-            }                                                               \
-          }                                                                 \
-          if (y) {                                                          \
-            if (empty) m = F{};                                             \
-            put<kB>(y + o * s, m);                                         \
-          } else if (write || !std::is_same_v<E, float>) {                  \
-            F g;                                                            \
-            get<kB>(dy + o * s, g);                                        \
+          for (int64_t c = 0; c < s; c += kB) {                             \
+            F m{};                                                          \
+            I at{};                                                         \
+            bool empty = true;                                              \
             for (int64_t i0 = r0.begin; i0 < r0.end; ++i0) {                \
               for (int64_t i1 = r1.begin; i1 < r1.end; ++i1) {              \
                 for (int64_t i2 = r2.begin; i2 < r2.end; ++i2) {            \
                   const int64_t i = (i0 * d.in[1] + i1) * d.in[2] + i2;     \
-                  grad_at<kB>(dx + i * s, at == static_cast<int32_t>(i),    \
-                              g, write);                                    \
+                  F v;                                                      \
+                  get<kB>(x + i * s + c, v);                                \
+                  const I t =                                               \
+                      empty ? ~I{} : (v > m) | ((v != v) & (m == m));       \
+                  m = t ? v : m;                                            \
+                  at = t ? I{} + static_cast<int32_t>(i) : at;              \
+                  empty = false;                                            \
                 }                                                           \
               }                                                             \
             }                                                               \
-          } else if constexpr (std::is_same_v<E, float>) {                  \
-            if (!empty) {                                                   \
-              int32_t win[kB] = {};                                         \
-              std::memcpy(win, &at, sizeof at);                             \
-              for (int l = 0; l < kB; ++l) {                                \
-                dx[static_cast<int64_t>(win[l]) * s + l] +=                 \
-                    dy[o * s + l];                                          \
+            if (y) {                                                        \
+              if (empty) m = F{};                                           \
+              put<kB>(y + o * s + c, m);                                    \
+            } else if (write || !std::is_same_v<E, float>) {                \
+              F g;                                                          \
+              get<kB>(dy + o * s + c, g);                                   \
+              for (int64_t i0 = r0.begin; i0 < r0.end; ++i0) {              \
+                for (int64_t i1 = r1.begin; i1 < r1.end; ++i1) {            \
+                  for (int64_t i2 = r2.begin; i2 < r2.end; ++i2) {          \
+                    const int64_t i = (i0 * d.in[1] + i1) * d.in[2] + i2;   \
+                    grad_at<kB>(dx + i * s + c,                             \
+                                at == static_cast<int32_t>(i), g, write);   \
+                  }                                                         \
+                }                                                           \
+              }                                                             \
+            } else if constexpr (std::is_same_v<E, float>) {                \
+              if (!empty) {                                                 \
+                int32_t win[kB] = {};                                       \
+                std::memcpy(win, &at, sizeof at);                           \
+                for (int l = 0; l < kB; ++l) {                              \
+                  dx[static_cast<int64_t>(win[l]) * s + c + l] +=           \
+                      dy[o * s + c + l];                                    \
+                }                                                           \
               }                                                             \
             }                                                               \
           }                                                                 \
@@ -764,13 +770,6 @@ MG_BLOCKED_MAX(isa_avx2, __attribute__((target("avx2,f16c"), MG_NO_CONTRACT)))
 MG_BLOCKED_MAX(isa_avx512, __attribute__((target("avx512f"), MG_NO_CONTRACT)))
 #undef MG_BLOCKED_MAX
 // clang-format on
-
-// pool<kB>() for float in this CPU's vector ISA.
-template <int kB>
-void pool_float(const float* x, const float* dy, float* y, float* dx,
-                const Dims3& d, bool write, int64_t s) {
-  MG_CALL_VECTOR_ISA(pool<kB>(x, dy, y, dx, d, write, s));
-}
 
 // The lanes of the loop that pools blocks of `block` channels: 16 where
 // they divide it (float's on every vector ISA, 16-bit ones' on AVX-512),
@@ -787,9 +786,9 @@ int64_t lanes_for(int64_t block, bool sixteen_bit) {
 }
 
 // Float's maps on any vector ISA, half's and bfloat16's where
-// blocks_16_loop(), their grads' windows tiling the map: each vector of a
-// position's block in turn (one for blocks of 16 or 8; bfloat16's on AMX
-// are channels-last, a block of all the channels).
+// blocks_16_loop(), their grads' windows tiling the map: blocks of 16 or 8
+// channels, or of a multiple (bfloat16's on AMX are channels-last, a block
+// of all the channels).
 template <class E>
 void pool(const E* x, const E* dy, E* y, E* dx, const Dims3& d, int64_t block,
           bool write) {
@@ -805,22 +804,13 @@ void pool(const E* x, const E* dy, E* y, E* dx, const Dims3& d, int64_t block,
     throw std::logic_error(
         "[max pooling] 16-bit grads of windows that do not tile the map");
   }
-  for (int64_t j = 0; j < block; j += lanes) {
-    const E* xj = x + j;
-    const E* dyj = dy ? dy + j : nullptr;
-    E* yj = y ? y + j : nullptr;
-    E* dxj = dx ? dx + j : nullptr;
-    if constexpr (kSixteen) {
-      if (lanes == 16) {
-        isa_avx512::pool<16>(xj, dyj, yj, dxj, d, write, block);
-      } else {
-        isa_avx2::pool<8>(xj, dyj, yj, dxj, d, write, block);
-      }
-    } else if (lanes == 16) {
-      pool_float<16>(xj, dyj, yj, dxj, d, write, block);
-    } else {
-      pool_float<8>(xj, dyj, yj, dxj, d, write, block);
-    }
+  if constexpr (kSixteen) {
+    if (lanes == 16) return isa_avx512::pool<16>(x, dy, y, dx, d, write, block);
+    return isa_avx2::pool<8>(x, dy, y, dx, d, write, block);
+  } else {
+    if (lanes == 16)
+      MG_CALL_VECTOR_ISA(pool<16>(x, dy, y, dx, d, write, block));
+    MG_CALL_VECTOR_ISA(pool<8>(x, dy, y, dx, d, write, block));
   }
 }
 }  // namespace blocked_loops
