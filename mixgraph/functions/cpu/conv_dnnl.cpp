@@ -584,7 +584,12 @@ int64_t chunk_batch(const ConvGeometry& g, const Sizes& s) {
 // processes, 2026-12-07). The same in the forward pass (the AMX kernel 0.98
 // ms against fp32's 1.05) and with 32 channels in (LeNet's second layer,
 // 2.68 against 3.07) did not pay. fp32 on bf16 values is exact where bf16
-// is: the products are, and both accumulate in fp32.
+// is: the products are, and both accumulate in fp32. It costs the fp32
+// copy of x and dy (bounded, as every conversion, by conv_chunk_bytes()):
+// LeNet's bfloat16 step allocates 21.6 MiB against 18.6, and the main
+// job's bfloat16 peak was 31.9 MiB against 22.7 on 2026-12-02 (its first
+// layer's dy in fp32 is 9.4 MB). Taken in four pieces the step allocated
+// 13.7 MiB but ran 1.06x the time, giving the gain back.
 bool bf16_weights_in_f32(ConvOp op, const ConvGeometry& g) {
   return op == ConvOp::backward_weights && g.in_channels / g.group < 16 &&
          cpu_features().amx_bf16;
