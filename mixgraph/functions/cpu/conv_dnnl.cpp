@@ -577,15 +577,14 @@ int64_t chunk_batch(const ConvGeometry& g, const Sizes& s) {
 // kernels pay: a weight grad with fewer than 16 input channels a group,
 // on AMX. oneDNN 2.6's AMX weight-grad kernel blocks the input channels by
 // 16 (its weight grad's layout is ABcd16b16a), padding the rest: LeNet's
-// first layer (1 in)
-// took 1.63 ms a step there against 0.65 in fp32 (avx512_core), ResNet-18's
-// stem (3 in) 0.76 against 0.49, and bfloat16's LeNet step took 0.93x its
-// time with them in fp32 (Intel Xeon with AMX, 2 threads, six interleaved
-// processes, 2026-12-07). The same in the forward pass (the AMX kernel 0.98
-// ms against fp32's 1.05) and with 32 channels in (LeNet's second layer,
-// 2.68 against 3.07) did not pay. fp32 on bf16 values is exact where bf16
-// is: the products are, and both accumulate in fp32. It costs the fp32
-// copy of x and dy (bounded, as every conversion, by conv_chunk_bytes()):
+// first layer (1 in) took 1.63 ms a step there against 0.65 in fp32
+// (avx512_core), ResNet-18's stem (3 in) 0.76 against 0.49, and bfloat16's
+// LeNet step took 0.93x its time with them in fp32 (Intel Xeon with AMX, 2
+// threads, six interleaved processes, 2026-12-07). The same in the forward pass
+// (the AMX kernel 0.98 ms against fp32's 1.05) and with 32 channels in (LeNet's
+// second layer, 2.68 against 3.07) did not pay. fp32 on bf16 values is exact
+// where bf16 is: the products are, and both accumulate in fp32. It costs the
+// fp32 copy of x and dy (bounded, as every conversion, by conv_chunk_bytes()):
 // LeNet's bfloat16 step allocates 21.6 MiB against 18.6, and the main
 // job's bfloat16 peak was 31.9 MiB against 22.7 on 2026-12-02 (its first
 // layer's dy in fp32 is 9.4 MB). Taken in four pieces the step allocated

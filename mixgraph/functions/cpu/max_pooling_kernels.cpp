@@ -590,10 +590,10 @@ namespace blocked_loops {
 // lane loops written out were not vectorized), s elements apart (kB, or a
 // block of a multiple of kB channels: a position's vectors one after the
 // other, while its window's elements are in cache), compared by the rule
-// of `takes` lane by lane. The
-// winners' grads go back one lane at a time (each lane's own element: no two
-// lanes meet). (Spelled per width: GCC 12 drops vector_size from a dependent
-// alias template, which left one lane.)
+// of `takes` lane by lane. The winners' grads go back one lane at a time
+// (each lane's own element: no two lanes meet).
+// (Spelled per width: GCC 12 drops vector_size from a dependent alias
+// template, which left one lane.)
 template <int kB>
 struct Lanes;
 template <>

@@ -270,7 +270,9 @@ class ConcatenateCpu : public Concatenate {
 
  private:
   // How the arrays are joined: plain (block 0), in blocks of `block`
-  // channels, or channels-last (each array a block of all its channels).
+  // channels, or channels-last (`last`: each array in a block of all its
+  // own channels, which layout() works out; block is then the first
+  // head's, nonzero).
   struct Join {
     int64_t block = 0;
     bool last = false;
