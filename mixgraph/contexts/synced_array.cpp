@@ -212,6 +212,7 @@ void* SyncedArray::cast_copy(Dtype dtype, const std::string& device,
                              const Layout& layout, bool write_only) {
   check_device(device, "cast");
   check_layout(layout, size_, "cast");
+  known_finite_ = false;  // the caller writes
   if (pending_fill_) {
     copies_.clear();
     Array& a = make_copy(dtype, device, layout);
@@ -238,6 +239,7 @@ void* SyncedArray::cast_copy(Dtype dtype, const std::string& device,
 void* SyncedArray::cast_taking_head(Dtype dtype, const std::string& device,
                                     Array* old_head) {
   check_device(device, "cast_taking_head");
+  known_finite_ = false;
   old_head->memory.reset();
   if (pending_fill_) get(dtype, device);  // the filled copy becomes the head
   if (head_->dtype == dtype && head_->device == device &&
@@ -263,6 +265,7 @@ void SyncedArray::fill(double value) {
   head_ = nullptr;
   pending_fill_ = true;
   pending_value_ = value;
+  known_finite_ = false;
 }
 
 void SyncedArray::clear() { zero(); }

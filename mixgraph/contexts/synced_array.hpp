@@ -91,6 +91,17 @@ class SyncedArray {
   /// True while any deferred zero or fill is pending.
   bool filling() const { return pending_fill_; }
 
+  /// For a kernel that saw every value it wrote to the head as it wrote
+  /// it (our matrix product's epilogue, gemm(..., c_finite)): every element
+  /// of the head is finite. It holds until the next cast, zero, fill or
+  /// clear, so that the loss scaler's check for inf and NaN
+  /// (Solver::check_inf_or_nan_grad) need not read the array again. It
+  /// speaks of the head only: a half copy of a finite fp32 head may hold
+  /// inf (the check reads fp32).
+  void mark_finite() { known_finite_ = head_ != nullptr; }
+  /// Whether mark_finite() holds: false unless a writer said so.
+  bool known_finite() const { return known_finite_; }
+
   /// Frees every copy; the array then reads as zeros.
   void clear();
 
@@ -124,6 +135,7 @@ class SyncedArray {
   Array* head_ = nullptr;
   bool pending_fill_ = true;
   double pending_value_ = 0.0;
+  bool known_finite_ = false;
 };
 
 }  // namespace mg

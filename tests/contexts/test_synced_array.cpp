@@ -75,6 +75,43 @@ TEST(SyncedArray, ZeroAndFillAreDeferred) {
   EXPECT_EQ(d[3], 2.5);
 }
 
+// mark_finite() (a writer that saw every value finite) holds while the
+// head is what it marked: reading other copies keeps it, any write (a cast,
+// even write-only), zero, fill or clear drops it. A new array has no head
+// to mark.
+TEST(SyncedArray, KnownFiniteHoldsUntilTheNextWrite) {
+  SyncedArray a(4);
+  a.mark_finite();
+  EXPECT_FALSE(a.known_finite()) << "a pending zero has no head to mark";
+  auto mark = [&] {
+    a.cast(Dtype::f32);
+    a.mark_finite();
+    EXPECT_TRUE(a.known_finite());
+  };
+  mark();
+  a.get(Dtype::f16);
+  a.get(Dtype::f32);
+  EXPECT_TRUE(a.known_finite()) << "reads keep it";
+  a.cast(Dtype::f32);
+  EXPECT_FALSE(a.known_finite()) << "a cast to the head itself";
+  mark();
+  a.cast(Dtype::f16, "cpu", /*write_only=*/true);
+  EXPECT_FALSE(a.known_finite()) << "a write-only cast";
+  mark();
+  Array old;
+  a.cast_taking_head(Dtype::f16, "cpu", &old);
+  EXPECT_FALSE(a.known_finite()) << "cast_taking_head";
+  mark();
+  a.zero();
+  EXPECT_FALSE(a.known_finite()) << "zero";
+  mark();
+  a.fill(1.0);
+  EXPECT_FALSE(a.known_finite()) << "fill";
+  mark();
+  a.clear();
+  EXPECT_FALSE(a.known_finite()) << "clear";
+}
+
 TEST(SyncedArray, OtherDevicesAreRejectedByName) {
   // No machine has 4096 GPUs: without CUDA, without a GPU and with one, the
   // device is named and said to be unavailable.

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <mixgraph/functions/builder.hpp>
+#include <mixgraph/functions/cpu/gemm.hpp>
+#include <mixgraph/solvers/sgd.hpp>
 
 #include "../support/function_tester.hpp"
 #include "../support/harness.hpp"
@@ -135,6 +137,36 @@ TEST(Affine, HalfReadsFloatDataAsItIsAndWritesFloatWeightGrads) {
   // dW = x^T dy with dy = 2 everywhere; db = the column sums of dy.
   EXPECT_EQ(grad_doubles(w), (Doubles{4, 4, -1.5, -1.5, 2.5, 2.5}));
   EXPECT_EQ(grad_doubles(b), (Doubles{4, 4}));
+}
+
+// In half, W's fp32 grad comes from our own product (gemm_converts_operands),
+// which watched every value it wrote: a finite grad is marked so, and the
+// loss scaler's check skips it; one with an inf (x fed an inf) is not, and
+// the check finds the inf. Accumulated into (W used twice), the sum is
+// what is watched.
+TEST(Affine, HalfMarksAWeightGradItSawFinite) {
+  if (!cpu::gemm_converts_operands()) GTEST_SKIP() << "no product of ours";
+  ContextGuard g(context("cpu", "half"));
+  for (const bool twice : {false, true}) {
+    SCOPED_TRACE(twice ? "W used twice" : "W used once");
+    auto x = variable_from({4, 3}, std::vector<float>(12, 0.5f));
+    auto w = variable_from({3, 2}, std::vector<float>(6, 0.25f), true);
+    auto y = F::affine(x, w);
+    if (twice) y = F::add2(y, F::affine(F::mul_scalar(x, 2.0f), w));
+    auto solver = solvers::Sgd(1.0f);
+    solver->set_parameters({{"w", w}});
+    y->forward();
+    w->grad()->zero();
+    y->backward();
+    EXPECT_TRUE(w->grad()->array().known_finite());
+    EXPECT_FALSE(solver->check_inf_or_nan_grad());
+    x->data()->cast<float>()[7] = std::numeric_limits<float>::infinity();
+    y->forward();
+    w->grad()->zero();
+    y->backward();
+    EXPECT_FALSE(w->grad()->array().known_finite());
+    EXPECT_TRUE(solver->check_inf_or_nan_grad());
+  }
 }
 
 // A W computed in half (not held in fp32) keeps a half grad.

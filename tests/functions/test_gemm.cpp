@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -226,10 +227,13 @@ void check_gemm_packed(double rtol) {
                      (with_bias ? " bias" : ""));
         std::vector<C> c =
             as<C>(accum ? c0 : std::vector<float>(batch * m * n, 7.0f));
-        cpu::gemm_packed<C>(ta, tb, m, n, k,
-                            cpu::Operand{a_t.data(), dtype_of<TA>},
-                            cpu::Operand{b_t.data(), dtype_of<TB>}, c.data(),
-                            with_bias ? bias.data() : nullptr, accum, batch);
+        bool finite = false;
+        cpu::gemm_packed<C>(
+            ta, tb, m, n, k, cpu::Operand{a_t.data(), dtype_of<TA>},
+            cpu::Operand{b_t.data(), dtype_of<TB>}, c.data(),
+            with_bias ? bias.data() : nullptr, accum, batch, &finite);
+        // Every value is finite: an fp32 C says so, a 16-bit one cannot.
+        EXPECT_EQ(finite, (std::is_same_v<C, float>)) << "c_finite";
         auto part = [](const std::vector<float>& v, int64_t e, int64_t size) {
           return std::vector<float>(v.begin() + e * size,
                                     v.begin() + (e + 1) * size);
@@ -323,6 +327,95 @@ TEST(GemmPacked, AnInfReachesC) {
       }
     }
   }
+}
+
+// Whether an fp32 C came out finite, told by the product that wrote it
+// (the loss scaler then skips its check of a parameter's grad): false
+// wherever one value is not, whether an operand's inf brought it, the sums
+// overflowed fp32, accum's C held it, it fell in a whole tile or in the
+// columns past the last (C's right edge), in one matrix of a batch; and
+// false for a 16-bit C, which the product does not watch. Each tile, each
+// depth (k 600 crosses two or three blocks of k).
+TEST(GemmPacked, ReportsWhetherCIsFinite) {
+  if (!cpu::gemm_packed_available()) GTEST_SKIP() << "no AVX2, FMA and F16C";
+  const float inf = std::numeric_limits<float>::infinity();
+  // 40 columns: a whole tile of 32 (16 held to AVX2) and an edge of 8 (or
+  // 16 and 8); 20 rows: whole tiles and a shorter one.
+  const int64_t m = 20, n = 40, k = 600;
+  struct Case {
+    std::string what;
+    int64_t batch;
+    std::function<void(std::vector<float>& a, std::vector<float>& b,
+                       std::vector<float>& c)>
+        spoil;
+    bool accum = false;
+  };
+  const std::vector<Case> cases{
+      {"every value finite", 1, [](auto&, auto&, auto&) {}},
+      {"an inf in A's row 13", 1,
+       [&](auto& a, auto&, auto&) { a[13 * k + 517] = inf; }},
+      {"a nan in B's column 3 (a whole tile)", 1,
+       [&](auto&, auto& b, auto&) { b[77 * n + 3] = std::nanf(""); }},
+      {"an inf in B's column 39 (C's edge)", 1,
+       [&](auto&, auto& b, auto&) { b[599 * n + 39] = inf; }},
+      {"sums past fp32's range from finite operands", 1,
+       [&](auto& a, auto& b, auto&) { a[5 * k + 2] = b[2 * n + 37] = 3e20f; }},
+      {"an inf in accum's C at the edge", 1,
+       [&](auto&, auto&, auto& c) { c[19 * n + 38] = inf; }, true},
+      {"a nan in the second of three matrices", 3,
+       [&](auto& a, auto&, auto&) { a[m * k + 7] = std::nanf(""); }},
+  };
+  for (const auto& [tile, features, depth] : packed_tiles()) {
+    const cpu::ScopedCpuFeatures path(features);
+    const cpu::ScopedPackedDepth kc(depth);
+    SCOPED_TRACE(tile);
+    for (const Case& cs : cases) {
+      SCOPED_TRACE(cs.what);
+      std::vector<float> a(cs.batch * m * k, 1.0f), b(cs.batch * k * n, 0.5f),
+          c(cs.batch * m * n, 2.0f);
+      cs.spoil(a, b, c);
+      const bool expected = cs.what == "every value finite";
+      const std::vector<Half> b_half = as<Half>(b);
+      bool finite = !expected;
+      cpu::gemm_packed<float>(false, false, m, n, k,
+                              cpu::Operand{a.data(), Dtype::f32},
+                              cpu::Operand{b.data(), Dtype::f32}, c.data(),
+                              nullptr, cs.accum, cs.batch, &finite);
+      EXPECT_EQ(finite, expected);
+      const bool any_bad = std::any_of(
+          c.begin(), c.end(), [](float v) { return !std::isfinite(v); });
+      EXPECT_EQ(any_bad, !expected) << "the case itself";
+      if (cs.what.rfind("sums past", 0) == 0) continue;  // half holds no 3e20
+      // A half C is not watched: unknown, so false.
+      std::vector<Half> c_half = as<Half>(std::vector<float>(cs.batch * m * n));
+      finite = true;
+      cpu::gemm_packed<Half>(false, false, m, n, k,
+                             cpu::Operand{a.data(), Dtype::f32},
+                             cpu::Operand{b_half.data(), Dtype::f16},
+                             c_half.data(), nullptr, false, cs.batch, &finite);
+      EXPECT_FALSE(finite) << "half C";
+    }
+  }
+}
+
+// gemm() tells only where its own product wrote an fp32 C: oneDNN's
+// kernels (fp32 operands and C, a product this small on every CPU) are not
+// watched.
+TEST(Gemm, SaysCIsFiniteOnlyWhereItsOwnProductWatched) {
+  const int64_t m = 8, n = 24, k = 16;
+  const std::vector<float> a(m * k, 1.0f), b(k * n, 1.0f);
+  const std::vector<Half> a_half = as<Half>(a);
+  std::vector<float> c(m * n);
+  bool finite = true;
+  cpu::gemm<float>(false, false, m, n, k, cpu::Operand{a.data(), Dtype::f32},
+                   cpu::Operand{b.data(), Dtype::f32}, c.data(), nullptr, false,
+                   1, &finite);
+  EXPECT_FALSE(finite) << "oneDNN's fp32 product";
+  if (!cpu::gemm_converts_operands()) GTEST_SKIP() << "no product of ours";
+  cpu::gemm<float>(
+      false, false, m, n, k, cpu::Operand{a_half.data(), Dtype::f16},
+      cpu::Operand{b.data(), Dtype::f32}, c.data(), nullptr, false, 1, &finite);
+  EXPECT_TRUE(finite) << "ours, a half operand";
 }
 
 // PackedB, B packed once for many products (a recurrent layer's steps):

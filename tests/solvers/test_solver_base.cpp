@@ -84,6 +84,30 @@ TEST(Solver, GradOperations) {
   EXPECT_THROW(s->clip_grad_by_norm(0.0f), std::invalid_argument);
 }
 
+// A check alone takes the word of a grad's writer that every value is
+// finite (SyncedArray::mark_finite: our product's epilogue saw them) and
+// does not read it: shown here with a writer that lies. A pass that scales,
+// writes or sums reads every grad; a grad written since is read again.
+TEST(Solver, ACheckSkipsGradsTheirWriterSawFinite) {
+  auto s = solvers::Sgd(1.0f);
+  const float inf = std::numeric_limits<float>::infinity();
+  auto a = param({1, 2}, {3, inf});
+  s->set_parameters({{"a", a}});
+  EXPECT_TRUE(s->check_inf_or_nan_grad()) << "not marked: read";
+  a->grad()->array().mark_finite();
+  EXPECT_FALSE(s->check_inf_or_nan_grad()) << "marked: taken at its word";
+  EXPECT_FALSE(s->scale_grad_and_check_inf_or_nan({a.get()}, 1.0f, false))
+      << "the scaler's check of one grad as backward finishes it";
+  double norm2 = 0;
+  EXPECT_TRUE(s->check_inf_or_nan_grad(&norm2)) << "a norm reads every value";
+  a->grad()->array().mark_finite();
+  EXPECT_TRUE(s->scale_grad_and_check_inf_or_nan({a.get()}, 2.0f, false))
+      << "a scale reads every value";
+  a->grad()->array().mark_finite();
+  a->grad()->cast<float>()[0] = 5.0f;  // written since: read again
+  EXPECT_TRUE(s->check_inf_or_nan_grad());
+}
+
 TEST(Solver, FusedUnscaleAndCheckReadsHalfGrads) {
   auto s = solvers::Sgd(1.0f);
   auto a = variable_from({2}, {0, 0}, true);

@@ -145,8 +145,10 @@ bool gemm_converts_operands() { return gemm_packed_available(); }
 
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
-          Operand b, T* c, const float* bias, bool accum, int64_t batch) {
+          Operand b, T* c, const float* bias, bool accum, int64_t batch,
+          bool* c_finite) {
   const FunctionProfile::ProductScope timed;
+  if (c_finite) *c_finite = false;
   if (m == 0 || n == 0 || batch == 0) return;
   if (batch > 1 && bias) {
     throw std::logic_error("[gemm] a batched product takes no bias");
@@ -194,7 +196,8 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
   if (!bf16 && gemm_converts_operands() &&
       (fp32_ours || !std::is_same_v<T, float> || a.dtype != Dtype::f32 ||
        b.dtype != Dtype::f32)) {
-    return gemm_packed<T>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
+    return gemm_packed<T>(ta, tb, m, n, k, a, b, c, bias, accum, batch,
+                          c_finite);
   }
   std::unique_ptr<Memory> a_scratch, b_scratch, c_scratch;
   if (std::is_same_v<T, float> || bf16) {
@@ -301,7 +304,7 @@ void GemmFixedB::operator()(Operand a, float* c, const float* bias) const {
 
 #define MG_INSTANTIATE_GEMM(T)                                          \
   template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, Operand, \
-                        Operand, T*, const float*, bool, int64_t);
+                        Operand, T*, const float*, bool, int64_t, bool*);
 MG_INSTANTIATE_GEMM(float)
 MG_INSTANTIATE_GEMM(Half)
 MG_INSTANTIATE_GEMM(BFloat16)

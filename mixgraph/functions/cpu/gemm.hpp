@@ -25,10 +25,15 @@ namespace mg::cpu {
 /// other in A, B and C, in one call (attention's small products: one call,
 /// and where there is scratch one conversion per operand, not one per
 /// matrix); the bias must then be null.
+/// c_finite, where not null, is set to whether the call saw every element
+/// of C finite as it wrote it: true only where our own product wrote an
+/// fp32 C (a parameter's grad in half: Affine marks it, and the loss
+/// scaler's check skips it, SyncedArray::mark_finite); false where C holds
+/// an inf or NaN, or where no one looked (oneDNN's kernels, a 16-bit C).
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
           Operand b, T* c, const float* bias = nullptr, bool accum = false,
-          int64_t batch = 1);
+          int64_t batch = 1, bool* c_finite = nullptr);
 
 /// As above with both operands of type T.
 template <class T>

@@ -3,8 +3,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <type_traits>
+#include <vector>
 
 #include <mixgraph/contexts/cpu/convert_avx2.hpp>
 #include <mixgraph/contexts/cpu/convert_avx512.hpp>
@@ -38,13 +40,18 @@ namespace {
 // itself (T), its rows ldc apart, each vector of sums plus a 16-bit
 // accum's C as it was (c_in, unless null) plus the bias (unless null),
 // rounded to T once, from the registers: no trip through a tile buffer
-// (half's GPT products at k 256, 1.5-2% of their time).
+// (half's GPT products at k 256, 1.5-2% of their time). Where `watch` is
+// not null (an fp32 C whose caller asked whether it is finite), each value
+// written, times zero, is added to the vector of floats there: they stay
+// zero while every value is finite and turn NaN at the first inf or NaN,
+// one FMA a vector of C instead of a pass over C after the product.
 template <class T>
 struct TileOut {
   T* c;
   int64_t ldc;
   const T* c_in;
   const float* bias;
+  float* watch;
 };
 
 // AVX2: BLIS's blocking for AMD Zen, 6 x 16 in 12 of the 16 ymm registers,
@@ -172,6 +179,8 @@ struct Product {
   float* acc;
   const float* bias;
   bool accum;
+  // The thread's TileOut::watch (fp32 C only), or null.
+  float* watch = nullptr;
   // op(B) packed once (PackedB: blocks of k, each its panels over all of
   // B's columns), where not null: b is then not read, and b_col0 is the
   // column of that B which this product's column 0 is.
@@ -407,6 +416,7 @@ void check_operand(const char* name, Operand x) {
       }                                                                     \
       return;                                                               \
     }                                                                       \
+    VEC seen = ZERO();                                                      \
     _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {                  \
       _Pragma("GCC unroll 4") for (int v = 0; v < V; ++v) {                 \
         VEC x = sum[r][v];                                                  \
@@ -414,8 +424,10 @@ void check_operand(const char* name, Operand x) {
         if (out->c_in) x = ADD(x, LOADT(out->c_in + at));                   \
         if (out->bias) x = ADD(x, LOADU(out->bias + v * W));                \
         STORET(out->c + at, x);                                             \
+        if (out->watch) seen = FMA(x, ZERO(), seen);                        \
       }                                                                     \
     }                                                                       \
+    if (out->watch) STOREU(out->watch, ADD(LOADU(out->watch), seen));       \
   }
 // clang-format off
 MG_TILE_ROWS(avx2_rows, MG_TARGET_GEMM, __m256, 8, _mm256_loadu_ps,
@@ -478,6 +490,7 @@ MG_TARGET_GEMM void finish_edge(const Product<T>& p, const float* tile,
       if (bias) v += bias[q];
       if (last) {
         c[q] = T(v);
+        if (p.watch) p.watch[0] += v * 0.0f;  // TileOut's watch, one lane
       } else {
         acc[q] = v;
       }
@@ -550,7 +563,7 @@ void run_product(const Product<T>& p, float* bp, float* ap) {
               T* ct = p.c + (i0 + i) * p.ldc + j;
               const bool add_c = !std::is_same_v<T, float> && p.accum;
               to_c = {ct, p.ldc, add_c ? ct : nullptr,
-                      p.bias ? p.bias + j : nullptr};
+                      p.bias ? p.bias + j : nullptr, p.watch};
               out = &to_c;
             }
           }
@@ -645,12 +658,22 @@ Extent share_extent(int64_t m, int64_t n, int threads, int64_t batch) {
 }
 
 // packed_b: op(B) packed whole by pack_whole_b<Tile>() (batch 1), or null.
+// c_finite (float C only), where not null: set to whether every value
+// written to C was finite (TileOut's watch, a cache line of them a thread).
 template <class Tile, class T>
 void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
          Operand b, T* c, const float* bias, bool accum, int64_t batch,
-         const float* packed_b = nullptr) {
+         const float* packed_b = nullptr, bool* c_finite = nullptr) {
   constexpr bool is_float = std::is_same_v<T, float>;
   const int threads = product_threads(m, n, k, batch);
+  constexpr int64_t kWatch = 16;  // floats: the widest vector, a cache line
+  std::vector<float> watch_area;
+  float* watch_sums = nullptr;  // threads x kWatch, 64-byte aligned
+  if (c_finite && is_float) {
+    watch_area.assign(threads * kWatch + kWatch, 0.0f);
+    watch_sums = watch_area.data();
+    while (reinterpret_cast<uintptr_t>(watch_sums) % 64) ++watch_sums;
+  }
   // Attention's many small products: one per thread at a time.
   const bool by_matrix = shares_by_matrix(threads, batch);
   const Extent part = share_extent<Tile>(m, n, threads, batch);
@@ -693,20 +716,29 @@ void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
     const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
     float* bp = static_cast<float*>(packs->ptr()) + tid * (b_floats + a_floats);
     float* ap = bp + b_floats;
+    float* watch = watch_sums ? watch_sums + tid * kWatch : nullptr;
     if (by_matrix) {
       for (int64_t i = tid; i < batch; i += nth) {
-        run_product<Tile>(product(i), bp, ap);
+        Product<T> p = product(i);
+        p.watch = watch;
+        run_product<Tile>(p, bp, ap);
       }
     } else {
       // The `threads` bands the packs were sized for, whatever team the
       // runtime gave (one thread inside another parallel region).
       for (int64_t i = 0; i < batch; ++i) {
         for (int t = tid; t < threads; t += nth) {
-          const Product<T> part = share<Tile>(product(i), t, threads);
+          Product<T> part = share<Tile>(product(i), t, threads);
+          part.watch = watch;
           if (part.m > 0 && part.n > 0) run_product<Tile>(part, bp, ap);
         }
       }
     }
+  }
+  if (c_finite) {
+    *c_finite =
+        watch_sums && std::all_of(watch_sums, watch_sums + threads * kWatch,
+                                  [](float v) { return v == 0.0f; });
   }
 }
 
@@ -843,19 +875,23 @@ ScopedPackedDepth::~ScopedPackedDepth() { packed_depth() = previous_; }
 
 template <class T>
 void gemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
-                 Operand b, T* c, const float* bias, bool accum,
-                 int64_t batch) {
+                 Operand b, T* c, const float* bias, bool accum, int64_t batch,
+                 bool* c_finite) {
   const FunctionProfile::ProductScope timed;
+  if (c_finite) *c_finite = false;
   check_operand("A", a);
   check_operand("B", b);
   if (m == 0 || n == 0 || k == 0 || batch == 0) return;
   if (gemm_packed_avx512()) {
     if (long_k_pays(m, n, k, batch)) {
-      return run<Avx512LongTile>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
+      return run<Avx512LongTile>(ta, tb, m, n, k, a, b, c, bias, accum, batch,
+                                 nullptr, c_finite);
     }
-    return run<Avx512Tile>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
+    return run<Avx512Tile>(ta, tb, m, n, k, a, b, c, bias, accum, batch,
+                           nullptr, c_finite);
   }
-  run<Avx2Tile>(ta, tb, m, n, k, a, b, c, bias, accum, batch);
+  run<Avx2Tile>(ta, tb, m, n, k, a, b, c, bias, accum, batch, nullptr,
+                c_finite);
 }
 
 PackedB::PackedB(bool tb, int64_t n, int64_t k, Operand b)
@@ -953,7 +989,8 @@ void PackedB::multiply_columns(int64_t m, const float* a, float* c,
 
 #define MG_INSTANTIATE_GEMM_PACKED(T)                                          \
   template void gemm_packed<T>(bool, bool, int64_t, int64_t, int64_t, Operand, \
-                               Operand, T*, const float*, bool, int64_t);
+                               Operand, T*, const float*, bool, int64_t,       \
+                               bool*);
 MG_INSTANTIATE_GEMM_PACKED(float)
 MG_INSTANTIATE_GEMM_PACKED(Half)
 MG_INSTANTIATE_GEMM_PACKED(BFloat16)

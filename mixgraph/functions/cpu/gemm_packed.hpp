@@ -54,11 +54,12 @@ bool gemm_packed_avx512();
 /// gemm()'s contract (gemm.hpp): C (m x n) = op(A) op(B) [+ bias] [+ C if
 /// accum], row-major, `batch` products of matrices stored one after the
 /// other; A and B fp32, fp16 or bf16, C of T, accumulated in fp32 (C is
-/// rounded to T once, from the fp32 sum, accum's C included). Needs
-/// gemm_packed_available().
+/// rounded to T once, from the fp32 sum, accum's C included), and
+/// c_finite as gemm() says. Needs gemm_packed_available().
 template <class T>
 void gemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
-                 Operand b, T* c, const float* bias, bool accum, int64_t batch);
+                 Operand b, T* c, const float* bias, bool accum, int64_t batch,
+                 bool* c_finite = nullptr);
 
 /// The depth of gemm_packed()'s blocks of k (KC): chosen per product
 /// (`automatic`: 512 on AMD's AVX-512 cores where the packs stay small
