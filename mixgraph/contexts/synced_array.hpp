@@ -91,11 +91,13 @@ class SyncedArray {
   /// True while any deferred zero or fill is pending.
   bool filling() const { return pending_fill_; }
 
-  /// For a kernel that saw every value it wrote to the head as it wrote
-  /// it (our matrix product's epilogue, gemm(..., c_finite)): every element
-  /// of the head is finite. It holds until the next cast, zero, fill or
-  /// clear, so that the loss scaler's check for inf and NaN
-  /// (Solver::check_inf_or_nan_grad) need not read the array again. It
+  /// For a kernel that has just written every element of the head, through
+  /// the pointer of its own latest cast, and saw each value finite as it
+  /// wrote it (our matrix product's epilogue, gemm(..., c_finite)): every
+  /// element of the head is finite. A kernel that wrote part of the array
+  /// must not call it. It holds until the next cast, zero, fill or clear,
+  /// so that the Solver's checks for inf and NaN that only read (the loss
+  /// scaler's, check_inf_or_nan_grad) need not read the array again. It
   /// speaks of the head only: a half copy of a finite fp32 head may hold
   /// inf (the check reads fp32).
   void mark_finite() { known_finite_ = head_ != nullptr; }

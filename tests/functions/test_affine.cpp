@@ -149,8 +149,9 @@ TEST(Affine, HalfMarksAWeightGradItSawFinite) {
   ContextGuard g(context("cpu", "half"));
   for (const bool twice : {false, true}) {
     SCOPED_TRACE(twice ? "W used twice" : "W used once");
-    auto x = variable_from({4, 3}, std::vector<float>(12, 0.5f));
-    auto w = variable_from({3, 2}, std::vector<float>(6, 0.25f), true);
+    // W of 40 x 70: whole tiles of C and columns past the last.
+    auto x = variable_from({16, 40}, std::vector<float>(16 * 40, 0.5f));
+    auto w = variable_from({40, 70}, std::vector<float>(40 * 70, 0.25f), true);
     auto y = F::affine(x, w);
     if (twice) y = F::add2(y, F::affine(F::mul_scalar(x, 2.0f), w));
     auto solver = solvers::Sgd(1.0f);
@@ -160,7 +161,8 @@ TEST(Affine, HalfMarksAWeightGradItSawFinite) {
     y->backward();
     EXPECT_TRUE(w->grad()->array().known_finite());
     EXPECT_FALSE(solver->check_inf_or_nan_grad());
-    x->data()->cast<float>()[7] = std::numeric_limits<float>::infinity();
+    x->data()->cast<float>()[13 * 40 + 7] =
+        std::numeric_limits<float>::infinity();
     y->forward();
     w->grad()->zero();
     y->backward();

@@ -196,6 +196,18 @@ std::vector<PackedTile> packed_tiles() {
   return tiles;
 }
 
+// f() on each of packed_tiles(), with its ISA and depth set and its name
+// traced.
+template <class F>
+void on_each_packed_tile(F&& f) {
+  for (const auto& [tile, features, depth] : packed_tiles()) {
+    const cpu::ScopedCpuFeatures path(features);
+    const cpu::ScopedPackedDepth kc(depth);
+    SCOPED_TRACE(tile);
+    f();
+  }
+}
+
 template <class C, class TA, class TB>
 void check_gemm_packed(double rtol) {
   if (!cpu::gemm_packed_available()) GTEST_SKIP() << "no AVX2, FMA and F16C";
@@ -365,10 +377,7 @@ TEST(GemmPacked, ReportsWhetherCIsFinite) {
       {"a nan in the second of three matrices", 3,
        [&](auto& a, auto&, auto&) { a[m * k + 7] = std::nanf(""); }},
   };
-  for (const auto& [tile, features, depth] : packed_tiles()) {
-    const cpu::ScopedCpuFeatures path(features);
-    const cpu::ScopedPackedDepth kc(depth);
-    SCOPED_TRACE(tile);
+  on_each_packed_tile([&] {
     for (const Case& cs : cases) {
       SCOPED_TRACE(cs.what);
       std::vector<float> a(cs.batch * m * k, 1.0f), b(cs.batch * k * n, 0.5f),
@@ -395,7 +404,59 @@ TEST(GemmPacked, ReportsWhetherCIsFinite) {
                              c_half.data(), nullptr, false, cs.batch, &finite);
       EXPECT_FALSE(finite) << "half C";
     }
-  }
+  });
+}
+
+// The same on a team: a value that is not finite in the part of C that the
+// team's last thread writes (its band of columns, of rows, or its matrices
+// of a batch) makes c_finite false, in a whole tile or at C's edge; so
+// each thread's watch is read, not only the first's.
+TEST(GemmPacked, ReportsANonFiniteValueInAnyThreadsPart) {
+  if (!cpu::gemm_packed_available()) GTEST_SKIP() << "no AVX2, FMA and F16C";
+  if (omp_get_max_threads() < 2) GTEST_SKIP() << "one thread: no team";
+  struct Case {
+    std::string what;
+    int64_t m, n, k, batch;
+    std::function<void(std::vector<float>& a, std::vector<float>& b)> spoil;
+  };
+  // 2 m n k batch above kProductTeamFlops in each.
+  const std::vector<Case> cases{
+      {"bands of columns: a nan in B's column 570 (a whole tile)", 24, 600, 400,
+       1, [](auto&, auto& b) { b[123 * 600 + 570] = std::nanf(""); }},
+      {"bands of columns: an inf in B's column 599 (C's edge)", 24, 600, 400, 1,
+       [](auto&, auto& b) {
+         b[5 * 600 + 599] = std::numeric_limits<float>::infinity();
+       }},
+      {"bands of rows: one sum past fp32's range in row 590, column 5", 600, 40,
+       400, 1,
+       [](auto& a, auto& b) { a[590 * 400 + 7] = b[7 * 40 + 5] = 3e20f; }},
+      {"a matrix each: a nan in the last matrix", 64, 64, 300,
+       2 * omp_get_max_threads(),
+       [](auto& a, auto&) { a[a.size() - 100] = std::nanf(""); }},
+  };
+  on_each_packed_tile([&] {
+    for (const Case& cs : cases) {
+      SCOPED_TRACE(cs.what);
+      ASSERT_GE(2.0 * cs.m * cs.n * cs.k * cs.batch, cpu::kProductTeamFlops);
+      std::vector<float> a(cs.batch * cs.m * cs.k, 1.0f),
+          b(cs.batch * cs.k * cs.n, 0.5f), c(cs.batch * cs.m * cs.n);
+      bool finite = false;
+      cpu::gemm_packed<float>(false, false, cs.m, cs.n, cs.k,
+                              cpu::Operand{a.data(), Dtype::f32},
+                              cpu::Operand{b.data(), Dtype::f32}, c.data(),
+                              nullptr, false, cs.batch, &finite);
+      EXPECT_TRUE(finite) << "every value finite";
+      cs.spoil(a, b);
+      cpu::gemm_packed<float>(false, false, cs.m, cs.n, cs.k,
+                              cpu::Operand{a.data(), Dtype::f32},
+                              cpu::Operand{b.data(), Dtype::f32}, c.data(),
+                              nullptr, false, cs.batch, &finite);
+      EXPECT_FALSE(finite);
+      EXPECT_TRUE(std::any_of(c.begin(), c.end(), [](float v) {
+        return !std::isfinite(v);
+      })) << "the case itself";
+    }
+  });
 }
 
 // gemm() tells only where its own product wrote an fp32 C: oneDNN's

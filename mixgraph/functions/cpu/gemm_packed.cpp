@@ -672,7 +672,7 @@ void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
   if (c_finite && is_float) {
     watch_area.assign(threads * kWatch + kWatch, 0.0f);
     watch_sums = watch_area.data();
-    while (reinterpret_cast<uintptr_t>(watch_sums) % 64) ++watch_sums;
+    while (reinterpret_cast<std::uintptr_t>(watch_sums) % 64) ++watch_sums;
   }
   // Attention's many small products: one per thread at a time.
   const bool by_matrix = shares_by_matrix(threads, batch);
