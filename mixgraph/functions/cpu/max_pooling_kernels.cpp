@@ -808,8 +808,10 @@ void pool(const E* x, const E* dy, E* y, E* dx, const Dims3& d, int64_t block,
     if (lanes == 16) return isa_avx512::pool<16>(x, dy, y, dx, d, write, block);
     return isa_avx2::pool<8>(x, dy, y, dx, d, write, block);
   } else {
-    if (lanes == 16)
+    // Each MG_CALL_VECTOR_ISA returns, whichever ISA it picks.
+    if (lanes == 16) {
       MG_CALL_VECTOR_ISA(pool<16>(x, dy, y, dx, d, write, block));
+    }
     MG_CALL_VECTOR_ISA(pool<8>(x, dy, y, dx, d, write, block));
   }
 }
