@@ -10,6 +10,8 @@
 //   MG_CALL_VECTOR_ISA(run(x, y, n));
 #pragma once
 
+#include <cstdint>
+
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -35,6 +37,28 @@ inline VectorIsa vector_isa() {
   if (cpu.avx512f) return VectorIsa::avx512;
   if (cpu.avx2) return VectorIsa::avx2;
   return VectorIsa::baseline;
+}
+
+/// The elements a streaming loop takes between two stream_ahead() calls:
+/// four cache lines of fp32.
+constexpr int64_t kStreamRun = 64;
+
+/// Asks the cache for the lines of one run of a stream (kStreamRun elements
+/// from p) 1 KB further on: for loops whose math is long (exp, tanh, a
+/// division per element), where the out-of-order window, full of that
+/// math, does not reach the next lines, and the prefetchers stop at each 4
+/// KB block (a page) and learn the stream again. GELU's backward in the GPT
+/// (x, dy and dx of 4 MB each, out of cache) took 0.55x its time with it
+/// (Intel Xeon, 2 threads, 2026-12-07); 256 B to 4 KB ahead ran alike. A
+/// hint: it reads nothing, and addresses past the array are never touched
+/// (no fault).
+template <class T>
+inline void stream_ahead(const T* p) {
+  constexpr std::uintptr_t kAhead = 1024, kLine = 64;
+  const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(p) + kAhead;
+  for (std::uintptr_t b = 0; b < kStreamRun * sizeof(T); b += kLine) {
+    __builtin_prefetch(reinterpret_cast<const void*>(at + b));
+  }
 }
 
 }  // namespace mg::cpu

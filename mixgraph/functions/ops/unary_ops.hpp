@@ -3,6 +3,11 @@
 // Each functor is the function's options too: its fields are the function's
 // arguments. grad(x, y, dy) returns dx; grad_uses_x / grad_uses_y say which
 // of x and y backward reads, so clear_no_need_grad can free the others.
+// long_math, where a functor has it, says its math is long (vmath's exp,
+// log, tanh or erf): the CPU loops then ask for their arrays' lines ahead,
+// which the out-of-order window, full of that math, does not reach
+// (cpu/elementwise.hpp); a grad that reads x recomputes the math, one that
+// reads y (Sigmoid's, Tanh's, Exp's) is short.
 //
 // Over 600 lines on purpose: one short functor per unary function (about
 // 90), a table read top to bottom; splitting it would scatter the list the
@@ -64,6 +69,7 @@ struct Sigmoid {
   static constexpr const char* name = "Sigmoid";
   static constexpr const char* snake = "sigmoid";
   static constexpr bool grad_uses_x = false, grad_uses_y = true;
+  static constexpr bool long_math = true;
   MG_HD float operator()(float x) const { return vmath::sigmoid(x); }
   MG_HD float grad(float, float y, float dy) const {
     return dy * y * (1.0f - y);
@@ -74,6 +80,7 @@ struct Tanh {
   static constexpr const char* name = "Tanh";
   static constexpr const char* snake = "tanh";
   static constexpr bool grad_uses_x = false, grad_uses_y = true;
+  static constexpr bool long_math = true;
   MG_HD float operator()(float x) const { return vmath::tanh(x); }
   MG_HD float grad(float, float y, float dy) const {
     return dy * (1.0f - y * y);
@@ -84,6 +91,7 @@ struct ELU {
   static constexpr const char* name = "ELU";
   static constexpr const char* snake = "elu";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  static constexpr bool long_math = true;
   float alpha = 1.0f;
   MG_HD float operator()(float x) const {
     return x >= 0.0f ? x : alpha * vmath::expm1_nonpositive(x);
@@ -104,6 +112,7 @@ struct GELU {
   static constexpr const char* name = "GELU";
   static constexpr const char* snake = "gelu";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  static constexpr bool long_math = true;
   static constexpr float k2C = 1.5957691216057308f;  // 2 sqrt(2 / pi)
   static constexpr float kA = 0.044715f;
   MG_HD float operator()(float x) const {
@@ -123,6 +132,7 @@ struct Exp {
   // fp32 whatever the context: its range overflows fp16.
   static constexpr Precision precision = Precision::float32;
   static constexpr bool grad_uses_x = false, grad_uses_y = true;
+  static constexpr bool long_math = true;
   MG_HD float operator()(float x) const { return vmath::exp(x); }
   MG_HD float grad(float, float y, float dy) const { return dy * y; }
 };
@@ -133,6 +143,7 @@ struct Log {
   // fp32 whatever the context: its range overflows fp16.
   static constexpr Precision precision = Precision::float32;
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  static constexpr bool long_math = true;
   MG_HD float operator()(float x) const { return vmath::log(x); }
   MG_HD float grad(float x, float, float dy) const { return dy / x; }
 };
@@ -207,6 +218,7 @@ struct SoftPlus {
   static constexpr const char* name = "SoftPlus";
   static constexpr const char* snake = "softplus";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  static constexpr bool long_math = true;
   float beta = 1.0f;
   MG_HD float operator()(float x) const {
     const float bx = beta * x;
@@ -225,6 +237,7 @@ struct Swish {
   static constexpr const char* name = "Swish";
   static constexpr const char* snake = "swish";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  static constexpr bool long_math = true;
   MG_HD float operator()(float x) const { return x * vmath::sigmoid(x); }
   MG_HD float grad(float x, float, float dy) const {
     const float s = vmath::sigmoid(x);
@@ -296,6 +309,7 @@ struct Erf {
   static constexpr const char* name = "Erf";
   static constexpr const char* snake = "erf";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  static constexpr bool long_math = true;
   static constexpr float kC = 1.1283791670955126f;  // 2 / sqrt(pi)
   MG_HD float operator()(float x) const { return erff(x); }
   MG_HD float grad(float x, float, float dy) const {
@@ -472,6 +486,7 @@ struct SELU {
   static constexpr const char* name = "SELU";
   static constexpr const char* snake = "selu";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  static constexpr bool long_math = true;
   float scale = 1.05070098735548f, alpha = 1.673263242354377f;
   MG_HD float operator()(float x) const {
     return x > 0.0f ? scale * x : scale * alpha * vmath::expm1_nonpositive(x);
@@ -515,6 +530,7 @@ struct LogSigmoid {
   static constexpr const char* name = "LogSigmoid";
   static constexpr const char* snake = "log_sigmoid";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  static constexpr bool long_math = true;
   MG_HD float operator()(float x) const {
     return (x < 0.0f ? x : 0.0f) - vmath::log1p(vmath::exp(-fabsf(x)));
   }
@@ -540,6 +556,7 @@ struct TanhShrink {
   static constexpr const char* name = "TanhShrink";
   static constexpr const char* snake = "tanh_shrink";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  static constexpr bool long_math = true;
   MG_HD float operator()(float x) const { return x - vmath::tanh(x); }
   MG_HD float grad(float x, float, float dy) const {
     const float t = vmath::tanh(x);
@@ -565,6 +582,7 @@ struct Mish {
   static constexpr const char* name = "Mish";
   static constexpr const char* snake = "mish";
   static constexpr bool grad_uses_x = true, grad_uses_y = false;
+  static constexpr bool long_math = true;
   MG_HD static float softplus(float x) {
     return (x > 0.0f ? x : 0.0f) + vmath::log1p(vmath::exp(-fabsf(x)));
   }
