@@ -305,11 +305,13 @@ class NormalizationCpu : public Base {
     mean_.assign(rows, 0.0f);
     rstd_.assign(rows, 0.0f);
     const float inv = 1.0f / static_cast<float>(len), eps = this->eps_;
+    const std::uintptr_t row_bytes = len * sizeof(T);
 #pragma omp parallel if (rows * len >= parallel_min())
     {
       std::vector<float> xb(len), yb(len);
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < rows; ++r) {
+        ask_for_lines(x + r * len, row_bytes, row_bytes);  // the next row's
         const float* xr = load(x + r * len, xb.data(), len);
         const float mean = sum_floats(xr, len) * inv;
         float* d = yb.data();
@@ -341,6 +343,7 @@ class NormalizationCpu : public Base {
     const T* dy = output_grad<T>(out[0]);
     T* dx = want_dx ? input_grad<T>(in[0], accum[0]) : nullptr;
     const float inv = 1.0f / static_cast<float>(len);
+    const std::uintptr_t row_bytes = len * sizeof(T);
     const bool parallel = rows * len >= parallel_min();
     const int threads = parallel ? omp_get_max_threads() : 1;
     // Per thread: dgamma's partial sums, then dbeta's.
@@ -352,6 +355,8 @@ class NormalizationCpu : public Base {
       float* dbeta = dgamma + len;
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < rows; ++r) {
+        ask_for_lines(x + r * len, row_bytes, row_bytes);  // the next row's
+        ask_for_lines(dy + r * len, row_bytes, row_bytes);
         const float* xr = load(x + r * len, xb.data(), len);
         const float* dyr = load(dy + r * len, dyb.data(), len);
         const float mean = mean_[r], rstd = rstd_[r];
