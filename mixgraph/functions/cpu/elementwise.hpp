@@ -85,23 +85,27 @@ namespace unary_loops {
   }                                                                       \
   template <class Op>                                                     \
   TARGET void forward(const Op& op, const float* x, float* y, int64_t n) { \
-    if constexpr (!kStreamsForward<Op>) return forward_run(op, x, y, n);  \
-    for (int64_t i = 0; i < n; i += kStreamRun) {                         \
-      stream_ahead(x + i);                                                \
-      forward_run(op, x + i, y + i, std::min(kStreamRun, n - i));         \
+    if constexpr (kStreamsForward<Op>) {                                  \
+      for (int64_t i = 0; i < n; i += kStreamRun) {                       \
+        stream_ahead(x + i);                                              \
+        forward_run(op, x + i, y + i, std::min(kStreamRun, n - i));       \
+      }                                                                   \
+    } else {                                                              \
+      forward_run(op, x, y, n);                                           \
     }                                                                     \
   }                                                                       \
   template <class Op>                                                     \
   TARGET void backward(const Op& op, const float* x, const float* y,      \
                        const float* dy, float* dx, int64_t n) {           \
-    if constexpr (!kStreamsBackward<Op>) {                                \
-      return backward_run(op, x, y, dy, dx, n);                           \
-    }                                                                     \
-    for (int64_t i = 0; i < n; i += kStreamRun) {                         \
-      stream_ahead(x + i);                                                \
-      stream_ahead(dy + i);                                               \
-      backward_run(op, x + i, Op::grad_uses_y ? y + i : nullptr, dy + i,  \
-                   dx + i, std::min(kStreamRun, n - i));                  \
+    if constexpr (kStreamsBackward<Op>) {  /* x is read: not null */      \
+      for (int64_t i = 0; i < n; i += kStreamRun) {                       \
+        stream_ahead(x + i);                                              \
+        stream_ahead(dy + i);                                             \
+        backward_run(op, x + i, Op::grad_uses_y ? y + i : nullptr,        \
+                     dy + i, dx + i, std::min(kStreamRun, n - i));        \
+      }                                                                   \
+    } else {                                                              \
+      backward_run(op, x, y, dy, dx, n);                                  \
     }                                                                     \
   }                                                                       \
   }

@@ -3,9 +3,9 @@
 // Each functor is the function's options too: its fields are the function's
 // arguments. grad(x, y, dy) returns dx; grad_uses_x / grad_uses_y say which
 // of x and y backward reads, so clear_no_need_grad can free the others.
-// long_math, where a functor has it, says its math is long (vmath's exp,
-// log, tanh or erf): the CPU loops then ask for their arrays' lines ahead,
-// which the out-of-order window, full of that math, does not reach
+// long_math, where a functor has it, says its math is long (an exp, log,
+// tanh or erf per element): the CPU loops then ask for their arrays' lines
+// ahead, which the out-of-order window, full of that math, does not reach
 // (cpu/elementwise.hpp); a grad that reads x recomputes the math, one that
 // reads y (Sigmoid's, Tanh's, Exp's) is short.
 //
