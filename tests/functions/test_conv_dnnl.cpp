@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/functions/cpu/conv_direct.hpp>
 #include <mixgraph/functions/cpu/conv_dnnl.hpp>
 #include <mixgraph/functions/cpu/conv_winograd.hpp>
 #include <mixgraph/functions/cpu/gemm_packed.hpp>
@@ -845,6 +846,225 @@ TEST(ConvDnnl, RunsOptimizedKernels) {
       EXPECT_EQ(bf16.find("bf16"), std::string::npos) << op << ": " << bf16;
     }
   }
+}
+
+// ---- The direct kernel of a network's first layer (conv_direct.hpp) ----
+
+// A first layer: `in` channels (at most 4), `out` (a multiple of 16).
+ConvGeometry first_layer(int64_t batch, int64_t in, int64_t out,
+                         std::vector<int64_t> size, std::vector<int64_t> kernel,
+                         std::vector<int64_t> pad, std::vector<int64_t> stride,
+                         std::vector<int64_t> dilation) {
+  ConvGeometry g;
+  g.batch = batch, g.in_channels = in, g.out_channels = out;
+  g.in_spatial = size;
+  g.kernel = kernel, g.pad = pad, g.stride = stride, g.dilation = dilation;
+  for (size_t i = 0; i < 2; ++i) {
+    g.out_spatial.push_back(
+        (size[i] + 2 * pad[i] - dilation[i] * (kernel[i] - 1) - 1) / stride[i] +
+        1);
+  }
+  return g;
+}
+
+// LeNet's 5x5 (a register tile of all 25 taps), RGB 3x3 with padding
+// (16 out: one block on AVX-512), a stride and a dilation with a kernel
+// width of 2 (the kernels' one-column fallback), a 7x7 stem with stride 2,
+// and maps narrower than 4 (one position a tile).
+std::vector<ConvGeometry> first_layers() {
+  return {first_layer(3, 1, 32, {12, 12}, {5, 5}, {0, 0}, {1, 1}, {1, 1}),
+          first_layer(2, 3, 16, {9, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}),
+          first_layer(2, 2, 48, {15, 13}, {3, 2}, {2, 1}, {2, 3}, {2, 1}),
+          first_layer(2, 3, 16, {11, 11}, {7, 7}, {3, 3}, {2, 2}, {1, 1}),
+          first_layer(2, 1, 16, {4, 3}, {2, 2}, {0, 0}, {1, 1}, {1, 1})};
+}
+
+// a (batch, channels, spatial) into blocks of `block` channels (into), or
+// back from them.
+template <class T>
+std::vector<T> reblock(const std::vector<T>& a, int64_t batch, int64_t channels,
+                       int64_t block, bool into) {
+  const int64_t spatial = static_cast<int64_t>(a.size()) / (batch * channels);
+  std::vector<T> r(a.size());
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t s = 0; s < spatial; ++s) {
+        const int64_t plain = (n * channels + c) * spatial + s;
+        const int64_t blocked = (n * channels + c / block * block) * spatial +
+                                s * block + c % block;
+        if (into) {
+          r[blocked] = a[plain];
+        } else {
+          r[plain] = a[blocked];
+        }
+      }
+  return r;
+}
+template <class T>
+std::vector<T> to_blocks(const std::vector<T>& a, int64_t batch,
+                         int64_t channels, int64_t block) {
+  return reblock(a, batch, channels, block, true);
+}
+template <class T>
+std::vector<T> from_blocks(const std::vector<T>& b, int64_t batch,
+                           int64_t channels, int64_t block) {
+  return reblock(b, batch, channels, block, false);
+}
+
+// The forward pass and the weight grad (with the bias grad) on T, weights
+// given as WT and the grad written as GT, y and dy in the kernel's blocks
+// or row-major, against the double reference; grid values make every
+// product and fp32 sum exact, so rtol is one rounding of a result in T.
+template <class T, class WT, class GT>
+void check_direct(const ConvGeometry& g, bool blocked, bool accum, double rtol,
+                  double grad_rtol) {
+  const float base = accum ? 0.5f : 0.0f;
+  const Problem p = problem(g, 9, base);
+  const int64_t block = cpu::conv_direct_block();
+  const auto xt = as<T>(p.x), wt = as<WT>(p.w);
+  auto dyt = as<T>(p.dy);
+  if (blocked) dyt = to_blocks(dyt, g.batch, g.out_channels, block);
+  auto y = as<T>(std::vector<float>(g.y_size(), base));
+  cpu::conv_direct_forward<T>(g, xt.data(), {wt.data(), dtype_of<WT>},
+                              p.b.data(), y.data(), accum, blocked);
+  if (blocked) y = from_blocks(y, g.batch, g.out_channels, block);
+  expect_near(doubles(y), p.ref.y, 1e-6, rtol, "y");
+  auto dw = as<GT>(std::vector<float>(g.w_size(), base));
+  std::vector<float> db(g.out_channels, 99.0f);
+  cpu::conv_direct_backward_weights<T, GT>(g, xt.data(), dyt.data(), blocked,
+                                           dw.data(), accum, db.data());
+  expect_near(doubles(dw), p.ref.dw, 1e-6, grad_rtol, "dw");
+  expect_near(doubles(db), p.ref.db, 1e-6, 0, "db");
+}
+
+template <class T, class WT, class GT>
+void check_direct_all(double rtol, double grad_rtol) {
+  for (const ConvGeometry& g : first_layers()) {
+    for (const bool blocked : {true, false}) {
+      for (const bool accum : {false, true}) {
+        SCOPED_TRACE(testing::Message()
+                     << g.in_channels << " -> " << g.out_channels << ", "
+                     << g.kernel[0] << "x" << g.kernel[1] << " stride "
+                     << g.stride[1] << (blocked ? ", blocked" : ", row-major")
+                     << (accum ? ", accumulating" : ""));
+        check_direct<T, WT, GT>(g, blocked, accum, rtol, grad_rtol);
+      }
+    }
+  }
+}
+
+// Every geometry, type, layout and accumulation on the CPU's widest
+// kernels and on the AVX2 ones (blocks of 8; avx2_only() above).
+TEST(ConvDirect, ComputesTheForwardPassAndTheWeightGrad) {
+  if (cpu::conv_direct_block() == 0) GTEST_SKIP() << "no AVX2 with FMA here";
+  for (const bool narrow : {false, true}) {
+    if (narrow && !cpu::cpu_features().avx512f) continue;
+    const auto held = narrow ? avx2_only() : nullptr;
+    SCOPED_TRACE(narrow ? "AVX2 kernels" : "the CPU's widest kernels");
+    EXPECT_EQ(cpu::conv_direct_block(), cpu::cpu_features().avx512f ? 16 : 8);
+    check_direct_all<float, float, float>(0, 0);
+    check_direct_all<Half, Half, Half>(1e-3, 1e-3);
+    check_direct_all<Half, float, float>(1e-3, 0);
+    check_direct_all<BFloat16, float, BFloat16>(8e-3, 8e-3);
+  }
+}
+
+// The weight grads of first layers run here in every type that computes
+// in fp32, their forward passes in the 16-bit ones (half; bfloat16 where it
+// computes in fp32), y and dy in the kernel's blocks; float's forward,
+// other layers, other ranks and the data pass stay oneDNN's, as does
+// everything with the kernel turned off.
+TEST(ConvDirect, TakesTheFirstLayers) {
+  const int64_t block = cpu::conv_direct_block();
+  if (block == 0) GTEST_SKIP() << "no AVX2 with FMA here";
+  const ConvGeometry g = first_layers()[0];
+  EXPECT_TRUE(cpu::conv_direct_forward_runs<Half>(g));
+  EXPECT_TRUE(cpu::conv_direct_weights_runs<Half>(g));
+  // float's weight grad where oneDNN has no AVX-512 kernels.
+  const bool wide = cpu::cpu_features().avx512f;
+  EXPECT_EQ(cpu::conv_direct_weights_runs<float>(g), !wide);
+  EXPECT_FALSE(cpu::conv_direct_forward_runs<float>(g));
+  EXPECT_EQ(cpu::conv_direct_forward_runs<BFloat16>(g),
+            !cpu::bf16_kernels_pay());
+  EXPECT_EQ(cpu::conv_implementation<Half>(g, "forward"), "mixgraph:direct");
+  EXPECT_EQ(cpu::conv_implementation<Half>(g, "backward_weights"),
+            "mixgraph:direct");
+  EXPECT_EQ(cpu::conv_implementation<float>(g, "backward_weights") ==
+                "mixgraph:direct",
+            !wide);
+  EXPECT_NE(cpu::conv_implementation<float>(g, "forward"), "mixgraph:direct");
+  EXPECT_NE(cpu::conv_implementation<Half>(g, "backward_data"),
+            "mixgraph:direct");
+  const cpu::ConvBlocks fwd =
+      cpu::conv_activation_blocks<Half>(g, "forward", true);
+  EXPECT_EQ(fwd.in, 0);
+  EXPECT_EQ(fwd.out, block);
+  const cpu::ConvBlocks wgt =
+      cpu::conv_activation_blocks<Half>(g, "backward_weights", true);
+  EXPECT_EQ(wgt.in, 0);
+  EXPECT_EQ(wgt.in2, block);
+  {
+    // On AVX2 (where the CPU has it), float's weight grad too.
+    const auto held = avx2_only();
+    if (held) {
+      EXPECT_TRUE(cpu::conv_direct_weights_runs<float>(g));
+      EXPECT_EQ(
+          cpu::conv_activation_blocks<float>(g, "backward_weights", true).in2,
+          8);
+    }
+  }
+  ConvGeometry more = g;
+  more.in_channels = 5;
+  EXPECT_FALSE(cpu::conv_direct_weights_runs<Half>(more));
+  ConvGeometry odd = g;
+  odd.out_channels = block + 4;
+  EXPECT_FALSE(cpu::conv_direct_weights_runs<Half>(odd));
+  ConvGeometry grouped =
+      first_layer(3, 2, 32, {12, 12}, {5, 5}, {0, 0}, {1, 1}, {1, 1});
+  grouped.group = 2;
+  EXPECT_FALSE(cpu::conv_direct_weights_runs<Half>(grouped));
+  ConvGeometry line = geometry(false);
+  line.in_channels = 1, line.out_channels = 16, line.group = 1;
+  line.in_spatial = {14}, line.out_spatial = {14}, line.kernel = {3};
+  line.pad = {1}, line.stride = {1}, line.dilation = {1};
+  EXPECT_FALSE(cpu::conv_direct_weights_runs<Half>(line));
+  cpu::set_conv_direct(false);
+  EXPECT_FALSE(cpu::conv_direct_forward_runs<Half>(g));
+  EXPECT_FALSE(cpu::conv_direct_weights_runs<Half>(g));
+  EXPECT_NE(cpu::conv_implementation<Half>(g, "forward"), "mixgraph:direct");
+  cpu::set_conv_direct(true);
+  EXPECT_TRUE(cpu::conv_direct()) << "set back for the tests after";
+}
+
+// Through conv_forward and conv_backward_weights as Convolution calls
+// them: y written in the blocks conv_activation_blocks() named (staging
+// says so), dy read in them, the same values as the kernel called alone,
+// which the reference checks above.
+TEST(ConvDirect, RunsUnderConvolutionsPasses) {
+  const int64_t block = cpu::conv_direct_block();
+  if (block == 0) GTEST_SKIP() << "no AVX2 with FMA here";
+  const ConvGeometry g = first_layers()[1];
+  const Problem p = problem(g, 3, 0.0);
+  const auto xt = as<Half>(p.x);
+  const auto dyt = to_blocks(as<Half>(p.dy), g.batch, g.out_channels, block);
+  const cpu::Operand w{p.w.data(), Dtype::f32};
+  std::vector<Half> y(g.y_size());
+  {
+    cpu::ConvStaging st;
+    st.write_blocked();
+    cpu::conv_forward<Half>(g, xt.data(), w, p.b.data(), y.data(), false, &st);
+  }
+  expect_near(doubles(from_blocks(y, g.batch, g.out_channels, block)), p.ref.y,
+              1e-6, 1e-3, "y");
+  std::vector<float> dw(g.w_size()), db(g.out_channels);
+  {
+    cpu::ConvStaging st;
+    st.hold_blocked(dyt.data());
+    cpu::conv_backward_weights<Half, float>(g, xt.data(), dyt.data(), dw.data(),
+                                            false, db.data(), &st);
+  }
+  expect_near(doubles(dw), p.ref.dw, 1e-6, 0, "dw");
+  expect_near(doubles(db), p.ref.db, 1e-6, 0, "db");
 }
 
 }  // namespace

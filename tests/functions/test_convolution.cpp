@@ -148,6 +148,20 @@ const bool kConvolutionBaseAxis2FoldsLeadingAxesIntoTheBatch =
                      return conv_check({2, 2, 3, 5, 5}, {4, 3, 3, 3}, true, o);
                    }}});
 
+// A network's first layer (a few channels in, a multiple of 16 out): in
+// half our direct kernel's (cpu/conv_direct.hpp), y and dy in its blocks.
+const bool kConvolutionFirstLayers =
+    harness::add(decl::Convolution,
+                 {{"first layer rgb 3x3 pad 1",
+                   [] {
+                     ConvolutionOptions o;
+                     o.pad = {1, 1};
+                     return conv_check({2, 3, 9, 10}, {16, 3, 3, 3}, true, o);
+                   }},
+                  {"first layer gray 5x5 to 32", [] {
+                     return conv_check({2, 1, 12, 12}, {32, 1, 5, 5}, true, {});
+                   }}});
+
 // DepthwiseConvolution: the grouped convolution with group = C, weight
 // (C m, k...) read as (C m, 1, k...), against the same double reference.
 harness::Case depthwise_case(const std::string& label, const Shape& xs,

@@ -25,6 +25,7 @@
 #include <mixgraph/contexts/cpu/dnnl_utils.hpp>
 #include <mixgraph/contexts/memory.hpp>
 #include <mixgraph/contexts/strings.hpp>
+#include <mixgraph/functions/cpu/conv_direct.hpp>
 #include <mixgraph/functions/cpu/conv_winograd.hpp>
 #include <mixgraph/graph/profile.hpp>
 
@@ -1136,6 +1137,10 @@ void conv_forward(const ConvGeometry& g, const T* x, Operand w, const float* b,
   if (g.x_size() == 0 || g.w_size() == 0) {
     return execute_empty(ConvOp::forward, g, b, y, accum, nullptr, nullptr);
   }
+  if (conv_direct_forward_runs<T>(g)) {
+    const bool blocked = staging && staging->kept().write_blocked;
+    return conv_direct_forward<T>(g, x, w, b, y, accum, blocked);
+  }
   if (winograd_f2_runs<T>(g)) return winograd_forward<T>(g, x, w, b, y, accum);
   execute_data(ConvOp::forward, g, x, w, b, y, accum, nullptr, staging);
 }
@@ -1173,6 +1178,10 @@ template <class T, class W>
 void conv_backward_weights(const ConvGeometry& g, const T* x, const T* dy,
                            W* dw, bool accum, float* db, ConvStaging* staging) {
   if (g.w_size() != 0 && g.x_size() != 0 && g.y_size() != 0) {
+    if (conv_direct_weights_runs<T>(g)) {
+      const bool blocked = staging && staging->kept().holds(dy);
+      return conv_direct_backward_weights(g, x, dy, blocked, dw, accum, db);
+    }
     if (weights_by_winograd<T>(g)) {
       return winograd_backward_weights(g, x, dy, dw, accum, db);
     }
@@ -1206,6 +1215,10 @@ void channel_sums(const T* a, int64_t batch, int64_t channels, int64_t spatial,
 template <class T>
 std::string conv_implementation(const ConvGeometry& g, const std::string& op) {
   const ConvOp o = conv_op(op);
+  if ((o == ConvOp::forward && conv_direct_forward_runs<T>(g)) ||
+      (o == ConvOp::backward_weights && conv_direct_weights_runs<T>(g))) {
+    return "mixgraph:direct";
+  }
   if (o == ConvOp::backward_weights) {
     if (weights_by_winograd<T>(g)) return "mixgraph:winograd_f2x2";
     if (weights_by_taps(g)) return "mixgraph:tap_gemm";
@@ -1224,6 +1237,13 @@ ConvBlocks conv_activation_blocks(const ConvGeometry& g, const std::string& op,
   if (!conv_blocked_activations() || g.x_size() == 0 || g.y_size() == 0 ||
       g.w_size() == 0) {
     return {};
+  }
+  // x row-major (a few channels), y and dy in the direct kernel's blocks.
+  if (o == ConvOp::forward && conv_direct_forward_runs<T>(g)) {
+    return {0, 0, conv_direct_block()};
+  }
+  if (o == ConvOp::backward_weights && conv_direct_weights_runs<T>(g)) {
+    return {0, conv_direct_block(), 0};
   }
   if (o == ConvOp::backward_weights) {
     if (weights_by_winograd<T>(g) || weights_by_product(g)) return {};

@@ -2,7 +2,8 @@
 // backward weights, shared by Convolution and Deconvolution (the weight
 // grads of small maps by a product of ours, conv_weights_product.cpp; the
 // 3x3 convolutions on CPUs without AVX-512 by our Winograd,
-// conv_winograd.hpp).
+// conv_winograd.hpp; a network's first layer by our direct kernel,
+// conv_direct.hpp).
 #pragma once
 
 #include <cstdint>
