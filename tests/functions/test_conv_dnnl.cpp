@@ -1007,6 +1007,10 @@ TEST(ConvDirect, TakesTheFirstLayers) {
     // On AVX2 (where the CPU has it), float's weight grad too.
     const auto held = avx2_only();
     if (held) {
+      // and there the forward pass of one channel in only.
+      EXPECT_TRUE(cpu::conv_direct_forward_runs<Half>(g));
+      EXPECT_FALSE(cpu::conv_direct_forward_runs<Half>(first_layers()[1]));
+      EXPECT_TRUE(cpu::conv_direct_weights_runs<Half>(first_layers()[1]));
       EXPECT_TRUE(cpu::conv_direct_weights_runs<float>(g));
       EXPECT_EQ(
           cpu::conv_activation_blocks<float>(g, "backward_weights", true).in2,
@@ -1043,7 +1047,7 @@ TEST(ConvDirect, TakesTheFirstLayers) {
 TEST(ConvDirect, RunsUnderConvolutionsPasses) {
   const int64_t block = cpu::conv_direct_block();
   if (block == 0) GTEST_SKIP() << "no AVX2 with FMA here";
-  const ConvGeometry g = first_layers()[1];
+  const ConvGeometry g = first_layers()[0];
   const Problem p = problem(g, 3, 0.0);
   const auto xt = as<Half>(p.x);
   const auto dyt = to_blocks(as<Half>(p.dy), g.batch, g.out_channels, block);

@@ -34,12 +34,14 @@ template <class T>
 bool conv_direct_weights_runs(const ConvGeometry& g);
 
 /// Whether the forward pass of g on T runs here: T 16-bit (half; bfloat16
-/// computed in fp32) and g as conv_direct_weights_runs() asks. oneDNN
-/// wrote their y in fp32 for a pass of ours to convert
-/// (LeNet's first layer in half: 0.85 ms against ours 0.50). float's stays
-/// oneDNN's, which writes fp32 as fast (ours level on AVX-512; ResNet's
-/// stem held to AVX2 0.70 ms against ours 1.06). The backward data pass is
-/// always oneDNN's (a first layer's x rarely needs a grad).
+/// computed in fp32), g as conv_direct_weights_runs() asks and, on AVX2,
+/// one channel in. oneDNN wrote their y in fp32 for a pass of ours to
+/// convert (LeNet's first layer in half: 0.85 ms against ours 0.50; held
+/// to AVX2 1.05 against 0.76). Held to AVX2, ResNet's stem (3 channels in)
+/// took 0.84 ms in oneDNN's and 1.09 in ours, whose register tile there is
+/// half AVX-512's. float's stays oneDNN's, which writes fp32 as fast. The
+/// backward data pass is always oneDNN's (a first layer's x rarely needs a
+/// grad).
 template <class T>
 bool conv_direct_forward_runs(const ConvGeometry& g);
 
