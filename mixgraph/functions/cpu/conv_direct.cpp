@@ -25,6 +25,7 @@
 #include <mixgraph/contexts/cpu/convert_avx2.hpp>
 #include <mixgraph/contexts/cpu/convert_avx512.hpp>
 #include <mixgraph/contexts/cpu/isa_loops.hpp>
+#include <mixgraph/contexts/memory.hpp>
 #include <mixgraph/graph/profile.hpp>
 
 namespace mg::cpu {
@@ -61,6 +62,11 @@ Dims dims_of(const ConvGeometry& g) {
       std::max(d.iw + 2 * d.pad_w, (d.ow - 1) * d.sw + (d.kw - 1) * d.dw + 1);
   return d;
 }
+
+// Scratch on the library's allocator, written before it is read: a call
+// that repeats the last one's sizes takes its blocks again (fresh pages
+// are faulted in and zeroed on every call).
+using Floats = std::vector<float, CpuScratchAllocator<float>>;
 
 // Image x (ic, ih, iw) of T into xp (ic, ph, pw) in fp32, the padding zero.
 template <class T>
@@ -397,7 +403,10 @@ bool team_for(double work) {
 int64_t conv_direct_block() {
   const VectorIsa isa = vector_isa();
   if (isa == VectorIsa::avx512) return 16;
-  if (isa == VectorIsa::avx2 && __builtin_cpu_supports("fma")) return 8;
+  if (isa == VectorIsa::avx2 && cpu_features().f16c &&
+      __builtin_cpu_supports("fma")) {
+    return 8;
+  }
   return 0;
 }
 
@@ -418,7 +427,8 @@ bool conv_direct_weights_runs(const ConvGeometry& g) {
 
 template <class T>
 bool conv_direct_forward_runs(const ConvGeometry& g) {
-  // On AVX2, one channel in (3 x 8 accumulators fewer than AVX-512's 24).
+  // On AVX2 (tiles of 12 sums, half AVX-512's) one channel in only: held
+  // to AVX2, ResNet's stem (3 in) took 1.3x oneDNN's time.
   return !std::is_same_v<T, float> && conv_direct_weights_runs<T>(g) &&
          (avx512_kernels() || g.in_channels == 1);
 }
@@ -445,9 +455,9 @@ void conv_direct_forward(const ConvGeometry& g, const T* x, Operand w,
   {
     const TeamShare share =
         team_share(g.batch, omp_get_thread_num(), omp_get_num_threads());
-    std::vector<float> xp(static_cast<size_t>(d.ic * d.plane()));
+    Floats xp(static_cast<size_t>(d.ic * d.plane()));
     // A row-major y's tile goes through fp32 blocks.
-    std::vector<float> buf(y_blocked ? 0 : static_cast<size_t>(tile));
+    Floats buf(y_blocked ? 0 : static_cast<size_t>(tile));
     for (int64_t n = share.begin; n < share.end; ++n) {
       pad_image(x + n * d.ic * d.ih * d.iw, d, xp.data());
       for (int64_t t = 0; t < tiles; ++t) {
@@ -492,14 +502,14 @@ void conv_direct_backward_weights(const ConvGeometry& g, const T* x,
   const int threads = team ? omp_get_max_threads() : 1;
   // Each thread's sums: (blocks, k, block) and (blocks, block).
   const int64_t sums = g.out_channels * (k + 1);
-  std::vector<float> partial(static_cast<size_t>(threads * sums), 0.0f);
+  Floats partial(static_cast<size_t>(threads * sums), 0.0f);
 #pragma omp parallel num_threads(threads) if (team)
   {
     const int64_t t_id = omp_get_thread_num();
     const TeamShare share = team_share(g.batch, t_id, omp_get_num_threads());
     float* mine = partial.data() + t_id * sums;
     float* mine_db = mine + g.out_channels * k;
-    std::vector<float> xp(static_cast<size_t>(d.ic * d.plane()));
+    Floats xp(static_cast<size_t>(d.ic * d.plane()));
     // A row-major dy's tile is brought into blocks first. 16-bit blocks
     // the kernel reads once (all of a channel's taps in one register tile)
     // it converts a row at a time into `row`; read in several passes, the
@@ -509,9 +519,10 @@ void conv_direct_backward_weights(const ConvGeometry& g, const T* x,
     const int64_t passes =
         d.ic * (d.kh / taps.r + d.kh % taps.r) * ((d.kw + taps.j - 1) / taps.j);
     const bool once = !std::is_same_v<T, float> && passes > 1;
-    std::vector<T> buf(dy_blocked ? 0 : static_cast<size_t>(tile));
-    std::vector<float> row(static_cast<size_t>(q * d.ow * block));
-    std::vector<float> whole(once ? static_cast<size_t>(tile) : 0);
+    std::vector<T, CpuVectorAllocator<T>> buf(
+        dy_blocked ? 0 : static_cast<size_t>(tile));
+    Floats row(static_cast<size_t>(q * d.ow * block));
+    Floats whole(once ? static_cast<size_t>(tile) : 0);
     for (int64_t n = share.begin; n < share.end; ++n) {
       pad_image(x + n * d.ic * d.ih * d.iw, d, xp.data());
       for (int64_t t = 0; t < tiles; ++t) {
