@@ -868,12 +868,14 @@ ConvGeometry first_layer(int64_t batch, int64_t in, int64_t out,
 }
 
 // LeNet's 5x5 (a register tile of all 25 taps), RGB 3x3 with padding
-// (16 out: one block on AVX-512), a stride and a dilation with a kernel
-// width of 2 (the kernels' one-column fallback), a 7x7 stem with stride 2,
-// and maps narrower than 4 (one position a tile).
+// (16 out: one block on AVX-512; 32 out: tiles of two blocks, ResNet's
+// stem's), a stride and a dilation with a kernel width of 2 (the kernels'
+// one-column fallback), a 7x7 stem with stride 2, and maps narrower than 4
+// (one position a tile).
 std::vector<ConvGeometry> first_layers() {
   return {first_layer(3, 1, 32, {12, 12}, {5, 5}, {0, 0}, {1, 1}, {1, 1}),
           first_layer(2, 3, 16, {9, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}),
+          first_layer(2, 3, 32, {8, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}),
           first_layer(2, 2, 48, {15, 13}, {3, 2}, {2, 1}, {2, 3}, {2, 1}),
           first_layer(2, 3, 16, {11, 11}, {7, 7}, {3, 3}, {2, 2}, {1, 1}),
           first_layer(2, 1, 16, {4, 3}, {2, 2}, {0, 0}, {1, 1}, {1, 1})};
