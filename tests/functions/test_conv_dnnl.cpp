@@ -6,6 +6,7 @@
 // grad of small maps as one matrix product (conv_weights_product.cpp).
 #include <gtest/gtest.h>
 
+#include <mixgraph/contexts/cpu/channel_blocks.hpp>
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
 #include <mixgraph/functions/cpu/conv_direct.hpp>
 #include <mixgraph/functions/cpu/conv_dnnl.hpp>
@@ -881,36 +882,26 @@ std::vector<ConvGeometry> first_layers() {
           first_layer(2, 1, 16, {4, 3}, {2, 2}, {0, 0}, {1, 1}, {1, 1})};
 }
 
-// a (batch, channels, spatial) into blocks of `block` channels (into), or
-// back from them.
-template <class T>
-std::vector<T> reblock(const std::vector<T>& a, int64_t batch, int64_t channels,
-                       int64_t block, bool into) {
-  const int64_t spatial = static_cast<int64_t>(a.size()) / (batch * channels);
-  std::vector<T> r(a.size());
-  for (int64_t n = 0; n < batch; ++n)
-    for (int64_t c = 0; c < channels; ++c)
-      for (int64_t s = 0; s < spatial; ++s) {
-        const int64_t plain = (n * channels + c) * spatial + s;
-        const int64_t blocked = (n * channels + c / block * block) * spatial +
-                                s * block + c % block;
-        if (into) {
-          r[blocked] = a[plain];
-        } else {
-          r[plain] = a[blocked];
-        }
-      }
-  return r;
-}
+// a (batch, channels, spatial) in blocks of `block` channels, and back:
+// the library's one-element-at-a-time conversions (channel_blocks.hpp,
+// held to its vector passes by test_channel_blocks.cpp).
 template <class T>
 std::vector<T> to_blocks(const std::vector<T>& a, int64_t batch,
                          int64_t channels, int64_t block) {
-  return reblock(a, batch, channels, block, true);
+  std::vector<T> b(a.size());
+  cpu::to_channel_blocks_scalar(
+      a.data(), dtype_of<T>, b.data(), dtype_of<T>, block, batch, channels,
+      static_cast<int64_t>(a.size()) / (batch * channels));
+  return b;
 }
 template <class T>
 std::vector<T> from_blocks(const std::vector<T>& b, int64_t batch,
                            int64_t channels, int64_t block) {
-  return reblock(b, batch, channels, block, false);
+  std::vector<T> a(b.size());
+  cpu::from_channel_blocks_scalar(
+      b.data(), dtype_of<T>, a.data(), dtype_of<T>, block, batch, channels,
+      static_cast<int64_t>(b.size()) / (batch * channels), false, nullptr);
+  return a;
 }
 
 // The forward pass and the weight grad (with the bias grad) on T, weights

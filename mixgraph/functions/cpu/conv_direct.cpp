@@ -343,6 +343,25 @@ int row_tile(int64_t ow, int kp) {
       vstore(sums + b * kB, s);                                              \
     }                                                                        \
   }                                                                          \
+  /* The entry points as one value, for with_kernels(). */                  \
+  struct Kernels {                                                           \
+    template <class T>                                                       \
+    static void forward(int q, const Dims& d, const float* xp,               \
+                        const float* w, const float* bias, T* out,           \
+                        int64_t qs, bool accum) {                            \
+      NS::forward(q, d, xp, w, bias, out, qs, accum);                        \
+    }                                                                        \
+    template <class T>                                                       \
+    static void weights(const TapTile& t, const Dims& d, const float* xp,    \
+                        const T* g, int64_t qs, float* dw, float* row) {     \
+      NS::weights(t, d, xp, g, qs, dw, row);                                 \
+    }                                                                        \
+    template <class T>                                                       \
+    static void block_sums(int q, int64_t pixels, const T* g, int64_t qs,    \
+                           float* sums) {                                    \
+      NS::block_sums(q, pixels, g, qs, sums);                                \
+    }                                                                        \
+  };                                                                         \
   }
 MG_CONV_DIRECT(isa_avx2, __attribute__((target("avx2,fma,f16c"))), 8, 6,
                __m256, _mm256_set1_ps, _mm256_fmadd_ps, avx2::load8,
@@ -354,6 +373,13 @@ MG_CONV_DIRECT(isa_avx512, __attribute__((target("avx512f"))), 16, 12,
 // clang-format on
 
 bool avx512_kernels() { return vector_isa() == VectorIsa::avx512; }
+
+// fn(kernels) with the kernels of the ISA the CPU runs (AVX-512, else AVX2).
+template <class Fn>
+void with_kernels(Fn&& fn) {
+  if (avx512_kernels()) return fn(isa_avx512::Kernels{});
+  fn(isa_avx2::Kernels{});
+}
 
 // A forward tile's blocks: 2 where they pair, else 1.
 int blocks_per_tile(int64_t blocks) { return blocks % 2 == 0 ? 2 : 1; }
@@ -396,6 +422,128 @@ std::vector<float> packed_weights(Operand w, int64_t out, int64_t k, int q,
 bool team_for(double work) {
   return omp_get_max_threads() > 1 && !omp_in_parallel() &&
          work >= 16.0 * static_cast<double>(parallel_min());
+}
+
+// The passes behind conv_direct_forward and conv_direct_backward_weights.
+template <class T>
+void forward_pass(const ConvGeometry& g, const T* x, Operand w, const float* b,
+                  T* y, bool accum, bool y_blocked) {
+  const FunctionProfile::ProductScope timed;
+  const Dims d = dims_of(g);
+  const int64_t block = conv_direct_block();
+  const int64_t blocks = g.out_channels / block, k = d.k();
+  const int q = blocks_per_tile(blocks);
+  const std::vector<float> wp = packed_weights(w, g.out_channels, k, q, block);
+  const int64_t pixels = d.pixels(), tiles = blocks / q;
+  const int64_t image = g.out_channels * pixels, tile = q * pixels * block;
+  const bool team = team_for(static_cast<double>(g.y_size()) * k);
+#pragma omp parallel if (team)
+  {
+    const TeamShare share =
+        team_share(g.batch, omp_get_thread_num(), omp_get_num_threads());
+    Floats xp(static_cast<size_t>(d.ic * d.plane()));
+    // A row-major y's tile goes through fp32 blocks.
+    Floats buf(y_blocked ? 0 : static_cast<size_t>(tile));
+    for (int64_t n = share.begin; n < share.end; ++n) {
+      pad_image(x + n * d.ic * d.ih * d.iw, d, xp.data());
+      for (int64_t t = 0; t < tiles; ++t) {
+        const float* wt = wp.data() + t * k * q * block;
+        const float* bt = b ? b + t * q * block : nullptr;
+        T* yt = y + n * image + t * tile;
+        const int64_t qs = pixels * block;
+        with_kernels([&](auto kernels) {
+          if (y_blocked) {
+            kernels.forward(q, d, xp.data(), wt, bt, yt, qs, accum);
+          } else {
+            kernels.forward(q, d, xp.data(), wt, bt, buf.data(), qs, false);
+          }
+        });
+        if (!y_blocked) {  // the tile's channels are rows of y
+          from_channel_blocks(buf.data(), Dtype::f32, yt, dtype_of<T>, block, 1,
+                              q * block, pixels, accum, nullptr);
+        }
+      }
+    }
+  }
+}
+
+template <class T, class W>
+void weights_pass(const ConvGeometry& g, const T* x, const T* dy,
+                  bool dy_blocked, W* dw, bool accum, float* db) {
+  const FunctionProfile::ProductScope timed;
+  const Dims d = dims_of(g);
+  const int64_t block = conv_direct_block();
+  const int64_t blocks = g.out_channels / block, k = d.k();
+  const TapTile taps = tap_tile(d.kw, blocks);
+  const int q = taps.q;
+  const int64_t pixels = d.pixels(), tiles = blocks / q;
+  const int64_t image = g.out_channels * pixels, tile = q * pixels * block;
+  const bool team = team_for(static_cast<double>(g.y_size()) * k);
+  const int threads = team ? omp_get_max_threads() : 1;
+  // Each thread's sums: (blocks, k, block) and (blocks, block).
+  const int64_t sums = g.out_channels * (k + 1);
+  Floats partial(static_cast<size_t>(threads * sums), 0.0f);
+#pragma omp parallel num_threads(threads) if (team)
+  {
+    const int64_t t_id = omp_get_thread_num();
+    const TeamShare share = team_share(g.batch, t_id, omp_get_num_threads());
+    float* mine = partial.data() + t_id * sums;
+    float* mine_db = mine + g.out_channels * k;
+    Floats xp(static_cast<size_t>(d.ic * d.plane()));
+    // A row-major dy's tile is brought into blocks first. 16-bit blocks
+    // the kernel reads once (all of a channel's taps in one register tile)
+    // it converts a row at a time into `row`; read in several passes, the
+    // tile is converted once into fp32 (`whole`, in the L2 cache): each pass
+    // converting its rows again, ResNet's stem (3 channels in) and AVX2's
+    // 5x5 tiles (2 kernel rows) took 1.1-1.3x the time.
+    const int64_t passes =
+        d.ic * (d.kh / taps.r + d.kh % taps.r) * ((d.kw + taps.j - 1) / taps.j);
+    const bool once = !std::is_same_v<T, float> && passes > 1;
+    std::vector<T, CpuVectorAllocator<T>> buf(
+        dy_blocked ? 0 : static_cast<size_t>(tile));
+    Floats row(static_cast<size_t>(q * d.ow * block));
+    Floats whole(once ? static_cast<size_t>(tile) : 0);
+    for (int64_t n = share.begin; n < share.end; ++n) {
+      pad_image(x + n * d.ic * d.ih * d.iw, d, xp.data());
+      for (int64_t t = 0; t < tiles; ++t) {
+        const T* gt = dy + n * image + t * tile;
+        if (!dy_blocked) {  // the tile's channels are rows of dy
+          to_channel_blocks(gt, dtype_of<T>, buf.data(), dtype_of<T>, block, 1,
+                            q * block, pixels);
+          gt = buf.data();
+        }
+        float* wt = mine + t * q * k * block;
+        float* st = mine_db + t * q * block;
+        const int64_t qs = pixels * block;
+        // The kernels on dy as it is, or on its fp32 copy.
+        auto sum = [&](auto kernels, const auto* g) {
+          kernels.weights(taps, d, xp.data(), g, qs, wt, row.data());
+          if (db) kernels.block_sums(q, pixels, g, qs, st);
+        };
+        if (once) {
+          convert(gt, dtype_of<T>, whole.data(), Dtype::f32,
+                  static_cast<size_t>(tile));
+          with_kernels([&](auto kernels) { sum(kernels, whole.data()); });
+        } else {
+          with_kernels([&](auto kernels) { sum(kernels, gt); });
+        }
+      }
+    }
+  }
+  // The threads' sums added in thread order, then brought to W's layout
+  // (out, k): output channel o is lane o % block of block o / block.
+  for (int i = 1; i < threads; ++i) {
+    const float* p = partial.data() + i * sums;
+    for (int64_t j = 0; j < sums; ++j) partial[j] += p[j];
+  }
+  std::vector<float> f(static_cast<size_t>(g.out_channels * k));
+  for (int64_t o = 0; o < g.out_channels; ++o) {
+    for (int64_t i = 0; i < k; ++i) {
+      f[o * k + i] = partial[((o / block) * k + i) * block + o % block];
+    }
+  }
+  store(f.data(), dw, g.out_channels * k, accum);
+  if (db) std::copy_n(partial.data() + g.out_channels * k, g.out_channels, db);
 }
 
 }  // namespace
@@ -442,137 +590,14 @@ bool conv_direct() { return direct_allowed.load(std::memory_order_relaxed); }
 template <class T>
 void conv_direct_forward(const ConvGeometry& g, const T* x, Operand w,
                          const float* b, T* y, bool accum, bool y_blocked) {
-  const FunctionProfile::ProductScope timed;
-  const Dims d = dims_of(g);
-  const int64_t block = conv_direct_block();
-  const int64_t blocks = g.out_channels / block, k = d.k();
-  const int q = blocks_per_tile(blocks);
-  const std::vector<float> wp = packed_weights(w, g.out_channels, k, q, block);
-  const int64_t pixels = d.pixels(), tiles = blocks / q;
-  const int64_t image = g.out_channels * pixels, tile = q * pixels * block;
-  const bool team = team_for(static_cast<double>(g.y_size()) * k);
-#pragma omp parallel if (team)
-  {
-    const TeamShare share =
-        team_share(g.batch, omp_get_thread_num(), omp_get_num_threads());
-    Floats xp(static_cast<size_t>(d.ic * d.plane()));
-    // A row-major y's tile goes through fp32 blocks.
-    Floats buf(y_blocked ? 0 : static_cast<size_t>(tile));
-    for (int64_t n = share.begin; n < share.end; ++n) {
-      pad_image(x + n * d.ic * d.ih * d.iw, d, xp.data());
-      for (int64_t t = 0; t < tiles; ++t) {
-        const float* wt = wp.data() + t * k * q * block;
-        const float* bt = b ? b + t * q * block : nullptr;
-        T* yt = y + n * image + t * tile;
-        const int64_t qs = pixels * block;
-        if (y_blocked) {
-          if (avx512_kernels()) {
-            isa_avx512::forward(q, d, xp.data(), wt, bt, yt, qs, accum);
-          } else {
-            isa_avx2::forward(q, d, xp.data(), wt, bt, yt, qs, accum);
-          }
-          continue;
-        }
-        if (avx512_kernels()) {
-          isa_avx512::forward(q, d, xp.data(), wt, bt, buf.data(), qs, false);
-        } else {
-          isa_avx2::forward(q, d, xp.data(), wt, bt, buf.data(), qs, false);
-        }
-        // The tile's channels are rows of y.
-        from_channel_blocks(buf.data(), Dtype::f32, yt, dtype_of<T>, block, 1,
-                            q * block, pixels, accum, nullptr);
-      }
-    }
-  }
+  forward_pass(g, x, w, b, y, accum, y_blocked);
 }
 
 template <class T, class W>
 void conv_direct_backward_weights(const ConvGeometry& g, const T* x,
                                   const T* dy, bool dy_blocked, W* dw,
                                   bool accum, float* db) {
-  const FunctionProfile::ProductScope timed;
-  const Dims d = dims_of(g);
-  const int64_t block = conv_direct_block();
-  const int64_t blocks = g.out_channels / block, k = d.k();
-  const TapTile taps = tap_tile(d.kw, blocks);
-  const int q = taps.q;
-  const int64_t pixels = d.pixels(), tiles = blocks / q;
-  const int64_t image = g.out_channels * pixels, tile = q * pixels * block;
-  const bool team = team_for(static_cast<double>(g.y_size()) * k);
-  const int threads = team ? omp_get_max_threads() : 1;
-  // Each thread's sums: (blocks, k, block) and (blocks, block).
-  const int64_t sums = g.out_channels * (k + 1);
-  Floats partial(static_cast<size_t>(threads * sums), 0.0f);
-#pragma omp parallel num_threads(threads) if (team)
-  {
-    const int64_t t_id = omp_get_thread_num();
-    const TeamShare share = team_share(g.batch, t_id, omp_get_num_threads());
-    float* mine = partial.data() + t_id * sums;
-    float* mine_db = mine + g.out_channels * k;
-    Floats xp(static_cast<size_t>(d.ic * d.plane()));
-    // A row-major dy's tile is brought into blocks first. 16-bit blocks
-    // the kernel reads once (all of a channel's taps in one register tile)
-    // it converts a row at a time into `row`; read in several passes, the
-    // tile is converted once into fp32 (`whole`, in the L2 cache): each pass
-    // converting its rows again, ResNet's stem (3 channels in) and AVX2's
-    // 5x5 tiles (2 kernel rows) took 1.1-1.3x the time.
-    const int64_t passes =
-        d.ic * (d.kh / taps.r + d.kh % taps.r) * ((d.kw + taps.j - 1) / taps.j);
-    const bool once = !std::is_same_v<T, float> && passes > 1;
-    std::vector<T, CpuVectorAllocator<T>> buf(
-        dy_blocked ? 0 : static_cast<size_t>(tile));
-    Floats row(static_cast<size_t>(q * d.ow * block));
-    Floats whole(once ? static_cast<size_t>(tile) : 0);
-    for (int64_t n = share.begin; n < share.end; ++n) {
-      pad_image(x + n * d.ic * d.ih * d.iw, d, xp.data());
-      for (int64_t t = 0; t < tiles; ++t) {
-        const T* gt = dy + n * image + t * tile;
-        if (!dy_blocked) {  // the tile's channels are rows of dy
-          to_channel_blocks(gt, dtype_of<T>, buf.data(), dtype_of<T>, block, 1,
-                            q * block, pixels);
-          gt = buf.data();
-        }
-        float* wt = mine + t * q * k * block;
-        float* st = mine_db + t * q * block;
-        const int64_t qs = pixels * block;
-        if (once) {
-          convert(gt, dtype_of<T>, whole.data(), Dtype::f32,
-                  static_cast<size_t>(tile));
-        }
-        if (avx512_kernels()) {
-          if (once) {
-            isa_avx512::weights(taps, d, xp.data(), whole.data(), qs, wt,
-                                row.data());
-          } else {
-            isa_avx512::weights(taps, d, xp.data(), gt, qs, wt, row.data());
-          }
-          if (db) isa_avx512::block_sums(q, pixels, gt, qs, st);
-        } else {
-          if (once) {
-            isa_avx2::weights(taps, d, xp.data(), whole.data(), qs, wt,
-                              row.data());
-          } else {
-            isa_avx2::weights(taps, d, xp.data(), gt, qs, wt, row.data());
-          }
-          if (db) isa_avx2::block_sums(q, pixels, gt, qs, st);
-        }
-      }
-    }
-  }
-  // The threads' sums added in thread order, then brought to W's layout
-  // (out, k): output channel o is lane o % block of block o / block.
-  for (int i = 1; i < threads; ++i) {
-    const float* p = partial.data() + i * sums;
-    for (int64_t j = 0; j < sums; ++j) partial[j] += p[j];
-  }
-  std::vector<float> f(static_cast<size_t>(g.out_channels * k));
-  for (int64_t o = 0; o < g.out_channels; ++o) {
-    for (int64_t i = 0; i < k; ++i) {
-      f[o * k + i] = partial[((o / block) * k + i) * block + o % block];
-    }
-  }
-  store(f.data(), dw, g.out_channels * k, accum);
-  if (db) std::copy_n(partial.data() + g.out_channels * k, g.out_channels, db);
+  weights_pass(g, x, dy, dy_blocked, dw, accum, db);
 }
 
 #define MG_INSTANTIATE_CONV_DIRECT(T)                                          \
