@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include <mixgraph/contexts/convert.hpp>
 #include <mixgraph/functions/builder.hpp>
 
 #include "../support/function_tester.hpp"
@@ -128,6 +129,70 @@ TEST(SoftmaxCrossEntropy, LargeLogitsUnderHalfAreFiniteAndRight) {
     // 20 + log(1 + exp(-20)) and log(1 + exp(-20)) ~ 2e-9.
     expect_near(to_doubles(y), {20.0, 2.06e-9, 2.06e-9}, 1e-6, 1e-3, "loss");
     expect_near(grad_doubles(x), {1, -1, 0, 0, 0, 0}, 1e-6, 1e-3, "grad");
+  }
+}
+
+// Under half and bfloat16 the loss, kept in fp32, reads logits held in the
+// reduced type as they are held: it makes no fp32 copy of them, and writes
+// their grad in that type, rounded once from fp32, the bits the function
+// before would have read from an fp32 grad. Logits that already have an
+// fp32 copy are read from it, and their grad stays fp32.
+TEST(SoftmaxCrossEntropy, ReadsReducedLogitsAsTheyAreHeld) {
+  const std::vector<float> scores = separated_scores(2, 5, 3);
+  const std::vector<float> labels{0, 1, 2, 3, 4, 0};
+  for (const char* type : {"half", "bfloat16"}) {
+    SCOPED_TRACE(type);
+    const bool half = std::string(type) == "half";
+    const Dtype reduced = half ? Dtype::f16 : Dtype::bf16;
+    ContextGuard guard(context("cpu", type));
+    // Leaf logits held in the reduced type; `with_fp32` also gets an fp32
+    // copy, as another reader would have made.
+    auto logits = [&](bool with_fp32) {
+      auto x = make_variable({2, 5, 3}, true);
+      void* p = x->data()->array().cast(reduced, "cpu", true);
+      convert(scores.data(), Dtype::f32, p, reduced, scores.size());
+      if (with_fp32) x->data()->get<const float>();
+      return x;
+    };
+    auto x = logits(false), x32 = logits(true);
+    auto t = variable_from({2, 1, 3}, labels);
+    auto y = F::softmax_cross_entropy(x, t, 1);
+    auto y32 = F::softmax_cross_entropy(x32, t, 1);
+    y->forward(false, false);
+    y32->forward(false, false);
+    EXPECT_FALSE(x->data()->array().has_copy(Dtype::f32, "cpu"));
+    EXPECT_EQ(to_doubles(y), to_doubles(y32));
+    y->backward(1.0f, false);
+    y32->backward(1.0f, false);
+    EXPECT_EQ(x->grad()->array().dtype(), reduced);
+    EXPECT_EQ(x32->grad()->array().dtype(), Dtype::f32);
+    // The reduced grad is the fp32 one rounded once.
+    std::vector<float> rounded(scores.size());
+    std::vector<uint16_t> bits(scores.size());
+    convert(x32->grad()->get<const float>(), Dtype::f32, bits.data(), reduced,
+            bits.size());
+    convert(bits.data(), reduced, rounded.data(), Dtype::f32, bits.size());
+    const float* got = x->grad()->get<const float>();
+    for (size_t i = 0; i < rounded.size(); ++i) {
+      EXPECT_EQ(got[i], rounded[i]) << "element " << i;
+    }
+    // Against the double reference from the values the type holds.
+    const Doubles held = to_doubles(x32);
+    expect_near(
+        to_doubles(y),
+        softmax_ce_ref(held, Doubles(labels.begin(), labels.end()), 2, 5, 3),
+        1e-5, 1e-5, "loss");
+    // A second loss on the same logits adds its grad in fp32.
+    auto twice = F::add2(F::softmax_cross_entropy(x, t, 1),
+                         F::softmax_cross_entropy(x, t, 1));
+    x->grad()->zero();
+    twice->forward(false, false);
+    twice->backward(1.0f, false);
+    const float* sum = x->grad()->get<const float>();
+    const float* one = x32->grad()->get<const float>();
+    for (size_t i = 0; i < rounded.size(); ++i) {
+      EXPECT_NEAR(sum[i], 2 * one[i], half ? 2e-3 : 1.6e-2) << "element " << i;
+    }
   }
 }
 
