@@ -218,10 +218,6 @@ int row_tile(int64_t ow, int kp) {
     }                                                                        \
     forward_strided<1, 0>(d, xp, w, bias, out, qs, accum);                   \
   }                                                                          \
-  /* dw (Q, k, kB) += the image's sums of dy (Q, pixels, kB; the blocks */   \
-  /* qs apart) times xp's inputs, for kernel rows i0 .. i0 + R - 1 and */    \
-  /* columns j0 .. j0 + J - 1 of input channel c: Q x R x J sums held in */  \
-  /* registers over the image, each block of dy loaded once for them. */     \
   /* A row of dy's Q blocks, (Q, n, kB) qs apart, into fp32 at out (Q, */  \
   /* n, kB): not inlined, so that the sums around the call stay in */        \
   /* registers (LOAD's 16-bit loads may alias anything: inlined, GCC kept */ \
@@ -317,19 +313,19 @@ int row_tile(int64_t ow, int kp) {
                       const T* g, int64_t qs, float* dw, float* row) {       \
     for (int64_t c = 0; c < d.ic; ++c) {                                     \
       if (t == TapTile{2, 3, 3}) {                                           \
-        weights_channel<2, 3, 3>(d, xp, g, qs, dw, c, row);                       \
+        weights_channel<2, 3, 3>(d, xp, g, qs, dw, c, row);                  \
       } else if (t == TapTile{1, 3, 3}) {                                    \
-        weights_channel<1, 3, 3>(d, xp, g, qs, dw, c, row);                       \
+        weights_channel<1, 3, 3>(d, xp, g, qs, dw, c, row);                  \
       } else if (t == TapTile{1, 5, 5}) {                                    \
-        weights_channel<1, 5, 5>(d, xp, g, qs, dw, c, row);                       \
+        weights_channel<1, 5, 5>(d, xp, g, qs, dw, c, row);                  \
       } else if (t == TapTile{1, 2, 5}) {                                    \
-        weights_channel<1, 2, 5>(d, xp, g, qs, dw, c, row);                       \
+        weights_channel<1, 2, 5>(d, xp, g, qs, dw, c, row);                  \
       } else if (t == TapTile{1, 3, 7}) {                                    \
-        weights_channel<1, 3, 7>(d, xp, g, qs, dw, c, row);                       \
+        weights_channel<1, 3, 7>(d, xp, g, qs, dw, c, row);                  \
       } else if (t == TapTile{1, 1, 7}) {                                    \
-        weights_channel<1, 1, 7>(d, xp, g, qs, dw, c, row);                       \
+        weights_channel<1, 1, 7>(d, xp, g, qs, dw, c, row);                  \
       } else {                                                               \
-        weights_channel<1, 1, 1>(d, xp, g, qs, dw, c, row);                       \
+        weights_channel<1, 1, 1>(d, xp, g, qs, dw, c, row);                  \
       }                                                                      \
     }                                                                        \
   }                                                                          \
@@ -400,13 +396,14 @@ TapTile tap_tile(int64_t kw, int64_t blocks) {
 // W (out, k) as fp32 in tiles of q blocks: (out / (q kB), k, q, kB).
 std::vector<float> packed_weights(Operand w, int64_t out, int64_t k, int q,
                                   int64_t block) {
-  std::vector<float> f(static_cast<size_t>(out * k));
-  if (w.dtype == Dtype::f32) {
-    std::memcpy(f.data(), w.data, f.size() * sizeof(float));
-  } else {
-    convert(w.data, w.dtype, f.data(), Dtype::f32, f.size());
+  std::vector<float> converted;
+  const auto* f = static_cast<const float*>(w.data);  // an fp32 master
+  if (w.dtype != Dtype::f32) {
+    converted.resize(static_cast<size_t>(out * k));
+    convert(w.data, w.dtype, converted.data(), Dtype::f32, converted.size());
+    f = converted.data();
   }
-  std::vector<float> p(f.size());
+  std::vector<float> p(static_cast<size_t>(out * k));
   const int64_t tile = q * block;
   for (int64_t o = 0; o < out; ++o) {
     const int64_t t = o / tile, within = o % tile;
@@ -424,7 +421,9 @@ bool team_for(double work) {
          work >= 16.0 * static_cast<double>(parallel_min());
 }
 
-// The passes behind conv_direct_forward and conv_direct_backward_weights.
+// The passes behind conv_direct_forward and conv_direct_backward_weights,
+// here in the anonymous namespace with the kernels they pass around (as
+// public functions, their lambdas holding Dims warn -Wsubobject-linkage).
 template <class T>
 void forward_pass(const ConvGeometry& g, const T* x, Operand w, const float* b,
                   T* y, bool accum, bool y_blocked) {
