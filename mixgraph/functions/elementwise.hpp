@@ -37,6 +37,13 @@ template <class Op>
 struct OpHasGrad<Op, std::void_t<decltype(Op::has_grad)>> {
   static constexpr bool value = Op::has_grad;
 };
+/// Whether both of a binary op's grads are dy itself (Op::grads_are_dy:
+/// Add2), so that either input's grad may be written over dy's buffer.
+template <class Op, class = void>
+struct OpGradsAreDy : std::false_type {};
+template <class Op>
+struct OpGradsAreDy<Op, std::void_t<decltype(Op::grads_are_dy)>>
+    : std::bool_constant<Op::grads_are_dy> {};
 /// Whether an op checks its arguments: `std::string invalid() const`,
 /// returning why they are unusable or "".
 template <class Op, class = void>
@@ -114,6 +121,14 @@ class BinaryFunction : public Function {
   explicit BinaryFunction(const Op& op) : op_(op) {}
   bool grad_depends_input_data(int) const override { return Op::grad_uses_x; }
   bool grad_depends_output_data(int) const override { return Op::grad_uses_y; }
+  /// Where both grads are dy (Add2: a residual's), dx0 or dx1 may be dy's
+  /// buffer: the backends compute dx0 before dx1, and dx0's values are
+  /// dy's, so the input that takes it needs no copy and the other reads dy
+  /// unchanged. Under clear_buffer backward then holds two buffers where
+  /// it held three.
+  bool inplace_grad(int) const override {
+    return detail::OpGradsAreDy<Op>::value;
+  }
 
  protected:
   void setup_impl(const Variables& in, const Variables& out) override {

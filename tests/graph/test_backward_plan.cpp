@@ -82,6 +82,31 @@ TEST(BackwardPlan, TheSecondReaderOfAVariableAddsToItsGrad) {
   EXPECT_LT(&sigmoid - plan.data(), &tanh - plan.data());
 }
 
+// Add2's grads are dy itself, so either input's grad may take dy's buffer
+// (the first one read once and not added to); Mul2's are not.
+TEST(BackwardPlan, Add2SharesItsGradBuffer) {
+  auto x = make_variable({4}, true);
+  auto a = F::mul_scalar(x, 2.0f), b = F::mul_scalar(x, 3.0f);
+  auto y = F::sum(F::mul2(F::add2(a, b), F::add2(a, b)));
+  y->forward();
+  const auto plan = plan_backward(y.get(), true);
+  const PlannedStep& mul = step_of(plan, "Mul2");
+  EXPECT_EQ(mul.share_input, -1);
+  // Two Add2 steps on (a, b): the first to run writes a's and b's grads
+  // and shares one of them; the second adds to both and shares none.
+  std::vector<int> shares;
+  for (const auto& p : plan) {
+    if (p.node->function().name() == "Add2") shares.push_back(p.share_input);
+  }
+  ASSERT_EQ(shares.size(), 2u);
+  EXPECT_EQ(shares[0], 0);
+  EXPECT_EQ(shares[1], -1);
+  // An input read twice by the same Add2 never takes the buffer.
+  auto z = F::sum(F::add2(a, a));
+  z->forward();
+  EXPECT_EQ(step_of(plan_backward(z.get(), true), "Add2").share_input, -1);
+}
+
 TEST(BackwardPlan, FunctionsWithoutAGradToComputeDoNotRun) {
   auto data = make_variable({3}, /*need_grad=*/false);
   auto w = make_variable({3}, true);

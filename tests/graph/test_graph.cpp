@@ -98,6 +98,46 @@ TEST(Graph, UnaryBackwardSharesTheGradBufferUnderClearBuffer) {
   EXPECT_LT(extra, 1.5 * n * sizeof(float));
 }
 
+// Under clear_buffer one of Add2's input grads takes over its output grad's
+// buffer (a residual's backward copies one grad, not two), in every type,
+// with the values unchanged: against Sub2, the same graph whose grads do not
+// share, backward holds one array less at its peak.
+TEST(Graph, Add2BackwardSharesTheGradBufferUnderClearBuffer) {
+  const int64_t n = int64_t{1} << 20;
+  std::vector<float> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = (i % 7) - 3.0f;
+  for (const char* type : {"float", "half", "bfloat16"}) {
+    SCOPED_TRACE(type);
+    ContextGuard guard(context("cpu", type));
+    // a and b are large and their grads go only to the biases w and v, so
+    // that Add2's step is backward's peak; y is seeded in its own type (no
+    // fp32 loss in between).
+    auto peak_and_grads = [&](bool add) {
+      auto x = variable_from({n}, values, /*need_grad=*/false);
+      auto w = variable_from({1}, {0.25f}, true);
+      auto v = variable_from({1}, {-0.5f}, true);
+      auto a = F::add2(x, w), b = F::add2(x, v);
+      auto s = add ? F::add2(a, b) : F::sub2(a, b);
+      auto y = F::mul_scalar(s, 1.0f / 4096);
+      y->forward(/*clear_buffer=*/false, /*clear_no_need_grad=*/true);
+      const size_t before = cpu_memory_stats().in_use;
+      CpuAllocator::instance().reset_peak();
+      y->backward(1.0f, /*clear_buffer=*/true);
+      const size_t peak = cpu_memory_stats().peak - before;
+      return std::make_tuple(peak, grad_doubles(w)[0], grad_doubles(v)[0]);
+    };
+    const auto [add_peak, add_w, add_v] = peak_and_grads(true);
+    const auto [sub_peak, sub_w, sub_v] = peak_and_grads(false);
+    // Each element's grad 2^-12 (or -2^-12 for Sub2's v), summed: 256.
+    EXPECT_EQ(add_w, 256.0);
+    EXPECT_EQ(add_v, 256.0);
+    EXPECT_EQ(sub_w, 256.0);
+    EXPECT_EQ(sub_v, -256.0);
+    const size_t array = n * dtype_size(default_context().type_config());
+    EXPECT_LT(add_peak + array / 2, sub_peak);  // one array (and bytes) less
+  }
+}
+
 // With clear_buffer, an intermediate's data goes as soon as the last
 // backward that reads it has run, not when its own function's backward
 // does. Here v = 2x is read by mul2's backward only; a probe on another

@@ -13,6 +13,7 @@ struct Add2 {
   static constexpr const char* name = "Add2";
   static constexpr const char* snake = "add2";
   static constexpr bool grad_uses_x = false, grad_uses_y = false;
+  static constexpr bool grads_are_dy = true;  // BinaryFunction::inplace_grad
   /// NNabla's argument, accepted and ignored: it never changes y (NNabla
   /// marks it obsolete too), and our engine decides in-place forward itself.
   bool inplace = false;
