@@ -35,6 +35,12 @@ class Dropout : public FunctionWith<DropoutOptions> {
  public:
   explicit Dropout(const DropoutOptions& opts);
   bool grad_depends_input_data(int) const override { return false; }
+  /// y[i] and dx[i] are x[i] and dy[i] times the mask's element i (the
+  /// backends read a block before writing it), so under clearing y may be
+  /// written over x and dx over dy: a Transformer's dropouts then hold no
+  /// buffer of their own in forward or backward.
+  bool inplace_data(int) const override { return true; }
+  bool inplace_grad(int) const override { return true; }
   /// The mask of the last forward: 1 where x was kept.
   const std::vector<uint8_t>& mask() const { return mask_; }
 
