@@ -35,10 +35,10 @@ class Dropout : public FunctionWith<DropoutOptions> {
  public:
   explicit Dropout(const DropoutOptions& opts);
   bool grad_depends_input_data(int) const override { return false; }
-  /// y[i] and dx[i] are x[i] and dy[i] times the mask's element i (the
-  /// backends read a block before writing it), so under clearing y may be
-  /// written over x and dx over dy: a Transformer's dropouts then hold no
-  /// buffer of their own in forward or backward.
+  /// y[i] and dx[i] are x[i] and dy[i] times the mask's element i (the CPU
+  /// kernel, which CUDA contexts run as a stand-in, reads a block before
+  /// writing it), so under clearing y may be written over an x nothing
+  /// else reads afterwards, and dx over dy where x is read once.
   bool inplace_data(int) const override { return true; }
   bool inplace_grad(int) const override { return true; }
   /// The mask of the last forward: 1 where x was kept.

@@ -122,10 +122,10 @@ class BinaryFunction : public Function {
   bool grad_depends_input_data(int) const override { return Op::grad_uses_x; }
   bool grad_depends_output_data(int) const override { return Op::grad_uses_y; }
   /// Where both grads are dy (Add2: a residual's), dx0 or dx1 may be dy's
-  /// buffer: the backends compute dx0 before dx1, and dx0's values are
-  /// dy's, so the input that takes it needs no copy and the other reads dy
-  /// unchanged. Under clear_buffer backward then holds two buffers where
-  /// it held three.
+  /// buffer: whichever input takes it writes dy's own values there, so the
+  /// other reads dy unchanged, in either order, and the one that takes it
+  /// needs no copy. Under clear_buffer backward then holds two buffers
+  /// where it held three.
   bool inplace_grad(int) const override {
     return detail::OpGradsAreDy<Op>::value;
   }
