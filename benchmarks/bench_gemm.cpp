@@ -55,7 +55,7 @@ struct Shape {
 // by tap, 512 x 512 x 288-512 products, and keeps this for the other);
 // bench_training's MLP (batch 128, 784 -> 1024 -> 1024 -> 10), forward,
 // data grads and weight grads, the small products where half's step is
-// decided (every half product there runs ours).
+// decided (every half product there runs ours); and a 2048 square.
 const Shape kShapes[] = {
     {"gpt qkv", false, false, 1024, 768, 256, 1},
     {"gpt proj", false, false, 1024, 256, 256, 1},
@@ -86,6 +86,9 @@ const Shape kShapes[] = {
     {"mlp fc3", false, false, 128, 10, 1024, 1},
     {"mlp fc3 dx", false, true, 128, 1024, 10, 1},
     {"mlp fc3 dW", true, false, 1024, 10, 128, 1},
+    // Larger than any model's: the ceiling bench_models measures the
+    // models' products against (machine.hpp, product_ceiling_gflops()).
+    {"square", false, false, 2048, 2048, 2048, 1},
 };
 
 std::vector<float> values(int64_t n, int seed) {

@@ -62,9 +62,11 @@
 // the time the products themselves took (FunctionProfile's
 // product_seconds(): gemm() and the packed products, oneDNN's convolution
 // primitives without the layouts' reorders around them, our Winograd
-// convolutions whole), and the three largest of "other". --functions lists
-// every function's forward, backward and update there, ms per step, largest
-// first.
+// convolutions whole) and that rate against the fp32 product ceiling (the
+// best rate our fp32 products reach on this machine, on three large
+// products: see machine.hpp), and the three largest of "other". --functions
+// lists every function's forward, backward and update there, ms per step,
+// largest first.
 //
 // --memory adds, per model, each configuration's peak resident set (the
 // kernel's VmHWM) in a process of its own: ours (this program again, with
@@ -643,7 +645,7 @@ StepSplit step_split(Trainer& trainer, int steps) {
 
 void print_splits(const Options& o, const std::string& model,
                   std::vector<std::unique_ptr<Trainer>>& ours, double gflop,
-                  double peak) {
+                  double peak, double ceiling) {
   static const char* const kColumns[] = {
       "products", "recurrent", "normalization", "attention",
       "loss",     "other",     "solver",        "rest"};
@@ -657,8 +659,8 @@ void print_splits(const Options& o, const std::string& model,
              : "",
       "configuration", "step");
   for (const char* c : kColumns) std::printf(" %14s", c);
-  std::printf(" %14s %14s\n", on_gpu ? "" : "products' rate",
-              on_gpu ? "" : "own rate");
+  std::printf(" %14s %14s %10s\n", on_gpu ? "" : "products' rate",
+              on_gpu ? "" : "own rate", on_gpu ? "" : "of ceiling");
   for (size_t i = 0; i < ours.size(); ++i) {
     const StepSplit s = step_split(*ours[i], o.steps);
     std::printf("%-24s %8.1f", ("mixgraph " + o.types[i]).c_str(), s.step_ms);
@@ -679,15 +681,19 @@ void print_splits(const Options& o, const std::string& model,
     const double holding_ms =
         ms_of("products") + ms_of("recurrent") + ms_of("attention");
     // And over their own time, timed inside them (ProductScope).
-    char rate[32] = "", own[32] = "";  // the CPU's peak: not a GPU's figure
+    // And the own rate against the ceiling: how far the products are from
+    // the best that a product reaches on this machine.
+    char rate[32] = "", own[32] = "", of_ceiling[16] = "";  // CPU figures
     if (!on_gpu) {
+      const double own_gflops = gflop / (s.products_ms / 1e3);
       std::snprintf(rate, sizeof rate, "%.0f%% of peak",
                     100.0 * gflop / (holding_ms / 1e3) / peak);
       std::snprintf(own, sizeof own, "%.0f%% (%.1f ms)",
-                    100.0 * gflop / (s.products_ms / 1e3) / peak,
-                    s.products_ms);
+                    100.0 * own_gflops / peak, s.products_ms);
+      std::snprintf(of_ceiling, sizeof of_ceiling, "%.0f%%",
+                    100.0 * own_gflops / ceiling);
     }
-    std::printf(" %14s %14s\n", rate, own);
+    std::printf(" %14s %14s %10s\n", rate, own, of_ceiling);
     std::printf("%-24s largest other:", "");
     const size_t shown = on_gpu ? 6 : 3;  // a GPU's "other" is many kernels
     for (size_t k = 0; k < s.other.size() && k < shown; ++k) {
@@ -819,12 +825,14 @@ int run(const Options& o) {
   // minutes later on an Intel Xeon with AMX) would put every product's
   // rate above 100%.
   double peak = mg::bench::fma_peak_gflops(o.threads, cpu.avx512f);
+  double ceiling = mg::bench::product_ceiling_gflops();  // the same way
   const double bandwidth = mg::bench::triad_bandwidth_gbs(o.threads);
   std::printf(
       "threads %d, ISA %s (avx512f %d, avx512bf16 %d, amx %d), fp32 FMA peak "
-      "%.0f GFLOP/s, triad %.0f GB/s\n",
+      "%.0f GFLOP/s, fp32 product ceiling %.0f GFLOP/s (%.0f%% of the "
+      "peak), triad %.0f GB/s\n",
       o.threads, o.isa.c_str(), cpu.avx512f, cpu.avx512bf16, cpu.amx_bf16, peak,
-      bandwidth);
+      ceiling, 100.0 * ceiling / peak, bandwidth);
   const bool on_gpu = o.backend != "cpu";
   if (on_gpu) {
     std::printf(
@@ -894,13 +902,14 @@ int run(const Options& o) {
                                             : resnet18_step_gflop(32);
     if (!on_gpu) {
       peak = std::max(peak, mg::bench::fma_peak_gflops(o.threads, cpu.avx512f));
+      ceiling = std::max(ceiling, mg::bench::product_ceiling_gflops());
     }
     std::printf(
         "\n%.1f GFLOP of products per step; 'of peak': that over "
         "the step's time, against the fp32 FMA peak (%.0f GFLOP/s, the best "
         "measured so far; convolutions counted as direct ones, so Winograd's "
-        "can pass 100%%)\n",
-        gflop, peak);
+        "can pass 100%%); the fp32 product ceiling %.0f GFLOP/s\n",
+        gflop, peak, ceiling);
     auto of_peak = [&](double ms) {
       char buf[16] = "-";
       if (!on_gpu) {
@@ -973,7 +982,7 @@ int run(const Options& o) {
       }
       std::printf("\n");
     }
-    print_splits(o, model, ours, gflop, peak);
+    print_splits(o, model, ours, gflop, peak, ceiling);
     if (o.memory) print_memory(o, model);
   }
   return 0;

@@ -1,5 +1,6 @@
 // The machine's limits, measured by the benchmarks before their figures:
-// the fp32 FMA peak and the memory bandwidth on the benchmark's threads.
+// the fp32 FMA peak, the best rate of the library's fp32 product and the
+// memory bandwidth on the benchmark's threads.
 #pragma once
 
 // GCC 12's AVX-512 headers trip -Wuninitialized on their own
@@ -22,6 +23,8 @@
 #include <vector>
 
 #include <mixgraph/contexts/cpu/cpu_features.hpp>
+#include <mixgraph/functions/cpu/gemm.hpp>
+#include <mixgraph/functions/cpu/gemm_packed.hpp>
 
 #include "timing.hpp"
 
@@ -129,6 +132,50 @@ inline double fma_peak_gflops(int threads, bool avx512) {
 #pragma omp parallel num_threads(threads) reduction(+ : flops)
     flops += avx512 ? fma_flops_avx512() : fma_flops_avx2();
     best = std::max(best, flops / (omp_get_wtime() - t0) / 1e9);
+  }
+  return best;
+}
+
+// ---- the best rate of a product ----
+
+// GFLOP/s of the library's best fp32 product on the current team: three
+// large products (the GPT's MLP, 1024 x 1024 x 256; the LSTM's input,
+// 2048 x 2048 x 512; a 2048 square), each through cpu::gemm() (oneDNN's
+// matmul, or ours where it takes fp32 products on AVX2) and through our
+// packed product, the best of 5 calls each after one untimed, alternating.
+// It is the limit the models' products are measured against beside the
+// FMA peak, which no product reaches (it also loads, packs and stores): on
+// 2 cores of an Intel Xeon with AMX (2026-12-07) the square reached 64-66%
+// of the FMA peak through oneDNN and 71-76% through ours, one thread or
+// two; held to AVX2 ours reached 91% on the GPT's shape (hot, bench_gemm)
+// and 62-69% on the square, hence the three shapes.
+inline double product_ceiling_gflops() {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  double best = 0;
+  for (const Shape s : {Shape{1024, 1024, 256}, Shape{2048, 2048, 512},
+                        Shape{2048, 2048, 2048}}) {
+    std::vector<float> a(s.m * s.k, 0.5f), b(s.k * s.n, 0.25f), c(s.m * s.n);
+    const mg::cpu::Operand fa{a.data(), mg::Dtype::f32};
+    const mg::cpu::Operand fb{b.data(), mg::Dtype::f32};
+    for (int r = 0; r < 6; ++r) {
+      for (const bool packed : {false, true}) {
+        if (packed && !mg::cpu::gemm_packed_available()) continue;
+        const double t0 = omp_get_wtime();
+        if (packed) {
+          mg::cpu::gemm_packed<float>(false, false, s.m, s.n, s.k, fa, fb,
+                                      c.data(), nullptr, false, 1);
+        } else {
+          mg::cpu::gemm<float>(false, false, s.m, s.n, s.k, fa, fb, c.data());
+        }
+        const double t = omp_get_wtime() - t0;
+        if (r > 0) best = std::max(best, 2.0 * s.m * s.n * s.k / t / 1e9);
+        if (c[s.m * s.n / 2] != 0.125f * s.k) {
+          std::printf("(product check failed)\n");
+        }
+      }
+    }
   }
   return best;
 }
