@@ -797,6 +797,18 @@ TEST(Gemm, PlainBWithRowsOf1024) {
   }
 }
 
+// Products with C of 256 rows and columns or more, each way of transposing:
+// where gemm() hands fp32 ones to our product (AVX2; plain operands on an
+// Intel CPU with AVX-512) and where to oneDNN's, C is the reference's, with
+// bias and accumulation.
+TEST(Gemm, FloatProductsOf256RowsAndColumnsAgainstTheReference) {
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    SCOPED_TRACE(std::string(ta ? "ta" : "plain A") + (tb ? ", tb" : ""));
+    expect_float_and_half_products(ta, tb, 260, 270, 45, 30 + t);
+  }
+}
+
 // GemmFixedB, one B for many A (a recurrent layer's steps): each call
 // against the reference, B changed after construction (it was copied),
 // on every tb with and without bias and accumulation (fp32: our tile on

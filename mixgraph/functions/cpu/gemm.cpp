@@ -191,8 +191,16 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
   // oneDNN's, which reads them in place where ours would pack as much as
   // the operands hold (a batch of 8 through a 256-wide layer: the weight
   // again), and so do batched ones (attention's: ours took 1.10-1.17x).
-  // With AVX-512, oneDNN's fp32 products are the faster.
-  const bool fp32_ours = batch == 1 && m >= 256 && n >= 256 && avx2_sgemm();
+  // With AVX-512 on an Intel CPU, only those of plain operands (the
+  // forward's x W, the LSTM's data grad): on a 2-core Intel Xeon with AMX
+  // (2026-12-07) ours took 0.86-0.98x oneDNN's brgemm time on each of the
+  // GPT's and the LSTM's (bench_gemm, two runs) and the GPT's float step
+  // 0.976-0.987x (three runs of 8-12 processes a side), where taking every
+  // fp32 product of that size, the grads' transposed ones too, made it
+  // 1.012x (1.014-1.021x in an earlier session). Unmeasured on AMD's
+  // Zen 4: oneDNN's there.
+  const bool fp32_ours = batch == 1 && m >= 256 && n >= 256 &&
+                         (avx2_sgemm() || (!ta && !tb && cpu_features().intel));
   if (!bf16 && gemm_converts_operands() &&
       (fp32_ours || !std::is_same_v<T, float> || a.dtype != Dtype::f32 ||
        b.dtype != Dtype::f32)) {
