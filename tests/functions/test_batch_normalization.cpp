@@ -300,6 +300,37 @@ TEST(BatchNormalization, LargeHalfBatchAccumulatesInFloat) {
   expect_near(grad_doubles(x), Doubles(n * c, 0.0), 1e-3, 0, "dx");
 }
 
+// The batch variance where the mean dwarfs the spread (1000 +- 1, float),
+// with rows of 40 values (several to a piece), of 1300 (a row cut into
+// pieces of 1024 and 276) and one value each, against double: within
+// 1.5e-5 here (each row's sum and squared deviations from its own mean,
+// joined per channel; the two passes before, 1e-6; the textbook one pass,
+// E[x^2] - E[x]^2, loses every digit). It fails with either join dropped.
+TEST(BatchNormalization, VarianceHoldsWhenTheMeanDwarfsTheSpread) {
+  for (const int64_t len : {40, 1300, 1}) {
+    SCOPED_TRACE("rows of " + std::to_string(len));
+    const int64_t n = len == 1 ? 4096 : 4, c = 3;
+    std::vector<float> xv = random_values(n * c * len, -1, 1, 21);
+    for (int64_t i = 0; i < n * c * len; ++i) {
+      xv[i] += 1000.0f + static_cast<float>(i / len % c);  // 1000, 1001, 1002
+    }
+    auto x = variable_from({n, c, len}, xv, true);
+    auto beta = variable_from({1, c, 1}, {0, 0, 0}, true);
+    auto gamma = variable_from({1, c, 1}, {1, 1, 1}, true);
+    auto mean = variable_from({1, c, 1}, {0, 0, 0});
+    auto var = variable_from({1, c, 1}, {0, 0, 0});
+    BatchNormalizationOptions opts;
+    opts.decay_rate = 0.0f;  // the running stats become the batch stats
+    F::batch_normalization(x, beta, gamma, mean, var, opts)->forward();
+    const Stats s = batch_stats(Doubles(xv.begin(), xv.end()), {n, c, len});
+    const double unbias = n * len / (n * len - 1.0);
+    Doubles want(c);
+    for (int64_t k = 0; k < c; ++k) want[k] = s.var[k] * unbias;
+    expect_near(to_doubles(mean), s.mean, 0, 1e-6, "batch mean");
+    expect_near(to_doubles(var), want, 0, 1e-4, "batch variance");
+  }
+}
+
 // ---- bad inputs ----
 
 template <class Fn>

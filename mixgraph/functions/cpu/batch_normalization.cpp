@@ -49,20 +49,17 @@ __attribute__((always_inline)) inline float value(uint16_t bf16) {
     return len == 1 ? value(x[0])                                             \
                     : lanes_sum(len, [x](int64_t j) { return value(x[j]); }); \
   }                                                                           \
-  /* out[i] += the sum of row i */                                            \
+  /* sum[i] = the sum of row i, m2[i] = the sum of its squared deviations */ \
+  /* from its own mean sum[i] / len: the second sum reads the row again */   \
+  /* where the first left it, in L1 (a piece is at most kBlock values) */    \
   template <class X>                                                          \
-  TARGET void sums(const X* x, int64_t rows, int64_t len, float* out) {       \
-    for (int64_t i = 0; i < rows; ++i) out[i] += row_sum(x + i * len, len);   \
-  }                                                                           \
-  /* out[i] += the sum of row i's (x - mu)^2 */                               \
-  template <class X>                                                          \
-  TARGET void squared_deviations(const X* x, int64_t rows, int64_t len,       \
-                                 int64_t c0, int64_t C, const float* mu,      \
-                                 float* out) {                                \
-    for (int64_t i = 0, c = c0; i < rows; ++i, c = c + 1 == C ? 0 : c + 1) {  \
+  TARGET void row_stats(const X* x, int64_t rows, int64_t len, float* sum,    \
+                        float* m2) {                                          \
+    for (int64_t i = 0; i < rows; ++i) {                                      \
       const X* r = x + i * len;                                               \
-      const float m = mu[c];                                                  \
-      out[i] += lanes_sum(len, [r, m](int64_t j) {                            \
+      const float s = row_sum(r, len), m = s / static_cast<float>(len);      \
+      sum[i] = s;                                                             \
+      m2[i] = lanes_sum(len, [r, m](int64_t j) {                              \
         return (value(r[j]) - m) * (value(r[j]) - m);                         \
       });                                                                     \
     }                                                                         \
@@ -130,13 +127,8 @@ struct Piece {
 };
 
 template <class X>
-void sums(const X* x, const Piece& p, float* out) {
-  MG_CALL_VECTOR_ISA(sums(x, p.rows, p.len, out));
-}
-template <class X>
-void squared_deviations(const X* x, const Piece& p, const float* mu,
-                        float* out) {
-  MG_CALL_VECTOR_ISA(squared_deviations(x, p.rows, p.len, p.c0, p.C, mu, out));
+void row_stats(const X* x, const Piece& p, float* sum, float* m2) {
+  MG_CALL_VECTOR_ISA(row_stats(x, p.rows, p.len, sum, m2));
 }
 template <class X>
 void normalise(const X* x, float* y, const Piece& p, const float* mu,
@@ -265,48 +257,52 @@ MG_TARGET_AVX512 inline __m512 term(__m512 v, __m512 m) {
   return _mm512_mul_ps(d, d);
 }
 
-// out[g .. g + 15] += the sums over s of a tile's values x[s][g .. g + 15]
-// (with kDeviations, of their squared deviations from mu[g ...]), in four
-// partial sums a lane, for every group g of 16 of the tile's channels.
+// The sum over s of a tile's values x[s][g .. g + 15] (with kDeviations,
+// of their squared deviations from m), in four partial sums a lane.
 template <bool kDeviations, class T>
-MG_TARGET_AVX512 void tile_sums(const T* x, int64_t S, int64_t block,
-                                const float* mu, float* out) {
+MG_TARGET_AVX512 inline __m512 tile_lane_sums(const T* p, int64_t S,
+                                              int64_t block, __m512 m) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t s = 0;
+  for (; s + 4 <= S; s += 4) {
+    a0 = _mm512_add_ps(a0, term<kDeviations>(avx512::load16(p + s * block), m));
+    a1 = _mm512_add_ps(
+        a1, term<kDeviations>(avx512::load16(p + (s + 1) * block), m));
+    a2 = _mm512_add_ps(
+        a2, term<kDeviations>(avx512::load16(p + (s + 2) * block), m));
+    a3 = _mm512_add_ps(
+        a3, term<kDeviations>(avx512::load16(p + (s + 3) * block), m));
+  }
+  for (; s < S; ++s) {
+    a0 = _mm512_add_ps(a0, term<kDeviations>(avx512::load16(p + s * block), m));
+  }
+  return _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+}
+
+// sum[g .. g + 15] = the sums over s of a tile's values x[s][g .. g + 15],
+// and m2[g ...] those of their squared deviations from their own mean
+// (sum / S), for every group g of 16 of the tile's channels: the second
+// sum reads the group again where the first left it, in L1 or L2 (a tile
+// of 16 channels of 32 x 32 maps is 64 KB in fp32).
+template <class T>
+MG_TARGET_AVX512 void tile_stats(const T* x, int64_t S, int64_t block,
+                                 float* sum, float* m2) {
+  const __m512 count = _mm512_set1_ps(static_cast<float>(S));
   for (int64_t g = 0; g < block; g += 16) {
-    const __m512 m =
-        kDeviations ? _mm512_loadu_ps(mu + g) : _mm512_setzero_ps();
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    const T* p = x + g;
-    int64_t s = 0;
-    for (; s + 4 <= S; s += 4) {
-      a0 = _mm512_add_ps(a0,
-                         term<kDeviations>(avx512::load16(p + s * block), m));
-      a1 = _mm512_add_ps(
-          a1, term<kDeviations>(avx512::load16(p + (s + 1) * block), m));
-      a2 = _mm512_add_ps(
-          a2, term<kDeviations>(avx512::load16(p + (s + 2) * block), m));
-      a3 = _mm512_add_ps(
-          a3, term<kDeviations>(avx512::load16(p + (s + 3) * block), m));
-    }
-    for (; s < S; ++s) {
-      a0 = _mm512_add_ps(a0,
-                         term<kDeviations>(avx512::load16(p + s * block), m));
-    }
-    const __m512 sum =
-        _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
-    _mm512_storeu_ps(out + g, _mm512_add_ps(_mm512_loadu_ps(out + g), sum));
+    const __m512 total =
+        tile_lane_sums<false>(x + g, S, block, _mm512_setzero_ps());
+    const __m512 mean = _mm512_div_ps(total, count);
+    _mm512_storeu_ps(sum + g, total);
+    _mm512_storeu_ps(m2 + g, tile_lane_sums<true>(x + g, S, block, mean));
   }
 }
 
-// per_row[n * C + c] += the sum of x's values of image n, channel c (or of
-// their squared deviations from mu[c] where mu is given).
+// per_row[n * C + c] = the sum of x's values of image n, channel c, and
+// per_m2[n * C + c] that of their squared deviations from their mean.
 template <class T>
-void sums(const T* x, const Tiles& t, const float* mu, float* per_row) {
-  for_each_tile(t, [&](int64_t off, int64_t c0, int64_t row) {
-    if (mu) {
-      tile_sums<true>(x + off, t.S, t.block, mu + c0, per_row + row);
-    } else {
-      tile_sums<false>(x + off, t.S, t.block, nullptr, per_row + row);
-    }
+void stats(const T* x, const Tiles& t, float* per_row, float* per_m2) {
+  for_each_tile(t, [&](int64_t off, int64_t, int64_t row) {
+    tile_stats(x + off, t.S, t.block, per_row + row, per_m2 + row);
   });
 }
 
@@ -497,17 +493,35 @@ class BatchNormalizationKernel : public Fn {
     mean_.assign(C, 0.0f);
     inv_std_.assign(C, 0.0f);
     if (opts_.batch_stat) {
-      // Two passes (mean, then squared deviations): the one-pass
-      // E[x^2] - E[x]^2 cancels badly when |mean| >> std.
-      std::vector<float> per_row(rows.R, 0.0f);
+      // One pass over x: each row's (image's channel's) sum and the sum
+      // of its squared deviations from its own mean, the second summed
+      // from the cache right after the first. The channel's squared
+      // deviations are then its rows' plus each row's count times its
+      // mean's squared distance from the channel's (Chan, Golub and
+      // LeVeque's joining of partial variances), never a difference of
+      // E[x^2] and E[x]^2, which cancels badly when |mean| >> std. Two
+      // passes over x (the mean, then the deviations from it) read it
+      // twice from memory: a fifth of a forward's traffic.
+      std::vector<float> per_row(rows.R, 0.0f), per_m2(rows.R, 0.0f);
       if (!held.plain()) {
-        bn_blocked::sums(x, tiles, nullptr, per_row.data());
+        bn_blocked::stats(x, tiles, per_row.data(), per_m2.data());
       } else {
         for_each_piece(rows, [&](const bn_loops::Piece& p) {
           float buf[kBlock];
           const auto xf =
               bn_loops::loop_input(x + p.r * S + p.s0, buf, p.size());
-          bn_loops::sums(xf, p, &per_row[p.r]);
+          if (p.s0 == 0) {  // whole rows, or a long row's first piece
+            bn_loops::row_stats(xf, p, &per_row[p.r], &per_m2[p.r]);
+            return;
+          }
+          // A long row's later piece, joined to the pieces before it.
+          float sum = 0.0f, m2 = 0.0f;
+          bn_loops::row_stats(xf, p, &sum, &m2);
+          const float n_a = static_cast<float>(p.s0);
+          const float n_b = static_cast<float>(p.len);
+          const float d = sum / n_b - per_row[p.r] / n_a;
+          per_m2[p.r] += m2 + d * d * (n_a * n_b / (n_a + n_b));
+          per_row[p.r] += sum;
         });
       }
       // The sums, then the value count: one reduce over the ranks.
@@ -518,18 +532,12 @@ class BatchNormalizationKernel : public Fn {
       mean_.pop_back();
       const float m = count_;
       for (auto& v : mean_) v /= m;
-      std::fill(per_row.begin(), per_row.end(), 0.0f);
-      if (!held.plain()) {
-        bn_blocked::sums(x, tiles, mean_.data(), per_row.data());
-      } else {
-        for_each_piece(rows, [&](const bn_loops::Piece& p) {
-          float buf[kBlock];
-          const auto xf =
-              bn_loops::loop_input(x + p.r * S + p.s0, buf, p.size());
-          bn_loops::squared_deviations(xf, p, mean_.data(), &per_row[p.r]);
-        });
+      const float row_count = static_cast<float>(S);
+      for (int64_t r = 0; r < rows.R; ++r) {
+        const float d = per_row[r] / row_count - mean_[r % C];
+        per_m2[r] += row_count * d * d;
       }
-      std::vector<float> var = channel_totals(per_row, C);
+      std::vector<float> var = channel_totals(per_m2, C);
       this->sum_over_ranks(var.data(), C);
       // The running statistics are fp32 whatever T is: cast<float> makes
       // the fp32 copy the head and drops any other.
