@@ -680,9 +680,9 @@ void print_splits(const Options& o, const std::string& model,
     };
     const double holding_ms =
         ms_of("products") + ms_of("recurrent") + ms_of("attention");
-    // And over their own time, timed inside them (ProductScope).
-    // And the own rate against the ceiling: how far the products are from
-    // the best that a product reaches on this machine.
+    // And over their own time, timed inside them (ProductScope), also
+    // against the ceiling: how far they are from the best a product
+    // reaches on this machine.
     char rate[32] = "", own[32] = "", of_ceiling[16] = "";  // CPU figures
     if (!on_gpu) {
       const double own_gflops = gflop / (s.products_ms / 1e3);

@@ -499,9 +499,9 @@ class BatchNormalizationKernel : public Fn {
       // deviations are then its rows' plus each row's count times its
       // mean's squared distance from the channel's (Chan, Golub and
       // LeVeque's joining of partial variances), never a difference of
-      // E[x^2] and E[x]^2, which cancels badly when |mean| >> std. Two
-      // passes over x (the mean, then the deviations from it) read it
-      // twice from memory: a fifth of a forward's traffic.
+      // E[x^2] and E[x]^2, which cancels badly when |mean| >> std. A pass
+      // for the mean and another for the deviations from it read x twice
+      // from memory: the second read was a fifth of a forward's traffic.
       std::vector<float> per_row(rows.R, 0.0f), per_m2(rows.R, 0.0f);
       if (!held.plain()) {
         bn_blocked::stats(x, tiles, per_row.data(), per_m2.data());

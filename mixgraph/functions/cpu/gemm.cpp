@@ -195,7 +195,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Operand a,
   // forward's x W, the LSTM's data grad): on a 2-core Intel Xeon with AMX
   // (2026-12-07) ours took 0.86-0.98x oneDNN's brgemm time on each of the
   // GPT's and the LSTM's (bench_gemm, two runs) and the GPT's float step
-  // 0.976-0.987x (three runs of 8-12 processes a side), where taking every
+  // 0.976-0.987x (four runs of 8-12 processes a side), where taking every
   // fp32 product of that size, the grads' transposed ones too, made it
   // 1.012x (1.014-1.021x in an earlier session). Unmeasured on AMD's
   // Zen 4: oneDNN's there.
