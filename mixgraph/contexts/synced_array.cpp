@@ -236,6 +236,28 @@ void* SyncedArray::cast_copy(Dtype dtype, const std::string& device,
   return head_->data();
 }
 
+std::pair<void*, void*> SyncedArray::cast_with_copy(Dtype dtype, Dtype beside) {
+  if (beside == dtype) {
+    throw std::invalid_argument(tag("cast_with_copy") +
+                                "the copy beside the head must be of another "
+                                "type than the head's, got both " +
+                                dtype_name(dtype));
+  }
+  // The copy's block is kept out of the cast, which drops every other copy,
+  // and put back: no free and no allocation between two steps. (Not where
+  // it is the head, which the cast converts from.)
+  const Key key{"cpu", beside, Layout{}};
+  const auto it = copies_.find(key);
+  const bool is_head = it != copies_.end() && head_ == &it->second;
+  auto kept = is_head ? decltype(copies_)::node_type{} : copies_.extract(key);
+  void* head = cast_copy(dtype, "cpu", Layout{}, false);
+  if (kept) {
+    copies_.insert(std::move(kept));
+    return {head, copies_.at(key).data()};
+  }
+  return {head, make_copy(beside, "cpu").data()};
+}
+
 void* SyncedArray::cast_taking_head(Dtype dtype, const std::string& device,
                                     Array* old_head) {
   check_device(device, "cast_taking_head");

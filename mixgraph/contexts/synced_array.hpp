@@ -73,6 +73,17 @@ class SyncedArray {
   const void* get(Dtype dtype, const Layout& layout);
   void* cast(Dtype dtype, const Layout& layout, bool write_only);
 
+  /// cast(dtype) on the host, plain, for a kernel that writes, beside the
+  /// head, every element of the plain host copy of type `beside` as get()
+  /// would make it from the head (the solvers' update, which writes a
+  /// weight's fp32 master and rounds it into the 16-bit copy that the next
+  /// pass reads: no conversion pass of its own). Both pointers are
+  /// writable; that copy stays current beside the head (its memory too,
+  /// where it was held), every other copy is dropped. The caller must write
+  /// all of both before anything reads either. `beside` must differ from
+  /// `dtype` (std::invalid_argument).
+  std::pair<void*, void*> cast_with_copy(Dtype dtype, Dtype beside);
+
   /// For a kernel that reads the head and writes every element of a new
   /// `dtype` copy on `device` (the loss scaler's fused unscale): like
   /// cast(dtype, device, true), but the old head moves into `*old_head`

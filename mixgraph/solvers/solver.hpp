@@ -32,14 +32,22 @@ struct UpdateContext {
   SolverDeviceOps* ops = nullptr;
   int index = 0;               // the device's index in its backend
   std::string device = "cpu";  // where w, g and the states live ("cuda:0")
+  /// On the host, a 16-bit copy of the weights that the previous pass read
+  /// (a bfloat16 or half context's products), or null: the rules round
+  /// each new weight into it as they write it, as get() would, so that the
+  /// next pass finds it current (SyncedArray::cast_with_copy).
+  void* copy = nullptr;
+  Dtype copy_dtype = Dtype::f32;
 };
 
 /// The base of every solver. It keeps parameters by name in insertion
 /// order. Grads are always read as fp32 and the fp32 data is updated
 /// (SyncedArray get / cast), whatever the type_config, so the weights a half
-/// pass reads are cast from fp32 masters once per pass. Where the grads live
-/// on a device whose backend registered SolverDeviceOps, update() and the
-/// grad scaling, checks and global norm run there (device_ops.hpp).
+/// pass reads are cast from fp32 masters once per pass (on the host by the
+/// update itself, UpdateContext::copy, where the last pass read such a
+/// copy). Where the grads live on a device whose backend registered
+/// SolverDeviceOps, update() and the grad scaling, checks and global norm
+/// run there (device_ops.hpp).
 class Solver {
  public:
   virtual ~Solver() = default;
@@ -174,6 +182,9 @@ class Solver {
   };
   // Rebuilds positions_ after params_ changed.
   void index_parameters();
+  // The 16-bit copy of var's weights on the host that its update writes
+  // beside the fp32 ones (UpdateContext::copy), or f32 for none.
+  Dtype kept_copy(const VariablePtr& var, const UpdateContext& ctx) const;
   // One parameter's step of update(grad_scale), when its grad was written.
   void update_parameter(const std::string& key, const VariablePtr& var,
                         float grad_scale);

@@ -7,6 +7,7 @@
 // pointers are device pointers and the backend's kernel for the rule runs.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -37,6 +38,15 @@ namespace detail {
 MG_FOR_EACH_VECTOR_ISA(MG_RULE_LOOP)
 #undef MG_RULE_LOOP
 // clang-format on
+
+// Elements a rule writes before they are rounded into a 16-bit copy
+// (UpdateContext::copy): Adam's four fp32 arrays of them are 32 KiB.
+constexpr int64_t kCopyChunk = 2048;
+
+// Elements [first, first + n) of a 16-bit copy of `dtype` = w[0, n),
+// rounded as SyncedArray's conversions round (mg::convert).
+void round_into_copy(const float* w, void* copy, Dtype dtype, int64_t first,
+                     int64_t n);
 
 // On the team for large n (team), or on the calling thread.
 template <class Rule, class... S>
@@ -107,13 +117,33 @@ void apply_rule(const UpdateContext& ctx, const Rule& rule, int64_t n, float* w,
     return;
   }
   const float gs = ctx.grad_scale;
-  if (detail::HostRuleBatch* batch = detail::HostRuleBatch::current()) {
-    batch->add(n, w, [=](int64_t b, int64_t e) {
-      detail::run_rule(rule, false, e - b, gs, w + b, g + b, (s + b)...);
-    });
+  if (!ctx.copy) {
+    if (detail::HostRuleBatch* batch = detail::HostRuleBatch::current()) {
+      batch->add(n, w, [=](int64_t b, int64_t e) {
+        detail::run_rule(rule, false, e - b, gs, w + b, g + b, (s + b)...);
+      });
+      return;
+    }
+    detail::run_rule(rule, true, n, gs, w, g, s...);
     return;
   }
-  detail::run_rule(rule, true, n, gs, w, g, s...);
+  // The 16-bit copy rounded from each chunk of new weights while they are
+  // still in L1.
+  char* const copy = static_cast<char*>(ctx.copy);
+  const Dtype copy_dtype = ctx.copy_dtype;
+  auto run_range = [=](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; c += detail::kCopyChunk) {
+      const int64_t ce = std::min(e, c + detail::kCopyChunk);
+      detail::run_rule(rule, false, ce - c, gs, w + c, g + c, (s + c)...);
+      detail::round_into_copy(w + c, copy, copy_dtype, c, ce - c);
+    }
+  };
+  if (detail::HostRuleBatch* batch = detail::HostRuleBatch::current()) {
+    batch->add(n, w, run_range);
+    return;
+  }
+  detail::HostRuleBatch alone(true);  // the chunks on the team
+  alone.add(n, w, run_range);
 }
 
 /// The fp32 data of a state array, for writing, where ctx runs the rules.

@@ -50,6 +50,34 @@ TEST(SyncedArray, CastDropsOtherCopies) {
   EXPECT_EQ(static_cast<const float*>(a.get(Dtype::f32))[0], 5.0f);
 }
 
+TEST(SyncedArray, CastWithCopyKeepsThatCopyBesideTheHead) {
+  SyncedArray a(4);
+  static_cast<float*>(a.cast(Dtype::f32))[0] = 3.0f;
+  const void* bf = a.get(Dtype::bf16);
+  a.get(Dtype::f16);
+  auto [head, beside] = a.cast_with_copy(Dtype::f32, Dtype::bf16);
+  EXPECT_EQ(beside, bf) << "the copy's own block, kept";
+  EXPECT_EQ(a.num_copies(), 2u) << "the half copy is dropped";
+  EXPECT_FALSE(a.has_copy(Dtype::f16));
+  EXPECT_EQ(a.dtype(), Dtype::f32);
+  EXPECT_EQ(static_cast<float*>(head)[0], 3.0f) << "cast keeps the contents";
+  // The caller writes both; the next get reads the copy as written.
+  static_cast<float*>(head)[0] = 5.0f;
+  static_cast<BFloat16*>(beside)[0] = BFloat16(5.0f);
+  EXPECT_EQ(a.get(Dtype::bf16), beside);
+  EXPECT_EQ(static_cast<float>(static_cast<const BFloat16*>(beside)[0]), 5.0f);
+  // Without such a copy one is made, and from a 16-bit head the fp32 head
+  // is converted from it first.
+  SyncedArray b(2);
+  static_cast<Half*>(b.cast(Dtype::f16))[1] = Half(7.0f);
+  auto [h2, c2] = b.cast_with_copy(Dtype::f32, Dtype::f16);
+  EXPECT_EQ(static_cast<float*>(h2)[1], 7.0f);
+  EXPECT_NE(c2, nullptr);
+  EXPECT_EQ(b.num_copies(), 2u);
+  EXPECT_EQ(b.dtype(), Dtype::f32);
+  EXPECT_THROW(b.cast_with_copy(Dtype::f16, Dtype::f16), std::invalid_argument);
+}
+
 TEST(SyncedArray, WriteOnlyCastSkipsTheConversion) {
   SyncedArray a(2);
   static_cast<float*>(a.cast(Dtype::f32))[0] = 3.0f;

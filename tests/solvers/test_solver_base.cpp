@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -203,6 +204,57 @@ TEST(Solver, MasterWeightsKeepUpdatesBelowHalfResolution) {
   // The forward of the next pass reads the updated weight as half.
   y->forward();
   EXPECT_NEAR(to_doubles(y)[0], 0.99, 1e-3);
+}
+
+// The 16-bit copy a bfloat16 or half pass read is rewritten by the update
+// (UpdateContext::copy), with the bits get() gives the fp32 master: on one
+// team (update), parameter by parameter (backward_and_update), across the
+// rules' chunks and the team's split. Weights no pass read as 16 bits get
+// no copy, and a variable held under two names keeps none.
+TEST(Solver, UpdatesRewriteTheSixteenBitCopyThePassRead) {
+  const int64_t n = 70001;  // several chunks, over the team's threshold
+  for (Dtype copy : {Dtype::bf16, Dtype::f16}) {
+    for (bool during_backward : {false, true}) {
+      SCOPED_TRACE(std::string(dtype_name(copy)) +
+                   (during_backward ? ", backward_and_update" : ", update"));
+      std::vector<float> w0(n), g0(n);
+      for (int64_t i = 0; i < n; ++i) {
+        w0[i] = 0.37f * static_cast<float>(i % 101) - 17.0f;
+        g0[i] = 0.01f * static_cast<float>(i % 89) - 0.4f;
+      }
+      auto w = variable_from({n}, w0, true);
+      auto plain = variable_from({n}, w0, true);   // no copy read
+      auto shared = variable_from({n}, w0, true);  // under two names
+      auto s = solvers::Adam(0.01f);
+      s->set_parameters(
+          {{"w", w}, {"plain", plain}, {"a", shared}, {"b", shared}});
+      for (int step = 0; step < 3; ++step) {
+        for (const auto& v : {w, plain, shared}) {
+          std::copy(g0.begin(), g0.end(), v->grad()->cast<float>(true));
+        }
+        w->data()->array().get(copy);  // as a pass in that type reads it
+        shared->data()->array().get(copy);
+        if (during_backward) {
+          // A loss on w alone; the other grads, written before, take
+          // their step after backward.
+          auto loss = F::sum(w);
+          s->backward_and_update(*loss);
+        } else {
+          s->update();
+        }
+        const float* master = w->data()->get<const float>();
+        ASSERT_TRUE(w->data()->array().has_copy(copy)) << "step " << step;
+        std::vector<char> want(n * dtype_size(copy));
+        convert(master, Dtype::f32, want.data(), copy, n);
+        const void* held = w->data()->array().get(copy);
+        ASSERT_EQ(std::memcmp(held, want.data(), want.size()), 0)
+            << "step " << step << ": the copy is not the master's rounding";
+        EXPECT_FALSE(plain->data()->array().has_copy(copy));
+        EXPECT_FALSE(shared->data()->array().has_copy(copy));
+        EXPECT_NE(master[5], w0[5]);
+      }
+    }
+  }
 }
 
 TEST(Solver, StatesRoundTripAndBadStatesAreRejected) {
