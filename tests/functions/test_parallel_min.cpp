@@ -8,6 +8,8 @@
 
 #include <omp.h>
 
+#include <vector>
+
 #include <mixgraph/functions/cpu/cpu_utils.hpp>
 #include <mixgraph/functions/cpu/recurrent_backend.hpp>
 
@@ -78,6 +80,35 @@ void check_store(int64_t n, bool accum, bool in_team) {
         << "element " << i << " of " << n << (accum ? ", accum" : "")
         << (in_team ? ", in a team" : "");
   }
+}
+
+// Column sums (a bias's grad) of float, half and bfloat16 rows: each
+// column summed down the rows in order in fp32, as one thread adding one
+// widened row after another would: the same bits on the team, across the
+// blocks of columns and the 16-bit rows' widening in pieces (1100 rows:
+// not a multiple of its 16; 1000 columns: of its 256; 1.1M values: past
+// every team threshold).
+template <class T>
+void expect_column_sums_in_row_order() {
+  const int64_t rows = 1100, cols = 1000;
+  std::vector<T> a(rows * cols);
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    a[i] = T(0.37f * static_cast<float>((i * 7 + i / cols * 3) % 23) - 4.1f);
+  }
+  std::vector<float> want(cols, 0.0f), got(cols, -1.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t q = 0; q < cols; ++q) {
+      want[q] += static_cast<float>(a[r * cols + q]);
+    }
+  }
+  cpu::column_sums(a.data(), rows, cols, got.data());
+  EXPECT_EQ(got, want) << dtype_name(dtype_of<T>);
+}
+
+TEST(ColumnSums, SumDownTheRowsInOrderInEveryType) {
+  expect_column_sums_in_row_order<float>();
+  expect_column_sums_in_row_order<Half>();
+  expect_column_sums_in_row_order<BFloat16>();
 }
 
 TEST(Store, CopiesAndAddsOnEitherSideOfTheTeamThreshold) {

@@ -61,13 +61,8 @@ class AffineCpu : public Affine {
       if (g.dtype == Dtype::f32) {  // dy in fp32 (its copy for the products)
         column_sums(static_cast<const float*>(g.data), batch_, outputs_,
                     db.data());
-      } else {  // row by row into fp32, summed in the same order
-        std::vector<float> row(outputs_);
-        const T* dy = output_grad<T>(out[0]);
-        for (int64_t n = 0; n < batch_; ++n) {
-          const float* r = load(dy + n * outputs_, row.data(), outputs_);
-          for (int64_t m = 0; m < outputs_; ++m) db[m] += r[m];
-        }
+      } else {  // dy as held: widened in the sums' loop, the same order
+        column_sums(output_grad<T>(out[0]), batch_, outputs_, db.data());
       }
       store_grad<T>(db.data(), in[2], accum[2]);
     }

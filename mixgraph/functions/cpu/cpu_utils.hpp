@@ -383,8 +383,10 @@ inline float sum_floats(const float* a, int64_t n, const float* b = nullptr) {
 
 /// sums[q] = the fp32 sum of a[r, q] over the rows r of a (rows, cols), in
 /// row order (the same bits on every path), in parallel over blocks of
-/// columns when a is large.
-void column_sums(const float* a, int64_t rows, int64_t cols, float* sums);
+/// columns when a is large. T: float, Half or BFloat16 (each value widened
+/// to fp32 exactly).
+template <class T>
+void column_sums(const T* a, int64_t rows, int64_t cols, float* sums);
 
 /// Calls fn(begin, length) for consecutive blocks of [0, n), in parallel
 /// when n is large.
