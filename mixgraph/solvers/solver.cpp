@@ -346,12 +346,8 @@ namespace {
 thread_local HostRuleBatch* t_batch = nullptr;
 }  // namespace
 
-void round_into_copy(const float* w, void* copy, Dtype dtype, int64_t first,
-                     int64_t n) {
-  convert(w, Dtype::f32,
-          static_cast<char*>(copy) +
-              first * static_cast<int64_t>(dtype_size(dtype)),
-          dtype, static_cast<size_t>(n));
+void round_into_copy(const float* w, void* copy, Dtype dtype, int64_t n) {
+  convert(w, Dtype::f32, copy, dtype, static_cast<size_t>(n));
 }
 
 HostRuleBatch::HostRuleBatch(bool gather) : gathering_(gather) {

@@ -22,9 +22,20 @@
 namespace mg {
 
 namespace detail {
-// The host loop of a rule, compiled per vector ISA
+// Elements a rule writes before they are rounded into a 16-bit copy
+// (UpdateContext::copy): Adam's four fp32 arrays of them are 32 KiB.
+constexpr int64_t kCopyChunk = 2048;
+
+// copy[0, n) = w[0, n) rounded to the 16-bit `dtype` as SyncedArray's
+// conversions round (mg::convert), on the calling thread.
+void round_into_copy(const float* w, void* copy, Dtype dtype, int64_t n);
+
+// The host loops of a rule, compiled per vector ISA
 // (contexts/cpu/isa_loops.hpp): Adam's sqrt and division run 16 wide instead of
-// 4 (baseline SSE2), with the baseline's bits.
+// 4 (baseline SSE2), with the baseline's bits. run_rounding() is run() on
+// the calling thread that also rounds each chunk of new weights into a
+// 16-bit copy while they are in L1 (one call for all of its chunks: no
+// OpenMP region entered per chunk).
 // clang-format off
 #define MG_RULE_LOOP(NS, TARGET)                                          \
   namespace NS {                                                          \
@@ -34,25 +45,34 @@ namespace detail {
     _Pragma("omp parallel for schedule(static) if (team && n >= (1 << 15))") \
     for (int64_t i = 0; i < n; ++i) rule(w[i], g[i] * gs, s[i]...);       \
   }                                                                       \
+  template <class Rule, class... S>                                       \
+  TARGET void run_rounding(const Rule& rule, int64_t n, float gs,         \
+                           float* w, const float* g, char* copy,          \
+                           Dtype dtype, S*... s) {                        \
+    const int64_t bytes = static_cast<int64_t>(dtype_size(dtype));        \
+    for (int64_t c = 0; c < n; c += kCopyChunk) {                         \
+      const int64_t e = std::min(n, c + kCopyChunk);                      \
+      for (int64_t i = c; i < e; ++i) rule(w[i], g[i] * gs, s[i]...);     \
+      round_into_copy(w + c, copy + c * bytes, dtype, e - c);             \
+    }                                                                     \
+  }                                                                       \
   }
 MG_FOR_EACH_VECTOR_ISA(MG_RULE_LOOP)
 #undef MG_RULE_LOOP
 // clang-format on
-
-// Elements a rule writes before they are rounded into a 16-bit copy
-// (UpdateContext::copy): Adam's four fp32 arrays of them are 32 KiB.
-constexpr int64_t kCopyChunk = 2048;
-
-// Elements [first, first + n) of a 16-bit copy of `dtype` = w[0, n),
-// rounded as SyncedArray's conversions round (mg::convert).
-void round_into_copy(const float* w, void* copy, Dtype dtype, int64_t first,
-                     int64_t n);
 
 // On the team for large n (team), or on the calling thread.
 template <class Rule, class... S>
 void run_rule(const Rule& rule, bool team, int64_t n, float gs, float* w,
               const float* g, S*... s) {
   MG_CALL_VECTOR_ISA(run(rule, team, n, gs, w, g, s...));
+}
+
+// run_rule on the calling thread, rounding into copy (of dtype) as well.
+template <class Rule, class... S>
+void run_rule_rounding(const Rule& rule, int64_t n, float gs, float* w,
+                       const float* g, char* copy, Dtype dtype, S*... s) {
+  MG_CALL_VECTOR_ISA(run_rounding(rule, n, gs, w, g, copy, dtype, s...));
 }
 
 /// The host's rule applications of one Solver::update(), gathered while
@@ -131,12 +151,10 @@ void apply_rule(const UpdateContext& ctx, const Rule& rule, int64_t n, float* w,
   // still in L1.
   char* const copy = static_cast<char*>(ctx.copy);
   const Dtype copy_dtype = ctx.copy_dtype;
+  const int64_t bytes = static_cast<int64_t>(dtype_size(copy_dtype));
   auto run_range = [=](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; c += detail::kCopyChunk) {
-      const int64_t ce = std::min(e, c + detail::kCopyChunk);
-      detail::run_rule(rule, false, ce - c, gs, w + c, g + c, (s + c)...);
-      detail::round_into_copy(w + c, copy, copy_dtype, c, ce - c);
-    }
+    detail::run_rule_rounding(rule, e - b, gs, w + b, g + b, copy + b * bytes,
+                              copy_dtype, (s + b)...);
   };
   if (detail::HostRuleBatch* batch = detail::HostRuleBatch::current()) {
     batch->add(n, w, run_range);
