@@ -58,11 +58,13 @@ class AffineCpu : public Affine {
     }
     if (in.size() == 3 && propagate_down[2]) {  // db = sum over the batch
       std::vector<float> db(outputs_, 0.0f);
-      if (g.dtype == Dtype::f32) {  // dy in fp32 (its copy for the products)
+      // dy as the products read it: its fp32 copy, or as held (widened
+      // in the sums' loop).
+      if (g.dtype == Dtype::f32) {
         column_sums(static_cast<const float*>(g.data), batch_, outputs_,
                     db.data());
-      } else {  // dy as held: widened in the sums' loop, the same order
-        column_sums(output_grad<T>(out[0]), batch_, outputs_, db.data());
+      } else {
+        column_sums(static_cast<const T*>(g.data), batch_, outputs_, db.data());
       }
       store_grad<T>(db.data(), in[2], accum[2]);
     }
