@@ -72,7 +72,10 @@ MG_TARGET_BF16 void bf16_tile_rows(int64_t k, const BFloat16* a, int64_t lda,
   const __mmask16 m1 = cols >= 32  ? 0xffff
                        : cols > 16 ? (1u << (cols - 16)) - 1
                                    : 0;
+  // Every loop over the rows unrolled: with one left rolled, GCC kept sum
+  // in memory as well and stored its 24 registers there every pair of k.
   __m512 sum[R][2];
+#pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
     sum[r][0] =
         accum ? _mm512_maskz_loadu_ps(m0, c + r * ldc) : _mm512_setzero_ps();
@@ -97,12 +100,14 @@ MG_TARGET_BF16 void bf16_tile_rows(int64_t k, const BFloat16* a, int64_t lda,
   if (k % 2 != 0) {  // the last row alone: its pair's second half is zero
     const __m512bh b0 = (__m512bh)_mm512_load_si512(b);
     const __m512bh b1 = (__m512bh)_mm512_load_si512(b + kPanel);
+#pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
       const __m512bh x = (__m512bh)_mm512_set1_epi32(a[r * lda + k - 1].bits);
       sum[r][0] = _mm512_dpbf16_ps(sum[r][0], x, b0);
       sum[r][1] = _mm512_dpbf16_ps(sum[r][1], x, b1);
     }
   }
+#pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
     __m512 v0 = sum[r][0], v1 = sum[r][1];
     if (bias) {
