@@ -85,15 +85,21 @@ void check_store(int64_t n, bool accum, bool in_team) {
 // Column sums (a bias's grad) of float, half and bfloat16 rows: each
 // column summed down the rows in order in fp32, as one thread adding one
 // widened row after another would: the same bits on the team, across the
-// blocks of columns and the 16-bit rows' widening in pieces (1100 rows:
-// not a multiple of its 16; 1000 columns: of its 256; 1.1M values: past
-// every team threshold).
+// blocks of columns and half's rows' widening in pieces (1100 rows: not a
+// multiple of its 16; 1000 columns: not of the blocks' 16 nor of half's
+// 256; 1.1M values: past every team threshold).
 template <class T>
 void expect_column_sums_in_row_order() {
   const int64_t rows = 1100, cols = 1000;
   std::vector<T> a(rows * cols);
+  // Every fifth row large and positive: the sums grow past the small
+  // values' last bits, so that another order of the rows rounds every
+  // column otherwise in every type (with values of both signs alone, the
+  // sums stayed below 4096 and bf16's summed exactly in any order).
   for (int64_t i = 0; i < rows * cols; ++i) {
-    a[i] = T(0.37f * static_cast<float>((i * 7 + i / cols * 3) % 23) - 4.1f);
+    const float k = static_cast<float>((i * 7 + i / cols * 3) % 23);
+    a[i] =
+        T(i / cols % 5 == 0 ? 300.0f * (0.37f * k + 0.5f) : 0.37f * k - 4.1f);
   }
   std::vector<float> want(cols, 0.0f), got(cols, -1.0f);
   for (int64_t r = 0; r < rows; ++r) {
