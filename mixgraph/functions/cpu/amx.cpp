@@ -50,9 +50,10 @@ MG_TARGET_AMX void release_tiles() { _tile_release(); }
 // C's 32 x 32 block at c, kept in tiles 0-3 (its four 16 x 16 quarters)
 // over every term's k, 32 at a time: tiles 4-5 the two 16-row strips of
 // the term's A, 6-7 the two 16-column strips of its B. C is loaded and
-// stored once for the terms together: a tile's load waits for the store
-// before it to the same place, which cost a third of these products'
-// time when each term was a call of its own.
+// stored once for the terms together: with a call a term, each loading
+// the C the one before had just stored, perf put a third of these
+// products' samples on loading C, and their share of the GPT's bfloat16
+// step went from 5.7% to 4.1% of the samples with one call.
 MG_TARGET_AMX void product_32x32(int64_t k, const AmxTerm* terms, int count,
                                  float* c, int64_t ldc, bool accum) {
   const int64_t c_stride = ldc * 4;
