@@ -240,6 +240,43 @@ TEST(ScaledDotProductAttention, Bfloat16OnAmxAsCloseAsOnFp32Products) {
   }
 }
 
+// Each input's grad alone is the one all three give (bfloat16 on whole
+// blocks: on AMX where the CPU has it, which skips the products and turns
+// an unwanted grad needs).
+TEST(ScaledDotProductAttention, EachGradAloneIsTheOneOfAllThree) {
+  const Shape shapes[3] = {{2, 128, 64}, {2, 192, 64}, {2, 192, 32}};
+  ContextGuard guard(context("cpu", "bfloat16"));
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "full");
+    auto grads = [&](std::array<bool, 3> wanted) {
+      std::vector<VariablePtr> in;
+      for (int i = 0; i < 3; ++i) {
+        std::vector<float> v(shape_size(shapes[i]));
+        for (size_t j = 0; j < v.size(); ++j) {
+          v[j] = std::cos(0.29f * static_cast<float>(j) + i);
+        }
+        in.push_back(variable_from(shapes[i], v));
+        in.back()->set_need_grad(wanted[i]);
+      }
+      auto y = F::scaled_dot_product_attention(in[0], in[1], in[2], causal);
+      auto loss = F::sum(F::mul2(y, y));
+      loss->forward();
+      loss->backward();
+      std::vector<Doubles> out(3);
+      for (int i = 0; i < 3; ++i) {
+        if (wanted[i]) out[i] = grad_doubles(in[i]);
+      }
+      return out;
+    };
+    const auto all = grads({true, true, true});
+    for (int i = 0; i < 3; ++i) {
+      std::array<bool, 3> one{};
+      one[i] = true;
+      EXPECT_EQ(grads(one)[i], all[i]) << "grad of input " << i;
+    }
+  }
+}
+
 // The backward recomputes the weights per block: no (L, S) matrix is held.
 // 1024 x 1024 scores per matrix would be 4 MiB each; the fused step's peak
 // stays below one of them, the composed step's above several.
