@@ -3,7 +3,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <stdexcept>
 
 #include <mixgraph/contexts/cpu/cpu_features.hpp>

@@ -51,9 +51,10 @@ void amx_product(int64_t m, int64_t n, int64_t k,
                  bool accum);
 
 /// x (n fp32, n a multiple of 16) in two bf16 parts: hi, x rounded to
-/// bf16, and lo, what is left (x - hi) rounded. hi + lo holds 16 of x's 24
-/// bits, so that the two products of a split operand lose about what fp32
-/// FMAs would, where the one product of hi alone lost 2^-9 of it.
+/// bf16, and lo, what is left (x - hi) rounded. hi + lo is x to about
+/// 2^-17 of it, where hi alone is off by up to 2^-9: the two products of a
+/// split operand lose far less than the bf16 inputs and outputs round
+/// away. (An inf splits into inf and NaN.)
 void split_bf16(const float* x, int64_t n, BFloat16* hi, BFloat16* lo);
 
 /// Rows [0, rows) of x (cols used, rows ld apart; rows even) as rows / 2

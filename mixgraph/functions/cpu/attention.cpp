@@ -184,13 +184,15 @@ class OnlineSoftmax {
     for (int64_t r = 0; r < br; ++r) {
       float* row = s + r * bc;
       if (seen[r] == 0) continue;  // all masked: nothing changes
-      const float m = std::max(mx_[r], max_of(row, 1, seen[r]));
-      // The running sum and output were taken against the old max.
-      const float rescale = std::exp(mx_[r] - m);
+      const float old = mx_[r];
+      const float m = std::max(old, max_of(row, 1, seen[r]));
+      // The running sum and output were taken against the old max (none
+      // yet where it is -inf: they are 0).
+      const float rescale = std::exp(old - m);
       sum_[r] =
           sum_[r] * rescale + exp_sum_of_difference(row, 1, m, row, seen[r]);
       mx_[r] = m;
-      if (rescale != 1.0f) {
+      if (old != -std::numeric_limits<float>::infinity() && rescale != 1.0f) {
         float* o = out_.data() + r * ev_;
         for (int64_t e = 0; e < ev_; ++e) o[e] *= rescale;
       }
@@ -465,11 +467,14 @@ class ScaledDotProductAttentionCpu : public ScaledDotProductAttention {
         if (want_q || want_k) output_dots(b, y, dy, dot, yb, dyb);
         const BFloat16* kb = k + b * S * E;
         const BFloat16* vb = v + b * S * Ev;
+        // K^T for P; V^T for dP, K's rows for dQ: only where asked for.
         transpose_words(reinterpret_cast<const uint32_t*>(kb), S, E / 2, E / 2,
                         kt.data(), S);
-        transpose_words(reinterpret_cast<const uint32_t*>(vb), S, Ev / 2,
-                        Ev / 2, vt.data(), S);
-        pair_rows(kb, E, S, E, kp.data(), E);
+        if (want_q || want_k) {
+          transpose_words(reinterpret_cast<const uint32_t*>(vb), S, Ev / 2,
+                          Ev / 2, vt.data(), S);
+        }
+        if (want_q) pair_rows(kb, E, S, E, kp.data(), E);
         for (int64_t i0 = 0; i0 < L; i0 += kB) {
           const int64_t keys = keys_seen(i0 + kB - 1, L, S, causal);
           const float* lse = log_sum_exp_.data() + b * L + i0;
@@ -517,8 +522,9 @@ class ScaledDotProductAttentionCpu : public ScaledDotProductAttention {
                           reinterpret_cast<uint32_t*>(turned.data()), n);
           return turned.data();
         };
-        if (want_k)
+        if (want_k) {
           store(turned_back(dk_t, E), dk + b * S * E, S * E, accum[1]);
+        }
         if (want_v) {
           store(turned_back(dv_t, Ev), dv + b * S * Ev, S * Ev, accum[2]);
         }
